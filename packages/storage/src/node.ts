@@ -1,0 +1,2 @@
+/** Node-only storage backends. */
+export { FolderStore } from "./folder.js";

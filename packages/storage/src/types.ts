@@ -1,0 +1,41 @@
+/**
+ * The one storage contract every package in this workspace reads and writes through.
+ *
+ * It is deliberately the same shape as zarrita's `AsyncReadable`/`AsyncWritable` (keys may carry a
+ * leading `/`, missing objects are `undefined`), so a store built here can be handed to `zarr.open`
+ * unchanged, and a zarrita store can be handed to our readers.
+ */
+
+/** A byte range: `length` bytes from `offset`, or the last `suffixLength` bytes of the object. */
+export type RangeQuery = { offset: number; length: number } | { suffixLength: number };
+
+/** Options every asynchronous call accepts. */
+export interface StoreOptions {
+  /** Aborts the request; the call then rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/** Read side of a store. Missing objects are `undefined`; every other failure throws. */
+export interface ReadableStore {
+  /** The whole object, or `undefined` when it does not exist. */
+  get(key: string, opts?: StoreOptions): Promise<Uint8Array | undefined>;
+  /**
+   * A byte range of the object, or `undefined` when the object does not exist. A range that
+   * extends past the end of the object is an error, never a silently shorter answer.
+   */
+  getRange(key: string, range: RangeQuery, opts?: StoreOptions): Promise<Uint8Array | undefined>;
+}
+
+/** Write side of a store. A reader never observes half of an object written with `set`. */
+export interface WritableStore {
+  set(key: string, value: Uint8Array, opts?: StoreOptions): Promise<void>;
+  delete(key: string, opts?: StoreOptions): Promise<void>;
+  /** Every key that starts with `prefix` (no leading `/`), in lexicographic order. */
+  list(prefix?: string, opts?: StoreOptions): Promise<string[]>;
+}
+
+/** A store that can be read and written: what converters and writers take. */
+export interface Store extends ReadableStore, WritableStore {
+  /** A human-readable location (path or URL) used in error messages. */
+  readonly url: string;
+}
