@@ -1,14 +1,20 @@
 /**
  * Storage errors. Each carries a `_tag` for cheap discrimination, the store location and key it
  * concerns, and the underlying `cause` where there is one. A missing object is never an error
- * (it is `undefined`); these are everything else.
+ * (it is `undefined`); these are everything else. An aborted call rejects with its signal's
+ * reason (normally a DOMException named `AbortError`), not with one of these.
  */
 
 export type StorageErrorTag =
-  | "StorageError" // any other backend failure (permissions, disk, unexpected status)
-  | "InvalidKey" // a key that would escape the store root or is malformed
-  | "RangeNotSatisfiable" // a range past the end of the object, or a body shorter than asked
-  | "HttpStatus" // an HTTP status that is neither success nor 404
+  | "StorageError" // any other backend failure (permissions, disk, malformed answers)
+  | "InvalidKey" // a key that would escape the store root or is malformed, or a malformed range
+  | "RangeNotSatisfiable" // a range past the end of the object (416, or the object is shorter)
+  | "HttpStatus" // an HTTP status that is neither success nor "missing"
+  | "Network" // the connection failed or a body ended before its announced length (transient)
+  | "Timeout" // one attempt took longer than its per-attempt timeout (transient)
+  | "RangeUnsupported" // the server ignored a Range header and the whole object is too large to take
+  | "ReadOnly" // a write, delete or list on a store that cannot do it
+  | "UnsupportedUrl" // openStore was given a URL it cannot open
   | "RetriesExhausted"; // every attempt of a retried read failed
 
 /** Base of every error raised by a store or a store wrapper. */
@@ -21,7 +27,12 @@ export class StorageError extends Error {
 
   constructor(
     message: string,
-    opts: { tag?: StorageErrorTag; key?: string; location?: string; cause?: unknown } = {},
+    opts: {
+      tag?: StorageErrorTag;
+      key?: string | undefined;
+      location?: string | undefined;
+      cause?: unknown;
+    } = {},
   ) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = "StorageError";
@@ -31,7 +42,56 @@ export class StorageError extends Error {
   }
 }
 
+/** An HTTP answer whose status is neither a success nor one that means "missing". */
+export class HttpStatusError extends StorageError {
+  /** The HTTP status code. */
+  readonly status: number;
+  /** The requested URL. */
+  readonly url: string;
+
+  constructor(message: string, opts: { status: number; url: string; key?: string; location?: string }) {
+    super(message, { tag: "HttpStatus", key: opts.key, location: opts.location });
+    this.name = "HttpStatusError";
+    this.status = opts.status;
+    this.url = opts.url;
+  }
+}
+
+/** Every attempt of a retried read failed; `causes` holds the error of each attempt, in order. */
+export class RetriesExhaustedError extends StorageError {
+  /** How many attempts were made (all failed). */
+  readonly attempts: number;
+  /** The error of each failed attempt, oldest first. */
+  readonly causes: readonly unknown[];
+
+  constructor(
+    message: string,
+    opts: { attempts: number; causes: unknown[]; key?: string; location?: string },
+  ) {
+    super(message, {
+      tag: "RetriesExhausted",
+      key: opts.key,
+      location: opts.location,
+      cause: opts.causes[opts.causes.length - 1],
+    });
+    this.name = "RetriesExhaustedError";
+    this.attempts = opts.attempts;
+    this.causes = opts.causes;
+  }
+}
+
 /** True when `err` is a {@link StorageError}, optionally of the given tag. */
 export function isStorageError(err: unknown, tag?: StorageErrorTag): err is StorageError {
   return err instanceof StorageError && (tag === undefined || err._tag === tag);
+}
+
+/**
+ * True when a read that failed with `err` may succeed if simply tried again: server errors
+ * (5xx), throttling (429), network failures, truncated bodies and attempt timeouts. Client errors
+ * (other 4xx), invalid keys and unsatisfiable ranges are permanent and never retried.
+ */
+export function isTransient(err: unknown): boolean {
+  if (!(err instanceof StorageError)) return false;
+  if (err instanceof HttpStatusError) return err.status >= 500 || err.status === 429;
+  return err._tag === "Network" || err._tag === "Timeout";
 }

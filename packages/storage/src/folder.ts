@@ -42,6 +42,7 @@ export class FolderStore implements Store {
   }
 
   private wrap(err: unknown, what: string, key: string): StorageError {
+    if (err instanceof StorageError) return err;
     return new StorageError(`${what} ${key} in ${this.root} failed: ${(err as Error).message}`, {
       key,
       location: this.url,
@@ -119,8 +120,9 @@ export class FolderStore implements Store {
 
   async delete(key: string, opts?: StoreOptions): Promise<void> {
     throwIfAborted(opts?.signal);
+    const path = this.path(key);
     try {
-      await rm(this.path(key), { force: true });
+      await rm(path, { force: true });
     } catch (err) {
       throw this.wrap(err, "deleting", key);
     }

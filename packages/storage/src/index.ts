@@ -1,9 +1,35 @@
 /**
- * @deltacells/storage: one byte-range storage interface and its browser-safe backends.
- * Node-only backends (the local folder) live in `@deltacells/storage/node`.
+ * @deltacells/storage: one byte-range storage interface, its browser-safe backends (memory,
+ * HTTP(S), S3) and composable wrappers (stats, retries, a concurrency limit, range coalescing).
+ * The Node-only local-folder backend and an `openStore` that opens paths live in
+ * `@deltacells/storage/node`.
  */
-export { isStorageError, StorageError, type StorageErrorTag } from "./errors.js";
+
+export { type CoalesceOptions, CoalescingStore, withCoalescing } from "./coalesce.js";
+export {
+  HttpStatusError,
+  isStorageError,
+  isTransient,
+  RetriesExhaustedError,
+  StorageError,
+  type StorageErrorTag,
+} from "./errors.js";
+export { DEFAULT_MAX_IGNORED_RANGE_BYTES, HttpStore, type HttpStoreOptions } from "./http.js";
+export type { FetchLike } from "./http-read.js";
 export { normalizeKey, normalizePrefix } from "./keys.js";
+export { ConcurrencyLimitStore, withConcurrencyLimit } from "./limit.js";
 export { MemoryStore } from "./memory.js";
+export { type OpenStoreOptions, openStore } from "./open.js";
 export { resolveRange } from "./range.js";
+export { type RetryOptions, RetryStore, withRetries } from "./retry.js";
+export {
+  parseS3Url,
+  S3_MIN_PART_SIZE,
+  type S3Connection,
+  S3Store,
+  type S3StoreOptions,
+  s3OptionsFromEnv,
+} from "./s3.js";
+export { formatBytes, StatsStore, type StoreOperation, type StoreStats, withStats } from "./stats.js";
 export type { RangeQuery, ReadableStore, Store, StoreOptions, WritableStore } from "./types.js";
+export type { AnyStore } from "./wrap.js";

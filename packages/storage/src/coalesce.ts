@@ -1,0 +1,167 @@
+import { isStorageError } from "./errors.js";
+import type { RangeQuery, Store, StoreOptions } from "./types.js";
+import { type AnyStore, locationOf, writeMethod } from "./wrap.js";
+
+/** Options of {@link withCoalescing}. */
+export interface CoalesceOptions {
+  /**
+   * How long calls are collected before they are sent, in ms (default 0: everything issued in
+   * the current task, including its promise continuations, goes out together on the next one).
+   */
+  windowMs?: number;
+  /** A merged request never spans more than this many bytes (default 16 MiB). */
+  maxMergedBytes?: number;
+}
+
+interface Waiter {
+  offset: number;
+  end: number;
+  signal: AbortSignal | undefined;
+  resolve: (v: Uint8Array | undefined) => void;
+  reject: (e: unknown) => void;
+}
+
+/**
+ * Merges concurrent `getRange` calls on the same key whose ranges touch or overlap into one
+ * request to the inner store; each caller gets exactly its own bytes (a copy). Ranges with a gap
+ * between them are not merged (that would download bytes nobody asked for), suffix ranges and
+ * empty ranges pass straight through. If a merged request is refused as unsatisfiable (one range
+ * ran past the end), its members are retried one by one so each gets its own answer. A caller
+ * whose signal aborts rejects at once; the merged request is aborted only when all its callers
+ * have aborted.
+ */
+export class CoalescingStore implements Store {
+  readonly url: string;
+  readonly inner: AnyStore;
+  readonly set: Store["set"];
+  readonly delete: Store["delete"];
+  readonly list: Store["list"];
+  private readonly windowMs: number;
+  private readonly maxMerged: number;
+  private pending = new Map<string, Waiter[]>();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(inner: AnyStore, opts: CoalesceOptions = {}) {
+    this.inner = inner;
+    this.url = locationOf(inner);
+    this.set = writeMethod(inner, "set");
+    this.delete = writeMethod(inner, "delete");
+    this.list = writeMethod(inner, "list");
+    this.windowMs = opts.windowMs ?? 0;
+    this.maxMerged = opts.maxMergedBytes ?? 16 * 1024 * 1024;
+  }
+
+  get(key: string, opts?: StoreOptions): Promise<Uint8Array | undefined> {
+    return this.inner.get(key, opts);
+  }
+
+  getRange(key: string, range: RangeQuery, opts?: StoreOptions): Promise<Uint8Array | undefined> {
+    if (
+      "suffixLength" in range ||
+      !Number.isSafeInteger(range.offset) ||
+      !Number.isSafeInteger(range.length) ||
+      range.offset < 0 ||
+      range.length <= 0
+    ) {
+      return this.inner.getRange(key, range, opts);
+    }
+    const signal = opts?.signal;
+    signal?.throwIfAborted();
+    return new Promise((resolve, reject) => {
+      const onAbort = () => reject(signal?.reason);
+      // Detach from the caller's signal once answered, so long-lived signals collect no listeners.
+      const done = () => signal?.removeEventListener("abort", onAbort);
+      const waiter: Waiter = {
+        offset: range.offset,
+        end: range.offset + range.length,
+        signal,
+        resolve: (v) => {
+          done();
+          resolve(v);
+        },
+        reject: (e) => {
+          done();
+          reject(e);
+        },
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      const list = this.pending.get(key);
+      if (list === undefined) this.pending.set(key, [waiter]);
+      else list.push(waiter);
+      this.timer ??= setTimeout(() => this.flush(), this.windowMs);
+    });
+  }
+
+  private flush(): void {
+    this.timer = undefined;
+    const pending = this.pending;
+    this.pending = new Map();
+    for (const [key, waiters] of pending) {
+      waiters.sort((a, b) => a.offset - b.offset || a.end - b.end);
+      let group: Waiter[] = [];
+      let start = 0;
+      let end = 0;
+      for (const w of waiters) {
+        if (group.length > 0 && w.offset <= end && Math.max(end, w.end) - start <= this.maxMerged) {
+          group.push(w);
+          end = Math.max(end, w.end);
+        } else {
+          if (group.length > 0) this.send(key, group, start, end);
+          group = [w];
+          start = w.offset;
+          end = w.end;
+        }
+      }
+      if (group.length > 0) this.send(key, group, start, end);
+    }
+  }
+
+  private send(key: string, group: Waiter[], start: number, end: number): void {
+    if (group.length === 1) {
+      const w = group[0]!;
+      this.inner
+        .getRange(key, { offset: start, length: end - start }, w.signal ? { signal: w.signal } : {})
+        .then(w.resolve, w.reject);
+      return;
+    }
+    const signal = allAborted(group);
+    this.inner.getRange(key, { offset: start, length: end - start }, signal ? { signal } : {}).then(
+      (bytes) => {
+        for (const w of group)
+          w.resolve(bytes === undefined ? undefined : bytes.slice(w.offset - start, w.end - start));
+      },
+      (err) => {
+        if (!isStorageError(err, "RangeNotSatisfiable")) {
+          for (const w of group) w.reject(err);
+          return;
+        }
+        for (const w of group) {
+          const opts = w.signal ? { signal: w.signal } : {};
+          this.inner
+            .getRange(key, { offset: w.offset, length: w.end - w.offset }, opts)
+            .then(w.resolve, w.reject);
+        }
+      },
+    );
+  }
+}
+
+/** A signal that aborts once every waiter's signal has; undefined when some waiter cannot abort. */
+function allAborted(group: Waiter[]): AbortSignal | undefined {
+  if (group.some((w) => w.signal === undefined)) return undefined;
+  const controller = new AbortController();
+  let left = group.length;
+  for (const w of group) {
+    const onAbort = () => {
+      if (--left === 0) controller.abort(w.signal!.reason);
+    };
+    if (w.signal!.aborted) onAbort();
+    else w.signal!.addEventListener("abort", onAbort, { once: true });
+  }
+  return controller.signal;
+}
+
+/** Wraps a store so that concurrent touching or overlapping ranges of one key become one request. */
+export function withCoalescing(store: AnyStore, opts?: CoalesceOptions): CoalescingStore {
+  return new CoalescingStore(store, opts);
+}

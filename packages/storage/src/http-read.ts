@@ -1,0 +1,378 @@
+import { HttpStatusError, StorageError } from "./errors.js";
+import { resolveRange } from "./range.js";
+import type { RangeQuery } from "./types.js";
+
+/**
+ * The read path shared by the HTTP and S3 stores: how a Range request is sent, and how every
+ * possible answer is checked so that a caller gets exactly the bytes it asked for, `undefined`,
+ * or an error. Browser-safe (fetch and web streams only).
+ */
+
+/** The `fetch` signature the stores call; pass your own to add auth, logging or a proxy. */
+export type FetchLike = (input: string | Request, init?: RequestInit) => Promise<Response>;
+
+/** What the reader needs to know about one request, mostly to write good error messages. */
+export interface HttpReadContext {
+  /** The URL requested (for messages). */
+  url: string;
+  /** The store key. */
+  key: string;
+  /** The store location. */
+  location: string;
+  /** Statuses that mean "this object does not exist". */
+  missing: ReadonlySet<number>;
+  /** Error codes (S3's `<Code>`) that turn a "missing" status into an error, e.g. `NoSuchBucket`. */
+  notMissingCodes?: ReadonlySet<string>;
+  /** The largest whole object taken when a server ignores a Range header and answers 200. */
+  maxIgnoredRangeBytes: number;
+  signal: AbortSignal | undefined;
+}
+
+/** Sends one request; the store decides how (plain fetch, SigV4-signed fetch). */
+export type Send = (method: "GET" | "HEAD", headers: Record<string, string>) => Promise<Response>;
+
+/**
+ * Encodes a normalized key as a URL path: each segment percent-encoded as RFC 3986 and SigV4
+ * want it (everything but `A-Z a-z 0-9 - _ . ~`), `/` kept. Encoding `!'()*` too makes the path we
+ * send identical to the canonical path we sign, so no server can disagree about it.
+ */
+export function encodeKeyPath(key: string): string {
+  return key
+    .split("/")
+    .map((seg) =>
+      encodeURIComponent(seg).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`),
+    )
+    .join("/");
+}
+
+/** The HTTP Range header value for a range (`bytes=-N` for a suffix). Never called for empty ranges. */
+export function rangeHeader(range: RangeQuery): string {
+  if ("suffixLength" in range) return `bytes=-${range.suffixLength}`;
+  return `bytes=${range.offset}-${range.offset + range.length - 1}`;
+}
+
+/**
+ * Maps a failure of fetch or of reading a body to what the caller should see: the signal's reason
+ * when the call was aborted, storage errors unchanged, anything else a transient `Network` error.
+ */
+export function networkError(
+  err: unknown,
+  ctx: Pick<HttpReadContext, "url" | "key" | "location" | "signal">,
+) {
+  if (ctx.signal?.aborted) return ctx.signal.reason as unknown;
+  if (err instanceof StorageError) return err;
+  const cause = (err as { cause?: { code?: string; message?: string } } | null)?.cause;
+  const detail = cause?.code ?? cause?.message ?? "";
+  return new StorageError(
+    `request for ${ctx.url} failed: ${(err as Error)?.message ?? String(err)}${detail ? ` (${detail})` : ""}`,
+    { tag: "Network", key: ctx.key, location: ctx.location, cause: err },
+  );
+}
+
+/**
+ * Reads a response body completely. With `expected` (from Content-Length or Content-Range) the
+ * body must have exactly that many bytes: fewer means the transfer was cut (a transient `Network`
+ * error). More is refused when `exact` (a 206 body must match its Content-Range); otherwise it
+ * can only mean fetch decoded a compressed body whose Content-Encoding the browser hid from us
+ * (cross-origin), so reading goes on up to `cap`. Without `expected`, reading stops with
+ * `RangeUnsupported` once `cap` bytes are exceeded.
+ */
+export async function readBody(
+  res: Response,
+  expected: number | undefined,
+  cap: number,
+  exact: boolean,
+  ctx: HttpReadContext,
+): Promise<Uint8Array> {
+  if (res.body === null) {
+    if (expected !== undefined && expected > 0) throw truncated(0, expected, ctx);
+    return new Uint8Array(0);
+  }
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let out = expected === undefined ? undefined : new Uint8Array(expected);
+  let received = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (out !== undefined && received + value.length > out.length) {
+        if (exact) {
+          throw new StorageError(
+            `${ctx.url} sent more than the ${out.length} bytes it announced; refusing the answer`,
+            { key: ctx.key, location: ctx.location },
+          );
+        }
+        chunks.push(out.subarray(0, received));
+        out = undefined;
+      }
+      if (out !== undefined) {
+        out.set(value, received);
+      } else {
+        if (received + value.length > cap) throw tooLarge(undefined, cap, ctx);
+        chunks.push(value);
+      }
+      received += value.length;
+    }
+  } catch (err) {
+    await reader.cancel().catch(() => {});
+    throw networkError(err, ctx);
+  }
+  if (out !== undefined) {
+    if (received !== out.length) throw truncated(received, out.length, ctx);
+    return out;
+  }
+  const joined = new Uint8Array(received);
+  let at = 0;
+  for (const c of chunks) {
+    joined.set(c, at);
+    at += c.length;
+  }
+  return joined;
+}
+
+function truncated(got: number, expected: number, ctx: HttpReadContext): StorageError {
+  return new StorageError(
+    `truncated body from ${ctx.url}: received ${got} of the ${expected} bytes announced (connection cut?)`,
+    { tag: "Network", key: ctx.key, location: ctx.location },
+  );
+}
+
+function tooLarge(size: number | undefined, cap: number, ctx: HttpReadContext): StorageError {
+  return new StorageError(
+    `${ctx.url} ignored the Range header and answered with the whole object (${size === undefined ? "size unknown" : `${size} bytes`}); refusing to download more than ${cap} bytes for a range. Serve the data from a server that supports Range requests, or raise maxIgnoredRangeBytes.`,
+    { tag: "RangeUnsupported", key: ctx.key, location: ctx.location },
+  );
+}
+
+function contentLength(res: Response): number | undefined {
+  const v = res.headers.get("content-length");
+  if (v === null || !/^\d+$/.test(v.trim())) return undefined;
+  return Number(v);
+}
+
+/** Parses `Content-Range: bytes a-b/total` (total may be `*`). */
+function parseContentRange(
+  v: string | null,
+): { start: number; end: number; total: number | undefined } | undefined {
+  const m = v === null ? null : /^\s*bytes\s+(\d+)-(\d+)\/(\d+|\*)\s*$/i.exec(v);
+  if (m === null) return undefined;
+  const start = Number(m[1]);
+  const end = Number(m[2]) + 1;
+  const total = m[3] === "*" ? undefined : Number(m[3]);
+  if (end <= start || (total !== undefined && end > total)) return undefined;
+  return { start, end, total };
+}
+
+function notSatisfiable(range: RangeQuery, total: number | undefined, ctx: HttpReadContext): StorageError {
+  const asked =
+    "suffixLength" in range
+      ? `the last ${range.suffixLength} bytes`
+      : `bytes ${range.offset}..${range.offset + range.length}`;
+  return new StorageError(
+    `range not satisfiable: ${asked} of ${ctx.url}${total === undefined ? "" : `, which has ${total} bytes`}`,
+    { tag: "RangeNotSatisfiable", key: ctx.key, location: ctx.location },
+  );
+}
+
+/** Builds the error for an unexpected status, with the server's own explanation when it gave one. */
+export async function statusError(
+  res: Response,
+  method: string,
+  ctx: HttpReadContext,
+): Promise<HttpStatusError> {
+  let text = "";
+  try {
+    text = (await res.text()).slice(0, 2000);
+  } catch {
+    // the body is only decoration for the message
+  }
+  return statusErrorFrom(res, text, method, ctx);
+}
+
+function errorCode(text: string): string | undefined {
+  return /<Code>([^<]*)<\/Code>/.exec(text)?.[1];
+}
+
+function statusErrorFrom(res: Response, text: string, method: string, ctx: HttpReadContext): HttpStatusError {
+  const code = errorCode(text);
+  const message = /<Message>([^<]*)<\/Message>/.exec(text)?.[1];
+  const detail = code !== undefined ? `${code}${message ? `: ${message}` : ""}` : text.slice(0, 200).trim();
+  const hint =
+    res.status === 403
+      ? " (check the credentials; S3-style servers also answer 403 for a missing object when the caller may not list the bucket)"
+      : res.status >= 500 || res.status === 429
+        ? " (a transient server error: wrap the store with withRetries to retry reads)"
+        : "";
+  return new HttpStatusError(
+    `${method} ${ctx.url} answered ${res.status}${res.statusText ? ` ${res.statusText}` : ""}${detail ? ` [${detail}]` : ""}${hint}`,
+    { status: res.status, url: ctx.url, key: ctx.key, location: ctx.location },
+  );
+}
+
+/**
+ * Whether a "missing" status really means the object is missing. S3 answers 404 both for a
+ * missing key (`NoSuchKey`) and a missing bucket (`NoSuchBucket`); the latter is a
+ * configuration error that must not pass for an absent object.
+ */
+async function reallyMissing(res: Response, method: string, ctx: HttpReadContext): Promise<void> {
+  if (ctx.notMissingCodes === undefined || method === "HEAD") {
+    await res.body?.cancel().catch(() => {});
+    return;
+  }
+  let text = "";
+  try {
+    text = (await res.text()).slice(0, 2000);
+  } catch (err) {
+    throw networkError(err, ctx);
+  }
+  const code = errorCode(text);
+  if (code !== undefined && ctx.notMissingCodes.has(code)) throw statusErrorFrom(res, text, method, ctx);
+}
+
+async function sendOrThrow(
+  send: Send,
+  method: "GET" | "HEAD",
+  headers: Record<string, string>,
+  ctx: HttpReadContext,
+) {
+  try {
+    return await send(method, headers);
+  } catch (err) {
+    throw networkError(err, ctx);
+  }
+}
+
+/**
+ * GETs a whole object (no range) or a byte range of it, and checks the answer:
+ * - a "missing" status (404 by default) is `undefined`;
+ * - 206 must carry a Content-Range that covers the request, and a body of exactly that length;
+ * - 200 to a range request means the server ignored the Range header: the whole object is read
+ *   (up to `maxIgnoredRangeBytes`, else `RangeUnsupported`) and sliced;
+ * - 416, or an object shorter than the range, is `RangeNotSatisfiable`;
+ * - anything else is an `HttpStatus` error naming the URL and status.
+ */
+export async function httpRead(
+  send: Send,
+  range: RangeQuery | undefined,
+  ctx: HttpReadContext,
+): Promise<Uint8Array | undefined> {
+  const empty =
+    range !== undefined && ("suffixLength" in range ? range.suffixLength === 0 : range.length === 0);
+  if (range !== undefined) resolveRange(range, Number.MAX_SAFE_INTEGER, ctx.key, ctx.location); // validates
+  if (empty) return emptyRange(send, range, ctx);
+
+  const headers: Record<string, string> = range === undefined ? {} : { range: rangeHeader(range) };
+  const res = await sendOrThrow(send, "GET", headers, ctx);
+  if (ctx.missing.has(res.status)) {
+    await reallyMissing(res, "GET", ctx);
+    return undefined;
+  }
+  if (res.status === 416) {
+    await res.body?.cancel().catch(() => {});
+    throw notSatisfiable(
+      range ?? { offset: 0, length: 0 },
+      parseContentRange(res.headers.get("content-range"))?.total ?? totalFrom416(res),
+      ctx,
+    );
+  }
+  if (res.status === 200) {
+    // With a Content-Encoding, Content-Length counts compressed bytes, not what fetch hands us.
+    const encoding = res.headers.get("content-encoding");
+    const size = encoding === null || encoding === "identity" ? contentLength(res) : undefined;
+    const cap = range === undefined ? Number.MAX_SAFE_INTEGER : ctx.maxIgnoredRangeBytes;
+    if (size !== undefined && size > cap) {
+      await res.body?.cancel().catch(() => {});
+      throw tooLarge(size, cap, ctx);
+    }
+    const body = await readBody(res, size, cap, false, ctx);
+    if (range === undefined) return body;
+    if (!rangeFits(range, body.length)) throw notSatisfiable(range, body.length, ctx);
+    const { start, end } = resolveRange(range, body.length, ctx.key, ctx.location);
+    return body.slice(start, end);
+  }
+  if (res.status === 206 && range !== undefined) return readPartial(res, range, ctx);
+  throw await statusError(res, "GET", ctx);
+}
+
+function totalFrom416(res: Response): number | undefined {
+  const m = /\/(\d+)\s*$/.exec(res.headers.get("content-range") ?? "");
+  return m === null ? undefined : Number(m[1]);
+}
+
+function rangeFits(range: RangeQuery, size: number): boolean {
+  return "suffixLength" in range ? range.suffixLength <= size : range.offset + range.length <= size;
+}
+
+async function readPartial(res: Response, range: RangeQuery, ctx: HttpReadContext): Promise<Uint8Array> {
+  const cr = parseContentRange(res.headers.get("content-range"));
+  const fail = async (why: string) => {
+    await res.body?.cancel().catch(() => {});
+    return new StorageError(`${ctx.url} answered 206 with ${why}; refusing the answer`, {
+      key: ctx.key,
+      location: ctx.location,
+    });
+  };
+  if (cr === undefined)
+    throw await fail(`a missing or malformed Content-Range (${res.headers.get("content-range")})`);
+  // Where the asked bytes must lie, in object coordinates.
+  let want: { start: number; end: number };
+  if ("suffixLength" in range) {
+    if (cr.total !== undefined) {
+      if (cr.total < range.suffixLength) {
+        await res.body?.cancel().catch(() => {});
+        throw notSatisfiable(range, cr.total, ctx);
+      }
+      want = { start: cr.total - range.suffixLength, end: cr.total };
+    } else {
+      want = { start: cr.end - range.suffixLength, end: cr.end };
+    }
+  } else {
+    want = { start: range.offset, end: range.offset + range.length };
+  }
+  if (cr.start > want.start || cr.end < want.end) {
+    // A server clamps a range to the object's end: the object is shorter than the range.
+    if (cr.start <= want.start && cr.total !== undefined && cr.total < want.end) {
+      await res.body?.cancel().catch(() => {});
+      throw notSatisfiable(range, cr.total, ctx);
+    }
+    throw await fail(
+      `Content-Range ${cr.start}-${cr.end - 1}, which does not cover bytes ${want.start}..${want.end}`,
+    );
+  }
+  const length = cr.end - cr.start;
+  const announced = contentLength(res);
+  if (announced !== undefined && announced !== length) {
+    throw await fail(`Content-Length ${announced} but Content-Range of ${length} bytes`);
+  }
+  const encoding = res.headers.get("content-encoding");
+  if (encoding !== null && encoding !== "identity") {
+    throw await fail(
+      `Content-Encoding ${encoding}: the bytes of a compressed range cannot be mapped to the object`,
+    );
+  }
+  const body = await readBody(res, length, length, true, ctx);
+  if (cr.start === want.start && cr.end === want.end) return body;
+  return body.slice(want.start - cr.start, want.end - cr.start);
+}
+
+/** A zero-length range cannot be expressed as a Range header: ask for the size instead. */
+async function emptyRange(
+  send: Send,
+  range: RangeQuery,
+  ctx: HttpReadContext,
+): Promise<Uint8Array | undefined> {
+  const res = await sendOrThrow(send, "HEAD", {}, ctx);
+  await res.body?.cancel().catch(() => {});
+  if (ctx.missing.has(res.status)) return undefined;
+  if (res.status !== 200) throw await statusError(res, "HEAD", ctx);
+  const size = contentLength(res);
+  if (size === undefined) {
+    throw new StorageError(`HEAD ${ctx.url} gave no Content-Length, so an empty range cannot be checked`, {
+      key: ctx.key,
+      location: ctx.location,
+    });
+  }
+  if (!rangeFits(range, size)) throw notSatisfiable(range, size, ctx);
+  return new Uint8Array(0);
+}

@@ -1,0 +1,108 @@
+import { StorageError } from "./errors.js";
+import { encodeKeyPath, type FetchLike, httpRead } from "./http-read.js";
+import { normalizeKey } from "./keys.js";
+import { throwIfAborted } from "./range.js";
+import type { RangeQuery, Store, StoreOptions } from "./types.js";
+
+/** Options of {@link HttpStore}. */
+export interface HttpStoreOptions {
+  /** The fetch to use (default: the global one). Use it for auth, proxies or instrumentation. */
+  fetch?: FetchLike;
+  /** Headers sent with every request (e.g. `Authorization`). */
+  headers?: Record<string, string>;
+  /**
+   * Statuses that mean "the object does not exist" and yield `undefined` (default 404 and 410).
+   * Add 403 for a public S3-style bucket that denies listing: it answers 403 for missing keys.
+   * It is not the default because 403 usually means bad credentials, and a reader that took it
+   * for "missing" would report a dataset as incomplete instead of telling the user to fix access.
+   */
+  missingStatuses?: readonly number[];
+  /**
+   * When a server ignores the Range header and answers 200 with the whole object, the object is
+   * read and sliced only up to this many bytes (default 16 MiB); larger objects fail with a
+   * `RangeUnsupported` error instead of silently downloading gigabytes for a few bytes.
+   */
+  maxIgnoredRangeBytes?: number;
+}
+
+/** Default cap on a whole-object answer to a range request. */
+export const DEFAULT_MAX_IGNORED_RANGE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * A read-only store over HTTP(S) with Range requests: `get` is a GET, `getRange` a GET with
+ * `Range: bytes=a-b` (or `bytes=-N` for a suffix). Browser-safe. Writes and listing throw a
+ * `ReadOnly` error: plain HTTP has no portable way to do them.
+ */
+export class HttpStore implements Store {
+  readonly url: string;
+  private readonly base: string;
+  private readonly fetch: FetchLike;
+  private readonly headers: Record<string, string>;
+  private readonly missing: ReadonlySet<number>;
+  private readonly maxIgnoredRangeBytes: number;
+
+  constructor(url: string, opts: HttpStoreOptions = {}) {
+    this.url = url;
+    this.base = url.endsWith("/") ? url : `${url}/`;
+    this.fetch = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.headers = { ...opts.headers };
+    this.missing = new Set(opts.missingStatuses ?? [404, 410]);
+    this.maxIgnoredRangeBytes = opts.maxIgnoredRangeBytes ?? DEFAULT_MAX_IGNORED_RANGE_BYTES;
+  }
+
+  /** The URL of a key. */
+  keyUrl(key: string): string {
+    return this.base + encodeKeyPath(normalizeKey(key, this.url));
+  }
+
+  get(key: string, opts?: StoreOptions): Promise<Uint8Array | undefined> {
+    return this.read(key, undefined, opts);
+  }
+
+  getRange(key: string, range: RangeQuery, opts?: StoreOptions): Promise<Uint8Array | undefined> {
+    return this.read(key, range, opts);
+  }
+
+  private async read(key: string, range: RangeQuery | undefined, opts?: StoreOptions) {
+    throwIfAborted(opts?.signal);
+    const url = this.keyUrl(key);
+    const signal = opts?.signal;
+    return httpRead(
+      (method, headers) =>
+        this.fetch(url, {
+          method,
+          headers: { ...this.headers, "accept-encoding": "identity", ...headers },
+          signal: signal ?? null,
+        }),
+      range,
+      {
+        url,
+        key,
+        location: this.url,
+        missing: this.missing,
+        maxIgnoredRangeBytes: this.maxIgnoredRangeBytes,
+        signal,
+      },
+    );
+  }
+
+  private readOnly(what: string, key?: string): never {
+    throw new StorageError(`${what} is not possible on ${this.url}: an HTTP store is read-only`, {
+      tag: "ReadOnly",
+      key,
+      location: this.url,
+    });
+  }
+
+  async set(key: string, _value?: Uint8Array, _opts?: StoreOptions): Promise<void> {
+    this.readOnly(`writing ${key}`, key);
+  }
+
+  async delete(key: string, _opts?: StoreOptions): Promise<void> {
+    this.readOnly(`deleting ${key}`, key);
+  }
+
+  async list(_prefix?: string, _opts?: StoreOptions): Promise<string[]> {
+    this.readOnly("listing");
+  }
+}

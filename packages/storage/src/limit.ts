@@ -1,0 +1,92 @@
+import { StorageError } from "./errors.js";
+import type { RangeQuery, Store, StoreOptions } from "./types.js";
+import { type AnyStore, locationOf, writeMethod } from "./wrap.js";
+
+/**
+ * Caps the number of calls in flight on the inner store (a semaphore); further calls wait in
+ * FIFO order. A call whose signal aborts while it waits leaves the queue and rejects at once.
+ */
+export class ConcurrencyLimitStore implements Store {
+  readonly url: string;
+  readonly inner: AnyStore;
+  readonly limit: number;
+  private active = 0;
+  private readonly waiting: { start: () => void }[] = [];
+  readonly set: Store["set"];
+  readonly delete: Store["delete"];
+  readonly list: Store["list"];
+
+  constructor(inner: AnyStore, limit: number) {
+    if (!Number.isInteger(limit) || limit < 1) {
+      throw new StorageError(`a concurrency limit must be a positive integer, got ${limit}`, {
+        location: locationOf(inner),
+      });
+    }
+    this.inner = inner;
+    this.url = locationOf(inner);
+    this.limit = limit;
+    const set = writeMethod(inner, "set");
+    const del = writeMethod(inner, "delete");
+    const list = writeMethod(inner, "list");
+    this.set = (key, value, opts) => this.run(() => set(key, value, opts), opts);
+    this.delete = (key, opts) => this.run(() => del(key, opts), opts);
+    this.list = (prefix, opts) => this.run(() => list(prefix, opts), opts);
+  }
+
+  /** Calls running on the inner store now. */
+  get inFlight(): number {
+    return this.active;
+  }
+
+  /** Calls waiting for a slot. */
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  get(key: string, opts?: StoreOptions): Promise<Uint8Array | undefined> {
+    return this.run(() => this.inner.get(key, opts), opts);
+  }
+
+  getRange(key: string, range: RangeQuery, opts?: StoreOptions): Promise<Uint8Array | undefined> {
+    return this.run(() => this.inner.getRange(key, range, opts), opts);
+  }
+
+  private async run<T>(call: () => Promise<T>, opts: StoreOptions | undefined): Promise<T> {
+    await this.acquire(opts?.signal);
+    try {
+      return await call();
+    } finally {
+      this.active--;
+      this.waiting.shift()?.start();
+    }
+  }
+
+  private acquire(signal: AbortSignal | undefined): Promise<void> {
+    signal?.throwIfAborted();
+    if (this.active < this.limit) {
+      this.active++;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve, reject) => {
+      const entry = {
+        start: () => {
+          signal?.removeEventListener("abort", onAbort);
+          this.active++;
+          resolve();
+        },
+      };
+      const onAbort = () => {
+        const i = this.waiting.indexOf(entry);
+        if (i >= 0) this.waiting.splice(i, 1);
+        reject(signal?.reason);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.waiting.push(entry);
+    });
+  }
+}
+
+/** Wraps a store so that at most `limit` calls run on it at once. */
+export function withConcurrencyLimit(store: AnyStore, limit: number): ConcurrencyLimitStore {
+  return new ConcurrencyLimitStore(store, limit);
+}

@@ -1,0 +1,141 @@
+import { isTransient, RetriesExhaustedError, StorageError } from "./errors.js";
+import { childController, raceAbort, sleep } from "./signals.js";
+import type { RangeQuery, Store, StoreOptions } from "./types.js";
+import { type AnyStore, locationOf, writeMethod } from "./wrap.js";
+
+/** Options of {@link withRetries}. */
+export interface RetryOptions {
+  /** Total attempts per read, the first included (default 4). */
+  attempts?: number;
+  /** Backoff base: the wait before retry k is uniform in [0, min(maxDelayMs, baseDelayMs * 2^(k-1))] (default 100). */
+  baseDelayMs?: number;
+  /** Cap of one wait (default 5000). */
+  maxDelayMs?: number;
+  /** Per-attempt timeout; an attempt that takes longer is aborted and counts as a transient failure. */
+  timeoutMs?: number;
+  /** Which failures are worth another attempt (default {@link isTransient}). */
+  isRetryable?: (err: unknown) => boolean;
+  /** Source of jitter in [0, 1) (default Math.random); tests pass a fixed one. */
+  random?: () => number;
+  /** Called before each wait, e.g. to log retries. */
+  onRetry?: (info: { key: string; attempt: number; delayMs: number; error: unknown }) => void;
+}
+
+function describe(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+/**
+ * Retries idempotent reads (`get`, `getRange`, `list`) on transient failures: 5xx and 429
+ * answers, network errors and resets, truncated bodies and attempt timeouts. Waits between
+ * attempts grow exponentially with full jitter. After `attempts` failures it throws a
+ * `RetriesExhausted` error listing every cause. Other errors (4xx, invalid keys, unsatisfiable
+ * ranges) are thrown at once, and an aborted signal stops everything immediately with its reason.
+ * Writes pass through untouched: a failed write is reported, not repeated behind the caller's back.
+ */
+export class RetryStore implements Store {
+  readonly url: string;
+  readonly inner: AnyStore;
+  readonly set: Store["set"];
+  readonly delete: Store["delete"];
+  private readonly attempts: number;
+  private readonly base: number;
+  private readonly max: number;
+  private readonly timeoutMs: number | undefined;
+  private readonly retryable: (err: unknown) => boolean;
+  private readonly random: () => number;
+  private readonly onRetry: RetryOptions["onRetry"];
+
+  constructor(inner: AnyStore, opts: RetryOptions = {}) {
+    this.inner = inner;
+    this.url = locationOf(inner);
+    this.set = writeMethod(inner, "set");
+    this.delete = writeMethod(inner, "delete");
+    this.attempts = Math.max(1, Math.floor(opts.attempts ?? 4));
+    this.base = opts.baseDelayMs ?? 100;
+    this.max = opts.maxDelayMs ?? 5000;
+    this.timeoutMs = opts.timeoutMs;
+    this.retryable = opts.isRetryable ?? isTransient;
+    this.random = opts.random ?? Math.random;
+    this.onRetry = opts.onRetry;
+  }
+
+  get(key: string, opts?: StoreOptions): Promise<Uint8Array | undefined> {
+    return this.run(key, `reading ${key}`, (o) => this.inner.get(key, o), opts);
+  }
+
+  getRange(key: string, range: RangeQuery, opts?: StoreOptions): Promise<Uint8Array | undefined> {
+    const what =
+      "suffixLength" in range
+        ? `reading the last ${range.suffixLength} bytes of ${key}`
+        : `reading bytes ${range.offset}..${range.offset + range.length} of ${key}`;
+    return this.run(key, what, (o) => this.inner.getRange(key, range, o), opts);
+  }
+
+  list(prefix?: string, opts?: StoreOptions): Promise<string[]> {
+    const list = writeMethod(this.inner, "list");
+    return this.run(prefix ?? "", `listing ${prefix ?? "everything"}`, (o) => list(prefix, o), opts);
+  }
+
+  private async run<T>(
+    key: string,
+    what: string,
+    attempt: (opts: StoreOptions) => Promise<T>,
+    opts?: StoreOptions,
+  ): Promise<T> {
+    const signal = opts?.signal;
+    const causes: unknown[] = [];
+    for (let n = 1; ; n++) {
+      signal?.throwIfAborted();
+      try {
+        return await this.once(attempt, signal, key);
+      } catch (err) {
+        if (signal?.aborted) throw signal.reason;
+        if (!this.retryable(err)) throw err;
+        causes.push(err);
+        if (n >= this.attempts) {
+          const list = causes.map((c, i) => `  ${i + 1}. ${describe(c)}`).join("\n");
+          throw new RetriesExhaustedError(
+            `${what} from ${this.url} failed ${n} times (all attempts used); the failures were:\n${list}`,
+            { attempts: n, causes, key, location: this.url },
+          );
+        }
+        const delayMs = this.random() * Math.min(this.max, this.base * 2 ** (n - 1));
+        this.onRetry?.({ key, attempt: n, delayMs, error: err });
+        await sleep(delayMs, signal);
+      }
+    }
+  }
+
+  /** One attempt, aborted (and reported as a transient `Timeout`) when it outlives `timeoutMs`. */
+  private async once<T>(
+    attempt: (opts: StoreOptions) => Promise<T>,
+    signal: AbortSignal | undefined,
+    key: string,
+  ) {
+    if (this.timeoutMs === undefined) return attempt(signal === undefined ? {} : { signal });
+    const { controller, release } = childController(signal);
+    const timer = setTimeout(() => {
+      controller.abort(
+        new StorageError(`an attempt on ${key} at ${this.url} took longer than ${this.timeoutMs} ms`, {
+          tag: "Timeout",
+          key,
+          location: this.url,
+        }),
+      );
+    }, this.timeoutMs);
+    try {
+      // Raced as well, in case the inner store ignores its signal.
+      return await raceAbort(attempt({ signal: controller.signal }), controller.signal);
+    } finally {
+      clearTimeout(timer);
+      release();
+    }
+  }
+}
+
+/** Wraps a store so that its reads are retried on transient failures (see {@link RetryStore}). */
+export function withRetries(store: AnyStore, opts?: RetryOptions): RetryStore {
+  return new RetryStore(store, opts);
+}

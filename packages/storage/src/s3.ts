@@ -1,0 +1,328 @@
+import { AwsClient } from "aws4fetch";
+import { StorageError } from "./errors.js";
+import { DEFAULT_MAX_IGNORED_RANGE_BYTES } from "./http.js";
+import {
+  encodeKeyPath,
+  type FetchLike,
+  type HttpReadContext,
+  httpRead,
+  networkError,
+  statusError,
+} from "./http-read.js";
+import { normalizeKey, normalizePrefix } from "./keys.js";
+import { throwIfAborted } from "./range.js";
+import { multipartUpload } from "./s3-multipart.js";
+import type { RangeQuery, Store, StoreOptions } from "./types.js";
+import { child, childrenNamed, childText, parseXml } from "./xml.js";
+
+/** Credentials and endpoint of an S3 store; {@link s3OptionsFromEnv} reads them from the environment. */
+export interface S3Connection {
+  /** Region for signing (default `us-east-1`). */
+  region?: string;
+  /** A custom endpoint such as `http://127.0.0.1:9000` (MinIO, moto, R2...). Implies path-style URLs. */
+  endpoint?: string;
+  /** Path-style (`endpoint/bucket/key`) rather than virtual-hosted URLs; default: true iff `endpoint` is set. */
+  forcePathStyle?: boolean;
+  /** Without credentials, requests are sent unsigned (public buckets). */
+  accessKeyId?: string;
+  secretAccessKey?: string;
+  sessionToken?: string;
+}
+
+/** Options of {@link S3Store}. */
+export interface S3StoreOptions extends S3Connection {
+  bucket: string;
+  /** Key prefix inside the bucket under which this store lives (no leading `/`). */
+  prefix?: string;
+  /** The fetch to use (default: the global one). */
+  fetch?: FetchLike;
+  /** Objects larger than this are uploaded in parts (default 64 MiB). */
+  multipartThreshold?: number;
+  /** Size of each part of a multipart upload (default 16 MiB; S3 requires at least 5 MiB). */
+  partSize?: number;
+  /** Parts uploaded at the same time (default 4). */
+  partConcurrency?: number;
+  /** Keys asked for per ListObjectsV2 page (`max-keys`, default and S3's maximum 1000). */
+  listPageSize?: number;
+  /** See {@link HttpStoreOptions.maxIgnoredRangeBytes}. */
+  maxIgnoredRangeBytes?: number;
+}
+
+/** The smallest part S3 accepts (every part but the last). */
+export const S3_MIN_PART_SIZE = 5 * 1024 * 1024;
+
+/**
+ * Reads the standard AWS variables from an environment record (pass `process.env` in Node):
+ * `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION` (or
+ * `AWS_DEFAULT_REGION`) and `AWS_ENDPOINT_URL_S3` (or `AWS_ENDPOINT_URL`). Pure: it touches no
+ * global, so it is safe to bundle for the browser.
+ */
+export function s3OptionsFromEnv(env: Record<string, string | undefined>): S3Connection {
+  const out: S3Connection = {};
+  const set = <K extends keyof S3Connection>(k: K, v: string | undefined) => {
+    if (v !== undefined && v !== "") (out as Record<string, unknown>)[k] = v;
+  };
+  set("accessKeyId", env.AWS_ACCESS_KEY_ID);
+  set("secretAccessKey", env.AWS_SECRET_ACCESS_KEY);
+  set("sessionToken", env.AWS_SESSION_TOKEN);
+  set("region", env.AWS_REGION || env.AWS_DEFAULT_REGION);
+  set("endpoint", env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL);
+  return out;
+}
+
+/** Parses `s3://bucket/prefix` into bucket and prefix. */
+export function parseS3Url(url: string): { bucket: string; prefix: string } {
+  const m = /^s3:\/\/([^/?#]+)\/?([^?#]*)$/.exec(url);
+  if (m === null) {
+    throw new StorageError(`not an S3 URL: ${url} (expected s3://bucket/optional/prefix)`, {
+      tag: "UnsupportedUrl",
+      location: url,
+    });
+  }
+  return { bucket: m[1]!, prefix: m[2]!.replace(/\/+$/, "") };
+}
+
+type Method = "GET" | "HEAD" | "PUT" | "POST" | "DELETE";
+
+/**
+ * An S3 (or S3-compatible) bucket prefix as a store: range GETs (suffix ranges included), PUT
+ * with multipart upload above a threshold, ListObjectsV2 with continuation paging, DELETE.
+ * Requests are signed with SigV4 by `aws4fetch` (a 10 KB signer over `fetch`, so this works in
+ * browsers too). aws4fetch's own retries are disabled: wrap the store with `withRetries`.
+ */
+export class S3Store implements Store {
+  readonly url: string;
+  readonly bucket: string;
+  readonly prefix: string;
+  private readonly client: AwsClient | undefined;
+  private readonly fetch: FetchLike;
+  private readonly bucketUrl: string;
+  private readonly multipartThreshold: number;
+  private readonly partSize: number;
+  private readonly partConcurrency: number;
+  private readonly listPageSize: number;
+  private readonly maxIgnoredRangeBytes: number;
+  private static readonly MISSING: ReadonlySet<number> = new Set([404]);
+  private static readonly NOT_MISSING: ReadonlySet<string> = new Set(["NoSuchBucket"]);
+
+  constructor(opts: S3StoreOptions) {
+    // Lenient on purpose (S3-compatible servers accept more than AWS), but nothing that could
+    // change the URL's meaning.
+    if (!/^[A-Za-z0-9._-]{1,255}$/.test(opts.bucket)) {
+      throw new StorageError(`invalid bucket name ${JSON.stringify(opts.bucket)}`, { tag: "UnsupportedUrl" });
+    }
+    this.bucket = opts.bucket;
+    this.prefix = normalizePrefix(opts.prefix ?? "").replace(/\/$/, "");
+    this.url = `s3://${this.bucket}${this.prefix ? `/${this.prefix}` : ""}`;
+    const region = opts.region ?? "us-east-1";
+    const pathStyle = opts.forcePathStyle ?? (opts.endpoint !== undefined || opts.bucket.includes("."));
+    const endpoint = new URL(opts.endpoint ?? `https://s3.${region}.amazonaws.com`);
+    const origin = endpoint.origin + endpoint.pathname.replace(/\/+$/, "");
+    this.bucketUrl = pathStyle
+      ? `${origin}/${encodeURIComponent(this.bucket)}`
+      : `${endpoint.protocol}//${this.bucket}.${endpoint.host}${endpoint.pathname.replace(/\/+$/, "")}`;
+    if (opts.accessKeyId !== undefined || opts.secretAccessKey !== undefined) {
+      if (!opts.accessKeyId || !opts.secretAccessKey) {
+        throw new StorageError(
+          `S3 store ${this.url}: accessKeyId and secretAccessKey must be given together (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)`,
+          { location: this.url },
+        );
+      }
+      this.client = new AwsClient({
+        accessKeyId: opts.accessKeyId,
+        secretAccessKey: opts.secretAccessKey,
+        ...(opts.sessionToken ? { sessionToken: opts.sessionToken } : {}),
+        service: "s3",
+        region,
+        retries: 0,
+      });
+    }
+    this.fetch = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.multipartThreshold = opts.multipartThreshold ?? 64 * 1024 * 1024;
+    this.partSize = opts.partSize ?? 16 * 1024 * 1024;
+    if (this.partSize < S3_MIN_PART_SIZE) {
+      throw new StorageError(
+        `S3 store ${this.url}: partSize ${this.partSize} is below S3's minimum of 5 MiB`,
+        {
+          location: this.url,
+        },
+      );
+    }
+    this.partConcurrency = Math.max(1, opts.partConcurrency ?? 4);
+    this.listPageSize = Math.min(1000, Math.max(1, opts.listPageSize ?? 1000));
+    this.maxIgnoredRangeBytes = opts.maxIgnoredRangeBytes ?? DEFAULT_MAX_IGNORED_RANGE_BYTES;
+  }
+
+  /** The object key in the bucket for a store key. */
+  objectKey(key: string): string {
+    const k = normalizeKey(key, this.url);
+    return this.prefix ? `${this.prefix}/${k}` : k;
+  }
+
+  private objectUrl(key: string): string {
+    return `${this.bucketUrl}/${encodeKeyPath(this.objectKey(key))}`;
+  }
+
+  /** Sends one (signed, when there are credentials) request. */
+  private async send(
+    method: Method,
+    url: string,
+    headers: Record<string, string>,
+    body: Uint8Array | string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Response> {
+    // A Uint8Array may view a SharedArrayBuffer in TypeScript's eyes; fetch copies it either way.
+    const payload = (body ?? null) as BodyInit | null;
+    if (this.client === undefined)
+      return this.fetch(url, { method, headers, body: payload, signal: signal ?? null });
+    // The body is not needed to sign: S3 requests carry X-Amz-Content-Sha256: UNSIGNED-PAYLOAD
+    // (aws4fetch's default for s3; TLS protects the body), which spares hashing large parts.
+    const signed = await this.client.sign(url, { method, headers });
+    return this.fetch(signed.url, { method, headers: signed.headers, body: payload, signal: signal ?? null });
+  }
+
+  /** Sends a request that must succeed; maps network failures and bad statuses to storage errors. */
+  async request(
+    method: Method,
+    url: string,
+    key: string,
+    opts: {
+      headers?: Record<string, string>;
+      body?: Uint8Array | string;
+      signal?: AbortSignal | undefined;
+      ok?: number[];
+    },
+  ): Promise<Response> {
+    const ctx = this.ctx(url, key, opts.signal);
+    let res: Response;
+    try {
+      res = await this.send(method, url, opts.headers ?? {}, opts.body, opts.signal);
+    } catch (err) {
+      throw networkError(err, ctx);
+    }
+    if (!(opts.ok ?? [200]).includes(res.status)) throw await statusError(res, method, ctx);
+    return res;
+  }
+
+  /** Reads a whole XML answer and parses it; an `<Error>` root (S3 can send one with 200) throws. */
+  async xml(res: Response, url: string, key: string, signal: AbortSignal | undefined) {
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (err) {
+      throw networkError(err, this.ctx(url, key, signal));
+    }
+    let root: ReturnType<typeof parseXml>;
+    try {
+      root = parseXml(text);
+    } catch (err) {
+      throw new StorageError(`${url} answered with malformed XML: ${(err as Error).message}`, {
+        key,
+        location: this.url,
+        cause: err,
+      });
+    }
+    if (root.name === "Error") {
+      throw new StorageError(`${url} failed: ${childText(root, "Code")}: ${childText(root, "Message")}`, {
+        key,
+        location: this.url,
+      });
+    }
+    return root;
+  }
+
+  private ctx(url: string, key: string, signal: AbortSignal | undefined): HttpReadContext {
+    return {
+      url,
+      key,
+      location: this.url,
+      missing: S3Store.MISSING,
+      notMissingCodes: S3Store.NOT_MISSING,
+      maxIgnoredRangeBytes: this.maxIgnoredRangeBytes,
+      signal,
+    };
+  }
+
+  get(key: string, opts?: StoreOptions): Promise<Uint8Array | undefined> {
+    return this.read(key, undefined, opts);
+  }
+
+  getRange(key: string, range: RangeQuery, opts?: StoreOptions): Promise<Uint8Array | undefined> {
+    return this.read(key, range, opts);
+  }
+
+  private async read(key: string, range: RangeQuery | undefined, opts?: StoreOptions) {
+    throwIfAborted(opts?.signal);
+    const url = this.objectUrl(key);
+    const signal = opts?.signal;
+    return httpRead(
+      (method, headers) => this.send(method, url, headers, undefined, signal),
+      range,
+      this.ctx(url, key, signal),
+    );
+  }
+
+  async set(key: string, value: Uint8Array, opts?: StoreOptions): Promise<void> {
+    throwIfAborted(opts?.signal);
+    const url = this.objectUrl(key);
+    if (value.length <= this.multipartThreshold) {
+      await this.request("PUT", url, key, { body: value, signal: opts?.signal });
+      return;
+    }
+    await multipartUpload(this, url, key, value, {
+      partSize: this.partSize,
+      concurrency: this.partConcurrency,
+      signal: opts?.signal,
+    });
+  }
+
+  async delete(key: string, opts?: StoreOptions): Promise<void> {
+    throwIfAborted(opts?.signal);
+    const res = await this.request("DELETE", this.objectUrl(key), key, {
+      signal: opts?.signal,
+      ok: [200, 204, 404],
+    });
+    await res.body?.cancel().catch(() => {});
+  }
+
+  /**
+   * Every key under `prefix`, following ListObjectsV2 continuation tokens. Objects whose names
+   * are not valid store keys (folder markers ending in `/`, `..` segments) are left out.
+   */
+  async list(prefix?: string, opts?: StoreOptions): Promise<string[]> {
+    throwIfAborted(opts?.signal);
+    const p = normalizePrefix(prefix, this.url);
+    const full = this.prefix ? `${this.prefix}/${p}` : p;
+    const out: string[] = [];
+    let token: string | undefined;
+    do {
+      const q = new URLSearchParams({
+        "list-type": "2",
+        prefix: full,
+        "max-keys": String(this.listPageSize),
+      });
+      if (token !== undefined) q.set("continuation-token", token);
+      const url = `${this.bucketUrl}?${q.toString().replace(/\+/g, "%20")}`;
+      const res = await this.request("GET", url, p, { signal: opts?.signal });
+      const root = await this.xml(res, url, p, opts?.signal);
+      for (const c of childrenNamed(root, "Contents")) {
+        const k = childText(c, "Key");
+        if (k === undefined || !k.startsWith(full)) continue;
+        const rel = this.prefix ? k.slice(this.prefix.length + 1) : k;
+        try {
+          out.push(normalizeKey(rel));
+        } catch {
+          // not addressable through this interface (e.g. a "folder/" marker)
+        }
+      }
+      const truncated = childText(root, "IsTruncated") === "true";
+      token = truncated ? child(root, "NextContinuationToken")?.text : undefined;
+      if (truncated && !token) {
+        throw new StorageError(`${url}: a truncated listing without NextContinuationToken`, {
+          location: this.url,
+        });
+      }
+    } while (token !== undefined);
+    return out.sort();
+  }
+}

@@ -1,0 +1,110 @@
+// Real servers for the storage tests, each started on a free 127.0.0.1 port by the test that
+// needs it and stopped in its `after` hook.
+import { type ChildProcess, spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "../../../..");
+
+/** A port that was free a moment ago (the OS picks it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === "object" && addr ? resolve(addr.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+/** A running child server. `stop()` kills it and waits until it has exited. */
+export interface RunningServer {
+  url: string;
+  port: number;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+async function waitUntilAnswering(url: string, child: ChildProcess, log: () => string, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null)
+      throw new Error(`server exited with ${child.exitCode} before answering:\n${log()}`);
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+      await res.body?.cancel();
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  throw new Error(`server at ${url} did not answer within ${timeoutMs} ms:\n${log()}`);
+}
+
+async function startChild(
+  cmd: string,
+  args: string[],
+  port: number,
+  env: NodeJS.ProcessEnv = {},
+): Promise<RunningServer> {
+  const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
+  let output = "";
+  child.stdout?.on("data", (d) => (output = (output + d).slice(-4000)));
+  child.stderr?.on("data", (d) => (output = (output + d).slice(-4000)));
+  // Never leave a server behind, even when the test process ends without running `after`.
+  const killOnExit = () => child.kill("SIGKILL");
+  process.once("exit", killOnExit);
+  const exited = new Promise<void>((resolve) =>
+    child.once("exit", () => {
+      process.off("exit", killOnExit);
+      resolve();
+    }),
+  );
+  const url = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 3000);
+    await exited;
+    clearTimeout(timer);
+  };
+  try {
+    await waitUntilAnswering(`${url}/`, child, () => output, 30_000);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { url, port, process: child, stop };
+}
+
+/** moto_server from the pinned Python conformance environment (an S3-compatible server). */
+export async function startMoto(): Promise<RunningServer> {
+  const port = await freePort();
+  return startChild(
+    join(repoRoot, "conformance/.venv/bin/moto_server"),
+    ["-H", "127.0.0.1", "-p", String(port)],
+    port,
+  );
+}
+
+/** npm `serve` (static files with correct Range support) serving `dir`. */
+export async function startServe(dir: string): Promise<RunningServer> {
+  const port = await freePort();
+  const bin = join(repoRoot, "node_modules/serve/build/main.js");
+  return startChild(
+    process.execPath,
+    [
+      bin,
+      "-l",
+      `tcp://127.0.0.1:${port}`,
+      "--no-clipboard",
+      "--no-compression",
+      "--no-request-logging",
+      "--no-port-switching",
+      dir,
+    ],
+    port,
+    { NO_UPDATE_CHECK: "1" },
+  );
+}

@@ -1,0 +1,273 @@
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { HttpStatusError, isStorageError, S3Store, type S3StoreOptions } from "@deltacells/storage";
+import { openStore } from "@deltacells/storage/node";
+import { AwsClient } from "aws4fetch";
+import { FaultProxy } from "./helpers/fault-proxy.js";
+import { type RunningServer, startMoto } from "./helpers/servers.js";
+
+const BUCKET = "deltacells-test";
+const creds = { accessKeyId: "testing", secretAccessKey: "testing", region: "us-east-1" };
+
+let moto: RunningServer;
+let proxy: FaultProxy;
+
+function store(extra: Partial<S3StoreOptions> = {}): S3Store {
+  return new S3Store({ ...creds, endpoint: moto.url, bucket: BUCKET, prefix: "data/set1", ...extra });
+}
+
+before(async () => {
+  moto = await startMoto();
+  proxy = await FaultProxy.start(moto.url);
+  const client = new AwsClient({ ...creds, service: "s3", retries: 0 });
+  const res = await client.fetch(`${moto.url}/${BUCKET}`, { method: "PUT" });
+  assert.equal(res.status, 200, await res.text());
+});
+
+after(async () => {
+  await proxy?.stop();
+  await moto?.stop();
+});
+
+const isTag = (tag: Parameters<typeof isStorageError>[1]) => (err: unknown) => isStorageError(err, tag);
+
+describe("an S3 store against moto_server", () => {
+  const bytes = randomBytes(10_000);
+
+  test("an object written with set reads back whole, by range and by suffix range", async () => {
+    const s = store();
+    await s.set("a/object.bin", bytes);
+    assert.deepEqual(await s.get("/a/object.bin"), new Uint8Array(bytes));
+    assert.deepEqual(
+      await s.getRange("a/object.bin", { offset: 1234, length: 100 }),
+      new Uint8Array(bytes.subarray(1234, 1334)),
+    );
+    assert.deepEqual(
+      await s.getRange("a/object.bin", { suffixLength: 33 }),
+      new Uint8Array(bytes.subarray(-33)),
+    );
+    assert.deepEqual(await s.getRange("a/object.bin", { offset: 10_000, length: 0 }), new Uint8Array(0));
+  });
+
+  test("the object lives under the store's prefix in the bucket", async () => {
+    const whole = new S3Store({ ...creds, endpoint: moto.url, bucket: BUCKET });
+    await store().set("where.bin", new Uint8Array([7]));
+    assert.deepEqual(await whole.get("data/set1/where.bin"), new Uint8Array([7]));
+  });
+
+  test("a missing key is undefined for get, getRange and an empty range", async () => {
+    const s = store();
+    assert.equal(await s.get("missing.bin"), undefined);
+    assert.equal(await s.getRange("missing.bin", { offset: 0, length: 10 }), undefined);
+    assert.equal(await s.getRange("missing.bin", { suffixLength: 10 }), undefined);
+    assert.equal(await s.getRange("missing.bin", { offset: 0, length: 0 }), undefined);
+  });
+
+  test("a missing bucket is an error, not a missing object", async () => {
+    const s = new S3Store({ ...creds, endpoint: moto.url, bucket: "no-such-bucket-here" });
+    await assert.rejects(s.get("x.bin"), (err: unknown) => {
+      assert.ok(err instanceof HttpStatusError);
+      assert.equal(err.status, 404);
+      assert.match(err.message, /NoSuchBucket/);
+      return true;
+    });
+    await assert.rejects(s.getRange("x.bin", { offset: 0, length: 1 }), /NoSuchBucket/);
+  });
+
+  test("ranges past the end are RangeNotSatisfiable", async () => {
+    const s = store();
+    await s.set("short.bin", bytes.subarray(0, 100));
+    await assert.rejects(s.getRange("short.bin", { offset: 100, length: 1 }), isTag("RangeNotSatisfiable"));
+    await assert.rejects(s.getRange("short.bin", { offset: 90, length: 20 }), isTag("RangeNotSatisfiable"));
+    await assert.rejects(s.getRange("short.bin", { suffixLength: 101 }), isTag("RangeNotSatisfiable"));
+  });
+
+  test("keys with spaces, plus signs, unicode and other odd characters round-trip and list", async () => {
+    const s = store({ prefix: "odd" });
+    const keys = [
+      "a b/c d.bin",
+      "plus+sign.bin",
+      "ünï/cödé €.bin",
+      "amp&lt;<x>.bin",
+      "q?hash#pct%20.bin",
+      "tilde~(1)'!*.bin",
+    ];
+    for (const [i, k] of keys.entries()) await s.set(k, new Uint8Array([i, i + 1]));
+    for (const [i, k] of keys.entries()) assert.deepEqual(await s.get(k), new Uint8Array([i, i + 1]), k);
+    assert.deepEqual(await s.list(), [...keys].sort());
+    // "+" must not be read as a space: the key with a space must not exist.
+    assert.equal(await s.get("plus sign.bin"), undefined);
+  });
+
+  test("list follows continuation tokens over several pages and strips the prefix", async () => {
+    const s = store({ prefix: "paged", listPageSize: 3 });
+    const keys = Array.from({ length: 11 }, (_, i) => `k/${String(i).padStart(3, "0")}.bin`);
+    await Promise.all(keys.map((k) => s.set(k, new Uint8Array([1]))));
+    await s.set("other/x.bin", new Uint8Array([1]));
+    proxy.reset();
+    const viaProxy = new S3Store({
+      ...creds,
+      endpoint: proxy.url,
+      bucket: BUCKET,
+      prefix: "paged",
+      listPageSize: 3,
+    });
+    assert.deepEqual(await viaProxy.list("k/"), keys);
+    assert.equal(proxy.seen.length, 4, "11 keys in pages of 3 take 4 requests");
+    assert.deepEqual(await s.list(), [...keys, "other/x.bin"]);
+  });
+
+  test("an object above the multipart threshold is uploaded in parts and reads back exactly", async () => {
+    const big = randomBytes(11 * 1024 * 1024 + 123);
+    proxy.reset();
+    const s = new S3Store({
+      ...creds,
+      endpoint: proxy.url,
+      bucket: BUCKET,
+      prefix: "mp",
+      multipartThreshold: 1024 * 1024,
+      partSize: 5 * 1024 * 1024,
+    });
+    await s.set("big.bin", big);
+    const requests = proxy.seen.map((r) => `${r.method} ${r.path.replace(/uploadId=[^&]+/, "uploadId=U")}`);
+    const path = "/deltacells-test/mp/big.bin";
+    assert.equal(requests[0], `POST ${path}?uploads`);
+    assert.equal(requests[requests.length - 1], `POST ${path}?uploadId=U`);
+    assert.deepEqual(
+      requests.slice(1, -1).sort(),
+      [1, 2, 3].map((n) => `PUT ${path}?partNumber=${n}&uploadId=U`),
+    );
+    const back = await s.get("big.bin");
+    assert.ok(back !== undefined && Buffer.compare(Buffer.from(back), big) === 0, "multipart object differs");
+    assert.deepEqual(await s.getRange("big.bin", { suffixLength: 5 }), new Uint8Array(big.subarray(-5)));
+  });
+
+  test("a multipart upload that fails is aborted and leaves no object", async () => {
+    const s = new S3Store({
+      ...creds,
+      endpoint: proxy.url,
+      bucket: BUCKET,
+      prefix: "mp",
+      multipartThreshold: 1024 * 1024,
+      partSize: 5 * 1024 * 1024,
+      partConcurrency: 1,
+    });
+    proxy.reset(["pass", "pass", "403"]);
+    await assert.rejects(
+      s.set("failed.bin", randomBytes(11 * 1024 * 1024)),
+      (err: unknown) => err instanceof HttpStatusError && err.status === 403,
+    );
+    const last = proxy.seen[proxy.seen.length - 1]!;
+    assert.equal(last.method, "DELETE");
+    assert.match(last.path, /uploadId=/);
+    assert.equal(await store({ prefix: "mp" }).get("failed.bin"), undefined);
+    // And the server no longer holds the upload's parts.
+    const client = new AwsClient({ ...creds, service: "s3", retries: 0 });
+    const uploads = await (await client.fetch(`${moto.url}/${BUCKET}?uploads`)).text();
+    assert.doesNotMatch(uploads, /failed\.bin/);
+  });
+
+  test("delete removes an object, and deleting a missing one is not an error", async () => {
+    const s = store();
+    await s.set("gone.bin", new Uint8Array([1, 2]));
+    await s.delete("gone.bin");
+    assert.equal(await s.get("gone.bin"), undefined);
+    await s.delete("gone.bin");
+  });
+
+  test("a server error is an HttpStatus error naming the URL and status", async () => {
+    const s = new S3Store({ ...creds, endpoint: proxy.url, bucket: BUCKET, prefix: "data/set1" });
+    proxy.reset(["500"]);
+    await assert.rejects(s.get("a/object.bin"), (err: unknown) => {
+      assert.ok(err instanceof HttpStatusError);
+      assert.equal(err.status, 500);
+      assert.match(err.message, /\/deltacells-test\/data\/set1\/a\/object\.bin answered 500/);
+      return true;
+    });
+  });
+
+  test("an aborted signal rejects promptly while the server is slow", async () => {
+    const s = new S3Store({ ...creds, endpoint: proxy.url, bucket: BUCKET, prefix: "data/set1" });
+    proxy.reset([{ delayMs: 3000 }]);
+    const controller = new AbortController();
+    const started = Date.now();
+    setTimeout(() => controller.abort(), 50);
+    await assert.rejects(
+      s.getRange("a/object.bin", { offset: 0, length: 10 }, { signal: controller.signal }),
+      { name: "AbortError" },
+    );
+    assert.ok(Date.now() - started < 1000, `took ${Date.now() - started} ms`);
+  });
+
+  test("openStore reads credentials, region and endpoint from the AWS environment", async () => {
+    const env = {
+      AWS_ACCESS_KEY_ID: "testing",
+      AWS_SECRET_ACCESS_KEY: "testing",
+      AWS_DEFAULT_REGION: "eu-west-1",
+      AWS_ENDPOINT_URL: moto.url,
+    };
+    const s = openStore(`s3://${BUCKET}/data/set1`, { env });
+    assert.ok(s instanceof S3Store);
+    assert.equal(s.url, `s3://${BUCKET}/data/set1`);
+    assert.deepEqual(
+      await s.getRange("a/object.bin", { offset: 0, length: 3 }),
+      new Uint8Array(bytes.subarray(0, 3)),
+    );
+  });
+});
+
+test("the SigV4 signatures of the S3 store match botocore's for odd keys, ranges, listing and session tokens", async () => {
+  const sent: { method: string; url: string; headers: Headers }[] = [];
+  const s = new S3Store({
+    ...creds,
+    region: "eu-central-1",
+    sessionToken: "token/with+odd=chars",
+    endpoint: moto.url,
+    bucket: BUCKET,
+    prefix: "sig v4/ü",
+    listPageSize: 2,
+    fetch: (input, init) => {
+      sent.push({ method: init?.method ?? "GET", url: String(input), headers: new Headers(init?.headers) });
+      return fetch(input, init);
+    },
+  });
+  const keys = ["a b+c.bin", "ü/€ (1)!'*~.bin", "semi;colon,comma=eq&amp@at$.bin"];
+  for (const k of keys) await s.set(k, new Uint8Array([1, 2, 3]));
+  for (const k of keys)
+    assert.deepEqual(await s.getRange(k, { offset: 1, length: 2 }), new Uint8Array([2, 3]));
+  await s.getRange(keys[0]!, { suffixLength: 1 });
+  assert.deepEqual(await s.list(), [...keys].sort());
+  await s.delete(keys[0]!);
+  assert.ok(
+    sent.some((r) => r.url.includes("continuation-token=")),
+    "listing took more than one page",
+  );
+
+  const requests = sent.map((r) => {
+    const auth = r.headers.get("authorization") ?? "";
+    const signedNames = /SignedHeaders=([^,]+)/.exec(auth)?.[1]?.split(";") ?? [];
+    const headers: Record<string, string> = {};
+    for (const name of signedNames) if (name !== "host") headers[name] = r.headers.get(name) ?? "";
+    return {
+      method: r.method,
+      url: r.url,
+      headers,
+      accessKeyId: "testing",
+      secretAccessKey: "testing",
+      region: "eu-central-1",
+    };
+  });
+  const repo = fileURLToPath(new URL("../../../", import.meta.url));
+  const expected = JSON.parse(
+    execFileSync(`${repo}conformance/.venv/bin/python`, [`${repo}conformance/storage_sigv4.py`], {
+      input: JSON.stringify(requests),
+    }).toString(),
+  ) as string[];
+  assert.equal(expected.length, sent.length);
+  for (const [i, r] of sent.entries()) {
+    assert.equal(r.headers.get("authorization"), expected[i], `${r.method} ${r.url}`);
+  }
+});
