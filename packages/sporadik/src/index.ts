@@ -1,1 +1,47 @@
-export {};
+/**
+ * @deltacells/sporadik: the sporadik sparse-array format (spec 1), written and read over any
+ * zarrita-compatible store. Browser-safe. The normative constants are in `@deltacells/sporadik/spec`.
+ *
+ * @module
+ */
+export { type OpenArrayOptions, openArray, SparseArray, SparseStore } from "./array.js";
+export { ChunkCache, Limiter } from "./chunks.js";
+export type { DataType, IntegerArray, NumericArray } from "./dtypes.js";
+export {
+  IncompleteError,
+  isSporadikError,
+  LayoutError,
+  PositionError,
+  SpecError,
+  SporadikError,
+  type SporadikErrorTag,
+} from "./errors.js";
+export {
+  type CompressedMatrix,
+  type CoordinateArray,
+  coordsOfLayout,
+  type Duplicates,
+  declaredShapeOf,
+  encodingOf,
+  type Layout,
+  layoutFromCompressed,
+  layoutFromCoords,
+  layoutFromDense,
+  layoutOver,
+  layoutsByAxis,
+  maximaOf,
+  needsInt64,
+} from "./layout.js";
+export {
+  type DescribeOptions,
+  describe,
+  type LayoutInfo,
+  type OpenOptions,
+  openStore,
+  type Slice,
+  SparseReader,
+  type StoreInfo,
+} from "./reader.js";
+export { coalesce, type Run, Selection } from "./selection.js";
+export type { ByteRange, ReadableStore, WritableStore } from "./store.js";
+export { chunkFor, DEFAULT_CHUNK, TARGET_CHUNK_BYTES, type WriteOptions, writeStore } from "./writer.js";

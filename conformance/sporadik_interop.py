@@ -1,0 +1,158 @@
+"""Interop between @deltacells/sporadik and the Python reference (sporadik, zarr-python, anndata).
+
+Driven by packages/sporadik/test/*.test.ts. Every subcommand prints one JSON object on stdout.
+
+  read STORE                 describe + every value the Python readers return, per layout
+  refusal STORE              the class name of what Python's describe/open_store raises ("ok" if none)
+  write STORE SPEC           write a store with Python sporadik from a JSON spec of coordinates
+  anndata STORE SPEC         rank two: what anndata writes/reads for the same scipy matrix vs STORE
+  slices STORE AXIS JSON     Python's slices_at(positions) Selection on STORE
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import warnings
+from importlib.metadata import version
+
+import numpy as np
+import sporadik
+import zarr
+
+
+def _plain(array):
+    array = np.asarray(array)
+    return {"dtype": str(array.dtype), "values": array.tolist()}
+
+
+def read(path):
+    info = sporadik.describe(path)
+    out = {"spec": info.spec, "shape": list(info.shape), "layouts": {}}
+    for axis, layout in sorted(info.layouts.items()):
+        with sporadik.open_store(path, axis=axis) as reader:
+            whole = reader.to_layout()
+            slices = []
+            for position in range(layout.slices):
+                positions, values = reader.slice_at(position)
+                coords, _ = reader.coords_at(position)
+                slices.append(
+                    {
+                        "bounds": list(reader.bounds_at(position)),
+                        "positions": _plain(positions),
+                        "values": _plain(values),
+                        "coords": [np.asarray(c).tolist() for c in coords],
+                        "dense": np.asarray(reader.dense_slice(position)).reshape(-1).tolist(),
+                    }
+                )
+            out["layouts"][str(axis)] = {
+                "path": layout.path,
+                "encoding": layout.encoding,
+                "encoding_version": layout.encoding_version,
+                "indexed_axis": layout.indexed_axis,
+                "index_order": list(layout.index_order),
+                "nnz": layout.nnz,
+                "dtype": layout.dtype,
+                "chunks": layout.chunks,
+                "range_readable": layout.range_readable,
+                "has_maxima": layout.has_maxima,
+                "data": _plain(whole.data),
+                "indices": _plain(whole.indices),
+                "indptr": _plain(whole.indptr),
+                "maxima": _plain(reader.maxima()),
+                "slices": slices,
+            }
+    print(json.dumps(out))
+
+
+def refusal(path):
+    try:
+        info = sporadik.describe(path)
+        for axis in info.layouts:
+            with sporadik.open_store(path, axis=axis) as reader:
+                reader.slice_at(0) if reader.info.slices else None
+    except Exception as error:  # noqa: BLE001 - the class is the answer
+        print(json.dumps({"raised": type(error).__name__, "message": str(error)}))
+        return
+    print(json.dumps({"raised": "ok"}))
+
+
+def slices(path, axis, positions_json):
+    positions = json.loads(positions_json)
+    with sporadik.open_store(path, axis=int(axis)) as reader:
+        selection = reader.slices_at(positions)
+        coords, values = selection.coords()
+        print(
+            json.dumps(
+                {
+                    "positions": np.asarray(selection.positions).tolist(),
+                    "indptr": np.asarray(selection.indptr).tolist(),
+                    "indices": _plain(selection.indices),
+                    "data": _plain(selection.data),
+                    "coords": [np.asarray(c).tolist() for c in coords],
+                    "values": np.asarray(values).tolist(),
+                    "dense": np.asarray(selection.to_dense()).reshape(-1).tolist(),
+                    "dense_shape": list(selection.to_dense().shape),
+                }
+            )
+        )
+
+
+def _coords(spec):
+    shape = tuple(spec["shape"])
+    coords = tuple(np.asarray(c, dtype=np.int64) for c in spec["coords"])
+    values = np.asarray(spec["values"], dtype=spec["dtype"])
+    return shape, coords, values
+
+
+def write(path, spec_path):
+    with open(spec_path) as handle:
+        spec = json.load(handle)
+    shape, coords, values = _coords(spec)
+    array = sporadik.SparseArray.from_coords(shape, coords, values, axes=spec.get("axes"))
+    array.write(path, chunk=spec.get("chunk"), byte_addressable=bool(spec.get("byte_addressable")))
+    print(json.dumps({"written": path}))
+
+
+def anndata_check(path, spec_path):
+    import anndata as ad
+    import scipy.sparse as sp
+    from anndata.io import read_elem, write_elem
+
+    with open(spec_path) as handle:
+        spec = json.load(handle)
+    shape, coords, values = _coords(spec)
+    coo = sp.coo_matrix((values, coords), shape=shape)
+    ours = zarr.open_group(path, mode="r")
+    report = {"anndata": version("anndata"), "layouts": {}}
+    with tempfile.TemporaryDirectory() as scratch:
+        theirs = zarr.open_group(scratch, mode="w")
+        for axis, fmt in ((0, "csr"), (1, "csc")):
+            name = f"axis{axis}"
+            if name not in ours["layouts"]:
+                continue
+            matrix = coo.tocsr() if fmt == "csr" else coo.tocsc()
+            write_elem(theirs, fmt, matrix)
+            mine = ours["layouts"][name]
+            arrays = {}
+            for part in ("data", "indices", "indptr"):
+                a, b = np.asarray(theirs[fmt][part][:]), np.asarray(mine[part][:])
+                arrays[part] = {"anndata": str(a.dtype), "ours": str(b.dtype), "equal": bool(np.array_equal(a, b))}
+            back = read_elem(mine)
+            report["layouts"][name] = {
+                "arrays": arrays,
+                "attrs": {"anndata": dict(theirs[fmt].attrs), "ours": dict(mine.attrs)},
+                "read_elem_format": back.format,
+                "read_elem_shape": list(back.shape),
+                "read_elem_equal": bool((back != matrix).nnz == 0) and back.shape == matrix.shape,
+            }
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    # Library deprecation chatter goes to stderr and says nothing about the format.
+    warnings.filterwarnings("ignore")
+    command, *args = sys.argv[1:]
+    commands = {"read": read, "refusal": refusal, "write": write, "anndata": anndata_check, "slices": slices}
+    commands[command](*args)

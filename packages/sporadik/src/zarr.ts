@@ -1,0 +1,253 @@
+/**
+ * The small part of zarr v3 sporadik needs: 1-D arrays in a regular chunk grid, bytes + optional
+ * bytes-to-bytes codecs (zstd by default), and groups with attributes. Metadata is written as the
+ * same text zarr-python 3 writes, so a store written here and one written there are the same files.
+ * Codecs come from zarrita's registry (numcodecs' WebAssembly zstd), which runs in a browser too.
+ */
+import { registry } from "zarrita";
+import { constructorOf, type DataType, isDataType, isFloat, type NumericArray } from "./dtypes.js";
+import { LayoutError, SporadikError } from "./errors.js";
+
+/** One codec entry of an array's metadata. */
+export interface CodecMetadata {
+  name: string;
+  configuration?: Record<string, unknown>;
+}
+
+/** zarr-python 3's default compressor for numeric arrays, spelled as it writes it. */
+export const DEFAULT_COMPRESSOR: CodecMetadata = {
+  name: "zstd",
+  configuration: { level: 0, checksum: false },
+};
+
+const BYTES_CODEC: CodecMetadata = { name: "bytes", configuration: { endian: "little" } };
+
+/** What a reader needs to know about one 1-D array, all read off its `zarr.json`. */
+export interface ArrayInfo {
+  /** The array's key prefix in the store, without leading or trailing `/`. */
+  readonly path: string;
+  readonly dtype: DataType;
+  readonly length: number;
+  readonly chunk: number;
+  readonly fillValue: number;
+  /** The bytes-to-bytes codecs after `bytes`, in encoding order (empty = uncompressed). */
+  readonly compressors: readonly CodecMetadata[];
+  /** How chunk keys are spelled: `c/0`, `c.0` or `0`. */
+  readonly chunkKey: (index: number) => string;
+}
+
+/** How many chunks an array is cut into. */
+export function chunkCount(info: ArrayInfo): number {
+  return Math.ceil(info.length / info.chunk);
+}
+
+/** Whether an array's stored object is its raw little-endian buffer: one chunk, no compressor. */
+export function isByteAddressable(info: ArrayInfo): boolean {
+  return info.compressors.length === 0 && chunkCount(info) <= 1;
+}
+
+/** A group's `zarr.json`, as zarr-python 3 writes it. */
+export function groupMetadataText(attributes: Record<string, unknown>): string {
+  return JSON.stringify({ attributes, zarr_format: 3, node_type: "group" }, null, 2);
+}
+
+/** A 1-D array's `zarr.json`, as zarr-python 3 writes it (key order, indentation, `0.0` fills). */
+export function arrayMetadataText(
+  dtype: DataType,
+  length: number,
+  chunk: number,
+  compressors: readonly CodecMetadata[],
+): string {
+  const text = JSON.stringify(
+    {
+      shape: [length],
+      data_type: dtype,
+      chunk_grid: { name: "regular", configuration: { chunk_shape: [chunk] } },
+      chunk_key_encoding: { name: "default", configuration: { separator: "/" } },
+      fill_value: 0,
+      codecs: [BYTES_CODEC, ...compressors],
+      attributes: {},
+      zarr_format: 3,
+      node_type: "array",
+      storage_transformers: [],
+    },
+    null,
+    2,
+  );
+  // Python's json writes a float zero as `0.0`; keep the text identical, not merely equivalent.
+  return isFloat(dtype) ? text.replace('"fill_value": 0,', '"fill_value": 0.0,') : text;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function fillValueOf(raw: unknown, where: string): number {
+  if (raw === null || raw === undefined) return 0;
+  if (typeof raw === "number") return raw;
+  if (raw === "NaN") return Number.NaN;
+  if (raw === "Infinity") return Number.POSITIVE_INFINITY;
+  if (raw === "-Infinity") return Number.NEGATIVE_INFINITY;
+  throw new LayoutError(
+    `${where} declares fill_value ${JSON.stringify(raw)}, which is not a number this reader can fill missing chunks with.`,
+    { where },
+  );
+}
+
+/**
+ * Parse a 1-D array's `zarr.json`, refusing anything this reader would decode wrongly (another
+ * rank, an unknown data type, sharding, big-endian bytes) rather than returning wrong numbers.
+ */
+export function parseArrayMetadata(meta: unknown, path: string): ArrayInfo {
+  const where = `/${path}/zarr.json`;
+  const refuse = (what: string): never => {
+    throw new LayoutError(
+      `${where}: ${what}. sporadik layouts are 1-D zarr v3 arrays in a regular chunk grid with bytes (+ compressor) codecs; rewrite the store with a sporadik writer.`,
+      { where },
+    );
+  };
+  if (!isObject(meta) || meta.zarr_format !== 3 || meta.node_type !== "array") {
+    return refuse("is not a zarr v3 array");
+  }
+  const shape = meta.shape;
+  if (!Array.isArray(shape) || shape.length !== 1 || !Number.isSafeInteger(shape[0]) || shape[0] < 0) {
+    return refuse(`has shape ${JSON.stringify(shape)}, not one non-negative length`);
+  }
+  if (!isDataType(meta.data_type))
+    return refuse(`has data_type ${JSON.stringify(meta.data_type)}, which is not numeric`);
+  const grid = meta.chunk_grid;
+  const chunkShape =
+    isObject(grid) && isObject(grid.configuration) ? grid.configuration.chunk_shape : undefined;
+  if (!isObject(grid) || grid.name !== "regular" || !Array.isArray(chunkShape) || chunkShape.length !== 1) {
+    return refuse("has no regular 1-D chunk grid");
+  }
+  const chunk = chunkShape[0];
+  if (!Number.isSafeInteger(chunk) || chunk < 1)
+    return refuse(`has chunk shape ${JSON.stringify(chunkShape)}`);
+  const keyEncoding = isObject(meta.chunk_key_encoding) ? meta.chunk_key_encoding : { name: "default" };
+  const separator = isObject(keyEncoding.configuration) ? keyEncoding.configuration.separator : undefined;
+  let chunkKey: (index: number) => string;
+  if (keyEncoding.name === "default") {
+    const sep = separator ?? "/";
+    if (sep !== "/" && sep !== ".") return refuse(`has chunk key separator ${JSON.stringify(sep)}`);
+    chunkKey = (index) => `c${sep}${index}`;
+  } else if (keyEncoding.name === "v2") {
+    chunkKey = (index) => `${index}`;
+  } else {
+    return refuse(`has chunk key encoding ${JSON.stringify(keyEncoding.name)}`);
+  }
+  const codecs = meta.codecs;
+  if (!Array.isArray(codecs) || codecs.length === 0) return refuse("has no codecs");
+  const [first, ...rest] = codecs as unknown[];
+  if (!isObject(first) || first.name !== "bytes") {
+    return refuse(
+      `starts its codecs with ${JSON.stringify(isObject(first) ? first.name : first)}, not "bytes"`,
+    );
+  }
+  const endian = isObject(first.configuration) ? first.configuration.endian : undefined;
+  if (endian === "big" && constructorOf(meta.data_type).BYTES_PER_ELEMENT > 1) {
+    return refuse("stores big-endian bytes");
+  }
+  const compressors: CodecMetadata[] = [];
+  for (const codec of rest) {
+    if (!isObject(codec) || typeof codec.name !== "string") return refuse("has a malformed codec entry");
+    if (codec.name === "sharding_indexed" || codec.name === "transpose") {
+      return refuse(`uses the ${codec.name} codec`);
+    }
+    compressors.push({
+      name: codec.name,
+      ...(isObject(codec.configuration) ? { configuration: codec.configuration } : {}),
+    });
+  }
+  return {
+    path,
+    dtype: meta.data_type,
+    length: shape[0],
+    chunk,
+    fillValue: fillValueOf(meta.fill_value, where),
+    compressors,
+    chunkKey,
+  };
+}
+
+/** A bytes-to-bytes codec: what a compressor named in array metadata must do. */
+export interface BytesCodec {
+  encode(data: Uint8Array): Uint8Array | Promise<Uint8Array>;
+  decode(data: Uint8Array): Uint8Array | Promise<Uint8Array>;
+}
+
+const codecCache = new Map<string, Promise<BytesCodec>>();
+/** A bytes-to-bytes codec from zarrita's registry, built once per configuration. */
+function codecFor(meta: CodecMetadata): Promise<BytesCodec> {
+  const cacheKey = JSON.stringify(meta);
+  let codec = codecCache.get(cacheKey);
+  if (codec === undefined) {
+    const load = registry.get(meta.name);
+    if (load === undefined) {
+      return Promise.reject(
+        new SporadikError(
+          `The codec "${meta.name}" is not one zarrita knows, so chunks compressed with it cannot be decoded here. Rewrite the store with zstd (the zarr v3 default).`,
+        ),
+      );
+    }
+    codec = load().then(
+      // zarrita's registry entries take (configuration, chunk metadata); numcodecs' ignore the second.
+      (entry) =>
+        (entry as { fromConfig(config: unknown, meta: unknown): BytesCodec }).fromConfig(
+          { ...meta.configuration, id: meta.name },
+          undefined,
+        ),
+    );
+    codecCache.set(cacheKey, codec);
+  }
+  return codec;
+}
+
+/** Encode one chunk's elements (already padded to the chunk length) into its stored bytes. */
+export async function encodeChunk(
+  values: NumericArray,
+  compressors: readonly CodecMetadata[],
+): Promise<Uint8Array> {
+  let bytes = new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+  for (const meta of compressors) bytes = await (await codecFor(meta)).encode(bytes);
+  return bytes;
+}
+
+/** Decode one stored chunk's bytes into its typed array, checking it holds a whole chunk. */
+export async function decodeChunk(stored: Uint8Array, info: ArrayInfo, index: number): Promise<NumericArray> {
+  let bytes = stored;
+  for (let k = info.compressors.length - 1; k >= 0; k--) {
+    const meta = info.compressors[k] as CodecMetadata;
+    const codec = await codecFor(meta);
+    try {
+      bytes = await codec.decode(bytes);
+    } catch (cause) {
+      throw new LayoutError(
+        `/${info.path}/${info.chunkKey(index)} cannot be decoded with ${meta.name}: the object is damaged or was written with another codec. Rewrite the store.`,
+        { where: `/${info.path}/${info.chunkKey(index)}`, cause },
+      );
+    }
+  }
+  const Ctor = constructorOf(info.dtype);
+  const expected = info.chunk * Ctor.BYTES_PER_ELEMENT;
+  if (bytes.byteLength !== expected) {
+    throw new LayoutError(
+      `/${info.path}/${info.chunkKey(index)} decodes to ${bytes.byteLength} bytes, but a chunk of ${info.chunk} ${info.dtype} is ${expected}. The object is damaged or belongs to another array; rewrite the store.`,
+      { where: `/${info.path}/${info.chunkKey(index)}` },
+    );
+  }
+  return typedView(bytes, Ctor);
+}
+
+/** A typed array over `bytes`, copying only when the bytes are not aligned for the element width. */
+export function typedView(
+  bytes: Uint8Array,
+  Ctor: {
+    new (buffer: ArrayBufferLike, byteOffset?: number, length?: number): NumericArray;
+    readonly BYTES_PER_ELEMENT: number;
+  },
+): NumericArray {
+  const width = Ctor.BYTES_PER_ELEMENT;
+  const aligned = bytes.byteOffset % width === 0 ? bytes : bytes.slice();
+  return new Ctor(aligned.buffer, aligned.byteOffset, aligned.byteLength / width);
+}
