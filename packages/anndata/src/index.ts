@@ -1,1 +1,27 @@
-export {};
+/**
+ * @deltacells/anndata: streaming canonical CSR row blocks out of the files single-cell users have
+ * (AnnData .h5ad and .zarr, 10x Cell Ranger HDF5 and Matrix Market, plain Matrix Market, zarr
+ * arrays). This entry point is browser-safe: types, errors and the canonicalization helpers.
+ * `openInput` (which opens paths) is in "@deltacells/anndata/node".
+ */
+
+export { BadCount, countProblem, csrSliceToBlock, denseRowsToBlock, RowBlockBuilder } from "./canonical.js";
+export {
+  InputError,
+  type InputErrorTag,
+  isInputError,
+  NotCountsError,
+  type NotCountsFields,
+  type NotCountsReason,
+  UnsupportedFilterError,
+} from "./errors.js";
+export type {
+  ColumnTable,
+  InputFormat,
+  MatrixSource,
+  NumericValues,
+  OpenInputOptions,
+  RowBlock,
+  RowBlockOptions,
+  TableColumn,
+} from "./types.js";

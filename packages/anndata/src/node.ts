@@ -1,1 +1,7 @@
-export {};
+/**
+ * Node entry point of @deltacells/anndata: {@link openInput} opens any supported input by path.
+ * Everything from "." is re-exported.
+ */
+
+export * from "./index.js";
+export { detectFormat, openInput } from "./open.js";

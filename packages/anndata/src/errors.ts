@@ -1,0 +1,124 @@
+/**
+ * Errors of the input readers. Each carries a `_tag` for cheap discrimination, the input it
+ * concerns (`location`, and `object`: the dataset, group or file inside it) and, where it helps,
+ * structured fields; the message says what was expected, what was found and what to do.
+ */
+
+export type InputErrorTag =
+  /** The path is not an input format we recognise (or the forced format does not fit). */
+  | "UnknownFormat"
+  /** The input is damaged or inconsistent (lengths, shapes, offsets, an unparsable line). */
+  | "MalformedInput"
+  /** A requested matrix (layer, raw, genome) does not exist. */
+  | "MissingMatrix"
+  /** The matrix holds values that are not raw counts (negative, fractional, too large). */
+  | "NotCounts"
+  /** An HDF5 dataset uses a filter (compression) this reader cannot decode. */
+  | "UnsupportedFilter"
+  /** A valid input using a feature this reader does not implement. */
+  | "Unsupported";
+
+/** Base of every error the readers raise on purpose. */
+export class InputError extends Error {
+  readonly _tag: InputErrorTag;
+  /** The input path. */
+  readonly location: string | undefined;
+  /** The object inside the input: an HDF5/zarr path or a file of a folder. */
+  readonly object: string | undefined;
+
+  constructor(
+    tag: InputErrorTag,
+    message: string,
+    opts: { location?: string | undefined; object?: string | undefined; cause?: unknown } = {},
+  ) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = `InputError(${tag})`;
+    this._tag = tag;
+    this.location = opts.location;
+    this.object = opts.object;
+  }
+}
+
+/** Why a value is not a count. */
+export type NotCountsReason = "negative" | "not-integer" | "too-large" | "not-finite";
+
+/** Where a refused value sits, and what the input offers instead. */
+export interface NotCountsFields {
+  location: string;
+  /** The matrix path inside the input ("X", "raw/X", "layers/NAME", ...). */
+  object: string;
+  reason: NotCountsReason;
+  value: number;
+  cell: number;
+  cellName?: string | undefined;
+  gene: number;
+  geneName?: string | undefined;
+  /** Matrices of the same input that may hold raw counts, as CLI options ("--layer counts", "--raw"). */
+  suggestions: string[];
+}
+
+/** A matrix value that is not a non-negative integer count fitting int32. */
+export class NotCountsError extends InputError {
+  override readonly _tag = "NotCounts" as const;
+  readonly reason: NotCountsReason;
+  readonly value: number;
+  readonly cell: number;
+  readonly cellName: string | undefined;
+  readonly gene: number;
+  readonly geneName: string | undefined;
+  readonly suggestions: string[];
+
+  constructor(f: NotCountsFields) {
+    const cell =
+      f.cellName === undefined ? `cell ${f.cell}` : `cell ${f.cell} (${JSON.stringify(f.cellName)})`;
+    const gene =
+      f.geneName === undefined ? `gene ${f.gene}` : `gene ${f.gene} (${JSON.stringify(f.geneName)})`;
+    const what = {
+      negative: "a negative value",
+      "not-integer": "a value that is not an integer",
+      "too-large": "a count too large for int32",
+      "not-finite": "a value that is not finite",
+    }[f.reason];
+    const hint =
+      f.suggestions.length > 0
+        ? ` This input has other matrices that may hold raw counts: try ${f.suggestions.join(" or ")}.`
+        : " Convert the raw counts (the matrix before normalisation or scaling), not a processed matrix.";
+    super(
+      "NotCounts",
+      `${f.location}: ${f.object} is not a matrix of raw counts: ${cell}, ${gene} holds ${what} (${f.value}); ` +
+        `expected non-negative integers below 2^31.${hint}`,
+      { location: f.location, object: f.object },
+    );
+    this.reason = f.reason;
+    this.value = f.value;
+    this.cell = f.cell;
+    this.cellName = f.cellName;
+    this.gene = f.gene;
+    this.geneName = f.geneName;
+    this.suggestions = f.suggestions;
+  }
+}
+
+/** An HDF5 dataset compressed with a filter that cannot be decoded here. */
+export class UnsupportedFilterError extends InputError {
+  override readonly _tag = "UnsupportedFilter" as const;
+  readonly filterId: number;
+  readonly filterName: string;
+
+  constructor(location: string, dataset: string, filterId: number, filterName: string, why: string) {
+    super(
+      "UnsupportedFilter",
+      `${location}: dataset ${dataset} is compressed with HDF5 filter ${filterId} (${filterName || "unnamed"}), ` +
+        `which this reader cannot decode (${why}). Rewrite the file with gzip or no compression ` +
+        `(e.g. anndata: adata.write_h5ad(path, compression="gzip")).`,
+      { location, object: dataset },
+    );
+    this.filterId = filterId;
+    this.filterName = filterName;
+  }
+}
+
+/** True when `err` is an {@link InputError}, optionally of the given tag. */
+export function isInputError(err: unknown, tag?: InputErrorTag): err is InputError {
+  return err instanceof InputError && (tag === undefined || err._tag === tag);
+}

@@ -1,0 +1,346 @@
+/**
+ * The {@link Tree} of an HDF5 file, read with h5wasm from a path (the file is not loaded whole).
+ * Node-only.
+ *
+ * Every dataset's filter pipeline is checked before any read: h5wasm returns garbage without an
+ * error for a filter it has no plugin for, and aborts the whole WebAssembly module on some read
+ * failures, so nothing is read that is not known to decode.
+ */
+
+import h5wasm, { type Dataset, type File as H5File, type Group as H5Group } from "h5wasm/node";
+import { install_local_plugins } from "h5wasm-plugins";
+import { InputError, UnsupportedFilterError } from "./errors.js";
+import { installLzfFix, lzfFixed } from "./h5wasm-lzf.js";
+import type { CompoundField, ElementKind, Tree, TreeArray, TreeGroup, TreeNode } from "./tree.js";
+import type { NumericValues } from "./types.js";
+
+/** Filters built into the HDF5 library: deflate, shuffle, fletcher32, nbit, scaleoffset. */
+const BUILTIN_FILTERS = new Set([1, 2, 3, 5, 6]);
+/** Lossless filters of the local h5wasm-plugins: bz2, lzf, blosc, lz4, bshuf, zstd, blosc2. */
+const PLUGIN_FILTERS = new Set([307, 32000, 32001, 32004, 32008, 32015, 32026]);
+const LZF = 32000;
+
+let ready: Promise<void> | undefined;
+
+/** Loads h5wasm once and puts the h5wasm-plugins folder on its plugin path (never /usr/local). */
+function init(): Promise<void> {
+  ready ??= h5wasm.ready.then((module) => {
+    install_local_plugins(module);
+    installLzfFix(module as unknown as Parameters<typeof installLzfFix>[0]);
+  });
+  return ready;
+}
+
+export interface Hdf5Options {
+  /**
+   * Whether filters that need h5wasm-plugins (lzf, blosc, ...) count as decodable. Tests turn this
+   * off to check that such datasets are refused rather than read.
+   */
+  plugins?: boolean;
+}
+
+/** Opens an HDF5 file read-only. */
+export async function openHdf5(path: string, opts: Hdf5Options = {}): Promise<Tree> {
+  await init();
+  let file: H5File;
+  try {
+    file = new h5wasm.File(path, "r");
+  } catch (cause) {
+    throw new InputError("MalformedInput", `${path}: not a readable HDF5 file.`, { location: path, cause });
+  }
+  if (file.file_id < 0n) {
+    throw new InputError("MalformedInput", `${path}: not a readable HDF5 file.`, { location: path });
+  }
+  return new Hdf5Tree(path, file, opts.plugins ?? true);
+}
+
+class Hdf5Tree implements Tree {
+  private closed = false;
+  constructor(
+    readonly location: string,
+    private readonly file: H5File,
+    private readonly plugins: boolean,
+  ) {}
+
+  async get(path: string): Promise<TreeNode | undefined> {
+    if (path === "") return new Hdf5Group(this.file, "");
+    // walk down so that a missing intermediate group is "absent", never an HDF5 error
+    let node: H5Group = this.file;
+    const parts = path.split("/");
+    for (let i = 0; i < parts.length; i++) {
+      const name = parts[i] as string;
+      if (!node.keys().includes(name)) return undefined;
+      const child = node.get(name);
+      if (child instanceof h5wasm.Group) {
+        node = child;
+        continue;
+      }
+      if (child instanceof h5wasm.Dataset && i === parts.length - 1) {
+        return new Hdf5Array(this.location, child, path, this.plugins);
+      }
+      return undefined;
+    }
+    return new Hdf5Group(node, path);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.file.close();
+  }
+}
+
+function attrsOf(node: H5Group | Dataset): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, attr] of Object.entries(node.attrs)) out[name] = attr.value;
+  return out;
+}
+
+class Hdf5Group implements TreeGroup {
+  readonly kind = "group" as const;
+  constructor(
+    private readonly group: H5Group,
+    readonly path: string,
+  ) {}
+  async attrs(): Promise<Record<string, unknown>> {
+    return attrsOf(this.group);
+  }
+  async keys(): Promise<string[]> {
+    return this.group.keys();
+  }
+}
+
+/** h5wasm type codes (H5T_class_t). */
+const H5T_INTEGER = 0;
+const H5T_FLOAT = 1;
+const H5T_STRING = 3;
+const H5T_COMPOUND = 6;
+const H5T_ENUM = 8;
+
+interface TypeMeta {
+  type: number;
+  signed?: boolean;
+  size: number;
+  vlen?: boolean;
+  enum_type?: { members: Record<string, number> };
+}
+
+function kindOf(meta: TypeMeta): ElementKind {
+  switch (meta.type) {
+    case H5T_INTEGER:
+      return meta.signed ? "int" : "uint";
+    case H5T_FLOAT:
+      return "float";
+    case H5T_STRING:
+      return "string";
+    case H5T_COMPOUND:
+      return "compound";
+    case H5T_ENUM: {
+      // h5py stores numpy bools as an enum {FALSE: 0, TRUE: 1}
+      const names = Object.keys(meta.enum_type?.members ?? {}).sort();
+      return names.length === 2 && names[0] === "FALSE" && names[1] === "TRUE" ? "bool" : "int";
+    }
+    default:
+      return "other";
+  }
+}
+
+class Hdf5Array implements TreeArray {
+  readonly kind = "array" as const;
+  readonly shape: number[];
+  readonly element: ElementKind;
+  readonly itemSize: number;
+  readonly fields?: CompoundField[];
+  private checked = false;
+
+  constructor(
+    private readonly location: string,
+    private readonly dataset: Dataset,
+    readonly path: string,
+    private readonly plugins: boolean,
+  ) {
+    const meta = dataset.metadata as unknown as TypeMeta & {
+      shape: number[] | null;
+      compound_type?: { members: (TypeMeta & { name: string })[] };
+    };
+    this.shape = meta.shape ?? [];
+    this.element = kindOf(meta);
+    this.itemSize = meta.size;
+    if (meta.compound_type) {
+      this.fields = meta.compound_type.members.map((m) => ({
+        name: m.name,
+        kind: kindOf(m),
+        itemSize: m.size,
+      }));
+    }
+  }
+
+  async attrs(): Promise<Record<string, unknown>> {
+    return attrsOf(this.dataset);
+  }
+
+  /** Refuses, before any read, a dataset whose filters would decode to garbage or crash h5wasm. */
+  private checkFilters(): void {
+    if (this.checked) return;
+    for (const f of this.dataset.filters) {
+      if (BUILTIN_FILTERS.has(f.id)) continue;
+      if (!PLUGIN_FILTERS.has(f.id)) {
+        throw new UnsupportedFilterError(
+          this.location,
+          this.path,
+          f.id,
+          f.name,
+          "no decoder for this filter is available",
+        );
+      }
+      if (!this.plugins) {
+        throw new UnsupportedFilterError(
+          this.location,
+          this.path,
+          f.id,
+          f.name,
+          "HDF5 filter plugins are disabled",
+        );
+      }
+      if (
+        f.id === LZF &&
+        !lzfFixed() &&
+        this.element === "string" &&
+        (this.dataset.metadata as { vlen?: boolean }).vlen
+      ) {
+        // the plugin's own lzf fails on variable-length strings (see h5wasm-lzf.ts) and the failed
+        // read would abort the wasm module: only read them when our replacement filter is in place
+        throw new UnsupportedFilterError(
+          this.location,
+          this.path,
+          f.id,
+          f.name,
+          "h5wasm-plugins cannot decode lzf-compressed variable-length strings",
+        );
+      }
+    }
+    this.checked = true;
+  }
+
+  private range(start: number | undefined, end: number | undefined): [number, number] {
+    const n = this.shape[0] ?? 1;
+    const s = start ?? 0;
+    const e = end ?? n;
+    if (!(s >= 0 && e <= n && s <= e)) {
+      throw new InputError(
+        "MalformedInput",
+        `${this.location}: read of [${s}, ${e}) outside dataset ${this.path} of length ${n}.`,
+        {
+          location: this.location,
+          object: this.path,
+        },
+      );
+    }
+    return [s, e];
+  }
+
+  async read(start?: number, end?: number): Promise<NumericValues> {
+    this.checkFilters();
+    if (
+      this.element !== "int" &&
+      this.element !== "uint" &&
+      this.element !== "float" &&
+      this.element !== "bool"
+    ) {
+      throw new InputError("MalformedInput", `${this.location}: dataset ${this.path} is not numeric.`, {
+        location: this.location,
+        object: this.path,
+      });
+    }
+    if (this.shape.length === 0) return this.dataset.value as NumericValues;
+    const [s, e] = this.range(start, end);
+    if (s === e) return new Float64Array(0);
+    const sel: [number, number][] = [[s, e]];
+    for (let d = 1; d < this.shape.length; d++) sel.push([0, this.shape[d] as number]);
+    const v = this.dataset.slice(sel);
+    if (ArrayBuffer.isView(v)) return v as NumericValues;
+    throw new InputError(
+      "MalformedInput",
+      `${this.location}: dataset ${this.path} did not read as numbers.`,
+      {
+        location: this.location,
+        object: this.path,
+      },
+    );
+  }
+
+  async readStrings(start?: number, end?: number): Promise<string[]> {
+    this.checkFilters();
+    if (this.element !== "string") {
+      throw new InputError(
+        "MalformedInput",
+        `${this.location}: dataset ${this.path} does not hold strings.`,
+        {
+          location: this.location,
+          object: this.path,
+        },
+      );
+    }
+    if (this.shape.length === 0) return [String(this.dataset.value)];
+    const [s, e] = this.range(start, end);
+    if (s === e) return [];
+    const v = this.dataset.slice([[s, e]]);
+    return (Array.isArray(v) ? v : [v]).map((x) =>
+      x instanceof Uint8Array ? new TextDecoder().decode(x) : String(x),
+    );
+  }
+
+  async readCompound(): Promise<Map<string, string[] | NumericValues>> {
+    this.checkFilters();
+    const fields = this.fields;
+    if (!fields) {
+      throw new InputError(
+        "MalformedInput",
+        `${this.location}: dataset ${this.path} is not a compound (record) array.`,
+        {
+          location: this.location,
+          object: this.path,
+        },
+      );
+    }
+    const n = this.shape[0] ?? 0;
+    const rows = (n === 0 ? [] : this.dataset.slice([[0, n]])) as unknown[][];
+    const out = new Map<string, string[] | NumericValues>();
+    fields.forEach((f, k) => {
+      if (f.kind === "string") {
+        out.set(
+          f.name,
+          rows.map((r) => String(r[k])),
+        );
+      } else if (f.kind === "int" || f.kind === "uint" || f.kind === "float" || f.kind === "bool") {
+        out.set(
+          f.name,
+          numericColumn(
+            f,
+            rows.map((r) => r[k]),
+          ),
+        );
+      }
+    });
+    return out;
+  }
+}
+
+/** A typed array of the field's own width, so that tables keep the source dtypes. */
+function numericColumn(f: CompoundField, col: unknown[]): NumericValues {
+  if (typeof col[0] === "bigint") return BigInt64Array.from(col as bigint[]);
+  const nums = col as number[];
+  if (f.kind === "bool") return Uint8Array.from(nums);
+  if (f.kind === "float") return f.itemSize === 4 ? Float32Array.from(nums) : Float64Array.from(nums);
+  if (f.kind === "int") {
+    if (f.itemSize === 1) return Int8Array.from(nums);
+    if (f.itemSize === 2) return Int16Array.from(nums);
+    if (f.itemSize === 4) return Int32Array.from(nums);
+  }
+  if (f.kind === "uint") {
+    if (f.itemSize === 1) return Uint8Array.from(nums);
+    if (f.itemSize === 2) return Uint16Array.from(nums);
+    if (f.itemSize === 4) return Uint32Array.from(nums);
+  }
+  return Float64Array.from(nums);
+}

@@ -1,0 +1,429 @@
+/**
+ * Matrix Market inputs as a {@link MatrixSource}. Node-only.
+ *
+ * - A 10x folder (`matrix.mtx[.gz]` genes x cells, `features.tsv[.gz]` or `genes.tsv`,
+ *   `barcodes.tsv[.gz]`): var index = gene symbols (2nd column), columns gene_ids (1st) and
+ *   feature_types (3rd, when present), as scanpy's read_10x_mtx makes them; symbols are not made
+ *   unique (var_names_make_unique is a separate step in scanpy too).
+ * - A plain `.mtx[.gz]` file, genes x cells as 10x and Seurat write it, or cells x genes with
+ *   `transpose`; names are positions ("0", "1", ...) as anndata's read_mtx gives them.
+ *
+ * Memory: the file is streamed. The first `rowBlocks` call checks (one parsing pass) whether the
+ * entries come grouped by cell in increasing order, as Cell Ranger writes them; if so every
+ * iteration streams blocks straight from the file; otherwise the entries go through a
+ * {@link CellBucketSpill} (in memory when small, temporary files otherwise).
+ */
+
+import { createReadStream } from "node:fs";
+import { readFile, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { createGunzip, gunzipSync } from "node:zlib";
+import { RowBlockBuilder } from "./canonical.js";
+import { InputError } from "./errors.js";
+import { BaseSource } from "./source.js";
+import { CellBucketSpill } from "./spill.js";
+import type { ColumnTable, RowBlock, TableColumn } from "./types.js";
+
+interface MtxHeader {
+  rows: number;
+  cols: number;
+  nnz: number;
+  field: "integer" | "real" | "pattern";
+}
+
+async function* lines(path: string): AsyncGenerator<string> {
+  const raw = createReadStream(path);
+  const gz = path.endsWith(".gz");
+  const input = gz ? raw.pipe(createGunzip()) : raw;
+  if (gz) raw.on("error", (e) => input.destroy(e));
+  const rl = createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
+  try {
+    yield* rl;
+  } finally {
+    rl.close();
+    raw.destroy();
+  }
+}
+
+async function readHeader(path: string): Promise<MtxHeader> {
+  let banner: string | undefined;
+  for await (const line of lines(path)) {
+    if (banner === undefined) {
+      banner = line;
+      const parts = line.trim().toLowerCase().split(/\s+/);
+      if (parts[0] !== "%%matrixmarket" || parts[1] !== "matrix") {
+        throw new InputError(
+          "MalformedInput",
+          `${path}: not a Matrix Market file (banner ${JSON.stringify(line.slice(0, 60))}).`,
+          {
+            location: path,
+          },
+        );
+      }
+      if (parts[2] !== "coordinate") {
+        throw new InputError(
+          "Unsupported",
+          `${path}: Matrix Market "${parts[2]}" (dense) files are not supported; expected "coordinate".`,
+          {
+            location: path,
+          },
+        );
+      }
+      const field = parts[3];
+      if (field !== "integer" && field !== "real" && field !== "pattern") {
+        throw new InputError(
+          "Unsupported",
+          `${path}: Matrix Market field "${field}" is not supported (integer, real or pattern).`,
+          {
+            location: path,
+          },
+        );
+      }
+      if ((parts[4] ?? "general") !== "general") {
+        throw new InputError(
+          "Unsupported",
+          `${path}: Matrix Market symmetry "${parts[4]}" is not supported; expected "general".`,
+          {
+            location: path,
+          },
+        );
+      }
+      continue;
+    }
+    if (line.startsWith("%") || line.trim() === "") continue;
+    const nums = line.trim().split(/\s+/).map(Number);
+    if (nums.length !== 3 || !nums.every((n) => Number.isInteger(n) && n >= 0)) {
+      throw new InputError("MalformedInput", `${path}: bad size line ${JSON.stringify(line)}.`, {
+        location: path,
+      });
+    }
+    const b = (banner ?? "").trim().toLowerCase().split(/\s+/);
+    return {
+      rows: nums[0] as number,
+      cols: nums[1] as number,
+      nnz: nums[2] as number,
+      field: b[3] as MtxHeader["field"],
+    };
+  }
+  throw new InputError("MalformedInput", `${path}: Matrix Market file without a size line.`, {
+    location: path,
+  });
+}
+
+/** A batch of parsed entries, 0-based, as (cell, gene, value). */
+interface EntryBatch {
+  n: number;
+  cells: Int32Array;
+  genes: Int32Array;
+  values: Float64Array;
+}
+
+const BATCH = 1 << 16;
+
+/**
+ * Streams the entries in batches, parsed straight from the bytes: plain integers are read digit
+ * by digit; anything else in the value column (decimals, exponents, signs) goes through Number().
+ */
+async function* entryBatches(
+  path: string,
+  h: MtxHeader,
+  cellsAreColumns: boolean,
+): AsyncGenerator<EntryBatch> {
+  const raw = createReadStream(path, { highWaterMark: 1 << 20 });
+  const gz = path.endsWith(".gz");
+  const input = gz ? raw.pipe(createGunzip({ chunkSize: 1 << 20 })) : raw;
+  if (gz) raw.on("error", (e) => input.destroy(e));
+  let batch: EntryBatch = {
+    n: 0,
+    cells: new Int32Array(BATCH),
+    genes: new Int32Array(BATCH),
+    values: new Float64Array(BATCH),
+  };
+  let count = 0;
+  let lineNo = 0;
+  let seenSize = false;
+  let carry = new Uint8Array(0);
+  const fields: number[] = [0, 0];
+  const dec = new TextDecoder();
+  const bad = (line: Uint8Array) =>
+    new InputError(
+      "MalformedInput",
+      `${path}: line ${lineNo} (${JSON.stringify(dec.decode(line).slice(0, 80))}) is not an entry within ${h.rows} x ${h.cols}.`,
+      { location: path },
+    );
+  /** Parses one line; returns false when the batch is full after it. */
+  const parseLine = (buf: Uint8Array, start: number, end: number): void => {
+    lineNo++;
+    if (end > start && buf[end - 1] === 13) end--; // CRLF
+    if (start === end || buf[start] === 37) return; // empty or % comment
+    if (!seenSize) {
+      seenSize = true;
+      return;
+    }
+    let p = start;
+    for (let f = 0; f < 2; f++) {
+      while (p < end && (buf[p] === 32 || buf[p] === 9)) p++;
+      let v = 0;
+      const s0 = p;
+      while (p < end) {
+        const c = buf[p] as number;
+        if (c < 48 || c > 57) break;
+        v = v * 10 + (c - 48);
+        p++;
+      }
+      if (p === s0) throw bad(buf.subarray(start, end));
+      fields[f] = v;
+    }
+    const r = fields[0] as number;
+    const c = fields[1] as number;
+    let value = 1;
+    if (h.field !== "pattern") {
+      while (p < end && (buf[p] === 32 || buf[p] === 9)) p++;
+      const s0 = p;
+      let v = 0;
+      let plain = true;
+      while (p < end && buf[p] !== 32 && buf[p] !== 9) {
+        const d = buf[p] as number;
+        if (d >= 48 && d <= 57) v = v * 10 + (d - 48);
+        else plain = false;
+        p++;
+      }
+      if (p === s0) throw bad(buf.subarray(start, end));
+      value = plain && p - s0 < 16 ? v : Number(dec.decode(buf.subarray(s0, p)));
+    }
+    if (!(r >= 1 && r <= h.rows && c >= 1 && c <= h.cols) || Number.isNaN(value))
+      throw bad(buf.subarray(start, end));
+    const i = batch.n++;
+    batch.cells[i] = cellsAreColumns ? c - 1 : r - 1;
+    batch.genes[i] = cellsAreColumns ? r - 1 : c - 1;
+    batch.values[i] = value;
+    count++;
+  };
+  try {
+    for await (const chunk of input as AsyncIterable<Buffer>) {
+      let buf: Uint8Array = chunk;
+      if (carry.length > 0) {
+        buf = new Uint8Array(carry.length + chunk.length);
+        buf.set(carry);
+        buf.set(chunk, carry.length);
+      }
+      let start = 0;
+      for (let nl = buf.indexOf(10, start); nl >= 0; nl = buf.indexOf(10, start)) {
+        parseLine(buf, start, nl);
+        start = nl + 1;
+        if (batch.n === BATCH) {
+          yield batch;
+          batch = {
+            n: 0,
+            cells: new Int32Array(BATCH),
+            genes: new Int32Array(BATCH),
+            values: new Float64Array(BATCH),
+          };
+        }
+      }
+      carry = buf.slice(start);
+    }
+    if (carry.length > 0) parseLine(carry, 0, carry.length);
+    if (batch.n > 0) yield batch;
+  } finally {
+    raw.destroy();
+  }
+  if (count !== h.nnz) {
+    throw new InputError(
+      "MalformedInput",
+      `${path}: the size line announces ${h.nnz} entries, the file has ${count}.`,
+      {
+        location: path,
+      },
+    );
+  }
+}
+
+async function readTsv(path: string): Promise<string[][]> {
+  let bytes: Uint8Array = await readFile(path);
+  if (path.endsWith(".gz")) bytes = gunzipSync(bytes);
+  const text = new TextDecoder().decode(bytes);
+  const rows = text.split("\n");
+  if (rows[rows.length - 1] === "") rows.pop();
+  return rows.map((r) => r.replace(/\r$/, "").split("\t"));
+}
+
+async function exists(p: string): Promise<boolean> {
+  try {
+    await stat(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function firstExisting(dir: string, names: string[]): Promise<string | undefined> {
+  for (const n of names) if (await exists(join(dir, n))) return join(dir, n);
+  return undefined;
+}
+
+/** Opens a plain Matrix Market file. */
+export async function openMtx(path: string, transpose: boolean): Promise<MtxSource> {
+  const h = await readHeader(path);
+  const cellsAreColumns = !transpose;
+  const nCells = cellsAreColumns ? h.cols : h.rows;
+  const nGenes = cellsAreColumns ? h.rows : h.cols;
+  const positions = (n: number) => Array.from({ length: n }, (_, i) => String(i));
+  return new MtxSource("mtx", path, path, h, cellsAreColumns, nCells, nGenes, async () => ({
+    var: { indexName: null, index: positions(nGenes), columns: [] },
+    obs: { indexName: null, index: positions(nCells), columns: [] },
+  }));
+}
+
+/** Opens a 10x Matrix Market folder. */
+export async function openTenxMtx(dir: string): Promise<MtxSource> {
+  const matrix = await firstExisting(dir, ["matrix.mtx.gz", "matrix.mtx"]);
+  const features = await firstExisting(dir, ["features.tsv.gz", "features.tsv", "genes.tsv.gz", "genes.tsv"]);
+  const barcodes = await firstExisting(dir, ["barcodes.tsv.gz", "barcodes.tsv"]);
+  if (matrix === undefined || features === undefined || barcodes === undefined) {
+    const missing = [
+      matrix === undefined ? "matrix.mtx[.gz]" : "",
+      features === undefined ? "features.tsv[.gz] or genes.tsv" : "",
+      barcodes === undefined ? "barcodes.tsv[.gz]" : "",
+    ].filter(Boolean);
+    throw new InputError(
+      "MalformedInput",
+      `${dir}: a 10x Matrix Market folder needs ${missing.join(", ")}.`,
+      { location: dir },
+    );
+  }
+  const h = await readHeader(matrix);
+  const nGenes = h.rows;
+  const nCells = h.cols;
+  const tables = async () => {
+    const feat = await readTsv(features);
+    const bc = await readTsv(barcodes);
+    if (feat.length !== nGenes || bc.length !== nCells) {
+      throw new InputError(
+        "MalformedInput",
+        `${dir}: matrix is ${nGenes} genes x ${nCells} cells, but there are ${feat.length} features and ${bc.length} barcodes.`,
+        { location: dir },
+      );
+    }
+    const col = (k: number) => feat.map((r) => r[k] ?? "");
+    const columns: TableColumn[] = [{ name: "gene_ids", kind: "string", values: col(0) }];
+    if (feat.every((r) => r.length >= 3))
+      columns.push({ name: "feature_types", kind: "string", values: col(2) });
+    const index = feat.every((r) => r.length >= 2) ? col(1) : col(0);
+    return {
+      var: { indexName: null, index, columns },
+      obs: { indexName: null, index: bc.map((r) => r[0] ?? ""), columns: [] },
+    };
+  };
+  return new MtxSource("10x-mtx", dir, matrix, h, true, nCells, nGenes, tables);
+}
+
+export class MtxSource extends BaseSource {
+  private ordered: boolean | undefined;
+  private tableCache: Promise<{ var: ColumnTable; obs: ColumnTable }> | undefined;
+  /** Bytes per spill bucket (tests lower it to exercise the temporary files). */
+  spillBytes: number | undefined;
+
+  constructor(
+    readonly format: "mtx" | "10x-mtx",
+    readonly location: string,
+    private readonly file: string,
+    private readonly header: MtxHeader,
+    private readonly cellsAreColumns: boolean,
+    readonly nCells: number,
+    readonly nGenes: number,
+    private readonly loadTables: () => Promise<{ var: ColumnTable; obs: ColumnTable }>,
+  ) {
+    super();
+  }
+
+  get matrixPath(): string {
+    return this.format === "10x-mtx" ? (this.file.split("/").pop() ?? this.file) : "matrix";
+  }
+
+  private tables(): Promise<{ var: ColumnTable; obs: ColumnTable }> {
+    this.tableCache ??= this.loadTables();
+    return this.tableCache;
+  }
+
+  protected async readVar(): Promise<ColumnTable> {
+    return (await this.tables()).var;
+  }
+
+  protected async readObs(): Promise<ColumnTable> {
+    return (await this.tables()).obs;
+  }
+
+  /** Whether the entries come grouped by cell, cells increasing (one parsing pass, cached). */
+  private async isOrdered(): Promise<boolean> {
+    if (this.ordered === undefined) {
+      let prev = -1;
+      let ok = true;
+      scan: for await (const b of entryBatches(this.file, this.header, this.cellsAreColumns)) {
+        for (let i = 0; i < b.n; i++) {
+          const cell = b.cells[i] as number;
+          if (cell < prev) {
+            ok = false;
+            break scan;
+          }
+          prev = cell;
+        }
+      }
+      this.ordered = ok;
+    }
+    return this.ordered;
+  }
+
+  protected async *blocks(blockCells: number, signal?: AbortSignal): AsyncGenerator<RowBlock> {
+    if (await this.isOrdered()) yield* this.streamed(blockCells, signal);
+    else yield* this.spilled(blockCells, signal);
+  }
+
+  private async *streamed(blockCells: number, signal?: AbortSignal): AsyncGenerator<RowBlock> {
+    let start = 0;
+    let b = new RowBlockBuilder(0, Math.min(blockCells, this.nCells), this.nGenes);
+    // closes cells up to (excluding) `cell`, yielding full blocks
+    const advance = function* (this: MtxSource, cell: number): Generator<RowBlock> {
+      while (b.currentCell < cell) {
+        b.endRow();
+        if (b.rowsDone === b.nRows) {
+          yield b.finish();
+          start += b.nRows;
+          b = new RowBlockBuilder(start, Math.min(blockCells, this.nCells - start), this.nGenes);
+        }
+      }
+    };
+    for await (const batch of entryBatches(this.file, this.header, this.cellsAreColumns)) {
+      signal?.throwIfAborted();
+      const { cells, genes, values } = batch;
+      for (let i = 0; i < batch.n; i++) {
+        const cell = cells[i] as number;
+        if (cell !== b.currentCell) yield* advance.call(this, cell);
+        b.push(genes[i] as number, values[i] as number);
+      }
+    }
+    yield* advance.call(this, this.nCells);
+    if (this.nCells === 0) yield b.finish();
+  }
+
+  private async *spilled(blockCells: number, signal?: AbortSignal): AsyncGenerator<RowBlock> {
+    const spill = new CellBucketSpill(this.nCells, this.nGenes, {
+      blockCells,
+      nnzHint: this.header.nnz,
+      spillBytes: this.spillBytes,
+    });
+    try {
+      for await (const batch of entryBatches(this.file, this.header, this.cellsAreColumns)) {
+        signal?.throwIfAborted();
+        for (let i = 0; i < batch.n; i++)
+          spill.add(batch.cells[i] as number, batch.genes[i] as number, batch.values[i] as number);
+      }
+      yield* spill.blocks(signal);
+    } finally {
+      spill.dispose();
+    }
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,86 @@
+/**
+ * The part every {@link MatrixSource} shares: block-size defaults and turning the builder's
+ * errors into input errors that name the cell, the gene and the matrices worth trying instead.
+ */
+
+import { BadCount, BadGeneIndex } from "./canonical.js";
+import { InputError, NotCountsError } from "./errors.js";
+import type { ColumnTable, InputFormat, MatrixSource, RowBlock, RowBlockOptions } from "./types.js";
+
+export const DEFAULT_BLOCK_CELLS = 4096;
+
+export abstract class BaseSource implements MatrixSource {
+  private obsIndex: string[] | undefined;
+  private varIndex: string[] | undefined;
+
+  abstract readonly format: InputFormat;
+  abstract readonly location: string;
+  abstract readonly matrixPath: string;
+  abstract readonly nCells: number;
+  abstract readonly nGenes: number;
+  /** Other matrices of the input that may hold raw counts, as CLI options. */
+  protected suggestions: string[] = [];
+
+  protected abstract readVar(): Promise<ColumnTable>;
+  protected abstract readObs(): Promise<ColumnTable>;
+  protected abstract blocks(blockCells: number, signal?: AbortSignal): AsyncGenerator<RowBlock>;
+  abstract close(): Promise<void>;
+
+  async var(): Promise<ColumnTable> {
+    const t = await this.readVar();
+    this.varIndex = t.index;
+    return t;
+  }
+
+  async obs(): Promise<ColumnTable> {
+    const t = await this.readObs();
+    this.obsIndex = t.index;
+    return t;
+  }
+
+  async *rowBlocks(opts: RowBlockOptions = {}): AsyncGenerator<RowBlock> {
+    const blockCells = Math.max(1, Math.floor(opts.blockCells ?? DEFAULT_BLOCK_CELLS));
+    try {
+      yield* this.blocks(blockCells, opts.signal);
+    } catch (err) {
+      throw await this.explain(err);
+    }
+  }
+
+  /** Turns builder errors into input errors that name the cell and gene. */
+  private async explain(err: unknown): Promise<unknown> {
+    if (err instanceof BadCount) {
+      return new NotCountsError({
+        location: this.location,
+        object: this.matrixPath,
+        reason: err.reason,
+        value: err.value,
+        cell: err.cell,
+        cellName: await this.nameOf("obs", err.cell),
+        gene: err.gene,
+        geneName: await this.nameOf("var", err.gene),
+        suggestions: this.suggestions,
+      });
+    }
+    if (err instanceof BadGeneIndex) {
+      return new InputError(
+        "MalformedInput",
+        `${this.location}: ${this.matrixPath}: cell ${err.cell} has gene index ${err.gene}, outside [0, ${err.nGenes}).`,
+        { location: this.location, object: this.matrixPath, cause: err },
+      );
+    }
+    return err;
+  }
+
+  private async nameOf(which: "obs" | "var", i: number): Promise<string | undefined> {
+    try {
+      const index =
+        which === "obs"
+          ? (this.obsIndex ?? (await this.obs()).index)
+          : (this.varIndex ?? (await this.var()).index);
+      return index[i];
+    } catch {
+      return undefined;
+    }
+  }
+}

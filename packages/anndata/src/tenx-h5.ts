@@ -1,0 +1,159 @@
+/**
+ * 10x Genomics Cell Ranger / Space Ranger HDF5 matrices as a {@link MatrixSource}.
+ *
+ * Both layouts store the matrix as genes x cells CSC, i.e. cells x genes CSR (indptr over
+ * barcodes), so blocks are hyperslabs as for CSR h5ad:
+ * - v3+ (`matrix/` with `features/`): var index = `features/name` (gene symbols), columns
+ *   gene_ids (`features/id`), feature_types, genome, as scanpy's read_10x_h5 makes them;
+ * - v2 (one group per genome with `genes`/`gene_names`): var index = gene_names, column gene_ids.
+ *   A file with several genomes needs `genome` (scanpy raises the same way).
+ * Symbols are not made unique (scanpy's var_names_make_unique is a separate, optional step): the
+ * var table keeps them as in the file, with gene_ids as the unique key.
+ */
+
+import { csrBlocks, type MatrixShape, type SparseLayout } from "./blocks.js";
+import { InputError } from "./errors.js";
+import { BaseSource } from "./source.js";
+import { joinPath, type Tree, type TreeArray, toNumbers } from "./tree.js";
+import type { ColumnTable, RowBlock, TableColumn } from "./types.js";
+
+export async function openTenxH5(tree: Tree, genome: string | undefined): Promise<TenxH5Source> {
+  const loc = tree.location;
+  const root = await tree.get("");
+  const keys = root?.kind === "group" ? await root.keys() : [];
+  let group: string;
+  let v3: boolean;
+  if (keys.includes("matrix")) {
+    group = "matrix";
+    v3 = true;
+  } else {
+    const genomes: string[] = [];
+    for (const k of keys) {
+      const g = await tree.get(k);
+      if (g?.kind === "group" && (await g.keys()).includes("genes")) genomes.push(k);
+    }
+    if (genome !== undefined) {
+      if (!genomes.includes(genome)) {
+        throw new InputError(
+          "MissingMatrix",
+          `${loc}: no genome ${JSON.stringify(genome)}; the file has ${genomes.join(", ") || "none"}.`,
+          {
+            location: loc,
+            object: genome,
+          },
+        );
+      }
+      group = genome;
+    } else if (genomes.length === 1) {
+      group = genomes[0] as string;
+    } else {
+      throw new InputError(
+        "MissingMatrix",
+        genomes.length === 0
+          ? `${loc}: not a 10x HDF5 matrix (no matrix/ group and no genome group with genes).`
+          : `${loc}: the file holds several genomes (${genomes.join(", ")}): choose one with the genome option.`,
+        { location: loc },
+      );
+    }
+    v3 = false;
+  }
+  if (v3 && genome !== undefined) {
+    // v3 files mix genomes in one matrix (features/genome); selecting is not supported
+    throw new InputError("Unsupported", `${loc}: the genome option applies to Cell Ranger v2 files only.`, {
+      location: loc,
+    });
+  }
+  const arr = async (name: string): Promise<TreeArray> => {
+    const a = await tree.get(joinPath(group, name));
+    if (a?.kind !== "array") {
+      throw new InputError("MalformedInput", `${loc}: 10x matrix ${group} has no ${name} dataset.`, {
+        location: loc,
+        object: joinPath(group, name),
+      });
+    }
+    return a;
+  };
+  const shape = Array.from(toNumbers(await (await arr("shape")).read()));
+  if (shape.length !== 2) {
+    throw new InputError("MalformedInput", `${loc}: ${group}/shape is not 2 numbers.`, {
+      location: loc,
+      object: `${group}/shape`,
+    });
+  }
+  const [nGenes, nCells] = shape as [number, number];
+  const layout: SparseLayout = {
+    kind: "csr",
+    group,
+    indptr: await arr("indptr"),
+    indices: await arr("indices"),
+    data: await arr("data"),
+  };
+  return new TenxH5Source(tree, v3 ? "matrix" : `${group}/`, group, v3, nCells, nGenes, layout);
+}
+
+export class TenxH5Source extends BaseSource {
+  readonly format = "10x-h5" as const;
+
+  constructor(
+    private readonly tree: Tree,
+    readonly matrixPath: string,
+    private readonly group: string,
+    private readonly v3: boolean,
+    readonly nCells: number,
+    readonly nGenes: number,
+    private readonly layout: SparseLayout,
+  ) {
+    super();
+  }
+
+  get location(): string {
+    return this.tree.location;
+  }
+
+  private async strings(path: string, n: number): Promise<string[]> {
+    const a = await this.tree.get(path);
+    if (a?.kind !== "array" || a.shape[0] !== n) {
+      throw new InputError(
+        "MalformedInput",
+        `${this.location}: ${path} is missing or does not have ${n} entries.`,
+        {
+          location: this.location,
+          object: path,
+        },
+      );
+    }
+    return a.readStrings();
+  }
+
+  protected async readVar(): Promise<ColumnTable> {
+    const n = this.nGenes;
+    if (!this.v3) {
+      const index = await this.strings(`${this.group}/gene_names`, n);
+      const ids = await this.strings(`${this.group}/genes`, n);
+      return { indexName: null, index, columns: [{ name: "gene_ids", kind: "string", values: ids }] };
+    }
+    const f = `${this.group}/features`;
+    const index = await this.strings(`${f}/name`, n);
+    const columns: TableColumn[] = [
+      { name: "gene_ids", kind: "string", values: await this.strings(`${f}/id`, n) },
+      { name: "feature_types", kind: "string", values: await this.strings(`${f}/feature_type`, n) },
+    ];
+    if ((await this.tree.get(`${f}/genome`)) !== undefined) {
+      columns.push({ name: "genome", kind: "string", values: await this.strings(`${f}/genome`, n) });
+    }
+    return { indexName: null, index, columns };
+  }
+
+  protected async readObs(): Promise<ColumnTable> {
+    return { indexName: null, index: await this.strings(`${this.group}/barcodes`, this.nCells), columns: [] };
+  }
+
+  protected blocks(blockCells: number, signal?: AbortSignal): AsyncGenerator<RowBlock> {
+    const m: MatrixShape = { location: this.location, nCells: this.nCells, nGenes: this.nGenes };
+    return csrBlocks(m, this.layout, blockCells, signal);
+  }
+
+  async close(): Promise<void> {
+    await this.tree.close();
+  }
+}

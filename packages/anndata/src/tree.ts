@@ -1,0 +1,74 @@
+/**
+ * A minimal hierarchical store (groups, attributes, n-d arrays) over which the AnnData logic is
+ * written once for HDF5 and zarr. Browser-safe: implementations live in their own modules.
+ */
+
+import type { NumericValues } from "./types.js";
+
+/** Element type of an array, as far as the readers care. */
+export type ElementKind = "int" | "uint" | "float" | "bool" | "string" | "compound" | "other";
+
+/** One field of a compound (structured) element type: legacy anndata obs/var tables. */
+export interface CompoundField {
+  name: string;
+  kind: ElementKind;
+  itemSize: number;
+}
+
+export interface TreeArray {
+  readonly kind: "array";
+  /** Path inside the store, without a leading slash. */
+  readonly path: string;
+  readonly shape: number[];
+  readonly element: ElementKind;
+  /** Bytes per element (for numbers). */
+  readonly itemSize: number;
+  /** Fields, for compound element types. */
+  readonly fields?: CompoundField[];
+  attrs(): Promise<Record<string, unknown>>;
+  /** Numeric/bool values of rows `[start, end)` (first dimension; the whole array by default), row-major. */
+  read(start?: number, end?: number): Promise<NumericValues>;
+  /** String values of `[start, end)` of a 1-d string array. */
+  readStrings(start?: number, end?: number): Promise<string[]>;
+  /** Columns of a 1-d compound array: one array (strings or numbers) per field. */
+  readCompound(): Promise<Map<string, string[] | NumericValues>>;
+}
+
+export interface TreeGroup {
+  readonly kind: "group";
+  readonly path: string;
+  attrs(): Promise<Record<string, unknown>>;
+  keys(): Promise<string[]>;
+}
+
+export type TreeNode = TreeArray | TreeGroup;
+
+export interface Tree {
+  /** The input path. */
+  readonly location: string;
+  /** The node at `path` ("" for the root), or undefined when absent. */
+  get(path: string): Promise<TreeNode | undefined>;
+  close(): Promise<void>;
+}
+
+/** Joins store paths ("a", "b" -> "a/b"; "" is the root). */
+export function joinPath(a: string, b: string): string {
+  return a === "" ? b : `${a}/${b}`;
+}
+
+/** Numbers from a numeric typed array, BigInt64 converted (exactly up to 2^53). */
+export function toNumbers(v: NumericValues): ArrayLike<number> {
+  if (v instanceof BigInt64Array) {
+    const out = new Float64Array(v.length);
+    for (let i = 0; i < v.length; i++) out[i] = Number(v[i]);
+    return out;
+  }
+  return v;
+}
+
+/** Decodes an attribute value that may be stored as bytes into a string. */
+export function attrString(v: unknown): string | undefined {
+  if (typeof v === "string") return v;
+  if (v instanceof Uint8Array) return new TextDecoder().decode(v);
+  return undefined;
+}

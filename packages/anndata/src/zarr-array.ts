@@ -1,0 +1,72 @@
+/**
+ * Zarr stores that are not current AnnData groups ("zarr-array"): a bare 2-d array (cells x genes)
+ * at the root, or a pre-0.7 AnnData group (dense X, obs/var as record arrays, as the scanpy test
+ * file 10x-10k-subset.zarr). Browser-safe.
+ */
+
+import { openAnnData } from "./anndata.js";
+import { denseBlocks, type MatrixShape } from "./blocks.js";
+import { InputError } from "./errors.js";
+import { BaseSource } from "./source.js";
+import type { Tree, TreeArray } from "./tree.js";
+import type { ColumnTable, MatrixSource, OpenInputOptions, RowBlock } from "./types.js";
+
+export async function openZarrArray(tree: Tree, opts: OpenInputOptions): Promise<MatrixSource> {
+  const root = await tree.get("");
+  if (root?.kind === "group") return openAnnData(tree, "zarr-array", opts);
+  if (root?.kind !== "array" || root.shape.length !== 2) {
+    throw new InputError(
+      "MalformedInput",
+      `${tree.location}: expected a 2-d zarr array (cells x genes) at the root.`,
+      {
+        location: tree.location,
+      },
+    );
+  }
+  if (opts.layer !== undefined || opts.raw) {
+    throw new InputError(
+      "MissingMatrix",
+      `${tree.location}: a bare zarr array has no layers or raw matrix.`,
+      { location: tree.location },
+    );
+  }
+  return new BareArraySource(tree, root);
+}
+
+const positions = (n: number) => Array.from({ length: n }, (_, i) => String(i));
+
+class BareArraySource extends BaseSource {
+  readonly format = "zarr-array" as const;
+  readonly matrixPath = "";
+  readonly nCells: number;
+  readonly nGenes: number;
+
+  constructor(
+    private readonly tree: Tree,
+    private readonly array: TreeArray,
+  ) {
+    super();
+    [this.nCells, this.nGenes] = array.shape as [number, number];
+  }
+
+  get location(): string {
+    return this.tree.location;
+  }
+
+  protected async readVar(): Promise<ColumnTable> {
+    return { indexName: null, index: positions(this.nGenes), columns: [] };
+  }
+
+  protected async readObs(): Promise<ColumnTable> {
+    return { indexName: null, index: positions(this.nCells), columns: [] };
+  }
+
+  protected blocks(blockCells: number, signal?: AbortSignal): AsyncGenerator<RowBlock> {
+    const m: MatrixShape = { location: this.location, nCells: this.nCells, nGenes: this.nGenes };
+    return denseBlocks(m, this.array, blockCells, signal);
+  }
+
+  async close(): Promise<void> {
+    await this.tree.close();
+  }
+}

@@ -1,0 +1,101 @@
+/** Format detection and options that only some formats take. */
+
+import assert from "node:assert/strict";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { gzipSync } from "node:zlib";
+import { isInputError } from "../src/index.js";
+import { openInput } from "../src/node.js";
+import { detectFormat } from "../src/open.js";
+import { DATA, gather } from "./helpers.js";
+
+test("every input kind is detected from its path and content", async () => {
+  const expect: [string, string][] = [
+    [join(DATA, "anndata", "csr.h5ad"), "h5ad"],
+    [join(DATA, "legacy-anndata", "pbmc68k_reduced.h5ad"), "h5ad"],
+    [join(DATA, "anndata", "csr-v2.zarr"), "anndata-zarr"],
+    [join(DATA, "anndata", "csr-v3.zarr"), "anndata-zarr"],
+    [join(DATA, "anndata", "bare-v3.zarr"), "zarr-array"],
+    [join(DATA, "mouse-10k-subset", "10x-10k-subset.zarr"), "zarr-array"],
+    [join(DATA, "10x-v3-chr21", "filtered_feature_bc_matrix.h5"), "10x-h5"],
+    [join(DATA, "10x-v2", "multiple_genomes.h5"), "10x-h5"],
+    [join(DATA, "visium", "raw_probe_bc_matrix.h5"), "10x-h5"],
+    [join(DATA, "10x-v3-chr21", "filtered_feature_bc_matrix"), "10x-mtx"],
+    [join(DATA, "seurat-pbmc-small", "pbmc_small_counts.mtx"), "mtx"],
+  ];
+  for (const [path, format] of expect) assert.equal(await detectFormat(path), format, path);
+});
+
+test("a gzipped plain Matrix Market file is detected and reads like the plain one", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "anndata-test-"));
+  try {
+    const plain = join(DATA, "seurat-pbmc-small", "pbmc_small_counts.mtx");
+    const gz = join(dir, "counts.mtx.gz");
+    writeFileSync(gz, gzipSync(readFileSync(plain)));
+    assert.equal(await detectFormat(gz), "mtx");
+    assert.deepEqual(await gather(await openInput(gz), 10), await gather(await openInput(plain), 10));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a 10x v2 folder with plain genes.tsv and barcodes.tsv reads symbols and ids", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "anndata-test-"));
+  try {
+    // the v2 matrix with made-up names: 343 genes x 12 cells
+    copyFileSync(join(DATA, "10x-v2", "hg19_chr21_matrix.mtx"), join(dir, "matrix.mtx"));
+    writeFileSync(
+      join(dir, "genes.tsv"),
+      Array.from({ length: 343 }, (_, i) => `ENSG${i}\tSYM${i % 300}\n`).join(""),
+    );
+    writeFileSync(join(dir, "barcodes.tsv"), Array.from({ length: 12 }, (_, i) => `BC${i}-1\n`).join(""));
+    const src = await openInput(dir);
+    assert.equal(src.format, "10x-mtx");
+    const v = await src.var();
+    assert.equal(v.index[301], "SYM1", "duplicate symbols are kept as they are");
+    assert.deepEqual(
+      v.columns.map((c) => c.name),
+      ["gene_ids"],
+    );
+    assert.deepEqual((await src.obs()).index.slice(0, 2), ["BC0-1", "BC1-1"]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("transpose is refused for inputs other than plain Matrix Market", async () => {
+  await assert.rejects(openInput(join(DATA, "anndata", "csr.h5ad"), { transpose: true }), (err: unknown) =>
+    isInputError(err, "Unsupported"),
+  );
+});
+
+test("a missing layer of a zarr store is refused listing its layers", async () => {
+  await assert.rejects(
+    openInput(join(DATA, "anndata", "csr-v3.zarr"), { layer: "spliced" }),
+    (err: unknown) => {
+      assert.ok(isInputError(err, "MissingMatrix"));
+      assert.match(err.message, /--layer counts/);
+      assert.match(err.message, /--raw/);
+      return true;
+    },
+  );
+});
+
+test("an aborted signal stops the iteration", async () => {
+  const src = await openInput(join(DATA, "anndata", "csr.h5ad"));
+  const ac = new AbortController();
+  let blocks = 0;
+  await assert.rejects(
+    async () => {
+      for await (const _ of src.rowBlocks({ blockCells: 5, signal: ac.signal })) {
+        blocks++;
+        ac.abort();
+      }
+    },
+    (err: unknown) => err instanceof Error && err.name === "AbortError",
+  );
+  assert.equal(blocks, 1);
+  await src.close();
+});

@@ -1,0 +1,146 @@
+/** Test helpers: the Python reference reader, and row blocks gathered into one CSR matrix. */
+
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { ColumnTable, MatrixSource, RowBlock } from "../src/index.js";
+
+export const REPO = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+export const DATA = join(REPO, "data");
+const PYTHON = join(REPO, "conformance", ".venv", "bin", "python");
+
+export type PyColumn = { kind: string; ordered?: boolean; values: unknown[] } | string[];
+
+export interface PyDump {
+  shape: [number, number];
+  obs_names: string[];
+  var_names: string[];
+  var_columns: Record<string, PyColumn>;
+  obs_columns: Record<string, PyColumn>;
+  index_names: [string | null, string | null];
+  indptr: number[];
+  indices: number[];
+  data: number[];
+}
+
+/**
+ * What conformance/anndata_dump.py reads for each request, in one Python process (importing
+ * anndata costs seconds; one spawn per file would dominate the test time).
+ */
+export function pythonDumps(requests: [kind: string, path: string, option?: string][]): PyDump[] {
+  const input = requests.map(([k, p, o]) => JSON.stringify([k, p, o ?? null])).join("\n");
+  const r = spawnSync(PYTHON, [join(REPO, "conformance", "anndata_dump.py"), "--batch"], {
+    input,
+    encoding: "utf8",
+    maxBuffer: 512 * 1024 * 1024,
+  });
+  assert.equal(r.status, 0, `python dump failed: ${r.stderr}`);
+  const lines = r.stdout.trim().split("\n");
+  assert.equal(lines.length, requests.length);
+  return lines.map((l) => JSON.parse(l) as PyDump);
+}
+
+/** What conformance/anndata_dump.py (anndata, scipy, h5py, zarr) reads for `path`. */
+export function pythonDump(kind: string, path: string, option?: string): PyDump {
+  const args = [join(REPO, "conformance", "anndata_dump.py"), kind, path, ...(option ? [option] : [])];
+  const r = spawnSync(PYTHON, args, { encoding: "utf8", maxBuffer: 256 * 1024 * 1024 });
+  assert.equal(r.status, 0, `python dump failed: ${r.stderr}`);
+  return JSON.parse(r.stdout) as PyDump;
+}
+
+export interface Csr {
+  indptr: number[];
+  indices: number[];
+  data: number[];
+}
+
+/** Gathers all row blocks, checking that each is canonical and that they tile the cells in order. */
+export async function gather(src: MatrixSource, blockCells: number): Promise<Csr> {
+  const indptr = [0];
+  const indices: number[] = [];
+  const data: number[] = [];
+  let next = 0;
+  for await (const b of src.rowBlocks({ blockCells })) {
+    checkBlock(b, src.nGenes);
+    assert.equal(b.rowStart, next, "blocks are in order and contiguous");
+    assert.ok(b.nRows <= blockCells);
+    next += b.nRows;
+    for (let r = 0; r < b.nRows; r++) {
+      for (let k = b.indptr[r] as number; k < (b.indptr[r + 1] as number); k++) {
+        indices.push(b.indices[k] as number);
+        data.push(b.data[k] as number);
+      }
+      indptr.push(indices.length);
+    }
+  }
+  assert.equal(next, src.nCells, "blocks cover every cell");
+  return { indptr, indices, data };
+}
+
+function checkBlock(b: RowBlock, nGenes: number): void {
+  assert.equal(b.indptr.length, b.nRows + 1);
+  assert.equal(b.indptr[0], 0);
+  assert.equal(b.indptr[b.nRows], b.indices.length);
+  assert.equal(b.indices.length, b.data.length);
+  for (let r = 0; r < b.nRows; r++) {
+    for (let k = b.indptr[r] as number; k < (b.indptr[r + 1] as number); k++) {
+      const g = b.indices[k] as number;
+      assert.ok(g >= 0 && g < nGenes);
+      if (k > (b.indptr[r] as number))
+        assert.ok(g > (b.indices[k - 1] as number), "genes strictly increasing");
+      assert.ok((b.data[k] as number) > 0, "no explicit zeros");
+    }
+  }
+}
+
+/** A table column in the JSON shape the Python dump uses. */
+export function columnAsPython(
+  t: ColumnTable,
+  name: string,
+): { kind: string; ordered?: boolean; values: unknown[] } {
+  const c = t.columns.find((x) => x.name === name);
+  assert.ok(c, `column ${name} exists`);
+  const num = (v: number | bigint) => {
+    const n = Number(v);
+    return Number.isNaN(n) ? "NaN" : n;
+  };
+  switch (c.kind) {
+    case "category":
+      return {
+        kind: "category",
+        ordered: c.ordered,
+        values: Array.from(c.codes, (k) => (k < 0 ? null : c.categories[k])),
+      };
+    case "string":
+      return { kind: "string", values: c.values };
+    case "bool":
+      return { kind: "bool", values: Array.from(c.values, (v, i) => (c.nulls?.[i] ? null : v !== 0)) };
+    case "numeric":
+      return {
+        kind: "numeric",
+        values: Array.from(c.values as ArrayLike<number | bigint>, (v, i) => (c.nulls?.[i] ? null : num(v))),
+      };
+  }
+}
+
+/** Compares a source's obs/var tables with the Python reader's. */
+export function assertTablesMatch(ours: ColumnTable, theirs: Record<string, PyColumn>): void {
+  assert.deepEqual(
+    ours.columns.map((c) => c.name),
+    Object.keys(theirs),
+    "same columns, same order",
+  );
+  for (const [name, col] of Object.entries(theirs)) {
+    const mine = columnAsPython(ours, name);
+    if (Array.isArray(col)) {
+      assert.deepEqual(mine.values, col, `column ${name}`);
+      continue;
+    }
+    assert.deepEqual(mine.values, col.values, `column ${name}`);
+    if (col.kind === "category") {
+      assert.equal(mine.kind, "category", `column ${name} is categorical`);
+      assert.equal(mine.ordered, col.ordered, `column ${name} ordered flag`);
+    }
+  }
+}
