@@ -1,1 +1,10 @@
-export {};
+/** @deltacells/core: the deltacells v2 tile codec and datasets. Browser-safe; Node extras in `./node`. */
+
+export * from "./codec/index.js";
+export * from "./dataset/index.js";
+export {
+  DeltacellsError,
+  type DeltacellsErrorFields,
+  type DeltacellsErrorTag,
+  isDeltacellsError,
+} from "./errors.js";

@@ -1,1 +1,1 @@
-export {};
+export { openDataset, zstdCompressor } from "./dataset/node.js";

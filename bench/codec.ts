@@ -1,0 +1,247 @@
+/**
+ * Tile codec benchmark: decode throughput (nonzeros/s) on real and synthetic matrices, against
+ * "decompress the same zstd frames and do nothing else" measured in the same run, for one thread,
+ * a pool of 1 worker and a pool of 2 workers; and bytes per nonzero against CSR int32 indices +
+ * float32 data + int64 indptr with gzip (what an h5ad holds).
+ *
+ *   conformance/.venv/bin/python bench/codec_data.py      # once: writes bench/out/*.npy
+ *   node --import tsx --conditions=source bench/codec.ts [--reps 7] [--only synthetic-12k] [--wasm]
+ *
+ * Options: --reps N (medians of N runs), --only NAME, --tile-size CELLS (4096), --chunks N (8),
+ * --wasm (zstddec instead of zstd-napi). Set DELTACELLS_NATIVE=0 to measure the TypeScript loops.
+ *
+ * Encoded tiles are cached in bench/out/tiles-<name>/ (level 19 takes a while).
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { gzipSync } from "node:zlib";
+import { createTilePool, decodeTileSync, loadZstd, setZstdBackend } from "@deltacells/core";
+import { inspectTile } from "../packages/deltacells/src/codec/layout.js";
+import { loadWasmZstd } from "../packages/deltacells/src/codec/zstd/wasm.js";
+
+const { values: args } = parseArgs({
+  options: {
+    reps: { type: "string", default: "7" },
+    only: { type: "string" },
+    "tile-size": { type: "string", default: "4096" },
+    wasm: { type: "boolean", default: false },
+    chunks: { type: "string", default: "8" },
+  },
+});
+const REPS = Number(args.reps);
+const TILE = Number(args["tile-size"]);
+const CHUNKS = Number(args.chunks);
+const out = fileURLToPath(new URL("./out/", import.meta.url));
+
+function readNpy(path: string): Int32Array | Float32Array | Float64Array {
+  const b = readFileSync(path);
+  const headerLen = b.readUInt16LE(8);
+  const header = b.subarray(10, 10 + headerLen).toString("latin1");
+  const descr = /'descr':\s*'([^']+)'/.exec(header)![1];
+  const body = new Uint8Array(b.subarray(10 + headerLen));
+  const copy = body.slice().buffer;
+  if (descr === "<i4") return new Int32Array(copy);
+  if (descr === "<f4") return new Float32Array(copy);
+  if (descr === "<i8") return Float64Array.from(new BigInt64Array(copy), Number);
+  throw new Error(`unsupported npy dtype ${descr} in ${path}`);
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+async function tilesOf(
+  name: string,
+  level: number,
+): Promise<{
+  tiles: Uint8Array[];
+  nnz: number;
+  nGenes: number;
+  csr: { indptr: Float64Array; indices: Int32Array; data: Float32Array };
+}> {
+  const meta = JSON.parse(readFileSync(join(out, `${name}.json`), "utf8")) as {
+    n_genes: number;
+    nnz: number;
+  };
+  const indptr = readNpy(join(out, `${name}.indptr.npy`)) as Float64Array;
+  const indices = readNpy(join(out, `${name}.indices.npy`)) as Int32Array;
+  const data = readNpy(join(out, `${name}.data.npy`)) as Float32Array;
+  const dir = join(out, `tiles-${name}-t${TILE}-l${level}${CHUNKS === 8 ? "" : `-c${CHUNKS}`}`);
+  const nCells = indptr.length - 1;
+  const nTiles = Math.ceil(nCells / TILE);
+  if (!existsSync(dir) || readdirSync(dir).length !== nTiles) {
+    mkdirSync(dir, { recursive: true });
+    const pool = createTilePool({ threads: 2 });
+    const t0 = performance.now();
+    for (let t = 0; t < nTiles; t++) {
+      const lo = t * TILE;
+      const hi = Math.min(nCells, lo + TILE);
+      const rows = {
+        nGenes: meta.n_genes,
+        indptr: indptr.subarray(lo, hi + 1),
+        indices: indices.subarray(indptr[lo]!, indptr[hi]!),
+        data: data.subarray(indptr[lo]!, indptr[hi]!),
+      };
+      writeFileSync(
+        join(dir, `${String(t).padStart(6, "0")}.dct`),
+        await pool.encode(rows, { level, nChunks: CHUNKS }),
+      );
+    }
+    await pool.close();
+    console.log(
+      `  encoded ${name}: ${nTiles} tiles in ${((performance.now() - t0) / 1000).toFixed(1)} s (2 workers, level ${level})`,
+    );
+  }
+  const tiles = readdirSync(dir)
+    .sort()
+    .map((f) => new Uint8Array(readFileSync(join(dir, f))));
+  return { tiles, nnz: meta.nnz, nGenes: meta.n_genes, csr: { indptr, indices, data } };
+}
+
+/**
+ * Runs `fn` enough times to take >= 100 ms; returns seconds per call, by the wall clock and by
+ * this process's CPU time. On a shared, loaded machine the CPU time of single-threaded work is
+ * far steadier than the wall clock (time spent waiting for a core is not counted).
+ */
+async function time(fn: () => unknown): Promise<{ wall: number; cpu: number }> {
+  let n = 0;
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  do {
+    await fn();
+    n++;
+  } while (performance.now() - t0 < 100);
+  const c = process.cpuUsage(c0);
+  return { wall: (performance.now() - t0) / 1000 / n, cpu: (c.user + c.system) / 1e6 / n };
+}
+
+async function bench(name: string) {
+  const zstd = await loadZstd();
+  const { tiles, nnz, csr } = await tilesOf(name, 19);
+  const layouts = tiles.map((t) => inspectTile(t));
+  const maxNnz = Math.max(...layouts.map((l) => l.header.nnz));
+  const maxCells = Math.max(...layouts.map((l) => l.header.nCells));
+  const maxChunk = Math.max(...layouts.flatMap((l) => l.chunks.map((c) => c.nnzHi - c.nnzLo)));
+  const scratch = new Uint8Array(Math.max(16, 8 * maxChunk));
+  const bufs = {
+    indptr: new Float64Array(maxCells + 1),
+    indices: new Int32Array(maxNnz),
+    data: new Int32Array(maxNnz),
+  };
+  const fbufs = { ...bufs, data: new Float32Array(maxNnz) };
+
+  const zstdOnly = () => {
+    for (let i = 0; i < tiles.length; i++) {
+      const t = tiles[i]!;
+      for (const c of layouts[i]!.chunks) {
+        const n = c.nnzHi - c.nnzLo;
+        zstd.decompressInto(t.subarray(c.gapsOff, c.gapsOff + c.gapsLen), scratch.subarray(0, 2 * n));
+        zstd.decompressInto(t.subarray(c.valsOff, c.valsOff + c.valsLen), scratch.subarray(0, 2 * n));
+        if (c.vexcLen) zstd.decompressInto(t.subarray(c.vexcOff, c.vexcOff + c.vexcLen), scratch);
+        if (c.gexcLen) zstd.decompressInto(t.subarray(c.gexcOff, c.gexcOff + c.gexcLen), scratch);
+      }
+    }
+  };
+  const full = () => {
+    for (const t of tiles) decodeTileSync(t, { out: bufs });
+  };
+  const fullFloat = () => {
+    for (const t of tiles) decodeTileSync(t, { out: fbufs, values: "float32" });
+  };
+  const fresh = () => {
+    for (const t of tiles) decodeTileSync(t);
+  };
+  // Pools write into caller-provided shared buffers (one set per tile, so tiles can be in flight together).
+  const sharedOut = tiles.map((_, i) => {
+    const n = layouts[i]!.header.nnz;
+    return {
+      indptr: new Float64Array(layouts[i]!.header.nCells + 1),
+      indices: new Int32Array(new SharedArrayBuffer(4 * n)),
+      data: new Int32Array(new SharedArrayBuffer(4 * n)),
+    };
+  });
+  const pool1 = createTilePool({ threads: 1 });
+  const pool2 = createTilePool({ threads: 2 });
+  const together = (p: typeof pool1) => () =>
+    Promise.all(tiles.map((t, i) => p.decode(t, { out: sharedOut[i]! })));
+  const oneByOne = (p: typeof pool1) => async () => {
+    for (const [i, t] of tiles.entries()) await p.decode(t, { out: sharedOut[i]! });
+  };
+  await together(pool1)();
+  await together(pool2)();
+  const rows: Record<string, { wall: number; cpu: number }[]> = {
+    zstd: [],
+    full: [],
+    float: [],
+    fresh: [],
+    pool1: [],
+    pool2: [],
+    pool1seq: [],
+    pool2seq: [],
+  };
+  for (let r = 0; r < REPS; r++) {
+    rows.zstd!.push(await time(zstdOnly));
+    rows.full!.push(await time(full));
+    rows.float!.push(await time(fullFloat));
+    rows.fresh!.push(await time(fresh));
+    rows.pool1!.push(await time(together(pool1)));
+    rows.pool2!.push(await time(together(pool2)));
+    rows.pool1seq!.push(await time(oneByOne(pool1)));
+    rows.pool2seq!.push(await time(oneByOne(pool2)));
+  }
+  await pool1.close();
+  await pool2.close();
+  const rate = (k: string, clock: "wall" | "cpu" = "wall") => nnz / median(rows[k]!.map((x) => x[clock]));
+  const ratio = (a: string, b: string, clock: "wall" | "cpu" = "wall") =>
+    median(rows[a]!.map((x, i) => rows[b]![i]![clock] / x[clock]));
+  const M = (x: number) => `${(x / 1e6).toFixed(0)} M nnz/s`;
+  const tileBytes = tiles.reduce((a, t) => a + t.length, 0);
+  const nCells = csr.indptr.length - 1;
+  const indptrBytes = new Uint8Array(new BigInt64Array(Array.from(csr.indptr, BigInt)).buffer);
+  const gz =
+    gzipSync(new Uint8Array(csr.indices.buffer), { level: 4 }).length +
+    gzipSync(new Uint8Array(csr.data.buffer), { level: 4 }).length +
+    gzipSync(indptrBytes, { level: 4 }).length;
+  console.log(
+    `\n${name}: ${nCells} cells, ${nnz} nonzeros, ${tiles.length} tiles of ${TILE} cells (zstd: ${zstd.name}), medians of ${REPS}`,
+  );
+  // Single-thread rows: wall clock and CPU time; pools: wall clock only (their CPU time is spread over threads).
+  const line1 = (label: string, k: string) =>
+    console.log(
+      `  ${label.padEnd(52)} ${M(rate(k)).padStart(14)} ${ratio(k, "zstd").toFixed(2)}x zstd-only | CPU time: ${M(rate(k, "cpu")).padStart(14)} ${ratio(k, "zstd", "cpu").toFixed(2)}x`,
+    );
+  // Pools: the CPU time of all threads; equal CPU per nonzero for 1 and 2 workers means the
+  // split adds no work, so on idle cores the speedup is bounded only by the main thread's share.
+  const line = (label: string, k: string, vs: string, vsLabel: string) =>
+    console.log(
+      `  ${label.padEnd(52)} ${M(rate(k)).padStart(14)} ${ratio(k, vs).toFixed(2)}x ${vsLabel.padEnd(9)} | CPU, all threads: ${M(rate(k, "cpu")).padStart(14)}`,
+    );
+  console.log(
+    `  ${"zstd only (the same frames, into a reused buffer)".padEnd(52)} ${M(rate("zstd")).padStart(14)}                | CPU time: ${M(rate("zstd", "cpu")).padStart(14)}`,
+  );
+  line1("full decode, this thread, int32, caller's buffers", "full");
+  line1("full decode, this thread, float32, caller's buffers", "float");
+  line1("full decode, this thread, int32, fresh arrays", "fresh");
+  line("pool of 1 worker, tiles in flight together", "pool1", "zstd", "zstd-only");
+  line("pool of 2 workers, tiles in flight together", "pool2", "pool1", "1 worker");
+  line("pool of 1 worker, one tile at a time", "pool1seq", "zstd", "zstd-only");
+  line("pool of 2 workers, one tile at a time (chunks split)", "pool2seq", "pool1seq", "1 worker");
+  console.log(
+    `  size: ${(tileBytes / nnz).toFixed(3)} bytes/nnz (tiles, level 19) vs ${(gz / nnz).toFixed(3)} (CSR int32+float32+int64 indptr, gzip 4) = ${(tileBytes / gz).toFixed(2)}x`,
+  );
+}
+
+if (args.wasm) setZstdBackend(await loadWasmZstd());
+const names = ["10x-chr21", "mouse-10k", "synthetic-12k"].filter(
+  (n) => args.only === undefined || args.only === n,
+);
+for (const n of names) {
+  if (!existsSync(join(out, `${n}.json`))) {
+    console.log(`skipping ${n}: run conformance/.venv/bin/python bench/codec_data.py first`);
+    continue;
+  }
+  await bench(n);
+}

@@ -1,0 +1,75 @@
+/**
+ * Peak memory of the dataset writer: converts a synthetic matrix (bench/synthetic-source.ts) to a
+ * temporary folder through the tile pool and reports time and peak RSS (the process's maxRSS,
+ * which includes the worker threads). Memory must not grow with the number of cells: run it at two
+ * sizes and compare.
+ *
+ *   node --import tsx --conditions=source bench/convert-rss.ts --cells 1000000 --genes-per-cell 50
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { createTilePool, writeDataset } from "@deltacells/core";
+import { zstdCompressor } from "@deltacells/core/node";
+import { FolderStore } from "@deltacells/storage/node";
+import { syntheticSource } from "./synthetic-source.js";
+
+const { values } = parseArgs({
+  options: {
+    cells: { type: "string", default: "100000" },
+    genes: { type: "string", default: "33000" },
+    "genes-per-cell": { type: "string", default: "50" },
+    "tile-size": { type: "string", default: "4096" },
+    level: { type: "string", default: "19" },
+    threads: { type: "string", default: "2" },
+  },
+});
+const nCells = Number(values.cells);
+const threads = Number(values.threads);
+const source = syntheticSource({
+  nCells,
+  nGenes: Number(values.genes),
+  genesPerCell: Number(values["genes-per-cell"]),
+});
+const dir = mkdtempSync(join(tmpdir(), "deltacells-bench-"));
+const pool = createTilePool({ threads });
+let peakHeap = 0;
+const t0 = performance.now();
+let lastLog = 0;
+const { manifest, bytes } = await writeDataset(source, new FolderStore(dir), {
+  encoder: pool,
+  compress: zstdCompressor(19),
+  tileSize: Number(values["tile-size"]),
+  level: Number(values.level),
+  inFlight: threads + 2,
+  onProgress: (p) => {
+    peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed);
+    const now = performance.now();
+    if (now - lastLog > 10_000) {
+      lastLog = now;
+      console.error(
+        `${p.phase} ${p.cellsDone}/${p.nCells} cells, ${((now - t0) / 1000).toFixed(0)} s, rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB`,
+      );
+    }
+  },
+});
+const seconds = (performance.now() - t0) / 1000;
+await pool.close();
+const nnz = manifest.tile_nnz.reduce((a, b) => a + b, 0);
+const result = {
+  cells: nCells,
+  genes: manifest.n_genes,
+  nnz,
+  tiles: manifest.tile_cells.length,
+  tile_size: manifest.tile_size,
+  zstd_level: manifest.zstd_level,
+  threads,
+  seconds: Number(seconds.toFixed(1)),
+  bytes,
+  bytes_per_nonzero: Number((bytes / nnz).toFixed(3)),
+  peak_rss_mib: Number((process.resourceUsage().maxRSS / 1024).toFixed(0)),
+  peak_heap_mib: Number((peakHeap / 2 ** 20).toFixed(0)),
+};
+console.log(JSON.stringify(result));
+rmSync(dir, { recursive: true, force: true });

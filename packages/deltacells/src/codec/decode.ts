@@ -1,0 +1,411 @@
+/**
+ * Synchronous tile decoding on the calling thread: {@link decodeTileSync} (whole tile or a cell
+ * range, into fresh or caller-provided arrays) and {@link decodeChunkInto}, the unit a worker
+ * runs for its share of a tile.
+ */
+import { DeltacellsError } from "../errors.js";
+import { type ChunkEntry, corrupt, EXCEPTION_MARK, MAX_COUNT } from "./format.js";
+import { hasZero, prefixSumInPlace, unplane } from "./kernel.js";
+import { inspectTile, type TileLayout } from "./layout.js";
+import { nativeKernel } from "./native.js";
+import { zstdFrameContentSize } from "./zstd/frame.js";
+import type { ZstdBackend } from "./zstd/types.js";
+
+/** A decoded tile (or cell range of one) in CSR form. */
+export interface DecodedTile {
+  nCells: number;
+  nGenes: number;
+  nnz: number;
+  /** `nCells + 1` offsets starting at 0. */
+  indptr: Float64Array;
+  /** Gene (column) indices, strictly increasing within each cell. */
+  indices: Int32Array;
+  /** Counts, as int32 (default) or float32 (exact up to 2^24). */
+  data: Int32Array | Float32Array;
+}
+
+/**
+ * Caller-provided output arrays. Each one given must be at least as long as needed (check
+ * {@link readTileHeader} first); the result then holds views (`subarray`) of them, so a loop
+ * over tiles allocates no output memory.
+ */
+export interface DecodeOutput {
+  indptr?: Float64Array;
+  indices?: Int32Array;
+  data?: Int32Array | Float32Array;
+}
+
+export interface DecodeOptions {
+  /** Type of the decoded counts (default `"int32"`). */
+  values?: "int32" | "float32";
+  /** Decode only cells `[start, end)` of the tile (only the chunks that hold them are decompressed). */
+  cells?: [number, number];
+  /** Write into these arrays instead of allocating. */
+  out?: DecodeOutput;
+  /** Name of the tile (a store key, a path) for error messages. */
+  object?: string;
+}
+
+/** Reusable decompression buffers: one set per thread, grown on demand, never shrunk. */
+class Scratch {
+  gaps = new Uint8Array(0);
+  vals = new Uint8Array(0);
+  exc = new Uint32Array(0);
+  indptr = new Float64Array(0);
+  /** A buffer for `inspectTile`'s indptr (the layout is only used during one synchronous decode). */
+  indptrFor(nCells: number): Float64Array {
+    if (this.indptr.length <= nCells)
+      this.indptr = new Float64Array(Math.max(nCells + 1, this.indptr.length * 2));
+    return this.indptr;
+  }
+  planes(which: "gaps" | "vals", size: number): Uint8Array {
+    if (this[which].length < size) this[which] = new Uint8Array(Math.max(size, this[which].length * 1.5) | 0);
+    return this[which].subarray(0, size);
+  }
+  exceptions(words: number): Uint32Array {
+    if (this.exc.length < words) this.exc = new Uint32Array(Math.max(words, this.exc.length * 2));
+    return this.exc.subarray(0, words);
+  }
+}
+const scratch = new Scratch();
+
+/** This thread's reusable indptr buffer for {@link inspectTile} (see `InspectOptions.indptrBuffer`). */
+export function indptrScratch(bytes: Uint8Array): Float64Array | undefined {
+  if (bytes.length < 24) return undefined;
+  const v = new DataView(bytes.buffer, bytes.byteOffset, 24);
+  const nCells = v.getUint32(20, true) === 0 ? v.getUint32(16, true) : -1;
+  // Only reuse for plausible sizes; the header check refuses the rest anyway.
+  return nCells >= 0 && nCells <= bytes.length / 8 ? scratch.indptrFor(nCells) : undefined;
+}
+
+/** Decodes a tile (or a cell range of it) on this thread with an already-loaded zstd. */
+export function decodeTileSync(bytes: Uint8Array, zstd: ZstdBackend, opts: DecodeOptions = {}): DecodedTile {
+  const layout = inspectTile(bytes, { object: opts.object, indptrBuffer: indptrScratch(bytes) });
+  const { nCells, nGenes } = layout.header;
+  const [c0, c1] = cellRange(opts.cells, nCells, opts.object);
+  const base = layout.indptr[c0]!;
+  const nnz = layout.indptr[c1]! - base;
+  const out = allocateOutput(c1 - c0, nnz, opts);
+  fillIndptr(layout.indptr, c0, c1, out.indptr);
+  const full = c0 === 0 && c1 === nCells;
+  for (let k = 0; k < layout.chunks.length; k++) {
+    const ch = layout.chunks[k]!;
+    if (full || (ch.cellLo < c1 && ch.cellHi > c0)) {
+      decodeChunkInto(bytes, layout, k, c0, c1, out.indices, out.data, base, zstd, opts.object);
+    }
+  }
+  return { nCells: c1 - c0, nGenes, nnz, ...out };
+}
+
+/** Checks a requested cell range against the tile. */
+export function cellRange(
+  cells: [number, number] | undefined,
+  nCells: number,
+  object?: string,
+): [number, number] {
+  if (cells === undefined) return [0, nCells];
+  const [a, b] = cells;
+  if (!Number.isInteger(a) || !Number.isInteger(b) || a < 0 || b < a || b > nCells) {
+    throw new DeltacellsError(
+      "InvalidInput",
+      `cell range [${a}, ${b}) is not inside the tile's ${nCells} cells${object ? ` (${object})` : ""}`,
+      { object, field: "cells", expected: `0 <= start <= end <= ${nCells}`, found: [a, b] },
+    );
+  }
+  return [a, b];
+}
+
+/** The output arrays for `nCells` cells and `nnz` nonzeros: the caller's (checked) or new ones. */
+export function allocateOutput(
+  nCells: number,
+  nnz: number,
+  opts: DecodeOptions,
+): { indptr: Float64Array; indices: Int32Array; data: Int32Array | Float32Array } {
+  const out = opts.out ?? {};
+  const float = opts.values === "float32";
+  if (opts.values !== undefined && opts.values !== "int32" && !float) {
+    throw new DeltacellsError(
+      "InvalidInput",
+      `values must be "int32" or "float32", not ${JSON.stringify(opts.values)}`,
+      {
+        field: "values",
+        expected: "int32 | float32",
+        found: opts.values,
+      },
+    );
+  }
+  const data = out.data;
+  if (data !== undefined && (float ? !(data instanceof Float32Array) : !(data instanceof Int32Array))) {
+    throw new DeltacellsError(
+      "InvalidInput",
+      `out.data must be a ${float ? "Float32Array" : "Int32Array"} for values "${float ? "float32" : "int32"}"`,
+      {
+        field: "out.data",
+        expected: float ? "Float32Array" : "Int32Array",
+        found: data.constructor.name,
+      },
+    );
+  }
+  return {
+    indptr: sized(out.indptr, nCells + 1, "out.indptr") ?? new Float64Array(nCells + 1),
+    indices: sized(out.indices, nnz, "out.indices") ?? new Int32Array(nnz),
+    data: sized(data, nnz, "out.data") ?? (float ? new Float32Array(nnz) : new Int32Array(nnz)),
+  };
+}
+
+function sized<T extends Float64Array | Int32Array | Float32Array>(
+  a: T | undefined,
+  n: number,
+  field: string,
+): T | undefined {
+  if (a === undefined) return undefined;
+  if (a.length < n) {
+    throw new DeltacellsError(
+      "InvalidInput",
+      `${field} has ${a.length} elements, the tile needs ${n}: pass a larger buffer`,
+      {
+        field,
+        expected: `>= ${n} elements`,
+        found: a.length,
+      },
+    );
+  }
+  return a.subarray(0, n) as T;
+}
+
+export function fillIndptr(indptr: Float64Array, c0: number, c1: number, out: Float64Array): void {
+  const base = indptr[c0]!;
+  for (let i = c0; i <= c1; i++) out[i - c0] = indptr[i]! - base;
+}
+
+/**
+ * Decodes chunk `k` of a checked tile, writing the nonzeros of cells `[c0, c1)` that it holds to
+ * `indices`/`data` at (global position - `base`).
+ */
+export function decodeChunkInto(
+  bytes: Uint8Array,
+  layout: TileLayout,
+  k: number,
+  c0: number,
+  c1: number,
+  indices: Int32Array,
+  data: Int32Array | Float32Array,
+  base: number,
+  zstd: ZstdBackend,
+  object: string | undefined,
+): void {
+  const ch = layout.chunks[k]!;
+  const indptr = layout.indptr;
+  const nGenes = layout.header.nGenes;
+  const n = ch.nnzHi - ch.nnzLo;
+  const at = `chunk[${k}]`;
+  const gaps = decompress(
+    bytes,
+    ch.gapsOff,
+    ch.gapsLen,
+    2 * n,
+    scratch.planes("gaps", 2 * n),
+    zstd,
+    object,
+    `${at}.gaps`,
+  );
+  const ca = Math.max(ch.cellLo, c0);
+  const cb = Math.min(ch.cellHi, c1);
+  let pending = ca;
+  // Output position of chunk entry j is j + shift.
+  // Small integers as int32 so that V8 keeps the loops' index arithmetic in int32 (values read
+  // from the Float64Array indptr would otherwise make every index a double).
+  const shift = toInt(ch.nnzLo - base);
+  const native = nativeKernel();
+  if (native !== undefined && cb > ca) {
+    const bad = native.gaps(gaps, n, indptr, ch.nnzLo, ca, cb, indices, shift, nGenes);
+    if (bad === -2) throw new Error(`deltacells: inconsistent arguments to the native kernel (chunk ${k})`);
+    // The TypeScript loop below then only runs from a bad cell, to describe it.
+    pending = bad === -1 ? cb : bad;
+  }
+  if (pending < cb) {
+    unplane(gaps, n, toInt(indptr[pending]! - ch.nnzLo), toInt(indptr[cb]! - ch.nnzLo), indices, shift);
+  }
+  for (let c = pending; c < cb; c++) {
+    const s = toInt(indptr[c]! - ch.nnzLo + shift);
+    const e = toInt(indptr[c + 1]! - ch.nnzLo + shift);
+    if (s === e) continue;
+    const last = prefixSumInPlace(indices, s, e);
+    if (last < 0 || last >= nGenes) {
+      const found = last < 0 ? "a gap of 0 (repeated gene)" : `gene ${last}`;
+      throw corrupt(
+        object,
+        `${at}.gaps`,
+        `strictly increasing gene indices < n_genes = ${nGenes}`,
+        found,
+        `cell ${c}`,
+      );
+    }
+  }
+  // Decompressed only now, so that the gap planes were consumed while still in cache.
+  const vals = decompress(
+    bytes,
+    ch.valsOff,
+    ch.valsLen,
+    2 * n,
+    scratch.planes("vals", 2 * n),
+    zstd,
+    object,
+    `${at}.vals`,
+  );
+  if (cb > ca) {
+    const s = toInt(indptr[ca]! - ch.nnzLo);
+    const e = toInt(indptr[cb]! - ch.nnzLo);
+    let ok: boolean;
+    if (native) {
+      ok = native.vals(vals, n, s, e, data, shift);
+    } else {
+      unplane(vals, n, s, e, data, shift);
+      ok = !hasZero(data, s + shift, e + shift);
+    }
+    if (!ok) throw corrupt(object, `${at}.vals`, "counts >= 1", 0);
+  }
+  if (ch.vexcLen > 0) applyValueExceptions(bytes, ch, vals, n, ca, cb, indptr, data, shift, zstd, object, at);
+  if (ch.gexcLen > 0)
+    applyGapExceptions(bytes, ch, gaps, n, ca, cb, indptr, indices, shift, nGenes, zstd, object, at);
+}
+
+/** `x` as an int32 when it fits (exactly the same value either way). */
+function toInt(x: number): number {
+  return x <= 0x7fffffff && x >= -0x80000000 ? x | 0 : x;
+}
+
+function decompress(
+  bytes: Uint8Array,
+  off: number,
+  len: number,
+  size: number,
+  dst: Uint8Array,
+  zstd: ZstdBackend,
+  object: string | undefined,
+  field: string,
+): Uint8Array {
+  const frame = bytes.subarray(off, off + len);
+  const declared = zstdFrameContentSize(frame);
+  if (declared !== size) throw corrupt(object, `${field} frame content size`, size, declared);
+  let got: number;
+  try {
+    got = zstd.decompressInto(frame, dst);
+  } catch (cause) {
+    const e = corrupt(
+      object,
+      `${field} frame`,
+      `a zstd frame of ${size} bytes`,
+      String((cause as Error)?.message ?? cause),
+    );
+    (e as { cause?: unknown }).cause = cause;
+    throw e;
+  }
+  if (got !== size) throw corrupt(object, `${field} frame decompressed size`, size, got);
+  return dst;
+}
+
+/** Decompresses an exception frame into (positions, payloads) after checking its size. */
+function readExceptions(
+  bytes: Uint8Array,
+  off: number,
+  len: number,
+  n: number,
+  zstd: ZstdBackend,
+  object: string | undefined,
+  field: string,
+): { k: number; words: Uint32Array } {
+  const declared = zstdFrameContentSize(bytes.subarray(off, off + len));
+  if (typeof declared !== "number" || declared % 8 !== 0 || declared === 0 || declared > 8 * n) {
+    throw corrupt(object, `${field} frame content size`, `a multiple of 8 in 8 .. ${8 * n}`, declared);
+  }
+  const k = declared / 8;
+  const words = scratch.exceptions(2 * k);
+  const asBytes = new Uint8Array(words.buffer, words.byteOffset, 8 * k);
+  decompress(bytes, off, len, 8 * k, asBytes, zstd, object, field);
+  let prev = -1;
+  for (let i = 0; i < k; i++) {
+    const p = words[i]!;
+    if (p <= prev || p >= n) {
+      throw corrupt(object, `${field} position[${i}]`, `strictly increasing, in ${prev + 1} .. ${n - 1}`, p);
+    }
+    prev = p;
+  }
+  return { k, words };
+}
+
+function applyValueExceptions(
+  bytes: Uint8Array,
+  ch: ChunkEntry,
+  vals: Uint8Array,
+  n: number,
+  ca: number,
+  cb: number,
+  indptr: Float64Array,
+  data: Int32Array | Float32Array,
+  shift: number,
+  zstd: ZstdBackend,
+  object: string | undefined,
+  at: string,
+): void {
+  const field = `${at}.vexc`;
+  const { k, words } = readExceptions(bytes, ch.vexcOff, ch.vexcLen, n, zstd, object, field);
+  const s = indptr[ca]! - ch.nnzLo;
+  const e = cb > ca ? indptr[cb]! - ch.nnzLo : s;
+  for (let i = 0; i < k; i++) {
+    const p = words[i]!;
+    const v = words[k + i]!;
+    if (v < 65536 || v > MAX_COUNT) throw corrupt(object, `${field} payload[${i}]`, "65536 .. 2^31-1", v);
+    const stored = vals[p]! | (vals[n + p]! << 8);
+    if (stored !== EXCEPTION_MARK)
+      throw corrupt(object, `${field} position[${i}]`, `a stored ${EXCEPTION_MARK}`, stored);
+    if (p >= s && p < e) data[p + shift] = v;
+  }
+}
+
+function applyGapExceptions(
+  bytes: Uint8Array,
+  ch: ChunkEntry,
+  gaps: Uint8Array,
+  n: number,
+  ca: number,
+  cb: number,
+  indptr: Float64Array,
+  indices: Int32Array,
+  shift: number,
+  nGenes: number,
+  zstd: ZstdBackend,
+  object: string | undefined,
+  at: string,
+): void {
+  const field = `${at}.gexc`;
+  const { k, words } = readExceptions(bytes, ch.gexcOff, ch.gexcLen, n, zstd, object, field);
+  // Positions increase, so the cell holding each one is found by walking forward.
+  let cell = ch.cellLo;
+  for (let i = 0; i < k; i++) {
+    const p = words[i]!;
+    const add = words[k + i]!;
+    if (add < 1 || add > nGenes - 1)
+      throw corrupt(object, `${field} payload[${i}]`, `1 .. ${nGenes - 1}`, add);
+    const stored = gaps[p]! | (gaps[n + p]! << 8);
+    if (stored !== EXCEPTION_MARK)
+      throw corrupt(object, `${field} position[${i}]`, `a stored ${EXCEPTION_MARK}`, stored);
+    while (indptr[cell + 1]! - ch.nnzLo <= p) cell++;
+    if (cell < ca || cell >= cb) continue;
+    const end = indptr[cell + 1]! - ch.nnzLo;
+    const last = indices[end - 1 + shift]!;
+    if (last + add >= nGenes) {
+      throw corrupt(
+        object,
+        `${field} payload[${i}]`,
+        `gene indices < n_genes = ${nGenes}`,
+        `gene ${last + add}`,
+        `cell ${cell}`,
+      );
+    }
+    for (let j = p; j < end; j++) indices[j + shift]! += add;
+  }
+}
+
+/** Re-exported for the pool's workers. */
+export { inspectTile };

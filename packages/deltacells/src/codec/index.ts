@@ -1,0 +1,16 @@
+/** The deltacells v2 tile codec: see docs/deltacells-format.md. */
+export { decodeTile, decodeTileSync, encodeTile, encodeTileSync } from "./api.js";
+export { crc32 } from "./crc32.js";
+export type { DecodedTile, DecodeOptions, DecodeOutput } from "./decode.js";
+export { type CsrRows, type EncodeOptions, exceptionLimit } from "./encode.js";
+export {
+  CHUNK_ENTRY_SIZE,
+  HEADER_SIZE,
+  readTileHeader,
+  TILE_MAGIC,
+  TILE_VERSION,
+  type TileHeader,
+} from "./format.js";
+export { createTilePool, type TilePool } from "./pool/pool.js";
+export { loadZstd, setZstdBackend } from "./zstd/load.js";
+export type { ZstdBackend } from "./zstd/types.js";

@@ -1,0 +1,67 @@
+/**
+ * The optional native kernel (native/kernel.c, built by node-gyp at install): the decoder's hot
+ * loops and the CRC in C with SSE2, writing straight into the caller's typed arrays. Node only;
+ * browsers, and Node hosts where it did not build, use the TypeScript loops in kernel.ts, which
+ * give identical results. `DELTACELLS_NATIVE=0` disables it.
+ */
+
+export interface NativeKernel {
+  /** Prefix sums of cells `[ca, cb)`: -1 if fine, the first bad cell, or -2 for inconsistent arguments. */
+  gaps(
+    planes: Uint8Array,
+    n: number,
+    indptr: Float64Array,
+    nnzLo: number,
+    ca: number,
+    cb: number,
+    out: Int32Array,
+    shift: number,
+    nGenes: number,
+  ): number;
+  /** Recombines count planes `[s, e)`; false if a count was 0. */
+  vals(
+    planes: Uint8Array,
+    n: number,
+    s: number,
+    e: number,
+    out: Int32Array | Float32Array,
+    shift: number,
+  ): boolean;
+  crc32(bytes: Uint8Array, crc: number): number;
+  /** Copies and checks the int64 indptr at `off`: -1 if fine, else the first bad entry. */
+  indptr(bytes: Uint8Array, off: number, nCells: number, nnz: number, out: Float64Array): number;
+}
+
+let active: NativeKernel | undefined;
+let loaded: NativeKernel | undefined;
+
+/** The native kernel when loaded and enabled. */
+export function nativeKernel(): NativeKernel | undefined {
+  return active;
+}
+
+/** Switches between the native and the TypeScript loops (tests and benchmarks compare them). */
+export function useNativeKernel(on: boolean): boolean {
+  active = on ? loaded : undefined;
+  return active !== undefined;
+}
+
+/** Loads the addon under Node; resolves to undefined (TypeScript loops) when it is unavailable. */
+export async function loadNativeKernel(): Promise<NativeKernel | undefined> {
+  const proc = (
+    globalThis as { process?: { versions?: { node?: string }; env?: Record<string, string | undefined> } }
+  ).process;
+  if (typeof proc?.versions?.node !== "string" || proc.env?.DELTACELLS_NATIVE === "0") return undefined;
+  try {
+    const specifier = ["node", "module"].join(":");
+    const { createRequire } = (await import(/* @vite-ignore */ specifier)) as {
+      createRequire(url: string): (id: string) => unknown;
+    };
+    // src/codec/ and dist/codec/ are both two levels below the package root, where build/ is.
+    loaded = createRequire(import.meta.url)("../../build/Release/deltacells_kernel.node") as NativeKernel;
+    active = loaded;
+  } catch {
+    loaded = undefined;
+  }
+  return active;
+}

@@ -1,0 +1,81 @@
+/** Messages between a {@link TilePool} and its workers. */
+import { DeltacellsError, type DeltacellsErrorTag } from "../../errors.js";
+import type { PreparedChunk } from "../encode.js";
+
+/** Decode chunks `[k0, k1)` of a tile (restricted to cells `[c0, c1)`) and checksum some bytes. */
+export interface DecodeRequest {
+  op: "decode";
+  id: number;
+  bytes: Uint8Array;
+  k0: number;
+  k1: number;
+  c0: number;
+  c1: number;
+  /** Global nonzero position written to output index 0. */
+  base: number;
+  values: "int32" | "float32";
+  /** Shared output arrays to write into; when absent the worker returns its own (transferred). */
+  indices?: Int32Array;
+  data?: Int32Array | Float32Array;
+  /** CRC-32 of `bytes[crcFrom, crcTo)`, returned for the pool to combine. */
+  crcFrom: number;
+  crcTo: number;
+  object?: string;
+}
+
+export interface CompressRequest {
+  op: "compress";
+  id: number;
+  chunk: PreparedChunk;
+  level: number;
+}
+
+export type Request = DecodeRequest | CompressRequest;
+
+export interface SerializedError {
+  tag?: DeltacellsErrorTag;
+  message: string;
+  object?: string;
+  field?: string;
+  expected?: unknown;
+  found?: unknown;
+}
+
+export type Response =
+  | {
+      id: number;
+      ok: true;
+      crc?: number;
+      indices?: Int32Array;
+      data?: Int32Array | Float32Array;
+      frames?: unknown;
+    }
+  | { id: number; ok: false; error: SerializedError };
+
+export function serializeError(err: unknown): SerializedError {
+  if (err instanceof DeltacellsError) {
+    return {
+      tag: err._tag,
+      message: err.message,
+      object: err.object,
+      field: err.field,
+      expected: cloneable(err.expected),
+      found: cloneable(err.found),
+    };
+  }
+  return { message: err instanceof Error ? err.message : String(err) };
+}
+
+function cloneable(v: unknown): unknown {
+  return typeof v === "bigint" ? v.toString() : v;
+}
+
+export function deserializeError(e: SerializedError): Error {
+  if (e.tag === undefined) return new Error(`tile worker failed: ${e.message}`);
+  return new DeltacellsError(e.tag, e.message, {
+    object: e.object,
+    field: e.field,
+    expected: e.expected,
+    found: e.found,
+  });
+}

@@ -1,0 +1,69 @@
+/**
+ * The script a {@link TilePool} worker runs, in Node (worker_threads) and in browsers (module Web
+ * Workers): decode chunks of a tile or compress a chunk's streams, on request.
+ */
+import { decodeChunkInto, indptrScratch } from "../decode.js";
+import { compressChunk } from "../encode.js";
+import { checksum, inspectTile } from "../layout.js";
+import { loadZstd } from "../zstd/load.js";
+import { type DecodeRequest, type Request, type Response, serializeError } from "./protocol.js";
+
+type Reply = (r: Response, transfer: ArrayBuffer[]) => void;
+
+async function handle(req: Request, reply: Reply): Promise<void> {
+  try {
+    const zstd = await loadZstd();
+    if (req.op === "compress") {
+      const f = compressChunk(req.chunk, zstd, req.level);
+      const transfer = [f.gaps, f.vals, f.vexc, f.gexc].flatMap((b) => (b ? [b.buffer as ArrayBuffer] : []));
+      reply({ id: req.id, ok: true, frames: f }, transfer);
+      return;
+    }
+    reply(...decode(req, zstd));
+  } catch (err) {
+    reply({ id: req.id, ok: false, error: serializeError(err) }, []);
+  }
+}
+
+function decode(req: DecodeRequest, zstd: Awaited<ReturnType<typeof loadZstd>>): [Response, ArrayBuffer[]] {
+  const { bytes, k0, k1, c0, c1, object } = req;
+  // The pool checked the tile; this repeats the cheap structural checks on the worker's copy.
+  const layout = inspectTile(bytes, { object, skipCrc: true, indptrBuffer: indptrScratch(bytes) });
+  const crc = req.crcTo > req.crcFrom ? checksum(bytes.subarray(req.crcFrom, req.crcTo)) : 0;
+  let { indices, data, base } = req;
+  const owned = indices === undefined || data === undefined;
+  if (owned) {
+    const lo = Math.max(c0, layout.chunks[k0]?.cellLo ?? c0);
+    const hi = Math.min(c1, layout.chunks[k1 - 1]?.cellHi ?? c0);
+    base = layout.indptr[lo]!;
+    const n = hi > lo ? layout.indptr[hi]! - base : 0;
+    indices = new Int32Array(n);
+    data = req.values === "float32" ? new Float32Array(n) : new Int32Array(n);
+  }
+  for (let k = k0; k < k1; k++)
+    decodeChunkInto(bytes, layout, k, c0, c1, indices!, data!, base, zstd, object);
+  if (!owned) return [{ id: req.id, ok: true, crc }, []];
+  return [
+    { id: req.id, ok: true, crc, indices, data },
+    [indices!.buffer as ArrayBuffer, data!.buffer as ArrayBuffer],
+  ];
+}
+
+interface PortLike {
+  on(event: "message", cb: (m: Request) => void): void;
+  postMessage(m: Response, transfer: ArrayBuffer[]): void;
+}
+
+const proc = (globalThis as { process?: { versions?: { node?: string } } }).process;
+if (typeof proc?.versions?.node === "string") {
+  const specifier = ["node", "worker_threads"].join(":");
+  const { parentPort } = (await import(/* @vite-ignore */ specifier)) as { parentPort: PortLike | null };
+  const port = parentPort!;
+  port.on("message", (m) => void handle(m, (r, t) => port.postMessage(r, t)));
+} else {
+  const scope = globalThis as unknown as {
+    onmessage: ((e: { data: Request }) => void) | null;
+    postMessage(m: Response, transfer: ArrayBuffer[]): void;
+  };
+  scope.onmessage = (e) => void handle(e.data, (r, t) => scope.postMessage(r, t));
+}

@@ -1,0 +1,25 @@
+/** Node-only helpers of datasets: zstd-napi for `var.parquet`, and opening a dataset by path or URL. */
+import type { ReadableStore } from "@deltacells/storage";
+import { openStore } from "@deltacells/storage/node";
+import { compress } from "zstd-napi";
+import { type Dataset, type OpenDatasetOptions, openDataset as openDatasetInStore } from "./reader.js";
+import type { Compress } from "./var-table.js";
+
+/** A synchronous zstd compressor at `level` (native zstd-napi), as hyparquet-writer wants it. */
+export function zstdCompressor(level = 19): Compress {
+  return (input) => {
+    const out = compress(input, { compressionLevel: level });
+    return new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
+  };
+}
+
+/**
+ * Open a dataset from a local path, `file://`, `http(s)://` or `s3://` URL (S3 settings from the
+ * AWS environment variables), or from a store. Same checks as the browser-safe `openDataset`.
+ */
+export function openDataset(
+  location: string | ReadableStore,
+  opts: OpenDatasetOptions = {},
+): Promise<Dataset> {
+  return openDatasetInStore(typeof location === "string" ? openStore(location) : location, opts);
+}

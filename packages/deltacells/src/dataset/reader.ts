@@ -1,0 +1,429 @@
+/**
+ * The dataset reader. Opening reads `manifest.json` only and checks it (see `parseManifest`); each
+ * tile is then one GET, checked against `tile_bytes` and, once decoded, against the manifest's
+ * cells and nonzeros. The optional gene files are read and checked when first asked for: a
+ * reader that streams tiles for training never pays for them, and `validateDataset` checks them all.
+ */
+import { openStore, type ReadableStore } from "@deltacells/storage";
+import { decodeTile } from "../codec/api.js";
+import { DeltacellsError, isDeltacellsError } from "../errors.js";
+import {
+  type DatasetManifest,
+  GENE_ORDER_KEY,
+  MANIFEST_KEY,
+  parseManifest,
+  tileKey,
+  VAR_NAMES_KEY,
+  VAR_TABLE_KEY,
+} from "./manifest.js";
+import { decodeNpyInt32 } from "./npy.js";
+import type { SourceTable } from "./source.js";
+import { decodeVarTable } from "./var-table-read.js";
+
+/** A decoded tile, as the codec's `decodeTile` returns it. */
+export interface TileData {
+  nCells: number;
+  nGenes: number;
+  nnz: number;
+  indptr: Float64Array;
+  indices: Int32Array;
+  data: Int32Array | Float32Array;
+}
+
+/** What decodes tiles: the codec's `decodeTile`, or a `TilePool`'s `decode`. */
+export interface TileDecoder {
+  decode(
+    bytes: Uint8Array,
+    opts?: { values?: "int32" | "float32"; cells?: [number, number] },
+  ): Promise<TileData>;
+}
+
+/** Rows of the matrix in CSR form; `indptr` starts at 0. */
+export interface CsrRows {
+  nCells: number;
+  nGenes: number;
+  indptr: Float64Array;
+  indices: Int32Array;
+  data: Int32Array | Float32Array;
+}
+
+export interface ReadOptions {
+  /** Decoded counts as int32 (default) or float32 (ready for a tensor). */
+  values?: "int32" | "float32";
+  signal?: AbortSignal;
+}
+
+export interface OpenDatasetOptions {
+  /** Decodes tiles (default: the codec's `decodeTile` on this thread); pass a `TilePool` to decode off it. */
+  decoder?: TileDecoder;
+  signal?: AbortSignal;
+}
+
+/** The store's location for messages. */
+function where(store: ReadableStore): string {
+  return (store as { url?: string }).url ?? "dataset";
+}
+
+/** An open deltacells dataset. */
+export class Dataset {
+  readonly manifest: DatasetManifest;
+  readonly nCells: number;
+  readonly nGenes: number;
+  readonly nTiles: number;
+  /** `limits[i]` is the end (exclusive) of tile i: the cumulative sum of `tile_cells`. */
+  readonly limits: Float64Array;
+  readonly url: string;
+  private geneNamesCache: Promise<string[] | undefined> | undefined;
+  private geneOrderCache: Promise<Int32Array | undefined> | undefined;
+
+  constructor(
+    readonly store: ReadableStore,
+    manifest: DatasetManifest,
+    private readonly decoder: TileDecoder,
+  ) {
+    this.manifest = manifest;
+    this.url = where(store);
+    this.nCells = manifest.n_cells;
+    this.nGenes = manifest.n_genes;
+    this.nTiles = manifest.tile_cells.length;
+    this.limits = new Float64Array(this.nTiles);
+    let acc = 0;
+    for (let i = 0; i < this.nTiles; i++) {
+      acc += manifest.tile_cells[i]!;
+      this.limits[i] = acc;
+    }
+  }
+
+  /** The first cell of tile `i`. */
+  tileStart(i: number): number {
+    return i === 0 ? 0 : this.limits[i - 1]!;
+  }
+
+  /** The tile holding global cell `c` and its row in that tile (binary search over `limits`). */
+  locate(c: number): { tile: number; row: number } {
+    this.checkCell(c, "cell");
+    let lo = 0;
+    let hi = this.nTiles - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.limits[mid]! > c) hi = mid;
+      else lo = mid + 1;
+    }
+    return { tile: lo, row: c - this.tileStart(lo) };
+  }
+
+  private checkCell(c: number, what: string): void {
+    if (!Number.isSafeInteger(c) || c < 0 || c >= this.nCells) {
+      throw new DeltacellsError(
+        "InvalidInput",
+        `${what} ${c} is outside the dataset's cells 0 .. ${this.nCells - 1} (${this.url})`,
+        {
+          object: this.url,
+          expected: `0 .. ${this.nCells - 1}`,
+          found: c,
+        },
+      );
+    }
+  }
+
+  private checkTile(i: number): void {
+    if (!Number.isSafeInteger(i) || i < 0 || i >= this.nTiles) {
+      throw new DeltacellsError(
+        "InvalidInput",
+        `tile ${i} does not exist: ${this.url} has tiles 0 .. ${this.nTiles - 1}`,
+        {
+          object: this.url,
+          found: i,
+        },
+      );
+    }
+  }
+
+  /** The stored bytes of tile `i`: one GET, refused unless its size is `tile_bytes[i]`. */
+  async tileBytes(i: number, opts: { signal?: AbortSignal } = {}): Promise<Uint8Array> {
+    this.checkTile(i);
+    const key = tileKey(i);
+    const bytes = await this.store.get(key, { signal: opts.signal });
+    if (bytes === undefined) {
+      throw new DeltacellsError(
+        "NotFound",
+        `${this.url}/${key} is missing, although the manifest lists ${this.nTiles} tiles`,
+        {
+          object: `${this.url}/${key}`,
+        },
+      );
+    }
+    const expected = this.manifest.tile_bytes[i]!;
+    if (bytes.length !== expected) {
+      throw new DeltacellsError(
+        "CorruptTile",
+        `${this.url}/${key} is ${bytes.length} bytes but the manifest says ${expected}: the tile was truncated or replaced`,
+        { object: `${this.url}/${key}`, field: "tile_bytes", expected, found: bytes.length },
+      );
+    }
+    return bytes;
+  }
+
+  /** Decode stored tile bytes and check them against the manifest. */
+  async decodeTile(
+    i: number,
+    bytes: Uint8Array,
+    opts: ReadOptions & { cells?: [number, number] } = {},
+  ): Promise<TileData> {
+    const object = `${this.url}/${tileKey(i)}`;
+    let tile: TileData;
+    try {
+      tile = await this.decoder.decode(bytes, { values: opts.values, cells: opts.cells });
+    } catch (err) {
+      if (isDeltacellsError(err)) throw err;
+      throw new DeltacellsError("CorruptTile", `${object} could not be decoded: ${(err as Error).message}`, {
+        object,
+        cause: err,
+      });
+    }
+    const expectCells = opts.cells ? opts.cells[1] - opts.cells[0] : this.manifest.tile_cells[i]!;
+    const mismatch = (field: string, expected: number, found: number) =>
+      new DeltacellsError(
+        "InconsistentManifest",
+        `${object} holds ${found} ${field} but the manifest says ${expected}`,
+        {
+          object,
+          field,
+          expected,
+          found,
+        },
+      );
+    if (tile.nCells !== expectCells) throw mismatch("cells", expectCells, tile.nCells);
+    if (tile.nGenes !== this.nGenes) throw mismatch("genes", this.nGenes, tile.nGenes);
+    if (!opts.cells && tile.nnz !== this.manifest.tile_nnz[i]!)
+      throw mismatch("nonzeros", this.manifest.tile_nnz[i]!, tile.nnz);
+    return tile;
+  }
+
+  /** Tile `i`, decoded: one GET. */
+  async tile(i: number, opts: ReadOptions = {}): Promise<TileData> {
+    return this.decodeTile(i, await this.tileBytes(i, opts), opts);
+  }
+
+  /** Cells `a .. b-1` as CSR, fetching each tile they touch once. */
+  async cells(a: number, b: number, opts: ReadOptions = {}): Promise<CsrRows> {
+    if (!(Number.isSafeInteger(a) && Number.isSafeInteger(b) && 0 <= a && a <= b && b <= this.nCells)) {
+      throw new DeltacellsError(
+        "InvalidInput",
+        `cell range ${a}:${b} is not within 0:${this.nCells} (${this.url})`,
+        {
+          object: this.url,
+          expected: `0 <= a <= b <= ${this.nCells}`,
+          found: [a, b],
+        },
+      );
+    }
+    const float = opts.values === "float32";
+    if (a === b) {
+      return {
+        nCells: 0,
+        nGenes: this.nGenes,
+        indptr: new Float64Array(1),
+        indices: new Int32Array(0),
+        data: float ? new Float32Array(0) : new Int32Array(0),
+      };
+    }
+    const first = this.locate(a).tile;
+    const last = this.locate(b - 1).tile;
+    const parts = await Promise.all(
+      Array.from({ length: last - first + 1 }, async (_, k) => {
+        const t = first + k;
+        const start = this.tileStart(t);
+        const lo = Math.max(a, start) - start;
+        const hi = Math.min(b, this.limits[t]!) - start;
+        const whole = lo === 0 && hi === this.manifest.tile_cells[t];
+        const bytes = await this.tileBytes(t, opts);
+        return this.decodeTile(t, bytes, whole ? opts : { ...opts, cells: [lo, hi] });
+      }),
+    );
+    return concatRows(parts, this.nGenes, float);
+  }
+
+  /** One cell's genes (output column order) and counts. */
+  async cell(
+    c: number,
+    opts: ReadOptions = {},
+  ): Promise<{ indices: Int32Array; data: Int32Array | Float32Array }> {
+    this.checkCell(c, "cell");
+    const rows = await this.cells(c, c + 1, opts);
+    return { indices: rows.indices, data: rows.data };
+  }
+
+  /**
+   * The tiles in order, each with its first cell; the next tile's GET and decode start while the
+   * caller works on the current one (`prefetch` tiles ahead, default 1).
+   */
+  async *tiles(
+    opts: ReadOptions & { start?: number; end?: number; prefetch?: number } = {},
+  ): AsyncGenerator<{ index: number; cellStart: number; tile: TileData }> {
+    const start = opts.start ?? 0;
+    const end = opts.end ?? this.nTiles;
+    const ahead = Math.max(0, opts.prefetch ?? 1);
+    const queue: Promise<TileData>[] = [];
+    let next = start;
+    const fill = () => {
+      while (next < end && queue.length <= ahead) {
+        const p = this.tile(next++, opts);
+        p.catch(() => {}); // observed when its turn comes; avoids an unhandled rejection meanwhile
+        queue.push(p);
+      }
+    };
+    for (let i = start; i < end; i++) {
+      fill();
+      const tile = await queue.shift()!;
+      yield { index: i, cellStart: this.tileStart(i), tile };
+    }
+  }
+
+  private async optional(flag: boolean, key: string): Promise<Uint8Array | undefined> {
+    if (!flag) return undefined;
+    const bytes = await this.store.get(key);
+    if (bytes === undefined) {
+      throw new DeltacellsError(
+        "InconsistentManifest",
+        `${this.url}/${key} is missing although the manifest says it exists (has_* flag set): the dataset is damaged`,
+        { object: `${this.url}/${key}`, field: key },
+      );
+    }
+    return bytes;
+  }
+
+  /** Gene names in output column order (`var_names.txt`), or undefined when the dataset has none. */
+  geneNames(): Promise<string[] | undefined> {
+    this.geneNamesCache ??= (async () => {
+      const bytes = await this.optional(this.manifest.has_var_names, VAR_NAMES_KEY);
+      if (!bytes) return undefined;
+      const text = new TextDecoder().decode(bytes);
+      const names = text.endsWith("\n") ? text.slice(0, -1).split("\n") : text.split("\n");
+      if (names.length !== this.nGenes) {
+        throw new DeltacellsError(
+          "InconsistentManifest",
+          `${this.url}/${VAR_NAMES_KEY} has ${names.length} names but the dataset has ${this.nGenes} genes`,
+          {
+            object: `${this.url}/${VAR_NAMES_KEY}`,
+            expected: this.nGenes,
+            found: names.length,
+          },
+        );
+      }
+      return names;
+    })();
+    return this.geneNamesCache;
+  }
+
+  /** `geneOrder()[j]` is the source column of output column j, or undefined when not recorded. */
+  geneOrder(): Promise<Int32Array | undefined> {
+    this.geneOrderCache ??= (async () => {
+      const bytes = await this.optional(this.manifest.has_gene_order, GENE_ORDER_KEY);
+      if (!bytes) return undefined;
+      const object = `${this.url}/${GENE_ORDER_KEY}`;
+      const order = decodeNpyInt32(bytes, object);
+      const seen = new Uint8Array(this.nGenes);
+      let bad = order.length !== this.nGenes;
+      for (let j = 0; j < order.length && !bad; j++) {
+        const g = order[j]!;
+        bad = g < 0 || g >= this.nGenes || seen[g] !== 0;
+        seen[g] = 1;
+      }
+      if (bad) {
+        throw new DeltacellsError(
+          "InconsistentManifest",
+          `${object} is not a permutation of 0 .. ${this.nGenes - 1}`,
+          {
+            object,
+            expected: `a permutation of ${this.nGenes} genes`,
+            found: order.length,
+          },
+        );
+      }
+      return order;
+    })();
+    return this.geneOrderCache;
+  }
+
+  /** The raw bytes of `var.parquet` (pandas reads them as the source's gene table), or undefined. */
+  varTableBytes(): Promise<Uint8Array | undefined> {
+    return this.optional(this.manifest.has_var_table, VAR_TABLE_KEY);
+  }
+
+  /** The gene table in output column order (`var.parquet`), or undefined when the dataset has none. */
+  async varTable(): Promise<SourceTable | undefined> {
+    const bytes = await this.varTableBytes();
+    if (!bytes) return undefined;
+    const object = `${this.url}/${VAR_TABLE_KEY}`;
+    const table = await decodeVarTable(bytes, object);
+    if (table.index.length !== this.nGenes) {
+      throw new DeltacellsError(
+        "InconsistentManifest",
+        `${object} has ${table.index.length} rows but the dataset has ${this.nGenes} genes`,
+        {
+          object,
+          expected: this.nGenes,
+          found: table.index.length,
+        },
+      );
+    }
+    return table;
+  }
+}
+
+function concatRows(parts: TileData[], nGenes: number, float: boolean): CsrRows {
+  let nCells = 0;
+  let nnz = 0;
+  for (const p of parts) {
+    nCells += p.nCells;
+    nnz += p.indptr[p.nCells]! - p.indptr[0]!;
+  }
+  if (parts.length === 1) {
+    const p = parts[0]!;
+    const base = p.indptr[0]!;
+    if (base === 0) return { nCells, nGenes, indptr: p.indptr, indices: p.indices, data: p.data };
+  }
+  const indptr = new Float64Array(nCells + 1);
+  const indices = new Int32Array(nnz);
+  const data = float ? new Float32Array(nnz) : new Int32Array(nnz);
+  let row = 0;
+  let at = 0;
+  for (const p of parts) {
+    const base = p.indptr[0]!;
+    const end = p.indptr[p.nCells]!;
+    for (let r = 1; r <= p.nCells; r++) indptr[row + r] = at + p.indptr[r]! - base;
+    indices.set(p.indices.subarray(base, end), at);
+    data.set(p.data.subarray(base, end), at);
+    row += p.nCells;
+    at += end - base;
+  }
+  return { nCells, nGenes, indptr, indices, data };
+}
+
+/**
+ * Open the dataset in a store or at an `http(s)://` or `s3://` URL (local paths: `openDataset`
+ * from `@deltacells/core/node`). Reads `manifest.json` only. Refuses a prefix without it (an
+ * incomplete dataset), an unknown format or version, and a manifest whose counts disagree (see
+ * `parseManifest`); the optional gene files are checked when first read.
+ */
+export async function openDataset(
+  location: string | ReadableStore,
+  opts: OpenDatasetOptions = {},
+): Promise<Dataset> {
+  const store = typeof location === "string" ? openStore(location) : location;
+  const url = where(store);
+  const bytes = await store.get(MANIFEST_KEY, { signal: opts.signal });
+  if (bytes === undefined) {
+    throw new DeltacellsError(
+      "IncompleteDataset",
+      `${url} has no ${MANIFEST_KEY}: either it is not a deltacells dataset or its conversion never finished (the manifest is written last); convert it again`,
+      { object: `${url}/${MANIFEST_KEY}` },
+    );
+  }
+  return new Dataset(
+    store,
+    parseManifest(bytes, `${url}/${MANIFEST_KEY}`),
+    opts.decoder ?? { decode: decodeTile },
+  );
+}

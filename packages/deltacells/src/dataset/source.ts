@@ -1,0 +1,56 @@
+/**
+ * What the dataset writer reads: a count matrix streamed as CSR row blocks plus its gene table.
+ * These are structural types: `@deltacells/anndata`'s `MatrixSource` satisfies them without this
+ * package depending on it.
+ */
+
+/** A block of consecutive cells in canonical CSR: sorted indices, no stored zeros, counts >= 0. */
+export interface SourceRowBlock {
+  /** Global index of the block's first cell. */
+  rowStart: number;
+  nRows: number;
+  /** `nRows + 1` offsets into `indices`/`data`, starting at 0. */
+  indptr: ArrayLike<number>;
+  indices: Int32Array;
+  data: Int32Array;
+}
+
+/** One column of a table, as the anndata readers hand it over. */
+export type SourceColumn =
+  | {
+      name: string;
+      kind: "numeric";
+      values:
+        | Int8Array
+        | Uint8Array
+        | Int16Array
+        | Uint16Array
+        | Int32Array
+        | Uint32Array
+        | Float32Array
+        | Float64Array
+        | BigInt64Array
+        | BigUint64Array;
+      nulls?: Uint8Array;
+    }
+  | { name: string; kind: "bool"; values: Uint8Array; nulls?: Uint8Array }
+  | { name: string; kind: "string"; values: (string | null)[] }
+  | { name: string; kind: "category"; codes: Int32Array; categories: string[]; ordered: boolean };
+
+/** A table with a string index (a pandas DataFrame as stored by anndata). */
+export interface SourceTable {
+  indexName: string | null;
+  index: string[];
+  columns: SourceColumn[];
+}
+
+/** A count matrix the writer can convert (cells x genes). */
+export interface DatasetSource {
+  readonly format: string;
+  readonly location: string;
+  readonly matrixPath: string;
+  readonly nCells: number;
+  readonly nGenes: number;
+  var(): Promise<SourceTable>;
+  rowBlocks(opts?: { blockCells?: number; signal?: AbortSignal }): AsyncIterable<SourceRowBlock>;
+}

@@ -1,0 +1,302 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { test } from "node:test";
+import {
+  createTilePool,
+  decodeTile,
+  decodeTileSync,
+  encodeTile,
+  loadZstd,
+  readTileHeader,
+  setZstdBackend,
+} from "@deltacells/core";
+import { useNativeKernel } from "../src/codec/native.js";
+import { loadWasmZstd } from "../src/codec/zstd/wasm.js";
+import { assertDecodedEquals, prng, randomCsr } from "./codec-helpers.js";
+
+const level = 1; // fast to encode; the format does not depend on the level
+
+test("random tiles round-trip, including both kinds of exceptions, empty cells and chunks", async () => {
+  const rnd = prng(1);
+  for (let trial = 0; trial < 40; trial++) {
+    const nCells = [0, 1, 2, 3, 7, 50, 300][trial % 7]!;
+    const nGenes = trial % 3 === 0 ? 200_000 : 1 + Math.floor(rnd() * 3000);
+    const rows = randomCsr(rnd, {
+      nCells,
+      nGenes,
+      perCell: 1 + Math.floor(rnd() * 60),
+      emptyRate: trial % 5 === 0 ? 0.9 : 0.15,
+      bigValueRate: trial % 2 ? 0.01 : 0,
+      bigGapRate: nGenes > 65536 ? 0.02 : 0,
+    });
+    const nChunks = 1 + (trial % 11);
+    const tile = await encodeTile(rows, { nChunks, level });
+    const h = readTileHeader(tile);
+    assert.equal(h.nChunks, Math.min(nChunks, nCells), `trial ${trial}`);
+    assert.equal(h.totalSize, tile.length);
+    assertDecodedEquals(await decodeTile(tile), rows);
+  }
+});
+
+test("the exception frames are written and applied: counts above 65535 and gaps above 65535", async () => {
+  const rows = {
+    nGenes: 300_000,
+    indptr: [0, 4, 4, 7],
+    indices: Int32Array.from([0, 65536, 200_000, 299_999, 65535, 131_071, 131_072]),
+    data: Int32Array.from([65535, 65536, 2 ** 31 - 1, 1, 70_000, 3, 65535]),
+  };
+  const tile = await encodeTile(rows, { nChunks: 1, level });
+  const view = new DataView(tile.buffer, tile.byteOffset);
+  assert.ok(view.getUint32(64 + 8 * 9, true) > 0, "vexc frame present");
+  assert.ok(view.getUint32(64 + 8 * 11, true) > 0, "gexc frame present");
+  assertDecodedEquals(await decodeTile(tile), rows);
+  assertDecodedEquals(await decodeTile(tile, { cells: [2, 3] }), rows, 2, 3);
+});
+
+test("a tile without large values or gaps has no exception frames", async () => {
+  const rows = randomCsr(prng(2), { nCells: 40, nGenes: 500 });
+  const tile = await encodeTile(rows, { nChunks: 4, level });
+  const view = new DataView(tile.buffer, tile.byteOffset);
+  for (let k = 0; k < 4; k++) {
+    assert.equal(view.getUint32(64 + 96 * k + 8 * 9, true), 0);
+    assert.equal(view.getUint32(64 + 96 * k + 8 * 11, true), 0);
+  }
+});
+
+test("a zero-cell tile has no chunks and decodes to empty arrays", async () => {
+  const tile = await encodeTile({
+    nGenes: 10,
+    indptr: [7],
+    indices: new Int32Array(0),
+    data: new Int32Array(0),
+  });
+  const h = readTileHeader(tile);
+  assert.deepEqual([h.nCells, h.nnz, h.nChunks, h.totalSize], [0, 0, 0, 72]);
+  const d = await decodeTile(tile);
+  assert.deepEqual([d.nCells, d.nnz, Array.from(d.indptr)], [0, 0, [0]]);
+});
+
+test("tiles of only empty cells and chunks without nonzeros decode", async () => {
+  const rows = {
+    nGenes: 5,
+    indptr: [0, 0, 0, 0, 2, 2],
+    indices: Int32Array.from([1, 4]),
+    data: Int32Array.from([3, 1]),
+  };
+  const tile = await encodeTile(rows, { nChunks: 5, level });
+  assert.equal(readTileHeader(tile).nChunks, 5);
+  assertDecodedEquals(await decodeTile(tile), rows);
+  const empty = { nGenes: 5, indptr: [0, 0, 0], indices: new Int32Array(0), data: new Int32Array(0) };
+  assertDecodedEquals(await decodeTile(await encodeTile(empty, { level })), empty);
+});
+
+test("a window whose indptr does not start at 0 is rebased; float and unsigned inputs are accepted", async () => {
+  const rows = {
+    nGenes: 9,
+    indptr: [100, 102, 103],
+    indices: Uint32Array.from([2, 8, 0]),
+    data: Float64Array.from([1, 5, 9]),
+  };
+  const d = await decodeTile(await encodeTile(rows, { level }));
+  assert.deepEqual(Array.from(d.indptr), [0, 2, 3]);
+  assert.deepEqual(Array.from(d.indices), [2, 8, 0]);
+  assert.deepEqual(Array.from(d.data), [1, 5, 9]);
+});
+
+test("every cell range decodes to the same rows as the whole tile", async () => {
+  const rows = randomCsr(prng(3), {
+    nCells: 37,
+    nGenes: 100_000,
+    bigValueRate: 0.02,
+    bigGapRate: 0.02,
+    emptyRate: 0.3,
+  });
+  const tile = await encodeTile(rows, { nChunks: 6, level });
+  for (let c0 = 0; c0 <= 37; c0 += 3) {
+    for (let c1 = c0; c1 <= 37; c1 += 4) {
+      assertDecodedEquals(await decodeTile(tile, { cells: [c0, c1] }), rows, c0, c1);
+    }
+  }
+});
+
+test("float32 values and caller-provided buffers: results are views of them", async () => {
+  const rows = randomCsr(prng(4), { nCells: 20, nGenes: 1000 });
+  const tile = await encodeTile(rows, { level });
+  await loadZstd();
+  const out = {
+    indptr: new Float64Array(64),
+    indices: new Int32Array(10_000),
+    data: new Float32Array(10_000),
+  };
+  for (let i = 0; i < 3; i++) {
+    const d = decodeTileSync(tile, { values: "float32", out });
+    assert.equal(d.indices.buffer, out.indices.buffer);
+    assert.equal(d.data.buffer, out.data.buffer);
+    assert.equal(d.indptr.buffer, out.indptr.buffer);
+    assert.ok(d.data instanceof Float32Array);
+    assertDecodedEquals(d, rows);
+  }
+});
+
+test("a worker pool encodes byte-identical tiles and decodes whole tiles, ranges and many tiles at once", async () => {
+  const pool = createTilePool({ threads: 2 });
+  try {
+    const rnd = prng(5);
+    const cases = Array.from({ length: 6 }, (_, i) =>
+      randomCsr(rnd, {
+        nCells: [0, 1, 40, 200, 3, 90][i]!,
+        nGenes: 100_000,
+        bigValueRate: 0.01,
+        bigGapRate: 0.01,
+      }),
+    );
+    const tiles = await Promise.all(cases.map((r) => pool.encode(r, { nChunks: 5, level })));
+    for (let i = 0; i < cases.length; i++)
+      assert.deepEqual(tiles[i], await encodeTile(cases[i]!, { nChunks: 5, level }));
+    const decoded = await Promise.all(tiles.map((t) => pool.decode(t)));
+    for (const [i, d] of decoded.entries()) assertDecodedEquals(d, cases[i]!);
+    assertDecodedEquals(
+      await pool.decode(tiles[3]!, { cells: [17, 150], values: "float32" }),
+      cases[3]!,
+      17,
+      150,
+    );
+    const out = { indices: new Int32Array(100_000), data: new Int32Array(100_000) };
+    const d = await pool.decode(tiles[3]!, { cells: [5, 60], out });
+    assert.equal(d.indices.buffer, out.indices.buffer);
+    assertDecodedEquals(d, cases[3]!, 5, 60);
+  } finally {
+    await pool.close();
+  }
+});
+
+test("the pool reports a damaged tile as CorruptTile", async () => {
+  const pool = createTilePool({ threads: 2 });
+  try {
+    const tile = await encodeTile(randomCsr(prng(6), { nCells: 50, nGenes: 2000 }), { level });
+    const bad = tile.slice();
+    bad[bad.length - 3]! ^= 0x10;
+    await assert.rejects(pool.decode(bad), (e: { _tag?: string }) => e._tag === "CorruptTile");
+  } finally {
+    await pool.close();
+  }
+});
+
+test("under Node the native kernel is built and loaded, and decodes exactly as the TypeScript loops", async () => {
+  await loadZstd();
+  if (process.env.DELTACELLS_NATIVE === "0") return;
+  assert.ok(
+    useNativeKernel(true),
+    "build/Release/deltacells_kernel.node is missing: run `npm rebuild -w @deltacells/core`",
+  );
+  const rnd = prng(8);
+  try {
+    for (let i = 0; i < 12; i++) {
+      const rows = randomCsr(rnd, {
+        nCells: 30 + i * 10,
+        nGenes: i % 2 ? 300_000 : 40_000,
+        perCell: 5 + i * 40,
+        bigValueRate: 0.003,
+        bigGapRate: i % 2 ? 0.003 : 0,
+      });
+      const tile = await encodeTile(rows, { nChunks: 1 + (i % 8), level });
+      for (const values of ["int32", "float32"] as const) {
+        useNativeKernel(true);
+        const a = decodeTileSync(tile, { values });
+        const r = decodeTileSync(tile, { values, cells: [3, 17] });
+        useNativeKernel(false);
+        assert.deepEqual(a, decodeTileSync(tile, { values }));
+        assert.deepEqual(r, decodeTileSync(tile, { values, cells: [3, 17] }));
+        assertDecodedEquals(a, rows);
+      }
+    }
+  } finally {
+    useNativeKernel(true);
+  }
+});
+
+test("the browser path (zstddec WASM and the TypeScript loops) decodes exactly as the native path", async () => {
+  const native = await loadZstd();
+  const wasm = await loadWasmZstd();
+  assert.equal(wasm.name, "zstddec");
+  const rnd = prng(9);
+  const tiles = await Promise.all(
+    [0, 1, 2, 3].map((i) =>
+      encodeTile(
+        randomCsr(rnd, {
+          nCells: 20 + 40 * i,
+          nGenes: 100_000,
+          perCell: 80,
+          bigValueRate: 0.01,
+          bigGapRate: 0.01,
+        }),
+        {
+          nChunks: 1 + 2 * i,
+          level,
+        },
+      ),
+    ),
+  );
+  const expected = tiles.map((t) => decodeTileSync(t));
+  try {
+    setZstdBackend(wasm);
+    useNativeKernel(false);
+    for (const [i, t] of tiles.entries()) {
+      assert.deepEqual(decodeTileSync(t), expected[i]);
+      assert.deepEqual(decodeTileSync(t, { cells: [5, 15] }), decodeTileSync(t, { cells: [5, 15] }));
+    }
+    const bad = tiles[2]!.slice();
+    bad[bad.length - 9]! ^= 0x40;
+    assert.throws(
+      () => decodeTileSync(bad),
+      (e: { _tag?: string }) => e._tag === "CorruptTile",
+    );
+    await assert.rejects(
+      encodeTile({ nGenes: 3, indptr: [0, 1], indices: Int32Array.of(1), data: Int32Array.of(1) }),
+      (e: { _tag?: string }) => e._tag === "UnsupportedHost",
+    );
+  } finally {
+    setZstdBackend(native);
+    useNativeKernel(true);
+  }
+});
+
+test("a closed pool refuses work, and an idle pool that was never closed does not keep Node alive", async () => {
+  const pool = createTilePool({ threads: 1 });
+  const tile = await encodeTile(randomCsr(prng(10), { nCells: 5, nGenes: 50 }), { level });
+  await pool.decode(tile);
+  await pool.close();
+  await assert.rejects(pool.decode(tile), (e: { _tag?: string }) => e._tag === "InvalidInput");
+  // A child process that decodes with a pool and forgets to close it must still exit by itself.
+  const script = `import { createTilePool, encodeTile } from "@deltacells/core";
+    const p = createTilePool({ threads: 2 });
+    const t = await encodeTile({ nGenes: 5, indptr: [0, 1], indices: Int32Array.of(2), data: Int32Array.of(3) });
+    const d = await p.decode(t);
+    console.log(d.indices[0], d.data[0]);`;
+  const r = spawnSync(process.execPath, [...process.execArgv, "--input-type=module", "-e", script], {
+    encoding: "utf8",
+    timeout: 20_000,
+  });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.trim(), "2 3");
+});
+
+test("a cell with more than 65,536 nonzeros decodes the same through the native and the TypeScript loops", async () => {
+  const big = 70_003;
+  const indices = Int32Array.from({ length: big + 5 }, (_, i) => (i < big ? i + 2 : i - big + 3));
+  const rows = {
+    nGenes: 80_000,
+    indptr: [0, big, big + 5],
+    indices,
+    data: Int32Array.from({ length: big + 5 }, (_, i) => 1 + (i % 7)),
+  };
+  const tile = await encodeTile(rows, { nChunks: 1, level });
+  try {
+    for (const native of [true, false]) {
+      useNativeKernel(native);
+      assertDecodedEquals(decodeTileSync(tile), rows);
+    }
+  } finally {
+    useNativeKernel(true);
+  }
+});
