@@ -8,8 +8,10 @@ usage: anndata_dump.py KIND PATH [OPTION]
         10x-mtx          (scipy.io.mmread + the tsv files, genes x cells)
         mtx              (scipy.io.mmread; OPTION "transpose" when the file is cells x genes)
         zarr-array       (zarr: the dense X of a group, names from anndata.read_zarr; or the root array)
-Output: {"shape", "obs_names", "var_names", "var_columns", "obs_columns", "index_names", "indptr", "indices", "data"}
-(table columns: 10x kinds give {name: [str...]}, AnnData kinds {name: {"kind", "values"[, "ordered"]}}).
+Output: {"shape", "obs_names", "var_names", "var_columns", "obs_columns", "index_names", "obsm", "indptr", "indices", "data"}
+(table columns: 10x kinds give {name: [str...]}, AnnData kinds {name: {"kind", "values"[, "ordered"]}};
+obsm, AnnData kinds only: {key: {"kind": "dense", "shape", "dtype", "values"} | {"kind": "sparse", "shape",
+"dtype", "indptr", "indices", "data"} | {"kind": "table", "shape", "index", "columns"}}).
 """
 
 import gzip
@@ -62,6 +64,37 @@ def frame(df):
     return out
 
 
+def flat(values):
+    """Row-major numbers for JSON: "NaN" for NaN, ints as ints, bools as 0/1."""
+    out = []
+    for v in np.asarray(values).reshape(-1).tolist():
+        out.append("NaN" if isinstance(v, float) and np.isnan(v) else int(v) if isinstance(v, bool) else v)
+    return out
+
+
+def obsm(a):
+    """Every obsm entry: dense arrays row-major, sparse ones as scipy CSR, data frames via frame()."""
+    out = {}
+    for key in a.obsm.keys():
+        v = a.obsm[key]
+        if isinstance(v, pd.DataFrame):
+            out[key] = {"kind": "table", "shape": list(v.shape), "index": list(v.index), "columns": frame(v)}
+        elif sp.issparse(v):
+            m = v.tocsr() if v.format != "csr" else v
+            out[key] = {
+                "kind": "sparse",
+                "shape": list(m.shape),
+                "dtype": str(m.dtype),
+                "indptr": m.indptr.tolist(),
+                "indices": m.indices.tolist(),
+                "data": flat(m.data),
+            }
+        else:
+            v = np.asarray(v)
+            out[key] = {"kind": "dense", "shape": list(v.shape), "dtype": str(v.dtype), "values": flat(v)}
+    return out
+
+
 def anndata_matrix(a, option):
     if option == "raw":
         return a.raw.X, list(a.raw.var_names), frame(a.raw.var)
@@ -88,6 +121,7 @@ def dump(kind, path, option="X"):
     var_columns = {}
     obs_columns = {}
     index_names = [None, None]
+    obsm_entries = {}
     if kind in ("h5ad", "zarr"):
         import anndata as ad
 
@@ -96,6 +130,7 @@ def dump(kind, path, option="X"):
         obs_names = list(a.obs_names)
         obs_columns = frame(a.obs)
         index_names = [a.obs.index.name, (a.raw.var if option == "raw" else a.var).index.name]
+        obsm_entries = obsm(a)
     elif kind == "10x-h5":
         import h5py
 
@@ -155,6 +190,7 @@ def dump(kind, path, option="X"):
         "var_columns": var_columns,
         "obs_columns": obs_columns,
         "index_names": index_names,
+        "obsm": obsm_entries,
         "indptr": m.indptr.tolist(),
         "indices": m.indices.tolist(),
         "data": data.astype(np.int64).tolist(),

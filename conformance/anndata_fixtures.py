@@ -1,6 +1,7 @@
 """Generates the small AnnData fixtures in data/anndata/ that packages/anndata tests read.
 
 Run once by hand (the outputs are committed): conformance/.venv/bin/python conformance/anndata_fixtures.py
+(`--obsm-only` rewrites only the obsm fixtures).
 The matrices hold integer counts from a gamma-Poisson draw with a fixed seed. The CSR fixtures keep
 some rows with unsorted gene indices, duplicate entries and explicit zeros on purpose: readers must
 canonicalize them the way scipy does (sum_duplicates, eliminate_zeros).
@@ -100,12 +101,68 @@ def build(rng):
     return a, dense
 
 
+def obsm_fixtures():
+    """Small AnnData files whose obsm holds every entry kind anndata writes (own seed: the other
+    fixtures do not change when these are regenerated)."""
+    rng = np.random.default_rng(20261130)
+    n = 12
+    dense = counts(rng, n, 5)
+    names = pd.Index([f"cell-{i:02d}" for i in range(n)], name="barcode")
+    a = ad.AnnData(X=sp.csr_matrix(dense), obs=pd.DataFrame(index=names))
+    a.obsm["X_pca"] = rng.normal(size=(n, 4)).astype(np.float32)
+    umap = rng.normal(size=(n, 2))
+    umap[3, 1] = np.nan
+    a.obsm["X_umap"] = umap
+    a.obsm["onehot"] = np.eye(3, dtype=np.int64)[rng.integers(0, 3, n)]
+    a.obsm["flags"] = rng.random((n, 2)) < 0.5
+    a.obsm["cube"] = rng.integers(-5, 5, (n, 2, 3)).astype(np.int16)
+    csr = sp.random(n, 6, density=0.3, format="csr", random_state=1, dtype=np.float32)
+    a.obsm["sparse_csr"] = csr
+    # CSC with a duplicate entry and unsorted row indices in column 0: readers convert to CSR in
+    # scipy's tocsr() order, duplicates kept
+    c = sp.random(n, 5, density=0.3, format="csc", random_state=2)
+    col0 = slice(c.indptr[0], c.indptr[1])
+    rows = np.concatenate([c.indices[col0][::-1], c.indices[col0][:1], c.indices[c.indptr[1] :]])
+    vals = np.concatenate([c.data[col0][::-1], [0.5], c.data[c.indptr[1] :]])
+    indptr = c.indptr.copy()
+    indptr[1:] += 1
+    csc = sp.csc_matrix((vals, rows.astype(np.int32), indptr), shape=(n, 5))
+    assert not csc.has_canonical_format
+    a.obsm["sparse_csc"] = csc
+    a.obsm["table"] = pd.DataFrame(
+        {
+            "x": rng.normal(size=n),
+            "group": pd.Categorical(rng.choice(["a", "b"], n)),
+            "label": [f"l{i % 3}" for i in range(n)],
+        },
+        index=names,
+    )
+    a.write_h5ad(os.path.join(OUT, "obsm.h5ad"))
+    write_zarr(a, os.path.join(OUT, "obsm-v2.zarr"), 2)
+    write_zarr(a, os.path.join(OUT, "obsm-v3.zarr"), 3)
+
+    # an entry no reader can represent as numbers (anndata writes a 2-d string-array)
+    b = ad.AnnData(X=sp.csr_matrix(dense), obs=pd.DataFrame(index=names))
+    b.obsm["X_pca"] = a.obsm["X_pca"]
+    b.obsm["labels"] = np.array([[f"a{i}", f"b{i}"] for i in range(n)], dtype=object)
+    b.write_h5ad(os.path.join(OUT, "obsm-strings.h5ad"))
+
+
 def write_zarr(adata, path, zarr_format):
     ad.settings.zarr_write_format = zarr_format
     adata.write_zarr(path)
 
 
 def main():
+    if sys.argv[1:] == ["--obsm-only"]:
+        for name in ["obsm.h5ad", "obsm-strings.h5ad", "obsm-v2.zarr", "obsm-v3.zarr"]:
+            path = os.path.join(OUT, name)
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+            elif os.path.exists(path):
+                os.remove(path)
+        obsm_fixtures()
+        return
     if os.path.exists(OUT):
         shutil.rmtree(OUT)
     os.makedirs(OUT)
@@ -163,6 +220,8 @@ def main():
         space = h5py.h5s.create_simple(values.shape)
         dsid = h5py.h5d.create(f.id, b"X/data", h5py.h5t.NATIVE_FLOAT, space, dcpl=dcpl)
         dsid.write(h5py.h5s.ALL, h5py.h5s.ALL, values)
+
+    obsm_fixtures()
     print("fixtures written to", os.path.normpath(OUT), file=sys.stderr)
 
 

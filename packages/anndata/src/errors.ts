@@ -9,7 +9,7 @@ export type InputErrorTag =
   | "UnknownFormat"
   /** The input is damaged or inconsistent (lengths, shapes, offsets, an unparsable line). */
   | "MalformedInput"
-  /** A requested matrix (layer, raw, genome) does not exist. */
+  /** A requested matrix (layer, raw, genome, obsm entry) does not exist. */
   | "MissingMatrix"
   /** The matrix holds values that are not raw counts (negative, fractional, too large). */
   | "NotCounts"

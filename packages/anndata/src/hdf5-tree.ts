@@ -116,6 +116,7 @@ const H5T_FLOAT = 1;
 const H5T_STRING = 3;
 const H5T_COMPOUND = 6;
 const H5T_ENUM = 8;
+const H5T_ARRAY = 10;
 
 interface TypeMeta {
   type: number;
@@ -123,6 +124,16 @@ interface TypeMeta {
   size: number;
   vlen?: boolean;
   enum_type?: { members: Record<string, number> };
+  /** The element type and shape of an H5T_ARRAY type. */
+  array_type?: TypeMeta & { shape: number[] };
+}
+
+function fieldOf(m: TypeMeta & { name: string }): CompoundField {
+  if (m.type === H5T_ARRAY && m.array_type) {
+    const e = m.array_type;
+    return { name: m.name, kind: kindOf(e), itemSize: e.size, shape: [...e.shape] };
+  }
+  return { name: m.name, kind: kindOf(m), itemSize: m.size };
 }
 
 function kindOf(meta: TypeMeta): ElementKind {
@@ -167,11 +178,7 @@ class Hdf5Array implements TreeArray {
     this.element = kindOf(meta);
     this.itemSize = meta.size;
     if (meta.compound_type) {
-      this.fields = meta.compound_type.members.map((m) => ({
-        name: m.name,
-        kind: kindOf(m),
-        itemSize: m.size,
-      }));
+      this.fields = meta.compound_type.members.map(fieldOf);
     }
   }
 
@@ -307,7 +314,18 @@ class Hdf5Array implements TreeArray {
     const rows = (n === 0 ? [] : this.dataset.slice([[0, n]])) as unknown[][];
     const out = new Map<string, string[] | NumericValues>();
     fields.forEach((f, k) => {
-      if (f.kind === "string") {
+      if (f.shape && f.kind !== "string") {
+        // h5wasm gives each record's sub-array as (nested) JS arrays: flatten them, row-major
+        out.set(
+          f.name,
+          numericColumn(
+            f,
+            rows.flatMap((r) => [r[k]].flat(f.shape?.length ?? 1)),
+          ),
+        );
+      } else if (f.shape) {
+        return; // sub-arrays of strings: no reader needs them
+      } else if (f.kind === "string") {
         out.set(
           f.name,
           rows.map((r) => String(r[k])),

@@ -17,6 +17,8 @@ export {
 } from "./errors.js";
 export type {
   ColumnTable,
+  Embedding,
+  Embeddings,
   InputFormat,
   MatrixSource,
   NumericValues,

@@ -5,7 +5,15 @@
 
 import { BadCount, BadGeneIndex } from "./canonical.js";
 import { InputError, NotCountsError } from "./errors.js";
-import type { ColumnTable, InputFormat, MatrixSource, RowBlock, RowBlockOptions } from "./types.js";
+import type {
+  ColumnTable,
+  Embedding,
+  Embeddings,
+  InputFormat,
+  MatrixSource,
+  RowBlock,
+  RowBlockOptions,
+} from "./types.js";
 
 export const DEFAULT_BLOCK_CELLS = 4096;
 
@@ -25,6 +33,42 @@ export abstract class BaseSource implements MatrixSource {
   protected abstract readObs(): Promise<ColumnTable>;
   protected abstract blocks(blockCells: number, signal?: AbortSignal): AsyncGenerator<RowBlock>;
   abstract close(): Promise<void>;
+
+  /** obsm keys; inputs without obsm keep this default. */
+  protected async readObsmKeys(): Promise<string[]> {
+    return [];
+  }
+
+  /** One obsm entry, called only with a key from {@link readObsmKeys}. */
+  protected readObsmEntry(key: string): Promise<Embedding> {
+    return Promise.reject(
+      new InputError("MissingMatrix", `${this.location}: has no obsm entry ${JSON.stringify(key)}.`, {
+        location: this.location,
+      }),
+    );
+  }
+
+  obsmKeys(): Promise<string[]> {
+    return this.readObsmKeys();
+  }
+
+  async obsm(keys?: string[]): Promise<Embeddings> {
+    const all = await this.readObsmKeys();
+    const out: [string, Embedding][] = [];
+    for (const key of keys ?? all) {
+      if (!all.includes(key)) {
+        throw new InputError(
+          "MissingMatrix",
+          `${this.location}: has no obsm entry ${JSON.stringify(key)}.` +
+            (all.length > 0 ? ` Available: ${all.join(", ")}.` : " It has no obsm entries at all."),
+          { location: this.location, object: `obsm/${key}` },
+        );
+      }
+      out.push([key, await this.readObsmEntry(key)]);
+    }
+    // fromEntries defines own properties: a key such as "__proto__" stays an entry
+    return Object.fromEntries(out);
+  }
 
   async var(): Promise<ColumnTable> {
     const t = await this.readVar();

@@ -12,7 +12,13 @@ export type ElementKind = "int" | "uint" | "float" | "bool" | "string" | "compou
 export interface CompoundField {
   name: string;
   kind: ElementKind;
+  /** Bytes per element (of one element of a sub-array field). */
   itemSize: number;
+  /**
+   * Shape of a sub-array field (each record holds an array, as the pre-0.7 obsm `X_pca` field);
+   * absent for scalar fields. `readCompound` returns such a field row-major, records x elements.
+   */
+  shape?: number[];
 }
 
 export interface TreeArray {

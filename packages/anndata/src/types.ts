@@ -54,6 +54,47 @@ export interface ColumnTable {
   columns: TableColumn[];
 }
 
+/**
+ * One `obsm` entry (a per-cell matrix: an embedding such as X_pca or X_umap, or a per-cell table),
+ * read whole. The first axis is the cells, in source order.
+ */
+export type Embedding =
+  | {
+      kind: "dense";
+      name: string;
+      /** `[nCells, k]` for the usual 2-d entries; other ranks are kept as stored. */
+      shape: number[];
+      /** numpy name of the stored element type: "float32", "float64", "int32", "int64", "bool", ... */
+      dtype: string;
+      /** Row-major values (int64 as BigInt64Array, bool as 0/1 Uint8Array). */
+      values: NumericValues;
+    }
+  | {
+      kind: "sparse";
+      name: string;
+      shape: [nCells: number, k: number];
+      /** numpy name of the stored type of the values. */
+      dtype: string;
+      /**
+       * CSR, values as stored (not canonicalized: duplicates and explicit zeros kept). A csc_matrix
+       * entry is converted, entries of a row in increasing column order, as scipy's `tocsr()`.
+       */
+      indptr: Float64Array;
+      indices: Int32Array;
+      data: NumericValues;
+    }
+  | {
+      kind: "table";
+      name: string;
+      /** `[nCells, number of columns]`. */
+      shape: [number, number];
+      /** A dataframe entry (its index is normally the obs names). */
+      table: ColumnTable;
+    };
+
+/** obsm entries by key, in store order. */
+export type Embeddings = Record<string, Embedding>;
+
 /** Every input format the readers understand. */
 export type InputFormat = "h5ad" | "anndata-zarr" | "10x-h5" | "10x-mtx" | "mtx" | "zarr-array";
 
@@ -80,6 +121,16 @@ export interface MatrixSource {
   var(): Promise<ColumnTable>;
   /** One row per cell. */
   obs(): Promise<ColumnTable>;
+  /** The keys of `obsm` (per-cell embeddings), in store order; [] for inputs without obsm. */
+  obsmKeys(): Promise<string[]>;
+  /**
+   * The `obsm` entries named by `keys` (all of them by default), each read whole; nothing of the
+   * count matrix is read. An entry whose encoding cannot be represented (awkward arrays, string
+   * or record arrays, ...) is an `Unsupported` error naming the key and the encoding: list the
+   * keys and read the others by name. A key that does not exist is a `MissingMatrix` error.
+   * Inputs without obsm (10x, Matrix Market, bare zarr arrays) return `{}`.
+   */
+  obsm(keys?: string[]): Promise<Embeddings>;
   /** Canonical CSR blocks, in order, covering all cells, with bounded memory. */
   rowBlocks(opts?: RowBlockOptions): AsyncIterable<RowBlock>;
   close(): Promise<void>;

@@ -9,7 +9,15 @@ import { join } from "node:path";
 import { test } from "node:test";
 import type { OpenInputOptions } from "../src/index.js";
 import { openInput } from "../src/node.js";
-import { assertTablesMatch, DATA, gather, type PyDump, pythonDumps, REPO } from "./helpers.js";
+import {
+  assertObsmMatch,
+  assertTablesMatch,
+  DATA,
+  gather,
+  type PyDump,
+  pythonDumps,
+  REPO,
+} from "./helpers.js";
 
 interface Case {
   name: string;
@@ -83,6 +91,27 @@ const cases: Case[] = [
     matrixPath: "raw/X",
     py: ["zarr", "raw"],
     tables: true,
+  },
+  {
+    name: "an h5ad whose obsm holds dense, sparse (CSR, CSC) and data frame entries",
+    path: A("obsm.h5ad"),
+    format: "h5ad",
+    matrixPath: "X",
+    py: ["h5ad"],
+  },
+  {
+    name: "an AnnData zarr v2 store whose obsm holds every entry kind",
+    path: A("obsm-v2.zarr"),
+    format: "anndata-zarr",
+    matrixPath: "X",
+    py: ["zarr"],
+  },
+  {
+    name: "an AnnData zarr v3 store whose obsm holds every entry kind",
+    path: A("obsm-v3.zarr"),
+    format: "anndata-zarr",
+    matrixPath: "X",
+    py: ["zarr"],
   },
   {
     name: "an AnnData zarr v3 store whose X is CSC",
@@ -217,6 +246,12 @@ cases.forEach((c, i) => {
           assert.deepEqual([obs.indexName, vars.indexName], py.index_names);
         }
       }
+      if (c.py[0] === "h5ad" || c.py[0] === "zarr") {
+        assert.deepEqual(await src.obsmKeys(), Object.keys(py.obsm).sort());
+        assertObsmMatch(await src.obsm(), py.obsm);
+      } else {
+        assert.deepEqual(await src.obsm(), {});
+      }
       const csr = await gather(src, c.blockCells ?? 7);
       assert.deepEqual(csr.indptr, py.indptr);
       assert.deepEqual(csr.indices, py.indices);
@@ -227,7 +262,7 @@ cases.forEach((c, i) => {
   });
 });
 
-test("the legacy (pre-0.7) h5ad's obs and var tables read as anndata reads them", async () => {
+test("the legacy (pre-0.7) h5ad's obs and var tables and obsm read as anndata reads them", async () => {
   const path = join(DATA, "legacy-anndata", "pbmc68k_reduced.h5ad");
   // the matrix is not counts (see the refusal tests); the dump script refuses it too, so read the
   // tables with anndata through the raw option's var and X's obs
@@ -243,6 +278,9 @@ test("the legacy (pre-0.7) h5ad's obs and var tables read as anndata reads them"
     assertTablesMatch(obs, py.obs_columns);
     assertTablesMatch(vars, py.var_columns);
     assert.deepEqual([obs.indexName, vars.indexName], py.index_names);
+    // obsm is one compound dataset with a sub-array field per key (X_pca float32, X_umap float64)
+    assert.deepEqual(await src.obsmKeys(), ["X_pca", "X_umap"]);
+    assertObsmMatch(await src.obsm(), py.obsm);
   } finally {
     await src.close();
   }
@@ -254,10 +292,10 @@ import sys, json, warnings
 warnings.filterwarnings("ignore")
 sys.path.insert(0, ${JSON.stringify(join(REPO, "conformance"))})
 import anndata as ad
-from anndata_dump import frame
+from anndata_dump import frame, obsm
 a = ad.read_h5ad(${JSON.stringify(path)})
 json.dump({"obs_names": list(a.obs_names), "var_names": list(a.var_names), "obs_columns": frame(a.obs),
-  "var_columns": frame(a.var), "index_names": [a.obs.index.name, a.var.index.name]}, sys.stdout)`;
+  "var_columns": frame(a.var), "index_names": [a.obs.index.name, a.var.index.name], "obsm": obsm(a)}, sys.stdout)`;
   const r = spawnSync(join(REPO, "conformance", ".venv", "bin", "python"), ["-c", code], {
     encoding: "utf8",
     maxBuffer: 64 * 1024 * 1024,

@@ -4,13 +4,26 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { ColumnTable, MatrixSource, RowBlock } from "../src/index.js";
+import type { ColumnTable, Embeddings, MatrixSource, NumericValues, RowBlock } from "../src/index.js";
 
 export const REPO = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
 export const DATA = join(REPO, "data");
 const PYTHON = join(REPO, "conformance", ".venv", "bin", "python");
 
 export type PyColumn = { kind: string; ordered?: boolean; values: unknown[] } | string[];
+
+/** One obsm entry as conformance/anndata_dump.py writes it (numbers row-major, NaN as "NaN"). */
+export type PyObsmEntry =
+  | { kind: "dense"; shape: number[]; dtype: string; values: (number | "NaN")[] }
+  | {
+      kind: "sparse";
+      shape: number[];
+      dtype: string;
+      indptr: number[];
+      indices: number[];
+      data: (number | "NaN")[];
+    }
+  | { kind: "table"; shape: number[]; index: string[]; columns: Record<string, PyColumn> };
 
 export interface PyDump {
   shape: [number, number];
@@ -19,6 +32,7 @@ export interface PyDump {
   var_columns: Record<string, PyColumn>;
   obs_columns: Record<string, PyColumn>;
   index_names: [string | null, string | null];
+  obsm: Record<string, PyObsmEntry>;
   indptr: number[];
   indices: number[];
   data: number[];
@@ -141,6 +155,38 @@ export function assertTablesMatch(ours: ColumnTable, theirs: Record<string, PyCo
     if (col.kind === "category") {
       assert.equal(mine.kind, "category", `column ${name} is categorical`);
       assert.equal(mine.ordered, col.ordered, `column ${name} ordered flag`);
+    }
+  }
+}
+
+/** Numbers as the Python dump writes them: NaN as "NaN", bigints and bools as numbers. */
+function jsonNumbers(v: NumericValues): (number | "NaN")[] {
+  return Array.from(v as ArrayLike<number | bigint>, (x) => {
+    const n = Number(x);
+    return Number.isNaN(n) ? "NaN" : n;
+  });
+}
+
+/** Compares a source's obsm entries (all of them, same keys) with anndata's. */
+export function assertObsmMatch(ours: Embeddings, theirs: Record<string, PyObsmEntry>): void {
+  assert.deepEqual(Object.keys(ours).sort(), Object.keys(theirs).sort(), "same obsm keys");
+  for (const [key, py] of Object.entries(theirs)) {
+    const e = ours[key];
+    assert.ok(e, `obsm ${key}`);
+    assert.equal(e.name, key);
+    assert.equal(e.kind, py.kind, `obsm ${key} kind`);
+    assert.deepEqual(e.shape, py.shape, `obsm ${key} shape`);
+    if (e.kind === "dense" && py.kind === "dense") {
+      assert.equal(e.dtype, py.dtype, `obsm ${key} dtype`);
+      assert.deepEqual(jsonNumbers(e.values), py.values, `obsm ${key} values`);
+    } else if (e.kind === "sparse" && py.kind === "sparse") {
+      assert.equal(e.dtype, py.dtype, `obsm ${key} dtype`);
+      assert.deepEqual(Array.from(e.indptr), py.indptr, `obsm ${key} indptr`);
+      assert.deepEqual(Array.from(e.indices), py.indices, `obsm ${key} indices`);
+      assert.deepEqual(jsonNumbers(e.data), py.data, `obsm ${key} data`);
+    } else if (e.kind === "table" && py.kind === "table") {
+      assert.deepEqual(e.table.index, py.index, `obsm ${key} index`);
+      assertTablesMatch(e.table, py.columns);
     }
   }
 }

@@ -1,0 +1,172 @@
+/**
+ * AnnData data frames (obs, var, dataframe obsm entries) as {@link ColumnTable}s: the current
+ * group encoding (column-order, categorical, nullable-*) and the pre-0.7 compound dataset.
+ * Browser-safe.
+ */
+
+import { InputError } from "./errors.js";
+import { attrString, joinPath, type Tree, type TreeArray, type TreeGroup, toNumbers } from "./tree.js";
+import type { ColumnTable, NumericValues, TableColumn } from "./types.js";
+
+/** Reads obs or var: the current group encoding or the legacy compound dataset. */
+export async function readDataFrame(tree: Tree, path: string, nRows: number): Promise<ColumnTable> {
+  const loc = tree.location;
+  const node = await tree.get(path);
+  if (node === undefined) {
+    // anndata allows a missing raw/var only in broken files; an absent obs/var means no names
+    return { indexName: null, index: Array.from({ length: nRows }, (_, i) => String(i)), columns: [] };
+  }
+  const table = node.kind === "array" ? await legacyFrame(tree, node) : await groupFrame(tree, node);
+  if (table.index.length !== nRows) {
+    throw new InputError(
+      "MalformedInput",
+      `${loc}: ${path} has ${table.index.length} rows, but the matrix has ${nRows} along that axis.`,
+      { location: loc, object: path },
+    );
+  }
+  return table;
+}
+
+async function groupFrame(tree: Tree, group: TreeGroup): Promise<ColumnTable> {
+  const loc = tree.location;
+  const attrs = await group.attrs();
+  const indexKey = attrString(attrs._index) ?? "_index";
+  const indexNode = await tree.get(joinPath(group.path, indexKey));
+  if (indexNode?.kind !== "array") {
+    throw new InputError(
+      "MalformedInput",
+      `${loc}: data frame ${group.path} has no index array ${indexKey}.`,
+      {
+        location: loc,
+        object: group.path,
+      },
+    );
+  }
+  const index = await indexNode.readStrings();
+  const order = attrs["column-order"];
+  const names =
+    order === undefined || order === null
+      ? []
+      : typeof order === "string"
+        ? [order]
+        : Array.from(order as ArrayLike<unknown>, (x) => attrString(x) ?? String(x));
+  const columns: TableColumn[] = [];
+  for (const name of names) columns.push(await readColumn(tree, joinPath(group.path, name), name));
+  return { indexName: indexKey === "_index" ? null : indexKey, index, columns };
+}
+
+async function readColumn(tree: Tree, path: string, name: string): Promise<TableColumn> {
+  const loc = tree.location;
+  const node = await tree.get(path);
+  if (node === undefined) {
+    throw new InputError("MalformedInput", `${loc}: column ${path} is listed in column-order but missing.`, {
+      location: loc,
+      object: path,
+    });
+  }
+  if (node.kind === "array") return arrayColumn(node, name);
+  const enc = attrString((await node.attrs())["encoding-type"]);
+  const child = async (n: string): Promise<TreeArray> => {
+    const a = await tree.get(joinPath(path, n));
+    if (a?.kind !== "array") {
+      throw new InputError("MalformedInput", `${loc}: ${enc} column ${path} has no ${n} array.`, {
+        location: loc,
+        object: path,
+      });
+    }
+    return a;
+  };
+  if (enc === "categorical") {
+    const codesRaw = toNumbers(await (await child("codes")).read());
+    const catNode = await child("categories");
+    const categories =
+      catNode.element === "string"
+        ? await catNode.readStrings()
+        : Array.from(toNumbers(await catNode.read()), String);
+    const ordered = Boolean((await node.attrs()).ordered);
+    return { name, kind: "category", codes: Int32Array.from(codesRaw), categories, ordered };
+  }
+  if (enc === "nullable-integer" || enc === "nullable-boolean" || enc === "nullable-string-array") {
+    const values = await child("values");
+    const mask = Uint8Array.from(toNumbers(await (await child("mask")).read()));
+    if (enc === "nullable-string-array") {
+      const strings = await values.readStrings();
+      return { name, kind: "string", values: strings.map((s, i) => (mask[i] ? null : s)) };
+    }
+    const v = await values.read();
+    if (enc === "nullable-boolean")
+      return { name, kind: "bool", values: Uint8Array.from(toNumbers(v)), nulls: mask };
+    return { name, kind: "numeric", values: v, nulls: mask };
+  }
+  throw new InputError(
+    "Unsupported",
+    `${loc}: column ${path} has encoding ${JSON.stringify(enc ?? null)}, which is not supported.`,
+    {
+      location: loc,
+      object: path,
+    },
+  );
+}
+
+async function arrayColumn(a: TreeArray, name: string): Promise<TableColumn> {
+  if (a.element === "string") return { name, kind: "string", values: await a.readStrings() };
+  const v = await a.read();
+  if (a.element === "bool") return { name, kind: "bool", values: Uint8Array.from(toNumbers(v)) };
+  return { name, kind: "numeric", values: v };
+}
+
+/** Pre-0.7 anndata: a compound dataset; categorical columns keep codes, categories in uns. */
+async function legacyFrame(tree: Tree, a: TreeArray): Promise<ColumnTable> {
+  const loc = tree.location;
+  if (!a.fields) {
+    throw new InputError(
+      "MalformedInput",
+      `${loc}: ${a.path} is neither a data frame group nor a record array.`,
+      {
+        location: loc,
+        object: a.path,
+      },
+    );
+  }
+  const cols = await a.readCompound();
+  const index = cols.get("index");
+  if (!Array.isArray(index)) {
+    throw new InputError(
+      "MalformedInput",
+      `${loc}: legacy data frame ${a.path} has no string field "index".`,
+      {
+        location: loc,
+        object: a.path,
+      },
+    );
+  }
+  const columns: TableColumn[] = [];
+  for (const f of a.fields) {
+    if (f.name === "index" || f.shape) continue;
+    const v = cols.get(f.name);
+    if (v === undefined) continue;
+    if (Array.isArray(v)) {
+      columns.push({ name: f.name, kind: "string", values: v });
+      continue;
+    }
+    const cats = await tree.get(`uns/${f.name}_categories`);
+    if (cats?.kind === "array" && (f.kind === "int" || f.kind === "uint")) {
+      const categories =
+        cats.element === "string"
+          ? await cats.readStrings()
+          : Array.from(toNumbers(await cats.read()), String);
+      columns.push({
+        name: f.name,
+        kind: "category",
+        codes: Int32Array.from(toNumbers(v)),
+        categories,
+        ordered: false,
+      });
+    } else if (f.kind === "bool") {
+      columns.push({ name: f.name, kind: "bool", values: Uint8Array.from(toNumbers(v as NumericValues)) });
+    } else {
+      columns.push({ name: f.name, kind: "numeric", values: v });
+    }
+  }
+  return { indexName: "index", index, columns };
+}
