@@ -1,2 +1,94 @@
 #!/usr/bin/env node
-console.log("deltacells");
+/**
+ * The `deltacells` command: convert, inspect, validate and export datasets, and slice sporadik
+ * stores. Errors go to stderr with a non-zero exit code (2 for a usage mistake, 1 for anything else).
+ */
+import { isDeltacellsError } from "@deltacells/core";
+import { UsageError } from "./args.js";
+import type { CommandResult } from "./commands/types.js";
+
+type Run = (argv: string[]) => Promise<CommandResult>;
+
+// Each command loads only when run: `inspect` never pays for the HDF5 or input readers.
+const COMMANDS: Record<string, { load: () => Promise<Run>; summary: string }> = {
+  convert: {
+    load: async () => (await import("./commands/convert.js")).convert,
+    summary: "convert an .h5ad, .zarr, 10x or Matrix Market input to a dataset (or a sporadik store)",
+  },
+  inspect: {
+    load: async () => (await import("./commands/inspect.js")).inspect,
+    summary: "show a dataset's (or a sporadik store's) shape, tiles, sizes and settings",
+  },
+  validate: {
+    load: async () => (await import("./commands/validate.js")).validate,
+    summary: "check a dataset or a sporadik store deeply (exit 0 only when valid)",
+  },
+  export: {
+    load: async () => (await import("./commands/export.js")).exportCommand,
+    summary: "export cells to Matrix Market or .h5ad",
+  },
+  slice: {
+    load: async () => (await import("./commands/slice.js")).slice,
+    summary: "print slices of a sporadik store along one axis",
+  },
+};
+
+const HELP = `usage: deltacells COMMAND [options]
+
+Single-cell count matrices on object storage, read back fast.
+
+commands:
+${Object.entries(COMMANDS)
+  .map(([name, c]) => `  ${name.padEnd(9)} ${c.summary}`)
+  .join("\n")}
+
+Run \`deltacells COMMAND --help\` for a command's options.`;
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "--help" || name === "-h" || name === "help") {
+    process.stdout.write(`${HELP}\n`);
+    return name === undefined ? 2 : 0;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    process.stderr.write(`deltacells: unknown command ${JSON.stringify(name)}\n\n${HELP}\n`);
+    return 2;
+  }
+  const json = rest.includes("--json");
+  try {
+    const result = await (await command.load())(rest);
+    const stats = rest.includes("--stats") && result.store ? result.store : undefined;
+    if (json && result.json !== undefined) {
+      const out = stats ? { ...(result.json as object), stats: stats.stats } : result.json;
+      process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+    } else {
+      process.stdout.write(`${result.text}\n`);
+      if (stats) process.stderr.write(`stats: ${stats.format()}\n`);
+      if (stats && result.statsDetail) process.stderr.write(`stats: ${result.statsDetail}\n`);
+    }
+    return result.exitCode ?? 0;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(
+        `deltacells ${name}: ${err.message}\nRun \`deltacells ${name} --help\` for usage.\n`,
+      );
+      return 2;
+    }
+    const tag = isDeltacellsError(err)
+      ? ` [${err._tag}]`
+      : (err as { _tag?: string })?._tag
+        ? ` [${(err as { _tag: string })._tag}]`
+        : "";
+    const message = err instanceof Error ? err.message : String(err);
+    if (json)
+      process.stdout.write(
+        `${JSON.stringify({ error: { tag: tag.slice(2, -1) || "Error", message } }, null, 2)}\n`,
+      );
+    process.stderr.write(`deltacells ${name}: error${tag}: ${message}\n`);
+    if (process.env.DELTACELLS_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+    return 1;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

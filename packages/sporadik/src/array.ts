@@ -3,7 +3,7 @@
  * in as ({@link SparseArray}), and a written store opened once with a reader per axis
  * ({@link openArray}). Nothing here is normative; it builds the same layouts by the same construction.
  */
-import { ChunkCache, Limiter } from "./chunks.js";
+import { type ArrayReaderOptions, ChunkCache, Limiter } from "./chunks.js";
 import type { NumericArray } from "./dtypes.js";
 import { LayoutError } from "./errors.js";
 import {
@@ -21,6 +21,7 @@ import { describe, type LayoutInfo, type Slice, SparseReader, type StoreInfo } f
 import type { Selection } from "./selection.js";
 import { normalizePrefix, type ReadableStore, type WritableStore } from "./store.js";
 import { type WriteOptions, writeStore } from "./writer.js";
+import type { Decompressors } from "./zarr.js";
 
 const NONE =
   "A sparse array is its layouts, and there is no state in which one exists and holds none: name at least one axis.";
@@ -165,6 +166,8 @@ export interface OpenArrayOptions {
   cache?: ChunkCache;
   /** Store requests in flight at once, across every axis. Default 64. */
   concurrency?: number;
+  /** Chunk decoders to use instead of zarrita's registry, as for {@link openStore}. */
+  decompressors?: Decompressors;
 }
 
 /** A written store, described once, with a reader per axis opened when first asked for. */
@@ -172,23 +175,20 @@ export class SparseStore {
   readonly info: StoreInfo;
   readonly #store: ReadableStore;
   readonly #root: string;
-  readonly #cache: ChunkCache;
-  readonly #limiter: Limiter;
+  readonly #options: ArrayReaderOptions;
   readonly #readers = new Map<number, SparseReader>();
 
   /** Use {@link openArray}. */
-  constructor(
-    store: ReadableStore,
-    root: string,
-    info: StoreInfo,
-    cache: ChunkCache,
-    limiter = new Limiter(),
-  ) {
+  constructor(store: ReadableStore, root: string, info: StoreInfo, options: ArrayReaderOptions = {}) {
     this.#store = store;
     this.#root = root;
     this.info = info;
-    this.#cache = cache;
-    this.#limiter = limiter;
+    // Every axis's reader shares one cache and one limiter.
+    this.#options = {
+      ...options,
+      cache: options.cache ?? new ChunkCache(),
+      limiter: options.limiter ?? new Limiter(),
+    };
   }
 
   get shape(): readonly number[] {
@@ -234,7 +234,7 @@ export class SparseStore {
     }
     let reader = this.#readers.get(chosen);
     if (reader === undefined) {
-      reader = new SparseReader(this.#store, this.#root, this.info, info, this.#cache, this.#limiter);
+      reader = new SparseReader(this.#store, this.#root, this.info, info, this.#options);
       this.#readers.set(chosen, reader);
     }
     return reader;
@@ -282,11 +282,9 @@ export class SparseStore {
 /** Open a written store: describe it once, and keep one reader per axis. */
 export async function openArray(store: ReadableStore, options: OpenArrayOptions = {}): Promise<SparseStore> {
   const info = await describe(store, options);
-  return new SparseStore(
-    store,
-    normalizePrefix(options.prefix),
-    info,
-    options.cache ?? new ChunkCache(),
-    new Limiter(options.concurrency ?? 64),
-  );
+  return new SparseStore(store, normalizePrefix(options.prefix), info, {
+    cache: options.cache ?? new ChunkCache(),
+    limiter: new Limiter(options.concurrency ?? 64),
+    ...(options.decompressors ? { decompressors: options.decompressors } : {}),
+  });
 }

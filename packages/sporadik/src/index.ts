@@ -5,7 +5,7 @@
  * @module
  */
 export { type OpenArrayOptions, openArray, SparseArray, SparseStore } from "./array.js";
-export { ChunkCache, Limiter } from "./chunks.js";
+export { type ArrayReaderOptions, ChunkCache, Limiter } from "./chunks.js";
 export type { DataType, IntegerArray, NumericArray } from "./dtypes.js";
 export {
   IncompleteError,
@@ -45,3 +45,4 @@ export {
 export { coalesce, type Run, Selection } from "./selection.js";
 export type { ByteRange, ReadableStore, WritableStore } from "./store.js";
 export { chunkFor, DEFAULT_CHUNK, TARGET_CHUNK_BYTES, type WriteOptions, writeStore } from "./writer.js";
+export type { Decompressor, Decompressors } from "./zarr.js";

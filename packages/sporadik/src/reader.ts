@@ -3,11 +3,11 @@
  * ({@link openStore}). A slice is two waves of reads: the `indptr` bracket, then the `indices` and
  * `data` runs together; nothing else is fetched.
  */
-import { ArrayReader, ChunkCache, Limiter } from "./chunks.js";
+import { ArrayReader, type ArrayReaderOptions, ChunkCache, Limiter } from "./chunks.js";
 import { constructorOf, type DataType, type IntegerArray, type NumericArray, numberAt } from "./dtypes.js";
 import { IncompleteError, LayoutError, PositionError, SpecError, SporadikError } from "./errors.js";
 import { type Layout, layoutOver, maximaOf } from "./layout.js";
-import { coalesce, indptrOf, Selection } from "./selection.js";
+import { indptrOf, Selection } from "./selection.js";
 import {
   anndataEncoding,
   BLOCK_KEY,
@@ -18,7 +18,7 @@ import {
   SUPPORTED_SPECS,
 } from "./spec.js";
 import { keyOf, normalizePrefix, type ReadableStore } from "./store.js";
-import { type ArrayInfo, isByteAddressable, parseArrayMetadata } from "./zarr.js";
+import { type ArrayInfo, type Decompressors, isByteAddressable, parseArrayMetadata } from "./zarr.js";
 
 /** What one layout states about itself. Everything but the block's three fields is derived from the bytes. */
 export interface LayoutInfo {
@@ -348,6 +348,11 @@ export interface OpenOptions extends DescribeOptions {
   cache?: ChunkCache;
   /** Store requests in flight at once, per reader. Default 64. */
   concurrency?: number;
+  /**
+   * Chunk decoders to use instead of zarrita's registry (WebAssembly) for the codecs they name.
+   * `@deltacells/sporadik/node` passes a native zstd.
+   */
+  decompressors?: Decompressors;
 }
 
 /** One slice: raveled positions over the other axes (in `indexOrder`), and their values. */
@@ -382,14 +387,11 @@ export async function openStore(store: ReadableStore, options: OpenOptions = {})
   } else {
     layout = info.layouts.get(axes[0] as number);
   }
-  return new SparseReader(
-    store,
-    normalizePrefix(options.prefix),
-    info,
-    layout as LayoutInfo,
-    options.cache ?? new ChunkCache(),
-    new Limiter(options.concurrency ?? 64),
-  );
+  return new SparseReader(store, normalizePrefix(options.prefix), info, layout as LayoutInfo, {
+    cache: options.cache ?? new ChunkCache(),
+    limiter: new Limiter(options.concurrency ?? 64),
+    ...(options.decompressors ? { decompressors: options.decompressors } : {}),
+  });
 }
 
 /** One layout of an open store, read a slice at a time without materialising the array. */
@@ -409,16 +411,21 @@ export class SparseReader {
     root: string,
     store: StoreInfo,
     info: LayoutInfo,
-    cache: ChunkCache,
-    limiter: Limiter = new Limiter(),
+    options: ArrayReaderOptions = {},
   ) {
     this.store = store;
     this.info = info;
-    this.#data = new ArrayReader(backing, root, info.arrays.data, cache, limiter);
-    this.#indices = new ArrayReader(backing, root, info.arrays.indices, cache, limiter);
-    this.#indptr = new ArrayReader(backing, root, info.arrays.indptr, cache, limiter);
+    // One cache and one limiter for the four arrays, whatever the caller passed or not.
+    const shared: ArrayReaderOptions = {
+      ...options,
+      cache: options.cache ?? new ChunkCache(),
+      limiter: options.limiter ?? new Limiter(),
+    };
+    this.#data = new ArrayReader(backing, root, info.arrays.data, shared);
+    this.#indices = new ArrayReader(backing, root, info.arrays.indices, shared);
+    this.#indptr = new ArrayReader(backing, root, info.arrays.indptr, shared);
     this.#maxima = info.arrays.maxima
-      ? new ArrayReader(backing, root, info.arrays.maxima, cache, limiter)
+      ? new ArrayReader(backing, root, info.arrays.maxima, shared)
       : undefined;
   }
 
@@ -533,29 +540,37 @@ export class SparseReader {
    * answered, and an empty batch is an empty selection.
    */
   async slicesAt(positions: ArrayLike<number>, signal?: AbortSignal): Promise<Selection> {
-    const wanted = Float64Array.from(positions);
-    for (const position of wanted) this.#check(position);
-    const n = wanted.length;
-    // Wave one: every bracket indptr[p:p+2], adjacent windows merged into one range.
-    const windows = coalesce(Array.from(wanted, (p) => [p, p + 2] as const));
-    const edges = await this.#indptr.ranges(windows, signal);
-    const lows = new Float64Array(n);
-    const counts = new Float64Array(n);
+    const n = positions.length;
+    const wanted = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      const position = positions[i] as number;
+      this.#check(position);
+      wanted[i] = position;
+    }
+    // Wave one: every bracket indptr[p:p+2], side by side; touching windows are one range.
+    const windows = new Float64Array(3 * n);
     for (let i = 0; i < n; i++) {
       const p = wanted[i] as number;
-      const [lo, hi] = this.#bracket(p, Number(edges.at(p)), Number(edges.at(p + 1)));
-      lows[i] = lo;
-      counts[i] = hi - lo;
+      windows[3 * i] = p;
+      windows[3 * i + 1] = p + 2;
+      windows[3 * i + 2] = 2 * i;
     }
+    const edges = new (constructorOf(this.info.arrays.indptr.dtype))(2 * n);
+    await this.#indptr.gather(windows, edges, signal);
     // Wave two: every run of indices and data, both arrays at once, copied straight into place.
+    const counts = new Float64Array(n);
+    const segments = new Float64Array(3 * n);
+    for (let i = 0; i < n; i++) {
+      const [lo, hi] = this.#bracket(wanted[i] as number, numberAt(edges, 2 * i), numberAt(edges, 2 * i + 1));
+      counts[i] = hi - lo;
+      segments[3 * i] = lo;
+      segments[3 * i + 1] = hi;
+    }
     const indptr = indptrOf(counts, this.info.shape, this.info.indexOrder);
+    for (let i = 0; i < n; i++) segments[3 * i + 2] = numberAt(indptr, i);
     const total = numberAt(indptr, n);
     const indices = new (constructorOf(this.info.indexDtype))(total) as IntegerArray;
     const data = new (constructorOf(this.info.dtype))(total);
-    const segments = Array.from(
-      lows,
-      (lo, i) => [lo, lo + (counts[i] as number), numberAt(indptr, i)] as const,
-    );
     await Promise.all([
       this.#indices.gather(segments, indices, signal),
       this.#data.gather(segments, data, signal),

@@ -2,7 +2,8 @@
  * The small part of zarr v3 sporadik needs: 1-D arrays in a regular chunk grid, bytes + optional
  * bytes-to-bytes codecs (zstd by default), and groups with attributes. Metadata is written as the
  * same text zarr-python 3 writes, so a store written here and one written there are the same files.
- * Codecs come from zarrita's registry (numcodecs' WebAssembly zstd), which runs in a browser too.
+ * Codecs come from zarrita's registry (numcodecs' WebAssembly zstd), which runs in a browser too,
+ * unless a caller plugs in a {@link Decompressor} (the Node entry plugs in a native zstd).
  */
 import { registry } from "zarrita";
 import { constructorOf, type DataType, isDataType, isFloat, type NumericArray } from "./dtypes.js";
@@ -213,8 +214,66 @@ export async function encodeChunk(
   return bytes;
 }
 
-/** Decode one stored chunk's bytes into its typed array, checking it holds a whole chunk. */
-export async function decodeChunk(stored: Uint8Array, info: ArrayInfo, index: number): Promise<NumericArray> {
+/**
+ * Decodes a chunk compressed with one named bytes-to-bytes codec, in place of zarrita's registry
+ * entry for it (a native zstd in Node, say). It writes the decoded bytes into `into`, which is
+ * exactly as long as a whole chunk decodes to, and returns how many it wrote; anything but
+ * `into.byteLength` is damage, and so is an error thrown for bytes that do not decode. Synchronous
+ * or not, as the decoder is.
+ */
+export type Decompressor = (
+  stored: Uint8Array,
+  into: Uint8Array,
+  configuration: Readonly<Record<string, unknown>>,
+) => number | Promise<number>;
+
+/** Decompressors by codec name; a codec not named here is decoded through zarrita's registry. */
+export type Decompressors = Readonly<Record<string, Decompressor | undefined>>;
+
+function undecodable(info: ArrayInfo, index: number, name: string, cause: unknown): LayoutError {
+  const where = `/${info.path}/${info.chunkKey(index)}`;
+  return new LayoutError(
+    `${where} cannot be decoded with ${name}: the object is damaged or was written with another codec. Rewrite the store.`,
+    { where, cause },
+  );
+}
+
+function wrongLength(info: ArrayInfo, index: number, found: number, expected: number): LayoutError {
+  const where = `/${info.path}/${info.chunkKey(index)}`;
+  return new LayoutError(
+    `${where} decodes to ${found} bytes, but a chunk of ${info.chunk} ${info.dtype} is ${expected}. The object is damaged or belongs to another array; rewrite the store.`,
+    { where },
+  );
+}
+
+/**
+ * Decode one stored chunk's bytes into its typed array, checking it holds a whole chunk. An array
+ * with one compressor that `decompressors` names is decoded straight into `into()` (a buffer of
+ * exactly one decoded chunk, a fresh one by default); anything else goes through zarrita's registry
+ * (WebAssembly, so it runs in a browser too).
+ */
+export async function decodeChunk(
+  stored: Uint8Array,
+  info: ArrayInfo,
+  index: number,
+  decompressors?: Decompressors,
+  into: (bytes: number) => Uint8Array = (bytes) => new Uint8Array(bytes),
+): Promise<NumericArray> {
+  const Ctor = constructorOf(info.dtype);
+  const expected = info.chunk * Ctor.BYTES_PER_ELEMENT;
+  const only = info.compressors.length === 1 ? (info.compressors[0] as CodecMetadata) : undefined;
+  const plugged = only === undefined ? undefined : decompressors?.[only.name];
+  if (only !== undefined && plugged !== undefined) {
+    const target = into(expected);
+    let written: number;
+    try {
+      written = await plugged(stored, target, only.configuration ?? {});
+    } catch (cause) {
+      throw undecodable(info, index, only.name, cause);
+    }
+    if (written !== expected) throw wrongLength(info, index, written, expected);
+    return new Ctor(target.buffer, target.byteOffset, info.chunk);
+  }
   let bytes = stored;
   for (let k = info.compressors.length - 1; k >= 0; k--) {
     const meta = info.compressors[k] as CodecMetadata;
@@ -222,20 +281,10 @@ export async function decodeChunk(stored: Uint8Array, info: ArrayInfo, index: nu
     try {
       bytes = await codec.decode(bytes);
     } catch (cause) {
-      throw new LayoutError(
-        `/${info.path}/${info.chunkKey(index)} cannot be decoded with ${meta.name}: the object is damaged or was written with another codec. Rewrite the store.`,
-        { where: `/${info.path}/${info.chunkKey(index)}`, cause },
-      );
+      throw undecodable(info, index, meta.name, cause);
     }
   }
-  const Ctor = constructorOf(info.dtype);
-  const expected = info.chunk * Ctor.BYTES_PER_ELEMENT;
-  if (bytes.byteLength !== expected) {
-    throw new LayoutError(
-      `/${info.path}/${info.chunkKey(index)} decodes to ${bytes.byteLength} bytes, but a chunk of ${info.chunk} ${info.dtype} is ${expected}. The object is damaged or belongs to another array; rewrite the store.`,
-      { where: `/${info.path}/${info.chunkKey(index)}` },
-    );
-  }
+  if (bytes.byteLength !== expected) throw wrongLength(info, index, bytes.byteLength, expected);
   return typedView(bytes, Ctor);
 }
 

@@ -1,0 +1,170 @@
+/**
+ * `deltacells convert INPUT OUTPUT`: any supported input to a deltacells dataset (folder or s3://),
+ * or with `--format sporadik` (also from a deltacells dataset) to a sporadik store.
+ */
+import { availableParallelism } from "node:os";
+import {
+  createTilePool,
+  DEFAULT_LEVEL,
+  DEFAULT_N_CHUNKS,
+  DEFAULT_TILE_SIZE,
+  writeDataset,
+} from "@deltacells/core";
+import { zstdCompressor } from "@deltacells/core/node";
+import { COMMON_HELP, intOption, parse, UsageError } from "../args.js";
+import { convertToSporadik, DEFAULT_MAX_NNZ, MAX_NNZ_CEILING } from "../convert-sporadik.js";
+import { openCounted } from "../io.js";
+import { ProgressBar } from "../progress.js";
+import type { CommandResult } from "./types.js";
+
+export const CONVERT_HELP = `usage: deltacells convert INPUT OUTPUT [options]
+       deltacells convert INPUT OUTPUT.zarr --format sporadik [--axes 0,1] [--byte-addressable]
+
+Convert a count matrix to a deltacells dataset. INPUT is an AnnData .h5ad or .zarr, a Cell Ranger
+.h5, a 10x Matrix Market folder, a Matrix Market file or a zarr array; OUTPUT is a local folder
+or an s3://bucket/prefix URL. Genes are reordered by decreasing total counts (the order is kept
+in gene_order.npy). manifest.json is written last.
+
+With --format sporadik, OUTPUT is a sporadik store (cells x genes, one layout per axis in --axes,
+with maxima; the block is written last) and INPUT may also be a deltacells dataset (a folder with
+manifest.json, or a URL), whose genes go back to the source's order. The whole matrix is held in
+memory (about 23 bytes per nonzero; a streaming writer is future work), so more than --max-nnz
+nonzeros are refused before anything is written. Cell and gene names are not written: the format
+has no place for them.
+
+options:
+  --format F     deltacells (default) or sporadik
+  --axes LIST    sporadik: the axes to make contiguous, 0 (cells, CSR) and/or 1 (genes, CSC); default 0,1
+  --byte-addressable
+                 sporadik: one uncompressed chunk per array, so a slice reads exact byte ranges
+  --max-nnz N    sporadik: refuse a matrix with more nonzeros (default ${DEFAULT_MAX_NNZ.toLocaleString("en-US")})
+  --tile-size N  cells per tile (default ${DEFAULT_TILE_SIZE})
+  --chunks N     independently decodable chunks per tile (default ${DEFAULT_N_CHUNKS})
+  --level N      zstd level of the tiles, 1 .. 22 (default ${DEFAULT_LEVEL})
+  --layer NAME   AnnData: read layers/NAME instead of X
+  --raw          AnnData: read raw/X instead of X
+  --transpose    Matrix Market: the file is cells x genes (default genes x cells)
+  --genome NAME  Cell Ranger v2 HDF5 with several genomes: the one to read
+  --threads N    encoding threads (default: the number of cores)
+  --quiet        no progress bar
+${COMMON_HELP}`;
+
+/** `--axes 0,1` as the sorted, distinct axes of a cells x genes matrix. */
+function axesOption(spec: string | undefined): number[] {
+  if (spec === undefined) return [0, 1];
+  const parts = spec.split(",").map((p) => p.trim());
+  if (parts.length === 0 || parts.some((p) => p !== "0" && p !== "1")) {
+    throw new UsageError(
+      `--axes must list 0 (cells contiguous) and/or 1 (genes contiguous), e.g. 0,1 or 1, got ${JSON.stringify(spec)}`,
+    );
+  }
+  return [...new Set(parts.map(Number))].sort((a, b) => a - b);
+}
+
+export async function convert(argv: string[]): Promise<CommandResult> {
+  const { values, positionals } = parse(
+    argv,
+    {
+      "tile-size": { type: "string" },
+      chunks: { type: "string" },
+      level: { type: "string" },
+      layer: { type: "string" },
+      raw: { type: "boolean" },
+      transpose: { type: "boolean" },
+      genome: { type: "string" },
+      threads: { type: "string" },
+      quiet: { type: "boolean" },
+      format: { type: "string" },
+      axes: { type: "string" },
+      "byte-addressable": { type: "boolean" },
+      "max-nnz": { type: "string" },
+    },
+    ["INPUT", "OUTPUT"],
+  );
+  if (values.help) return { text: CONVERT_HELP };
+  const [input, output] = positionals as [string, string];
+  const tileSize = intOption(values, "tile-size", DEFAULT_TILE_SIZE)!;
+  const nChunks = intOption(values, "chunks", DEFAULT_N_CHUNKS, 1, 4096)!;
+  const level = intOption(values, "level", DEFAULT_LEVEL, 1, 22)!;
+  const threads = intOption(values, "threads", availableParallelism(), 1, 256)!;
+  const format = (values.format as string | undefined) ?? "deltacells";
+  const bar = new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
+  const inputOptions = {
+    layer: values.layer as string | undefined,
+    raw: values.raw === true,
+    transpose: values.transpose === true,
+    genome: values.genome as string | undefined,
+  };
+  if (format === "sporadik") {
+    for (const name of ["tile-size", "chunks", "level"]) {
+      if (values[name] !== undefined) throw new UsageError(`--${name} applies to --format deltacells only`);
+    }
+    return convertToSporadik({
+      input,
+      output,
+      axes: axesOption(values.axes as string | undefined),
+      byteAddressable: values["byte-addressable"] === true,
+      maxNnz: intOption(values, "max-nnz", DEFAULT_MAX_NNZ, 1, MAX_NNZ_CEILING)!,
+      threads,
+      inputOptions,
+      bar,
+    });
+  }
+  if (format !== "deltacells") {
+    throw new UsageError(`--format must be deltacells or sporadik, got ${JSON.stringify(format)}`);
+  }
+  for (const name of ["axes", "byte-addressable", "max-nnz"]) {
+    if (values[name] !== undefined) throw new UsageError(`--${name} applies to --format sporadik only`);
+  }
+
+  const started = performance.now();
+  // Loaded here, not at the top: the HDF5 reader costs seconds to start, and a dataset input needs none.
+  const { openInput } = await import("@deltacells/anndata/node");
+  const source = await openInput(input, inputOptions);
+  const store = openCounted(output);
+  const pool = createTilePool({ threads });
+  let phase = "";
+  try {
+    const { manifest, bytes } = await writeDataset(source, store, {
+      encoder: pool,
+      compress: zstdCompressor(19),
+      tileSize,
+      nChunks,
+      level,
+      inFlight: threads + 2,
+      onProgress: (p) => {
+        if (p.phase !== phase) {
+          phase = p.phase;
+          bar.phase(p.phase === "totals" ? "pass 1" : "pass 2");
+        }
+        bar.update(p.cellsDone, p.nCells, "cells");
+      },
+    });
+    bar.finish();
+    const seconds = (performance.now() - started) / 1000;
+    const nnz = manifest.tile_nnz.reduce((a, b) => a + b, 0);
+    const tileBytes = manifest.tile_bytes.reduce((a, b) => a + b, 0);
+    const summary = {
+      input,
+      output: store.url,
+      source_format: source.format,
+      matrix_path: source.matrixPath,
+      n_cells: manifest.n_cells,
+      n_genes: manifest.n_genes,
+      nnz,
+      n_tiles: manifest.tile_cells.length,
+      bytes,
+      tile_bytes: tileBytes,
+      tile_bytes_per_nonzero: nnz ? tileBytes / nnz : 0,
+      seconds,
+    };
+    const text = `converted ${input} (${source.format}, ${source.matrixPath}) -> ${store.url}
+  ${manifest.n_cells.toLocaleString("en-US")} cells x ${manifest.n_genes.toLocaleString("en-US")} genes, ${nnz.toLocaleString("en-US")} nonzeros in ${manifest.tile_cells.length} tiles
+  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s`;
+    return { text, json: summary, store };
+  } finally {
+    bar.finish();
+    await pool.close();
+    await source.close();
+  }
+}

@@ -1,0 +1,84 @@
+/** `deltacells export DATASET OUTPUT`: to Matrix Market or AnnData .h5ad. */
+import { COMMON_HELP, cellRange, parse, UsageError } from "../args.js";
+import { reorderRows, writeH5ad } from "../export-h5ad.js";
+import { writeMatrixMarket } from "../export-mtx.js";
+import { planExport } from "../export-rows.js";
+import { openCountedDataset } from "../io.js";
+import type { CommandResult } from "./types.js";
+
+export const EXPORT_HELP = `usage: deltacells export DATASET OUTPUT [options]
+
+Export a dataset (or a range of its cells) to a local file: Matrix Market when OUTPUT ends in
+.mtx or .mtx.gz (cells x genes, integer, 1-based), AnnData when it ends in .h5ad (X as
+csr_matrix, obs and var names). Columns are in the dataset's order (genes by decreasing total
+counts) unless --source-gene-order maps them back to the order of the converted input.
+
+options:
+  --cells A:B           export cells A .. B-1 only (either side may be omitted)
+  --source-gene-order   columns in the source's order (needs gene_order.npy)
+  --format mtx|h5ad     override the format guessed from OUTPUT
+${COMMON_HELP}`;
+
+export async function exportCommand(argv: string[]): Promise<CommandResult> {
+  const { values, positionals } = parse(
+    argv,
+    { cells: { type: "string" }, "source-gene-order": { type: "boolean" }, format: { type: "string" } },
+    ["DATASET", "OUTPUT"],
+  );
+  if (values.help) return { text: EXPORT_HELP };
+  const [dataset, output] = positionals as [string, string];
+  const format =
+    (values.format as string | undefined) ??
+    (/\.h5ad$/i.test(output) ? "h5ad" : /\.mtx(\.gz)?$/i.test(output) ? "mtx" : undefined);
+  if (format !== "mtx" && format !== "h5ad") {
+    throw new UsageError(
+      `cannot tell the output format of ${JSON.stringify(output)}: name it *.mtx, *.mtx.gz or *.h5ad, or pass --format mtx|h5ad`,
+    );
+  }
+  const { store, ds } = await openCountedDataset(dataset);
+  const [a, b] = cellRange(values.cells as string | undefined, ds.nCells);
+  let order: Int32Array | undefined;
+  if (values["source-gene-order"]) {
+    order = await ds.geneOrder();
+    if (!order)
+      throw new UsageError(
+        `${ds.url} has no gene_order.npy, so --source-gene-order cannot map the columns back`,
+      );
+  }
+  const plan = await planExport(ds, a, b, order);
+  if (format === "mtx") {
+    await writeMatrixMarket(
+      output,
+      plan,
+      ` deltacells export of ${ds.url} cells ${a}:${b}, ${order ? "source" : "dataset"} gene order`,
+    );
+  } else {
+    // The gene table (var.parquet) when there is one, else the bare names.
+    const table = await ds.varTable();
+    const names =
+      table?.index ?? (await ds.geneNames()) ?? Array.from({ length: ds.nGenes }, (_, j) => String(j));
+    let varTable = table ?? { indexName: null, index: names, columns: [] };
+    if (order) {
+      const rows = new Int32Array(ds.nGenes); // source column s was output column rows[s]
+      for (let j = 0; j < ds.nGenes; j++) rows[order[j]!] = j;
+      varTable = reorderRows(varTable, rows);
+    }
+    const obsNames = Array.from({ length: b - a }, (_, i) => String(a + i));
+    await writeH5ad(output, plan, obsNames, varTable.index, varTable.columns);
+  }
+  const json = {
+    dataset: ds.url,
+    output,
+    format,
+    cells: [a, b],
+    n_cells: plan.nCells,
+    n_genes: plan.nGenes,
+    nnz: plan.nnz,
+    gene_order: order ? "source" : "dataset",
+  };
+  return {
+    text: `exported cells ${a}:${b} of ${ds.url} (${plan.nCells} x ${plan.nGenes}, ${plan.nnz} nonzeros) to ${output} (${format})`,
+    json,
+    store,
+  };
+}

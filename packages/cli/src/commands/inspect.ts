@@ -1,0 +1,76 @@
+/**
+ * `deltacells inspect DATASET`: what a dataset holds, from its manifest (and gene names); for a
+ * sporadik store, what its description says.
+ */
+import { formatBytes } from "@deltacells/storage";
+import { COMMON_HELP, parse } from "../args.js";
+import { openCountedAny } from "../io.js";
+import type { CommandResult } from "./types.js";
+
+export const INSPECT_HELP = `usage: deltacells inspect DATASET [options]
+
+Show a dataset's shape, tiles, sizes, bytes per nonzero, encoder settings, gene files and obs
+columns. Reads manifest.json and var_names.txt only. DATASET is a local folder or a URL
+(s3://bucket/prefix, https://...). A sporadik store (no manifest.json, a root zarr.json with the
+"sporadik" block) is described instead: shape, layouts, nonzeros, dtypes, chunking, whether it
+is byte-addressable and carries maxima (its metadata only).
+
+options:
+${COMMON_HELP}`;
+
+function quantile(sorted: number[], q: number): number {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! : 0;
+}
+
+export async function inspect(argv: string[]): Promise<CommandResult> {
+  const { values, positionals } = parse(argv, {}, ["DATASET"]);
+  if (values.help) return { text: INSPECT_HELP };
+  const opened = await openCountedAny(positionals[0]!);
+  if (opened.kind === "sporadik") {
+    const { inspectSporadik } = await import("../sporadik-info.js");
+    return inspectSporadik(opened.store, opened.info);
+  }
+  const { store, ds } = opened;
+  const m = ds.manifest;
+  const nnz = m.tile_nnz.reduce((a, b) => a + b, 0);
+  const tileBytes = m.tile_bytes.reduce((a, b) => a + b, 0);
+  const sorted = [...m.tile_bytes].sort((a, b) => a - b);
+  const names = await ds.geneNames();
+  const info = {
+    url: ds.url,
+    format: m.format,
+    version: m.version,
+    n_cells: m.n_cells,
+    n_genes: m.n_genes,
+    nnz,
+    density: m.n_cells && m.n_genes ? nnz / (m.n_cells * m.n_genes) : 0,
+    n_tiles: ds.nTiles,
+    tile_size: m.tile_size,
+    tile_bytes: {
+      total: tileBytes,
+      min: sorted[0] ?? 0,
+      median: quantile(sorted, 0.5),
+      max: sorted.at(-1) ?? 0,
+    },
+    bytes_per_nonzero: nnz ? tileBytes / nnz : 0,
+    n_chunks: m.n_chunks,
+    zstd_level: m.zstd_level,
+    has_gene_order: m.has_gene_order,
+    has_var_names: m.has_var_names,
+    has_var_table: m.has_var_table,
+    has_obs: m.has_obs,
+    obs_columns: [] as string[],
+    first_genes: names?.slice(0, 10) ?? [],
+    metadata: m.metadata,
+  };
+  const lines = [
+    `${ds.url}: ${m.format} version ${m.version}`,
+    `  shape        ${m.n_cells.toLocaleString("en-US")} cells x ${m.n_genes.toLocaleString("en-US")} genes, ${nnz.toLocaleString("en-US")} nonzeros (density ${(info.density * 100).toFixed(2)}%)`,
+    `  tiles        ${ds.nTiles} of ${m.tile_size} cells; ${formatBytes(tileBytes)} in total, per tile min ${formatBytes(info.tile_bytes.min)}, median ${formatBytes(info.tile_bytes.median)}, max ${formatBytes(info.tile_bytes.max)}`,
+    `  compression  ${info.bytes_per_nonzero.toFixed(3)} bytes per nonzero; ${m.n_chunks} chunks per tile, zstd level ${m.zstd_level}`,
+    `  genes        gene_order.npy ${m.has_gene_order ? "yes" : "no"}, var_names.txt ${m.has_var_names ? "yes" : "no"}, var.parquet ${m.has_var_table ? "yes" : "no"}${names ? `; first: ${names.slice(0, 5).join(", ")}${names.length > 5 ? ", ..." : ""}` : ""}`,
+    `  obs          ${m.has_obs ? `${m.obs_shard_bytes?.length ?? 0} shards` : "none"}`,
+    `  metadata     ${JSON.stringify(m.metadata)}`,
+  ];
+  return { text: lines.join("\n"), json: info, store };
+}

@@ -1,0 +1,202 @@
+/** `deltacells slice STORE --axis K POSITION...`: slices of a sporadik store, read as one batch. */
+import { openArray, PositionError, type Selection, type SparseStore } from "@deltacells/sporadik/node";
+import type { StoreStats } from "@deltacells/storage";
+import { COMMON_HELP, intOption, parse, UsageError } from "../args.js";
+import { openCounted } from "../io.js";
+import { WaveCounter } from "../waves.js";
+import type { CommandResult } from "./types.js";
+
+export const SLICE_HELP = `usage: deltacells slice STORE --axis K POSITION... [options]
+
+Print slices of a sporadik store: everything at each POSITION along axis K (for a store made by
+\`deltacells convert --format sporadik\`: axis 0 gives a cell's genes, axis 1 a gene's cells). All
+positions are read as one batch, in two waves of requests whatever their number (the indptr
+brackets, then every indices and data run). A POSITION is a whole number or a half-open range A:B
+(A defaults to 0, B to the axis length); order and repeats are kept. STORE is a local folder or a
+URL (s3://bucket/prefix, https://...).
+
+The axis is always named: which layout to read is the whole difference between them. An axis the
+store has no layout for, and a position outside the axis, are refused.
+
+options:
+  --axis K       the axis to select along (required)
+  --dense        print each slice dense over the other axes instead of its nonzeros
+${COMMON_HELP}
+With --stats, the reads of describing the store and of the slices are also counted apart, with
+their waves (a wave: requests in flight together; the next one starts when none is left).`;
+
+/** STORE is a deltacells dataset, not a sporadik store. */
+class NotSporadikError extends Error {
+  readonly _tag = "NotASporadikStore";
+  constructor(message: string, cause: unknown) {
+    super(message, { cause });
+    this.name = "NotSporadikError";
+  }
+}
+
+/** A POSITION argument: one position, or a range whose open end is the axis length. */
+type PositionArg = { at: number } | { start: number; stop: number | undefined };
+
+function positionArg(arg: string): PositionArg {
+  if (/^\d+$/.test(arg)) return { at: Number(arg) };
+  const range = /^(\d*):(\d*)$/.exec(arg);
+  if (!range) {
+    throw new UsageError(
+      `a POSITION is a whole number or a range A:B (e.g. 7, 10:20, :5, 100:), got ${JSON.stringify(arg)}`,
+    );
+  }
+  const start = range[1] ? Number(range[1]) : 0;
+  const stop = range[2] ? Number(range[2]) : undefined;
+  if (stop !== undefined && start > stop)
+    throw new UsageError(`the range ${arg} runs backwards: write A:B with A <= B`);
+  return { start, stop };
+}
+
+/** The positions, ranges expanded, along `axis` of `shape`. */
+function expand(args: readonly PositionArg[], axis: number, shape: readonly number[]): number[] {
+  const length = shape[axis] as number;
+  const out: number[] = [];
+  for (const arg of args) {
+    if ("at" in arg) {
+      out.push(arg.at);
+      continue;
+    }
+    const stop = arg.stop ?? length;
+    // The reader's own refusal, before a range past the axis is spelled out position by position.
+    if (stop > length) throw new PositionError(Math.max(arg.start, length), axis, length, shape);
+    for (let p = arg.start; p < stop; p++) out.push(p);
+  }
+  return out;
+}
+
+/** A typed array as JSON numbers (int64 beyond 2^53 as strings, rather than rounded). */
+function plain(values: ArrayLike<number | bigint>): (number | string)[] {
+  return Array.from(values, (v) =>
+    typeof v === "bigint" ? (Number.isSafeInteger(Number(v)) ? Number(v) : v.toString()) : v,
+  );
+}
+
+/** `n` unraveled row-major over `dims`. */
+function unravel(n: number, dims: readonly number[]): number[] {
+  const out = new Array<number>(dims.length);
+  let rest = n;
+  for (let k = dims.length - 1; k >= 0; k--) {
+    const size = dims[k] as number;
+    out[k] = rest % size;
+    rest = Math.floor(rest / size);
+  }
+  return out;
+}
+
+const NOTHING: StoreStats = {
+  requests: { get: 0, getRange: 0, set: 0, delete: 0, list: 0 },
+  bytesRead: 0,
+  bytesWritten: 0,
+  missing: 0,
+  errors: 0,
+};
+
+/** The reads between two snapshots of the counts. */
+function delta(after: StoreStats, before: StoreStats, waves: number) {
+  return {
+    requests: {
+      get: after.requests.get - before.requests.get,
+      getRange: after.requests.getRange - before.requests.getRange,
+    },
+    bytes_read: after.bytesRead - before.bytesRead,
+    waves,
+  };
+}
+
+function describeReads(name: string, r: ReturnType<typeof delta>): string {
+  const total = r.requests.get + r.requests.getRange;
+  return `${name} ${total} requests (get ${r.requests.get}, getRange ${r.requests.getRange}), ${r.bytes_read} bytes, ${r.waves} waves`;
+}
+
+function render(sel: Selection, store: SparseStore, url: string, dense: boolean) {
+  const axis = sel.indexedAxis;
+  const dims = sel.indexShape;
+  const head = `${url}: axis ${axis} of [${store.shape.join(", ")}] (${store.dtype}), ${sel.length} position(s), ${sel.nnz} nonzeros; each slice is over axes [${sel.indexOrder.join(", ")}]`;
+  const rows: string[] = [head];
+  const slices: Record<string, unknown>[] = [];
+  if (dense) {
+    const { shape, values } = sel.toDense();
+    const width = dims.reduce((a, b) => a * b, 1);
+    for (let i = 0; i < sel.length; i++) {
+      const row = plain(values.subarray(i * width, (i + 1) * width));
+      slices.push({ position: sel.positions[i], values: row });
+      rows.push(`  ${sel.positions[i]}: ${row.join(" ")}`);
+    }
+    return { text: rows.join("\n"), slices, denseShape: shape };
+  }
+  for (let i = 0; i < sel.length; i++) {
+    const { positions, values } = sel.sliceAt(i);
+    const at = plain(positions);
+    const vs = plain(values);
+    slices.push({ position: sel.positions[i], indices: at, values: vs });
+    const cells = at.map((p, k) => {
+      const where = dims.length === 1 ? String(p) : `(${unravel(Number(p), dims).join(",")})`;
+      return `${where}=${vs[k]}`;
+    });
+    rows.push(`  ${sel.positions[i]}: ${at.length} nonzeros${cells.length ? `: ${cells.join(" ")}` : ""}`);
+  }
+  return { text: rows.join("\n"), slices, denseShape: undefined };
+}
+
+export async function slice(argv: string[]): Promise<CommandResult> {
+  const { values, positionals } = parse(argv, { axis: { type: "string" }, dense: { type: "boolean" } }, [
+    "STORE",
+    "POSITION...",
+  ]);
+  if (values.help) return { text: SLICE_HELP };
+  if (values.axis === undefined) {
+    throw new UsageError(
+      "--axis is required: a sporadik store answers along the axes it has layouts for, and which one to read is the caller's decision",
+    );
+  }
+  const axis = intOption(values, "axis", undefined, 0)!;
+  const [location, ...rest] = positionals as [string, ...string[]];
+  const args = rest.map(positionArg); // usage mistakes before any read
+
+  const store = openCounted(location);
+  const waves = new WaveCounter(store);
+  const array = await openArray(waves).catch(async (err) => {
+    // A deltacells dataset is the likeliest wrong STORE: say what to do with it.
+    if ((err as { _tag?: string })._tag === "IncompleteError" && (await store.get("manifest.json"))) {
+      throw new NotSporadikError(
+        `${store.url} is a deltacells dataset, and slice reads sporadik stores: convert it with \`deltacells convert ${location} OUTPUT.zarr --format sporadik\` first`,
+        err,
+      );
+    }
+    throw err;
+  });
+  const opened = store.stats;
+  const openWaves = waves.waves;
+  waves.reset();
+  const reader = array.along(axis);
+  const positions = expand(args, axis, reader.info.shape);
+  const selection = await reader.slicesAt(positions);
+  const reads = {
+    describe: delta(opened, NOTHING, openWaves),
+    slices: delta(store.stats, opened, waves.waves),
+  };
+  const { text, slices, denseShape } = render(selection, array, store.url, values.dense === true);
+  const json = {
+    store: store.url,
+    axis,
+    shape: array.shape,
+    dtype: array.dtype,
+    index_order: selection.indexOrder,
+    index_shape: selection.indexShape,
+    nnz: selection.nnz,
+    ...(denseShape ? { dense_shape: denseShape } : {}),
+    slices,
+    ...(values.stats ? { reads } : {}),
+  };
+  return {
+    text,
+    json,
+    store,
+    statsDetail: `${describeReads("describe", reads.describe)}; ${describeReads("slices", reads.slices)}`,
+  };
+}

@@ -1,0 +1,58 @@
+/** Opening datasets and outputs for the commands, with request counting for `--stats`. */
+import { type Dataset, isDeltacellsError, openDataset, type TileDecoder } from "@deltacells/core";
+import type { StoreInfo } from "@deltacells/sporadik";
+import { openStore, type StatsStore, withStats } from "@deltacells/storage/node";
+
+/** A local path or URL (s3://, http(s)://, file://) opened as a store that counts its requests. */
+export function openCounted(location: string): StatsStore {
+  return withStats(openStore(location));
+}
+
+/** Open the dataset at `location` through a counting store. */
+export async function openCountedDataset(location: string, decoder?: TileDecoder) {
+  const store = openCounted(location);
+  const ds = await openDataset(store, decoder ? { decoder } : {});
+  return { store, ds };
+}
+
+/** What `inspect` and `validate` accept: a deltacells dataset or a sporadik store. */
+export type Opened =
+  | { kind: "deltacells"; store: StatsStore; ds: Dataset }
+  | { kind: "sporadik"; store: StatsStore; info: StoreInfo };
+
+/**
+ * A deltacells dataset (manifest.json) or, when there is none but there is a root zarr.json, a
+ * sporadik store, described (and refused, when its block is missing or wrong, by sporadik's own
+ * checks). A location with neither is refused with the dataset's error. A dataset costs no extra
+ * request; the counts of a sporadik store start after the probe, at its description.
+ */
+export async function openCountedAny(location: string, decoder?: TileDecoder): Promise<Opened> {
+  try {
+    return { kind: "deltacells", ...(await openCountedDataset(location, decoder)) };
+  } catch (err) {
+    if (!(isDeltacellsError(err) && err._tag === "IncompleteDataset")) throw err;
+    const store = openCounted(location);
+    if ((await store.get("zarr.json")) === undefined) throw err;
+    store.reset();
+    const { describe } = await import("@deltacells/sporadik");
+    try {
+      return { kind: "sporadik", store, info: await describe(store) };
+    } catch (cause) {
+      throw new NeitherError(store.url, cause);
+    }
+  }
+}
+
+/** A location with neither a deltacells manifest nor a readable sporadik store; tagged like its cause. */
+export class NeitherError extends Error {
+  readonly _tag: string;
+  constructor(location: string, cause: unknown) {
+    const c = cause as { _tag?: string; message?: string };
+    super(
+      `${location} is neither a deltacells dataset (it has no manifest.json) nor a readable sporadik store: ${c.message ?? String(cause)}`,
+      { cause },
+    );
+    this.name = "NeitherError";
+    this._tag = c._tag ?? "NotAStore";
+  }
+}

@@ -1,0 +1,59 @@
+/** A one-line progress bar with rate and ETA on stderr, drawn only on a terminal. */
+
+function duration(seconds: number): string {
+  if (!Number.isFinite(seconds)) return "--:--";
+  const s = Math.round(seconds);
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const ss = String(s % 60).padStart(2, "0");
+  return h ? `${h}:${String(m).padStart(2, "0")}:${ss}` : `${m}:${ss}`;
+}
+
+function rate(n: number): string {
+  return n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)}k` : n.toFixed(0);
+}
+
+export class ProgressBar {
+  private label = "";
+  private start = 0;
+  private last = 0;
+  private drawn = false;
+
+  constructor(
+    private readonly out: NodeJS.WriteStream = process.stderr,
+    readonly enabled = Boolean(process.stderr.isTTY),
+  ) {}
+
+  /** Start (or restart, for a new phase) counting from zero. */
+  phase(label: string): void {
+    if (this.drawn) this.out.write("\n");
+    this.label = label;
+    this.start = performance.now();
+    this.last = 0;
+    this.drawn = false;
+  }
+
+  /** Redraw at most ten times a second, and always at 100%. */
+  update(done: number, total: number, unit: string): void {
+    if (!this.enabled) return;
+    const now = performance.now();
+    if (done < total && now - this.last < 100) return;
+    this.last = now;
+    const elapsed = (now - this.start) / 1000;
+    // The first blocks arrive in a burst: a rate over less than half a second means nothing.
+    const perSec = elapsed > 0.5 ? done / elapsed : 0;
+    const frac = total > 0 ? Math.min(1, done / total) : 1;
+    const width = 24;
+    const filled = Math.round(frac * width);
+    const eta = perSec > 0 ? (total - done) / perSec : Number.POSITIVE_INFINITY;
+    const line = `${this.label.padEnd(7)} [${"#".repeat(filled)}${".".repeat(width - filled)}] ${(frac * 100).toFixed(0).padStart(3)}% ${done.toLocaleString("en-US")}/${total.toLocaleString("en-US")} ${unit} ${perSec ? rate(perSec) : "--"} ${unit}/s ETA ${duration(eta)}`;
+    this.out.write(`\r${line}\x1b[K`);
+    this.drawn = true;
+  }
+
+  /** End the line so the next output starts clean. */
+  finish(): void {
+    if (this.drawn) this.out.write("\n");
+    this.drawn = false;
+  }
+}

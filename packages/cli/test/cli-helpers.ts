@@ -1,0 +1,42 @@
+/** Spawning the CLI from its sources (as `npm test` runs it) and the conformance Python. */
+import { spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const REPO = resolve(import.meta.dirname, "../../..");
+export const PYTHON = join(REPO, "conformance/.venv/bin/python");
+const MAIN = join(REPO, "packages/cli/src/main.ts");
+
+export interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export function run(cmd: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((ok, fail) => {
+    const child = spawn(cmd, args, { cwd: REPO, env: { ...process.env, ...env } });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => {
+      stdout += d;
+    });
+    child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    child.on("error", fail);
+    child.on("close", (code) => ok({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+/** `deltacells ARGS...` from the TypeScript sources. */
+export function deltacells(...args: string[]): Promise<Run> {
+  return run(process.execPath, ["--import", "tsx", "--conditions=source", MAIN, ...args], {
+    DELTACELLS_DEBUG: "1",
+  });
+}
+
+export function tempDir(): string {
+  return mkdtempSync(join(tmpdir(), "deltacells-cli-"));
+}

@@ -1,0 +1,60 @@
+/**
+ * @deltacells/sporadik/node: everything `@deltacells/sporadik` exports, with chunks decoded by a
+ * native zstd (zstd-napi) instead of zarrita's WebAssembly one. Decoding is what a chunked batch
+ * spends its time on, and the native decoder writes each chunk straight into its typed array.
+ * Node-only; a browser imports `@deltacells/sporadik`, which reads the same stores the same way.
+ *
+ * @module
+ */
+import zstd from "zstd-napi/binding.js";
+import {
+  type OpenArrayOptions,
+  type OpenOptions,
+  openArray as openArrayWith,
+  openStore as openStoreWith,
+  type SparseReader,
+  type SparseStore,
+} from "./index.js";
+import type { Decompressor, Decompressors } from "./zarr.js";
+
+export * from "./index.js";
+
+let context: InstanceType<typeof zstd.DCtx> | undefined;
+
+/**
+ * zstd through the native library, into the caller's buffer: one reused decompression context, no
+ * intermediate copy. Throws for bytes that are not zstd or that decode to more than `into` holds.
+ */
+export const nativeZstd: Decompressor = (stored, into) => {
+  context ??= new zstd.DCtx();
+  return context.decompress(into, stored);
+};
+
+/** The decoders the Node entry plugs in by default: zstd, natively. */
+export const nativeDecompressors: Decompressors = Object.freeze({ zstd: nativeZstd });
+
+function withNative<T extends { decompressors?: Decompressors }>(options: T): T {
+  return { ...options, decompressors: { ...nativeDecompressors, ...options.decompressors } };
+}
+
+/**
+ * {@link openStoreWith | openStore}, decoding chunks with {@link nativeDecompressors} unless
+ * `options.decompressors` names its own for a codec.
+ */
+export function openStore(
+  store: Parameters<typeof openStoreWith>[0],
+  options: OpenOptions = {},
+): Promise<SparseReader> {
+  return openStoreWith(store, withNative(options));
+}
+
+/**
+ * {@link openArrayWith | openArray}, decoding chunks with {@link nativeDecompressors} unless
+ * `options.decompressors` names its own for a codec.
+ */
+export function openArray(
+  store: Parameters<typeof openArrayWith>[0],
+  options: OpenArrayOptions = {},
+): Promise<SparseStore> {
+  return openArrayWith(store, withNative(options));
+}
