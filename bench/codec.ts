@@ -8,7 +8,7 @@
  *   node --import tsx --conditions=source bench/codec.ts [--reps 7] [--only synthetic-12k] [--wasm]
  *
  * Options: --reps N (medians of N runs), --only NAME, --tile-size CELLS (4096), --chunks N (8),
- * --wasm (zstddec instead of zstd-napi). Set DELTACELLS_NATIVE=0 to measure the TypeScript loops.
+ * --wasm (zstddec instead of zstd-napi), --single-only (skip the pool rows: a quicker, steadier run). Set DELTACELLS_NATIVE=0 to measure the TypeScript loops.
  *
  * Encoded tiles are cached in bench/out/tiles-<name>/ (level 19 takes a while).
  */
@@ -28,6 +28,7 @@ const { values: args } = parseArgs({
     "tile-size": { type: "string", default: "4096" },
     wasm: { type: "boolean", default: false },
     chunks: { type: "string", default: "8" },
+    "single-only": { type: "boolean", default: false },
   },
 });
 const REPS = Number(args.reps);
@@ -170,8 +171,10 @@ async function bench(name: string) {
   const oneByOne = (p: typeof pool1) => async () => {
     for (const [i, t] of tiles.entries()) await p.decode(t, { out: sharedOut[i]! });
   };
-  await together(pool1)();
-  await together(pool2)();
+  if (!args["single-only"]) {
+    await together(pool1)();
+    await together(pool2)();
+  }
   const rows: Record<string, { wall: number; cpu: number }[]> = {
     zstd: [],
     full: [],
@@ -187,6 +190,7 @@ async function bench(name: string) {
     rows.full!.push(await time(full));
     rows.float!.push(await time(fullFloat));
     rows.fresh!.push(await time(fresh));
+    if (args["single-only"]) continue;
     rows.pool1!.push(await time(together(pool1)));
     rows.pool2!.push(await time(together(pool2)));
     rows.pool1seq!.push(await time(oneByOne(pool1)));
@@ -225,10 +229,12 @@ async function bench(name: string) {
   line1("full decode, this thread, int32, caller's buffers", "full");
   line1("full decode, this thread, float32, caller's buffers", "float");
   line1("full decode, this thread, int32, fresh arrays", "fresh");
-  line("pool of 1 worker, tiles in flight together", "pool1", "zstd", "zstd-only");
-  line("pool of 2 workers, tiles in flight together", "pool2", "pool1", "1 worker");
-  line("pool of 1 worker, one tile at a time", "pool1seq", "zstd", "zstd-only");
-  line("pool of 2 workers, one tile at a time (chunks split)", "pool2seq", "pool1seq", "1 worker");
+  if (!args["single-only"]) {
+    line("pool of 1 worker, tiles in flight together", "pool1", "zstd", "zstd-only");
+    line("pool of 2 workers, tiles in flight together", "pool2", "pool1", "1 worker");
+    line("pool of 1 worker, one tile at a time", "pool1seq", "zstd", "zstd-only");
+    line("pool of 2 workers, one tile at a time (chunks split)", "pool2seq", "pool1seq", "1 worker");
+  }
   console.log(
     `  size: ${(tileBytes / nnz).toFixed(3)} bytes/nnz (tiles, level 19) vs ${(gz / nnz).toFixed(3)} (CSR int32+float32+int64 indptr, gzip 4) = ${(tileBytes / gz).toFixed(2)}x`,
   );

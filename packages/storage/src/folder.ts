@@ -1,13 +1,46 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
+import { readFile } from "node:fs";
+import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
 import { StorageError } from "./errors.js";
 import { normalizeKey, normalizePrefix } from "./keys.js";
+import { FdSlots, fdSize, readFd, SharedFiles } from "./open-files.js";
 import { resolveRange, throwIfAborted } from "./range.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
 
 /** Suffix of in-flight writes; `list` hides them so a reader never sees a half-written object. */
 const TEMP_MARK = ".dctmp-";
+
+/** Largest single `pread`; longer ranges take several (Node refuses reads of 2 GiB or more). */
+const MAX_READ = 1 << 30;
+
+/**
+ * How long one shared descriptor keeps taking new readers. A descriptor keeps reading the file it
+ * opened even after another process replaces it, so under reads that never pause this bounds how
+ * long such a replacement can go unseen; reopening this rarely costs nothing measurable.
+ */
+const MAX_SHARE_MS = 100;
+
+/** Options of {@link FolderStore}. */
+export interface FolderStoreOptions {
+  /**
+   * Most file descriptors the store holds at once (default 128); further reads and writes wait
+   * for one to close. Reads of one object that overlap in time share one descriptor.
+   */
+  maxOpenFiles?: number;
+}
+
+/**
+ * The whole file via callback `fs.readFile`: the same open/fstat/read/close as `fs/promises`, but
+ * without building a `FileHandle` (measured 1.05-2x faster for 1-4 KiB objects).
+ */
+function readWhole(path: string, signal: AbortSignal | undefined): Promise<Uint8Array> {
+  return new Promise((resolve, reject) =>
+    readFile(path, signal === undefined ? undefined : { signal }, (err, buf) =>
+      err ? reject(err) : resolve(new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength)),
+    ),
+  );
+}
 
 function isMissing(err: unknown): boolean {
   const code = (err as { code?: string } | null)?.code;
@@ -18,14 +51,36 @@ function isMissing(err: unknown): boolean {
  * A local folder. Writes go to a temporary file in the target's directory and are renamed into
  * place, so a concurrent reader sees either the old object or the whole new one, and a crash
  * leaves at worst a hidden temporary file, never a truncated object.
+ *
+ * Reads are built for many small requests: `getRange` calls on one key that overlap in time share
+ * one file descriptor (closed when the key goes idle, at the latest at the end of the event-loop
+ * turn in which its last read finished), and at most `maxOpenFiles` descriptors are open at once,
+ * so wide fan-outs wait instead of failing with EMFILE. A read that starts after this store's
+ * `set` or `delete` of the key returned always sees the new state; a replacement made outside this
+ * store is seen by reads that start once the key's reads in flight have finished, or at most
+ * 100 ms after it while they never pause.
  */
 export class FolderStore implements Store {
   readonly root: string;
   readonly url: string;
 
-  constructor(root: string) {
+  private readonly slots: FdSlots;
+  private readonly files: SharedFiles;
+
+  constructor(root: string, opts: FolderStoreOptions = {}) {
     this.root = resolve(root);
     this.url = this.root;
+    const max = opts.maxOpenFiles ?? 128;
+    if (!Number.isInteger(max) || max < 1) {
+      throw new StorageError(`maxOpenFiles must be a positive integer, got ${max}`, { location: this.url });
+    }
+    this.slots = new FdSlots(max);
+    this.files = new SharedFiles(this.slots, MAX_SHARE_MS);
+  }
+
+  /** File descriptors the store holds now (reads and writes in flight, plus idle ones about to close). */
+  get openFiles(): number {
+    return this.slots.taken;
   }
 
   private path(key: string): string {
@@ -51,49 +106,73 @@ export class FolderStore implements Store {
   }
 
   async get(key: string, opts?: StoreOptions): Promise<Uint8Array | undefined> {
-    throwIfAborted(opts?.signal);
+    const signal = opts?.signal;
+    throwIfAborted(signal);
     const path = this.path(key);
+    if (!this.slots.tryTake()) await this.slots.take(signal);
     try {
-      const buf = await readFile(path, { signal: opts?.signal });
-      return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+      return await readWhole(path, signal);
     } catch (err) {
       if (isMissing(err)) return undefined;
-      if ((err as Error).name === "AbortError") throw err;
+      if (signal?.aborted) throw signal.reason;
       throw this.wrap(err, "reading", key);
+    } finally {
+      this.slots.give();
     }
   }
 
   async getRange(key: string, range: RangeQuery, opts?: StoreOptions): Promise<Uint8Array | undefined> {
-    throwIfAborted(opts?.signal);
+    const signal = opts?.signal;
+    throwIfAborted(signal);
     const path = this.path(key);
-    let handle: Awaited<ReturnType<typeof open>>;
+    // Against the largest size, this only refuses malformed ranges, before any I/O.
+    resolveRange(range, Number.MAX_SAFE_INTEGER, key, this.url);
+    // An explicit range needs no size: a read that comes back short means it ran past the end.
+    const sized = "suffixLength" in range || range.length === 0;
+    const file = this.files.acquire(path);
     try {
-      handle = await open(path, "r");
-    } catch (err) {
-      if (isMissing(err)) return undefined;
-      throw this.wrap(err, "opening", key);
-    }
-    try {
-      const { size } = await handle.stat();
-      const { start, end } = resolveRange(range, size, key, this.url);
+      let fd: number;
+      try {
+        const ready = this.files.ready(file, signal);
+        fd = typeof ready === "number" ? ready : await ready;
+      } catch (err) {
+        if (isMissing(err)) return undefined;
+        throw err;
+      }
+      const { start, end } = sized
+        ? resolveRange(range, await fdSize(fd), key, this.url)
+        : { start: range.offset, end: range.offset + range.length };
       const out = new Uint8Array(end - start);
       let done = 0;
       while (done < out.length) {
-        throwIfAborted(opts?.signal);
-        const { bytesRead } = await handle.read(out, done, out.length - done, start + done);
-        if (bytesRead === 0) {
-          throw new StorageError(`${key} shrank while being read (${done} of ${out.length} bytes)`, {
-            tag: "RangeNotSatisfiable",
-            key,
-            location: this.url,
-          });
-        }
-        done += bytesRead;
+        if (done > 0) throwIfAborted(signal);
+        const n = await readFd(fd, out, done, Math.min(out.length - done, MAX_READ), start + done);
+        if (n === 0) throw await this.shortRead(fd, range, key, done);
+        done += n;
       }
       return out;
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason;
+      throw this.wrap(err, "reading", key);
     } finally {
-      await handle.close();
+      this.files.release(file);
     }
+  }
+
+  /** The error for a read that hit the end of the object after `done` bytes of `range`. */
+  private async shortRead(fd: number, range: RangeQuery, key: string, done: number): Promise<StorageError> {
+    try {
+      resolveRange(range, await fdSize(fd), key, this.url);
+    } catch (err) {
+      return this.wrap(err, "reading", key);
+    }
+    // The object is long enough now but was not during the read: it was truncated and rewritten
+    // in place by someone bypassing `set`.
+    return new StorageError(`${key} changed size while being read (got ${done} bytes of the range)`, {
+      tag: "RangeNotSatisfiable",
+      key,
+      location: this.url,
+    });
   }
 
   async set(key: string, value: Uint8Array, opts?: StoreOptions): Promise<void> {
@@ -102,15 +181,21 @@ export class FolderStore implements Store {
     const tmp = `${path}${TEMP_MARK}${randomBytes(6).toString("hex")}`;
     try {
       await mkdir(dirname(path), { recursive: true });
-      const handle = await open(tmp, "w");
+      await this.slots.take(opts?.signal);
       try {
-        await handle.writeFile(value);
-        await handle.sync();
+        const handle = await open(tmp, "w");
+        try {
+          await handle.writeFile(value);
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
       } finally {
-        await handle.close();
+        this.slots.give();
       }
       throwIfAborted(opts?.signal);
       await rename(tmp, path);
+      this.files.retire(path);
     } catch (err) {
       await rm(tmp, { force: true });
       if ((err as Error).name === "AbortError") throw err;
@@ -125,6 +210,8 @@ export class FolderStore implements Store {
       await rm(path, { force: true });
     } catch (err) {
       throw this.wrap(err, "deleting", key);
+    } finally {
+      this.files.retire(path);
     }
   }
 

@@ -4,6 +4,6 @@
  * browser-safe entry point is re-exported, except its `openStore`, which this one replaces.
  */
 
-export { FolderStore } from "./folder.js";
+export { FolderStore, type FolderStoreOptions } from "./folder.js";
 export * from "./index.js";
 export { openStore } from "./node-open.js";

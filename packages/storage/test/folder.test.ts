@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { readdirSync } from "node:fs";
+import { mkdir, mkdtemp, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -114,5 +115,245 @@ describe("a folder store", () => {
     );
     assert.deepEqual(await filesUnder(s.root), []);
     assert.deepEqual(await s.list(), []);
+  });
+});
+
+/** Descriptors this process has open now (Linux). */
+function openFds(): number {
+  return readdirSync("/proc/self/fd").length;
+}
+
+/** Waits until the store holds no descriptor (idle ones close at the end of an event-loop turn). */
+async function settled(s: FolderStore): Promise<void> {
+  for (let i = 0; i < 200 && s.openFiles > 0; i++) await new Promise((r) => setTimeout(r, 1));
+  assert.equal(s.openFiles, 0, "the store still holds descriptors after its reads finished");
+}
+
+function pattern(n: number, seed: number): Uint8Array {
+  return new Uint8Array(n).map((_, i) => (i * 31 + seed * 7 + (i >> 8)) & 255);
+}
+
+describe("a folder store's shared descriptors", () => {
+  test("overlapping ranges on one key share one descriptor and each gets its own bytes", async () => {
+    const s = await freshStore("shared");
+    const a = pattern(100_000, 1);
+    const b = pattern(50_000, 2);
+    await s.set("a.bin", a);
+    await s.set("d/b.bin", b);
+    const asks: {
+      key: string;
+      bytes: Uint8Array;
+      range: { offset: number; length: number } | { suffixLength: number };
+    }[] = [];
+    for (let i = 0; i < 300; i++) {
+      const [key, bytes] = i % 3 === 0 ? ["d/b.bin", b] : ["a.bin", a];
+      const range =
+        i % 10 === 9 ? { suffixLength: i } : { offset: (i * 7919) % (bytes.length - 600), length: i % 600 };
+      asks.push({ key, bytes, range });
+    }
+    const pending = asks.map(({ key, range }) => s.getRange(key, range));
+    assert.equal(s.openFiles, 2, "300 reads on two keys should hold two descriptors");
+    const got = await Promise.all(pending);
+    for (const [i, { bytes, range }] of asks.entries()) {
+      const want =
+        "suffixLength" in range
+          ? bytes.subarray(bytes.length - range.suffixLength)
+          : bytes.subarray(range.offset, range.offset + range.length);
+      assert.deepEqual(got[i], want, `read ${i} (${JSON.stringify(range)}) got the wrong bytes`);
+    }
+    await settled(s);
+  });
+
+  test("reads one after another reuse the descriptor and release it once the loop stops", async () => {
+    const s = await freshStore("sequential");
+    const a = pattern(10_000, 3);
+    await s.set("a", a);
+    const base = openFds();
+    for (let i = 0; i < 50; i++) {
+      assert.deepEqual(
+        await s.getRange("a", { offset: i * 100, length: 100 }),
+        a.subarray(i * 100, i * 100 + 100),
+      );
+      assert.equal(s.openFiles, 1);
+    }
+    await settled(s);
+    assert.equal(openFds(), base);
+  });
+
+  test("a set through the store is seen by the next read, even while other reads of the key go on", async () => {
+    const s = await freshStore("replace");
+    const v1 = pattern(4096, 1);
+    const v2 = pattern(4096, 2);
+    await s.set("k", v1);
+    await Promise.all(Array.from({ length: 50 }, (_, i) => s.getRange("k", { offset: i, length: 10 })));
+    await s.set("k", v2);
+    assert.deepEqual(
+      await s.getRange("k", { offset: 0, length: 4096 }),
+      v2,
+      "the read after the wave saw the old object",
+    );
+
+    // Reads that never pause keep a descriptor open; the store's own set must still be seen at once.
+    let reading = true;
+    const reader = (async () => {
+      while (reading) await Promise.all([0, 1, 2, 3].map((i) => s.getRange("k", { offset: i, length: 4 })));
+    })();
+    try {
+      await new Promise((r) => setTimeout(r, 5));
+      await s.set("k", v1);
+      assert.deepEqual(
+        await s.getRange("k", { suffixLength: 4096 }),
+        v1,
+        "a read after set saw the old object",
+      );
+      await s.delete("k");
+      assert.equal(
+        await s.getRange("k", { offset: 0, length: 1 }),
+        undefined,
+        "a read after delete saw the object",
+      );
+    } finally {
+      reading = false;
+    }
+    await reader.catch(() => {}); // the background reads may meet the deleted key mid-flight
+    await settled(s);
+  });
+
+  test("an object replaced outside the store is seen by the next read after a wave", async () => {
+    const s = await freshStore("external");
+    const v1 = pattern(2048, 5);
+    const v2 = pattern(1024, 6);
+    await s.set("k", v1);
+    await Promise.all(Array.from({ length: 20 }, (_, i) => s.getRange("k", { offset: i * 10, length: 10 })));
+    await writeFile(join(s.root, "k.next"), v2);
+    await rename(join(s.root, "k.next"), join(s.root, "k"));
+    assert.deepEqual(await s.getRange("k", { suffixLength: 1024 }), v2);
+    await assert.rejects(s.getRange("k", { offset: 1000, length: 100 }), (e: unknown) =>
+      isStorageError(e, "RangeNotSatisfiable"),
+    );
+    await settled(s);
+  });
+
+  test("a range past the end is RangeNotSatisfiable with the object's size, and its neighbours still succeed", async () => {
+    const s = await freshStore("short");
+    const a = pattern(1000, 7);
+    await s.set("a", a);
+    const results = await Promise.allSettled([
+      s.getRange("a", { offset: 0, length: 500 }),
+      s.getRange("a", { offset: 900, length: 101 }), // one byte short
+      s.getRange("a", { offset: 5000, length: 1 }), // starts past the end
+      s.getRange("a", { suffixLength: 1001 }),
+      s.getRange("a", { offset: 1001, length: 0 }),
+      s.getRange("a", { offset: 1000, length: 0 }), // empty, at the end: fine
+      s.getRange("a", { offset: 500, length: 500 }),
+    ]);
+    const statuses = results.map((r) => r.status);
+    assert.deepEqual(statuses, [
+      "fulfilled",
+      "rejected",
+      "rejected",
+      "rejected",
+      "rejected",
+      "fulfilled",
+      "fulfilled",
+    ]);
+    for (const r of results) {
+      if (r.status === "rejected") {
+        assert.ok(isStorageError(r.reason, "RangeNotSatisfiable"), String(r.reason));
+        assert.match((r.reason as Error).message, /which has 1000 bytes/);
+      }
+    }
+    assert.deepEqual((results[0] as PromiseFulfilledResult<Uint8Array>).value, a.subarray(0, 500));
+    assert.deepEqual((results[5] as PromiseFulfilledResult<Uint8Array>).value, new Uint8Array(0));
+    assert.deepEqual((results[6] as PromiseFulfilledResult<Uint8Array>).value, a.subarray(500));
+    await settled(s);
+  });
+
+  test("a malformed range is refused before any file is opened", async () => {
+    const s = await freshStore("malformed");
+    for (const range of [
+      { offset: -1, length: 2 },
+      { offset: 0, length: -2 },
+      { offset: 0.5, length: 2 },
+      { suffixLength: -1 },
+    ]) {
+      await assert.rejects(s.getRange("never-created", range), (e: unknown) =>
+        isStorageError(e, "InvalidKey"),
+      );
+    }
+    assert.equal(s.openFiles, 0);
+  });
+
+  test("descriptors are all closed once the store goes idle, after successes, misses and errors", async () => {
+    const s = await freshStore("idle");
+    for (let i = 0; i < 20; i++) await s.set(`k${i}`, pattern(3000, i));
+    await mkdir(join(s.root, "adir"));
+    const base = openFds();
+    const calls: Promise<unknown>[] = [];
+    for (let i = 0; i < 400; i++) {
+      calls.push(s.getRange(`k${i % 20}`, { offset: i, length: 100 }));
+      if (i % 10 === 0) calls.push(s.get(`k${i % 20}`));
+      if (i % 25 === 0) calls.push(s.getRange(`missing${i}`, { offset: 0, length: 1 }));
+      if (i % 50 === 0)
+        calls.push(s.getRange(`k${i % 20}`, { offset: 2990, length: 20 }).catch(() => "short"));
+    }
+    await assert.rejects(s.getRange("adir", { offset: 0, length: 1 }), (e: unknown) =>
+      isStorageError(e, "StorageError"),
+    );
+    await assert.rejects(s.get("adir"), (e: unknown) => isStorageError(e, "StorageError"));
+    const settledCalls = await Promise.all(calls);
+    assert.ok(settledCalls.includes("short"));
+    await settled(s);
+    assert.equal(openFds(), base, "descriptors leaked after the wave");
+  });
+
+  test("no more than maxOpenFiles descriptors are open at once, however wide the fan-out", async () => {
+    const s = await freshStore("bounded");
+    const keys = Array.from({ length: 60 }, (_, i) => `k${i}`);
+    for (const [i, k] of keys.entries()) await s.set(k, pattern(512, i));
+    const bounded = new FolderStore(s.root, { maxOpenFiles: 4 });
+    const base = openFds();
+    let peak = 0;
+    const watch = () => {
+      peak = Math.max(peak, openFds() - base);
+      assert.ok(bounded.openFiles <= 4, `the store held ${bounded.openFiles} descriptors`);
+    };
+    const got = await Promise.all(
+      keys.flatMap((k) => [
+        bounded.getRange(k, { offset: 10, length: 20 }).finally(watch),
+        bounded.get(k).finally(watch),
+      ]),
+    );
+    for (const [i, k] of keys.entries()) {
+      const want = pattern(512, i);
+      assert.deepEqual(got[2 * i], want.subarray(10, 30), `range of ${k}`);
+      assert.deepEqual(got[2 * i + 1], want, `whole ${k}`);
+    }
+    assert.ok(peak <= 4, `the process had ${peak} more descriptors open than before`);
+    await settled(bounded);
+    assert.equal(openFds(), base);
+    assert.throws(
+      () => new FolderStore(s.root, { maxOpenFiles: 0 }),
+      (e: unknown) => isStorageError(e),
+    );
+  });
+
+  test("a read whose signal aborts while it waits for a descriptor rejects at once and leaks nothing", async () => {
+    const s = await freshStore("abort-wait");
+    await s.set("a", pattern(100, 1));
+    await s.set("b", pattern(100, 2));
+    const bounded = new FolderStore(s.root, { maxOpenFiles: 1 });
+    const base = openFds();
+    const first = bounded.getRange("a", { offset: 0, length: 10 });
+    const controller = new AbortController();
+    const waitingRange = bounded.getRange("b", { offset: 0, length: 10 }, { signal: controller.signal });
+    const waitingGet = bounded.get("b", { signal: controller.signal });
+    controller.abort();
+    await assert.rejects(waitingRange, { name: "AbortError" });
+    await assert.rejects(waitingGet, { name: "AbortError" });
+    assert.deepEqual(await first, pattern(100, 1).subarray(0, 10));
+    assert.deepEqual(await bounded.getRange("b", { offset: 90, length: 10 }), pattern(100, 2).subarray(90));
+    await settled(bounded);
+    assert.equal(openFds(), base);
   });
 });

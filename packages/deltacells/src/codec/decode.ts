@@ -175,7 +175,9 @@ function sized<T extends Float64Array | Int32Array | Float32Array>(
 
 export function fillIndptr(indptr: Float64Array, c0: number, c1: number, out: Float64Array): void {
   const base = indptr[c0]!;
-  for (let i = c0; i <= c1; i++) out[i - c0] = indptr[i]! - base;
+  // Nothing to rebase (from cell 0, or after empty cells only): a plain copy (memcpy).
+  if (base === 0) out.set(indptr.subarray(c0, c1 + 1));
+  else for (let i = c0; i <= c1; i++) out[i - c0] = indptr[i]! - base;
 }
 
 /**
@@ -198,7 +200,7 @@ export function decodeChunkInto(
   const indptr = layout.indptr;
   const nGenes = layout.header.nGenes;
   const n = ch.nnzHi - ch.nnzLo;
-  const at = `chunk[${k}]`;
+  // Field names for errors are built only on failure (this runs for every chunk of every tile).
   const gaps = decompress(
     bytes,
     ch.gapsOff,
@@ -207,7 +209,8 @@ export function decodeChunkInto(
     scratch.planes("gaps", 2 * n),
     zstd,
     object,
-    `${at}.gaps`,
+    k,
+    "gaps",
   );
   const ca = Math.max(ch.cellLo, c0);
   const cb = Math.min(ch.cellHi, c1);
@@ -235,7 +238,7 @@ export function decodeChunkInto(
       const found = last < 0 ? "a gap of 0 (repeated gene)" : `gene ${last}`;
       throw corrupt(
         object,
-        `${at}.gaps`,
+        `chunk[${k}].gaps`,
         `strictly increasing gene indices < n_genes = ${nGenes}`,
         found,
         `cell ${c}`,
@@ -251,7 +254,8 @@ export function decodeChunkInto(
     scratch.planes("vals", 2 * n),
     zstd,
     object,
-    `${at}.vals`,
+    k,
+    "vals",
   );
   if (cb > ca) {
     const s = toInt(indptr[ca]! - ch.nnzLo);
@@ -263,11 +267,11 @@ export function decodeChunkInto(
       unplane(vals, n, s, e, data, shift);
       ok = !hasZero(data, s + shift, e + shift);
     }
-    if (!ok) throw corrupt(object, `${at}.vals`, "counts >= 1", 0);
+    if (!ok) throw corrupt(object, `chunk[${k}].vals`, "counts >= 1", 0);
   }
-  if (ch.vexcLen > 0) applyValueExceptions(bytes, ch, vals, n, ca, cb, indptr, data, shift, zstd, object, at);
+  if (ch.vexcLen > 0) applyValueExceptions(bytes, ch, vals, n, ca, cb, indptr, data, shift, zstd, object, k);
   if (ch.gexcLen > 0)
-    applyGapExceptions(bytes, ch, gaps, n, ca, cb, indptr, indices, shift, nGenes, zstd, object, at);
+    applyGapExceptions(bytes, ch, gaps, n, ca, cb, indptr, indices, shift, nGenes, zstd, object, k);
 }
 
 /** `x` as an int32 when it fits (exactly the same value either way). */
@@ -283,26 +287,32 @@ function decompress(
   dst: Uint8Array,
   zstd: ZstdBackend,
   object: string | undefined,
-  field: string,
+  k: number,
+  stream: string,
 ): Uint8Array {
   const frame = bytes.subarray(off, off + len);
   const declared = zstdFrameContentSize(frame);
-  if (declared !== size) throw corrupt(object, `${field} frame content size`, size, declared);
+  if (declared !== size)
+    throw corrupt(object, `${streamField(k, stream)} frame content size`, size, declared);
   let got: number;
   try {
     got = zstd.decompressInto(frame, dst);
   } catch (cause) {
     const e = corrupt(
       object,
-      `${field} frame`,
+      `${streamField(k, stream)} frame`,
       `a zstd frame of ${size} bytes`,
       String((cause as Error)?.message ?? cause),
     );
     (e as { cause?: unknown }).cause = cause;
     throw e;
   }
-  if (got !== size) throw corrupt(object, `${field} frame decompressed size`, size, got);
+  if (got !== size) throw corrupt(object, `${streamField(k, stream)} frame decompressed size`, size, got);
   return dst;
+}
+
+function streamField(k: number, stream: string): string {
+  return `chunk[${k}].${stream}`;
 }
 
 /** Decompresses an exception frame into (positions, payloads) after checking its size. */
@@ -313,21 +323,23 @@ function readExceptions(
   n: number,
   zstd: ZstdBackend,
   object: string | undefined,
-  field: string,
+  chunk: number,
+  stream: string,
 ): { k: number; words: Uint32Array } {
+  const name = streamField(chunk, stream);
   const declared = zstdFrameContentSize(bytes.subarray(off, off + len));
   if (typeof declared !== "number" || declared % 8 !== 0 || declared === 0 || declared > 8 * n) {
-    throw corrupt(object, `${field} frame content size`, `a multiple of 8 in 8 .. ${8 * n}`, declared);
+    throw corrupt(object, `${name} frame content size`, `a multiple of 8 in 8 .. ${8 * n}`, declared);
   }
   const k = declared / 8;
   const words = scratch.exceptions(2 * k);
   const asBytes = new Uint8Array(words.buffer, words.byteOffset, 8 * k);
-  decompress(bytes, off, len, 8 * k, asBytes, zstd, object, field);
+  decompress(bytes, off, len, 8 * k, asBytes, zstd, object, chunk, stream);
   let prev = -1;
   for (let i = 0; i < k; i++) {
     const p = words[i]!;
     if (p <= prev || p >= n) {
-      throw corrupt(object, `${field} position[${i}]`, `strictly increasing, in ${prev + 1} .. ${n - 1}`, p);
+      throw corrupt(object, `${name} position[${i}]`, `strictly increasing, in ${prev + 1} .. ${n - 1}`, p);
     }
     prev = p;
   }
@@ -346,19 +358,19 @@ function applyValueExceptions(
   shift: number,
   zstd: ZstdBackend,
   object: string | undefined,
-  at: string,
+  chunk: number,
 ): void {
-  const field = `${at}.vexc`;
-  const { k, words } = readExceptions(bytes, ch.vexcOff, ch.vexcLen, n, zstd, object, field);
+  const name = streamField(chunk, "vexc");
+  const { k, words } = readExceptions(bytes, ch.vexcOff, ch.vexcLen, n, zstd, object, chunk, "vexc");
   const s = indptr[ca]! - ch.nnzLo;
   const e = cb > ca ? indptr[cb]! - ch.nnzLo : s;
   for (let i = 0; i < k; i++) {
     const p = words[i]!;
     const v = words[k + i]!;
-    if (v < 65536 || v > MAX_COUNT) throw corrupt(object, `${field} payload[${i}]`, "65536 .. 2^31-1", v);
+    if (v < 65536 || v > MAX_COUNT) throw corrupt(object, `${name} payload[${i}]`, "65536 .. 2^31-1", v);
     const stored = vals[p]! | (vals[n + p]! << 8);
     if (stored !== EXCEPTION_MARK)
-      throw corrupt(object, `${field} position[${i}]`, `a stored ${EXCEPTION_MARK}`, stored);
+      throw corrupt(object, `${name} position[${i}]`, `a stored ${EXCEPTION_MARK}`, stored);
     if (p >= s && p < e) data[p + shift] = v;
   }
 }
@@ -376,20 +388,20 @@ function applyGapExceptions(
   nGenes: number,
   zstd: ZstdBackend,
   object: string | undefined,
-  at: string,
+  chunk: number,
 ): void {
-  const field = `${at}.gexc`;
-  const { k, words } = readExceptions(bytes, ch.gexcOff, ch.gexcLen, n, zstd, object, field);
+  const name = streamField(chunk, "gexc");
+  const { k, words } = readExceptions(bytes, ch.gexcOff, ch.gexcLen, n, zstd, object, chunk, "gexc");
   // Positions increase, so the cell holding each one is found by walking forward.
   let cell = ch.cellLo;
   for (let i = 0; i < k; i++) {
     const p = words[i]!;
     const add = words[k + i]!;
     if (add < 1 || add > nGenes - 1)
-      throw corrupt(object, `${field} payload[${i}]`, `1 .. ${nGenes - 1}`, add);
+      throw corrupt(object, `${name} payload[${i}]`, `1 .. ${nGenes - 1}`, add);
     const stored = gaps[p]! | (gaps[n + p]! << 8);
     if (stored !== EXCEPTION_MARK)
-      throw corrupt(object, `${field} position[${i}]`, `a stored ${EXCEPTION_MARK}`, stored);
+      throw corrupt(object, `${name} position[${i}]`, `a stored ${EXCEPTION_MARK}`, stored);
     while (indptr[cell + 1]! - ch.nnzLo <= p) cell++;
     if (cell < ca || cell >= cb) continue;
     const end = indptr[cell + 1]! - ch.nnzLo;
@@ -397,7 +409,7 @@ function applyGapExceptions(
     if (last + add >= nGenes) {
       throw corrupt(
         object,
-        `${field} payload[${i}]`,
+        `${name} payload[${i}]`,
         `gene indices < n_genes = ${nGenes}`,
         `gene ${last + add}`,
         `cell ${cell}`,

@@ -216,28 +216,29 @@ export function writeU64(view: DataView, off: number, v: number): void {
 /** Reads chunk-table entry `k` (no checks; see the decoder's `inspectTile`). */
 export function readChunkEntry(view: DataView, k: number, object: string | undefined): ChunkEntry {
   const base = HEADER_SIZE + k * CHUNK_ENTRY_SIZE;
-  const f = (i: number) => {
-    const lo = view.getUint32(base + 8 * i, true);
-    const hi = view.getUint32(base + 8 * i + 4, true);
-    // The field name is only built on failure: this runs for every chunk of every tile.
-    return hi < 0x200000
-      ? hi * 0x1_0000_0000 + lo
-      : failU64(object, `chunk[${k}].${CHUNK_FIELDS[i]}`, hi, lo);
-  };
+  // No closure here: this runs for every chunk of every tile.
+  const f = chunkField;
   return {
-    cellLo: f(0),
-    cellHi: f(1),
-    nnzLo: f(2),
-    nnzHi: f(3),
-    gapsOff: f(4),
-    gapsLen: f(5),
-    valsOff: f(6),
-    valsLen: f(7),
-    vexcOff: f(8),
-    vexcLen: f(9),
-    gexcOff: f(10),
-    gexcLen: f(11),
+    cellLo: f(view, base, k, 0, object),
+    cellHi: f(view, base, k, 1, object),
+    nnzLo: f(view, base, k, 2, object),
+    nnzHi: f(view, base, k, 3, object),
+    gapsOff: f(view, base, k, 4, object),
+    gapsLen: f(view, base, k, 5, object),
+    valsOff: f(view, base, k, 6, object),
+    valsLen: f(view, base, k, 7, object),
+    vexcOff: f(view, base, k, 8, object),
+    vexcLen: f(view, base, k, 9, object),
+    gexcOff: f(view, base, k, 10, object),
+    gexcLen: f(view, base, k, 11, object),
   };
+}
+
+function chunkField(view: DataView, base: number, k: number, i: number, object: string | undefined): number {
+  const lo = view.getUint32(base + 8 * i, true);
+  const hi = view.getUint32(base + 8 * i + 4, true);
+  // The field name is only built on failure.
+  return hi < 0x200000 ? hi * 0x1_0000_0000 + lo : failU64(object, `chunk[${k}].${CHUNK_FIELDS[i]}`, hi, lo);
 }
 
 export function writeChunkEntry(view: DataView, k: number, e: ChunkEntry): void {

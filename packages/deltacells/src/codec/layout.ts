@@ -117,19 +117,18 @@ function checkFrame(
   totalSize: number,
   required: boolean,
 ): void {
-  const at = () => `chunk[${k}].${name}`;
   if (len === 0) {
-    if (required) throw corrupt(object, `${at()}_len`, "> 0 (a zstd frame)", 0);
+    if (required) throw corrupt(object, `chunk[${k}].${name}_len`, "> 0 (a zstd frame)", 0);
     return;
   }
-  if (off % 8 !== 0) throw corrupt(object, `${at()}_off`, "a multiple of 8", off);
-  if (off < lowest) throw corrupt(object, `${at()}_off`, `>= ${lowest} (after the indptr)`, off);
+  if (off % 8 !== 0) throw corrupt(object, `chunk[${k}].${name}_off`, "a multiple of 8", off);
+  if (off < lowest) throw corrupt(object, `chunk[${k}].${name}_off`, `>= ${lowest} (after the indptr)`, off);
   if (off + len > totalSize)
-    throw corrupt(object, `${at()}_len`, `<= ${totalSize - off} (inside the tile)`, len);
+    throw corrupt(object, `chunk[${k}].${name}_len`, `<= ${totalSize - off} (inside the tile)`, len);
   if (contentSize > len * MAX_ZSTD_RATIO) {
     throw corrupt(
       object,
-      `${at()}_len`,
+      `chunk[${k}].${name}_len`,
       `>= ${Math.ceil(contentSize / MAX_ZSTD_RATIO)} for ${contentSize} bytes`,
       len,
     );

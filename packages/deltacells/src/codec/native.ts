@@ -1,8 +1,9 @@
 /**
  * The optional native kernel (native/kernel.c, built by node-gyp at install): the decoder's hot
- * loops and the CRC in C with SSE2, writing straight into the caller's typed arrays. Node only;
- * browsers, and Node hosts where it did not build, use the TypeScript loops in kernel.ts, which
- * give identical results. `DELTACELLS_NATIVE=0` disables it.
+ * loops and the CRC in C (AVX2 and PCLMULQDQ where the CPU has them, chosen at load time; SSE2
+ * otherwise), writing straight into the caller's typed arrays. Node only; browsers, and Node hosts
+ * where it did not build, use the TypeScript loops in kernel.ts, which give identical results.
+ * `DELTACELLS_NATIVE=0` disables it.
  */
 
 export interface NativeKernel {
@@ -28,6 +29,12 @@ export interface NativeKernel {
     shift: number,
   ): boolean;
   crc32(bytes: Uint8Array, crc: number): number;
+  /**
+   * The instruction set in use (2: AVX2 loops and a PCLMULQDQ CRC, 1: SSE2, 0: plain C), after
+   * lowering it to `level` if given (tests compare the paths; never above what the CPU has;
+   * process-wide: worker threads share it).
+   */
+  isa(level?: number): number;
   /** Copies and checks the int64 indptr at `off`: -1 if fine, else the first bad entry. */
   indptr(bytes: Uint8Array, off: number, nCells: number, nnz: number, out: Float64Array): number;
 }

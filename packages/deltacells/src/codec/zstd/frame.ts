@@ -4,6 +4,8 @@
  */
 
 const ZSTD_MAGIC = 0xfd2fb528;
+const DICT_ID_SIZE = [0, 1, 2, 4] as const;
+const FCS_SIZE = [0, 2, 4, 8] as const;
 
 /**
  * The frame's declared content size, or a string saying why there is none (not a zstd frame,
@@ -17,23 +19,24 @@ export function zstdFrameContentSize(frame: Uint8Array): number | string {
   if (fhd & 0x08) return "reserved bit set in the zstd frame header";
   const fcsFlag = fhd >> 6;
   const singleSegment = (fhd >> 5) & 1;
-  const dictIdSize = [0, 1, 2, 4][fhd & 3]!;
-  const fcsSize = fcsFlag === 0 ? singleSegment : [0, 2, 4, 8][fcsFlag]!;
+  const dictIdSize = DICT_ID_SIZE[fhd & 3]!;
+  const fcsSize = fcsFlag === 0 ? singleSegment : FCS_SIZE[fcsFlag]!;
   if (fcsSize === 0) return "a zstd frame without content size";
   const at = 5 + (singleSegment ? 0 : 1) + dictIdSize;
   if (frame.length < at + fcsSize) return "truncated zstd frame header";
-  const b = (i: number) => frame[at + i]!;
+  // (No closure over `frame`: this runs for every frame of every tile.)
   switch (fcsSize) {
     case 1:
-      return b(0);
+      return frame[at]!;
     case 2:
-      return (b(0) | (b(1) << 8)) + 256;
+      return (frame[at]! | (frame[at + 1]! << 8)) + 256;
     case 4:
-      return (b(0) | (b(1) << 8) | (b(2) << 16) | (b(3) << 24)) >>> 0;
-    default: {
-      const lo = (b(0) | (b(1) << 8) | (b(2) << 16) | (b(3) << 24)) >>> 0;
-      const hi = (b(4) | (b(5) << 8) | (b(6) << 16) | (b(7) << 24)) >>> 0;
-      return hi * 0x1_0000_0000 + lo;
-    }
+      return u32le(frame, at);
+    default:
+      return u32le(frame, at + 4) * 0x1_0000_0000 + u32le(frame, at);
   }
+}
+
+function u32le(b: Uint8Array, at: number): number {
+  return (b[at]! | (b[at + 1]! << 8) | (b[at + 2]! << 16) | (b[at + 3]! << 24)) >>> 0;
 }

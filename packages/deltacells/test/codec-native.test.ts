@@ -1,0 +1,169 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { crc32 } from "../src/codec/crc32.js";
+import { loadNativeKernel, type NativeKernel } from "../src/codec/native.js";
+import { prng } from "./codec-helpers.js";
+
+/** The native kernel, or undefined when the TypeScript loops are forced (nothing to compare). */
+async function kernel(): Promise<NativeKernel | undefined> {
+  if (process.env.DELTACELLS_NATIVE === "0") return undefined;
+  const k = await loadNativeKernel();
+  assert.ok(k, "build/Release/deltacells_kernel.node is missing: run `npm rebuild -w @deltacells/core`");
+  return k;
+}
+
+/** Every instruction-set level this CPU supports, best first (e.g. [2, 1, 0] on AVX2 hosts). */
+function levels(k: NativeKernel): number[] {
+  const best = k.isa(99);
+  return Array.from({ length: best + 1 }, (_, i) => best - i);
+}
+
+/** Random gap planes for cells of mixed lengths (tails of every size, a few long cells), in a chunk at nnzLo. */
+function randomChunk(rnd: () => number, nnzLo: number) {
+  const nCells = 1 + Math.floor(rnd() * 60);
+  const lens = Array.from({ length: nCells }, () => {
+    const u = rnd();
+    return u < 0.1 ? 0 : u < 0.8 ? Math.floor(rnd() * 40) : 40 + Math.floor(rnd() * 400);
+  });
+  const indptr = new Float64Array(nCells + 1);
+  for (let c = 0; c < nCells; c++) indptr[c + 1] = indptr[c]! + lens[c]!;
+  const n = indptr[nCells]!;
+  for (let c = 0; c <= nCells; c++) indptr[c]! += nnzLo;
+  const gaps = new Uint16Array(n);
+  for (let j = 0; j < n; j++)
+    gaps[j] = rnd() < 0.9 ? 1 + Math.floor(rnd() * 255) : 1 + Math.floor(rnd() * 65535);
+  // Cells' first gaps (first genes) are often 0, which is legal.
+  for (let c = 0; c < nCells; c++) if (lens[c]! > 0 && rnd() < 0.3) gaps[indptr[c]! - nnzLo] = 0;
+  // Sometimes a zero gap inside a cell: refused.
+  if (n > 0 && rnd() < 0.3) gaps[Math.floor(rnd() * n)] = 0;
+  const planes = new Uint8Array(2 * n);
+  for (let j = 0; j < n; j++) {
+    planes[j] = gaps[j]! & 0xff;
+    planes[n + j] = gaps[j]! >> 8;
+  }
+  return { nCells, indptr, n, gaps, planes };
+}
+
+/** The rule, written plainly: each cell's running sums, and the first cell breaking it. */
+function reference(
+  ch: ReturnType<typeof randomChunk>,
+  nnzLo: number,
+  ca: number,
+  cb: number,
+  nGenes: number,
+) {
+  const sums = new Int32Array(ch.n);
+  for (let c = ca; c < cb; c++) {
+    const s = ch.indptr[c]! - nnzLo;
+    const e = ch.indptr[c + 1]! - nnzLo;
+    let g = 0;
+    for (let j = s; j < e; j++) {
+      if (j > s && ch.gaps[j] === 0) return { bad: c, sums };
+      g += ch.gaps[j]!;
+      sums[j] = g;
+    }
+    if (e > s && g >= nGenes) return { bad: c, sums };
+  }
+  return { bad: -1, sums };
+}
+
+test("every instruction set of the native kernel (AVX2, SSE2, plain C) sums and checks gaps exactly as the rule says", async () => {
+  const k = await kernel();
+  if (!k) return;
+  const rnd = prng(21);
+  try {
+    for (let trial = 0; trial < 300; trial++) {
+      const nnzLo = Math.floor(rnd() * 1000);
+      const ch = randomChunk(rnd, nnzLo);
+      const ca = rnd() < 0.5 ? 0 : Math.floor(rnd() * ch.nCells);
+      const cb = rnd() < 0.5 ? ch.nCells : ca + Math.floor(rnd() * (ch.nCells - ca + 1));
+      // Large enough for most cells; small enough to catch some.
+      const nGenes = rnd() < 0.7 ? 2 ** 31 : 1 + Math.floor(rnd() * 40_000);
+      const want = reference(ch, nnzLo, ca, cb, nGenes);
+      const shift = 7;
+      const s0 = ch.indptr[ca]! - nnzLo;
+      const end = want.bad === -1 ? ch.indptr[cb]! - nnzLo : ch.indptr[want.bad]! - nnzLo;
+      for (const level of levels(k)) {
+        k.isa(level);
+        const out = new Int32Array(ch.n + shift + 3).fill(-5);
+        const bad = k.gaps(ch.planes, ch.n, ch.indptr, nnzLo, ca, cb, out, shift, nGenes);
+        assert.equal(bad, want.bad, `trial ${trial}, level ${level}`);
+        // Cells before the first bad one are exact; nothing is written outside the range.
+        assert.deepEqual(
+          out.subarray(s0 + shift, end + shift),
+          want.sums.subarray(s0, end),
+          `trial ${trial}`,
+        );
+        assert.ok(
+          out.subarray(0, s0 + shift).every((v) => v === -5),
+          `trial ${trial}: wrote before the range`,
+        );
+        const rangeEnd = ch.indptr[cb]! - nnzLo;
+        assert.ok(
+          out.subarray(rangeEnd + shift).every((v) => v === -5),
+          `trial ${trial}: wrote after the range`,
+        );
+      }
+    }
+  } finally {
+    k.isa(99);
+  }
+});
+
+test("every instruction set of the native kernel recombines count planes exactly and finds a zero count", async () => {
+  const k = await kernel();
+  if (!k) return;
+  const rnd = prng(22);
+  try {
+    for (let trial = 0; trial < 200; trial++) {
+      const n = Math.floor(rnd() * 300);
+      const counts = Uint16Array.from({ length: n }, () =>
+        rnd() < 0.95 ? 1 + Math.floor(rnd() * 20) : 1 + Math.floor(rnd() * 65535),
+      );
+      if (n > 0 && rnd() < 0.3) counts[Math.floor(rnd() * n)] = 0;
+      const planes = new Uint8Array(2 * n);
+      for (let j = 0; j < n; j++) {
+        planes[j] = counts[j]! & 0xff;
+        planes[n + j] = counts[j]! >> 8;
+      }
+      const s = Math.floor(rnd() * (n + 1));
+      const e = s + Math.floor(rnd() * (n - s + 1));
+      const hasZero = counts.subarray(s, e).includes(0);
+      for (const level of levels(k)) {
+        k.isa(level);
+        for (const Out of [Int32Array, Float32Array]) {
+          const out = new Out(n + 5).fill(-5);
+          assert.equal(k.vals(planes, n, s, e, out, 2), !hasZero, `trial ${trial}, level ${level}`);
+          assert.deepEqual(Array.from(out.subarray(s + 2, e + 2)), Array.from(counts.subarray(s, e)));
+          assert.ok(out.subarray(0, s + 2).every((v) => v === -5));
+          assert.ok(out.subarray(e + 2).every((v) => v === -5));
+        }
+      }
+    }
+  } finally {
+    k.isa(99);
+  }
+});
+
+test("every instruction set of the native kernel computes zlib's CRC-32 (any length, alignment and start)", async () => {
+  const k = await kernel();
+  if (!k) return;
+  const rnd = prng(23);
+  const big = Uint8Array.from({ length: 70_000 }, () => Math.floor(rnd() * 256));
+  try {
+    for (const level of levels(k)) {
+      k.isa(level);
+      assert.equal(k.crc32(new TextEncoder().encode("123456789"), 0), 0xcbf43926);
+      for (const len of [0, 1, 15, 63, 64, 65, 255, 256, 257, 300, 1024, 4099, 69_990]) {
+        for (const off of [0, 1, 5]) {
+          const b = big.subarray(off, off + len);
+          for (const start of [0, 0xdeadbeef]) {
+            assert.equal(k.crc32(b, start), crc32(b, start), `level ${level}, length ${len}, offset ${off}`);
+          }
+        }
+      }
+    }
+  } finally {
+    k.isa(99);
+  }
+});
