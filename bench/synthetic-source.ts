@@ -8,6 +8,7 @@
  * feasible here. Deterministic: block b is generated from seed + b, so both writer passes agree.
  */
 import type { DatasetSource, SourceRowBlock, SourceTable } from "@deltacells/core";
+import { mulberry32 } from "../test-utils/prng.js";
 
 export interface SyntheticOptions {
   nCells: number;
@@ -15,17 +16,6 @@ export interface SyntheticOptions {
   /** Mean number of expressed genes per cell. */
   genesPerCell?: number;
   seed?: number;
-}
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function normal(rand: () => number): number {

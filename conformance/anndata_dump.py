@@ -24,16 +24,9 @@ import numpy as np
 import pandas as pd
 import scipy.io
 import scipy.sparse as sp
+from common import canonical
 
 warnings.filterwarnings("ignore")
-
-
-def canonical(m):
-    m = sp.csr_matrix(m)
-    m.sum_duplicates()
-    m.eliminate_zeros()
-    m.sort_indices()
-    return m
 
 
 def plain(v):

@@ -23,7 +23,8 @@ import scipy.sparse as sp
 import sporadik
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dataset_roundtrip import canonical, load_input  # noqa: E402
+from common import canonical, layout_summary  # noqa: E402
+from dataset_roundtrip import load_input  # noqa: E402
 
 
 def describe(path):
@@ -31,20 +32,7 @@ def describe(path):
     return {
         "spec": info.spec,
         "shape": list(info.shape),
-        "layouts": {
-            str(axis): {
-                "path": layout.path,
-                "encoding": layout.encoding,
-                "indexed_axis": layout.indexed_axis,
-                "index_order": list(layout.index_order),
-                "nnz": layout.nnz,
-                "dtype": layout.dtype,
-                "chunks": layout.chunks,
-                "range_readable": layout.range_readable,
-                "has_maxima": layout.has_maxima,
-            }
-            for axis, layout in sorted(info.layouts.items())
-        },
+        "layouts": {str(axis): layout_summary(layout) for axis, layout in sorted(info.layouts.items())},
     }
 
 

@@ -27,14 +27,7 @@ import scipy.sparse as sp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tile_decode  # noqa: E402
-
-
-def canonical(m):
-    m = sp.csr_matrix(m)
-    m.sum_duplicates()
-    m.eliminate_zeros()
-    m.sort_indices()
-    return m
+from common import canonical  # noqa: E402
 
 
 def read_lines(path):

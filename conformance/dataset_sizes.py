@@ -15,7 +15,8 @@ import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dataset_roundtrip import canonical, load_input  # noqa: E402
+from common import canonical  # noqa: E402
+from dataset_roundtrip import load_input  # noqa: E402
 
 
 def tree_size(path):

@@ -20,6 +20,7 @@ from importlib.metadata import version
 import numpy as np
 import sporadik
 import zarr
+from common import layout_summary
 
 
 def _plain(array):
@@ -47,16 +48,8 @@ def read(path):
                     }
                 )
             out["layouts"][str(axis)] = {
-                "path": layout.path,
-                "encoding": layout.encoding,
+                **layout_summary(layout),
                 "encoding_version": layout.encoding_version,
-                "indexed_axis": layout.indexed_axis,
-                "index_order": list(layout.index_order),
-                "nnz": layout.nnz,
-                "dtype": layout.dtype,
-                "chunks": layout.chunks,
-                "range_readable": layout.range_readable,
-                "has_maxima": layout.has_maxima,
                 "data": _plain(whole.data),
                 "indices": _plain(whole.indices),
                 "indptr": _plain(whole.indptr),

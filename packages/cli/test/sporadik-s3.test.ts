@@ -1,39 +1,13 @@
 /** sporadik stores written straight to S3 and sliced from there (against moto_server). */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { after, before, test } from "node:test";
-import { AwsClient } from "aws4fetch";
-import { type RunningServer, startMoto } from "../../storage/test/helpers/servers.js";
-import { run, tempDir } from "./cli-helpers.js";
+import { test } from "node:test";
+import { tempDir } from "./cli-helpers.js";
+import { motoBucket } from "./s3-helpers.js";
 
 const BUCKET = "deltacells-cli-sporadik";
 const H5 = "data/10x-v3-chr21/filtered_feature_bc_matrix.h5";
-const creds = { accessKeyId: "testing", secretAccessKey: "testing", region: "us-east-1" };
-let moto: RunningServer;
-
-before(async () => {
-  moto = await startMoto();
-  const client = new AwsClient({ ...creds, service: "s3", retries: 0 });
-  const res = await client.fetch(`${moto.url}/${BUCKET}`, { method: "PUT" });
-  assert.equal(res.status, 200, await res.text());
-});
-
-after(async () => {
-  await moto?.stop();
-});
-
-function deltacellsS3(...args: string[]) {
-  return run(
-    process.execPath,
-    ["--import", "tsx", "--conditions=source", "packages/cli/src/main.ts", ...args],
-    {
-      AWS_ACCESS_KEY_ID: creds.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: creds.secretAccessKey,
-      AWS_REGION: creds.region,
-      AWS_ENDPOINT_URL: moto.url,
-    },
-  );
-}
+const deltacellsS3 = motoBucket(BUCKET);
 
 test("a deltacells dataset on s3:// converts to a sporadik store on s3:// that slices like a local one", async () => {
   const dataset = `s3://${BUCKET}/datasets/chr21`;

@@ -8,15 +8,15 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { test } from "node:test";
 import { type CsrRows, decodeTile, encodeTile } from "@deltacells/core";
-import { assertDecodedEquals, prng, randomCsr } from "./codec-helpers.js";
+import { assertDecodedEquals, prng, randomCsr, type TileContents, tileContents } from "./codec-helpers.js";
 
 const dir = new URL("./fixtures/tiles/", import.meta.url);
 
-function readExpected(name: string): Expected {
-  return JSON.parse(readFileSync(new URL(`${name}.json`, dir), "utf8")) as Expected;
+function readExpected(name: string): TileContents {
+  return JSON.parse(readFileSync(new URL(`${name}.json`, dir), "utf8")) as TileContents;
 }
 
-function rowsOf(e: Expected): CsrRows {
+function rowsOf(e: TileContents): CsrRows {
   return {
     nGenes: e.n_genes,
     indptr: e.indptr,
@@ -77,46 +77,19 @@ const goldenCases: Record<string, { rows: CsrRows; nChunks: number }> = {
   },
 };
 
-interface Expected {
-  n_cells: number;
-  n_genes: number;
-  nnz: number;
-  indptr: number[];
-  indices: number[];
-  data: number[];
-}
-
-function expectedOf(rows: CsrRows): Expected {
-  const indptr = Array.from(rows.indptr, (v) => v - rows.indptr[0]!);
-  const nnz = indptr[indptr.length - 1]!;
-  return {
-    n_cells: indptr.length - 1,
-    n_genes: rows.nGenes,
-    nnz,
-    indptr,
-    indices: Array.from(rows.indices.subarray(0, nnz)),
-    data: Array.from(rows.data.subarray(0, nnz), Number),
-  };
-}
-
 if (process.env.UPDATE_GOLDEN === "1") {
   for (const [name, c] of Object.entries(goldenCases)) {
     writeFileSync(new URL(`${name}.dct`, dir), await encodeTile(c.rows, { nChunks: c.nChunks, level: 19 }));
-    writeFileSync(new URL(`${name}.json`, dir), `${JSON.stringify(expectedOf(c.rows))}\n`);
+    writeFileSync(new URL(`${name}.json`, dir), `${JSON.stringify(tileContents(c.rows))}\n`);
   }
 }
 
 for (const [name, c] of Object.entries(goldenCases)) {
   test(`golden tile "${name}" decodes to its stored contents and is still encoded byte for byte`, async () => {
     const blob = new Uint8Array(readFileSync(new URL(`${name}.dct`, dir)));
-    const expected = JSON.parse(readFileSync(new URL(`${name}.json`, dir), "utf8")) as Expected;
-    const stored: CsrRows = {
-      nGenes: expected.n_genes,
-      indptr: expected.indptr,
-      indices: Int32Array.from(expected.indices),
-      data: Int32Array.from(expected.data),
-    };
-    assert.deepEqual(expected, expectedOf(c.rows), "the stored contents are the golden input");
+    const expected = readExpected(name);
+    const stored = rowsOf(expected);
+    assert.deepEqual(expected, tileContents(c.rows), "the stored contents are the golden input");
     assertDecodedEquals(await decodeTile(blob), stored);
     assert.deepEqual(await encodeTile(c.rows, { nChunks: c.nChunks, level: 19 }), blob);
   });

@@ -2,17 +2,8 @@
 import assert from "node:assert/strict";
 import type { CsrRows, DecodedTile } from "@deltacells/core";
 
-/** mulberry32: a small seeded PRNG, so every failing case can be replayed. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A small seeded PRNG, so every failing case can be replayed. */
+export { mulberry32 as prng } from "../../../test-utils/prng.js";
 
 export interface RandomCsrOptions {
   nCells: number;
@@ -75,4 +66,28 @@ export function assertDecodedEquals(
   // float32 is exact only up to 2^24: compare with the rounded counts.
   const round = d.data instanceof Float32Array ? Math.fround : Number;
   assert.deepEqual(Array.from(d.data), Array.from(rows.data.subarray(base, end), round));
+}
+
+/** A tile's contents as the golden JSON files and the Python decoder spell them: indptr from 0. */
+export interface TileContents {
+  n_cells: number;
+  n_genes: number;
+  nnz: number;
+  indptr: number[];
+  indices: number[];
+  data: number[];
+}
+
+/** The contents `rows` must decode to, in the form of {@link TileContents}. */
+export function tileContents(rows: CsrRows): TileContents {
+  const indptr = Array.from(rows.indptr, (v) => v - rows.indptr[0]!);
+  const nnz = indptr[indptr.length - 1]!;
+  return {
+    n_cells: indptr.length - 1,
+    n_genes: rows.nGenes,
+    nnz,
+    indptr,
+    indices: Array.from(rows.indices.subarray(0, nnz)),
+    data: Array.from(rows.data.subarray(0, nnz), Number),
+  };
 }

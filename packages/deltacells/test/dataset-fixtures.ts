@@ -2,6 +2,7 @@
  * Fixtures for the dataset tests: a small in-memory source with a gene table, and a seeded
  * generator of realistic counts. Not a test file itself.
  */
+import { mulberry32 as rng } from "../../../test-utils/prng.js";
 import type { DatasetSource, SourceRowBlock, SourceTable } from "../src/index.js";
 
 /** A dense cells x genes matrix of counts (row-major), small enough to spell out in tests. */
@@ -9,18 +10,6 @@ export interface DenseMatrix {
   nCells: number;
   nGenes: number;
   values: Int32Array;
-}
-
-/** Mulberry32: a tiny seeded PRNG so fixtures are the same on every run. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** A sparse random matrix with a few genes much more expressed than others and some empty cells. */

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { mulberry32 as random } from "../../../test-utils/prng.js";
 import type { ReadableStore, WritableStore } from "../src/store.js";
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
@@ -112,16 +113,7 @@ export function counting<S extends WritableStore>(
 }
 
 /** A small deterministic generator, so test arrays are the same on every run. */
-export function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { random };
 
 /** Coordinates and values of a sparse array: unique cells, float32-exact values. */
 export interface CoordSpec {

@@ -1,5 +1,5 @@
 import { HttpStatusError, StorageError } from "./errors.js";
-import { resolveRange } from "./range.js";
+import { resolveRange, throwIfAborted } from "./range.js";
 import type { RangeQuery } from "./types.js";
 
 /**
@@ -241,6 +241,27 @@ async function sendOrThrow(
   } catch (err) {
     throw networkError(err, ctx);
   }
+}
+
+/** How one key of a store is read: where its requests go, and what checking the answer needs. */
+export interface KeyRead {
+  send: Send;
+  ctx: HttpReadContext;
+}
+
+/**
+ * `get` and `getRange` of a store read over HTTP: the signal is checked first, before the key is
+ * even parsed, then `prepare` maps the key to its request and {@link httpRead} reads it.
+ */
+export async function readKey(
+  key: string,
+  range: RangeQuery | undefined,
+  signal: AbortSignal | undefined,
+  prepare: (key: string, signal: AbortSignal | undefined) => KeyRead,
+): Promise<Uint8Array | undefined> {
+  throwIfAborted(signal);
+  const { send, ctx } = prepare(key, signal);
+  return httpRead(send, range, ctx);
 }
 
 /**

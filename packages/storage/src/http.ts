@@ -1,7 +1,6 @@
 import { StorageError } from "./errors.js";
-import { encodeKeyPath, type FetchLike, httpRead } from "./http-read.js";
+import { encodeKeyPath, type FetchLike, type KeyRead, readKey } from "./http-read.js";
 import { normalizeKey } from "./keys.js";
-import { throwIfAborted } from "./range.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
 
 /** Options of {@link HttpStore}. */
@@ -56,26 +55,24 @@ export class HttpStore implements Store {
   }
 
   get(key: string, opts?: StoreOptions): Promise<Uint8Array | undefined> {
-    return this.read(key, undefined, opts);
+    return readKey(key, undefined, opts?.signal, this.keyRead);
   }
 
   getRange(key: string, range: RangeQuery, opts?: StoreOptions): Promise<Uint8Array | undefined> {
-    return this.read(key, range, opts);
+    return readKey(key, range, opts?.signal, this.keyRead);
   }
 
-  private async read(key: string, range: RangeQuery | undefined, opts?: StoreOptions) {
-    throwIfAborted(opts?.signal);
+  /** A read of a key: a fetch of its URL with the store's headers, asking for unencoded bytes. */
+  private readonly keyRead = (key: string, signal: AbortSignal | undefined): KeyRead => {
     const url = this.keyUrl(key);
-    const signal = opts?.signal;
-    return httpRead(
-      (method, headers) =>
+    return {
+      send: (method, headers) =>
         this.fetch(url, {
           method,
           headers: { ...this.headers, "accept-encoding": "identity", ...headers },
           signal: signal ?? null,
         }),
-      range,
-      {
+      ctx: {
         url,
         key,
         location: this.url,
@@ -83,8 +80,8 @@ export class HttpStore implements Store {
         maxIgnoredRangeBytes: this.maxIgnoredRangeBytes,
         signal,
       },
-    );
-  }
+    };
+  };
 
   private readOnly(what: string, key?: string): never {
     throw new StorageError(`${what} is not possible on ${this.url}: an HTTP store is read-only`, {

@@ -5,8 +5,9 @@ import {
   encodeKeyPath,
   type FetchLike,
   type HttpReadContext,
-  httpRead,
+  type KeyRead,
   networkError,
+  readKey,
   statusError,
 } from "./http-read.js";
 import { normalizeKey, normalizePrefix } from "./keys.js";
@@ -244,23 +245,21 @@ export class S3Store implements Store {
   }
 
   get(key: string, opts?: StoreOptions): Promise<Uint8Array | undefined> {
-    return this.read(key, undefined, opts);
+    return readKey(key, undefined, opts?.signal, this.keyRead);
   }
 
   getRange(key: string, range: RangeQuery, opts?: StoreOptions): Promise<Uint8Array | undefined> {
-    return this.read(key, range, opts);
+    return readKey(key, range, opts?.signal, this.keyRead);
   }
 
-  private async read(key: string, range: RangeQuery | undefined, opts?: StoreOptions) {
-    throwIfAborted(opts?.signal);
+  /** A read of a key: a (signed) GET of its object. */
+  private readonly keyRead = (key: string, signal: AbortSignal | undefined): KeyRead => {
     const url = this.objectUrl(key);
-    const signal = opts?.signal;
-    return httpRead(
-      (method, headers) => this.send(method, url, headers, undefined, signal),
-      range,
-      this.ctx(url, key, signal),
-    );
-  }
+    return {
+      send: (method, headers) => this.send(method, url, headers, undefined, signal),
+      ctx: this.ctx(url, key, signal),
+    };
+  };
 
   async set(key: string, value: Uint8Array, opts?: StoreOptions): Promise<void> {
     throwIfAborted(opts?.signal);

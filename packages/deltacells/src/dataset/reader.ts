@@ -6,6 +6,7 @@
  */
 import { openStore, type ReadableStore } from "@deltacells/storage";
 import { decodeTile } from "../codec/api.js";
+import type { DecodedTile } from "../codec/decode.js";
 import { DeltacellsError, isDeltacellsError } from "../errors.js";
 import {
   type DatasetManifest,
@@ -21,14 +22,7 @@ import type { SourceTable } from "./source.js";
 import { decodeVarTable } from "./var-table-read.js";
 
 /** A decoded tile, as the codec's `decodeTile` returns it. */
-export interface TileData {
-  nCells: number;
-  nGenes: number;
-  nnz: number;
-  indptr: Float64Array;
-  indices: Int32Array;
-  data: Int32Array | Float32Array;
-}
+export type TileData = DecodedTile;
 
 /** What decodes tiles: the codec's `decodeTile`, or a `TilePool`'s `decode`. */
 export interface TileDecoder {

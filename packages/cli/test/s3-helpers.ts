@@ -1,0 +1,42 @@
+/** The moto_server set-up shared by the CLI's S3 tests (not a test file itself). */
+import assert from "node:assert/strict";
+import { after, before } from "node:test";
+import { AwsClient } from "aws4fetch";
+import { type RunningServer, startMoto } from "../../storage/test/helpers/servers.js";
+import { type Run, run } from "./cli-helpers.js";
+
+const creds = { accessKeyId: "testing", secretAccessKey: "testing", region: "us-east-1" };
+
+/**
+ * Starts moto_server with an empty `bucket` before the calling file's tests and stops it after
+ * them. Returns `deltacells ARGS...` run from the sources with the credentials and endpoint of
+ * that server in its environment. Call it at the top level of a test file.
+ */
+export function motoBucket(bucket: string): (...args: string[]) => Promise<Run> {
+  let moto: RunningServer | undefined;
+
+  before(async () => {
+    moto = await startMoto();
+    const client = new AwsClient({ ...creds, service: "s3", retries: 0 });
+    const res = await client.fetch(`${moto.url}/${bucket}`, { method: "PUT" });
+    assert.equal(res.status, 200, await res.text());
+  });
+
+  after(async () => {
+    await moto?.stop();
+  });
+
+  return (...args) => {
+    assert.ok(moto, "moto_server is not running: call the returned function inside a test");
+    return run(
+      process.execPath,
+      ["--import", "tsx", "--conditions=source", "packages/cli/src/main.ts", ...args],
+      {
+        AWS_ACCESS_KEY_ID: creds.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: creds.secretAccessKey,
+        AWS_REGION: creds.region,
+        AWS_ENDPOINT_URL: moto.url,
+      },
+    );
+  };
+}

@@ -1,0 +1,16 @@
+/**
+ * Test- and bench-only helpers shared across packages by relative import, so no package gains a
+ * dependency on another just for its tests.
+ */
+
+/** mulberry32: a small seeded PRNG, so every run (and every failing case) can be replayed. */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
