@@ -224,8 +224,14 @@ export class ArrayReader {
   /**
    * Run `read` on chunk `index`, decoded, from the cache or the store (a missing chunk is the fill
    * value, as in zarr). The chunk is only valid during `read`: its buffer may be reused after.
+   * `wave` is how many chunks the read it belongs to needs (told to the decompressor).
    */
-  #withChunk(index: number, read: (chunk: NumericArray) => void, signal?: AbortSignal): Promise<void> {
+  #withChunk(
+    index: number,
+    read: (chunk: NumericArray) => void,
+    signal: AbortSignal | undefined,
+    wave: number,
+  ): Promise<void> {
     const key = this.#key(index);
     const Ctor = constructorOf(this.info.dtype);
     return this.cache.use(
@@ -240,7 +246,7 @@ export class ArrayReader {
           );
           return filled;
         }
-        return decodeChunk(stored, this.info, index, this.#decompressors, into);
+        return decodeChunk(stored, this.info, index, this.#decompressors, into, wave);
       },
       read,
     );
@@ -331,6 +337,7 @@ export class ArrayReader {
               );
           },
           signal,
+          pieces.size,
         ),
       );
     }

@@ -7,6 +7,7 @@
  * @module
  */
 import zstd from "zstd-napi/binding.js";
+import { DecodePool, POOL_THRESHOLD } from "./decode-pool.js";
 import {
   type OpenArrayOptions,
   type OpenOptions,
@@ -30,8 +31,28 @@ export const nativeZstd: Decompressor = (stored, into) => {
   return context.decompress(into, stored);
 };
 
-/** The decoders the Node entry plugs in by default: zstd, natively. */
-export const nativeDecompressors: Decompressors = Object.freeze({ zstd: nativeZstd });
+const pool = new DecodePool();
+
+/**
+ * {@link nativeZstd}, with the chunks of a large wave (16 chunks or more) split between this thread
+ * and worker threads (`availableParallelism() - 1` of them, at least 1, started on first use and
+ * never keeping the process alive). Smaller waves decode here, with no round trip to a worker.
+ */
+export const pooledZstd: Decompressor = (stored, into, configuration, wave = 1) => {
+  if (wave >= POOL_THRESHOLD) {
+    const offered = pool.offer(stored, into);
+    if (offered !== undefined) return offered;
+  }
+  return nativeZstd(stored, into, configuration, wave);
+};
+
+/** Stop the decode workers of {@link pooledZstd} (they start again if needed). */
+export function closeDecodeWorkers(): Promise<void> {
+  return pool.close();
+}
+
+/** The decoders the Node entry plugs in by default: zstd, natively, on worker threads for large waves. */
+export const nativeDecompressors: Decompressors = Object.freeze({ zstd: pooledZstd });
 
 function withNative<T extends { decompressors?: Decompressors }>(options: T): T {
   return { ...options, decompressors: { ...nativeDecompressors, ...options.decompressors } };

@@ -219,12 +219,14 @@ export async function encodeChunk(
  * entry for it (a native zstd in Node, say). It writes the decoded bytes into `into`, which is
  * exactly as long as a whole chunk decodes to, and returns how many it wrote; anything but
  * `into.byteLength` is damage, and so is an error thrown for bytes that do not decode. Synchronous
- * or not, as the decoder is.
+ * or not, as the decoder is. `wave` is how many chunks the read this one belongs to decodes, so a
+ * decoder can spread a large wave over threads and keep a small one where it is.
  */
 export type Decompressor = (
   stored: Uint8Array,
   into: Uint8Array,
   configuration: Readonly<Record<string, unknown>>,
+  wave?: number,
 ) => number | Promise<number>;
 
 /** Decompressors by codec name; a codec not named here is decoded through zarrita's registry. */
@@ -258,6 +260,7 @@ export async function decodeChunk(
   index: number,
   decompressors?: Decompressors,
   into: (bytes: number) => Uint8Array = (bytes) => new Uint8Array(bytes),
+  wave = 1,
 ): Promise<NumericArray> {
   const Ctor = constructorOf(info.dtype);
   const expected = info.chunk * Ctor.BYTES_PER_ELEMENT;
@@ -267,7 +270,7 @@ export async function decodeChunk(
     const target = into(expected);
     let written: number;
     try {
-      written = await plugged(stored, target, only.configuration ?? {});
+      written = await plugged(stored, target, only.configuration ?? {}, wave);
     } catch (cause) {
       throw undecodable(info, index, only.name, cause);
     }

@@ -11,6 +11,7 @@ import { compress } from "zstd-napi";
 import * as browser from "../src/index.js";
 import {
   ChunkCache,
+  closeDecodeWorkers,
   type Decompressor,
   isSporadikError,
   LayoutError,
@@ -18,6 +19,7 @@ import {
   nativeZstd,
   openArray,
   openStore,
+  pooledZstd,
   writeStore,
 } from "../src/node.js";
 import { counting, plain, random, randomCoords } from "./helpers.js";
@@ -99,6 +101,37 @@ test("the Node entry reads every slice and batch as the WebAssembly path does, w
   const batch = await array.slicesAt([5, 2_999, 5], { axis: 0 });
   assert.equal(batch.length, 3);
   assert.equal(registryDecodes.count, 0, "openArray from the Node entry decodes natively too");
+});
+
+test("a batch large enough for the decode workers reads the same as one decoded on the main thread alone", async () => {
+  const { backing } = await chunkedStore();
+  let offloaded = 0;
+  let waves = 0;
+  const counted: Decompressor = (stored, into, configuration, wave) => {
+    const written = pooledZstd(stored, into, configuration, wave);
+    waves = Math.max(waves, wave ?? 1);
+    if (typeof written !== "number") offloaded++;
+    return written;
+  };
+  for (const axis of [0, 1]) {
+    const single = await openStore(backing, { axis, decompressors: { zstd: nativeZstd } });
+    const pooled = await openStore(backing, { axis, decompressors: { zstd: counted } });
+    const positions = pick(300, 31 + axis, SHAPE[axis] as number);
+    const expected = await single.slicesAt(positions);
+    offloaded = 0;
+    const got = await pooled.slicesAt(positions);
+    assert.ok(waves >= 16, `the batch decodes ${waves} chunks in one wave, enough for the workers`);
+    assert.ok(offloaded > 0, "some chunks were decoded on a worker");
+    assert.deepEqual(plain(got.indptr), plain(expected.indptr));
+    assert.deepEqual(plain(got.indices), plain(expected.indices));
+    assert.deepEqual(plain(got.data), plain(expected.data));
+  }
+  // A single slice's few chunks never go to a worker.
+  const fresh = await openStore(backing, { axis: 0, decompressors: { zstd: counted } });
+  offloaded = 0;
+  await fresh.sliceAt(7);
+  assert.equal(offloaded, 0, "a single slice decodes on the main thread");
+  await closeDecodeWorkers();
 });
 
 test("with the native decoder a batch of 1, 10 or 10,000 is still two waves, each chunk fetched once", async () => {
