@@ -170,13 +170,19 @@ test("a worker pool encodes byte-identical tiles and decodes whole tiles, ranges
   }
 });
 
-test("the pool reports a damaged tile as CorruptTile", async () => {
+test("the pool reports a damaged tile as a CorruptTile crc32 error, as decodeTile does", async () => {
   const pool = createTilePool({ threads: 2 });
   try {
     const tile = await encodeTile(randomCsr(prng(6), { nCells: 50, nGenes: 2000 }), { level });
-    const bad = tile.slice();
-    bad[bad.length - 3]! ^= 0x10;
-    await assert.rejects(pool.decode(bad), (e: { _tag?: string }) => e._tag === "CorruptTile");
+    // Damage in the last chunk's streams: its worker fails on it before the CRC parts are combined.
+    for (const at of [tile.length - 3, tile.length - 1]) {
+      const bad = tile.slice();
+      bad[at]! ^= 0x10;
+      const isCrcError = (e: { _tag?: string; field?: string }) =>
+        e._tag === "CorruptTile" && e.field === "crc32";
+      await assert.rejects(decodeTile(bad), isCrcError);
+      await assert.rejects(pool.decode(bad), isCrcError);
+    }
   } finally {
     await pool.close();
   }

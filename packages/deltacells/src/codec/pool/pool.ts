@@ -6,7 +6,7 @@
  * The pool also spreads the tile's CRC over the workers (parts combined with `crc32Combine`).
  */
 import { DeltacellsError } from "../../errors.js";
-import { crc32Combine } from "../crc32.js";
+import { crc32, crc32Combine } from "../crc32.js";
 import {
   allocateOutput,
   cellRange,
@@ -136,6 +136,15 @@ function canShare(): boolean {
 /**
  * Starts a pool of `threads` workers (default: the number of cores). Workers start lazily on
  * first use; call `close()` when done (idle workers do not keep a Node process alive).
+ *
+ * In a browser the workers are module Web Workers created with
+ * `new Worker(new URL("./worker.js", import.meta.url), { type: "module" })`. Bundlers that
+ * understand that form emit the worker on their own (webpack 5; Vite once `@deltacells/core` is
+ * in `optimizeDeps.exclude`, as pre-bundling loses the file). esbuild leaves it as is: bundle the
+ * worker script as a second entry named `worker` into the directory of the bundle that contains
+ * the pool, `entryPoints: { app: "src/app.ts", worker: "@deltacells/core/worker" }`, ESM output
+ * (what packages/deltacells/test/browser.test.ts does). Without cross-origin isolation (COOP/COEP headers) pages have no
+ * SharedArrayBuffer, and workers return their parts by transfer instead of writing in place.
  */
 export function createTilePool(opts: { threads?: number } = {}): TilePool {
   const threads = opts.threads ?? hardwareThreads();
@@ -258,8 +267,11 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
             : new Int32Array(new SharedArrayBuffer(4 * nnz)),
       };
     }
+    // `shared` first: pages that are not cross-origin isolated have no SharedArrayBuffer global.
     const inPlace =
-      target.indices.buffer instanceof SharedArrayBuffer && target.data.buffer instanceof SharedArrayBuffer;
+      shared &&
+      target.indices.buffer instanceof SharedArrayBuffer &&
+      target.data.buffer instanceof SharedArrayBuffer;
     fillIndptr(layout.indptr, c0, c1, out.indptr);
     let src = bytes;
     let lease: SharedArrayBuffer | undefined;
@@ -306,8 +318,14 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
     const settled = await Promise.allSettled(reqs.map((r) => run(r, [])));
     if (lease) sharedBytes.release(lease);
     const results = settled.map((r) => {
-      if (r.status === "rejected") throw r.reason;
-      return r.value;
+      if (r.status !== "rejected") return r.value;
+      // A worker stopped at damage in its part before the tile's CRC could be compared: report
+      // the CRC first when it is wrong, as decodeTile does, so both paths name the same fault.
+      const crc = crc32(src.subarray(HEADER_SIZE, totalSize));
+      if (crc !== layout.header.crc32) {
+        throw corrupt(object, "crc32", hex32(crc), hex32(layout.header.crc32), "the bytes are damaged");
+      }
+      throw r.reason;
     });
     let crc = 0;
     results.forEach((r, i) => {

@@ -47,12 +47,13 @@ export async function loadWasmZstd(): Promise<ZstdBackend> {
   return {
     name: "zstddec",
     decompressInto(src, dst) {
-      if (src.length > srcCap) {
+      // Allocate on first use even for an empty frame or output: a null pointer means "no heap".
+      if (src.length > srcCap || srcPtr === 0) {
         if (srcPtr) x.free(srcPtr);
         srcCap = Math.max(src.length, srcCap * 2, 1 << 16);
         srcPtr = x.malloc(srcCap);
       }
-      if (dst.length > dstCap) {
+      if (dst.length > dstCap || dstPtr === 0) {
         if (dstPtr) x.free(dstPtr);
         dstCap = Math.max(dst.length, dstCap * 2, 1 << 16);
         dstPtr = x.malloc(dstCap);

@@ -1,0 +1,74 @@
+/**
+ * The page side of browser.test.ts: bundled for the browser with `@deltacells/storage` and run in
+ * headless Chromium. Every export is called from Node through the harness and returns JSON.
+ */
+import { HttpStore, openStore, type RangeQuery } from "@deltacells/storage";
+import { caught, type ErrorInfo, errorInfo, plain } from "../../../test-utils/browser/page-helpers.js";
+
+/** `store.get(key)`: the bytes, or null for a missing object. */
+export async function get(base: string, key: string): Promise<number[] | null> {
+  const bytes = await new HttpStore(base).get(key);
+  return bytes === undefined ? null : plain(bytes);
+}
+
+/** `store.getRange(key, range)`: the bytes, or null for a missing object. */
+export async function getRange(base: string, key: string, range: RangeQuery): Promise<number[] | null> {
+  const bytes = await new HttpStore(base).getRange(key, range);
+  return bytes === undefined ? null : plain(bytes);
+}
+
+/** The error a read rejects with. */
+export function getError(base: string, key: string): Promise<ErrorInfo> {
+  return caught(() => new HttpStore(base).get(key));
+}
+
+/** Starts a read, aborts it after `afterMs`: the rejection and how long it took to arrive. */
+export async function abortedRead(
+  base: string,
+  key: string,
+  afterMs: number,
+): Promise<{ error: ErrorInfo | null; elapsedMs: number; sameReason: boolean }> {
+  const controller = new AbortController();
+  const started = performance.now();
+  setTimeout(() => controller.abort(), afterMs);
+  try {
+    await new HttpStore(base).get(key, { signal: controller.signal });
+    return { error: null, elapsedMs: performance.now() - started, sameReason: false };
+  } catch (err) {
+    return {
+      error: errorInfo(err),
+      elapsedMs: performance.now() - started,
+      sameReason: err === controller.signal.reason,
+    };
+  }
+}
+
+/** A read with a signal aborted before the call, with a custom reason. */
+export async function preAbortedRange(base: string, key: string): Promise<ErrorInfo> {
+  const controller = new AbortController();
+  controller.abort(new Error("stopped by the page"));
+  return caught(() =>
+    new HttpStore(base).getRange(key, { offset: 0, length: 4 }, { signal: controller.signal }),
+  );
+}
+
+/** `openStore(url)` in the page: which store it made, and a read through it. */
+export async function openAndRead(
+  url: string,
+  key: string,
+  range: RangeQuery,
+): Promise<{ isHttpStore: boolean; whole: number[] | null; part: number[] | null }> {
+  const store = openStore(url);
+  const whole = await store.get(key);
+  const part = await store.getRange(key, range);
+  return {
+    isHttpStore: store instanceof HttpStore,
+    whole: whole === undefined ? null : plain(whole),
+    part: part === undefined ? null : plain(part),
+  };
+}
+
+/** The error `openStore` throws for a URL the browser cannot open. */
+export function openStoreError(url: string): Promise<ErrorInfo> {
+  return caught(() => openStore(url));
+}
