@@ -25,11 +25,13 @@ export type DecodeReply =
 /** Waves of fewer chunks than this are decoded on the main thread only. */
 export const POOL_THRESHOLD = 16;
 /**
- * Jobs queued per worker. The main thread only hears back from a worker between its own decodes,
- * so a worker needs a deep queue to stay busy; 24 measured best on the 100-position batch bench
- * (16-32 about as good, 2-8 no better than no worker).
+ * Jobs a worker may have waiting beyond the one it is decoding. The main thread decides where a
+ * chunk goes by the worker's live count of finished jobs (shared memory), not by the replies it has
+ * read: replies only arrive between the main thread's own decodes, so counting them would starve
+ * the worker for most of a wave. A short backlog keeps the worker busy across a message's latency
+ * without leaving the main thread idle at the end of a wave.
  */
-const DEPTH = 24;
+const BACKLOG = 2;
 
 interface Pending {
   into: Uint8Array;
@@ -41,6 +43,10 @@ interface Slot {
   worker: Worker;
   pending: Map<number, Pending>;
   spares: ArrayBuffer[];
+  /** Jobs posted to the worker so far. */
+  sent: number;
+  /** `[0]`: jobs the worker has finished, written by the worker as it finishes each. */
+  done: Int32Array;
 }
 
 /** Workers run the same module flavour as this file: `.ts` under tsx, `.js` from dist. */
@@ -65,13 +71,14 @@ export class DecodePool {
     const url = workerUrl();
     // Under tsx (TypeScript sources), Node 20 does not apply `--import tsx` to workers: the worker
     // registers tsx's loader itself before importing the script.
+    const done = new Int32Array(new SharedArrayBuffer(4));
     const worker = url.pathname.endsWith(".ts")
       ? new Worker(
           `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))}).then((m) => { m.register(); return import(${JSON.stringify(url.href)}); })`,
-          { eval: true },
+          { eval: true, workerData: done },
         )
-      : new Worker(url);
-    const slot: Slot = { worker, pending: new Map(), spares: [] };
+      : new Worker(url, { workerData: done });
+    const slot: Slot = { worker, pending: new Map(), spares: [], sent: 0, done };
     worker.unref();
     worker.on("message", (reply: DecodeReply) => {
       const job = slot.pending.get(reply.id);
@@ -81,7 +88,7 @@ export class DecodePool {
       if ("error" in reply) return job.reject(new Error(reply.error));
       // The worker wrote a buffer of exactly `into.byteLength`; `written` says how much of it counts.
       job.into.set(new Uint8Array(reply.decoded, 0, Math.min(reply.written, job.into.byteLength)));
-      if (slot.spares.length < DEPTH) slot.spares.push(reply.decoded);
+      if (slot.spares.length < BACKLOG + 1) slot.spares.push(reply.decoded);
       job.resolve(reply.written);
     });
     worker.on("error", (error) => {
@@ -107,7 +114,7 @@ export class DecodePool {
     if (this.#broken) return undefined;
     for (let k = 0; k < this.#slots.length; k++) {
       const slot = this.#slots[(this.#next + k) % this.#slots.length] as Slot;
-      if (slot.pending.size < DEPTH) {
+      if (slot.sent - Atomics.load(slot.done, 0) <= BACKLOG) {
         this.#next = (this.#next + k + 1) % this.#slots.length;
         return slot;
       }
@@ -136,6 +143,7 @@ export class DecodePool {
       const spare = slot.spares.pop();
       const job: DecodeJob = { id: key, stored: copy, size: into.byteLength };
       if (spare !== undefined && spare.byteLength === into.byteLength) job.spare = spare;
+      slot.sent++;
       slot.worker.postMessage(job, job.spare ? [copy.buffer, job.spare] : [copy.buffer]);
     });
   }

@@ -1,15 +1,17 @@
 /**
  * A decode worker for the Node entry's pool (see `decode-pool.ts`): it decodes the zstd chunks it
- * is sent into fresh buffers and sends them back, moving buffers both ways rather than copying.
+ * is sent into fresh (or returned) buffers and sends them back, moving buffers both ways rather than copying.
  *
  * @module
  */
-import { parentPort } from "node:worker_threads";
+import { parentPort, workerData } from "node:worker_threads";
 import zstd from "zstd-napi/binding.js";
 import type { DecodeJob, DecodeReply } from "./decode-pool.js";
 
 const context = new zstd.DCtx();
 const port = parentPort;
+/** Shared with the pool: `[0]` counts finished jobs, so the main thread sees progress at once. */
+const done = workerData as Int32Array;
 port?.on("message", (job: DecodeJob) => {
   let reply: DecodeReply;
   try {
@@ -21,4 +23,5 @@ port?.on("message", (job: DecodeJob) => {
     reply = { id: job.id, error: cause instanceof Error ? cause.message : String(cause) };
     port.postMessage(reply);
   }
+  Atomics.add(done, 0, 1);
 });

@@ -42,6 +42,24 @@ describe("a folder store", () => {
     );
   });
 
+  test("whole reads are exact around the blocking-read limit, blocking or not, and never share bytes", async () => {
+    const s = await freshStore("blocking");
+    const sizes = [0, 1, 4096, (1 << 18) - 1, 1 << 18, (1 << 18) + 1, 3 << 20];
+    for (const [i, size] of sizes.entries()) await s.set(`k${i}`, pattern(size, i));
+    await mkdir(join(s.root, "adir"));
+    const base = openFds();
+    for (const store of [s, new FolderStore(s.root, { blockingReads: false })]) {
+      // All at once: a blocking read copies out of one shared buffer, so each answer must be its own.
+      const got = await Promise.all(sizes.map((_, i) => store.get(`k${i}`)));
+      for (const [i, size] of sizes.entries())
+        assert.deepEqual(got[i], pattern(size, i), `object of ${size} bytes`);
+      assert.equal(await store.get("k404"), undefined);
+      await assert.rejects(store.get("adir"), (e: unknown) => isStorageError(e, "StorageError"));
+      await settled(store);
+    }
+    assert.equal(openFds(), base, "descriptors leaked");
+  });
+
   test("list returns sorted keys under a prefix and never temporary files", async () => {
     const s = await freshStore("list");
     for (const k of ["x/2", "x/1", "y/1", "x2"]) await s.set(k, new Uint8Array([1]));
