@@ -19,6 +19,7 @@ import { parseArgs } from "node:util";
 import { gzipSync } from "node:zlib";
 import { createTilePool, decodeTileSync, loadZstd, setZstdBackend } from "@deltacells/core";
 import { inspectTile } from "../packages/deltacells/src/codec/layout.js";
+import { nativeKernel } from "../packages/deltacells/src/codec/native.js";
 import { loadWasmZstd } from "../packages/deltacells/src/codec/zstd/wasm.js";
 
 const { values: args } = parseArgs({
@@ -146,6 +147,23 @@ async function bench(name: string) {
       }
     }
   };
+  // The same frames through the zstd the native kernel itself runs (the library zstd-napi is
+  // built from, compiled into the addon): the fused decode's own reference.
+  const kernel = nativeKernel();
+  const kernelZstdOnly = () => {
+    const decompress = kernel!.decompress!;
+    for (let i = 0; i < tiles.length; i++) {
+      const t = tiles[i]!;
+      for (const c of layouts[i]!.chunks) {
+        const n = c.nnzHi - c.nnzLo;
+        decompress(t.subarray(c.gapsOff, c.gapsOff + c.gapsLen), scratch.subarray(0, 2 * n));
+        decompress(t.subarray(c.valsOff, c.valsOff + c.valsLen), scratch.subarray(0, 2 * n));
+        if (c.vexcLen) decompress(t.subarray(c.vexcOff, c.vexcOff + c.vexcLen), scratch);
+        if (c.gexcLen) decompress(t.subarray(c.gexcOff, c.gexcOff + c.gexcLen), scratch);
+      }
+    }
+  };
+  const withKernelZstd = kernel?.decompress !== undefined && !args.wasm;
   const full = () => {
     for (const t of tiles) decodeTileSync(t, { out: bufs });
   };
@@ -177,6 +195,7 @@ async function bench(name: string) {
   }
   const rows: Record<string, { wall: number; cpu: number }[]> = {
     zstd: [],
+    zstdk: [],
     full: [],
     float: [],
     fresh: [],
@@ -187,6 +206,7 @@ async function bench(name: string) {
   };
   for (let r = 0; r < REPS; r++) {
     rows.zstd!.push(await time(zstdOnly));
+    if (withKernelZstd) rows.zstdk!.push(await time(kernelZstdOnly));
     rows.full!.push(await time(full));
     rows.float!.push(await time(fullFloat));
     rows.fresh!.push(await time(fresh));
@@ -215,7 +235,7 @@ async function bench(name: string) {
   // Single-thread rows: wall clock and CPU time; pools: wall clock only (their CPU time is spread over threads).
   const line1 = (label: string, k: string) =>
     console.log(
-      `  ${label.padEnd(52)} ${M(rate(k)).padStart(14)} ${ratio(k, "zstd").toFixed(2)}x zstd-only | CPU time: ${M(rate(k, "cpu")).padStart(14)} ${ratio(k, "zstd", "cpu").toFixed(2)}x`,
+      `  ${label.padEnd(52)} ${M(rate(k)).padStart(14)} ${ratio(k, "zstd").toFixed(2)}x zstd-only | CPU time: ${M(rate(k, "cpu")).padStart(14)} ${ratio(k, "zstd", "cpu").toFixed(2)}x${withKernelZstd ? ` | vs the kernel's zstd: ${ratio(k, "zstdk").toFixed(2)}x wall, ${ratio(k, "zstdk", "cpu").toFixed(2)}x CPU` : ""}`,
     );
   // Pools: the CPU time of all threads; equal CPU per nonzero for 1 and 2 workers means the
   // split adds no work, so on idle cores the speedup is bounded only by the main thread's share.
@@ -226,6 +246,10 @@ async function bench(name: string) {
   console.log(
     `  ${"zstd only (the same frames, into a reused buffer)".padEnd(52)} ${M(rate("zstd")).padStart(14)}                | CPU time: ${M(rate("zstd", "cpu")).padStart(14)}`,
   );
+  if (withKernelZstd)
+    console.log(
+      `  ${"zstd only, the native kernel's own zstd build".padEnd(52)} ${M(rate("zstdk")).padStart(14)}                | CPU time: ${M(rate("zstdk", "cpu")).padStart(14)}`,
+    );
   line1("full decode, this thread, int32, caller's buffers", "full");
   line1("full decode, this thread, float32, caller's buffers", "float");
   line1("full decode, this thread, int32, fresh arrays", "fresh");

@@ -6,6 +6,7 @@
  * caller cannot write out of bounds.
  *
  * Instruction sets, chosen once at load time (the addon is built for plain x86-64 and runs on any):
+ *   3: as 2, with the CRC folded 256 bits at a time (VPCLMULQDQ: Intel Ice Lake, AMD Zen 3 on);
  *   2: AVX2 loops (16 values per step) and a PCLMULQDQ CRC, when the CPU has AVX2 and PCLMUL;
  *   1: SSE2 loops (baseline x86-64) and zlib's CRC;
  *   0: plain C (what other architectures get) and zlib's CRC.
@@ -13,8 +14,10 @@
  */
 #include <node_api.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include <zstd.h>
 /* DC_PORTABLE builds the plain C loops only (what non-x86 hosts get; used to check that they build). */
 #if defined(__SSE2__) && !defined(DC_PORTABLE)
 #define DC_SSE2 1
@@ -470,11 +473,51 @@ __attribute__((target("pclmul,sse4.1"))) static uint32_t crc32_clmul(uint32_t cr
   const uint32_t c = (uint32_t)crc32_z(0xffffffffu, rest, 16);
   return (uint32_t)crc32_z(c, (const Bytef *)p, len);
 }
+
+#define DC_VPCLMUL __attribute__((target("avx2,vpclmulqdq,pclmul,sse4.1")))
+
+DC_VPCLMUL static inline __m256i fold256(__m256i x, __m256i k, __m256i next) {
+  return _mm256_xor_si256(
+      _mm256_xor_si256(_mm256_clmulepi64_epi128(x, k, 0x00), _mm256_clmulepi64_epi128(x, k, 0x11)), next);
+}
+
+/* The same folding with 256-bit registers, each lane a 128-bit fold: four accumulators take 128
+   bytes per step (twice the bytes per instruction of crc32_clmul), then fold into one register,
+   its two lanes into one, and crc32_clmul's 16-byte loop and tail finish. The constants are
+   x^(1024 +- 32) and x^(256 +- 32) mod P, bit-reflected like k1..k4. Needs len >= 128. */
+DC_VPCLMUL static uint32_t crc32_vpclmul(uint32_t crc, const uint8_t *p, size_t len) {
+  const __m256i k1024 = _mm256_set_epi64x(0x14a7fe880LL, 0x1e88ef372LL, 0x14a7fe880LL, 0x1e88ef372LL);
+  const __m256i k256 = _mm256_set_epi64x(0x15a546366LL, 0x0f1da05aaLL, 0x15a546366LL, 0x0f1da05aaLL);
+  const __m128i k34 = _mm_set_epi64x(0x0ccaa009eLL, 0x1751997d0LL);
+  __m256i y0 = _mm256_loadu_si256((const __m256i *)p);
+  __m256i y1 = _mm256_loadu_si256((const __m256i *)(p + 32));
+  __m256i y2 = _mm256_loadu_si256((const __m256i *)(p + 64));
+  __m256i y3 = _mm256_loadu_si256((const __m256i *)(p + 96));
+  y0 = _mm256_xor_si256(y0, _mm256_zextsi128_si256(_mm_cvtsi32_si128((int32_t)~crc)));
+  p += 128;
+  len -= 128;
+  for (; len >= 128; p += 128, len -= 128) {
+    y0 = fold256(y0, k1024, _mm256_loadu_si256((const __m256i *)p));
+    y1 = fold256(y1, k1024, _mm256_loadu_si256((const __m256i *)(p + 32)));
+    y2 = fold256(y2, k1024, _mm256_loadu_si256((const __m256i *)(p + 64)));
+    y3 = fold256(y3, k1024, _mm256_loadu_si256((const __m256i *)(p + 96)));
+  }
+  y1 = fold256(y0, k256, y1);
+  y2 = fold256(y1, k256, y2);
+  y3 = fold256(y2, k256, y3);
+  __m128i x = fold128(_mm256_castsi256_si128(y3), k34, _mm256_extracti128_si256(y3, 1));
+  for (; len >= 16; p += 16, len -= 16) x = fold128(x, k34, _mm_loadu_si128((const __m128i *)p));
+  uint8_t rest[16];
+  _mm_storeu_si128((__m128i *)rest, x);
+  const uint32_t c = (uint32_t)crc32_z(0xffffffffu, rest, 16);
+  return (uint32_t)crc32_z(c, (const Bytef *)p, len);
+}
 #endif
 
 static uint32_t crc32_any(uint32_t crc, const uint8_t *p, size_t len) {
   if (len == 0) return crc; /* (an empty typed array's data pointer may be NULL: zlib would return 0) */
 #ifdef DC_DISPATCH
+  if (isa_level >= 3 && len >= 256) return crc32_vpclmul(crc, p, len);
   if (isa_level >= 2 && len >= 256) return crc32_clmul(crc, p, len);
 #endif
   return (uint32_t)crc32_z(crc, (const Bytef *)p, len);
@@ -498,6 +541,178 @@ static napi_value crc32_js(napi_env env, napi_callback_info info) {
   napi_value r;
   napi_create_uint32(env, crc32_any(start, (const uint8_t *)p, len), &r);
   return r;
+}
+
+/* Per thread (per N-API environment: the main thread and each worker): a decompression context
+   and the scratch buffer one chunk's planes are decompressed into. */
+typedef struct {
+  ZSTD_DCtx *dctx;
+  uint8_t *scratch;
+  size_t cap;
+} thread_state;
+
+static void free_state(napi_env env, void *data, void *hint) {
+  (void)env, (void)hint;
+  thread_state *st = (thread_state *)data;
+  ZSTD_freeDCtx(st->dctx);
+  free(st->scratch);
+  free(st);
+}
+
+static thread_state *state_of(napi_env env) {
+  thread_state *st = NULL;
+  if (napi_get_instance_data(env, (void **)&st) == napi_ok && st != NULL) return st;
+  st = (thread_state *)calloc(1, sizeof *st);
+  if (st == NULL) return NULL;
+  st->dctx = ZSTD_createDCtx();
+  if (st->dctx == NULL || napi_set_instance_data(env, st, free_state, NULL) != napi_ok) {
+    ZSTD_freeDCtx(st->dctx);
+    free(st);
+    return NULL;
+  }
+  return st;
+}
+
+/* Decompresses the single frame src[0, len) into exactly `size` bytes of the scratch buffer; NULL
+   if it declares another size, is not exactly one frame, or does not decode to `size` bytes. */
+static const uint8_t *planes_of(thread_state *st, const uint8_t *src, size_t len, size_t size) {
+  if (ZSTD_getFrameContentSize(src, len) != (unsigned long long)size) return NULL;
+  if (ZSTD_findFrameCompressedSize(src, len) != len) return NULL;
+  if (st->cap < size) {
+    const size_t cap = size + size / 2 + 64;
+    uint8_t *grown = (uint8_t *)realloc(st->scratch, cap);
+    if (grown == NULL) return NULL;
+    st->scratch = grown;
+    st->cap = cap;
+  }
+  const size_t got = ZSTD_decompressDCtx(st->dctx, st->scratch, st->cap, src, len);
+  return !ZSTD_isError(got) && got == size ? st->scratch : NULL;
+}
+
+/* Fields of one chunk in the plan `chunks` reads (Float64Array, PLAN_FIELDS per chunk). */
+enum { P_GAPS_OFF, P_GAPS_LEN, P_VALS_OFF, P_VALS_LEN, P_NNZ_LO, P_N, P_CA, P_CB, P_SHIFT, PLAN_FIELDS };
+
+/*
+ * chunks(bytes: Uint8Array, plan: Float64Array, k0, k1, indptr: Float64Array, indices: Int32Array,
+ *        data: Int32Array | Float32Array, nGenes) -> -1 when chunks [k0, k1) of the plan are all
+ * decoded, else the first chunk it did not decode (its streams failed a check, or it has
+ * exceptions: plan n = -1), which the caller decodes (or refuses, naming the fault) itself; chunks
+ * with plan n = -2 are skipped (they hold no cell of the requested range).
+ * One call decodes a tile's chunks without a round trip to JavaScript per stream: the zstd frames
+ * go through this addon's own zstd (the library zstd-napi is built from) into a per-thread
+ * scratch buffer, then through the same loops as `gaps` and `vals`.
+ */
+static napi_value chunks_js(napi_env env, napi_callback_info info) {
+  size_t argc = 8;
+  napi_value a[8];
+  CHECK(napi_get_cb_info(env, info, &argc, a, NULL, NULL));
+  if (argc < 8) return throw_bad(env);
+  napi_typedarray_type tb, tp, ti, tx, td;
+  size_t blen, plen, ilen, xlen, dlen;
+  void *bp, *pp, *ip, *xp, *dp;
+  if (!get_array(env, a[0], &tb, &blen, &bp) || tb != napi_uint8_array) return throw_bad(env);
+  if (!get_array(env, a[1], &tp, &plen, &pp) || tp != napi_float64_array) return throw_bad(env);
+  if (!get_array(env, a[4], &ti, &ilen, &ip) || ti != napi_float64_array) return throw_bad(env);
+  if (!get_array(env, a[5], &tx, &xlen, &xp) || tx != napi_int32_array) return throw_bad(env);
+  if (!get_array(env, a[6], &td, &dlen, &dp) || (td != napi_int32_array && td != napi_float32_array)) {
+    return throw_bad(env);
+  }
+  int32_t k0, k1;
+  double ng_;
+  CHECK(napi_get_value_int32(env, a[2], &k0));
+  CHECK(napi_get_value_int32(env, a[3], &k1));
+  CHECK(napi_get_value_double(env, a[7], &ng_));
+  if (k0 < 0 || k1 < k0 || (size_t)k1 * PLAN_FIELDS > plen || xlen != dlen) return throw_bad(env);
+  thread_state *st = state_of(env);
+  if (st == NULL) return num(env, k0);
+  const uint8_t *bytes = (const uint8_t *)bp;
+  const double *plan = (const double *)pp;
+  const int flt = td == napi_float32_array;
+  for (int32_t k = k0; k < k1; k++) {
+    const double *p = plan + (size_t)k * PLAN_FIELDS;
+    const double go = p[P_GAPS_OFF], gl = p[P_GAPS_LEN], vo = p[P_VALS_OFF], vl = p[P_VALS_LEN];
+    if (p[P_N] == -2) continue; /* no cell of the requested range */
+    /* Exceptions (n = -1 in the plan) and anything out of bounds go back to the caller. */
+    if (!(p[P_N] >= 0 && p[P_N] < 2147483648.0 && go >= 0 && gl >= 0 && vo >= 0 && vl >= 0 &&
+          go + gl <= (double)blen && vo + vl <= (double)blen))
+      return num(env, k);
+    gaps_args g;
+    g.n = (int64_t)p[P_N], g.nnz_lo = (int64_t)p[P_NNZ_LO], g.ca = (int64_t)p[P_CA], g.cb = (int64_t)p[P_CB];
+    g.shift = (int64_t)p[P_SHIFT], g.n_genes = (uint64_t)ng_;
+    if (g.ca < 0 || g.cb < g.ca || (uint64_t)g.cb >= ilen) return num(env, k);
+    g.indptr = (const double *)ip;
+    g.out = (int32_t *)xp;
+    g.olen = xlen;
+    g.range_end = g.cb > g.ca ? (int64_t)g.indptr[g.cb] - g.nnz_lo : 0;
+    const int64_t s = g.cb > g.ca ? (int64_t)g.indptr[g.ca] - g.nnz_lo : 0;
+    if (g.range_end > g.n || s < 0 || s > g.range_end || s + g.shift < 0 ||
+        (uint64_t)(g.range_end + g.shift) > xlen)
+      return num(env, k);
+    const size_t size = 2 * (size_t)g.n;
+    const uint8_t *gp = planes_of(st, bytes + (size_t)go, (size_t)gl, size);
+    if (gp == NULL) return num(env, k);
+    if (g.cb > g.ca) {
+      g.lo = gp, g.hi = gp + g.n;
+      int64_t bad;
+#ifdef DC_DISPATCH
+      if (isa_level >= 2)
+        bad = gaps_cells_avx2(&g);
+      else
+#endif
+        bad = gaps_cells_base(&g, isa_level >= 1);
+      if (bad != -1) return num(env, k);
+    }
+    const uint8_t *vp = planes_of(st, bytes + (size_t)vo, (size_t)vl, size);
+    if (vp == NULL) return num(env, k);
+    if (g.cb > g.ca) {
+      const uint8_t *lo = vp, *hi = vp + g.n;
+      const int64_t e = g.range_end;
+      uint32_t zero = 0;
+#ifdef DC_DISPATCH
+      if (isa_level >= 2)
+        zero = vals_avx2(lo, hi, s, e, (int32_t *)dp + g.shift, flt);
+      else
+#endif
+        if (flt) {
+          float *o = (float *)dp + g.shift;
+          for (int64_t j = s; j < e; j++) {
+            const uint32_t v = (uint32_t)lo[j] | ((uint32_t)hi[j] << 8);
+            zero |= (v == 0);
+            o[j] = (float)v;
+          }
+        } else {
+          int32_t *o = (int32_t *)dp + g.shift;
+          for (int64_t j = s; j < e; j++) {
+            const uint32_t v = (uint32_t)lo[j] | ((uint32_t)hi[j] << 8);
+            zero |= (v == 0);
+            o[j] = (int32_t)v;
+          }
+        }
+      if (zero) return num(env, k);
+    }
+  }
+  return num(env, -1);
+}
+
+/*
+ * decompress(src: Uint8Array, dst: Uint8Array) -> bytes written, or -1 if src is not a zstd
+ * frame that fits dst: this addon's zstd alone, for benchmarks to compare `chunks` against the
+ * very zstd it runs (besides zstd-napi's build of the same library).
+ */
+static napi_value decompress_js(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value a[2];
+  CHECK(napi_get_cb_info(env, info, &argc, a, NULL, NULL));
+  if (argc < 2) return throw_bad(env);
+  napi_typedarray_type ts, td;
+  size_t slen, dlen;
+  void *sp, *dp;
+  if (!get_array(env, a[0], &ts, &slen, &sp) || ts != napi_uint8_array) return throw_bad(env);
+  if (!get_array(env, a[1], &td, &dlen, &dp) || td != napi_uint8_array) return throw_bad(env);
+  thread_state *st = state_of(env);
+  if (st == NULL) return num(env, -1);
+  const size_t got = ZSTD_decompressDCtx(st->dctx, dp, dlen, sp, slen);
+  return num(env, ZSTD_isError(got) ? -1 : (double)got);
 }
 
 /* isa(level?) -> the level in use, after lowering it to `level` (tests); never above the CPU's. */
@@ -527,6 +742,7 @@ NAPI_MODULE_INIT() {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1"))
       best = 2;
+    if (best == 2 && __builtin_cpu_supports("vpclmulqdq")) best = 3;
 #endif
     isa_level = best;
     isa_best = best;
@@ -537,7 +753,9 @@ NAPI_MODULE_INIT() {
       {"crc32", NULL, crc32_js, NULL, NULL, NULL, napi_default, NULL},
       {"indptr", NULL, indptr_js, NULL, NULL, NULL, napi_default, NULL},
       {"isa", NULL, isa_js, NULL, NULL, NULL, napi_default, NULL},
+      {"chunks", NULL, chunks_js, NULL, NULL, NULL, napi_default, NULL},
+      {"decompress", NULL, decompress_js, NULL, NULL, NULL, napi_default, NULL},
   };
-  napi_define_properties(env, exports, 5, props);
+  napi_define_properties(env, exports, 7, props);
   return exports;
 }

@@ -52,6 +52,7 @@ class Scratch {
   vals = new Uint8Array(0);
   exc = new Uint32Array(0);
   indptr = new Float64Array(0);
+  plan = new Float64Array(0);
   /** A buffer for `inspectTile`'s indptr (the layout is only used during one synchronous decode). */
   indptrFor(nCells: number): Float64Array {
     if (this.indptr.length <= nCells)
@@ -61,6 +62,10 @@ class Scratch {
   planes(which: "gaps" | "vals", size: number): Uint8Array {
     if (this[which].length < size) this[which] = new Uint8Array(Math.max(size, this[which].length * 1.5) | 0);
     return this[which].subarray(0, size);
+  }
+  planFor(chunks: number): Float64Array {
+    if (this.plan.length < chunks * PLAN_FIELDS) this.plan = new Float64Array(chunks * PLAN_FIELDS * 2);
+    return this.plan;
   }
   exceptions(words: number): Uint32Array {
     if (this.exc.length < words) this.exc = new Uint32Array(Math.max(words, this.exc.length * 2));
@@ -87,14 +92,87 @@ export function decodeTileSync(bytes: Uint8Array, zstd: ZstdBackend, opts: Decod
   const nnz = layout.indptr[c1]! - base;
   const out = allocateOutput(c1 - c0, nnz, opts);
   fillIndptr(layout.indptr, c0, c1, out.indptr);
-  const full = c0 === 0 && c1 === nCells;
-  for (let k = 0; k < layout.chunks.length; k++) {
-    const ch = layout.chunks[k]!;
-    if (full || (ch.cellLo < c1 && ch.cellHi > c0)) {
-      decodeChunkInto(bytes, layout, k, c0, c1, out.indices, out.data, base, zstd, opts.object);
-    }
-  }
+  decodeChunksInto(
+    bytes,
+    layout,
+    0,
+    layout.chunks.length,
+    c0,
+    c1,
+    out.indices,
+    out.data,
+    base,
+    zstd,
+    opts.object,
+  );
   return { nCells: c1 - c0, nGenes, nnz, ...out };
+}
+
+/**
+ * Whether chunk `k` is decoded for cells `[c0, c1)`: every chunk of a whole tile (empty ones too:
+ * their frames are checked), else the chunks holding cells of the range.
+ */
+function wanted(layout: TileLayout, k: number, c0: number, c1: number, full: boolean): boolean {
+  const ch = layout.chunks[k]!;
+  return full || (ch.cellLo < c1 && ch.cellHi > c0);
+}
+
+/** Fields per chunk in the plan the native kernel's `chunks` reads (see native/kernel.c). */
+const PLAN_FIELDS = 9;
+
+/**
+ * Decodes the chunks `[k0, k1)` of a tile that hold cells of `[c0, c1)` (see
+ * {@link decodeChunkInto}). With the native kernel and native zstd, one call decodes them all
+ * (zstd included) without coming back to JavaScript per stream; a chunk with exceptions, or one
+ * that fails any check there, is decoded here by {@link decodeChunkInto}, which then names the
+ * fault exactly as it would without the kernel.
+ */
+export function decodeChunksInto(
+  bytes: Uint8Array,
+  layout: TileLayout,
+  k0: number,
+  k1: number,
+  c0: number,
+  c1: number,
+  indices: Int32Array,
+  data: Int32Array | Float32Array,
+  base: number,
+  zstd: ZstdBackend,
+  object: string | undefined,
+): void {
+  const full = c0 === 0 && c1 === layout.header.nCells;
+  const native = zstd.name === "zstd-napi" ? nativeKernel() : undefined;
+  if (native?.chunks === undefined) {
+    for (let k = k0; k < k1; k++)
+      if (wanted(layout, k, c0, c1, full))
+        decodeChunkInto(bytes, layout, k, c0, c1, indices, data, base, zstd, object);
+    return;
+  }
+  const plan = scratch.planFor(k1);
+  for (let k = k0; k < k1; k++) {
+    const ch = layout.chunks[k]!;
+    const p = k * PLAN_FIELDS;
+    plan[p] = ch.gapsOff;
+    plan[p + 1] = ch.gapsLen;
+    plan[p + 2] = ch.valsOff;
+    plan[p + 3] = ch.valsLen;
+    plan[p + 4] = ch.nnzLo;
+    // n, or -2: skip the chunk, -1: leave it to decodeChunkInto (it has exceptions).
+    plan[p + 5] = !wanted(layout, k, c0, c1, full)
+      ? -2
+      : ch.vexcLen > 0 || ch.gexcLen > 0
+        ? -1
+        : ch.nnzHi - ch.nnzLo;
+    plan[p + 6] = Math.max(ch.cellLo, c0);
+    plan[p + 7] = Math.min(ch.cellHi, c1);
+    plan[p + 8] = ch.nnzLo - base;
+  }
+  for (let k = k0; k < k1; ) {
+    const stopped = native.chunks(bytes, plan, k, k1, layout.indptr, indices, data, layout.header.nGenes);
+    if (stopped === -1) return;
+    decodeChunkInto(bytes, layout, stopped, c0, c1, indices, data, base, zstd, object);
+    k = stopped + 1;
+  }
 }
 
 /** Checks a requested cell range against the tile. */

@@ -28,6 +28,23 @@ export interface NativeKernel {
     out: Int32Array | Float32Array,
     shift: number,
   ): boolean;
+  /**
+   * Decodes chunks `[k0, k1)` as described by `plan` (9 numbers per chunk, see
+   * `decodeChunksInto`), zstd included: -1 if all were decoded, else the first chunk it left to
+   * the caller (one with exceptions, or one that failed a check). Absent from older builds.
+   */
+  chunks?(
+    bytes: Uint8Array,
+    plan: Float64Array,
+    k0: number,
+    k1: number,
+    indptr: Float64Array,
+    indices: Int32Array,
+    data: Int32Array | Float32Array,
+    nGenes: number,
+  ): number;
+  /** This addon's zstd alone (benchmarks): bytes written, or -1. Absent from older builds. */
+  decompress?(src: Uint8Array, dst: Uint8Array): number;
   crc32(bytes: Uint8Array, crc: number): number;
   /**
    * The instruction set in use (2: AVX2 loops and a PCLMULQDQ CRC, 1: SSE2, 0: plain C), after

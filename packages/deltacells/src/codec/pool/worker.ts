@@ -2,7 +2,7 @@
  * The script a {@link TilePool} worker runs, in Node (worker_threads) and in browsers (module Web
  * Workers): decode chunks of a tile or compress a chunk's streams, on request.
  */
-import { decodeChunkInto, indptrScratch } from "../decode.js";
+import { decodeChunksInto, indptrScratch } from "../decode.js";
 import { compressChunk } from "../encode.js";
 import { checksum, inspectTile } from "../layout.js";
 import { loadZstd } from "../zstd/load.js";
@@ -40,8 +40,7 @@ function decode(req: DecodeRequest, zstd: Awaited<ReturnType<typeof loadZstd>>):
     indices = new Int32Array(n);
     data = req.values === "float32" ? new Float32Array(n) : new Int32Array(n);
   }
-  for (let k = k0; k < k1; k++)
-    decodeChunkInto(bytes, layout, k, c0, c1, indices!, data!, base, zstd, object);
+  decodeChunksInto(bytes, layout, k0, k1, c0, c1, indices!, data!, base, zstd, object);
   if (!owned) return [{ id: req.id, ok: true, crc }, []];
   return [
     { id: req.id, ok: true, crc, indices, data },
