@@ -7,7 +7,8 @@
  *   conformance/.venv/bin/python bench/codec_data.py      # once: writes bench/out/*.npy
  *   node --import tsx --conditions=source bench/codec.ts [--reps 7] [--only synthetic-12k] [--wasm]
  *
- * Options: --reps N (medians of N runs), --only NAME, --tile-size CELLS (4096), --chunks N (8),
+ * Options: --reps N (medians of N runs), --only NAME, --tile-size CELLS (default: the dataset
+ * writer's choice for the matrix, autoTileSize), --chunks N (8),
  * --wasm (zstddec instead of zstd-napi), --single-only (skip the pool rows: a quicker, steadier run). Set DELTACELLS_NATIVE=0 to measure the TypeScript loops.
  *
  * Encoded tiles are cached in bench/out/tiles-<name>/ (level 19 takes a while).
@@ -17,7 +18,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { gzipSync } from "node:zlib";
-import { createTilePool, decodeTileSync, loadZstd, setZstdBackend } from "@deltacells/core";
+import { autoTileSize, createTilePool, decodeTileSync, loadZstd, setZstdBackend } from "@deltacells/core";
 import { inspectTile } from "../packages/deltacells/src/codec/layout.js";
 import { nativeKernel } from "../packages/deltacells/src/codec/native.js";
 import { loadWasmZstd } from "../packages/deltacells/src/codec/zstd/wasm.js";
@@ -26,14 +27,16 @@ const { values: args } = parseArgs({
   options: {
     reps: { type: "string", default: "7" },
     only: { type: "string" },
-    "tile-size": { type: "string", default: "4096" },
+    "tile-size": { type: "string", default: "auto" },
     wasm: { type: "boolean", default: false },
     chunks: { type: "string", default: "8" },
     "single-only": { type: "boolean", default: false },
   },
 });
 const REPS = Number(args.reps);
-const TILE = Number(args["tile-size"]);
+/** Cells per tile: the dataset writer's default for the matrix (`autoTileSize`) unless given. */
+const tileSizeFor = (nCells: number, nnz: number) =>
+  args["tile-size"] === "auto" ? autoTileSize(nCells, nnz) : Number(args["tile-size"]);
 const CHUNKS = Number(args.chunks);
 const out = fileURLToPath(new URL("./out/", import.meta.url));
 
@@ -60,6 +63,7 @@ async function tilesOf(
   level: number,
 ): Promise<{
   tiles: Uint8Array[];
+  tileCells: number;
   nnz: number;
   nGenes: number;
   csr: { indptr: Float64Array; indices: Int32Array; data: Float32Array };
@@ -71,8 +75,9 @@ async function tilesOf(
   const indptr = readNpy(join(out, `${name}.indptr.npy`)) as Float64Array;
   const indices = readNpy(join(out, `${name}.indices.npy`)) as Int32Array;
   const data = readNpy(join(out, `${name}.data.npy`)) as Float32Array;
-  const dir = join(out, `tiles-${name}-t${TILE}-l${level}${CHUNKS === 8 ? "" : `-c${CHUNKS}`}`);
   const nCells = indptr.length - 1;
+  const TILE = tileSizeFor(nCells, meta.nnz);
+  const dir = join(out, `tiles-${name}-t${TILE}-l${level}${CHUNKS === 8 ? "" : `-c${CHUNKS}`}`);
   const nTiles = Math.ceil(nCells / TILE);
   if (!existsSync(dir) || readdirSync(dir).length !== nTiles) {
     mkdirSync(dir, { recursive: true });
@@ -100,7 +105,7 @@ async function tilesOf(
   const tiles = readdirSync(dir)
     .sort()
     .map((f) => new Uint8Array(readFileSync(join(dir, f))));
-  return { tiles, nnz: meta.nnz, nGenes: meta.n_genes, csr: { indptr, indices, data } };
+  return { tiles, tileCells: TILE, nnz: meta.nnz, nGenes: meta.n_genes, csr: { indptr, indices, data } };
 }
 
 /**
@@ -122,7 +127,7 @@ async function time(fn: () => unknown): Promise<{ wall: number; cpu: number }> {
 
 async function bench(name: string) {
   const zstd = await loadZstd();
-  const { tiles, nnz, csr } = await tilesOf(name, 19);
+  const { tiles, tileCells, nnz, csr } = await tilesOf(name, 19);
   const layouts = tiles.map((t) => inspectTile(t));
   const maxNnz = Math.max(...layouts.map((l) => l.header.nnz));
   const maxCells = Math.max(...layouts.map((l) => l.header.nCells));
@@ -230,7 +235,7 @@ async function bench(name: string) {
     gzipSync(new Uint8Array(csr.data.buffer), { level: 4 }).length +
     gzipSync(indptrBytes, { level: 4 }).length;
   console.log(
-    `\n${name}: ${nCells} cells, ${nnz} nonzeros, ${tiles.length} tiles of ${TILE} cells (zstd: ${zstd.name}), medians of ${REPS}`,
+    `\n${name}: ${nCells} cells, ${nnz} nonzeros, ${tiles.length} tiles of ${tileCells} cells (zstd: ${zstd.name}), medians of ${REPS}`,
   );
   // Single-thread rows: wall clock and CPU time; pools: wall clock only (their CPU time is spread over threads).
   const line1 = (label: string, k: string) =>

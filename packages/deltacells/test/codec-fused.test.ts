@@ -153,7 +153,10 @@ test("a tile whose streams are damaged behind a valid CRC fails with the same ta
         refused++;
       }
     }
-    assert.ok(refused >= targets.length / 2, `only ${refused} of ${targets.length} damaged tiles were refused`);
+    assert.ok(
+      refused >= targets.length / 2,
+      `only ${refused} of ${targets.length} damaged tiles were refused`,
+    );
   } finally {
     useNativeKernel(true);
   }

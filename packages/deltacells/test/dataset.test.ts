@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { MemoryStore, withStats } from "@deltacells/storage";
 import {
+  autoTileSize,
   type DatasetManifest,
   decodeTile,
   encodeTile,
@@ -163,6 +164,28 @@ test("no more tiles are encoded at once than the in-flight bound allows", async 
   });
   assert.ok(codec.maxConcurrent <= 3, `max ${codec.maxConcurrent}`);
   assert.ok(codec.maxConcurrent >= 2, "tiles are encoded in parallel");
+});
+
+test("without a tile size the writer sizes tiles to about a million nonzeros, 64 .. 4096 cells", async () => {
+  assert.equal(autoTileSize(10_000, 691_914), 4096, "sparse data keeps the largest tiles");
+  assert.equal(autoTileSize(12_000, 25_686_502), 448, "~2,100 genes per cell");
+  assert.equal(autoTileSize(10, 100_000_000), 64, "never below 64 cells");
+  assert.equal(autoTileSize(0, 0), 4096);
+  const m = randomMatrix(300, 6000, 5, 0.9);
+  const store = new MemoryStore();
+  const { manifest } = await writeDataset(memorySource(m, { blockCells: 50 }), store, {
+    encoder: codec,
+    compress,
+    level: 1,
+  });
+  const nnz = manifest.tile_nnz.reduce((a, b) => a + b, 0);
+  assert.ok(nnz > 1_200_000, `${nnz} nonzeros`);
+  assert.equal(manifest.tile_size, autoTileSize(300, nnz));
+  assert.equal(manifest.tile_size, 192);
+  assert.deepEqual(manifest.tile_cells, [192, 108]);
+  const report = await validateDataset(await openDataset(store, { decoder: codec }));
+  assert.ok(report.valid, JSON.stringify(report.problems));
+  assert.equal(report.nnz, nnz);
 });
 
 test("rewriting a prefix with fewer tiles removes the stale ones", async () => {

@@ -8,6 +8,7 @@ import {
   DEFAULT_LEVEL,
   DEFAULT_N_CHUNKS,
   DEFAULT_TILE_SIZE,
+  TARGET_TILE_NNZ,
   writeDataset,
 } from "@deltacells/core";
 import { zstdCompressor } from "@deltacells/core/node";
@@ -38,7 +39,7 @@ options:
   --byte-addressable
                  sporadik: one uncompressed chunk per array, so a slice reads exact byte ranges
   --max-nnz N    sporadik: refuse a matrix with more nonzeros (default ${DEFAULT_MAX_NNZ.toLocaleString("en-US")})
-  --tile-size N  cells per tile (default ${DEFAULT_TILE_SIZE})
+  --tile-size N  cells per tile (default: as many as hold ~${TARGET_TILE_NNZ.toLocaleString("en-US")} nonzeros, 64 .. ${DEFAULT_TILE_SIZE})
   --chunks N     independently decodable chunks per tile (default ${DEFAULT_N_CHUNKS})
   --level N      zstd level of the tiles, 1 .. 22 (default ${DEFAULT_LEVEL})
   --layer NAME   AnnData: read layers/NAME instead of X
@@ -83,7 +84,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
   );
   if (values.help) return { text: CONVERT_HELP };
   const [input, output] = positionals as [string, string];
-  const tileSize = intOption(values, "tile-size", DEFAULT_TILE_SIZE)!;
+  const tileSize = intOption(values, "tile-size", undefined);
   const nChunks = intOption(values, "chunks", DEFAULT_N_CHUNKS, 1, 4096)!;
   const level = intOption(values, "level", DEFAULT_LEVEL, 1, 22)!;
   const threads = intOption(values, "threads", availableParallelism(), 1, 256)!;

@@ -27,10 +27,12 @@ export { encodeVarTable } from "./var-table.js";
 export { decodeVarTable } from "./var-table-read.js";
 export { CONVERTER_NAME, CONVERTER_VERSION } from "./version.js";
 export {
+  autoTileSize,
   DEFAULT_LEVEL,
   DEFAULT_N_CHUNKS,
   DEFAULT_TILE_SIZE,
   orderGenesByTotal,
+  TARGET_TILE_NNZ,
   type TileEncoder,
   type TileRows,
   type WriteDatasetOptions,
