@@ -5,16 +5,10 @@
  */
 import { createTilePool, type DecodedTile, type DecodeOptions, decodeTile, loadZstd } from "@deltacells/core";
 import { caught, type ErrorInfo, errorInfo, plain } from "../../../test-utils/browser/page-helpers.js";
+import type { TileContents } from "./codec-helpers.js";
 
-/** A decoded tile in the golden JSON's spelling. */
-export interface Contents {
-  n_cells: number;
-  n_genes: number;
-  nnz: number;
-  indptr: number[];
-  indices: number[];
-  data: number[];
-}
+/** A decoded tile in the golden JSON's spelling (a type only: the bundle never loads node:assert). */
+export type Contents = TileContents;
 
 function contentsOf(d: DecodedTile): Contents {
   return {
