@@ -20,7 +20,7 @@ const { values } = parseArgs({
     cells: { type: "string", default: "100000" },
     genes: { type: "string", default: "33000" },
     "genes-per-cell": { type: "string", default: "50" },
-    "tile-size": { type: "string", default: "4096" },
+    "tile-size": { type: "string", default: "auto" },
     level: { type: "string", default: "19" },
     threads: { type: "string", default: "2" },
   },
@@ -40,7 +40,7 @@ let lastLog = 0;
 const { manifest, bytes } = await writeDataset(source, new FolderStore(dir), {
   encoder: pool,
   compress: zstdCompressor(19),
-  tileSize: Number(values["tile-size"]),
+  ...(values["tile-size"] === "auto" ? {} : { tileSize: Number(values["tile-size"]) }),
   level: Number(values.level),
   inFlight: threads + 2,
   onProgress: (p) => {
