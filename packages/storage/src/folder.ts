@@ -145,6 +145,14 @@ export class FolderStore implements Store {
     return this.slots.taken;
   }
 
+  /**
+   * Whether `get` reads small objects by blocking calls right now: `blockingReads` is on and no run
+   * of slow blocking reads has switched the store to the thread pool in the last 5 s.
+   */
+  get readsBlock(): boolean {
+    return this.blockingReads && performance.now() >= this.blockingOffUntil;
+  }
+
   private path(key: string): string {
     const p = join(this.root, normalizeKey(key, this.url));
     // normalizeKey already refuses "..", this is a second fence against symlink-free escapes.
@@ -172,7 +180,7 @@ export class FolderStore implements Store {
     throwIfAborted(signal);
     const path = this.path(key);
     if (this.slots.tryTake()) {
-      if (this.blockingReads && performance.now() >= this.blockingOffUntil) {
+      if (this.readsBlock) {
         const t0 = performance.now();
         let bytes: ReturnType<typeof readBlocking>;
         try {

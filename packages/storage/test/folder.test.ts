@@ -60,6 +60,35 @@ describe("a folder store", () => {
     assert.equal(openFds(), base, "descriptors leaked");
   });
 
+  test("four slow blocking reads in a row switch gets to the thread pool for 5 s; one slow read does not", async () => {
+    const s = await freshStore("slow-disk");
+    await s.set("k", pattern(100, 1));
+    const realNow = performance.now.bind(performance);
+    let now = realNow();
+    let step = 0;
+    // A clock that advances `step` ms per reading: every blocking read then "takes" `step` ms.
+    performance.now = () => (now += step);
+    try {
+      assert.ok(s.readsBlock);
+      step = 2;
+      await s.get("k"); // slow
+      step = 0;
+      await s.get("k"); // fast: the run of slow reads starts again
+      step = 2;
+      for (let i = 0; i < 3; i++) await s.get("k");
+      assert.ok(s.readsBlock, "three slow reads in a row are not enough");
+      await s.get("k");
+      assert.ok(!s.readsBlock, "four slow reads in a row switch to the thread pool");
+      step = 0;
+      assert.deepEqual(await s.get("k"), pattern(100, 1), "reads go on through the thread pool");
+      now += 5001;
+      assert.ok(s.readsBlock, "after 5 s the store tries blocking reads again");
+      assert.ok(!new FolderStore(s.root, { blockingReads: false }).readsBlock);
+    } finally {
+      performance.now = realNow;
+    }
+  });
+
   test("list returns sorted keys under a prefix and never temporary files", async () => {
     const s = await freshStore("list");
     for (const k of ["x/2", "x/1", "y/1", "x2"]) await s.set(k, new Uint8Array([1]));
