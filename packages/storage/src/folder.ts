@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, openSync, readFile, readSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readFile, readSync } from "node:fs";
 import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
 import { StorageError } from "./errors.js";
@@ -48,10 +48,7 @@ function readWhole(path: string, signal: AbortSignal | undefined): Promise<Uint8
   );
 }
 
-/**
- * Objects up to this size may be read by blocking calls (see {@link FolderStore}); one shared
- * buffer of this size (plus one byte, to see that an object is larger) serves them all.
- */
+/** Objects up to this size may be read by blocking calls (see {@link FolderStore}). */
 const BLOCKING_READ_MAX = 1 << 18;
 /**
  * Blocking reads longer than this, {@link SLOW_RUN} in a row, are not coming from the page cache
@@ -60,17 +57,15 @@ const BLOCKING_READ_MAX = 1 << 18;
  */
 const SLOW_BLOCKING_READ_MS = 0.5;
 const SLOW_RUN = 4;
-/** How long a store reads through the thread pool only, after a slow blocking read. */
+/** How long a store reads through the thread pool only, after a run of slow blocking reads. */
 const BLOCKING_COOL_OFF_MS = 5000;
-
-let blockingScratch: Buffer | undefined;
 
 /** What a blocking read answers when the object is too large for it: read it asynchronously. */
 const TOO_LARGE = Symbol("too large");
 
 /**
- * The whole file at `path` by blocking `open`/`read`/`close`, copied out of the shared scratch
- * buffer; undefined when it is missing, {@link TOO_LARGE} past {@link BLOCKING_READ_MAX} bytes.
+ * The whole file at `path` by blocking `open`/`fstat`/`read`/`close`: undefined when it is
+ * missing, {@link TOO_LARGE} (nothing read) past {@link BLOCKING_READ_MAX} bytes.
  */
 function readBlocking(path: string): Uint8Array | undefined | typeof TOO_LARGE {
   let fd: number;
@@ -81,11 +76,13 @@ function readBlocking(path: string): Uint8Array | undefined | typeof TOO_LARGE {
     throw err;
   }
   try {
-    const scratch = (blockingScratch ??= Buffer.allocUnsafe(BLOCKING_READ_MAX + 1));
+    const size = fstatSync(fd).size;
+    if (size > BLOCKING_READ_MAX) return TOO_LARGE;
+    const out = new Uint8Array(size);
     let done = 0;
-    for (let n = 1; n > 0 && done < scratch.length; done += n)
-      n = readSync(fd, scratch, done, scratch.length - done, done);
-    return done > BLOCKING_READ_MAX ? TOO_LARGE : new Uint8Array(scratch.subarray(0, done));
+    for (let n = 1; n > 0 && done < size; done += n) n = readSync(fd, out, done, size - done, done);
+    // Shorter than fstat said: truncated in place while being read; answer what is there.
+    return done < size ? out.subarray(0, done) : out;
   } finally {
     closeSync(fd);
   }
@@ -109,7 +106,7 @@ function isMissing(err: unknown): boolean {
  * store is seen by reads that start once the key's reads in flight have finished, or at most
  * 100 ms after it while they never pause.
  *
- * `get` of an object up to 256 KiB (a zarr chunk, a small tile) is a blocking open/read/close
+ * `get` of an object up to 256 KiB (a zarr chunk, a small tile) is a blocking open/fstat/read/close
  * while such reads stay fast: from the page cache that costs ~13 us of this thread, where the
  * thread pool's four round trips cost more of it and put up to four more threads on the cores that
  * decoding needs (a 100-slice batch over a chunked sporadik store ran 1.7-2x faster this way). After
