@@ -578,7 +578,7 @@ static thread_state *state_of(napi_env env) {
 static const uint8_t *planes_of(thread_state *st, const uint8_t *src, size_t len, size_t size) {
   if (ZSTD_getFrameContentSize(src, len) != (unsigned long long)size) return NULL;
   if (ZSTD_findFrameCompressedSize(src, len) != len) return NULL;
-  if (st->cap < size) {
+  if (st->cap < size || st->scratch == NULL) { /* (allocated even for an empty chunk: NULL means failure) */
     const size_t cap = size + size / 2 + 64;
     uint8_t *grown = (uint8_t *)realloc(st->scratch, cap);
     if (grown == NULL) return NULL;
