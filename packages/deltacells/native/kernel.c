@@ -622,7 +622,8 @@ static napi_value chunks_js(napi_env env, napi_callback_info info) {
   CHECK(napi_get_value_int32(env, a[2], &k0));
   CHECK(napi_get_value_int32(env, a[3], &k1));
   CHECK(napi_get_value_double(env, a[7], &ng_));
-  if (k0 < 0 || k1 < k0 || (size_t)k1 * PLAN_FIELDS > plen || xlen != dlen) return throw_bad(env);
+  if (k0 < 0 || k1 < k0 || (size_t)k1 * PLAN_FIELDS > plen || xlen != dlen || !(ng_ >= 0 && ng_ <= 4294967296.0))
+    return throw_bad(env);
   thread_state *st = state_of(env);
   if (st == NULL) return num(env, k0);
   const uint8_t *bytes = (const uint8_t *)bp;
@@ -632,6 +633,9 @@ static napi_value chunks_js(napi_env env, napi_callback_info info) {
     const double *p = plan + (size_t)k * PLAN_FIELDS;
     const double go = p[P_GAPS_OFF], gl = p[P_GAPS_LEN], vo = p[P_VALS_OFF], vl = p[P_VALS_LEN];
     if (p[P_N] == -2) continue; /* no cell of the requested range */
+    /* Every field a safe integer before any cast (a NaN or huge double cast to int64 is undefined). */
+    for (int f = 0; f < PLAN_FIELDS; f++)
+      if (!(p[f] >= -9007199254740992.0 && p[f] <= 9007199254740992.0)) return num(env, k);
     /* Exceptions (n = -1 in the plan) and anything out of bounds go back to the caller. */
     if (!(p[P_N] >= 0 && p[P_N] < 2147483648.0 && go >= 0 && gl >= 0 && vo >= 0 && vl >= 0 &&
           go + gl <= (double)blen && vo + vl <= (double)blen))

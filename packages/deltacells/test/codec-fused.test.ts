@@ -161,3 +161,62 @@ test("a tile whose streams are damaged behind a valid CRC fails with the same ta
     useNativeKernel(true);
   }
 });
+
+test("the one-call path survives thousands of nonsensical plans without writing outside its arrays", async () => {
+  const k = await kernel();
+  if (!k) return;
+  const rows = randomCsr(prng(35), { nCells: 90, nGenes: 3000, perCell: 30 });
+  const tile = await encodeTile(rows, { nChunks: 4, level });
+  const layout = inspectTile(tile);
+  const nnz = layout.header.nnz;
+  const rnd = prng(36);
+  const wild = [
+    Number.NaN,
+    -1,
+    -2,
+    -0.5,
+    0,
+    1,
+    7,
+    2 ** 31,
+    2 ** 53,
+    Number.POSITIVE_INFINITY,
+    tile.length,
+    nnz,
+  ];
+  // Output with guard zones: the kernel is given the middle, and the guards must stay untouched.
+  const guard = 64;
+  const indicesAll = new Int32Array(nnz + 2 * guard).fill(-9);
+  const dataAll = new Int32Array(nnz + 2 * guard).fill(-9);
+  const indices = indicesAll.subarray(guard, guard + nnz);
+  const data = dataAll.subarray(guard, guard + nnz);
+  for (let trial = 0; trial < 3000; trial++) {
+    const plan = planOf(tile, false);
+    for (let m = 1 + Math.floor(rnd() * 3); m > 0; m--) {
+      const at = Math.floor(rnd() * plan.length);
+      plan[at] =
+        rnd() < 0.5 ? wild[Math.floor(rnd() * wild.length)]! : plan[at]! + Math.floor(rnd() * 200) - 100;
+    }
+    const k0 = Math.floor(rnd() * 5);
+    const k1 = Math.min(4, k0 + Math.floor(rnd() * 5));
+    let got: number;
+    try {
+      got = k.chunks!(tile, plan, k0, k1, layout.indptr, indices, data, 3000);
+    } catch (e) {
+      // Only arguments the kernel cannot even read are refused by throwing (a k1 past the plan).
+      assert.match(String(e), /bad arguments/);
+      continue;
+    }
+    assert.ok(got === -1 || (got >= k0 && got < k1), `trial ${trial}: returned ${got}`);
+  }
+  for (const guarded of [indicesAll, dataAll]) {
+    assert.ok(
+      guarded.subarray(0, guard).every((v) => v === -9),
+      "wrote before its arrays",
+    );
+    assert.ok(
+      guarded.subarray(guard + nnz).every((v) => v === -9),
+      "wrote after its arrays",
+    );
+  }
+});
