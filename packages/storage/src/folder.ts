@@ -178,24 +178,8 @@ export class FolderStore implements Store {
     const path = this.path(key);
     if (this.slots.tryTake()) {
       if (this.readsBlock) {
-        const t0 = performance.now();
-        let bytes: ReturnType<typeof readBlocking>;
-        try {
-          bytes = readBlocking(path);
-        } catch (err) {
-          this.slots.give();
-          throw this.wrap(err, "reading", key);
-        }
-        const elapsed = performance.now() - t0;
-        this.slowBlockingReads = elapsed > SLOW_BLOCKING_READ_MS ? this.slowBlockingReads + 1 : 0;
-        if (this.slowBlockingReads >= SLOW_RUN) {
-          this.blockingOffUntil = t0 + elapsed + BLOCKING_COOL_OFF_MS;
-          this.slowBlockingReads = 0;
-        }
-        if (bytes !== TOO_LARGE) {
-          this.slots.give();
-          return bytes;
-        }
+        const bytes = this.readBlockingTimed(path, key);
+        if (bytes !== TOO_LARGE) return bytes;
       }
     } else await this.slots.take(signal);
     try {
@@ -207,6 +191,30 @@ export class FolderStore implements Store {
     } finally {
       this.slots.give();
     }
+  }
+
+  /**
+   * {@link readBlocking} within a descriptor slot the caller took, timed: a run of slow reads
+   * switches the store to the thread pool. The slot is given back unless the object is too large
+   * (the caller then reads it through the pool in the same slot).
+   */
+  private readBlockingTimed(path: string, key: string): Uint8Array | undefined | typeof TOO_LARGE {
+    const t0 = performance.now();
+    let bytes: ReturnType<typeof readBlocking>;
+    try {
+      bytes = readBlocking(path);
+    } catch (err) {
+      this.slots.give();
+      throw this.wrap(err, "reading", key);
+    }
+    const elapsed = performance.now() - t0;
+    this.slowBlockingReads = elapsed > SLOW_BLOCKING_READ_MS ? this.slowBlockingReads + 1 : 0;
+    if (this.slowBlockingReads >= SLOW_RUN) {
+      this.blockingOffUntil = t0 + elapsed + BLOCKING_COOL_OFF_MS;
+      this.slowBlockingReads = 0;
+    }
+    if (bytes !== TOO_LARGE) this.slots.give();
+    return bytes;
   }
 
   async getRange(key: string, range: RangeQuery, opts?: StoreOptions): Promise<Uint8Array | undefined> {

@@ -6,7 +6,7 @@
  * The pool also spreads the tile's CRC over the workers (parts combined with `crc32Combine`).
  */
 import { DeltacellsError } from "../../errors.js";
-import { crc32, crc32Combine } from "../crc32.js";
+import { crc32Combine } from "../crc32.js";
 import {
   allocateOutput,
   cellRange,
@@ -24,7 +24,7 @@ import {
   prepareTile,
 } from "../encode.js";
 import { corrupt, HEADER_SIZE } from "../format.js";
-import { inspectTile } from "../layout.js";
+import { checksum, inspectTile } from "../layout.js";
 import { type CompressRequest, type DecodeRequest, deserializeError, type Response } from "./protocol.js";
 
 /** Parallel encoding and decoding of tiles; see {@link createTilePool}. */
@@ -321,7 +321,7 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
       if (r.status !== "rejected") return r.value;
       // A worker stopped at damage in its part before the tile's CRC could be compared: report
       // the CRC first when it is wrong, as decodeTile does, so both paths name the same fault.
-      const crc = crc32(src.subarray(HEADER_SIZE, totalSize));
+      const crc = checksum(src.subarray(HEADER_SIZE, totalSize));
       if (crc !== layout.header.crc32) {
         throw corrupt(object, "crc32", hex32(crc), hex32(layout.header.crc32), "the bytes are damaged");
       }
