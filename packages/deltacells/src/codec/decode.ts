@@ -1,7 +1,7 @@
 /**
  * Synchronous tile decoding on the calling thread: {@link decodeTileSync} (whole tile or a cell
- * range, into fresh or caller-provided arrays) and {@link decodeChunkInto}, the unit a worker
- * runs for its share of a tile.
+ * range, into fresh or caller-provided arrays) and {@link decodeChunksInto}, what a worker runs for
+ * its share of a tile, over {@link decodeChunkInto}, one chunk stream by stream.
  */
 import { DeltacellsError } from "../errors.js";
 import { type ChunkEntry, corrupt, EXCEPTION_MARK, MAX_COUNT } from "./format.js";
@@ -262,7 +262,7 @@ export function fillIndptr(indptr: Float64Array, c0: number, c1: number, out: Fl
  * Decodes chunk `k` of a checked tile, writing the nonzeros of cells `[c0, c1)` that it holds to
  * `indices`/`data` at (global position - `base`).
  */
-export function decodeChunkInto(
+function decodeChunkInto(
   bytes: Uint8Array,
   layout: TileLayout,
   k: number,
