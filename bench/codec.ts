@@ -140,23 +140,8 @@ async function bench(name: string) {
   };
   const fbufs = { ...bufs, data: new Float32Array(maxNnz) };
 
-  const zstdOnly = () => {
-    for (let i = 0; i < tiles.length; i++) {
-      const t = tiles[i]!;
-      for (const c of layouts[i]!.chunks) {
-        const n = c.nnzHi - c.nnzLo;
-        zstd.decompressInto(t.subarray(c.gapsOff, c.gapsOff + c.gapsLen), scratch.subarray(0, 2 * n));
-        zstd.decompressInto(t.subarray(c.valsOff, c.valsOff + c.valsLen), scratch.subarray(0, 2 * n));
-        if (c.vexcLen) zstd.decompressInto(t.subarray(c.vexcOff, c.vexcOff + c.vexcLen), scratch);
-        if (c.gexcLen) zstd.decompressInto(t.subarray(c.gexcOff, c.gexcOff + c.gexcLen), scratch);
-      }
-    }
-  };
-  // The same frames through the zstd the native kernel itself runs (the library zstd-napi is
-  // built from, compiled into the addon): the fused decode's own reference.
-  const kernel = nativeKernel();
-  const kernelZstdOnly = () => {
-    const decompress = kernel!.decompress!;
+  /** Every frame of every tile through `decompress` into the reused buffer, and nothing else. */
+  const zstdOnlyWith = (decompress: (src: Uint8Array, dst: Uint8Array) => unknown) => () => {
     for (let i = 0; i < tiles.length; i++) {
       const t = tiles[i]!;
       for (const c of layouts[i]!.chunks) {
@@ -168,6 +153,11 @@ async function bench(name: string) {
       }
     }
   };
+  const zstdOnly = zstdOnlyWith((src, dst) => zstd.decompressInto(src, dst));
+  // The same frames through the zstd the native kernel itself runs (the library zstd-napi is
+  // built from, compiled into the addon): the fused decode's own reference.
+  const kernel = nativeKernel();
+  const kernelZstdOnly = zstdOnlyWith((src, dst) => kernel!.decompress!(src, dst));
   const withKernelZstd = kernel?.decompress !== undefined && !args.wasm;
   const full = () => {
     for (const t of tiles) decodeTileSync(t, { out: bufs });

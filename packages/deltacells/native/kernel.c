@@ -268,6 +268,14 @@ static DC_AVX2 int64_t gaps_cells_avx2(const gaps_args *a) {
 }
 #endif
 
+/* Cells [ca, cb) of a chunk at the instruction set in use: -1, or the first bad cell. */
+static int64_t gaps_cells(const gaps_args *a) {
+#ifdef DC_DISPATCH
+  if (isa_level >= 2) return gaps_cells_avx2(a);
+#endif
+  return gaps_cells_base(a, isa_level >= 1);
+}
+
 /*
  * gaps(planes: Uint8Array, n, indptr: Float64Array, nnzLo, ca, cb, out: Int32Array, shift, nGenes)
  * Prefix-sums cells [ca, cb) of a chunk. Returns -1 when all is well, the first bad cell
@@ -301,10 +309,7 @@ static napi_value gaps(napi_env env, napi_callback_info info) {
   g.olen = olen;
   g.range_end = g.cb > g.ca ? (int64_t)g.indptr[g.cb] - g.nnz_lo : 0;
   if (g.range_end > g.n || (uint64_t)(g.range_end + g.shift) > olen) return num(env, -2);
-#ifdef DC_DISPATCH
-  if (isa_level >= 2) return num(env, (double)gaps_cells_avx2(&g));
-#endif
-  return num(env, (double)gaps_cells_base(&g, isa_level >= 1));
+  return num(env, (double)gaps_cells(&g));
 }
 
 #ifdef DC_DISPATCH
@@ -347,6 +352,30 @@ static DC_AVX2 uint32_t vals_avx2(const uint8_t *lo, const uint8_t *hi, int64_t 
 }
 #endif
 
+/* Count planes in plain C; `flt` is a constant at each call, so each loop is compiled apart. */
+static inline uint32_t vals_plain_(const uint8_t *lo, const uint8_t *hi, int64_t s, int64_t e, void *out,
+                                   int flt) {
+  uint32_t zero = 0;
+  for (int64_t j = s; j < e; j++) {
+    const uint32_t v = (uint32_t)lo[j] | ((uint32_t)hi[j] << 8);
+    zero |= (v == 0);
+    if (flt)
+      ((float *)out)[j] = (float)v;
+    else
+      ((int32_t *)out)[j] = (int32_t)v;
+  }
+  return zero;
+}
+
+/* Count planes [s, e) to int32 or float32 at `out` (offset by the caller) at the instruction set
+   in use; non-zero if a count was 0. */
+static uint32_t vals_any(const uint8_t *lo, const uint8_t *hi, int64_t s, int64_t e, void *out, int flt) {
+#ifdef DC_DISPATCH
+  if (isa_level >= 2) return vals_avx2(lo, hi, s, e, out, flt);
+#endif
+  return flt ? vals_plain_(lo, hi, s, e, out, 1) : vals_plain_(lo, hi, s, e, out, 0);
+}
+
 /*
  * vals(planes: Uint8Array, n, s, e, out: Int32Array | Float32Array, shift) -> true if no count was 0.
  */
@@ -373,29 +402,7 @@ static napi_value vals(napi_env env, napi_callback_info info) {
     return throw_bad(env);
   }
   const uint8_t *lo = (const uint8_t *)pp, *hi = lo + n;
-  uint32_t zero = 0;
-#ifdef DC_DISPATCH
-  if (isa_level >= 2) {
-    zero = vals_avx2(lo, hi, s, e, (int32_t *)op + shift, t2 == napi_float32_array);
-    napi_get_boolean(env, zero == 0, &r);
-    return r;
-  }
-#endif
-  if (t2 == napi_int32_array) {
-    int32_t *o = (int32_t *)op + shift;
-    for (int64_t j = s; j < e; j++) {
-      const uint32_t v = (uint32_t)lo[j] | ((uint32_t)hi[j] << 8);
-      zero |= (v == 0);
-      o[j] = (int32_t)v;
-    }
-  } else {
-    float *o = (float *)op + shift;
-    for (int64_t j = s; j < e; j++) {
-      const uint32_t v = (uint32_t)lo[j] | ((uint32_t)hi[j] << 8);
-      zero |= (v == 0);
-      o[j] = (float)v;
-    }
-  }
+  const uint32_t zero = vals_any(lo, hi, s, e, (int32_t *)op + shift, t2 == napi_float32_array);
   napi_get_boolean(env, zero == 0, &r);
   return r;
 }
@@ -657,42 +664,12 @@ static napi_value chunks_js(napi_env env, napi_callback_info info) {
     if (gp == NULL) return num(env, k);
     if (g.cb > g.ca) {
       g.lo = gp, g.hi = gp + g.n;
-      int64_t bad;
-#ifdef DC_DISPATCH
-      if (isa_level >= 2)
-        bad = gaps_cells_avx2(&g);
-      else
-#endif
-        bad = gaps_cells_base(&g, isa_level >= 1);
-      if (bad != -1) return num(env, k);
+      if (gaps_cells(&g) != -1) return num(env, k);
     }
     const uint8_t *vp = planes_of(st, bytes + (size_t)vo, (size_t)vl, size);
     if (vp == NULL) return num(env, k);
     if (g.cb > g.ca) {
-      const uint8_t *lo = vp, *hi = vp + g.n;
-      const int64_t e = g.range_end;
-      uint32_t zero = 0;
-#ifdef DC_DISPATCH
-      if (isa_level >= 2)
-        zero = vals_avx2(lo, hi, s, e, (int32_t *)dp + g.shift, flt);
-      else
-#endif
-        if (flt) {
-          float *o = (float *)dp + g.shift;
-          for (int64_t j = s; j < e; j++) {
-            const uint32_t v = (uint32_t)lo[j] | ((uint32_t)hi[j] << 8);
-            zero |= (v == 0);
-            o[j] = (float)v;
-          }
-        } else {
-          int32_t *o = (int32_t *)dp + g.shift;
-          for (int64_t j = s; j < e; j++) {
-            const uint32_t v = (uint32_t)lo[j] | ((uint32_t)hi[j] << 8);
-            zero |= (v == 0);
-            o[j] = (int32_t)v;
-          }
-        }
-      if (zero) return num(env, k);
+      if (vals_any(vp, vp + g.n, s, g.range_end, (int32_t *)dp + g.shift, flt)) return num(env, k);
     }
   }
   return num(env, -1);

@@ -42,14 +42,14 @@ describe("a folder store", () => {
     );
   });
 
-  test("whole reads are exact around the blocking-read limit, blocking or not, and never share bytes", async () => {
+  test("whole reads are exact around the blocking-read limit, blocking or not, and each answer is its own", async () => {
     const s = await freshStore("blocking");
     const sizes = [0, 1, 4096, (1 << 18) - 1, 1 << 18, (1 << 18) + 1, 3 << 20];
     for (const [i, size] of sizes.entries()) await s.set(`k${i}`, pattern(size, i));
     await mkdir(join(s.root, "adir"));
     const base = openFds();
     for (const store of [s, new FolderStore(s.root, { blockingReads: false })]) {
-      // All at once: a blocking read copies out of one shared buffer, so each answer must be its own.
+      // All at once, blocking and thread-pool reads mixed: no answer may alias another's bytes.
       const got = await Promise.all(sizes.map((_, i) => store.get(`k${i}`)));
       for (const [i, size] of sizes.entries())
         assert.deepEqual(got[i], pattern(size, i), `object of ${size} bytes`);
