@@ -1,13 +1,43 @@
 #!/usr/bin/env node
-// The one test command (`npm test`): type-check, lint, then every test file under node's test
-// runner, TypeScript loaded through tsx and workspace packages resolved to their sources.
-// Pass paths to run a subset: `npm test -- packages/storage`.
+// The test runner behind `npm test` and `npm run test:{unit,conformance,browser}`.
+//
+//   node scripts/test.mjs                        type-check, lint, then every test file (what CI runs)
+//   node scripts/test.mjs packages/storage       every test file under these paths (files work too)
+//   node scripts/test.mjs --suite unit [paths]   only one suite's files
+//   node scripts/test.mjs --list [...]           print the files that would run, with their suites
+//
+// A test file's suite is in its name, so a new test is classified by what it is called:
+//   *.browser.test.ts       drives headless Chromium (test-utils/browser)
+//   *.conformance.test.ts   needs the pinned Python environment (conformance/.venv): the Python
+//                           implementations we are checked against, or moto_server for S3
+//   any other *.test.ts     unit: needs nothing beyond `npm ci` (it may start Node servers on 127.0.0.1)
+// Before running anything the runner checks that no unit file uses Python, moto or the browser
+// harness, so a misnamed test fails here with a message instead of failing (or being skipped) on
+// a machine without them.
+//
+// Tests run under node's test runner, TypeScript loaded through tsx and workspace packages
+// resolved to their TypeScript sources.
 import { spawnSync } from "node:child_process";
-import { readdirSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { basename, join } from "node:path";
 
-const roots = process.argv.slice(2);
-const full = roots.length === 0;
+const SUITES = ["unit", "conformance", "browser"];
+
+/** What only a conformance or browser test touches; matched against the text of unit files. */
+const NOT_UNIT = [
+  {
+    re: /\.venv\b|\bpython[<(]|pythonDumps?\(|\bPYTHON\b|\bmoto_server\b|\bstartMoto\b|\bmotoBucket\b/,
+    suite: "conformance",
+  },
+  { re: /test-utils\/browser|playwright/, suite: "browser" },
+];
+
+function suiteOf(path) {
+  const name = basename(path);
+  if (name.endsWith(".browser.test.ts")) return "browser";
+  if (name.endsWith(".conformance.test.ts")) return "conformance";
+  return "unit";
+}
 
 function testFiles(dir) {
   const out = [];
@@ -25,15 +55,51 @@ function run(cmd, args) {
   if (result.status !== 0) process.exit(result.status ?? 1);
 }
 
-if (full) {
-  run("npx", ["tsc", "-p", "tsconfig.check.json"]);
-  run("npx", ["biome", "check", "."]);
+function fail(message) {
+  console.error(message);
+  process.exit(1);
 }
-const files = (full ? ["packages", "conformance"] : roots).flatMap((r) =>
+
+const args = process.argv.slice(2);
+let suite;
+const suiteAt = args.indexOf("--suite");
+if (suiteAt >= 0) {
+  suite = args[suiteAt + 1];
+  if (!SUITES.includes(suite))
+    fail(`--suite must be one of ${SUITES.join(", ")}; found ${suite ?? "nothing"}`);
+  args.splice(suiteAt, 2);
+}
+const listOnly = args.includes("--list");
+if (listOnly) args.splice(args.indexOf("--list"), 1);
+const roots = args;
+const everything = roots.length === 0 && suite === undefined;
+
+const all = (roots.length === 0 ? ["packages", "conformance"] : roots).flatMap((r) =>
   statSync(r).isDirectory() ? testFiles(r) : [r],
 );
+const misnamed = all.flatMap((path) => {
+  if (suiteOf(path) !== "unit") return [];
+  const text = readFileSync(path, "utf8");
+  const hit = NOT_UNIT.find(({ re }) => re.test(text));
+  return hit ? [`  ${path} uses ${text.match(hit.re)[0]}: rename it to *.${hit.suite}.test.ts`] : [];
+});
+if (misnamed.length > 0) {
+  fail(
+    `these test files are named as unit tests but need more than \`npm ci\`:\n${misnamed.join("\n")}\n` +
+      "(the suite of a test file is in its name: see scripts/test.mjs)",
+  );
+}
+
+const files = suite === undefined ? all : all.filter((path) => suiteOf(path) === suite);
 if (files.length === 0) {
-  console.error(`no test files under ${roots.join(", ")}`);
-  process.exit(1);
+  fail(`no ${suite ?? ""}${suite ? " " : ""}test files under ${roots.join(", ") || "packages, conformance"}`);
+}
+if (listOnly) {
+  for (const path of files) console.log(`${suiteOf(path).padEnd(12)} ${path}`);
+  process.exit(0);
+}
+if (everything) {
+  run("npx", ["tsc", "-p", "tsconfig.check.json"]);
+  run("npx", ["biome", "check", "."]);
 }
 run(process.execPath, ["--import", "tsx", "--conditions=source", "--test", ...files]);

@@ -1,6 +1,6 @@
 /**
  * obsm beyond the conformance comparison: refusals, reading by key, reading without the matrix,
- * and inputs that have no obsm. (Values are compared with anndata in conformance.test.ts.)
+ * and inputs that have no obsm. (Values are compared with anndata in readers.conformance.test.ts.)
  */
 
 import assert from "node:assert/strict";

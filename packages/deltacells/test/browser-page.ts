@@ -1,5 +1,5 @@
 /**
- * The page side of browser.test.ts: the browser build of `@deltacells/core` (zstd from zstddec's
+ * The page side of codec.browser.test.ts: the browser build of `@deltacells/core` (zstd from zstddec's
  * WASM, the TypeScript loops) decoding tiles fetched from the test server, on the page's thread
  * and on a TilePool of Web Workers. Every export returns JSON.
  */

@@ -1,5 +1,5 @@
 /**
- * The page side of browser.test.ts: the sporadik reader over the browser-safe HttpStore, in
+ * The page side of reader.browser.test.ts: the sporadik reader over the browser-safe HttpStore, in
  * headless Chromium. Every export returns JSON.
  */
 

@@ -1,5 +1,5 @@
 /**
- * The page side of browser.test.ts: bundled for the browser with `@deltacells/storage` and run in
+ * The page side of http.browser.test.ts: bundled for the browser with `@deltacells/storage` and run in
  * headless Chromium. Every export is called from Node through the harness and returns JSON.
  */
 import { HttpStore, openStore, type RangeQuery } from "@deltacells/storage";
