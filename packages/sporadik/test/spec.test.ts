@@ -61,10 +61,12 @@ function specBlockOf(markdown: string): unknown {
   return JSON.parse(fence[1] as string);
 }
 
-test("the block example in docs/sporadik.md is what the spec module writes", () => {
-  const documented = specBlockOf(readFileSync(join(REPO, "docs/sporadik.md"), "utf8")) as spec.Block;
-  assert.ok(spec.SUPPORTED_SPECS.has(documented.spec));
-  const orders = new Map(documented.layouts.map((l) => [l.indexed_axis, { indexOrder: l.index_order }]));
-  assert.deepEqual(documented, spec.blockFor(documented.shape, orders));
-  for (const layout of documented.layouts) assert.equal(layout.path, spec.layoutPath(layout.indexed_axis));
-});
+for (const doc of ["docs/sporadik.md", "docs/spec/sporadik-1.md"]) {
+  test(`the block example in ${doc} is what the spec module writes`, () => {
+    const documented = specBlockOf(readFileSync(join(REPO, doc), "utf8")) as spec.Block;
+    assert.ok(spec.SUPPORTED_SPECS.has(documented.spec));
+    const orders = new Map(documented.layouts.map((l) => [l.indexed_axis, { indexOrder: l.index_order }]));
+    assert.deepEqual(documented, spec.blockFor(documented.shape, orders));
+    for (const layout of documented.layouts) assert.equal(layout.path, spec.layoutPath(layout.indexed_axis));
+  });
+}
