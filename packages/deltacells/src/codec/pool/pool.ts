@@ -165,6 +165,18 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
   const fail = (err: Error) => {
     for (const job of pending.values()) job.reject(err);
     pending.clear();
+    keepAlive();
+  };
+  // Workers stay unref'd, so that an idle pool does not keep a Node process alive; while jobs are
+  // pending a timer does. (Toggling the workers' own ref() per job stalled replies here: a reply
+  // already posted by a worker sat undelivered until the pool was closed.)
+  let alive: ReturnType<typeof setInterval> | undefined;
+  const keepAlive = () => {
+    if (pending.size > 0 && alive === undefined) alive = setInterval(() => {}, 1 << 30);
+    else if (pending.size === 0 && alive !== undefined) {
+      clearInterval(alive);
+      alive = undefined;
+    }
   };
   /** Starts (or restarts, after a crash) the worker of a slot; its in-flight jobs are rejected. */
   const launch = async (slot: Slot): Promise<void> => {
@@ -176,7 +188,7 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
         pending.delete(m.id);
         slot.jobs.delete(m.id);
         slot.busy--;
-        if (slot.busy === 0) slot.worker.unref?.();
+        keepAlive();
         job?.resolve(m);
         pump();
       },
@@ -215,8 +227,8 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
       const job = queue.shift()!;
       slot.busy++;
       slot.jobs.add(job.req.id);
-      slot.worker.ref?.();
       pending.set(job.req.id, job);
+      keepAlive();
       slot.worker.postMessage(job.req, job.transfer);
     }
   };
@@ -376,7 +388,14 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
       fail(
         new DeltacellsError("InvalidInput", "the tile pool was closed", { field: "pool", found: "closed" }),
       );
-      await Promise.all(s.map((x) => x.worker.terminate()));
+      // Workers are unref'd: without ref() an event loop with nothing else to do could end while
+      // `await pool.close()` still waits for them to exit.
+      await Promise.all(
+        s.map((x) => {
+          x.worker.ref?.();
+          return x.worker.terminate();
+        }),
+      );
     },
   };
 }
