@@ -12,5 +12,6 @@ export {
   type TileHeader,
 } from "./format.js";
 export { createTilePool, type TilePool } from "./pool/pool.js";
+export type { RecycledTile } from "./recycle.js";
 export { loadZstd, setZstdBackend } from "./zstd/load.js";
 export type { ZstdBackend } from "./zstd/types.js";

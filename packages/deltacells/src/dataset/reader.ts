@@ -5,8 +5,10 @@
  * reader that streams tiles for training never pays for them, and `validateDataset` checks them all.
  */
 import { openStore, type ReadableStore } from "@deltacells/storage";
-import { decodeTile } from "../codec/api.js";
 import type { DecodedTile } from "../codec/decode.js";
+import { createLocalDecoder } from "../codec/local-decoder.js";
+import { createTilePool } from "../codec/pool/pool.js";
+import { ownedTile, type RecycledTile } from "../codec/recycle.js";
 import { DeltacellsError, isDeltacellsError } from "../errors.js";
 import {
   type DatasetManifest,
@@ -24,12 +26,23 @@ import { decodeVarTable } from "./var-table-read.js";
 /** A decoded tile, as the codec's `decodeTile` returns it. */
 export type TileData = DecodedTile;
 
-/** What decodes tiles: the codec's `decodeTile`, or a `TilePool`'s `decode`. */
+/**
+ * A tile the reader lends: valid until `release()`, after which its buffers decode later tiles
+ * (see `RecycledTile`). Releasing is optional; it is what makes a loop over tiles allocation-free.
+ */
+export type DatasetTile = RecycledTile;
+
+/**
+ * What decodes tiles: the codec's `decodeTile`, or a `TilePool`'s `decode`. A decoder whose tiles
+ * have a `release()` (a `TilePool`) lends them; the reader hands them on as they are.
+ */
 export interface TileDecoder {
   decode(
     bytes: Uint8Array,
-    opts?: { values?: "int32" | "float32"; cells?: [number, number] },
+    opts?: { values?: "int32" | "float32"; cells?: [number, number]; object?: string },
   ): Promise<TileData>;
+  /** Number of workers, for a pool: `tiles()` then keeps that many tiles decoding ahead. */
+  readonly threads?: number;
 }
 
 /** Rows of the matrix in CSR form; `indptr` starts at 0. */
@@ -48,7 +61,12 @@ export interface ReadOptions {
 }
 
 export interface OpenDatasetOptions {
-  /** Decodes tiles (default: the codec's `decodeTile` on this thread); pass a `TilePool` to decode off it. */
+  /**
+   * Decode on a pool of this many workers (worker_threads, or Web Workers in a browser), started
+   * on first use and stopped by `close()`. Default: decode on the calling thread.
+   */
+  threads?: number;
+  /** Decodes tiles instead (e.g. a `TilePool` shared with other work; not closed by `close()`). */
   decoder?: TileDecoder;
   signal?: AbortSignal;
 }
@@ -70,10 +88,15 @@ export class Dataset {
   private geneNamesCache: Promise<string[] | undefined> | undefined;
   private geneOrderCache: Promise<Int32Array | undefined> | undefined;
 
+  /**
+   * `decoder` decodes the tiles (default: this thread, into recycled buffers); `close` is what
+   * {@link Dataset.close} runs (stopping a pool the dataset started).
+   */
   constructor(
     readonly store: ReadableStore,
     manifest: DatasetManifest,
-    private readonly decoder: TileDecoder,
+    private readonly decoder: TileDecoder = createLocalDecoder(),
+    private readonly onClose: () => Promise<void> = async () => {},
   ) {
     this.manifest = manifest;
     this.url = where(store);
@@ -158,16 +181,27 @@ export class Dataset {
     return bytes;
   }
 
-  /** Decode stored tile bytes and check them against the manifest. */
+  /** Stops the worker pool that `openDataset(..., { threads })` started; the dataset cannot decode after it. */
+  async close(): Promise<void> {
+    await this.onClose();
+  }
+
+  /** {@link Dataset.close}, for `await using ds = await openDataset(...)`. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  /** Decode stored tile bytes and check them against the manifest. The tile is lent: see {@link DatasetTile}. */
   async decodeTile(
     i: number,
     bytes: Uint8Array,
     opts: ReadOptions & { cells?: [number, number] } = {},
-  ): Promise<TileData> {
+  ): Promise<DatasetTile> {
     const object = `${this.url}/${tileKey(i)}`;
-    let tile: TileData;
+    let tile: DatasetTile;
     try {
-      tile = await this.decoder.decode(bytes, { values: opts.values, cells: opts.cells });
+      const d = await this.decoder.decode(bytes, { values: opts.values, cells: opts.cells, object });
+      tile = typeof (d as Partial<RecycledTile>).release === "function" ? (d as RecycledTile) : ownedTile(d);
     } catch (err) {
       if (isDeltacellsError(err)) throw err;
       throw new DeltacellsError("CorruptTile", `${object} could not be decoded: ${(err as Error).message}`, {
@@ -187,15 +221,20 @@ export class Dataset {
           found,
         },
       );
-    if (tile.nCells !== expectCells) throw mismatch("cells", expectCells, tile.nCells);
-    if (tile.nGenes !== this.nGenes) throw mismatch("genes", this.nGenes, tile.nGenes);
-    if (!opts.cells && tile.nnz !== this.manifest.tile_nnz[i]!)
-      throw mismatch("nonzeros", this.manifest.tile_nnz[i]!, tile.nnz);
+    let fault: DeltacellsError | undefined;
+    if (tile.nCells !== expectCells) fault = mismatch("cells", expectCells, tile.nCells);
+    else if (tile.nGenes !== this.nGenes) fault = mismatch("genes", this.nGenes, tile.nGenes);
+    else if (!opts.cells && tile.nnz !== this.manifest.tile_nnz[i]!)
+      fault = mismatch("nonzeros", this.manifest.tile_nnz[i]!, tile.nnz);
+    if (fault) {
+      tile.release();
+      throw fault;
+    }
     return tile;
   }
 
-  /** Tile `i`, decoded: one GET. */
-  async tile(i: number, opts: ReadOptions = {}): Promise<TileData> {
+  /** Tile `i`, decoded: one GET. The tile is lent: `release()` it when done (see {@link DatasetTile}). */
+  async tile(i: number, opts: ReadOptions = {}): Promise<DatasetTile> {
     return this.decodeTile(i, await this.tileBytes(i, opts), opts);
   }
 
@@ -235,7 +274,12 @@ export class Dataset {
         return this.decodeTile(t, bytes, whole ? opts : { ...opts, cells: [lo, hi] });
       }),
     );
-    return concatRows(parts, this.nGenes, float);
+    // The decoded tiles are lent: the answer is a copy the caller keeps.
+    try {
+      return concatRows(parts, this.nGenes, float);
+    } finally {
+      for (const p of parts) p.release();
+    }
   }
 
   /** One cell's genes (output column order) and counts. */
@@ -249,16 +293,23 @@ export class Dataset {
   }
 
   /**
-   * The tiles in order, each with its first cell; the next tile's GET and decode start while the
-   * caller works on the current one (`prefetch` tiles ahead, default 1).
+   * The tiles in order, each with its first cell; the next tiles' GETs and decodes start while the
+   * caller works on the current one (`prefetch` tiles ahead; default 1, or the pool's number of
+   * workers). Each tile is lent: `release()` it once done with it (or `using tile = ...`) and
+   * the loop runs without allocating; a tile kept unreleased stays valid (see {@link DatasetTile}).
+   *
+   *     for await (const { cellStart, tile } of ds.tiles()) {
+   *       train(cellStart, tile.indptr, tile.indices, tile.data);
+   *       tile.release();
+   *     }
    */
   async *tiles(
     opts: ReadOptions & { start?: number; end?: number; prefetch?: number } = {},
-  ): AsyncGenerator<{ index: number; cellStart: number; tile: TileData }> {
+  ): AsyncGenerator<{ index: number; cellStart: number; tile: DatasetTile }> {
     const start = opts.start ?? 0;
     const end = opts.end ?? this.nTiles;
-    const ahead = Math.max(0, opts.prefetch ?? 1);
-    const queue: Promise<TileData>[] = [];
+    const ahead = Math.max(0, opts.prefetch ?? Math.max(1, this.decoder.threads ?? 1));
+    const queue: Promise<DatasetTile>[] = [];
     let next = start;
     const fill = () => {
       while (next < end && queue.length <= ahead) {
@@ -267,10 +318,19 @@ export class Dataset {
         queue.push(p);
       }
     };
-    for (let i = start; i < end; i++) {
-      fill();
-      const tile = await queue.shift()!;
-      yield { index: i, cellStart: this.tileStart(i), tile };
+    try {
+      for (let i = start; i < end; i++) {
+        fill();
+        const tile = await queue.shift()!;
+        yield { index: i, cellStart: this.tileStart(i), tile };
+      }
+    } finally {
+      // Stopped early (break, throw): the tiles read ahead were never handed out.
+      for (const p of queue)
+        p.then(
+          (t) => t.release(),
+          () => {},
+        );
     }
   }
 
@@ -366,17 +426,13 @@ export class Dataset {
   }
 }
 
+/** The parts copied into new arrays (always: the parts are lent tiles, about to be released). */
 function concatRows(parts: TileData[], nGenes: number, float: boolean): CsrRows {
   let nCells = 0;
   let nnz = 0;
   for (const p of parts) {
     nCells += p.nCells;
     nnz += p.indptr[p.nCells]! - p.indptr[0]!;
-  }
-  if (parts.length === 1) {
-    const p = parts[0]!;
-    const base = p.indptr[0]!;
-    if (base === 0) return { nCells, nGenes, indptr: p.indptr, indices: p.indices, data: p.data };
   }
   const indptr = new Float64Array(nCells + 1);
   const indices = new Int32Array(nnz);
@@ -415,9 +471,17 @@ export async function openDataset(
       { object: `${url}/${MANIFEST_KEY}` },
     );
   }
-  return new Dataset(
-    store,
-    parseManifest(bytes, `${url}/${MANIFEST_KEY}`),
-    opts.decoder ?? { decode: decodeTile },
-  );
+  const manifest = parseManifest(bytes, `${url}/${MANIFEST_KEY}`);
+  if (opts.threads !== undefined) {
+    if (opts.decoder !== undefined) {
+      throw new DeltacellsError("InvalidInput", "openDataset takes either `threads` or `decoder`, not both", {
+        field: "threads",
+        expected: "threads or decoder",
+        found: "both",
+      });
+    }
+    const pool = createTilePool({ threads: opts.threads });
+    return new Dataset(store, manifest, pool, () => pool.close());
+  }
+  return new Dataset(store, manifest, opts.decoder);
 }

@@ -10,10 +10,10 @@ import { crc32Combine } from "../crc32.js";
 import {
   allocateOutput,
   cellRange,
-  type DecodedTile,
   type DecodeOptions,
   fillIndptr,
   indptrScratch,
+  valuesOf,
 } from "../decode.js";
 import {
   assembleTile,
@@ -25,14 +25,33 @@ import {
 } from "../encode.js";
 import { corrupt, HEADER_SIZE } from "../format.js";
 import { checksum, inspectTile } from "../layout.js";
+import {
+  BufferRecycler,
+  outputBytes,
+  outputViews,
+  ownedTile,
+  type RecycledTile,
+  recycledTile,
+} from "../recycle.js";
 import { type CompressRequest, type DecodeRequest, deserializeError, type Response } from "./protocol.js";
 
 /** Parallel encoding and decoding of tiles; see {@link createTilePool}. */
 export interface TilePool {
   /** Encodes a tile, compressing its chunks' streams on the workers. */
   encode(rows: CsrRows, opts?: EncodeOptions): Promise<Uint8Array>;
-  /** Decodes a tile (or a cell range), its chunks split across the workers. Same checks as `decodeTile`. */
-  decode(bytes: Uint8Array, opts?: DecodeOptions): Promise<DecodedTile>;
+  /**
+   * Decodes a tile (or a cell range), its chunks split across idle workers. Same checks as
+   * `decodeTile`. Where the output goes decides the speed:
+   *
+   * - no `out` (the fast path, nothing to manage): the arrays are views of shared buffers the
+   *   pool keeps; `release()` the tile (or `using tile = await pool.decode(bytes)`) when done
+   *   and the next decode reuses them. Valid until released; a released tile throws when read.
+   *   Never released, they are garbage-collected and each decode allocates anew (slower).
+   * - `out` arrays on `SharedArrayBuffer`: the workers write straight into them.
+   * - plain `out` arrays: the workers decode into the pool's shared buffers, copied once into
+   *   `out` (workers cannot write into memory that is not shared); `release()` does nothing.
+   */
+  decode(bytes: Uint8Array, opts?: DecodeOptions): Promise<RecycledTile>;
   /** Stops the workers; pending work is rejected. */
   close(): Promise<void>;
   /** Number of workers. */
@@ -127,6 +146,10 @@ async function spawn(onMessage: (m: Response) => void, onError: (e: Error) => vo
   return w;
 }
 
+function isShared(a: ArrayBufferView): boolean {
+  return a.buffer instanceof SharedArrayBuffer;
+}
+
 function canShare(): boolean {
   if (typeof SharedArrayBuffer === "undefined") return false;
   const isolated = (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated;
@@ -156,7 +179,10 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
     });
   }
   let slots: Promise<Slot[]> | undefined;
-  const sharedBytes = new SharedBufferPool();
+  // Shared memory is slow to allocate (~0.1 ms per 100 KB here) and slow to fault in: tile bytes
+  // and outputs go through buffers kept for reuse.
+  const inputs = new BufferRecycler((n) => new SharedArrayBuffer(n));
+  const outputs = new BufferRecycler((n) => new SharedArrayBuffer(n));
   const pending = new Map<number, Job>();
   const queue: Job[] = [];
   let nextId = 1;
@@ -247,7 +273,7 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
     return res;
   };
 
-  async function decode(bytes: Uint8Array, o: DecodeOptions = {}): Promise<DecodedTile> {
+  async function decode(bytes: Uint8Array, o: DecodeOptions = {}): Promise<RecycledTile> {
     const object = o.object;
     // The layout's indptr lives in a reused buffer: it is only read before the first await.
     const layout = inspectTile(bytes, { object, skipCrc: true, indptrBuffer: indptrScratch(bytes) });
@@ -261,36 +287,29 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
       if (full || (ch.cellLo < c1 && ch.cellHi > c0)) ks.push(k);
     });
     const shared = canShare();
-    const values = o.values ?? "int32";
-    let out = allocateOutput(c1 - c0, nnz, o);
-    const direct =
-      shared &&
-      out.indices.buffer instanceof SharedArrayBuffer &&
-      out.data.buffer instanceof SharedArrayBuffer;
-    let target = out;
-    if (shared && !direct && o.out?.indices === undefined && o.out?.data === undefined) {
-      // Nothing provided: allocate the outputs in shared memory so workers fill them in place.
-      target = out = {
-        indptr: out.indptr,
-        indices: new Int32Array(new SharedArrayBuffer(4 * nnz)),
-        data:
-          values === "float32"
-            ? new Float32Array(new SharedArrayBuffer(4 * nnz))
-            : new Int32Array(new SharedArrayBuffer(4 * nnz)),
-      };
-    }
-    // `shared` first: pages that are not cross-origin isolated have no SharedArrayBuffer global.
-    const inPlace =
-      shared &&
-      target.indices.buffer instanceof SharedArrayBuffer &&
-      target.data.buffer instanceof SharedArrayBuffer;
-    fillIndptr(layout.indptr, c0, c1, out.indptr);
-    let src = bytes;
+    const values = valuesOf(o);
+    // The caller's arrays (checked; any not given are allocated) when `out` is given: the result is theirs.
+    const given = o.out !== undefined ? allocateOutput(c1 - c0, nnz, o) : undefined;
+    // Where the workers write in place: the caller's arrays when they are shared memory, else a
+    // shared buffer of the pool's (then lent to the caller, or copied into their plain arrays).
     let lease: SharedArrayBuffer | undefined;
+    let target: ReturnType<typeof outputViews> | undefined;
+    if (shared) {
+      if (given && isShared(given.indices) && isShared(given.data)) target = given;
+      else {
+        lease = outputs.acquire(outputBytes(c1 - c0, nnz));
+        target = outputViews(lease, c1 - c0, nnz, values);
+      }
+    }
+    // Without shared memory (pages that are not cross-origin isolated) workers return their parts.
+    const result = given ?? target ?? allocateOutput(c1 - c0, nnz, o);
+    fillIndptr(layout.indptr, c0, c1, result.indptr);
+    let src = bytes;
+    let input: SharedArrayBuffer | undefined;
     if (shared && !(bytes.buffer instanceof SharedArrayBuffer)) {
       // Allocating shared memory is slow (~0.1 ms per 100 KB here): reuse it across decodes.
-      lease = sharedBytes.acquire(bytes.length);
-      src = new Uint8Array(lease, 0, bytes.length);
+      input = inputs.acquire(bytes.length);
+      src = new Uint8Array(input, 0, bytes.length);
       src.set(bytes);
     }
     // Split the chunks into contiguous groups of similar nonzero counts, one per worker.
@@ -314,8 +333,8 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
         c1,
         base,
         values,
-        indices: inPlace ? target.indices : undefined,
-        data: inPlace ? target.data : undefined,
+        indices: target?.indices,
+        data: target?.data,
         crcFrom: crcCuts[i]!,
         crcTo: crcCuts[i + 1]!,
         object,
@@ -326,34 +345,52 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
       const ch = layout.chunks[r.k0];
       return layout.indptr[Math.max(c0, ch?.cellLo ?? c0)]! - base;
     });
-    // Wait for every part, even after a failure, so that no worker still reads the leased bytes.
+    const expectedCrc = layout.header.crc32;
+    // Wait for every part, even after a failure, so that no worker still uses the leased buffers.
     const settled = await Promise.allSettled(reqs.map((r) => run(r, [])));
-    if (lease) sharedBytes.release(lease);
-    const results = settled.map((r) => {
-      if (r.status !== "rejected") return r.value;
-      // A worker stopped at damage in its part before the tile's CRC could be compared: report
-      // the CRC first when it is wrong, as decodeTile does, so both paths name the same fault.
-      const crc = checksum(src.subarray(HEADER_SIZE, totalSize));
-      if (crc !== layout.header.crc32) {
-        throw corrupt(object, "crc32", hex32(crc), hex32(layout.header.crc32), "the bytes are damaged");
-      }
-      throw r.reason;
-    });
-    let crc = 0;
-    results.forEach((r, i) => {
-      if (r.ok) crc = crc32Combine(crc, r.crc ?? 0, reqs[i]!.crcTo - reqs[i]!.crcFrom);
-    });
-    if (crc !== layout.header.crc32) {
-      throw corrupt(object, "crc32", hex32(crc), hex32(layout.header.crc32), "the bytes are damaged");
-    }
-    if (!inPlace) {
-      results.forEach((r, i) => {
-        if (!r.ok || r.indices === undefined || r.data === undefined) return;
-        out.indices.set(r.indices, copyAt[i]!);
-        (out.data as Int32Array).set(r.data as Int32Array, copyAt[i]!);
+    try {
+      const results = settled.map((r) => {
+        if (r.status !== "rejected") return r.value;
+        // A worker stopped at damage in its part before the tile's CRC could be compared: report
+        // the CRC first when it is wrong, as decodeTile does, so both paths name the same fault.
+        const crc = checksum(src.subarray(HEADER_SIZE, totalSize));
+        if (crc !== expectedCrc) {
+          throw corrupt(object, "crc32", hex32(crc), hex32(expectedCrc), "the bytes are damaged");
+        }
+        throw r.reason;
       });
+      let crc = 0;
+      results.forEach((r, i) => {
+        if (r.ok) crc = crc32Combine(crc, r.crc ?? 0, reqs[i]!.crcTo - reqs[i]!.crcFrom);
+      });
+      if (crc !== expectedCrc) {
+        throw corrupt(object, "crc32", hex32(crc), hex32(expectedCrc), "the bytes are damaged");
+      }
+      if (target === undefined) {
+        results.forEach((r, i) => {
+          if (!r.ok || r.indices === undefined || r.data === undefined) return;
+          result.indices.set(r.indices, copyAt[i]!);
+          (result.data as Int32Array).set(r.data as Int32Array, copyAt[i]!);
+        });
+      } else if (given !== undefined && target !== given) {
+        // Plain arrays of the caller's: one copy (workers cannot write into unshared memory).
+        given.indices.set(target.indices);
+        (given.data as Int32Array).set(target.data as Int32Array);
+      }
+    } catch (err) {
+      if (lease) outputs.release(lease);
+      throw err;
+    } finally {
+      if (input) inputs.release(input);
     }
-    return { nCells: c1 - c0, nGenes, nnz, ...out };
+    const tile = { nCells: c1 - c0, nGenes, nnz, ...result };
+    if (lease === undefined) return ownedTile(tile);
+    if (given !== undefined) {
+      outputs.release(lease);
+      return ownedTile(tile);
+    }
+    const lent = lease;
+    return recycledTile(tile, () => outputs.release(lent), object);
   }
 
   async function encode(rows: CsrRows, o: EncodeOptions = {}): Promise<Uint8Array> {
@@ -425,40 +462,4 @@ function splitChunks(layout: ReturnType<typeof inspectTile>, ks: number[], parts
 
 function hex32(v: number): string {
   return `0x${v.toString(16).padStart(8, "0")}`;
-}
-
-/**
- * Reusable SharedArrayBuffers for tile bytes, up to {@link SharedBufferPool.budget} bytes kept free.
- * A budget in bytes rather than a count: with dozens of small tiles in flight at once, a few kept
- * buffers meant allocating most of them anew on every batch (~0.1 ms per 100 KB here); keeping them
- * took a pool of one worker from 0.65x to 0.70x of zstd-only on 27 tiles of ~1 M nonzeros.
- */
-class SharedBufferPool {
-  private free: SharedArrayBuffer[] = [];
-  private freeBytes = 0;
-  constructor(readonly budget = 64 * 1024 * 1024) {}
-  acquire(size: number): SharedArrayBuffer {
-    let best = -1;
-    for (let i = 0; i < this.free.length; i++) {
-      const b = this.free[i]!;
-      if (b.byteLength >= size && (best < 0 || b.byteLength < this.free[best]!.byteLength)) best = i;
-    }
-    if (best >= 0) {
-      const b = this.free[best]!;
-      this.free[best] = this.free[this.free.length - 1]!;
-      this.free.pop();
-      this.freeBytes -= b.byteLength;
-      return b;
-    }
-    return new SharedArrayBuffer(Math.max(1 << 16, 2 ** Math.ceil(Math.log2(Math.max(1, size)))));
-  }
-  release(b: SharedArrayBuffer): void {
-    this.free.push(b);
-    this.freeBytes += b.byteLength;
-    if (this.freeBytes <= this.budget) return;
-    // Over budget: drop the smallest buffers first (large tiles are the costly ones to allocate).
-    this.free.sort((x, y) => y.byteLength - x.byteLength);
-    while (this.freeBytes > this.budget && this.free.length > 0)
-      this.freeBytes -= this.free.pop()!.byteLength;
-  }
 }
