@@ -5,18 +5,22 @@
  * (`openDataset(..., { threads })`) returns exactly what decoding on this thread does.
  */
 import assert from "node:assert/strict";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 import { MemoryStore } from "@deltacells/storage";
+import { FolderStore } from "@deltacells/storage/node";
 import {
   createTilePool,
   type DatasetTile,
   decodeTile,
   encodeTile,
   isDeltacellsError,
-  openDataset,
+  tileKey,
   writeDataset,
 } from "../src/index.js";
-import { zstdCompressor } from "../src/node.js";
+import { openDataset, zstdCompressor } from "../src/node.js";
 import { assertDecodedEquals, prng, randomCsr } from "./codec-helpers.js";
 import { memorySource, randomMatrix } from "./dataset-fixtures.js";
 
@@ -200,4 +204,60 @@ test("openDataset refuses `threads` together with a `decoder`", async () => {
     openDataset(store, { threads: 2, decoder: { decode: decodeTile } }),
     (e) => isDeltacellsError(e, "InvalidInput") && (e as { field?: string }).field === "threads",
   );
+});
+
+test("from a local folder, tiles are read into the reader's own memory and still checked against the manifest", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "dc-recycle-"));
+  try {
+    const folder = new FolderStore(dir);
+    const memory = await dataset(50, 16);
+    for (const key of await memory.list()) await folder.set(key, (await memory.get(key))!);
+    /** Counts the reads that went into the reader's own memory. */
+    class Counting extends FolderStore {
+      into = 0;
+      override getInto(...args: Parameters<FolderStore["getInto"]>) {
+        this.into++;
+        return super.getInto(...args);
+      }
+    }
+    const stores = [new Counting(dir), new Counting(dir)];
+    const one = await openDataset(stores[0]!);
+    const two = await openDataset(stores[1]!, { threads: 2 });
+    try {
+      const a: ReturnType<typeof contents>[] = [];
+      for await (const { tile } of one.tiles()) {
+        a.push(contents(tile));
+        tile.release();
+      }
+      const b: ReturnType<typeof contents>[] = [];
+      for await (const { tile } of two.tiles()) {
+        b.push(contents(tile));
+        tile.release();
+      }
+      assert.equal(a.length, 4);
+      assert.deepEqual(b, a);
+      assert.deepEqual(
+        stores.map((x) => x.into),
+        [4, 4],
+      );
+      assert.deepEqual(await two.cells(3, 41), await one.cells(3, 41));
+      // A tile replaced by a shorter one, then removed: refused by size, then as missing.
+      const path = join(dir, tileKey(2));
+      const full = await readFile(path);
+      await writeFile(path, full.subarray(0, full.length - 8));
+      for (const ds of [one, two]) {
+        await assert.rejects(
+          ds.tile(2),
+          (e) => isDeltacellsError(e, "CorruptTile") && (e as { field?: string }).field === "tile_bytes",
+        );
+      }
+      await rm(path);
+      for (const ds of [one, two]) await assert.rejects(ds.tile(2), (e) => isDeltacellsError(e, "NotFound"));
+      assert.deepEqual(contents(await two.tile(3)), a[3]);
+    } finally {
+      await two.close();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });

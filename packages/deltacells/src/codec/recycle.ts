@@ -183,3 +183,25 @@ export function outputViews(
 export function outputBytes(nCells: number, nnz: number): number {
   return 8 * (nCells + 1) + 8 * nnz;
 }
+
+/** Whether this context has shared memory (always in Node; in browsers, cross-origin-isolated pages only). */
+export function canShareMemory(): boolean {
+  if (typeof SharedArrayBuffer === "undefined") return false;
+  const isolated = (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated;
+  return isolated !== false;
+}
+
+/** `size` bytes lent from `recycler`, with the way to give them back. */
+export interface LentBytes {
+  bytes: Uint8Array;
+  release(): void;
+}
+
+/** Lends `size` bytes of one of `recycler`'s buffers. */
+export function lendBytes(
+  recycler: BufferRecycler<ArrayBuffer | SharedArrayBuffer>,
+  size: number,
+): LentBytes {
+  const buffer = recycler.acquire(size);
+  return { bytes: new Uint8Array(buffer, 0, size), release: () => recycler.release(buffer) };
+}

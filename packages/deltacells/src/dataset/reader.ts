@@ -8,7 +8,14 @@ import { openStore, type ReadableStore } from "@deltacells/storage";
 import type { DecodedTile } from "../codec/decode.js";
 import { createLocalDecoder } from "../codec/local-decoder.js";
 import { createTilePool } from "../codec/pool/pool.js";
-import { ownedTile, type RecycledTile } from "../codec/recycle.js";
+import {
+  BufferRecycler,
+  canShareMemory,
+  type LentBytes,
+  lendBytes,
+  ownedTile,
+  type RecycledTile,
+} from "../codec/recycle.js";
 import { DeltacellsError, isDeltacellsError } from "../errors.js";
 import {
   type DatasetManifest,
@@ -159,25 +166,9 @@ export class Dataset {
   /** The stored bytes of tile `i`: one GET, refused unless its size is `tile_bytes[i]`. */
   async tileBytes(i: number, opts: { signal?: AbortSignal } = {}): Promise<Uint8Array> {
     this.checkTile(i);
-    const key = tileKey(i);
-    const bytes = await this.store.get(key, { signal: opts.signal });
-    if (bytes === undefined) {
-      throw new DeltacellsError(
-        "NotFound",
-        `${this.url}/${key} is missing, although the manifest lists ${this.nTiles} tiles`,
-        {
-          object: `${this.url}/${key}`,
-        },
-      );
-    }
-    const expected = this.manifest.tile_bytes[i]!;
-    if (bytes.length !== expected) {
-      throw new DeltacellsError(
-        "CorruptTile",
-        `${this.url}/${key} is ${bytes.length} bytes but the manifest says ${expected}: the tile was truncated or replaced`,
-        { object: `${this.url}/${key}`, field: "tile_bytes", expected, found: bytes.length },
-      );
-    }
+    const bytes = await this.store.get(tileKey(i), { signal: opts.signal });
+    if (bytes === undefined) throw this.missing(i);
+    if (bytes.length !== this.manifest.tile_bytes[i]!) throw this.wrongSize(i, bytes.length);
     return bytes;
   }
 
@@ -189,6 +180,67 @@ export class Dataset {
   /** {@link Dataset.close}, for `await using ds = await openDataset(...)`. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
+  }
+
+  /**
+   * Tile `i`'s bytes for a decode that lets go of them when it resolves: read straight into memory
+   * the reader's own decoder lends (shared memory for its pool, so no copy on the way to the
+   * workers) when the store can read into the caller's memory (`getInto`: local folders), else
+   * {@link tileBytes}. `done()` gives the memory back.
+   */
+  private async fetchTile(i: number, signal?: AbortSignal): Promise<{ bytes: Uint8Array; done(): void }> {
+    const lend = (this.decoder as { lend?: (size: number) => LentBytes }).lend;
+    const getInto = this.store.getInto;
+    if (lend === undefined || getInto === undefined)
+      return { bytes: await this.tileBytes(i, { signal }), done() {} };
+    this.checkTile(i);
+    const key = tileKey(i);
+    const expected = this.manifest.tile_bytes[i]!;
+    let lent: LentBytes | undefined;
+    let size: number | undefined;
+    let bytes: Uint8Array | undefined;
+    try {
+      bytes = await getInto.call(
+        this.store,
+        key,
+        (n) => {
+          size = n;
+          // Not one byte for an object of the wrong size: it is refused below.
+          if (n !== expected) return new Uint8Array(0);
+          lent = lend(n);
+          return lent.bytes;
+        },
+        { signal },
+      );
+    } catch (err) {
+      lent?.release();
+      if (size !== undefined && size !== expected) throw this.wrongSize(i, size);
+      throw err;
+    }
+    if (bytes === undefined || bytes.length !== expected) {
+      lent?.release();
+      throw bytes === undefined ? this.missing(i) : this.wrongSize(i, bytes.length);
+    }
+    return { bytes, done: () => lent?.release() };
+  }
+
+  private missing(i: number): DeltacellsError {
+    const key = tileKey(i);
+    return new DeltacellsError(
+      "NotFound",
+      `${this.url}/${key} is missing, although the manifest lists ${this.nTiles} tiles`,
+      { object: `${this.url}/${key}` },
+    );
+  }
+
+  private wrongSize(i: number, found: number): DeltacellsError {
+    const key = tileKey(i);
+    const expected = this.manifest.tile_bytes[i]!;
+    return new DeltacellsError(
+      "CorruptTile",
+      `${this.url}/${key} is ${found} bytes but the manifest says ${expected}: the tile was truncated or replaced`,
+      { object: `${this.url}/${key}`, field: "tile_bytes", expected, found },
+    );
   }
 
   /** Decode stored tile bytes and check them against the manifest. The tile is lent: see {@link DatasetTile}. */
@@ -235,7 +287,12 @@ export class Dataset {
 
   /** Tile `i`, decoded: one GET. The tile is lent: `release()` it when done (see {@link DatasetTile}). */
   async tile(i: number, opts: ReadOptions = {}): Promise<DatasetTile> {
-    return this.decodeTile(i, await this.tileBytes(i, opts), opts);
+    const { bytes, done } = await this.fetchTile(i, opts.signal);
+    try {
+      return await this.decodeTile(i, bytes, opts);
+    } finally {
+      done();
+    }
   }
 
   /** Cells `a .. b-1` as CSR, fetching each tile they touch once. */
@@ -270,8 +327,12 @@ export class Dataset {
         const lo = Math.max(a, start) - start;
         const hi = Math.min(b, this.limits[t]!) - start;
         const whole = lo === 0 && hi === this.manifest.tile_cells[t];
-        const bytes = await this.tileBytes(t, opts);
-        return this.decodeTile(t, bytes, whole ? opts : { ...opts, cells: [lo, hi] });
+        const { bytes, done } = await this.fetchTile(t, opts.signal);
+        try {
+          return await this.decodeTile(t, bytes, whole ? opts : { ...opts, cells: [lo, hi] });
+        } finally {
+          done();
+        }
       }),
     );
     // The decoded tiles are lent: the answer is a copy the caller keeps.
@@ -481,7 +542,16 @@ export async function openDataset(
       });
     }
     const pool = createTilePool({ threads: opts.threads });
-    return new Dataset(store, manifest, pool, () => pool.close());
+    // Tiles read straight into shared memory reach the workers without a copy.
+    const inputs = canShareMemory()
+      ? new BufferRecycler<ArrayBuffer | SharedArrayBuffer>((n) => new SharedArrayBuffer(n))
+      : new BufferRecycler<ArrayBuffer | SharedArrayBuffer>((n) => new ArrayBuffer(n));
+    const decoder = {
+      threads: pool.threads,
+      decode: pool.decode,
+      lend: (size: number) => lendBytes(inputs, size),
+    };
+    return new Dataset(store, manifest, decoder, () => pool.close());
   }
   return new Dataset(store, manifest, opts.decoder);
 }

@@ -27,6 +27,7 @@ import { corrupt, HEADER_SIZE } from "../format.js";
 import { checksum, inspectTile } from "../layout.js";
 import {
   BufferRecycler,
+  canShareMemory,
   outputBytes,
   outputViews,
   ownedTile,
@@ -148,12 +149,6 @@ async function spawn(onMessage: (m: Response) => void, onError: (e: Error) => vo
 
 function isShared(a: ArrayBufferView): boolean {
   return a.buffer instanceof SharedArrayBuffer;
-}
-
-function canShare(): boolean {
-  if (typeof SharedArrayBuffer === "undefined") return false;
-  const isolated = (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated;
-  return isolated !== false;
 }
 
 /**
@@ -286,7 +281,7 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
     layout.chunks.forEach((ch, k) => {
       if (full || (ch.cellLo < c1 && ch.cellHi > c0)) ks.push(k);
     });
-    const shared = canShare();
+    const shared = canShareMemory();
     const values = valuesOf(o);
     // The caller's arrays (checked; any not given are allocated) when `out` is given: the result is theirs.
     const given = o.out !== undefined ? allocateOutput(c1 - c0, nnz, o) : undefined;
