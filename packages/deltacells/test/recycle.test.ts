@@ -69,7 +69,8 @@ test("a pool lends its output buffers: reused only after release(), unreadable o
   }
 });
 
-test("a pool copies into plain `out` arrays once and leaves them to the caller", async () => {
+test("a pool copies into plain `out` arrays once, leaves them to the caller and says once why it is slower", async (t) => {
+  const warn = t.mock.method(console, "warn", () => {});
   const pool = createTilePool({ threads: 2 });
   try {
     const { rows, tiles } = await twoTiles();
@@ -87,7 +88,9 @@ test("a pool copies into plain `out` arrays once and leaves them to the caller",
       d.release(); // the caller's arrays: nothing to give back, still readable
       assertDecodedEquals(d, rows[i]!, 3, 100);
     }
-    // The shared scratch the copy came from went back to the pool: a lent tile reuses it.
+    assert.equal(warn.mock.callCount(), 1);
+    assert.match(String(warn.mock.calls[0]!.arguments[0]), /plain \(unshared\) arrays.*SharedArrayBuffer/);
+    // Lending still works after copies, in float32 too.
     const lent = await pool.decode(tiles[0]!, { values: "float32" });
     assert.ok(lent.data instanceof Float32Array);
     assertDecodedEquals(lent, rows[0]!);

@@ -50,7 +50,9 @@ export interface TilePool {
    *   Never released, they are garbage-collected and each decode allocates anew (slower).
    * - `out` arrays on `SharedArrayBuffer`: the workers write straight into them.
    * - plain `out` arrays: the workers decode into the pool's shared buffers, copied once into
-   *   `out` (workers cannot write into memory that is not shared); `release()` does nothing.
+   *   `out` on the calling thread (workers cannot write into memory that is not shared): 8
+   *   bytes per nonzero, the slow path (figures in bench/RESULTS.md), said once per process by
+   *   a warning. `release()` does nothing.
    */
   decode(bytes: Uint8Array, opts?: DecodeOptions): Promise<RecycledTile>;
   /** Stops the workers; pending work is rejected. */
@@ -145,6 +147,17 @@ async function spawn(onMessage: (m: Response) => void, onError: (e: Error) => vo
   w.onmessage = (e: MessageEvent<Response>) => onMessage(e.data);
   w.onerror = (e: ErrorEvent) => onError(new Error(`tile worker failed: ${e.message || "unknown error"}`));
   return w;
+}
+
+let warnedPlainOut = false;
+
+/** Says once per process why plain `out` arrays make a pool slower than it could be. */
+function warnPlainOut(): void {
+  if (warnedPlainOut) return;
+  warnedPlainOut = true;
+  console.warn(
+    "deltacells: pool.decode(bytes, { out }) with plain (unshared) arrays: workers cannot write into them, so every tile is copied in on this thread. For the fast path pass no `out` and release() each tile, or `out` arrays on SharedArrayBuffer (see createTilePool's TSDoc).",
+  );
 }
 
 function isShared(a: ArrayBufferView): boolean {
@@ -292,6 +305,7 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
     if (shared) {
       if (given && isShared(given.indices) && isShared(given.data)) target = given;
       else {
+        if (given) warnPlainOut();
         lease = outputs.acquire(outputBytes(c1 - c0, nnz));
         target = outputViews(lease, c1 - c0, nnz, values);
       }
