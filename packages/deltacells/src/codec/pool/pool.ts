@@ -46,11 +46,13 @@ export interface TilePool {
   encode(rows: CsrRows, opts?: EncodeOptions): Promise<Uint8Array>;
   /**
    * Decodes a tile (or a cell range), its chunks split across idle workers. Same checks as
-   * `decodeTile`. Where the output goes decides the speed:
+   * `decodeTile`. `bytes` in shared memory reach the workers as they are; other bytes are copied
+   * into the pool's shared buffers first (small next to the output). Where the output goes
+   * decides the speed:
    *
-   * - no `out` (the fast path, nothing to manage): the arrays are views of shared buffers the
-   *   pool keeps; `release()` the tile (or `using tile = await pool.decode(bytes)`) when done
-   *   and the next decode reuses them. Valid until released; a released tile throws when read.
+   * - no `out` (the fast path): the arrays are views of shared buffers the pool keeps;
+   *   `release()` the tile (or `using tile = await pool.decode(bytes)`) when done and the next
+   *   decode reuses them. Valid until released; a released tile throws when read.
    *   Never released, they are garbage-collected and each decode allocates anew (slower).
    * - `out` arrays on `SharedArrayBuffer`: the workers write straight into them.
    * - plain `out` arrays: the workers decode into the pool's shared buffers, copied once into
