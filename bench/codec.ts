@@ -1,8 +1,12 @@
 /**
  * Tile codec benchmark: decode throughput (nonzeros/s) on real and synthetic matrices, against
  * "decompress the same zstd frames and do nothing else" measured in the same run, for one thread,
- * a pool of 1 worker and a pool of 2 workers; and bytes per nonzero against CSR int32 indices +
- * float32 data + int64 indptr with gzip (what an h5ad holds).
+ * a pool of 1 worker and a pool of 2 workers called each way the README shows (the caller's
+ * shared or plain outputs, or none: the pool's own, released), and the dataset reader end to end
+ * from a local folder (`ds.tiles()` on this thread and with `threads: 2`, written once by the
+ * dataset writer into bench/out/ds-<name>-...); and bytes per nonzero against CSR int32 indices +
+ * float32 data + int64 indptr with gzip (what an h5ad holds). The first lines name the kernel
+ * (`codecInfo()`) and the load average when the matrix was done.
  *
  *   conformance/.venv/bin/python bench/codec_data.py      # once: writes bench/out/*.npy
  *   node --import tsx --conditions=source bench/codec.ts [--reps 7] [--only synthetic-12k] [--wasm]
@@ -14,11 +18,25 @@
  * Encoded tiles are cached in bench/out/tiles-<name>/ (level 19 takes a while).
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { gzipSync } from "node:zlib";
-import { autoTileSize, createTilePool, decodeTileSync, loadZstd, setZstdBackend } from "@deltacells/core";
+import {
+  autoTileSize,
+  codecInfo,
+  createTilePool,
+  type Dataset,
+  type DatasetSource,
+  type DecodeOutput,
+  decodeTileSync,
+  loadZstd,
+  setZstdBackend,
+  writeDataset,
+} from "@deltacells/core";
+import { openDataset, zstdCompressor } from "@deltacells/core/node";
+import { openStore as openLocation } from "@deltacells/storage/node";
 import { inspectTile } from "../packages/deltacells/src/codec/layout.js";
 import { nativeKernel } from "../packages/deltacells/src/codec/native.js";
 import { loadWasmZstd } from "../packages/deltacells/src/codec/zstd/wasm.js";
@@ -109,6 +127,58 @@ async function tilesOf(
 }
 
 /**
+ * The matrix as a dataset in a local folder (cached in bench/out/ds-<name>-...), written by the
+ * dataset writer with the same tile size, chunks and level as the tiles above.
+ */
+async function datasetOf(
+  name: string,
+  level: number,
+  tileCells: number,
+  csr: { indptr: Float64Array; indices: Int32Array; data: Float32Array },
+  nGenes: number,
+): Promise<string> {
+  const dir = join(out, `ds-${name}-t${tileCells}-l${level}${CHUNKS === 8 ? "" : `-c${CHUNKS}`}`);
+  if (existsSync(join(dir, "manifest.json"))) return dir;
+  const nCells = csr.indptr.length - 1;
+  const source: DatasetSource = {
+    format: "bench",
+    location: name,
+    matrixPath: "X",
+    nCells,
+    nGenes,
+    async var() {
+      return { indexName: null, index: Array.from({ length: nGenes }, (_, j) => `G${j}`), columns: [] };
+    },
+    async *rowBlocks({ blockCells = 1000 } = {}) {
+      for (let lo = 0; lo < nCells; lo += blockCells) {
+        const hi = Math.min(nCells, lo + blockCells);
+        const a = csr.indptr[lo]!;
+        const b = csr.indptr[hi]!;
+        yield {
+          rowStart: lo,
+          nRows: hi - lo,
+          indptr: Float64Array.from(csr.indptr.subarray(lo, hi + 1), (x) => x - a),
+          indices: csr.indices.slice(a, b),
+          data: Int32Array.from(csr.data.subarray(a, b)),
+        };
+      }
+    },
+  };
+  const pool = createTilePool({ threads: 2 });
+  const t0 = performance.now();
+  await writeDataset(source, openLocation(dir), {
+    encoder: pool,
+    compress: zstdCompressor(3),
+    tileSize: tileCells,
+    nChunks: CHUNKS,
+    level,
+  });
+  await pool.close();
+  console.log(`  wrote dataset ${dir} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  return dir;
+}
+
+/**
  * Runs `fn` enough times to take >= 100 ms; returns seconds per call, by the wall clock and by
  * this process's CPU time. On a shared, loaded machine the CPU time of single-threaded work is
  * far steadier than the wall clock (time spent waiting for a core is not counted).
@@ -127,7 +197,7 @@ async function time(fn: () => unknown): Promise<{ wall: number; cpu: number }> {
 
 async function bench(name: string) {
   const zstd = await loadZstd();
-  const { tiles, tileCells, nnz, csr } = await tilesOf(name, 19);
+  const { tiles, tileCells, nnz, nGenes, csr } = await tilesOf(name, 19);
   const layouts = tiles.map((t) => inspectTile(t));
   const maxNnz = Math.max(...layouts.map((l) => l.header.nnz));
   const maxCells = Math.max(...layouts.map((l) => l.header.nCells));
@@ -168,55 +238,77 @@ async function bench(name: string) {
   const fresh = () => {
     for (const t of tiles) decodeTileSync(t);
   };
-  // Pools write into caller-provided shared buffers, reused like the single-thread rows' buffers:
-  // a loader keeps a few tiles in flight (IN_FLIGHT, each with its output set) and recycles them.
+  // Pools, called in each way the README shows, with 4 tiles in flight (what a loader does):
+  // the caller's shared outputs, the caller's plain outputs (both recycled like the single-thread
+  // rows' buffers, one set per tile in flight), and no outputs (the pool lends its own; released).
   const IN_FLIGHT = 4;
   const sharedOut = Array.from({ length: IN_FLIGHT }, () => ({
     indptr: new Float64Array(maxCells + 1),
     indices: new Int32Array(new SharedArrayBuffer(4 * maxNnz)),
     data: new Int32Array(new SharedArrayBuffer(4 * maxNnz)),
   }));
+  const plainOut = Array.from({ length: IN_FLIGHT }, () => ({
+    indptr: new Float64Array(maxCells + 1),
+    indices: new Int32Array(maxNnz),
+    data: new Int32Array(maxNnz),
+  }));
   const pool1 = createTilePool({ threads: 1 });
   const pool2 = createTilePool({ threads: 2 });
-  const together = (p: typeof pool1) => async () => {
+  type Pool = typeof pool1;
+  const together = (p: Pool, outs?: DecodeOutput[]) => async () => {
     let next = 0;
     const lane = async (slot: number) => {
-      while (next < tiles.length) await p.decode(tiles[next++]!, { out: sharedOut[slot]! });
+      while (next < tiles.length) {
+        const tile = await p.decode(tiles[next++]!, outs ? { out: outs[slot]! } : {});
+        tile.release();
+      }
     };
     await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, tiles.length) }, (_, slot) => lane(slot)));
   };
-  const oneByOne = (p: typeof pool1) => async () => {
+  const oneByOne = (p: Pool) => async () => {
     for (const t of tiles) await p.decode(t, { out: sharedOut[0]! });
   };
-  if (!args["single-only"]) {
-    await together(pool1)();
-    await together(pool2)();
+  const pools = !args["single-only"];
+  // The dataset reader end to end from a local folder, as the README shows it (written once).
+  const dsDir = pools ? await datasetOf(name, 19, tileCells, csr, nGenes) : undefined;
+  const ds1 = dsDir ? await openDataset(dsDir) : undefined;
+  const ds2 = dsDir ? await openDataset(dsDir, { threads: 2 }) : undefined;
+  const readAll = (ds: Dataset | undefined, release: boolean) => async () => {
+    if (ds === undefined) return;
+    for await (const { tile } of ds.tiles()) if (release) tile.release();
+  };
+  if (pools) {
+    await together(pool1, sharedOut)();
+    await together(pool2, sharedOut)();
+    await readAll(ds2, true)();
   }
-  const rows: Record<string, { wall: number; cpu: number }[]> = {
-    zstd: [],
-    zstdk: [],
-    full: [],
-    float: [],
-    fresh: [],
-    pool1: [],
-    pool2: [],
-    pool1seq: [],
-    pool2seq: [],
+  const rows: Record<string, { wall: number; cpu: number }[]> = {};
+  const measure = async (k: string, fn: () => unknown) => {
+    const r = await time(fn);
+    (rows[k] ??= []).push(r);
   };
   for (let r = 0; r < REPS; r++) {
-    rows.zstd!.push(await time(zstdOnly));
-    if (withKernelZstd) rows.zstdk!.push(await time(kernelZstdOnly));
-    rows.full!.push(await time(full));
-    rows.float!.push(await time(fullFloat));
-    rows.fresh!.push(await time(fresh));
-    if (args["single-only"]) continue;
-    rows.pool1!.push(await time(together(pool1)));
-    rows.pool2!.push(await time(together(pool2)));
-    rows.pool1seq!.push(await time(oneByOne(pool1)));
-    rows.pool2seq!.push(await time(oneByOne(pool2)));
+    await measure("zstd", zstdOnly);
+    if (withKernelZstd) await measure("zstdk", kernelZstdOnly);
+    await measure("full", full);
+    await measure("float", fullFloat);
+    await measure("fresh", fresh);
+    if (!pools) continue;
+    await measure("pool1", together(pool1, sharedOut));
+    await measure("pool2", together(pool2, sharedOut));
+    await measure("pool1plain", together(pool1, plainOut));
+    await measure("pool2plain", together(pool2, plainOut));
+    await measure("pool1none", together(pool1));
+    await measure("pool2none", together(pool2));
+    await measure("pool1seq", oneByOne(pool1));
+    await measure("pool2seq", oneByOne(pool2));
+    await measure("ds1", readAll(ds1, true));
+    await measure("ds2", readAll(ds2, true));
+    await measure("ds1kept", readAll(ds1, false));
   }
   await pool1.close();
   await pool2.close();
+  await ds2?.close();
   const rate = (k: string, clock: "wall" | "cpu" = "wall") => nnz / median(rows[k]!.map((x) => x[clock]));
   const ratio = (a: string, b: string, clock: "wall" | "cpu" = "wall") =>
     median(rows[a]!.map((x, i) => rows[b]![i]![clock] / x[clock]));
@@ -228,8 +320,14 @@ async function bench(name: string) {
     gzipSync(new Uint8Array(csr.indices.buffer), { level: 4 }).length +
     gzipSync(new Uint8Array(csr.data.buffer), { level: 4 }).length +
     gzipSync(indptrBytes, { level: 4 }).length;
+  const info = await codecInfo();
   console.log(
-    `\n${name}: ${nCells} cells, ${nnz} nonzeros, ${tiles.length} tiles of ${tileCells} cells (zstd: ${zstd.name}), medians of ${REPS}`,
+    `\ncodec: ${info.kernel} kernel${info.isa ? ` (${info.isa})` : ""}${info.kernelUnavailable ? ` (${info.kernelUnavailable})` : ""}, zstd: ${info.zstd}${info.fused ? ", one native call per tile" : ""}; load average ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(" ")}`,
+  );
+  console.log(
+    `${name}: ${nCells} cells, ${nnz} nonzeros, ${tiles.length} tiles of ${tileCells} cells (zstd: ${zstd.name}), medians of ${REPS}`,
   );
   // Single-thread rows: wall clock and CPU time; pools: wall clock only (their CPU time is spread over threads).
   const line1 = (label: string, k: string) =>
@@ -252,11 +350,23 @@ async function bench(name: string) {
   line1("full decode, this thread, int32, caller's buffers", "full");
   line1("full decode, this thread, float32, caller's buffers", "float");
   line1("full decode, this thread, int32, fresh arrays", "fresh");
-  if (!args["single-only"]) {
-    line("pool of 1 worker, 4 tiles in flight", "pool1", "zstd", "zstd-only");
-    line("pool of 2 workers, 4 tiles in flight", "pool2", "pool1", "1 worker");
+  if (pools) {
+    // Each pool row against 1 worker called the same way, and against this thread (reused outputs).
+    const line2 = (label: string, k: string, one: string) =>
+      console.log(
+        `  ${label.padEnd(52)} ${M(rate(k)).padStart(14)} ${ratio(k, one).toFixed(2)}x 1 worker, ${ratio(k, "full").toFixed(2)}x this thread | CPU, all threads: ${M(rate(k, "cpu")).padStart(14)}`,
+      );
+    line("pool of 1 worker, 4 in flight, shared outputs", "pool1", "zstd", "zstd-only");
+    line2("pool of 2 workers, 4 in flight, shared outputs", "pool2", "pool1");
+    line("pool of 1 worker, 4 in flight, plain outputs", "pool1plain", "zstd", "zstd-only");
+    line2("pool of 2 workers, 4 in flight, plain outputs", "pool2plain", "pool1plain");
+    line("pool of 1 worker, 4 in flight, no out (released)", "pool1none", "zstd", "zstd-only");
+    line2("pool of 2 workers, 4 in flight, no out (released)", "pool2none", "pool1none");
     line("pool of 1 worker, one tile at a time", "pool1seq", "zstd", "zstd-only");
     line("pool of 2 workers, one tile at a time (chunks split)", "pool2seq", "pool1seq", "1 worker");
+    line("ds.tiles(), folder, this thread (released)", "ds1", "full", "this thread");
+    line2("ds.tiles(), folder, threads: 2 (released)", "ds2", "ds1");
+    line("ds.tiles(), folder, this thread, never released", "ds1kept", "full", "this thread");
   }
   console.log(
     `  size: ${(tileBytes / nnz).toFixed(3)} bytes/nnz (tiles, level 19) vs ${(gz / nnz).toFixed(3)} (CSR int32+float32+int64 indptr, gzip 4) = ${(tileBytes / gz).toFixed(2)}x`,

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { crc32 } from "../src/codec/crc32.js";
-import { loadNativeKernel, type NativeKernel } from "../src/codec/native.js";
+import { codecInfo } from "../src/codec/info.js";
+import { loadNativeKernel, type NativeKernel, useNativeKernel } from "../src/codec/native.js";
 import { prng } from "./codec-helpers.js";
 
 /** The native kernel, or undefined when the TypeScript loops are forced (nothing to compare). */
@@ -165,5 +166,30 @@ test("every instruction set of the native kernel computes zlib's CRC-32 (any len
     }
   } finally {
     k.isa(99);
+  }
+});
+
+test("codecInfo names the kernel, its instruction set and zstd, and why the native kernel is not in use", async () => {
+  const info = await codecInfo();
+  const k = await kernel();
+  if (k === undefined) {
+    assert.equal(info.kernel, "typescript");
+    assert.equal(info.kernelUnavailable, "disabled by DELTACELLS_NATIVE=0");
+    return;
+  }
+  assert.equal(info.kernel, "native");
+  assert.equal(info.isa, ["c", "sse2", "avx2+pclmulqdq", "avx2+vpclmulqdq"][k.isa()]);
+  assert.equal(info.zstd, "zstd-napi");
+  assert.equal(info.fused, true);
+  assert.equal(info.kernelUnavailable, undefined);
+  useNativeKernel(false);
+  try {
+    const off = await codecInfo();
+    assert.deepEqual(
+      [off.kernel, off.isa, off.fused, off.kernelUnavailable],
+      ["typescript", undefined, false, "switched off (useNativeKernel(false))"],
+    );
+  } finally {
+    useNativeKernel(true);
   }
 });

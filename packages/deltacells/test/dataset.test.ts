@@ -3,6 +3,7 @@ import { test } from "node:test";
 import { MemoryStore, withStats } from "@deltacells/storage";
 import {
   autoTileSize,
+  createTilePool,
   type DatasetManifest,
   decodeTile,
   encodeTile,
@@ -444,5 +445,20 @@ test("the gene table reads back in output order with its index, kinds, widths an
         Array.from(order, (g) => want.values[g]),
       );
     }
+  }
+});
+
+test("a TilePool decoder answers every tile and closes while tiles are still being read ahead", async () => {
+  // This used to hang: with the workers ref'd and unref'd per job, a reply a worker had posted sat
+  // undelivered until the pool was closed, and `close()` then waited forever on that worker.
+  const { store } = await written(83, 40, 16);
+  for (let round = 0; round < 8; round++) {
+    const pool = createTilePool({ threads: 2 });
+    const ds = await openDataset(store, { decoder: pool });
+    for (let k = 0; k < 3; k++)
+      for await (const { tile } of ds.tiles({ prefetch: 2 })) assert.ok(tile.nnz > 0);
+    for await (const { index } of ds.tiles({ prefetch: 3 })) if (index === 1) break;
+    assert.equal((await ds.tile(0)).nCells, 16);
+    await pool.close();
   }
 });

@@ -255,6 +255,54 @@ export class FolderStore implements Store {
     }
   }
 
+  /**
+   * `get` into memory from `allocate(size)`, called once the file's size is known: one `fstat`
+   * and one `pread` on a descriptor shared like `getRange`'s, never a blocking read. A file that
+   * shrank while being read answers what was there, as `get` does.
+   */
+  async getInto(
+    key: string,
+    allocate: (size: number) => Uint8Array,
+    opts?: StoreOptions,
+  ): Promise<Uint8Array | undefined> {
+    const signal = opts?.signal;
+    throwIfAborted(signal);
+    const path = this.path(key);
+    const file = this.files.acquire(path);
+    try {
+      let fd: number;
+      try {
+        const ready = this.files.ready(file, signal);
+        fd = typeof ready === "number" ? ready : await ready;
+      } catch (err) {
+        if (isMissing(err)) return undefined;
+        throw err;
+      }
+      const size = await fdSize(fd);
+      const space = allocate(size);
+      if (space.length < size) {
+        throw new StorageError(`getInto: allocate(${size}) returned ${space.length} bytes for ${key}`, {
+          key,
+          location: this.url,
+        });
+      }
+      const out = space.subarray(0, size);
+      let done = 0;
+      while (done < size) {
+        if (done > 0) throwIfAborted(signal);
+        const n = await readFd(fd, out, done, Math.min(size - done, MAX_READ), done);
+        if (n === 0) break;
+        done += n;
+      }
+      return done < size ? out.subarray(0, done) : out;
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason;
+      throw this.wrap(err, "reading", key);
+    } finally {
+      this.files.release(file);
+    }
+  }
+
   /** The error for a read that hit the end of the object after `done` bytes of `range`. */
   private async shortRead(fd: number, range: RangeQuery, key: string, done: number): Promise<StorageError> {
     try {

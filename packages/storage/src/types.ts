@@ -24,6 +24,17 @@ export interface ReadableStore {
    * extends past the end of the object is an error, never a silently shorter answer.
    */
   getRange(key: string, range: RangeQuery, opts?: StoreOptions): Promise<Uint8Array | undefined>;
+  /**
+   * Optional: `get` into memory the caller provides, for stores that learn an object's size before
+   * reading it (a local file). `allocate(size)` is called once, with the size, and must return at
+   * least that many bytes (e.g. a view of a recycled or shared buffer); the answer is a view of
+   * them holding the object. Callers fall back to `get` where a store lacks it.
+   */
+  getInto?(
+    key: string,
+    allocate: (size: number) => Uint8Array,
+    opts?: StoreOptions,
+  ): Promise<Uint8Array | undefined>;
 }
 
 /** Write side of a store. A reader never observes half of an object written with `set`. */

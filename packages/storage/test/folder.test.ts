@@ -60,6 +60,52 @@ describe("a folder store", () => {
     assert.equal(openFds(), base, "descriptors leaked");
   });
 
+  test("getInto reads whole objects into the caller's memory (shared too), once sized", async () => {
+    const s = await freshStore("into");
+    const sizes = [0, 1, 4096, 3 << 20];
+    for (const [i, size] of sizes.entries()) await s.set(`k${i}`, pattern(size, i));
+    await mkdir(join(s.root, "adir"));
+    const base = openFds();
+    const asked: number[] = [];
+    const got = await Promise.all(
+      sizes.map((_, i) =>
+        s.getInto(`k${i}`, (size) => {
+          asked.push(size);
+          // Larger than asked, at an offset: the answer is a view of exactly the object.
+          return new Uint8Array(new SharedArrayBuffer(size + 24), 8);
+        }),
+      ),
+    );
+    assert.deepEqual(
+      [...asked].sort((a, b) => a - b),
+      sizes,
+    );
+    for (const [i, size] of sizes.entries()) {
+      assert.ok(got[i]!.buffer instanceof SharedArrayBuffer);
+      assert.equal(got[i]!.byteOffset, 8);
+      assert.deepEqual(new Uint8Array(got[i]!), pattern(size, i), `object of ${size} bytes`);
+    }
+    let calls = 0;
+    assert.equal(
+      await s.getInto("k404", () => {
+        calls++;
+        return new Uint8Array(0);
+      }),
+      undefined,
+    );
+    assert.equal(calls, 0, "nothing allocated for a missing object");
+    await assert.rejects(
+      s.getInto("k3", () => new Uint8Array(10)),
+      (e: unknown) => isStorageError(e),
+    );
+    await assert.rejects(
+      s.getInto("adir", (n) => new Uint8Array(n)),
+      (e: unknown) => isStorageError(e),
+    );
+    await settled(s);
+    assert.equal(openFds(), base, "descriptors leaked");
+  });
+
   test("four slow blocking reads in a row switch gets to the thread pool for 5 s; one slow read does not", async () => {
     const s = await freshStore("slow-disk");
     await s.set("k", pattern(100, 1));

@@ -193,6 +193,23 @@ export function cellRange(
   return [a, b];
 }
 
+/** The checked `values` option. */
+export function valuesOf(opts: DecodeOptions): "int32" | "float32" {
+  const v = opts.values ?? "int32";
+  if (v !== "int32" && v !== "float32") {
+    throw new DeltacellsError(
+      "InvalidInput",
+      `values must be "int32" or "float32", not ${JSON.stringify(v)}`,
+      {
+        field: "values",
+        expected: "int32 | float32",
+        found: v,
+      },
+    );
+  }
+  return v;
+}
+
 /** The output arrays for `nCells` cells and `nnz` nonzeros: the caller's (checked) or new ones. */
 export function allocateOutput(
   nCells: number,
@@ -200,18 +217,7 @@ export function allocateOutput(
   opts: DecodeOptions,
 ): { indptr: Float64Array; indices: Int32Array; data: Int32Array | Float32Array } {
   const out = opts.out ?? {};
-  const float = opts.values === "float32";
-  if (opts.values !== undefined && opts.values !== "int32" && !float) {
-    throw new DeltacellsError(
-      "InvalidInput",
-      `values must be "int32" or "float32", not ${JSON.stringify(opts.values)}`,
-      {
-        field: "values",
-        expected: "int32 | float32",
-        found: opts.values,
-      },
-    );
-  }
+  const float = valuesOf(opts) === "float32";
   const data = out.data;
   if (data !== undefined && (float ? !(data instanceof Float32Array) : !(data instanceof Int32Array))) {
     throw new DeltacellsError(

@@ -11,6 +11,8 @@ export {
   TILE_VERSION,
   type TileHeader,
 } from "./format.js";
+export { type CodecInfo, codecInfo } from "./info.js";
 export { createTilePool, type TilePool } from "./pool/pool.js";
+export type { RecycledTile } from "./recycle.js";
 export { loadZstd, setZstdBackend } from "./zstd/load.js";
 export type { ZstdBackend } from "./zstd/types.js";

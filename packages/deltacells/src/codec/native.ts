@@ -58,6 +58,14 @@ export interface NativeKernel {
 
 let active: NativeKernel | undefined;
 let loaded: NativeKernel | undefined;
+/** Why the kernel is not loaded, when it was tried. */
+let unavailable: string | undefined;
+
+/** Why the native kernel is not in use (disabled, not built, failed to load), or undefined when it is. */
+export function nativeKernelUnavailable(): string | undefined {
+  if (active !== undefined) return undefined;
+  return loaded !== undefined ? "switched off (useNativeKernel(false))" : unavailable;
+}
 
 /** The native kernel when loaded and enabled. */
 export function nativeKernel(): NativeKernel | undefined {
@@ -75,7 +83,14 @@ export async function loadNativeKernel(): Promise<NativeKernel | undefined> {
   const proc = (
     globalThis as { process?: { versions?: { node?: string }; env?: Record<string, string | undefined> } }
   ).process;
-  if (typeof proc?.versions?.node !== "string" || proc.env?.DELTACELLS_NATIVE === "0") return undefined;
+  if (typeof proc?.versions?.node !== "string") {
+    unavailable = "not under Node (browsers use the TypeScript loops)";
+    return undefined;
+  }
+  if (proc.env?.DELTACELLS_NATIVE === "0") {
+    unavailable = "disabled by DELTACELLS_NATIVE=0";
+    return undefined;
+  }
   try {
     const specifier = ["node", "module"].join(":");
     const { createRequire } = (await import(/* @vite-ignore */ specifier)) as {
@@ -84,8 +99,10 @@ export async function loadNativeKernel(): Promise<NativeKernel | undefined> {
     // src/codec/ and dist/codec/ are both two levels below the package root, where build/ is.
     loaded = createRequire(import.meta.url)("../../build/Release/deltacells_kernel.node") as NativeKernel;
     active = loaded;
-  } catch {
+  } catch (err) {
+    // Decoding still works, with the TypeScript loops; codecInfo() tells why (and how much slower).
     loaded = undefined;
+    unavailable = `build/Release/deltacells_kernel.node did not load: ${err instanceof Error ? err.message : String(err)}`;
   }
   return active;
 }

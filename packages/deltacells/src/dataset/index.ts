@@ -14,6 +14,7 @@ export { decodeNpyInt32, encodeNpyInt32 } from "./npy.js";
 export {
   type CsrRows as DatasetRows,
   Dataset,
+  type DatasetTile,
   type OpenDatasetOptions,
   openDataset,
   type ReadOptions,

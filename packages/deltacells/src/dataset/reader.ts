@@ -5,8 +5,17 @@
  * reader that streams tiles for training never pays for them, and `validateDataset` checks them all.
  */
 import { openStore, type ReadableStore } from "@deltacells/storage";
-import { decodeTile } from "../codec/api.js";
 import type { DecodedTile } from "../codec/decode.js";
+import { createLocalDecoder } from "../codec/local-decoder.js";
+import { createTilePool } from "../codec/pool/pool.js";
+import {
+  BufferRecycler,
+  canShareMemory,
+  type LentBytes,
+  lendBytes,
+  ownedTile,
+  type RecycledTile,
+} from "../codec/recycle.js";
 import { DeltacellsError, isDeltacellsError } from "../errors.js";
 import {
   type DatasetManifest,
@@ -24,12 +33,23 @@ import { decodeVarTable } from "./var-table-read.js";
 /** A decoded tile, as the codec's `decodeTile` returns it. */
 export type TileData = DecodedTile;
 
-/** What decodes tiles: the codec's `decodeTile`, or a `TilePool`'s `decode`. */
+/**
+ * A tile the reader lends: valid until `release()`, after which its buffers decode later tiles
+ * (see `RecycledTile`). Releasing is optional; it is what makes a loop over tiles allocation-free.
+ */
+export type DatasetTile = RecycledTile;
+
+/**
+ * What decodes tiles: the codec's `decodeTile`, or a `TilePool`'s `decode`. A decoder whose tiles
+ * have a `release()` (a `TilePool`) lends them; the reader hands them on as they are.
+ */
 export interface TileDecoder {
   decode(
     bytes: Uint8Array,
-    opts?: { values?: "int32" | "float32"; cells?: [number, number] },
+    opts?: { values?: "int32" | "float32"; cells?: [number, number]; object?: string },
   ): Promise<TileData>;
+  /** Number of workers, for a pool: `tiles()` then keeps that many tiles decoding ahead. */
+  readonly threads?: number;
 }
 
 /** Rows of the matrix in CSR form; `indptr` starts at 0. */
@@ -48,7 +68,12 @@ export interface ReadOptions {
 }
 
 export interface OpenDatasetOptions {
-  /** Decodes tiles (default: the codec's `decodeTile` on this thread); pass a `TilePool` to decode off it. */
+  /**
+   * Decode on a pool of this many workers (worker_threads, or Web Workers in a browser), started
+   * on first use and stopped by `close()`. Default: decode on the calling thread.
+   */
+  threads?: number;
+  /** Decodes tiles instead (e.g. a `TilePool` shared with other work; not closed by `close()`). */
   decoder?: TileDecoder;
   signal?: AbortSignal;
 }
@@ -70,10 +95,15 @@ export class Dataset {
   private geneNamesCache: Promise<string[] | undefined> | undefined;
   private geneOrderCache: Promise<Int32Array | undefined> | undefined;
 
+  /**
+   * `decoder` decodes the tiles (default: this thread, into recycled buffers); `close` is what
+   * {@link Dataset.close} runs (stopping a pool the dataset started).
+   */
   constructor(
     readonly store: ReadableStore,
     manifest: DatasetManifest,
-    private readonly decoder: TileDecoder,
+    private readonly decoder: TileDecoder = createLocalDecoder(),
+    private readonly onClose: () => Promise<void> = async () => {},
   ) {
     this.manifest = manifest;
     this.url = where(store);
@@ -136,38 +166,94 @@ export class Dataset {
   /** The stored bytes of tile `i`: one GET, refused unless its size is `tile_bytes[i]`. */
   async tileBytes(i: number, opts: { signal?: AbortSignal } = {}): Promise<Uint8Array> {
     this.checkTile(i);
-    const key = tileKey(i);
-    const bytes = await this.store.get(key, { signal: opts.signal });
-    if (bytes === undefined) {
-      throw new DeltacellsError(
-        "NotFound",
-        `${this.url}/${key} is missing, although the manifest lists ${this.nTiles} tiles`,
-        {
-          object: `${this.url}/${key}`,
-        },
-      );
-    }
-    const expected = this.manifest.tile_bytes[i]!;
-    if (bytes.length !== expected) {
-      throw new DeltacellsError(
-        "CorruptTile",
-        `${this.url}/${key} is ${bytes.length} bytes but the manifest says ${expected}: the tile was truncated or replaced`,
-        { object: `${this.url}/${key}`, field: "tile_bytes", expected, found: bytes.length },
-      );
-    }
+    const bytes = await this.store.get(tileKey(i), { signal: opts.signal });
+    if (bytes === undefined) throw this.missing(i);
+    if (bytes.length !== this.manifest.tile_bytes[i]!) throw this.wrongSize(i, bytes.length);
     return bytes;
   }
 
-  /** Decode stored tile bytes and check them against the manifest. */
+  /** Stops the worker pool that `openDataset(..., { threads })` started; the dataset cannot decode after it. */
+  async close(): Promise<void> {
+    await this.onClose();
+  }
+
+  /** {@link Dataset.close}, for `await using ds = await openDataset(...)`. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  /**
+   * Tile `i`'s bytes for a decode that lets go of them when it resolves: read straight into memory
+   * the reader's own decoder lends (shared memory for its pool, so no copy on the way to the
+   * workers) when the store can read into the caller's memory (`getInto`: local folders), else
+   * {@link tileBytes}. `done()` gives the memory back.
+   */
+  private async fetchTile(i: number, signal?: AbortSignal): Promise<{ bytes: Uint8Array; done(): void }> {
+    const lend = (this.decoder as { lend?: (size: number) => LentBytes }).lend;
+    const getInto = this.store.getInto;
+    if (lend === undefined || getInto === undefined)
+      return { bytes: await this.tileBytes(i, { signal }), done() {} };
+    this.checkTile(i);
+    const key = tileKey(i);
+    const expected = this.manifest.tile_bytes[i]!;
+    let lent: LentBytes | undefined;
+    let size: number | undefined;
+    let bytes: Uint8Array | undefined;
+    try {
+      bytes = await getInto.call(
+        this.store,
+        key,
+        (n) => {
+          size = n;
+          // Not one byte for an object of the wrong size: it is refused below.
+          if (n !== expected) return new Uint8Array(0);
+          lent = lend(n);
+          return lent.bytes;
+        },
+        { signal },
+      );
+    } catch (err) {
+      lent?.release();
+      if (size !== undefined && size !== expected) throw this.wrongSize(i, size);
+      throw err;
+    }
+    if (bytes === undefined || bytes.length !== expected) {
+      lent?.release();
+      throw bytes === undefined ? this.missing(i) : this.wrongSize(i, bytes.length);
+    }
+    return { bytes, done: () => lent?.release() };
+  }
+
+  private missing(i: number): DeltacellsError {
+    const key = tileKey(i);
+    return new DeltacellsError(
+      "NotFound",
+      `${this.url}/${key} is missing, although the manifest lists ${this.nTiles} tiles`,
+      { object: `${this.url}/${key}` },
+    );
+  }
+
+  private wrongSize(i: number, found: number): DeltacellsError {
+    const key = tileKey(i);
+    const expected = this.manifest.tile_bytes[i]!;
+    return new DeltacellsError(
+      "CorruptTile",
+      `${this.url}/${key} is ${found} bytes but the manifest says ${expected}: the tile was truncated or replaced`,
+      { object: `${this.url}/${key}`, field: "tile_bytes", expected, found },
+    );
+  }
+
+  /** Decode stored tile bytes and check them against the manifest. The tile is lent: see {@link DatasetTile}. */
   async decodeTile(
     i: number,
     bytes: Uint8Array,
     opts: ReadOptions & { cells?: [number, number] } = {},
-  ): Promise<TileData> {
+  ): Promise<DatasetTile> {
     const object = `${this.url}/${tileKey(i)}`;
-    let tile: TileData;
+    let tile: DatasetTile;
     try {
-      tile = await this.decoder.decode(bytes, { values: opts.values, cells: opts.cells });
+      const d = await this.decoder.decode(bytes, { values: opts.values, cells: opts.cells, object });
+      tile = typeof (d as Partial<RecycledTile>).release === "function" ? (d as RecycledTile) : ownedTile(d);
     } catch (err) {
       if (isDeltacellsError(err)) throw err;
       throw new DeltacellsError("CorruptTile", `${object} could not be decoded: ${(err as Error).message}`, {
@@ -187,16 +273,26 @@ export class Dataset {
           found,
         },
       );
-    if (tile.nCells !== expectCells) throw mismatch("cells", expectCells, tile.nCells);
-    if (tile.nGenes !== this.nGenes) throw mismatch("genes", this.nGenes, tile.nGenes);
-    if (!opts.cells && tile.nnz !== this.manifest.tile_nnz[i]!)
-      throw mismatch("nonzeros", this.manifest.tile_nnz[i]!, tile.nnz);
+    let fault: DeltacellsError | undefined;
+    if (tile.nCells !== expectCells) fault = mismatch("cells", expectCells, tile.nCells);
+    else if (tile.nGenes !== this.nGenes) fault = mismatch("genes", this.nGenes, tile.nGenes);
+    else if (!opts.cells && tile.nnz !== this.manifest.tile_nnz[i]!)
+      fault = mismatch("nonzeros", this.manifest.tile_nnz[i]!, tile.nnz);
+    if (fault) {
+      tile.release();
+      throw fault;
+    }
     return tile;
   }
 
-  /** Tile `i`, decoded: one GET. */
-  async tile(i: number, opts: ReadOptions = {}): Promise<TileData> {
-    return this.decodeTile(i, await this.tileBytes(i, opts), opts);
+  /** Tile `i`, decoded: one GET. The tile is lent: `release()` it when done (see {@link DatasetTile}). */
+  async tile(i: number, opts: ReadOptions = {}): Promise<DatasetTile> {
+    const { bytes, done } = await this.fetchTile(i, opts.signal);
+    try {
+      return await this.decodeTile(i, bytes, opts);
+    } finally {
+      done();
+    }
   }
 
   /** Cells `a .. b-1` as CSR, fetching each tile they touch once. */
@@ -231,11 +327,20 @@ export class Dataset {
         const lo = Math.max(a, start) - start;
         const hi = Math.min(b, this.limits[t]!) - start;
         const whole = lo === 0 && hi === this.manifest.tile_cells[t];
-        const bytes = await this.tileBytes(t, opts);
-        return this.decodeTile(t, bytes, whole ? opts : { ...opts, cells: [lo, hi] });
+        const { bytes, done } = await this.fetchTile(t, opts.signal);
+        try {
+          return await this.decodeTile(t, bytes, whole ? opts : { ...opts, cells: [lo, hi] });
+        } finally {
+          done();
+        }
       }),
     );
-    return concatRows(parts, this.nGenes, float);
+    // The decoded tiles are lent: the answer is a copy the caller keeps.
+    try {
+      return concatRows(parts, this.nGenes, float);
+    } finally {
+      for (const p of parts) p.release();
+    }
   }
 
   /** One cell's genes (output column order) and counts. */
@@ -249,16 +354,23 @@ export class Dataset {
   }
 
   /**
-   * The tiles in order, each with its first cell; the next tile's GET and decode start while the
-   * caller works on the current one (`prefetch` tiles ahead, default 1).
+   * The tiles in order, each with its first cell; the next tiles' GETs and decodes start while the
+   * caller works on the current one (`prefetch` tiles ahead; default 1, or the pool's number of
+   * workers). Each tile is lent: `release()` it once done with it (or `using tile = ...`) and
+   * the loop runs without allocating; a tile kept unreleased stays valid (see {@link DatasetTile}).
+   *
+   *     for await (const { cellStart, tile } of ds.tiles()) {
+   *       train(cellStart, tile.indptr, tile.indices, tile.data);
+   *       tile.release();
+   *     }
    */
   async *tiles(
     opts: ReadOptions & { start?: number; end?: number; prefetch?: number } = {},
-  ): AsyncGenerator<{ index: number; cellStart: number; tile: TileData }> {
+  ): AsyncGenerator<{ index: number; cellStart: number; tile: DatasetTile }> {
     const start = opts.start ?? 0;
     const end = opts.end ?? this.nTiles;
-    const ahead = Math.max(0, opts.prefetch ?? 1);
-    const queue: Promise<TileData>[] = [];
+    const ahead = Math.max(0, opts.prefetch ?? Math.max(1, this.decoder.threads ?? 1));
+    const queue: Promise<DatasetTile>[] = [];
     let next = start;
     const fill = () => {
       while (next < end && queue.length <= ahead) {
@@ -267,10 +379,19 @@ export class Dataset {
         queue.push(p);
       }
     };
-    for (let i = start; i < end; i++) {
-      fill();
-      const tile = await queue.shift()!;
-      yield { index: i, cellStart: this.tileStart(i), tile };
+    try {
+      for (let i = start; i < end; i++) {
+        fill();
+        const tile = await queue.shift()!;
+        yield { index: i, cellStart: this.tileStart(i), tile };
+      }
+    } finally {
+      // Stopped early (break, throw): the tiles read ahead were never handed out.
+      for (const p of queue)
+        p.then(
+          (t) => t.release(),
+          () => {},
+        );
     }
   }
 
@@ -366,17 +487,13 @@ export class Dataset {
   }
 }
 
+/** The parts copied into new arrays (always: the parts are lent tiles, about to be released). */
 function concatRows(parts: TileData[], nGenes: number, float: boolean): CsrRows {
   let nCells = 0;
   let nnz = 0;
   for (const p of parts) {
     nCells += p.nCells;
     nnz += p.indptr[p.nCells]! - p.indptr[0]!;
-  }
-  if (parts.length === 1) {
-    const p = parts[0]!;
-    const base = p.indptr[0]!;
-    if (base === 0) return { nCells, nGenes, indptr: p.indptr, indices: p.indices, data: p.data };
   }
   const indptr = new Float64Array(nCells + 1);
   const indices = new Int32Array(nnz);
@@ -415,9 +532,26 @@ export async function openDataset(
       { object: `${url}/${MANIFEST_KEY}` },
     );
   }
-  return new Dataset(
-    store,
-    parseManifest(bytes, `${url}/${MANIFEST_KEY}`),
-    opts.decoder ?? { decode: decodeTile },
-  );
+  const manifest = parseManifest(bytes, `${url}/${MANIFEST_KEY}`);
+  if (opts.threads !== undefined) {
+    if (opts.decoder !== undefined) {
+      throw new DeltacellsError("InvalidInput", "openDataset takes either `threads` or `decoder`, not both", {
+        field: "threads",
+        expected: "threads or decoder",
+        found: "both",
+      });
+    }
+    const pool = createTilePool({ threads: opts.threads });
+    // Tiles read straight into shared memory reach the workers without a copy.
+    const inputs = canShareMemory()
+      ? new BufferRecycler<ArrayBuffer | SharedArrayBuffer>((n) => new SharedArrayBuffer(n))
+      : new BufferRecycler<ArrayBuffer | SharedArrayBuffer>((n) => new ArrayBuffer(n));
+    const decoder = {
+      threads: pool.threads,
+      decode: pool.decode,
+      lend: (size: number) => lendBytes(inputs, size),
+    };
+    return new Dataset(store, manifest, decoder, () => pool.close());
+  }
+  return new Dataset(store, manifest, opts.decoder);
 }

@@ -51,6 +51,7 @@ export async function validateDataset(
       bytes += raw.length;
       const tile = await ds.decodeTile(i, raw);
       nnz += tile.nnz;
+      tile.release();
       checked++;
     } catch (err) {
       problems.push(problem(tileKey(i), err));

@@ -4,16 +4,18 @@
  * SharedArrayBuffer (always in Node, in cross-origin-isolated pages) they write straight into
  * the output arrays, otherwise each returns its part as transferred buffers that are copied in.
  * The pool also spreads the tile's CRC over the workers (parts combined with `crc32Combine`).
+ * It checks each tile once (the workers decode from that layout), splits it (plan.ts) and runs the
+ * parts on its workers (host.ts).
  */
 import { DeltacellsError } from "../../errors.js";
 import { crc32Combine } from "../crc32.js";
 import {
   allocateOutput,
   cellRange,
-  type DecodedTile,
   type DecodeOptions,
   fillIndptr,
   indptrScratch,
+  valuesOf,
 } from "../decode.js";
 import {
   assembleTile,
@@ -25,112 +27,64 @@ import {
 } from "../encode.js";
 import { corrupt, HEADER_SIZE } from "../format.js";
 import { checksum, inspectTile } from "../layout.js";
-import { type CompressRequest, type DecodeRequest, deserializeError, type Response } from "./protocol.js";
+import {
+  BufferRecycler,
+  canShareMemory,
+  outputBytes,
+  outputViews,
+  ownedTile,
+  type RecycledTile,
+  recycledTile,
+} from "../recycle.js";
+import { startWorkerHost } from "./host.js";
+import { planDecode } from "./plan.js";
+import type { CompressRequest, DecodeRequest } from "./protocol.js";
 
 /** Parallel encoding and decoding of tiles; see {@link createTilePool}. */
 export interface TilePool {
   /** Encodes a tile, compressing its chunks' streams on the workers. */
   encode(rows: CsrRows, opts?: EncodeOptions): Promise<Uint8Array>;
-  /** Decodes a tile (or a cell range), its chunks split across the workers. Same checks as `decodeTile`. */
-  decode(bytes: Uint8Array, opts?: DecodeOptions): Promise<DecodedTile>;
+  /**
+   * Decodes a tile (or a cell range), its chunks split across idle workers. Same checks as
+   * `decodeTile`. `bytes` in shared memory reach the workers as they are; other bytes are copied
+   * into the pool's shared buffers first (small next to the output). Where the output goes
+   * decides the speed:
+   *
+   * - no `out` (the fast path): the arrays are views of shared buffers the pool keeps;
+   *   `release()` the tile (or `using tile = await pool.decode(bytes)`) when done and the next
+   *   decode reuses them. Valid until released; a released tile throws when read.
+   *   Never released, they are garbage-collected and each decode allocates anew (slower).
+   * - `out` arrays on `SharedArrayBuffer`: the workers write straight into them.
+   * - plain `out` arrays: the workers decode into the pool's shared buffers, copied once into
+   *   `out` on the calling thread (workers cannot write into memory that is not shared): 8
+   *   bytes per nonzero, the slow path (figures in bench/RESULTS.md), said once per process by
+   *   a warning. `release()` does nothing.
+   */
+  decode(bytes: Uint8Array, opts?: DecodeOptions): Promise<RecycledTile>;
   /** Stops the workers; pending work is rejected. */
   close(): Promise<void>;
   /** Number of workers. */
   readonly threads: number;
 }
 
-interface WorkerLike {
-  postMessage(m: unknown, transfer: Transferable[]): void;
-  terminate(): unknown;
-  ref?(): void;
-  unref?(): void;
-}
-
-interface Slot {
-  worker: WorkerLike;
-  busy: number;
-  /** Ids of the jobs this worker is running. */
-  jobs: Set<number>;
-  /** Incremented when a crashed worker is replaced. */
-  generation: number;
-}
-
-type Job = {
-  req: DecodeRequest | CompressRequest;
-  transfer: Transferable[];
-  resolve: (r: Response) => void;
-  reject: (e: Error) => void;
-};
-
 function hardwareThreads(): number {
   const nav = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator;
   return Math.max(1, nav?.hardwareConcurrency ?? 2);
 }
 
-function isNode(): boolean {
-  const p = (globalThis as { process?: { versions?: { node?: string } } }).process;
-  return typeof p?.versions?.node === "string";
+let warnedPlainOut = false;
+
+/** Says once per process why plain `out` arrays make a pool slower than it could be. */
+function warnPlainOut(): void {
+  if (warnedPlainOut) return;
+  warnedPlainOut = true;
+  console.warn(
+    "deltacells: pool.decode(bytes, { out }) with plain (unshared) arrays: workers cannot write into them, so every tile is copied in on this thread. For the fast path pass no `out` and release() each tile, or `out` arrays on SharedArrayBuffer (see createTilePool's TSDoc).",
+  );
 }
 
-/** Workers run the same module flavour as this file: `.ts` under tsx, `.js` from dist. */
-function workerUrl(): URL {
-  const ext = import.meta.url.endsWith(".ts") ? ".ts" : ".js";
-  return new URL(`./worker${ext}`, import.meta.url);
-}
-
-async function spawn(onMessage: (m: Response) => void, onError: (e: Error) => void): Promise<WorkerLike> {
-  if (isNode()) {
-    const specifier = ["node", "worker_threads"].join(":");
-    const { Worker } = (await import(/* @vite-ignore */ specifier)) as {
-      Worker: new (
-        src: URL | string,
-        o?: { eval?: boolean },
-      ) => WorkerLike & { on(ev: string, cb: (x: never) => void): void };
-    };
-    const url = workerUrl();
-    let w: InstanceType<typeof Worker>;
-    if (url.pathname.endsWith(".ts")) {
-      // Running from TypeScript sources under tsx: Node 20 does not apply `--import tsx` to
-      // workers, so the worker registers tsx's loader itself before importing the script.
-      const tsx = import.meta.resolve("tsx/esm/api");
-      const boot = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(url.href)}); })`;
-      w = new Worker(boot, { eval: true });
-    } else {
-      w = new Worker(url);
-    }
-    w.on("message", onMessage);
-    w.on("error", onError);
-    w.on("exit", (code: number) => {
-      if (code !== 0) onError(new Error(`tile worker exited with code ${code}`));
-    });
-    w.unref?.();
-    return w;
-  }
-  if (typeof Worker === "undefined") {
-    throw new DeltacellsError(
-      "UnsupportedHost",
-      "this host has neither worker_threads nor Web Workers: use decodeTile",
-      {
-        field: "Worker",
-        expected: "worker_threads or Web Workers",
-        found: "none",
-      },
-    );
-  }
-  // The literal `new Worker(new URL("./worker.js", import.meta.url))` form is what bundlers (Vite,
-  // webpack, esbuild) recognise to emit the worker as its own chunk; sources (.ts) load as they are.
-  const w = import.meta.url.endsWith(".ts")
-    ? new Worker(workerUrl(), { type: "module" })
-    : new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
-  w.onmessage = (e: MessageEvent<Response>) => onMessage(e.data);
-  w.onerror = (e: ErrorEvent) => onError(new Error(`tile worker failed: ${e.message || "unknown error"}`));
-  return w;
-}
-
-function canShare(): boolean {
-  if (typeof SharedArrayBuffer === "undefined") return false;
-  const isolated = (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated;
-  return isolated !== false;
+function isShared(a: ArrayBufferView): boolean {
+  return a.buffer instanceof SharedArrayBuffer;
 }
 
 /**
@@ -155,87 +109,15 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
       found: threads,
     });
   }
-  let slots: Promise<Slot[]> | undefined;
-  const sharedBytes = new SharedBufferPool();
-  const pending = new Map<number, Job>();
-  const queue: Job[] = [];
+  const host = startWorkerHost(threads);
+  // Shared memory is slow to allocate (~0.1 ms per 100 KB here) and slow to fault in: tile bytes
+  // and outputs go through buffers kept for reuse.
+  const inputs = new BufferRecycler((n) => new SharedArrayBuffer(n));
+  const outputs = new BufferRecycler((n) => new SharedArrayBuffer(n));
   let nextId = 1;
-  let closed = false;
+  const run = (req: DecodeRequest | CompressRequest, transfer: Transferable[]) => host.run(req, transfer);
 
-  const fail = (err: Error) => {
-    for (const job of pending.values()) job.reject(err);
-    pending.clear();
-  };
-  /** Starts (or restarts, after a crash) the worker of a slot; its in-flight jobs are rejected. */
-  const launch = async (slot: Slot): Promise<void> => {
-    const generation = ++slot.generation;
-    slot.jobs.clear();
-    slot.worker = await spawn(
-      (m) => {
-        const job = pending.get(m.id);
-        pending.delete(m.id);
-        slot.jobs.delete(m.id);
-        slot.busy--;
-        if (slot.busy === 0) slot.worker.unref?.();
-        job?.resolve(m);
-        pump();
-      },
-      (err) => {
-        // Ignore the exit of a worker already replaced (or of all of them, on close).
-        if (closed || generation !== slot.generation) return;
-        slot.busy = Number.POSITIVE_INFINITY;
-        for (const id of slot.jobs) {
-          pending.get(id)?.reject(err);
-          pending.delete(id);
-        }
-        void slot.worker.terminate();
-        void launch(slot).then(pump);
-      },
-    );
-    slot.busy = 0;
-  };
-  const start = () =>
-    (slots ??= Promise.all(
-      Array.from({ length: threads }, async () => {
-        const slot: Slot = {
-          worker: undefined as unknown as WorkerLike,
-          busy: Number.POSITIVE_INFINITY,
-          jobs: new Set(),
-          generation: 0,
-        };
-        await launch(slot);
-        return slot;
-      }),
-    ));
-  let ready: Slot[] = [];
-  const pump = () => {
-    while (queue.length > 0) {
-      const slot = ready.find((s) => s.busy === 0);
-      if (slot === undefined) return;
-      const job = queue.shift()!;
-      slot.busy++;
-      slot.jobs.add(job.req.id);
-      slot.worker.ref?.();
-      pending.set(job.req.id, job);
-      slot.worker.postMessage(job.req, job.transfer);
-    }
-  };
-  const run = async (req: DecodeRequest | CompressRequest, transfer: Transferable[]): Promise<Response> => {
-    if (closed)
-      throw new DeltacellsError("InvalidInput", "the tile pool is closed", {
-        field: "pool",
-        found: "closed",
-      });
-    ready = await start();
-    const res = await new Promise<Response>((resolve, reject) => {
-      queue.push({ req, transfer, resolve, reject });
-      pump();
-    });
-    if (!res.ok) throw deserializeError(res.error);
-    return res;
-  };
-
-  async function decode(bytes: Uint8Array, o: DecodeOptions = {}): Promise<DecodedTile> {
+  async function decode(bytes: Uint8Array, o: DecodeOptions = {}): Promise<RecycledTile> {
     const object = o.object;
     // The layout's indptr lives in a reused buffer: it is only read before the first await.
     const layout = inspectTile(bytes, { object, skipCrc: true, indptrBuffer: indptrScratch(bytes) });
@@ -243,105 +125,103 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
     const [c0, c1] = cellRange(o.cells, nCells, object);
     const base = layout.indptr[c0]!;
     const nnz = layout.indptr[c1]! - base;
-    const full = c0 === 0 && c1 === nCells;
-    const ks: number[] = [];
-    layout.chunks.forEach((ch, k) => {
-      if (full || (ch.cellLo < c1 && ch.cellHi > c0)) ks.push(k);
-    });
-    const shared = canShare();
-    const values = o.values ?? "int32";
-    let out = allocateOutput(c1 - c0, nnz, o);
-    const direct =
-      shared &&
-      out.indices.buffer instanceof SharedArrayBuffer &&
-      out.data.buffer instanceof SharedArrayBuffer;
-    let target = out;
-    if (shared && !direct && o.out?.indices === undefined && o.out?.data === undefined) {
-      // Nothing provided: allocate the outputs in shared memory so workers fill them in place.
-      target = out = {
-        indptr: out.indptr,
-        indices: new Int32Array(new SharedArrayBuffer(4 * nnz)),
-        data:
-          values === "float32"
-            ? new Float32Array(new SharedArrayBuffer(4 * nnz))
-            : new Int32Array(new SharedArrayBuffer(4 * nnz)),
-      };
-    }
-    // `shared` first: pages that are not cross-origin isolated have no SharedArrayBuffer global.
-    const inPlace =
-      shared &&
-      target.indices.buffer instanceof SharedArrayBuffer &&
-      target.data.buffer instanceof SharedArrayBuffer;
-    fillIndptr(layout.indptr, c0, c1, out.indptr);
-    let src = bytes;
+    const shared = canShareMemory();
+    const values = valuesOf(o);
+    // The caller's arrays (checked; any not given are allocated) when `out` is given: the result is theirs.
+    const given = o.out !== undefined ? allocateOutput(c1 - c0, nnz, o) : undefined;
+    // Where the workers write in place: the caller's arrays when they are shared memory, else a
+    // shared buffer of the pool's (then lent to the caller, or copied into their plain arrays).
     let lease: SharedArrayBuffer | undefined;
+    let target: ReturnType<typeof outputViews> | undefined;
+    if (shared) {
+      if (given && isShared(given.indices) && isShared(given.data)) target = given;
+      else {
+        if (given) warnPlainOut();
+        lease = outputs.acquire(outputBytes(c1 - c0, nnz));
+        target = outputViews(lease, c1 - c0, nnz, values);
+      }
+    }
+    // Without shared memory (pages that are not cross-origin isolated) workers return their parts.
+    const result = given ?? target ?? allocateOutput(c1 - c0, nnz, o);
+    fillIndptr(layout.indptr, c0, c1, result.indptr);
+    let src = bytes;
+    let input: SharedArrayBuffer | undefined;
     if (shared && !(bytes.buffer instanceof SharedArrayBuffer)) {
       // Allocating shared memory is slow (~0.1 ms per 100 KB here): reuse it across decodes.
-      lease = sharedBytes.acquire(bytes.length);
-      src = new Uint8Array(lease, 0, bytes.length);
+      input = inputs.acquire(bytes.length);
+      src = new Uint8Array(input, 0, bytes.length);
       src.set(bytes);
     }
-    // Split the chunks into contiguous groups of similar nonzero counts, one per worker.
     // When other work already keeps every worker busy, one task per tile is cheapest.
-    const busy = pending.size + queue.length >= threads;
-    const groups = splitChunks(layout, ks, busy ? 1 : Math.max(1, Math.min(threads, ks.length)));
-    const crcSpan = totalSize - HEADER_SIZE;
-    const parts = Math.max(1, groups.length);
-    const crcCuts = Array.from(
-      { length: parts + 1 },
-      (_, i) => HEADER_SIZE + Math.floor((crcSpan * i) / parts),
-    );
-    const reqs = (groups.length > 0 ? groups : [[]]).map(
-      (g, i): DecodeRequest => ({
+    const plan = planDecode(layout, c0, c1, host.load() >= threads ? 1 : threads);
+    // The workers decode from this checked layout instead of inspecting the tile again (its
+    // indptr copied out of the reused buffer it was read into).
+    const checked = { header: layout.header, chunks: layout.chunks, indptr: layout.indptr.slice() };
+    const reqs = plan.map(
+      (part): DecodeRequest => ({
         op: "decode",
         id: nextId++,
         bytes: src,
-        k0: g[0] ?? 0,
-        k1: g.length > 0 ? g[g.length - 1]! + 1 : 0,
+        layout: checked,
+        k0: part.k0,
+        k1: part.k1,
         c0,
         c1,
         base,
         values,
-        indices: inPlace ? target.indices : undefined,
-        data: inPlace ? target.data : undefined,
-        crcFrom: crcCuts[i]!,
-        crcTo: crcCuts[i + 1]!,
+        indices: target?.indices,
+        data: target?.data,
+        crcFrom: part.crcFrom,
+        crcTo: part.crcTo,
         object,
       }),
     );
-    // Where each worker's part goes when it is returned rather than written in place.
-    const copyAt = reqs.map((r) => {
-      const ch = layout.chunks[r.k0];
-      return layout.indptr[Math.max(c0, ch?.cellLo ?? c0)]! - base;
-    });
-    // Wait for every part, even after a failure, so that no worker still reads the leased bytes.
+    const expectedCrc = layout.header.crc32;
+    // Wait for every part, even after a failure, so that no worker still uses the leased buffers.
     const settled = await Promise.allSettled(reqs.map((r) => run(r, [])));
-    if (lease) sharedBytes.release(lease);
-    const results = settled.map((r) => {
-      if (r.status !== "rejected") return r.value;
-      // A worker stopped at damage in its part before the tile's CRC could be compared: report
-      // the CRC first when it is wrong, as decodeTile does, so both paths name the same fault.
-      const crc = checksum(src.subarray(HEADER_SIZE, totalSize));
-      if (crc !== layout.header.crc32) {
-        throw corrupt(object, "crc32", hex32(crc), hex32(layout.header.crc32), "the bytes are damaged");
-      }
-      throw r.reason;
-    });
-    let crc = 0;
-    results.forEach((r, i) => {
-      if (r.ok) crc = crc32Combine(crc, r.crc ?? 0, reqs[i]!.crcTo - reqs[i]!.crcFrom);
-    });
-    if (crc !== layout.header.crc32) {
-      throw corrupt(object, "crc32", hex32(crc), hex32(layout.header.crc32), "the bytes are damaged");
-    }
-    if (!inPlace) {
-      results.forEach((r, i) => {
-        if (!r.ok || r.indices === undefined || r.data === undefined) return;
-        out.indices.set(r.indices, copyAt[i]!);
-        (out.data as Int32Array).set(r.data as Int32Array, copyAt[i]!);
+    try {
+      const results = settled.map((r) => {
+        if (r.status !== "rejected") return r.value;
+        // A worker stopped at damage in its part before the tile's CRC could be compared: report
+        // the CRC first when it is wrong, as decodeTile does, so both paths name the same fault.
+        const crc = checksum(src.subarray(HEADER_SIZE, totalSize));
+        if (crc !== expectedCrc) {
+          throw corrupt(object, "crc32", hex32(crc), hex32(expectedCrc), "the bytes are damaged");
+        }
+        throw r.reason;
       });
+      let crc = 0;
+      results.forEach((r, i) => {
+        if (r.ok) crc = crc32Combine(crc, r.crc ?? 0, reqs[i]!.crcTo - reqs[i]!.crcFrom);
+      });
+      if (crc !== expectedCrc) {
+        throw corrupt(object, "crc32", hex32(crc), hex32(expectedCrc), "the bytes are damaged");
+      }
+      if (target === undefined) {
+        results.forEach((r, i) => {
+          if (!r.ok || r.indices === undefined || r.data === undefined) return;
+          result.indices.set(r.indices, plan[i]!.at);
+          (result.data as Int32Array).set(r.data as Int32Array, plan[i]!.at);
+        });
+      } else if (given !== undefined && target !== given) {
+        // Plain arrays of the caller's: one copy (workers cannot write into unshared memory).
+        given.indices.set(target.indices);
+        (given.data as Int32Array).set(target.data as Int32Array);
+      }
+    } catch (err) {
+      if (lease) outputs.release(lease);
+      throw err;
+    } finally {
+      if (input) inputs.release(input);
     }
-    return { nCells: c1 - c0, nGenes, nnz, ...out };
+    const tile = { nCells: c1 - c0, nGenes, nnz, ...result };
+    if (lease === undefined) return ownedTile(tile);
+    if (given !== undefined) {
+      outputs.release(lease);
+      return ownedTile(tile);
+    }
+    const lent = lease;
+    return recycledTile(tile, () => outputs.release(lent), object);
   }
 
   async function encode(rows: CsrRows, o: EncodeOptions = {}): Promise<Uint8Array> {
@@ -370,76 +250,10 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
     threads,
     decode,
     encode,
-    async close() {
-      closed = true;
-      const s = slots ? await slots : [];
-      fail(
-        new DeltacellsError("InvalidInput", "the tile pool was closed", { field: "pool", found: "closed" }),
-      );
-      await Promise.all(s.map((x) => x.worker.terminate()));
-    },
+    close: () => host.close(),
   };
-}
-
-/** Contiguous groups of chunk indices with roughly equal nonzeros. */
-function splitChunks(layout: ReturnType<typeof inspectTile>, ks: number[], parts: number): number[][] {
-  if (ks.length === 0) return [];
-  const weight = (k: number) => {
-    const ch = layout.chunks[k]!;
-    return ch.nnzHi - ch.nnzLo + 1;
-  };
-  const total = ks.reduce((a, k) => a + weight(k), 0);
-  const groups: number[][] = [];
-  let acc = 0;
-  let cur: number[] = [];
-  for (const k of ks) {
-    cur.push(k);
-    acc += weight(k);
-    if (acc >= (total * (groups.length + 1)) / parts && groups.length < parts - 1) {
-      groups.push(cur);
-      cur = [];
-    }
-  }
-  if (cur.length > 0) groups.push(cur);
-  return groups;
 }
 
 function hex32(v: number): string {
   return `0x${v.toString(16).padStart(8, "0")}`;
-}
-
-/**
- * Reusable SharedArrayBuffers for tile bytes, up to {@link SharedBufferPool.budget} bytes kept free.
- * A budget in bytes rather than a count: with dozens of small tiles in flight at once, a few kept
- * buffers meant allocating most of them anew on every batch (~0.1 ms per 100 KB here); keeping them
- * took a pool of one worker from 0.65x to 0.70x of zstd-only on 27 tiles of ~1 M nonzeros.
- */
-class SharedBufferPool {
-  private free: SharedArrayBuffer[] = [];
-  private freeBytes = 0;
-  constructor(readonly budget = 64 * 1024 * 1024) {}
-  acquire(size: number): SharedArrayBuffer {
-    let best = -1;
-    for (let i = 0; i < this.free.length; i++) {
-      const b = this.free[i]!;
-      if (b.byteLength >= size && (best < 0 || b.byteLength < this.free[best]!.byteLength)) best = i;
-    }
-    if (best >= 0) {
-      const b = this.free[best]!;
-      this.free[best] = this.free[this.free.length - 1]!;
-      this.free.pop();
-      this.freeBytes -= b.byteLength;
-      return b;
-    }
-    return new SharedArrayBuffer(Math.max(1 << 16, 2 ** Math.ceil(Math.log2(Math.max(1, size)))));
-  }
-  release(b: SharedArrayBuffer): void {
-    this.free.push(b);
-    this.freeBytes += b.byteLength;
-    if (this.freeBytes <= this.budget) return;
-    // Over budget: drop the smallest buffers first (large tiles are the costly ones to allocate).
-    this.free.sort((x, y) => y.byteLength - x.byteLength);
-    while (this.freeBytes > this.budget && this.free.length > 0)
-      this.freeBytes -= this.free.pop()!.byteLength;
-  }
 }

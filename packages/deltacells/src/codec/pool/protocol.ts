@@ -1,12 +1,15 @@
 /** Messages between a {@link TilePool} and its workers. */
 import { DeltacellsError, type DeltacellsErrorTag } from "../../errors.js";
 import type { PreparedChunk } from "../encode.js";
+import type { TileLayout } from "../layout.js";
 
 /** Decode chunks `[k0, k1)` of a tile (restricted to cells `[c0, c1)`) and checksum some bytes. */
 export interface DecodeRequest {
   op: "decode";
   id: number;
   bytes: Uint8Array;
+  /** The tile's layout, as the pool checked it (`inspectTile`): the worker does not inspect again. */
+  layout: TileLayout;
   k0: number;
   k1: number;
   c0: number;

@@ -2,9 +2,9 @@
  * The script a {@link TilePool} worker runs, in Node (worker_threads) and in browsers (module Web
  * Workers): decode chunks of a tile or compress a chunk's streams, on request.
  */
-import { decodeChunksInto, indptrScratch } from "../decode.js";
+import { decodeChunksInto } from "../decode.js";
 import { compressChunk } from "../encode.js";
-import { checksum, inspectTile } from "../layout.js";
+import { checksum } from "../layout.js";
 import { loadZstd } from "../zstd/load.js";
 import { type DecodeRequest, type Request, type Response, serializeError } from "./protocol.js";
 
@@ -26,9 +26,7 @@ async function handle(req: Request, reply: Reply): Promise<void> {
 }
 
 function decode(req: DecodeRequest, zstd: Awaited<ReturnType<typeof loadZstd>>): [Response, ArrayBuffer[]] {
-  const { bytes, k0, k1, c0, c1, object } = req;
-  // The pool checked the tile; this repeats the cheap structural checks on the worker's copy.
-  const layout = inspectTile(bytes, { object, skipCrc: true, indptrBuffer: indptrScratch(bytes) });
+  const { bytes, layout, k0, k1, c0, c1, object } = req;
   const crc = req.crcTo > req.crcFrom ? checksum(bytes.subarray(req.crcFrom, req.crcTo)) : 0;
   let { indices, data, base } = req;
   const owned = indices === undefined || data === undefined;

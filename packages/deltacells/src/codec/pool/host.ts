@@ -1,0 +1,213 @@
+/**
+ * The workers of a {@link TilePool}: started lazily, one job at a time each, replaced when one
+ * crashes (its jobs are rejected), stopped by `close()`. worker_threads under Node, module Web
+ * Workers in browsers. What the jobs are is the pool's business (see pool.ts).
+ */
+import { DeltacellsError } from "../../errors.js";
+import { type CompressRequest, type DecodeRequest, deserializeError, type Response } from "./protocol.js";
+
+/** Runs requests on a set of workers. */
+export interface WorkerHost {
+  /** Runs `req` on the first idle worker (queued until one is); rejects with the worker's error. */
+  run(req: DecodeRequest | CompressRequest, transfer: Transferable[]): Promise<Response>;
+  /** Jobs running or queued. */
+  load(): number;
+  /** Stops the workers; pending jobs are rejected. */
+  close(): Promise<void>;
+}
+
+interface WorkerLike {
+  postMessage(m: unknown, transfer: Transferable[]): void;
+  terminate(): unknown;
+  ref?(): void;
+  unref?(): void;
+}
+
+interface Slot {
+  worker: WorkerLike;
+  busy: number;
+  /** Ids of the jobs this worker is running. */
+  jobs: Set<number>;
+  /** Incremented when a crashed worker is replaced. */
+  generation: number;
+}
+
+type Job = {
+  req: DecodeRequest | CompressRequest;
+  transfer: Transferable[];
+  resolve: (r: Response) => void;
+  reject: (e: Error) => void;
+};
+
+function isNode(): boolean {
+  const p = (globalThis as { process?: { versions?: { node?: string } } }).process;
+  return typeof p?.versions?.node === "string";
+}
+
+/** Workers run the same module flavour as this file: `.ts` under tsx, `.js` from dist. */
+function workerUrl(): URL {
+  const ext = import.meta.url.endsWith(".ts") ? ".ts" : ".js";
+  return new URL(`./worker${ext}`, import.meta.url);
+}
+
+async function spawn(onMessage: (m: Response) => void, onError: (e: Error) => void): Promise<WorkerLike> {
+  if (isNode()) {
+    const specifier = ["node", "worker_threads"].join(":");
+    const { Worker } = (await import(/* @vite-ignore */ specifier)) as {
+      Worker: new (
+        src: URL | string,
+        o?: { eval?: boolean },
+      ) => WorkerLike & { on(ev: string, cb: (x: never) => void): void };
+    };
+    const url = workerUrl();
+    let w: InstanceType<typeof Worker>;
+    if (url.pathname.endsWith(".ts")) {
+      // Running from TypeScript sources under tsx: Node 20 does not apply `--import tsx` to
+      // workers, so the worker registers tsx's loader itself before importing the script.
+      const tsx = import.meta.resolve("tsx/esm/api");
+      const boot = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(url.href)}); })`;
+      w = new Worker(boot, { eval: true });
+    } else {
+      w = new Worker(url);
+    }
+    w.on("message", onMessage);
+    w.on("error", onError);
+    w.on("exit", (code: number) => {
+      if (code !== 0) onError(new Error(`tile worker exited with code ${code}`));
+    });
+    w.unref?.();
+    return w;
+  }
+  if (typeof Worker === "undefined") {
+    throw new DeltacellsError(
+      "UnsupportedHost",
+      "this host has neither worker_threads nor Web Workers: use decodeTile",
+      {
+        field: "Worker",
+        expected: "worker_threads or Web Workers",
+        found: "none",
+      },
+    );
+  }
+  // The literal `new Worker(new URL("./worker.js", import.meta.url))` form is what bundlers (Vite,
+  // webpack, esbuild) recognise to emit the worker as its own chunk; sources (.ts) load as they are.
+  const w = import.meta.url.endsWith(".ts")
+    ? new Worker(workerUrl(), { type: "module" })
+    : new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+  w.onmessage = (e: MessageEvent<Response>) => onMessage(e.data);
+  w.onerror = (e: ErrorEvent) => onError(new Error(`tile worker failed: ${e.message || "unknown error"}`));
+  return w;
+}
+
+/** A host of `threads` workers. */
+export function startWorkerHost(threads: number): WorkerHost {
+  let slots: Promise<Slot[]> | undefined;
+  const pending = new Map<number, Job>();
+  const queue: Job[] = [];
+  let closed = false;
+
+  const fail = (err: Error) => {
+    for (const job of pending.values()) job.reject(err);
+    pending.clear();
+    keepAlive();
+  };
+  // Workers stay unref'd, so that an idle pool does not keep a Node process alive; while jobs are
+  // pending a timer does. (Toggling the workers' own ref() per job stalled replies here: a reply
+  // already posted by a worker sat undelivered until the pool was closed.)
+  let alive: ReturnType<typeof setInterval> | undefined;
+  const keepAlive = () => {
+    if (pending.size > 0 && alive === undefined) alive = setInterval(() => {}, 1 << 30);
+    else if (pending.size === 0 && alive !== undefined) {
+      clearInterval(alive);
+      alive = undefined;
+    }
+  };
+  /** Starts (or restarts, after a crash) the worker of a slot; its in-flight jobs are rejected. */
+  const launch = async (slot: Slot): Promise<void> => {
+    const generation = ++slot.generation;
+    slot.jobs.clear();
+    slot.worker = await spawn(
+      (m) => {
+        const job = pending.get(m.id);
+        pending.delete(m.id);
+        slot.jobs.delete(m.id);
+        slot.busy--;
+        keepAlive();
+        job?.resolve(m);
+        pump();
+      },
+      (err) => {
+        // Ignore the exit of a worker already replaced (or of all of them, on close).
+        if (closed || generation !== slot.generation) return;
+        slot.busy = Number.POSITIVE_INFINITY;
+        for (const id of slot.jobs) {
+          pending.get(id)?.reject(err);
+          pending.delete(id);
+        }
+        void slot.worker.terminate();
+        void launch(slot).then(pump);
+      },
+    );
+    slot.busy = 0;
+  };
+  const start = () =>
+    (slots ??= Promise.all(
+      Array.from({ length: threads }, async () => {
+        const slot: Slot = {
+          worker: undefined as unknown as WorkerLike,
+          busy: Number.POSITIVE_INFINITY,
+          jobs: new Set(),
+          generation: 0,
+        };
+        await launch(slot);
+        return slot;
+      }),
+    ));
+  let ready: Slot[] = [];
+  const pump = () => {
+    while (queue.length > 0) {
+      const slot = ready.find((s) => s.busy === 0);
+      if (slot === undefined) return;
+      const job = queue.shift()!;
+      slot.busy++;
+      slot.jobs.add(job.req.id);
+      pending.set(job.req.id, job);
+      keepAlive();
+      slot.worker.postMessage(job.req, job.transfer);
+    }
+  };
+  const run = async (req: DecodeRequest | CompressRequest, transfer: Transferable[]): Promise<Response> => {
+    if (closed)
+      throw new DeltacellsError("InvalidInput", "the tile pool is closed", {
+        field: "pool",
+        found: "closed",
+      });
+    ready = await start();
+    const res = await new Promise<Response>((resolve, reject) => {
+      queue.push({ req, transfer, resolve, reject });
+      pump();
+    });
+    if (!res.ok) throw deserializeError(res.error);
+    return res;
+  };
+
+  return {
+    run,
+    load: () => pending.size + queue.length,
+    async close() {
+      closed = true;
+      const s = slots ? await slots : [];
+      fail(
+        new DeltacellsError("InvalidInput", "the tile pool was closed", { field: "pool", found: "closed" }),
+      );
+      // Workers are unref'd: without ref() an event loop with nothing else to do could end while
+      // `await pool.close()` still waits for them to exit.
+      await Promise.all(
+        s.map((x) => {
+          x.worker.ref?.();
+          return x.worker.terminate();
+        }),
+      );
+    },
+  };
+}

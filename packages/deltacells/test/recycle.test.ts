@@ -1,0 +1,266 @@
+/**
+ * The lending contract of decoded tiles (RecycledTile): the pool and the dataset reader reuse a
+ * tile's buffers only after the caller released it, a released tile refuses to be read, views
+ * kept past release() are detached where the memory is not shared, and decoding on a pool
+ * (`openDataset(..., { threads })`) returns exactly what decoding on this thread does.
+ */
+import assert from "node:assert/strict";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { MemoryStore } from "@deltacells/storage";
+import { FolderStore } from "@deltacells/storage/node";
+import {
+  createTilePool,
+  type DatasetTile,
+  decodeTile,
+  encodeTile,
+  isDeltacellsError,
+  tileKey,
+  writeDataset,
+} from "../src/index.js";
+import { openDataset, zstdCompressor } from "../src/node.js";
+import { assertDecodedEquals, prng, randomCsr } from "./codec-helpers.js";
+import { memorySource, randomMatrix } from "./dataset-fixtures.js";
+
+const level = 3;
+const isReleased = (e: unknown) => isDeltacellsError(e, "InvalidInput") && /was released/.test(String(e));
+
+async function twoTiles() {
+  const rows = [0, 1].map((s) =>
+    randomCsr(prng(40 + s), { nCells: 120, nGenes: 3000, perCell: 30, bigValueRate: 0.01 }),
+  );
+  const tiles = await Promise.all(rows.map((r) => encodeTile(r, { level, nChunks: 4 })));
+  return { rows, tiles };
+}
+
+test("a pool lends its output buffers: reused only after release(), unreadable once released", async () => {
+  const pool = createTilePool({ threads: 2 });
+  try {
+    const { rows, tiles } = await twoTiles();
+    const a = await pool.decode(tiles[0]!);
+    assertDecodedEquals(a, rows[0]!);
+    assert.ok(a.indices.buffer instanceof SharedArrayBuffer, "workers wrote in place");
+    const lent = a.indices.buffer;
+    // Still held by the caller: the next tile must get other memory, and `a` keeps its numbers.
+    const b = await pool.decode(tiles[1]!);
+    assert.notEqual(b.indices.buffer, lent);
+    assertDecodedEquals(a, rows[0]!);
+    assertDecodedEquals(b, rows[1]!);
+    assert.equal(a.released, false);
+    a.release();
+    a.release(); // idempotent
+    assert.equal(a.released, true);
+    assert.throws(() => a.indices, isReleased);
+    assert.throws(() => a.data, isReleased);
+    assert.throws(() => a.indptr, isReleased);
+    // Released: the next decode reuses that buffer.
+    const c = await pool.decode(tiles[0]!);
+    assert.equal(c.indices.buffer, lent);
+    assertDecodedEquals(c, rows[0]!);
+    assertDecodedEquals(b, rows[1]!);
+    // Symbol.dispose releases, for `using`.
+    c[Symbol.dispose]();
+    assert.equal(c.released, true);
+    b.release();
+  } finally {
+    await pool.close();
+  }
+});
+
+test("a pool copies into plain `out` arrays once, leaves them to the caller and says once why it is slower", async (t) => {
+  const warn = t.mock.method(console, "warn", () => {});
+  const pool = createTilePool({ threads: 2 });
+  try {
+    const { rows, tiles } = await twoTiles();
+    const out = {
+      indptr: new Float64Array(200),
+      indices: new Int32Array(10_000),
+      data: new Int32Array(10_000),
+    };
+    for (const [i, t] of tiles.entries()) {
+      const d = await pool.decode(t, { out, cells: [3, 100] });
+      assert.equal(d.indices.buffer, out.indices.buffer);
+      assert.equal(d.data.buffer, out.data.buffer);
+      assert.equal(d.indptr.buffer, out.indptr.buffer);
+      assertDecodedEquals(d, rows[i]!, 3, 100);
+      d.release(); // the caller's arrays: nothing to give back, still readable
+      assertDecodedEquals(d, rows[i]!, 3, 100);
+    }
+    assert.equal(warn.mock.callCount(), 1);
+    assert.match(String(warn.mock.calls[0]!.arguments[0]), /plain \(unshared\) arrays.*SharedArrayBuffer/);
+    // Lending still works after copies, in float32 too.
+    const lent = await pool.decode(tiles[0]!, { values: "float32" });
+    assert.ok(lent.data instanceof Float32Array);
+    assertDecodedEquals(lent, rows[0]!);
+    lent.release();
+  } finally {
+    await pool.close();
+  }
+});
+
+async function dataset(nCells = 70, tileSize = 16) {
+  const m = randomMatrix(nCells, 40, 11, 0.3);
+  const store = new MemoryStore();
+  const pool = createTilePool({ threads: 2 });
+  try {
+    await writeDataset(memorySource(m), store, {
+      encoder: pool,
+      compress: zstdCompressor(3),
+      tileSize,
+      nChunks: 3,
+      level,
+    });
+  } finally {
+    await pool.close();
+  }
+  return store;
+}
+
+/** A tile's contents as plain arrays (a copy). */
+const contents = (t: DatasetTile) => ({
+  nCells: t.nCells,
+  nnz: t.nnz,
+  indptr: Array.from(t.indptr),
+  indices: Array.from(t.indices),
+  data: Array.from(t.data),
+});
+
+test("ds.tiles() on this thread reuses a released tile's buffers and detaches the views kept past release()", async () => {
+  const ds = await openDataset(await dataset());
+  const seen: ReturnType<typeof contents>[] = [];
+  for await (const { index, tile } of ds.tiles({ prefetch: 0 })) {
+    seen.push(contents(tile));
+    const kept = tile.indices;
+    tile.release();
+    assert.throws(() => tile.data, isReleased);
+    // A view kept by mistake does not show the next tile's numbers: it is detached.
+    assert.equal(kept.length, 0, `tile ${index}`);
+    assert.throws(() => Array.from(kept.slice()), TypeError);
+  }
+  assert.equal(seen.length, 5);
+  // Compared against tiles never released: each decoded into its own buffer.
+  const kept: DatasetTile[] = [];
+  for await (const { tile } of ds.tiles()) kept.push(tile);
+  assert.deepEqual(kept.map(contents), seen);
+  assert.equal(new Set(kept.map((t) => t.indices.buffer)).size, 5, "unreleased tiles never share memory");
+});
+
+test("openDataset(..., { threads }) reads exactly what the calling thread reads, by every path", async () => {
+  const store = await dataset(83, 16);
+  const one = await openDataset(store);
+  const two = await openDataset(store, { threads: 2 });
+  try {
+    // One tile at a time, each released before the next is decoded: one buffer for all.
+    const lent = new Set<ArrayBufferLike>();
+    for await (const { tile } of two.tiles({ prefetch: 0 })) {
+      lent.add(tile.indices.buffer);
+      tile.release();
+    }
+    assert.equal(lent.size, 1);
+    for (const values of ["int32", "float32"] as const) {
+      const a: ReturnType<typeof contents>[] = [];
+      for await (const { tile } of one.tiles({ values })) {
+        a.push(contents(tile));
+        tile.release();
+      }
+      const b: ReturnType<typeof contents>[] = [];
+      for await (const { index, cellStart, tile } of two.tiles({ values })) {
+        assert.equal(cellStart, two.tileStart(index));
+        assert.equal(tile.data instanceof Float32Array, values === "float32");
+        b.push(contents(tile));
+        tile.release();
+      }
+      assert.equal(b.length, 6);
+      assert.deepEqual(b, a);
+      for (const [lo, hi] of [
+        [0, 83],
+        [5, 6],
+        [15, 49],
+        [31, 32],
+        [80, 83],
+      ] as const) {
+        const x = await one.cells(lo, hi, { values });
+        const y = await two.cells(lo, hi, { values });
+        assert.deepEqual(y, x, `cells ${lo}:${hi}`);
+        // The answer of cells() is the caller's: plain memory, not a lent buffer.
+        assert.ok(!(y.indices.buffer instanceof SharedArrayBuffer));
+      }
+      const t3 = await two.tile(3, { values });
+      assert.deepEqual(contents(t3), a[3]);
+      t3.release();
+    }
+    // Leaving a loop early hands back the tiles read ahead, and the pool keeps working.
+    for await (const { index } of two.tiles({ prefetch: 3 })) if (index === 1) break;
+    const again = await two.tile(0);
+    assert.deepEqual(contents(again), contents(await one.tile(0)));
+  } finally {
+    await two.close();
+  }
+  await assert.rejects(two.tile(0), (e) => isDeltacellsError(e, "InvalidInput") && /closed/.test(String(e)));
+});
+
+test("openDataset refuses `threads` together with a `decoder`", async () => {
+  const store = await dataset(20, 8);
+  await assert.rejects(
+    openDataset(store, { threads: 2, decoder: { decode: decodeTile } }),
+    (e) => isDeltacellsError(e, "InvalidInput") && (e as { field?: string }).field === "threads",
+  );
+});
+
+test("from a local folder, tiles are read into the reader's own memory and still checked against the manifest", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "dc-recycle-"));
+  try {
+    const folder = new FolderStore(dir);
+    const memory = await dataset(50, 16);
+    for (const key of await memory.list()) await folder.set(key, (await memory.get(key))!);
+    /** Counts the reads that went into the reader's own memory. */
+    class Counting extends FolderStore {
+      into = 0;
+      override getInto(...args: Parameters<FolderStore["getInto"]>) {
+        this.into++;
+        return super.getInto(...args);
+      }
+    }
+    const stores = [new Counting(dir), new Counting(dir)];
+    const one = await openDataset(stores[0]!);
+    const two = await openDataset(stores[1]!, { threads: 2 });
+    try {
+      const a: ReturnType<typeof contents>[] = [];
+      for await (const { tile } of one.tiles()) {
+        a.push(contents(tile));
+        tile.release();
+      }
+      const b: ReturnType<typeof contents>[] = [];
+      for await (const { tile } of two.tiles()) {
+        b.push(contents(tile));
+        tile.release();
+      }
+      assert.equal(a.length, 4);
+      assert.deepEqual(b, a);
+      assert.deepEqual(
+        stores.map((x) => x.into),
+        [4, 4],
+      );
+      assert.deepEqual(await two.cells(3, 41), await one.cells(3, 41));
+      // A tile replaced by a shorter one, then removed: refused by size, then as missing.
+      const path = join(dir, tileKey(2));
+      const full = await readFile(path);
+      await writeFile(path, full.subarray(0, full.length - 8));
+      for (const ds of [one, two]) {
+        await assert.rejects(
+          ds.tile(2),
+          (e) => isDeltacellsError(e, "CorruptTile") && (e as { field?: string }).field === "tile_bytes",
+        );
+      }
+      await rm(path);
+      for (const ds of [one, two]) await assert.rejects(ds.tile(2), (e) => isDeltacellsError(e, "NotFound"));
+      assert.deepEqual(contents(await two.tile(3)), a[3]);
+    } finally {
+      await two.close();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
