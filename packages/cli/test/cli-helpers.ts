@@ -6,7 +6,7 @@ import { join, resolve } from "node:path";
 
 export const REPO = resolve(import.meta.dirname, "../../..");
 export const PYTHON = join(REPO, "conformance/.venv/bin/python");
-const MAIN = join(REPO, "packages/cli/src/main.ts");
+export const MAIN = join(REPO, "packages/cli/src/main.ts");
 
 export interface Run {
   code: number;

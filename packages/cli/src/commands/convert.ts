@@ -14,8 +14,8 @@ import {
 import { zstdCompressor } from "@deltacells/core/node";
 import { COMMON_HELP, intOption, parse, UsageError } from "../args.js";
 import { convertToSporadik, DEFAULT_MAX_NNZ, MAX_NNZ_CEILING } from "../convert-sporadik.js";
-import { openCounted } from "../io.js";
 import { ProgressBar } from "../progress.js";
+import { openTarget } from "../target.js";
 import type { CommandResult } from "./types.js";
 
 export const CONVERT_HELP = `usage: deltacells convert INPUT OUTPUT [options]
@@ -24,7 +24,7 @@ export const CONVERT_HELP = `usage: deltacells convert INPUT OUTPUT [options]
 Convert a count matrix to a deltacells dataset. INPUT is an AnnData .h5ad or .zarr, a Cell Ranger
 .h5, a 10x Matrix Market folder, a Matrix Market file or a zarr array; OUTPUT is a local folder
 or an s3://bucket/prefix URL. Genes are reordered by decreasing total counts (the order is kept
-in gene_order.npy). manifest.json is written last.
+in gene_order.npy). manifest.json is written last. OUTPUT must be new or empty unless --overwrite.
 
 With --format sporadik, OUTPUT is a sporadik store (cells x genes, one layout per axis in --axes,
 with maxima; the block is written last) and INPUT may also be a deltacells dataset (a folder with
@@ -47,6 +47,8 @@ options:
   --transpose    Matrix Market: the file is cells x genes (default genes x cells)
   --genome NAME  Cell Ranger v2 HDF5 with several genomes: the one to read
   --threads N    encoding threads (default: the number of cores)
+  --overwrite    replace the dataset or store already at OUTPUT (kept readable until the new
+                 one is complete; objects that belong to neither are never deleted)
   --quiet        no progress bar
 ${COMMON_HELP}`;
 
@@ -79,6 +81,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       axes: { type: "string" },
       "byte-addressable": { type: "boolean" },
       "max-nnz": { type: "string" },
+      overwrite: { type: "boolean" },
     },
     ["INPUT", "OUTPUT"],
   );
@@ -106,6 +109,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       axes: axesOption(values.axes as string | undefined),
       byteAddressable: values["byte-addressable"] === true,
       maxNnz: intOption(values, "max-nnz", DEFAULT_MAX_NNZ, 1, MAX_NNZ_CEILING)!,
+      overwrite: values.overwrite === true,
       threads,
       inputOptions,
       bar,
@@ -119,14 +123,16 @@ export async function convert(argv: string[]): Promise<CommandResult> {
   }
 
   const started = performance.now();
+  // Before the input is read: a target that cannot be written is refused at once.
+  const target = await openTarget(input, output, values.overwrite === true);
+  const store = target.store;
   // Loaded here, not at the top: the HDF5 reader costs seconds to start, and a dataset input needs none.
   const { openInput } = await import("@deltacells/anndata/node");
   const source = await openInput(input, inputOptions);
-  const store = openCounted(output);
   const pool = createTilePool({ threads });
   let phase = "";
   try {
-    const { manifest, bytes } = await writeDataset(source, store, {
+    const { manifest, bytes } = await writeDataset(source, target.staging, {
       encoder: pool,
       compress: zstdCompressor(19),
       tileSize,
@@ -142,6 +148,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       },
     });
     bar.finish();
+    await target.commit("manifest.json");
     const seconds = (performance.now() - started) / 1000;
     const nnz = manifest.tile_nnz.reduce((a, b) => a + b, 0);
     const tileBytes = manifest.tile_bytes.reduce((a, b) => a + b, 0);
@@ -163,6 +170,9 @@ export async function convert(argv: string[]): Promise<CommandResult> {
   ${manifest.n_cells.toLocaleString("en-US")} cells x ${manifest.n_genes.toLocaleString("en-US")} genes, ${nnz.toLocaleString("en-US")} nonzeros in ${manifest.tile_cells.length} tiles
   ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s`;
     return { text, json: summary, store };
+  } catch (err) {
+    await target.abandon().catch(() => undefined);
+    throw err;
   } finally {
     bar.finish();
     await pool.close();
