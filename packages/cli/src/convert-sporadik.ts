@@ -50,7 +50,7 @@ export interface SporadikConvertOptions {
 
 function tooMany(what: string, nnz: number, bound: number, soFar: boolean): TooManyNonzerosError {
   return new TooManyNonzerosError(
-    `${what} holds ${soFar ? "more than " : ""}${nnz.toLocaleString("en-US")} nonzeros, above the bound of ${bound.toLocaleString("en-US")} for --format sporadik, which builds every layout in memory (about 23 bytes per nonzero; a streaming writer is future work). Nothing was written. Raise the bound with --max-nnz N if this machine has the memory, or keep the matrix as a deltacells dataset.`,
+    `${what} holds ${soFar ? "at least " : ""}${nnz.toLocaleString("en-US")} nonzeros, above the bound of ${bound.toLocaleString("en-US")} for --format sporadik, which builds every layout in memory (about 23 bytes per nonzero; a streaming writer is future work). Nothing was written. Raise the bound with --max-nnz N if this machine has the memory, or keep the matrix as a deltacells dataset.`,
     nnz,
     bound,
   );

@@ -12,11 +12,17 @@ import {
   writeDataset,
 } from "@deltacells/core";
 import { zstdCompressor } from "@deltacells/core/node";
-import { COMMON_HELP, intOption, parse, UsageError } from "../args.js";
+import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import { convertToSporadik, DEFAULT_MAX_NNZ, MAX_NNZ_CEILING } from "../convert-sporadik.js";
 import { ProgressBar } from "../progress.js";
 import { openTarget } from "../target.js";
 import type { CommandResult } from "./types.js";
+
+/**
+ * The largest `--tile-size`: a tile is decoded whole (8 bytes per cell of indptr alone), and the
+ * writer's own choice never passes 4,096; 2^20 cells leaves room without inviting a typo's 10^9.
+ */
+const MAX_TILE_SIZE = 2 ** 20;
 
 export const CONVERT_HELP = `usage: deltacells convert INPUT OUTPUT [options]
        deltacells convert INPUT OUTPUT.zarr --format sporadik [--axes 0,1] [--byte-addressable]
@@ -39,7 +45,7 @@ options:
   --byte-addressable
                  sporadik: one uncompressed chunk per array, so a slice reads exact byte ranges
   --max-nnz N    sporadik: refuse a matrix with more nonzeros (default ${DEFAULT_MAX_NNZ.toLocaleString("en-US")})
-  --tile-size N  cells per tile (default: as many as hold ~${TARGET_TILE_NNZ.toLocaleString("en-US")} nonzeros, 64 .. ${DEFAULT_TILE_SIZE})
+  --tile-size N  cells per tile (default: as many as hold ~${TARGET_TILE_NNZ.toLocaleString("en-US")} nonzeros, 64 .. ${DEFAULT_TILE_SIZE}; at most ${MAX_TILE_SIZE.toLocaleString("en-US")})
   --chunks N     independently decodable chunks per tile (default ${DEFAULT_N_CHUNKS})
   --level N      zstd level of the tiles, 1 .. 22 (default ${DEFAULT_LEVEL})
   --layer NAME   AnnData: read layers/NAME instead of X
@@ -87,7 +93,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
   );
   if (values.help) return { text: CONVERT_HELP };
   const [input, output] = positionals as [string, string];
-  const tileSize = intOption(values, "tile-size", undefined);
+  const tileSize = intOption(values, "tile-size", undefined, 1, MAX_TILE_SIZE);
   const nChunks = intOption(values, "chunks", DEFAULT_N_CHUNKS, 1, 4096)!;
   const level = intOption(values, "level", DEFAULT_LEVEL, 1, 22)!;
   const threads = intOption(values, "threads", availableParallelism(), 1, 256)!;
@@ -167,7 +173,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       seconds,
     };
     const text = `converted ${input} (${source.format}, ${source.matrixPath}) -> ${store.url}
-  ${manifest.n_cells.toLocaleString("en-US")} cells x ${manifest.n_genes.toLocaleString("en-US")} genes, ${nnz.toLocaleString("en-US")} nonzeros in ${manifest.tile_cells.length} tiles
+  ${manifest.n_cells.toLocaleString("en-US")} cells x ${manifest.n_genes.toLocaleString("en-US")} genes, ${nnz.toLocaleString("en-US")} nonzeros in ${count(manifest.tile_cells.length, "tile")}
   ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s`;
     return { text, json: summary, store };
   } catch (err) {
