@@ -52,6 +52,11 @@ test("export into a missing folder says so in one line, for Matrix Market and .h
   }
 });
 
+test("export into a folder it may not write (sysfs, even for root) says so in one line", async (t) => {
+  if (process.platform !== "linux") return t.skip("needs /sys");
+  assertShortError(await deltacellsPlain("export", good, "/sys/part.mtx"), /permission denied in \/sys/);
+});
+
 test("export into a folder path is refused, and a successful export replaces the file", async () => {
   const folder = tempDir();
   assertShortError(await deltacellsPlain("export", good, folder, "--format", "mtx"), /it is a folder/);

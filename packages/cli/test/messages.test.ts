@@ -72,3 +72,11 @@ test("usage messages: a reversed --cells says reversed; --tile-size has a real b
   assert.equal(zero.code, 2);
   assert.match(zero.stderr, /--tile-size must be an integer in 1 \.\. 1,048,576, got "0"/);
 });
+
+test("convert into a folder that cannot be created (/proc/x) fails in one line instead of spinning", async (t) => {
+  if (process.platform !== "linux") return t.skip("needs /proc");
+  assertShortError(
+    await deltacellsPlain("convert", INPUT, "/proc/deltacells-x"),
+    /\/proc\/deltacells-x.*ENOENT/,
+  );
+});
