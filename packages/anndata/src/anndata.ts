@@ -54,7 +54,11 @@ export async function openAnnData(
       "MissingMatrix",
       `${loc}: has no ${what}.` +
         (others.length > 0 ? ` Available: ${others.join(", ")}.` : " It holds no other matrix either."),
-      { location: loc, object: matrixPath },
+      {
+        location: loc,
+        object: matrixPath,
+        hint: others.length ? { kind: "other-matrices", matrices: others } : undefined,
+      },
     );
   }
   const layout = await layoutOf(tree, matrixPath);
@@ -64,15 +68,15 @@ export async function openAnnData(
   return new AnnDataSource(tree, format, matrixPath, nCells, nGenes, layout, varPath, others);
 }
 
-/** The other matrices of the file, as CLI options, for error messages. */
+/** The other matrices of the file ("layers/NAME", "raw/X"), for error messages and hints. */
 async function otherMatrices(tree: Tree, current: string): Promise<string[]> {
   const out: string[] = [];
   const layers = await tree.get("layers");
   if (layers?.kind === "group") {
-    for (const name of await layers.keys()) if (`layers/${name}` !== current) out.push(`--layer ${name}`);
+    for (const name of await layers.keys()) if (`layers/${name}` !== current) out.push(`layers/${name}`);
   }
   for (const raw of ["raw/X", "raw.X"]) {
-    if (raw !== current && (await tree.get(raw)) !== undefined) out.push("--raw");
+    if (raw !== current && (await tree.get(raw)) !== undefined) out.push(raw);
   }
   return out;
 }
@@ -152,7 +156,7 @@ class AnnDataSource extends BaseSource {
     others: string[],
   ) {
     super();
-    this.suggestions = others;
+    this.alternatives = others;
   }
 
   get location(): string {

@@ -18,6 +18,18 @@ export type InputErrorTag =
   /** A valid input using a feature this reader does not implement. */
   | "Unsupported";
 
+/**
+ * What the caller could do instead, in this library's terms (matrix paths, option names of
+ * {@link OpenInputOptions}); a command line turns it into its own flags.
+ */
+export type InputHint =
+  /** Other matrices of the input that may hold raw counts: "layers/NAME", "raw/X" (or "raw.X"). */
+  | { kind: "other-matrices"; matrices: string[] }
+  /** The genomes of a multi-genome Cell Ranger file, one of which must be chosen (`genome`). */
+  | { kind: "choose-genome"; genomes: string[] }
+  /** An option that does not apply to this input and should be left out. */
+  | { kind: "drop-option"; option: "layer" | "raw" | "transpose" | "genome" };
+
 /** Base of every error the readers raise on purpose. */
 export class InputError extends Error {
   readonly _tag: InputErrorTag;
@@ -25,17 +37,25 @@ export class InputError extends Error {
   readonly location: string | undefined;
   /** The object inside the input: an HDF5/zarr path or a file of a folder. */
   readonly object: string | undefined;
+  /** What to do instead, when there is something specific. */
+  readonly hint: InputHint | undefined;
 
   constructor(
     tag: InputErrorTag,
     message: string,
-    opts: { location?: string | undefined; object?: string | undefined; cause?: unknown } = {},
+    opts: {
+      location?: string | undefined;
+      object?: string | undefined;
+      cause?: unknown;
+      hint?: InputHint | undefined;
+    } = {},
   ) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = `InputError(${tag})`;
     this._tag = tag;
     this.location = opts.location;
     this.object = opts.object;
+    this.hint = opts.hint;
   }
 }
 
@@ -53,8 +73,8 @@ export interface NotCountsFields {
   cellName?: string | undefined;
   gene: number;
   geneName?: string | undefined;
-  /** Matrices of the same input that may hold raw counts, as CLI options ("--layer counts", "--raw"). */
-  suggestions: string[];
+  /** Other matrices of the same input that may hold raw counts ("layers/counts", "raw/X"). */
+  alternatives: string[];
 }
 
 /** A matrix value that is not a non-negative integer count fitting int32. */
@@ -66,7 +86,7 @@ export class NotCountsError extends InputError {
   readonly cellName: string | undefined;
   readonly gene: number;
   readonly geneName: string | undefined;
-  readonly suggestions: string[];
+  readonly alternatives: string[];
 
   constructor(f: NotCountsFields) {
     const cell =
@@ -80,14 +100,18 @@ export class NotCountsError extends InputError {
       "not-finite": "a value that is not finite",
     }[f.reason];
     const hint =
-      f.suggestions.length > 0
-        ? ` This input has other matrices that may hold raw counts: try ${f.suggestions.join(" or ")}.`
+      f.alternatives.length > 0
+        ? ` This input has other matrices that may hold raw counts: ${f.alternatives.join(", ")}.`
         : " Convert the raw counts (the matrix before normalisation or scaling), not a processed matrix.";
     super(
       "NotCounts",
       `${f.location}: ${f.object} is not a matrix of raw counts: ${cell}, ${gene} holds ${what} (${f.value}); ` +
         `expected non-negative integers below 2^31.${hint}`,
-      { location: f.location, object: f.object },
+      {
+        location: f.location,
+        object: f.object,
+        hint: f.alternatives.length ? { kind: "other-matrices", matrices: f.alternatives } : undefined,
+      },
     );
     this.reason = f.reason;
     this.value = f.value;
@@ -95,7 +119,7 @@ export class NotCountsError extends InputError {
     this.cellName = f.cellName;
     this.gene = f.gene;
     this.geneName = f.geneName;
-    this.suggestions = f.suggestions;
+    this.alternatives = f.alternatives;
   }
 }
 

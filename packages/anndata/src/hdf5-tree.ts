@@ -11,6 +11,7 @@ import h5wasm, { type Dataset, type File as H5File, type Group as H5Group } from
 import { install_local_plugins } from "h5wasm-plugins";
 import { InputError, UnsupportedFilterError } from "./errors.js";
 import { installLzfFix, lzfFixed } from "./h5wasm-lzf.js";
+import { hdf5Reason, throwHdf5Errors } from "./hdf5-errors.js";
 import type { CompoundField, ElementKind, Tree, TreeArray, TreeGroup, TreeNode } from "./tree.js";
 import type { NumericValues } from "./types.js";
 
@@ -25,6 +26,7 @@ let ready: Promise<void> | undefined;
 /** Loads h5wasm once and puts the h5wasm-plugins folder on its plugin path (never /usr/local). */
 function init(): Promise<void> {
   ready ??= h5wasm.ready.then((module) => {
+    throwHdf5Errors(module);
     install_local_plugins(module);
     installLzfFix(module as unknown as Parameters<typeof installLzfFix>[0]);
   });
@@ -46,7 +48,11 @@ export async function openHdf5(path: string, opts: Hdf5Options = {}): Promise<Tr
   try {
     file = new h5wasm.File(path, "r");
   } catch (cause) {
-    throw new InputError("MalformedInput", `${path}: not a readable HDF5 file.`, { location: path, cause });
+    const why = hdf5Reason(cause);
+    throw new InputError("MalformedInput", `${path}: not a readable HDF5 file${why ? `: ${why}` : ""}.`, {
+      location: path,
+      cause,
+    });
   }
   if (file.file_id < 0n) {
     throw new InputError("MalformedInput", `${path}: not a readable HDF5 file.`, { location: path });

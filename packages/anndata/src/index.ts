@@ -9,6 +9,7 @@ export { BadCount, countProblem, csrSliceToBlock, denseRowsToBlock, RowBlockBuil
 export {
   InputError,
   type InputErrorTag,
+  type InputHint,
   isInputError,
   NotCountsError,
   type NotCountsFields,

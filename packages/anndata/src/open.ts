@@ -45,19 +45,22 @@ export async function openInput(path: string, opts: OpenInputOptions = {}): Prom
   ) {
     throw new InputError(
       "MissingMatrix",
-      `${path}: a ${format} input has no layers or raw matrix; --layer/--raw apply to AnnData inputs only.`,
-      {
-        location: path,
-      },
+      `${path}: a ${format} input has no layers or raw matrix; the ${opts.raw ? "raw" : "layer"} option applies to AnnData inputs only.`,
+      { location: path, hint: { kind: "drop-option", option: opts.raw ? "raw" : "layer" } },
+    );
+  }
+  if (opts.genome !== undefined && format !== "10x-h5") {
+    throw new InputError(
+      "Unsupported",
+      `${path}: the genome option applies to Cell Ranger HDF5 files only, not to ${format}: this input has one matrix.`,
+      { location: path, hint: { kind: "drop-option", option: "genome" } },
     );
   }
   if (opts.transpose && format !== "mtx") {
     throw new InputError(
       "Unsupported",
       `${path}: transpose applies to plain Matrix Market files only, not to ${format}.`,
-      {
-        location: path,
-      },
+      { location: path, hint: { kind: "drop-option", option: "transpose" } },
     );
   }
   switch (format) {

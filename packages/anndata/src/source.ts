@@ -27,7 +27,7 @@ export abstract class BaseSource implements MatrixSource {
   abstract readonly nCells: number;
   abstract readonly nGenes: number;
   /** Other matrices of the input that may hold raw counts, as CLI options. */
-  protected suggestions: string[] = [];
+  protected alternatives: string[] = [];
 
   protected abstract readVar(): Promise<ColumnTable>;
   protected abstract readObs(): Promise<ColumnTable>;
@@ -103,7 +103,7 @@ export abstract class BaseSource implements MatrixSource {
         cellName: await this.nameOf("obs", err.cell),
         gene: err.gene,
         geneName: await this.nameOf("var", err.gene),
-        suggestions: this.suggestions,
+        alternatives: this.alternatives,
       });
     }
     if (err instanceof BadGeneIndex) {

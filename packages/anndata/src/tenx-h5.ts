@@ -51,17 +51,19 @@ export async function openTenxH5(tree: Tree, genome: string | undefined): Promis
         "MissingMatrix",
         genomes.length === 0
           ? `${loc}: not a 10x HDF5 matrix (no matrix/ group and no genome group with genes).`
-          : `${loc}: the file holds several genomes (${genomes.join(", ")}): choose one with the genome option.`,
-        { location: loc },
+          : `${loc}: the file holds several genomes (${genomes.join(", ")}): choose one of them.`,
+        { location: loc, hint: genomes.length ? { kind: "choose-genome", genomes } : undefined },
       );
     }
     v3 = false;
   }
   if (v3 && genome !== undefined) {
     // v3 files mix genomes in one matrix (features/genome); selecting is not supported
-    throw new InputError("Unsupported", `${loc}: the genome option applies to Cell Ranger v2 files only.`, {
-      location: loc,
-    });
+    throw new InputError(
+      "Unsupported",
+      `${loc}: the genome option applies to Cell Ranger v2 files only; a v3 file has one matrix for every genome.`,
+      { location: loc, hint: { kind: "drop-option", option: "genome" } },
+    );
   }
   const arr = async (name: string): Promise<TreeArray> => {
     const a = await tree.get(joinPath(group, name));

@@ -1,7 +1,7 @@
 /** Inputs that must be refused with a clear, tagged error, never read as data. */
 
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -34,10 +34,12 @@ test("a scaled X (legacy pbmc68k) is refused naming the cell and gene, suggestin
     assert.equal(err.cellName, "AAAGCCTGGCTAAC-1");
     assert.equal(err.gene, 0);
     assert.equal(err.geneName, "HES4");
-    assert.deepEqual(err.suggestions, ["--raw"]);
+    assert.deepEqual(err.alternatives, ["raw.X"]);
+    assert.deepEqual(err.hint, { kind: "other-matrices", matrices: ["raw.X"] });
     assert.match(err.message, /AAAGCCTGGCTAAC-1/);
     assert.match(err.message, /HES4/);
-    assert.match(err.message, /--raw/);
+    assert.match(err.message, /raw\.X/);
+    assert.doesNotMatch(err.message, /--/, "a library message names no command-line flag");
     return true;
   });
 });
@@ -67,7 +69,8 @@ test("a negative count is refused naming the cell and gene", async () => {
     assert.equal(err.cellName, "cell-005");
     assert.equal(err.gene, 7);
     assert.equal(err.geneName, "GENE7");
-    assert.deepEqual(err.suggestions, []);
+    assert.deepEqual(err.alternatives, []);
+    assert.equal(err.hint, undefined);
     return true;
   });
 });
@@ -133,8 +136,10 @@ test("a missing layer is refused listing what the file has", async () => {
   await assert.rejects(openInput(A("csr.h5ad"), { layer: "spliced" }), (err: unknown) => {
     assert.ok(isInputError(err, "MissingMatrix"));
     assert.equal(err.object, "layers/spliced");
-    assert.match(err.message, /--layer counts/);
-    assert.match(err.message, /--raw/);
+    assert.match(err.message, /layers\/counts/);
+    assert.match(err.message, /raw\/X/);
+    assert.deepEqual(err.hint, { kind: "other-matrices", matrices: ["layers/counts", "raw/X"] });
+    assert.doesNotMatch(err.message, /--/);
     return true;
   });
 });
@@ -149,8 +154,46 @@ test("a multi-genome Cell Ranger v2 file without a genome is refused listing the
   await assert.rejects(openInput(join(DATA, "10x-v2", "multiple_genomes.h5")), (err: unknown) => {
     assert.ok(isInputError(err, "MissingMatrix"));
     assert.match(err.message, /another_genome, hg19_chr21/);
+    assert.deepEqual(err.hint, { kind: "choose-genome", genomes: ["another_genome", "hg19_chr21"] });
+    assert.doesNotMatch(err.message, /--/);
     return true;
   });
+});
+
+test("a genome is refused for an input that has no genomes, rather than ignored", async () => {
+  await assert.rejects(openInput(A("csr.h5ad"), { genome: "hg19" }), (err: unknown) => {
+    assert.ok(isInputError(err, "Unsupported"));
+    assert.match(err.message, /genome option applies to Cell Ranger HDF5 files only, not to h5ad/);
+    assert.deepEqual(err.hint, { kind: "drop-option", option: "genome" });
+    return true;
+  });
+});
+
+test("a truncated .h5ad is refused saying so in one line, with nothing printed", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "anndata-test-"));
+  try {
+    const path = join(dir, "cut.h5ad");
+    writeFileSync(path, readFileSync(A("csr.h5ad")).subarray(0, 50_000));
+    const write = process.stderr.write;
+    let printed = "";
+    process.stderr.write = ((chunk: string) => {
+      printed += chunk;
+      return true;
+    }) as typeof process.stderr.write;
+    try {
+      await assert.rejects(openInput(path), (err: unknown) => {
+        assert.ok(isInputError(err, "MalformedInput"));
+        assert.match(err.message, /the file is truncated \(50,000 of its 92,136 bytes are there\)/);
+        assert.equal(err.message.split("\n").length, 1);
+        return true;
+      });
+    } finally {
+      process.stderr.write = write;
+    }
+    assert.doesNotMatch(printed, /HDF5-DIAG/);
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
 });
 
 test("an unknown format is refused", async () => {

@@ -55,6 +55,11 @@ export function parse<O extends NonNullable<ParseArgsConfig["options"]>>(
   return { values, positionals: parsed.positionals };
 }
 
+/** `n` and `word`, pluralised in English ("1 tile", "4 tiles"). */
+export function count(n: number, word: string, plural = `${word}s`): string {
+  return `${n.toLocaleString("en-US")} ${n === 1 ? word : plural}`;
+}
+
 /** A positive integer option, or `fallback` when absent. */
 export function intOption(
   values: Record<string, unknown>,
@@ -67,7 +72,9 @@ export function intOption(
   if (raw === undefined) return fallback;
   const n = Number(raw);
   if (typeof raw !== "string" || !/^-?\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min || n > max) {
-    throw new UsageError(`--${name} must be an integer in ${min} .. ${max}, got ${JSON.stringify(raw)}`);
+    throw new UsageError(
+      `--${name} must be an integer in ${min.toLocaleString("en-US")} .. ${max.toLocaleString("en-US")}, got ${JSON.stringify(raw)}`,
+    );
   }
   return n;
 }
@@ -80,6 +87,8 @@ export function cellRange(spec: string | undefined, n: number): [number, number]
     throw new UsageError(`--cells must look like A:B (e.g. 0:1000, :500, 200:), got ${JSON.stringify(spec)}`);
   const a = m[1] ? Number(m[1]) : 0;
   const b = m[2] ? Number(m[2]) : n;
-  if (a > b || b > n) throw new UsageError(`--cells ${spec} is not within the dataset's 0:${n}`);
+  if (a > b)
+    throw new UsageError(`--cells ${spec} is reversed: A must not exceed B (cells A .. B-1), e.g. ${b}:${a}`);
+  if (b > n) throw new UsageError(`--cells ${spec} is not within the dataset's 0:${n}`);
   return [a, b];
 }

@@ -12,6 +12,7 @@ import { writeStore } from "@deltacells/sporadik";
 import { openCounted } from "./io.js";
 import type { ProgressBar } from "./progress.js";
 import { type Csr, concatRows, layoutsOf, type RowPart } from "./sporadik-build.js";
+import { openTarget } from "./target.js";
 
 /** The default bound on nonzeros held in memory: ~5.4 GB at the measured ~23 bytes per nonzero (README). */
 export const DEFAULT_MAX_NNZ = 200_000_000;
@@ -40,6 +41,8 @@ export interface SporadikConvertOptions {
   axes: number[];
   byteAddressable: boolean;
   maxNnz: number;
+  /** Replace a dataset or store already at `output`. */
+  overwrite: boolean;
   threads: number;
   inputOptions: OpenInputOptions;
   bar: ProgressBar;
@@ -47,7 +50,7 @@ export interface SporadikConvertOptions {
 
 function tooMany(what: string, nnz: number, bound: number, soFar: boolean): TooManyNonzerosError {
   return new TooManyNonzerosError(
-    `${what} holds ${soFar ? "more than " : ""}${nnz.toLocaleString("en-US")} nonzeros, above the bound of ${bound.toLocaleString("en-US")} for --format sporadik, which builds every layout in memory (about 23 bytes per nonzero; a streaming writer is future work). Nothing was written. Raise the bound with --max-nnz N if this machine has the memory, or keep the matrix as a deltacells dataset.`,
+    `${what} holds ${soFar ? "at least " : ""}${nnz.toLocaleString("en-US")} nonzeros, above the bound of ${bound.toLocaleString("en-US")} for --format sporadik, which builds every layout in memory (about 23 bytes per nonzero; a streaming writer is future work). Nothing was written. Raise the bound with --max-nnz N if this machine has the memory, or keep the matrix as a deltacells dataset.`,
     nnz,
     bound,
   );
@@ -107,6 +110,9 @@ export async function convertToSporadik(o: SporadikConvertOptions) {
   let columnOf: Int32Array | undefined;
   let source: { format: string; matrixPath: string };
   let geneOrder: "source" | "dataset" | "input" = "input";
+  // Before the input is read: a target that cannot be written is refused at once.
+  const target = await openTarget(o.input, o.output, o.overwrite);
+  const store = target.store;
   if (isDatasetInput(o.input)) {
     const pool = createTilePool({ threads: o.threads });
     try {
@@ -134,11 +140,16 @@ export async function convertToSporadik(o: SporadikConvertOptions) {
     }
   }
   const layouts = layoutsOf(csr, o.axes, columnOf);
-  const store = openCounted(o.output);
-  await writeStore(store, layouts, { byteAddressable: o.byteAddressable, maxima: true });
+  let bytes: number;
+  try {
+    await writeStore(target.staging, layouts, { byteAddressable: o.byteAddressable, maxima: true });
+    bytes = await target.commit("zarr.json");
+  } catch (err) {
+    await target.abandon().catch(() => undefined);
+    throw err;
+  }
   const seconds = (performance.now() - started) / 1000;
   const nnz = csr.data.length;
-  const bytes = store.stats.bytesWritten;
   const json = {
     input: o.input,
     output: store.url,

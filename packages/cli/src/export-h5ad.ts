@@ -91,7 +91,8 @@ export async function writeH5ad(
   varNames: string[],
   varColumns: SourceColumn[] = [],
 ): Promise<void> {
-  await h5wasm.ready;
+  // HDF5 failures then throw (summarised by the command) instead of printing their whole stack.
+  (await h5wasm.ready).activate_throwing_error_handler();
   const file = new h5wasm.File(path, "w");
   try {
     encoding(file, "anndata", "0.1.0");

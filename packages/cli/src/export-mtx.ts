@@ -10,30 +10,44 @@ async function write(out: Writable, text: string): Promise<void> {
   if (!out.write(text)) await once(out, "drain");
 }
 
-export async function writeMatrixMarket(path: string, plan: ExportPlan, comment: string): Promise<void> {
+/** Write `plan` to `path`, gzipped when `gzip` (the caller knows the final name; `path` may be a temporary one). */
+export async function writeMatrixMarket(
+  path: string,
+  plan: ExportPlan,
+  comment: string,
+  gzip: boolean,
+): Promise<void> {
   const file = createWriteStream(path);
-  const gzip = path.endsWith(".gz") ? createGzip({ level: 6 }) : undefined;
-  if (gzip) gzip.pipe(file);
-  const out: Writable = gzip ?? file;
+  const zip = gzip ? createGzip({ level: 6 }) : undefined;
+  if (zip) zip.pipe(file);
+  const out: Writable = zip ?? file;
   const closed = once(file, "close");
-  await write(
-    out,
-    `%%MatrixMarket matrix coordinate integer general\n%${comment}\n${plan.nCells} ${plan.nGenes} ${plan.nnz}\n`,
-  );
-  for await (const part of plan.parts()) {
-    let buf = "";
-    for (let r = 0; r < part.nCells; r++) {
-      const row = part.rowOffset + r + 1;
-      for (let k = part.indptr[r]!; k < part.indptr[r + 1]!; k++) {
-        buf += `${row} ${part.indices[k]! + 1} ${part.data[k]!}\n`;
-        if (buf.length > 1 << 20) {
-          await write(out, buf);
-          buf = "";
+  try {
+    await write(
+      out,
+      `%%MatrixMarket matrix coordinate integer general\n%${comment}\n${plan.nCells} ${plan.nGenes} ${plan.nnz}\n`,
+    );
+    for await (const part of plan.parts()) {
+      let buf = "";
+      for (let r = 0; r < part.nCells; r++) {
+        const row = part.rowOffset + r + 1;
+        for (let k = part.indptr[r]!; k < part.indptr[r + 1]!; k++) {
+          buf += `${row} ${part.indices[k]! + 1} ${part.data[k]!}\n`;
+          if (buf.length > 1 << 20) {
+            await write(out, buf);
+            buf = "";
+          }
         }
       }
+      if (buf) await write(out, buf);
     }
-    if (buf) await write(out, buf);
+    out.end();
+    await closed;
+  } catch (err) {
+    // Close the file before the caller removes it; the error that stopped us is the one to report.
+    zip?.destroy();
+    file.destroy();
+    await closed.catch(() => undefined);
+    throw err;
   }
-  out.end();
-  await closed;
 }

@@ -1,4 +1,6 @@
 /** Opening datasets and outputs for the commands, with request counting for `--stats`. */
+import { readdir, stat } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
 import { type Dataset, isDeltacellsError, openDataset, type TileDecoder } from "@deltacells/core";
 import type { StoreInfo } from "@deltacells/sporadik";
 import { openStore, type StatsStore, withStats } from "@deltacells/storage/node";
@@ -8,11 +10,41 @@ export function openCounted(location: string): StatsStore {
   return withStats(openStore(location));
 }
 
+/** Nothing at all is at a location: no folder, or an empty one or prefix. */
+export class NothingThereError extends Error {
+  readonly _tag = "NotFound";
+  constructor(readonly location: string) {
+    super(`${location}: nothing is there (no such folder, or an empty one): check the path`);
+    this.name = "NothingThereError";
+  }
+}
+
+/**
+ * `err` (a dataset without a manifest) replaced by {@link NothingThereError} when the location
+ * holds nothing at all: "convert it again" would send the user after a conversion that never was.
+ * Only a folder or a listable store can tell; an HTTP location keeps the dataset's error.
+ */
+async function orNothingThere(store: StatsStore, err: unknown): Promise<unknown> {
+  const path = /^[a-z][a-z0-9+.-]+:/i.test(store.url) && !/^file:/i.test(store.url) ? undefined : store.url;
+  if (path !== undefined) {
+    const s = await stat(/^file:/i.test(path) ? fileURLToPath(path) : path).catch(() => undefined);
+    if (!s || (s.isDirectory() && (await readdir(path)).length === 0))
+      return new NothingThereError(store.url);
+    return err;
+  }
+  const keys = await store.list().catch(() => undefined);
+  return keys?.length === 0 ? new NothingThereError(store.url) : err;
+}
+
 /** Open the dataset at `location` through a counting store. */
 export async function openCountedDataset(location: string, decoder?: TileDecoder) {
   const store = openCounted(location);
-  const ds = await openDataset(store, decoder ? { decoder } : {});
-  return { store, ds };
+  try {
+    const ds = await openDataset(store, decoder ? { decoder } : {});
+    return { store, ds };
+  } catch (err) {
+    throw isDeltacellsError(err, "IncompleteDataset") ? await orNothingThere(store, err) : err;
+  }
 }
 
 /** What `inspect` and `validate` accept: a deltacells dataset or a sporadik store. */

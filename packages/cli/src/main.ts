@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 /**
  * The `deltacells` command: convert, inspect, validate and export datasets, and slice sporadik
- * stores. Errors go to stderr with a non-zero exit code (2 for a usage mistake, 1 for anything else).
+ * stores. Errors go to stderr in one or two lines with a non-zero exit code (2 for a usage mistake,
+ * 1 for anything else); `--debug` adds the stack.
  */
-import { isDeltacellsError } from "@deltacells/core";
+import { readFileSync } from "node:fs";
 import { UsageError } from "./args.js";
 import type { CommandResult } from "./commands/types.js";
+import { cliHint, oneLine, stackOf, tagOf } from "./report.js";
 
 type Run = (argv: string[]) => Promise<CommandResult>;
 
@@ -42,10 +44,39 @@ ${Object.entries(COMMANDS)
   .map(([name, c]) => `  ${name.padEnd(9)} ${c.summary}`)
   .join("\n")}
 
-Run \`deltacells COMMAND --help\` for a command's options.`;
+Run \`deltacells COMMAND --help\` for a command's options. Every command takes --debug (show the
+stack of an error); \`deltacells --version\` prints the version.`;
 
-async function main(argv: string[]): Promise<number> {
+/** This package's version, from its package.json (beside src/ and dist/ alike). */
+function version(): string {
+  return (
+    JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }
+  ).version;
+}
+
+/** Print `err` as one line (and a hint line when there is one); the stack only with `debug`. */
+async function report(prefix: string, err: unknown, json: boolean, debug: boolean): Promise<void> {
+  const tag = tagOf(err);
+  const message = await oneLine(err);
+  const hint = tag
+    ? cliHint(err)
+    : "this is a bug in deltacells: run again with --debug for the stack, and report it";
+  if (json)
+    process.stdout.write(
+      `${JSON.stringify({ error: { tag: tag ?? "Error", message, ...(hint ? { hint } : {}) } }, null, 2)}\n`,
+    );
+  process.stderr.write(
+    `${prefix}: error${tag ? ` [${tag}]` : ""}: ${message}\n${hint ? `  hint: ${hint}\n` : ""}`,
+  );
+  if (debug) process.stderr.write(`${stackOf(err)}\n`);
+}
+
+async function main(argv: string[], debug: boolean): Promise<number> {
   const [name, ...rest] = argv;
+  if (name === "--version" || name === "-V") {
+    process.stdout.write(`deltacells ${version()}\n`);
+    return 0;
+  }
   if (name === undefined || name === "--help" || name === "-h" || name === "help") {
     process.stdout.write(`${HELP}\n`);
     return name === undefined ? 2 : 0;
@@ -75,20 +106,19 @@ async function main(argv: string[]): Promise<number> {
       );
       return 2;
     }
-    const tag = isDeltacellsError(err)
-      ? ` [${err._tag}]`
-      : (err as { _tag?: string })?._tag
-        ? ` [${(err as { _tag: string })._tag}]`
-        : "";
-    const message = err instanceof Error ? err.message : String(err);
-    if (json)
-      process.stdout.write(
-        `${JSON.stringify({ error: { tag: tag.slice(2, -1) || "Error", message } }, null, 2)}\n`,
-      );
-    process.stderr.write(`deltacells ${name}: error${tag}: ${message}\n`);
-    if (process.env.DELTACELLS_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+    await report(`deltacells ${name}`, err, json, debug);
     return 1;
   }
 }
 
-process.exitCode = await main(process.argv.slice(2));
+const debug = process.argv.includes("--debug") || Boolean(process.env.DELTACELLS_DEBUG);
+// An error that escapes every handler (a stream's, a worker's) is still one line, not a crash dump.
+for (const event of ["uncaughtException", "unhandledRejection"] as const) {
+  process.on(event, (err: unknown) => {
+    void report("deltacells", err, false, debug).finally(() => process.exit(1));
+  });
+}
+process.exitCode = await main(
+  process.argv.slice(2).filter((a) => a !== "--debug"),
+  debug,
+);

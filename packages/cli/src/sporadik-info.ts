@@ -1,6 +1,7 @@
 /** `inspect` and `validate` on a sporadik store: its description, and the deep check. */
 import { type LayoutInfo, maximaOf, openArray, type StoreInfo } from "@deltacells/sporadik/node";
 import type { StatsStore } from "@deltacells/storage";
+import { count } from "./args.js";
 import type { CommandResult } from "./commands/types.js";
 
 function layoutFacts(l: LayoutInfo) {
@@ -140,9 +141,9 @@ export async function validateSporadik(store: StatsStore, info: StoreInfo): Prom
   const nnz = (info.layouts.values().next().value as LayoutInfo).nnz;
   const valid = problems.length === 0;
   const text = valid
-    ? `${store.url}: valid sporadik store (${info.layouts.size} layout(s) along axes ${array.indexedAxes.join(", ")}, shape [${info.shape.join(", ")}], ${n(nnz)} nonzeros)`
+    ? `${store.url}: valid sporadik store (${count(info.layouts.size, "layout")} along ${info.layouts.size === 1 ? "axis" : "axes"} ${array.indexedAxes.join(", ")}, shape [${info.shape.join(", ")}], ${n(nnz)} nonzeros)`
     : [
-        `${store.url}: INVALID, ${problems.length} problem(s):`,
+        `${store.url}: INVALID, ${count(problems.length, "problem")}:`,
         ...problems.map((p) => `  ${p.object}: [${p.tag}] ${p.message}`),
       ].join("\n");
   return {

@@ -1,4 +1,5 @@
 /** Spawning the CLI from its sources (as `npm test` runs it) and the conformance Python. */
+import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -6,7 +7,7 @@ import { join, resolve } from "node:path";
 
 export const REPO = resolve(import.meta.dirname, "../../..");
 export const PYTHON = join(REPO, "conformance/.venv/bin/python");
-const MAIN = join(REPO, "packages/cli/src/main.ts");
+export const MAIN = join(REPO, "packages/cli/src/main.ts");
 
 export interface Run {
   code: number;
@@ -35,6 +36,22 @@ export function deltacells(...args: string[]): Promise<Run> {
   return run(process.execPath, ["--import", "tsx", "--conditions=source", MAIN, ...args], {
     DELTACELLS_DEBUG: "1",
   });
+}
+
+/** `deltacells ARGS...` as a user runs it: no stacks unless `--debug` is among the arguments. */
+export function deltacellsPlain(...args: string[]): Promise<Run> {
+  return run(process.execPath, ["--import", "tsx", "--conditions=source", MAIN, ...args], {
+    DELTACELLS_DEBUG: "",
+  });
+}
+
+/** An error as the command shows it: exit code 1, one or two lines on stderr, no stack, no HDF5 dump. */
+export function assertShortError(r: Run, pattern: RegExp): void {
+  assert.equal(r.code, 1, r.stderr);
+  const lines = r.stderr.trimEnd().split("\n");
+  assert.ok(lines.length <= 2, `at most two lines, got:\n${r.stderr}`);
+  assert.match(r.stderr, pattern);
+  assert.doesNotMatch(r.stderr, /HDF5-DIAG|^\s+at /m);
 }
 
 export function tempDir(): string {

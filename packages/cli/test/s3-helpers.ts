@@ -12,7 +12,10 @@ const creds = { accessKeyId: "testing", secretAccessKey: "testing", region: "us-
  * them. Returns `deltacells ARGS...` run from the sources with the credentials and endpoint of
  * that server in its environment. Call it at the top level of a test file.
  */
-export function motoBucket(bucket: string): (...args: string[]) => Promise<Run> {
+export function motoBucket(bucket: string): ((...args: string[]) => Promise<Run>) & {
+  /** The AWS environment that reaches the server (for a child process or `openStore`). */
+  env(): Record<string, string>;
+} {
   let moto: RunningServer | undefined;
 
   before(async () => {
@@ -26,17 +29,20 @@ export function motoBucket(bucket: string): (...args: string[]) => Promise<Run> 
     await moto?.stop();
   });
 
-  return (...args) => {
+  const env = () => {
     assert.ok(moto, "moto_server is not running: call the returned function inside a test");
-    return run(
+    return {
+      AWS_ACCESS_KEY_ID: creds.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: creds.secretAccessKey,
+      AWS_REGION: creds.region,
+      AWS_ENDPOINT_URL: moto.url,
+    };
+  };
+  const runner = (...args: string[]) =>
+    run(
       process.execPath,
       ["--import", "tsx", "--conditions=source", "packages/cli/src/main.ts", ...args],
-      {
-        AWS_ACCESS_KEY_ID: creds.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: creds.secretAccessKey,
-        AWS_REGION: creds.region,
-        AWS_ENDPOINT_URL: moto.url,
-      },
+      env(),
     );
-  };
+  return Object.assign(runner, { env });
 }

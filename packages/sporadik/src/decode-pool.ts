@@ -7,6 +7,7 @@
  */
 import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
+import { DecodeWorkerError } from "./errors.js";
 
 /** A chunk sent to a worker: its compressed bytes (moved) and the size it decodes to. */
 export interface DecodeJob {
@@ -55,6 +56,29 @@ function workerUrl(): URL {
   return new URL(`./decode-worker${ext}`, import.meta.url);
 }
 
+/**
+ * The Node options a worker starts with: the host's, less those that only make sense for the host's
+ * own entry (`--input-type` with `-e`/`-p` code, which a worker loading a file refuses, the code
+ * itself, `--test`). What loaders need (`--import tsx`, `--conditions`) is kept.
+ */
+export function workerExecArgv(execArgv: readonly string[] = process.execArgv): string[] {
+  const out: string[] = [];
+  for (let k = 0; k < execArgv.length; k++) {
+    const arg = execArgv[k] as string;
+    if (/^(-e|--eval|-p|--print)$/.test(arg)) {
+      k++; // its code
+      continue;
+    }
+    if (arg === "--input-type") {
+      k++; // its value
+      continue;
+    }
+    if (/^(--input-type=|--eval=|--print=|--test$|--test-)/.test(arg)) continue;
+    out.push(arg);
+  }
+  return out;
+}
+
 /** A small pool of decode workers, started on first use, never keeping the process alive. */
 export class DecodePool {
   readonly size: number;
@@ -75,9 +99,9 @@ export class DecodePool {
     const worker = url.pathname.endsWith(".ts")
       ? new Worker(
           `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))}).then((m) => { m.register(); return import(${JSON.stringify(url.href)}); })`,
-          { eval: true, workerData: done },
+          { eval: true, workerData: done, execArgv: workerExecArgv() },
         )
-      : new Worker(url, { workerData: done });
+      : new Worker(url, { workerData: done, execArgv: workerExecArgv() });
     const slot: Slot = { worker, pending: new Map(), spares: [], sent: 0, done };
     worker.unref();
     worker.on("message", (reply: DecodeReply) => {
@@ -94,9 +118,14 @@ export class DecodePool {
     worker.on("error", (error) => {
       // A worker that cannot run (its script failed to load, say) will not run next time either.
       this.#broken = true;
-      this.#fail(slot, error);
+      this.#fail(
+        slot,
+        new DecodeWorkerError(`a zstd decode worker failed: ${error.message}`, { cause: error }),
+      );
     });
-    worker.on("exit", (code) => this.#fail(slot, new Error(`zstd decode worker exited with code ${code}`)));
+    worker.on("exit", (code) =>
+      this.#fail(slot, new DecodeWorkerError(`a zstd decode worker exited with code ${code}`)),
+    );
     return slot;
   }
 

@@ -5,7 +5,12 @@
  */
 
 /** The kinds of refusal, as the `_tag` of each error class. */
-export type SporadikErrorTag = "SporadikError" | "SpecError" | "IncompleteError" | "LayoutError";
+export type SporadikErrorTag =
+  | "SporadikError"
+  | "SpecError"
+  | "IncompleteError"
+  | "LayoutError"
+  | "DecodeWorkerError";
 
 /** Base of every refusal: the store or the input says nothing coherent. */
 export class SporadikError extends Error {
@@ -49,6 +54,18 @@ export class LayoutError extends SporadikError {
   constructor(message: string, options: { where?: string; cause?: unknown } = {}) {
     super(message, options);
     this.name = "LayoutError";
+  }
+}
+
+/**
+ * A decode worker thread could not start or stopped: a fault of this process (its Node options, its
+ * installation), never of the data. The Node reader then decodes on its own thread instead.
+ */
+export class DecodeWorkerError extends SporadikError {
+  override readonly _tag = "DecodeWorkerError";
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, options);
+    this.name = "DecodeWorkerError";
   }
 }
 

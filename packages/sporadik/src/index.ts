@@ -8,6 +8,7 @@ export { type OpenArrayOptions, openArray, SparseArray, SparseStore } from "./ar
 export { type ArrayReaderOptions, ChunkCache, Limiter } from "./chunks.js";
 export type { DataType, IntegerArray, NumericArray } from "./dtypes.js";
 export {
+  DecodeWorkerError,
   IncompleteError,
   isSporadikError,
   LayoutError,

@@ -8,6 +8,7 @@
  */
 import zstd from "zstd-napi/binding.js";
 import { DecodePool, POOL_THRESHOLD } from "./decode-pool.js";
+import { DecodeWorkerError } from "./errors.js";
 import {
   type OpenArrayOptions,
   type OpenOptions,
@@ -41,7 +42,12 @@ const pool = new DecodePool();
 export const pooledZstd: Decompressor = (stored, into, configuration, wave = 1) => {
   if (wave >= POOL_THRESHOLD) {
     const offered = pool.offer(stored, into);
-    if (offered !== undefined) return offered;
+    // A worker that failed says nothing about the chunk: decode it here instead.
+    if (offered !== undefined)
+      return offered.catch((err: unknown) => {
+        if (err instanceof DecodeWorkerError) return nativeZstd(stored, into, configuration, wave);
+        throw err;
+      });
   }
   return nativeZstd(stored, into, configuration, wave);
 };

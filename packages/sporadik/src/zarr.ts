@@ -7,7 +7,7 @@
  */
 import { registry } from "zarrita";
 import { constructorOf, type DataType, isDataType, isFloat, type NumericArray } from "./dtypes.js";
-import { LayoutError, SporadikError } from "./errors.js";
+import { DecodeWorkerError, LayoutError, SporadikError } from "./errors.js";
 
 /** One codec entry of an array's metadata. */
 export interface CodecMetadata {
@@ -272,6 +272,8 @@ export async function decodeChunk(
     try {
       written = await plugged(stored, target, only.configuration ?? {}, wave);
     } catch (cause) {
+      // A worker that could not run is this process's fault, not the object's.
+      if (cause instanceof DecodeWorkerError) throw cause;
       throw undecodable(info, index, only.name, cause);
     }
     if (written !== expected) throw wrongLength(info, index, written, expected);

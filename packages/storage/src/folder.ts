@@ -94,6 +94,28 @@ function isMissing(err: unknown): boolean {
 }
 
 /**
+ * `mkdir -p`, bounded. Node's recursive mkdir loops for ever where a folder exists but refuses
+ * children with ENOENT (`/proc/x`): here each level is created once, parents first, and a level
+ * that still cannot be created after its parent exists is an error.
+ */
+async function makeFolders(dir: string, depth = 0): Promise<void> {
+  try {
+    await mkdir(dir);
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === "EEXIST") return;
+    const parent = dirname(dir);
+    if (code !== "ENOENT" || parent === dir || depth > 256) throw err;
+    await makeFolders(parent, depth + 1);
+    try {
+      await mkdir(dir);
+    } catch (again) {
+      if ((again as { code?: string }).code !== "EEXIST") throw again;
+    }
+  }
+}
+
+/**
  * A local folder. Writes go to a temporary file in the target's directory and are renamed into
  * place, so a concurrent reader sees either the old object or the whole new one, and a crash
  * leaves at worst a hidden temporary file, never a truncated object.
@@ -324,7 +346,7 @@ export class FolderStore implements Store {
     const path = this.path(key);
     const tmp = `${path}${TEMP_MARK}${randomBytes(6).toString("hex")}`;
     try {
-      await mkdir(dirname(path), { recursive: true });
+      await makeFolders(dirname(path));
       await this.slots.take(opts?.signal);
       try {
         const handle = await open(tmp, "w");

@@ -1,3 +1,4 @@
+import { isStorageError } from "./errors.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
 import { type AnyStore, locationOf, writeMethod } from "./wrap.js";
 
@@ -6,7 +7,10 @@ export type StoreOperation = "get" | "getRange" | "set" | "delete" | "list";
 
 /** What {@link StatsStore} has counted since it was created or last reset. */
 export interface StoreStats {
-  /** Calls per operation (each call counts once, whether it succeeded, found nothing or failed). */
+  /**
+   * Calls per operation (each call counts once, whether it succeeded, found nothing or failed),
+   * except those a read-only store refuses without a request (a listing over plain HTTP).
+   */
   requests: Record<StoreOperation, number>;
   /** Bytes returned by `get` and `getRange`. */
   bytesRead: number;
@@ -62,15 +66,15 @@ export class StatsStore implements Store {
     this.set = (key, value, opts) => {
       this.current.requests.set++;
       this.current.bytesWritten += value.length;
-      return this.track(set(key, value, opts));
+      return this.track(set(key, value, opts), "set");
     };
     this.delete = (key, opts) => {
       this.current.requests.delete++;
-      return this.track(del(key, opts));
+      return this.track(del(key, opts), "delete");
     };
     this.list = (prefix, opts) => {
       this.current.requests.list++;
-      return this.track(list(prefix, opts));
+      return this.track(list(prefix, opts), "list");
     };
   }
 
@@ -99,17 +103,22 @@ export class StatsStore implements Store {
     return `${this.totalRequests} requests${ops ? ` (${ops})` : ""}, read ${formatBytes(s.bytesRead)}, written ${formatBytes(s.bytesWritten)}, ${s.missing} missing, ${s.errors} errors`;
   }
 
-  private async track<T>(p: Promise<T>): Promise<T> {
+  private async track<T>(p: Promise<T>, op: StoreOperation): Promise<T> {
     try {
       return await p;
     } catch (err) {
-      this.current.errors++;
+      // A store that cannot do this at all (listing or writing over plain HTTP) sent no request.
+      if (isStorageError(err, "ReadOnly")) this.current.requests[op]--;
+      else this.current.errors++;
       throw err;
     }
   }
 
-  private async read(p: Promise<Uint8Array | undefined>): Promise<Uint8Array | undefined> {
-    const bytes = await this.track(p);
+  private async read(
+    p: Promise<Uint8Array | undefined>,
+    op: StoreOperation,
+  ): Promise<Uint8Array | undefined> {
+    const bytes = await this.track(p, op);
     if (bytes === undefined) this.current.missing++;
     else this.current.bytesRead += bytes.length;
     return bytes;
@@ -117,12 +126,12 @@ export class StatsStore implements Store {
 
   get(key: string, opts?: StoreOptions): Promise<Uint8Array | undefined> {
     this.current.requests.get++;
-    return this.read(this.inner.get(key, opts));
+    return this.read(this.inner.get(key, opts), "get");
   }
 
   getRange(key: string, range: RangeQuery, opts?: StoreOptions): Promise<Uint8Array | undefined> {
     this.current.requests.getRange++;
-    return this.read(this.inner.getRange(key, range, opts));
+    return this.read(this.inner.getRange(key, range, opts), "getRange");
   }
 }
 

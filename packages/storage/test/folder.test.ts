@@ -450,3 +450,16 @@ describe("a folder store's shared descriptors", () => {
     assert.equal(openFds(), base);
   });
 });
+
+test("a set under a folder that refuses children (/proc/x) fails at once instead of looping", async (t) => {
+  if (process.platform !== "linux") return t.skip("needs /proc");
+  const store = new FolderStore("/proc/deltacells-test/sub");
+  const timeout = new Promise((_, fail) =>
+    setTimeout(() => fail(new Error("set did not return")), 10_000).unref(),
+  );
+  await assert.rejects(Promise.race([store.set("a/b.bin", new Uint8Array(1)), timeout]), (err: unknown) => {
+    assert.ok(isStorageError(err));
+    assert.match((err as Error).message, /ENOENT/);
+    return true;
+  });
+});

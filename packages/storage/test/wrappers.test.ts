@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import {
   HttpStatusError,
+  HttpStore,
   isStorageError,
   type ReadableStore,
   RetriesExhaustedError,
@@ -61,6 +62,13 @@ describe("withStats", () => {
     const s = withStats(readOnly);
     assert.deepEqual(await s.getRange("obj", { offset: 1, length: 2 }), expected(inner, 1, 2));
     await assert.rejects(s.set("x", new Uint8Array(1)), (e: unknown) => isStorageError(e, "ReadOnly"));
+  });
+
+  test("a listing a read-only store refuses (plain HTTP) is neither a request nor an error", async () => {
+    const s = withStats(new HttpStore("http://127.0.0.1:9/ds"));
+    await assert.rejects(s.list("tiles/"), (e: unknown) => isStorageError(e, "ReadOnly"));
+    assert.equal(s.totalRequests, 0);
+    assert.equal(s.stats.errors, 0);
   });
 });
 

@@ -12,11 +12,17 @@ import {
   writeDataset,
 } from "@deltacells/core";
 import { zstdCompressor } from "@deltacells/core/node";
-import { COMMON_HELP, intOption, parse, UsageError } from "../args.js";
+import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import { convertToSporadik, DEFAULT_MAX_NNZ, MAX_NNZ_CEILING } from "../convert-sporadik.js";
-import { openCounted } from "../io.js";
 import { ProgressBar } from "../progress.js";
+import { openTarget } from "../target.js";
 import type { CommandResult } from "./types.js";
+
+/**
+ * The largest `--tile-size`: a tile is decoded whole (8 bytes per cell of indptr alone), and the
+ * writer's own choice never passes 4,096; 2^20 cells leaves room without inviting a typo's 10^9.
+ */
+const MAX_TILE_SIZE = 2 ** 20;
 
 export const CONVERT_HELP = `usage: deltacells convert INPUT OUTPUT [options]
        deltacells convert INPUT OUTPUT.zarr --format sporadik [--axes 0,1] [--byte-addressable]
@@ -24,7 +30,7 @@ export const CONVERT_HELP = `usage: deltacells convert INPUT OUTPUT [options]
 Convert a count matrix to a deltacells dataset. INPUT is an AnnData .h5ad or .zarr, a Cell Ranger
 .h5, a 10x Matrix Market folder, a Matrix Market file or a zarr array; OUTPUT is a local folder
 or an s3://bucket/prefix URL. Genes are reordered by decreasing total counts (the order is kept
-in gene_order.npy). manifest.json is written last.
+in gene_order.npy). manifest.json is written last. OUTPUT must be new or empty unless --overwrite.
 
 With --format sporadik, OUTPUT is a sporadik store (cells x genes, one layout per axis in --axes,
 with maxima; the block is written last) and INPUT may also be a deltacells dataset (a folder with
@@ -39,7 +45,7 @@ options:
   --byte-addressable
                  sporadik: one uncompressed chunk per array, so a slice reads exact byte ranges
   --max-nnz N    sporadik: refuse a matrix with more nonzeros (default ${DEFAULT_MAX_NNZ.toLocaleString("en-US")})
-  --tile-size N  cells per tile (default: as many as hold ~${TARGET_TILE_NNZ.toLocaleString("en-US")} nonzeros, 64 .. ${DEFAULT_TILE_SIZE})
+  --tile-size N  cells per tile (default: as many as hold ~${TARGET_TILE_NNZ.toLocaleString("en-US")} nonzeros, 64 .. ${DEFAULT_TILE_SIZE}; at most ${MAX_TILE_SIZE.toLocaleString("en-US")})
   --chunks N     independently decodable chunks per tile (default ${DEFAULT_N_CHUNKS})
   --level N      zstd level of the tiles, 1 .. 22 (default ${DEFAULT_LEVEL})
   --layer NAME   AnnData: read layers/NAME instead of X
@@ -47,6 +53,8 @@ options:
   --transpose    Matrix Market: the file is cells x genes (default genes x cells)
   --genome NAME  Cell Ranger v2 HDF5 with several genomes: the one to read
   --threads N    encoding threads (default: the number of cores)
+  --overwrite    replace the dataset or store already at OUTPUT (kept readable until the new
+                 one is complete; objects that belong to neither are never deleted)
   --quiet        no progress bar
 ${COMMON_HELP}`;
 
@@ -79,12 +87,13 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       axes: { type: "string" },
       "byte-addressable": { type: "boolean" },
       "max-nnz": { type: "string" },
+      overwrite: { type: "boolean" },
     },
     ["INPUT", "OUTPUT"],
   );
   if (values.help) return { text: CONVERT_HELP };
   const [input, output] = positionals as [string, string];
-  const tileSize = intOption(values, "tile-size", undefined);
+  const tileSize = intOption(values, "tile-size", undefined, 1, MAX_TILE_SIZE);
   const nChunks = intOption(values, "chunks", DEFAULT_N_CHUNKS, 1, 4096)!;
   const level = intOption(values, "level", DEFAULT_LEVEL, 1, 22)!;
   const threads = intOption(values, "threads", availableParallelism(), 1, 256)!;
@@ -106,6 +115,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       axes: axesOption(values.axes as string | undefined),
       byteAddressable: values["byte-addressable"] === true,
       maxNnz: intOption(values, "max-nnz", DEFAULT_MAX_NNZ, 1, MAX_NNZ_CEILING)!,
+      overwrite: values.overwrite === true,
       threads,
       inputOptions,
       bar,
@@ -119,14 +129,16 @@ export async function convert(argv: string[]): Promise<CommandResult> {
   }
 
   const started = performance.now();
+  // Before the input is read: a target that cannot be written is refused at once.
+  const target = await openTarget(input, output, values.overwrite === true);
+  const store = target.store;
   // Loaded here, not at the top: the HDF5 reader costs seconds to start, and a dataset input needs none.
   const { openInput } = await import("@deltacells/anndata/node");
   const source = await openInput(input, inputOptions);
-  const store = openCounted(output);
   const pool = createTilePool({ threads });
   let phase = "";
   try {
-    const { manifest, bytes } = await writeDataset(source, store, {
+    const { manifest, bytes } = await writeDataset(source, target.staging, {
       encoder: pool,
       compress: zstdCompressor(19),
       tileSize,
@@ -142,6 +154,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       },
     });
     bar.finish();
+    await target.commit("manifest.json");
     const seconds = (performance.now() - started) / 1000;
     const nnz = manifest.tile_nnz.reduce((a, b) => a + b, 0);
     const tileBytes = manifest.tile_bytes.reduce((a, b) => a + b, 0);
@@ -160,9 +173,12 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       seconds,
     };
     const text = `converted ${input} (${source.format}, ${source.matrixPath}) -> ${store.url}
-  ${manifest.n_cells.toLocaleString("en-US")} cells x ${manifest.n_genes.toLocaleString("en-US")} genes, ${nnz.toLocaleString("en-US")} nonzeros in ${manifest.tile_cells.length} tiles
+  ${manifest.n_cells.toLocaleString("en-US")} cells x ${manifest.n_genes.toLocaleString("en-US")} genes, ${nnz.toLocaleString("en-US")} nonzeros in ${count(manifest.tile_cells.length, "tile")}
   ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s`;
     return { text, json: summary, store };
+  } catch (err) {
+    await target.abandon().catch(() => undefined);
+    throw err;
   } finally {
     bar.finish();
     await pool.close();

@@ -2,8 +2,10 @@
 import { COMMON_HELP, cellRange, parse, UsageError } from "../args.js";
 import { reorderRows, writeH5ad } from "../export-h5ad.js";
 import { writeMatrixMarket } from "../export-mtx.js";
-import { planExport } from "../export-rows.js";
+import { type ExportPlan, planExport } from "../export-rows.js";
 import { openCountedDataset } from "../io.js";
+import { writeFileAtomically } from "../output-file.js";
+import { ProgressBar } from "../progress.js";
 import type { CommandResult } from "./types.js";
 
 export const EXPORT_HELP = `usage: deltacells export DATASET OUTPUT [options]
@@ -11,18 +13,43 @@ export const EXPORT_HELP = `usage: deltacells export DATASET OUTPUT [options]
 Export a dataset (or a range of its cells) to a local file: Matrix Market when OUTPUT ends in
 .mtx or .mtx.gz (cells x genes, integer, 1-based), AnnData when it ends in .h5ad (X as
 csr_matrix, obs and var names). Columns are in the dataset's order (genes by decreasing total
-counts) unless --source-gene-order maps them back to the order of the converted input.
+counts) unless --source-gene-order maps them back to the order of the converted input. OUTPUT is
+written to a temporary file beside it and renamed when complete: a failed export leaves an
+existing OUTPUT as it was.
 
 options:
   --cells A:B           export cells A .. B-1 only (either side may be omitted)
   --source-gene-order   columns in the source's order (needs gene_order.npy)
   --format mtx|h5ad     override the format guessed from OUTPUT
+  --quiet               no progress bar
 ${COMMON_HELP}`;
+
+/** The plan, drawing `bar` as its parts are written. */
+function withProgress(plan: ExportPlan, bar: ProgressBar): ExportPlan {
+  return {
+    ...plan,
+    async *parts() {
+      bar.phase("export");
+      let done = 0;
+      for await (const part of plan.parts()) {
+        yield part;
+        done += part.nCells;
+        bar.update(done, plan.nCells, "cells");
+      }
+      bar.finish();
+    },
+  };
+}
 
 export async function exportCommand(argv: string[]): Promise<CommandResult> {
   const { values, positionals } = parse(
     argv,
-    { cells: { type: "string" }, "source-gene-order": { type: "boolean" }, format: { type: "string" } },
+    {
+      cells: { type: "string" },
+      "source-gene-order": { type: "boolean" },
+      format: { type: "string" },
+      quiet: { type: "boolean" },
+    },
     ["DATASET", "OUTPUT"],
   );
   if (values.help) return { text: EXPORT_HELP };
@@ -45,27 +72,32 @@ export async function exportCommand(argv: string[]): Promise<CommandResult> {
         `${ds.url} has no gene_order.npy, so --source-gene-order cannot map the columns back`,
       );
   }
-  const plan = await planExport(ds, a, b, order);
-  if (format === "mtx") {
-    await writeMatrixMarket(
-      output,
-      plan,
-      ` deltacells export of ${ds.url} cells ${a}:${b}, ${order ? "source" : "dataset"} gene order`,
-    );
-  } else {
-    // The gene table (var.parquet) when there is one, else the bare names.
-    const table = await ds.varTable();
-    const names =
-      table?.index ?? (await ds.geneNames()) ?? Array.from({ length: ds.nGenes }, (_, j) => String(j));
-    let varTable = table ?? { indexName: null, index: names, columns: [] };
-    if (order) {
-      const rows = new Int32Array(ds.nGenes); // source column s was output column rows[s]
-      for (let j = 0; j < ds.nGenes; j++) rows[order[j]!] = j;
-      varTable = reorderRows(varTable, rows);
+  const planned = await planExport(ds, a, b, order);
+  const bar = new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
+  const plan = withProgress(planned, bar);
+  await writeFileAtomically(output, async (tmp) => {
+    if (format === "mtx") {
+      await writeMatrixMarket(
+        tmp,
+        plan,
+        ` deltacells export of ${ds.url} cells ${a}:${b}, ${order ? "source" : "dataset"} gene order`,
+        /\.gz$/i.test(output),
+      );
+    } else {
+      // The gene table (var.parquet) when there is one, else the bare names.
+      const table = await ds.varTable();
+      const names =
+        table?.index ?? (await ds.geneNames()) ?? Array.from({ length: ds.nGenes }, (_, j) => String(j));
+      let varTable = table ?? { indexName: null, index: names, columns: [] };
+      if (order) {
+        const rows = new Int32Array(ds.nGenes); // source column s was output column rows[s]
+        for (let j = 0; j < ds.nGenes; j++) rows[order[j]!] = j;
+        varTable = reorderRows(varTable, rows);
+      }
+      const obsNames = Array.from({ length: b - a }, (_, i) => String(a + i));
+      await writeH5ad(tmp, plan, obsNames, varTable.index, varTable.columns);
     }
-    const obsNames = Array.from({ length: b - a }, (_, i) => String(a + i));
-    await writeH5ad(output, plan, obsNames, varTable.index, varTable.columns);
-  }
+  }).finally(() => bar.finish());
   const json = {
     dataset: ds.url,
     output,

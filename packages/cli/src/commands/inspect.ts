@@ -3,7 +3,7 @@
  * sporadik store, what its description says.
  */
 import { formatBytes } from "@deltacells/storage";
-import { COMMON_HELP, parse } from "../args.js";
+import { COMMON_HELP, count, parse } from "../args.js";
 import { openCountedAny } from "../io.js";
 import type { CommandResult } from "./types.js";
 
@@ -66,7 +66,7 @@ export async function inspect(argv: string[]): Promise<CommandResult> {
   const lines = [
     `${ds.url}: ${m.format} version ${m.version}`,
     `  shape        ${m.n_cells.toLocaleString("en-US")} cells x ${m.n_genes.toLocaleString("en-US")} genes, ${nnz.toLocaleString("en-US")} nonzeros (density ${(info.density * 100).toFixed(2)}%)`,
-    `  tiles        ${ds.nTiles} of ${m.tile_size} cells; ${formatBytes(tileBytes)} in total, per tile min ${formatBytes(info.tile_bytes.min)}, median ${formatBytes(info.tile_bytes.median)}, max ${formatBytes(info.tile_bytes.max)}`,
+    `  tiles        ${count(ds.nTiles, "tile")} of ${count(m.tile_size, "cell")}; ${formatBytes(tileBytes)} in total, per tile min ${formatBytes(info.tile_bytes.min)}, median ${formatBytes(info.tile_bytes.median)}, max ${formatBytes(info.tile_bytes.max)}`,
     `  compression  ${info.bytes_per_nonzero.toFixed(3)} bytes per nonzero; ${m.n_chunks} chunks per tile, zstd level ${m.zstd_level}`,
     `  genes        gene_order.npy ${m.has_gene_order ? "yes" : "no"}, var_names.txt ${m.has_var_names ? "yes" : "no"}, var.parquet ${m.has_var_table ? "yes" : "no"}${names ? `; first: ${names.slice(0, 5).join(", ")}${names.length > 5 ? ", ..." : ""}` : ""}`,
     `  obs          ${m.has_obs ? `${m.obs_shard_bytes?.length ?? 0} shards` : "none"}`,

@@ -1,7 +1,7 @@
 /** `deltacells slice STORE --axis K POSITION...`: slices of a sporadik store, read as one batch. */
 import { openArray, PositionError, type Selection, type SparseStore } from "@deltacells/sporadik/node";
 import type { StoreStats } from "@deltacells/storage";
-import { COMMON_HELP, intOption, parse, UsageError } from "../args.js";
+import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import { openCounted } from "../io.js";
 import { WaveCounter } from "../waves.js";
 import type { CommandResult } from "./types.js";
@@ -116,7 +116,7 @@ function describeReads(name: string, r: ReturnType<typeof delta>): string {
 function render(sel: Selection, store: SparseStore, url: string, dense: boolean) {
   const axis = sel.indexedAxis;
   const dims = sel.indexShape;
-  const head = `${url}: axis ${axis} of [${store.shape.join(", ")}] (${store.dtype}), ${sel.length} position(s), ${sel.nnz} nonzeros; each slice is over axes [${sel.indexOrder.join(", ")}]`;
+  const head = `${url}: axis ${axis} of [${store.shape.join(", ")}] (${store.dtype}), ${count(sel.length, "position")}, ${sel.nnz} nonzeros; each slice is over axes [${sel.indexOrder.join(", ")}]`;
   const rows: string[] = [head];
   const slices: Record<string, unknown>[] = [];
   if (dense) {

@@ -1,7 +1,7 @@
 /** `deltacells validate DATASET`: the deep check; exit code 0 only when everything is valid. */
 import { availableParallelism } from "node:os";
 import { createTilePool, validateDataset } from "@deltacells/core";
-import { COMMON_HELP, intOption, parse } from "../args.js";
+import { COMMON_HELP, count, intOption, parse } from "../args.js";
 import { openCountedAny } from "../io.js";
 import { ProgressBar } from "../progress.js";
 import type { CommandResult } from "./types.js";
@@ -45,9 +45,9 @@ export async function validate(argv: string[]): Promise<CommandResult> {
     });
     bar.finish();
     const text = report.valid
-      ? `${ds.url}: valid (${report.tilesChecked} tiles, ${ds.nCells.toLocaleString("en-US")} cells, ${report.nnz.toLocaleString("en-US")} nonzeros, ${report.bytes.toLocaleString("en-US")} tile bytes)`
+      ? `${ds.url}: valid (${count(report.tilesChecked, "tile")}, ${ds.nCells.toLocaleString("en-US")} cells, ${report.nnz.toLocaleString("en-US")} nonzeros, ${report.bytes.toLocaleString("en-US")} tile bytes)`
       : [
-          `${ds.url}: INVALID, ${report.problems.length} problem(s):`,
+          `${ds.url}: INVALID, ${count(report.problems.length, "problem")}:`,
           ...report.problems.map((p) => `  ${p.object}: [${p.tag}] ${p.message}`),
         ].join("\n");
     return { text, json: { url: ds.url, ...report }, store, exitCode: report.valid ? 0 : 1 };

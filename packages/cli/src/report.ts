@@ -1,0 +1,65 @@
+/**
+ * How the command shows an error: one line saying what went wrong, and at most one more saying
+ * what to do, in the command line's words. Libraries give structured hints (a matrix path, an
+ * option name); the flags are named here. The stack is shown only with `--debug`.
+ */
+
+/** A structured hint of the input readers (`InputHint` of @deltacells/anndata). */
+type Hint =
+  | { kind: "other-matrices"; matrices: string[] }
+  | { kind: "choose-genome"; genomes: string[] }
+  | { kind: "drop-option"; option: string };
+
+/** The flag that reads a matrix path of an AnnData input. */
+function flagFor(matrix: string): string {
+  return matrix.startsWith("layers/") ? `--layer ${matrix.slice("layers/".length)}` : "--raw";
+}
+
+/** The hint line for `err`, when it carries a hint this command line can name flags for. */
+export function cliHint(err: unknown): string | undefined {
+  const hint = (err as { hint?: Hint }).hint;
+  switch (hint?.kind) {
+    case "other-matrices":
+      return `try ${[...new Set(hint.matrices.map(flagFor))].join(" or ")}`;
+    case "choose-genome":
+      return `choose one with --genome NAME (${hint.genomes.join(", ")})`;
+    case "drop-option":
+      return `leave out --${hint.option}`;
+    default:
+      return undefined;
+  }
+}
+
+/** The tag shown in brackets: the error's `_tag`, or the system error code (ENOENT, EACCES, ...). */
+export function tagOf(err: unknown): string | undefined {
+  const e = err as { _tag?: unknown; code?: unknown };
+  if (typeof e?._tag === "string") return e._tag;
+  if (typeof e?.code === "string" && /^E[A-Z]+$/.test(e.code)) return e.code;
+  return undefined;
+}
+
+/**
+ * The message of `err` on one line. A whole HDF5 error stack (h5wasm's throwing handler) becomes
+ * its innermost reason, and a message of several lines keeps its first.
+ */
+export async function oneLine(err: unknown): Promise<string> {
+  const message = err instanceof Error ? err.message : String(err);
+  if (message.includes("HDF5-DIAG")) {
+    const { hdf5Reason } = await import("@deltacells/anndata/node");
+    return `HDF5 failed: ${hdf5Reason(message)}`;
+  }
+  return message.split("\n")[0]!.trim();
+}
+
+/** The stack of `err` and of each of its causes, for `--debug`. */
+export function stackOf(err: unknown): string {
+  const out: string[] = [];
+  let e: unknown = err;
+  for (let depth = 0; e !== undefined && depth < 8; depth++) {
+    out.push(
+      depth ? `caused by: ${e instanceof Error ? e.stack : String(e)}` : String((e as Error)?.stack ?? e),
+    );
+    e = (e as { cause?: unknown })?.cause;
+  }
+  return out.join("\n");
+}

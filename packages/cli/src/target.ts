@@ -1,0 +1,199 @@
+/**
+ * Where `convert` writes: a folder or bucket prefix that may already hold a dataset or a store.
+ *
+ * Both formats fix their object names (`tiles/tile_000000.dct`, `layouts/axis0/...`), so new
+ * objects cannot be written beside the old ones under other names. The new dataset or store is
+ * written whole under a staging prefix inside the target (`.deltacells-staging-<id>/`); only once
+ * its own manifest or block is there is it moved into place: the old manifest and block are
+ * deleted (from then on the target reads as unfinished, never as old metadata over new objects),
+ * the staged objects are copied over, the new manifest or block last, and finally the old objects
+ * the new one does not use and the staging prefix are deleted. A conversion that fails or is
+ * killed before that leaves the old dataset exactly as it was; one killed while moving leaves the
+ * complete new one under the staging prefix. See docs/deltacells-dataset.md.
+ */
+import { randomBytes } from "node:crypto";
+import { rm, rmdir, stat } from "node:fs/promises";
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { RangeQuery, StatsStore, Store, StoreOptions } from "@deltacells/storage";
+import { openCounted } from "./io.js";
+
+/** The prefix of staging folders inside a target. */
+export const STAGING_PREFIX = ".deltacells-staging-";
+
+/** Keys a deltacells dataset or a sporadik store (or an earlier staging prefix) may hold. */
+const KNOWN_KEY =
+  /^(manifest\.json|gene_order\.npy|var_names\.txt|var\.parquet|tiles\/.+|obs\/.+|zarr\.json|layouts\/.+|\.deltacells-staging-[0-9a-f]+\/.+)$/;
+
+/** The objects that say "this prefix is complete": deleted first when a target is replaced. */
+const COMPLETION_KEYS = ["manifest.json", "zarr.json"];
+
+/** The target of a conversion cannot be written (not empty, or the input itself). */
+export class TargetError extends Error {
+  readonly _tag: "TargetNotEmpty" | "TargetIsInput" | "TargetNotAFolder";
+  /** Up to five of the objects found there. */
+  readonly found: string[];
+  constructor(tag: TargetError["_tag"], message: string, found: string[] = []) {
+    super(message);
+    this.name = "TargetError";
+    this._tag = tag;
+    this.found = found;
+  }
+}
+
+/** A view of `inner` under `prefix/`: what the writers write the new dataset or store into. */
+class PrefixStore implements Store {
+  readonly url: string;
+  constructor(
+    private readonly inner: Store,
+    private readonly prefix: string,
+  ) {
+    this.url = `${inner.url.replace(/\/+$/, "")}/${prefix}`;
+  }
+  private key(k: string): string {
+    return `${this.prefix}/${k.startsWith("/") ? k.slice(1) : k}`;
+  }
+  get(key: string, opts?: StoreOptions) {
+    return this.inner.get(this.key(key), opts);
+  }
+  getRange(key: string, range: RangeQuery, opts?: StoreOptions) {
+    return this.inner.getRange(this.key(key), range, opts);
+  }
+  set(key: string, value: Uint8Array, opts?: StoreOptions) {
+    return this.inner.set(this.key(key), value, opts);
+  }
+  delete(key: string, opts?: StoreOptions) {
+    return this.inner.delete(this.key(key), opts);
+  }
+  async list(prefix = "", opts?: StoreOptions) {
+    const p = prefix.startsWith("/") ? prefix.slice(1) : prefix;
+    const keys = await this.inner.list(`${this.prefix}/${p}`, opts);
+    return keys.map((k) => k.slice(this.prefix.length + 1));
+  }
+}
+
+/** The local path of a location, or undefined for a URL. */
+function localPath(location: string): string | undefined {
+  if (/^file:/i.test(location)) return fileURLToPath(location);
+  return /^[a-z][a-z0-9+.-]+:/i.test(location) ? undefined : resolve(location);
+}
+
+function describe(keys: string[]): string {
+  const has = (k: string) => keys.includes(k);
+  if (has("manifest.json")) return "a deltacells dataset";
+  if (has("zarr.json")) return "a sporadik store";
+  return "an unfinished dataset or store";
+}
+
+export interface ConversionTarget {
+  /** The target, counting every request (the staging writes included) for `--stats`. */
+  store: StatsStore;
+  /** Where the writer writes: the staging prefix. */
+  staging: Store;
+  /** Whether the target held anything (then replaced, with `overwrite`). */
+  replacing: string | undefined;
+  /** Move the staged objects into place, `last` (the manifest or the root zarr.json) last; returns their bytes. */
+  commit(last: string): Promise<number>;
+  /** Delete what was staged (after a failure); the target stays as it was. */
+  abandon(): Promise<void>;
+}
+
+/**
+ * Check `output` before anything is read or written: refused when it is `input` itself, or holds
+ * anything and `overwrite` is false, or holds objects that are neither a dataset nor a store
+ * (`overwrite` never deletes what it does not recognise).
+ */
+export async function openTarget(
+  input: string,
+  output: string,
+  overwrite: boolean,
+): Promise<ConversionTarget> {
+  const outPath = localPath(output);
+  const inPath = localPath(input);
+  if (
+    (outPath !== undefined && outPath === inPath) ||
+    input.replace(/\/+$/, "") === output.replace(/\/+$/, "")
+  ) {
+    throw new TargetError(
+      "TargetIsInput",
+      `${output} is the input itself: a conversion cannot replace what it reads; write to another location`,
+    );
+  }
+  if (outPath !== undefined) {
+    const s = await stat(outPath).catch(() => undefined);
+    if (s && !s.isDirectory())
+      throw new TargetError(
+        "TargetNotAFolder",
+        `${output} is a file, not a folder: a dataset is a folder of objects; choose a new or empty folder`,
+      );
+  }
+  const store = openCounted(output);
+  const existing = await store.list();
+  if (existing.length > 0) {
+    const unknown = existing.filter((k) => !KNOWN_KEY.test(k));
+    if (unknown.length > 0) {
+      throw new TargetError(
+        "TargetNotEmpty",
+        `${store.url} holds ${existing.length} object${existing.length === 1 ? "" : "s"}, ${unknown.length} of which belong to no deltacells dataset or sporadik store (${unknown.slice(0, 3).join(", ")}${unknown.length > 3 ? ", ..." : ""}), which --overwrite never deletes. Nothing was written: choose a new or empty folder, or remove them first`,
+        unknown.slice(0, 5),
+      );
+    }
+    if (!overwrite) {
+      throw new TargetError(
+        "TargetNotEmpty",
+        `${store.url} already holds ${describe(existing)} (${existing.length} object${existing.length === 1 ? "" : "s"}). Nothing was written: choose another OUTPUT, or pass --overwrite to replace it (the old one stays readable until the new one is complete)`,
+        existing.slice(0, 5),
+      );
+    }
+  }
+  const prefix = `${STAGING_PREFIX}${randomBytes(6).toString("hex")}`;
+  const staging = new PrefixStore(store, prefix);
+  const removeStaging = async () => {
+    for (const key of await store.list(`${prefix}/`)) await store.delete(key);
+    // A folder keeps the empty directories a key-by-key delete leaves.
+    if (outPath !== undefined) await rm(resolve(outPath, prefix), { recursive: true, force: true });
+  };
+  return {
+    store,
+    staging,
+    replacing: existing.length ? describe(existing) : undefined,
+    async commit(last: string) {
+      const staged = await staging.list();
+      if (!staged.includes(last)) throw new Error(`internal: ${last} was not staged under ${staging.url}`);
+      for (const key of COMPLETION_KEYS) if (existing.includes(key)) await store.delete(key);
+      let bytes = 0;
+      for (const key of [...staged.filter((k) => k !== last), last]) {
+        const value = await staging.get(key);
+        if (value === undefined) throw new Error(`internal: staged ${key} vanished from ${staging.url}`);
+        await store.set(key, value);
+        bytes += value.length;
+      }
+      const kept = new Set(staged);
+      for (const key of existing) if (!kept.has(key)) await store.delete(key);
+      await removeStaging();
+      if (outPath !== undefined) {
+        // A killed run's staging folder may still hold a half-written temporary file, which no
+        // listing shows: such folders are ours by name, so they go whole.
+        const stale = new Set(
+          existing.filter((k) => k.startsWith(STAGING_PREFIX)).map((k) => k.split("/")[0]!),
+        );
+        for (const dir of stale) await rm(resolve(outPath, dir), { recursive: true, force: true });
+        await removeEmptyFolders(outPath, existing);
+      }
+      return bytes;
+    },
+    abandon: removeStaging,
+  };
+}
+
+/** The folders of deleted objects that are empty now (`tiles/`, `layouts/axis1/...`), deepest first. */
+async function removeEmptyFolders(root: string, deleted: string[]): Promise<void> {
+  const dirs = new Set<string>();
+  for (const key of deleted) {
+    const parts = key.split("/");
+    for (let i = parts.length - 1; i > 0; i--) dirs.add(parts.slice(0, i).join("/"));
+  }
+  for (const dir of [...dirs].sort((a, b) => b.length - a.length)) {
+    await rmdir(resolve(root, dir)).catch(() => undefined); // not empty (still used) or gone
+  }
+}

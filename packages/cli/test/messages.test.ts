@@ -1,0 +1,82 @@
+/** What the command says when something is wrong: one or two lines, exit code 1, the flag to use; the stack only with --debug. */
+import assert from "node:assert/strict";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { assertShortError, deltacells, deltacellsPlain, tempDir } from "./cli-helpers.js";
+
+const INPUT = "data/anndata/csr.h5ad"; // 57 cells x 41 genes
+
+test("--version prints the package's version", async () => {
+  const r = await deltacellsPlain("--version");
+  assert.equal(r.code, 0, r.stderr);
+  const { version } = JSON.parse(readFileSync("packages/cli/package.json", "utf8"));
+  assert.equal(r.stdout, `deltacells ${version}\n`);
+});
+
+test("a truncated .h5ad is one line saying it is truncated; --debug adds the stack", async () => {
+  const path = join(tempDir(), "cut.h5ad");
+  writeFileSync(path, readFileSync(INPUT).subarray(0, 50_000));
+  const out = join(tempDir(), "out");
+  assertShortError(
+    await deltacellsPlain("convert", path, out),
+    /\[MalformedInput\]: .*cut\.h5ad: not a readable HDF5 file: the file is truncated \(50,000 of its 92,136 bytes/,
+  );
+  const debug = await deltacellsPlain("convert", path, out, "--debug");
+  assert.equal(debug.code, 1);
+  assert.match(debug.stderr, /^\s+at /m);
+});
+
+test("the reader's advice names the command's flags: --genome, --raw; --genome is refused where it means nothing", async () => {
+  const out = join(tempDir(), "out");
+  const genomes = await deltacellsPlain("convert", "data/10x-v2/multiple_genomes.h5", out);
+  assertShortError(
+    genomes,
+    /several genomes \(another_genome, hg19_chr21\).*\n {2}hint: choose one with --genome NAME/,
+  );
+  const h5ad = await deltacellsPlain("convert", INPUT, out, "--genome", "hg19");
+  assertShortError(
+    h5ad,
+    /genome option applies to Cell Ranger HDF5 files only, not to h5ad.*\n {2}hint: leave out --genome/,
+  );
+  const scaled = await deltacellsPlain("convert", "data/legacy-anndata/pbmc68k_reduced.h5ad", out);
+  assertShortError(scaled, /\[NotCounts\].*raw\.X\.\n {2}hint: try --raw\n$/);
+});
+
+test("inspect and export of a path where nothing is say so, rather than suggesting a conversion", async () => {
+  const nowhere = join(tempDir(), "nothing-here");
+  for (const args of [
+    ["inspect", nowhere],
+    ["validate", nowhere],
+    ["export", nowhere, join(tempDir(), "x.mtx")],
+  ]) {
+    const r = await deltacellsPlain(...args);
+    assertShortError(r, /\[NotFound\]: .*nothing-here: nothing is there/);
+    assert.doesNotMatch(r.stderr, /convert/);
+  }
+});
+
+test("usage messages: a reversed --cells says reversed; --tile-size has a real bound; one tile is one tile", async () => {
+  const ds = join(tempDir(), "ds");
+  const conv = await deltacells("convert", INPUT, ds, "--tile-size", "64", "--level", "3");
+  assert.equal(conv.code, 0, conv.stderr);
+  assert.match(conv.stdout, /800 nonzeros in 1 tile\n/);
+  const v = await deltacells("validate", ds);
+  assert.match(v.stdout, /valid \(1 tile, /);
+
+  const reversed = await deltacellsPlain("export", ds, join(tempDir(), "x.mtx"), "--cells", "50:10");
+  assert.equal(reversed.code, 2);
+  assert.match(reversed.stderr, /--cells 50:10 is reversed/);
+
+  const zero = await deltacellsPlain("convert", INPUT, join(tempDir(), "o"), "--tile-size", "0");
+  assert.equal(zero.code, 2);
+  assert.match(zero.stderr, /--tile-size must be an integer in 1 \.\. 1,048,576, got "0"/);
+});
+
+test("convert into a folder that cannot be created (/proc/x) fails in one line instead of spinning", async (t) => {
+  if (process.platform !== "linux") return t.skip("needs /proc");
+  assertShortError(
+    await deltacellsPlain("convert", INPUT, "/proc/deltacells-x"),
+    /\/proc\/deltacells-x.*ENOENT/,
+  );
+});

@@ -1,0 +1,79 @@
+/** `convert` onto an s3:// prefix that already holds a dataset: refused, or replaced without losing the old one on the way. */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { test } from "node:test";
+import { validateDataset } from "@deltacells/core";
+import { openDataset } from "@deltacells/core/node";
+import { openStore } from "@deltacells/storage/node";
+import { MAIN, REPO } from "./cli-helpers.js";
+import { motoBucket } from "./s3-helpers.js";
+
+const BUCKET = "deltacells-cli-target";
+const deltacellsS3 = motoBucket(BUCKET);
+const SMALL = "data/anndata/csr.h5ad"; // 57 cells x 41 genes
+const SLOW = "data/mouse-10k-subset/10x-10k-subset.zarr"; // 10,000 cells: seconds at --level 22 with 64-cell tiles
+
+test("an s3:// dataset survives a refused convert and a killed --overwrite, then is replaced by a store with nothing stale", async () => {
+  const url = `s3://${BUCKET}/ds`;
+  const store = openStore(url, { env: deltacellsS3.env() });
+  const first = await deltacellsS3("convert", SMALL, url, "--tile-size", "16", "--level", "3");
+  assert.equal(first.code, 0, first.stderr);
+  const manifest = await store.get("manifest.json");
+  const intact = async () => {
+    assert.deepEqual(await store.get("manifest.json"), manifest);
+    const report = await validateDataset(await openDataset(store));
+    assert.deepEqual(report.problems, []);
+    assert.equal(report.tilesChecked, 4);
+  };
+
+  const refused = await deltacellsS3("convert", SMALL, url, "--format", "sporadik");
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /already holds a deltacells dataset/);
+  await intact();
+
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", "--conditions=source", MAIN, "convert", SLOW, url, "--overwrite"].concat([
+      "--tile-size",
+      "64",
+      "--level",
+      "22",
+      "--threads",
+      "1",
+    ]),
+    { cwd: REPO, stdio: "ignore", env: { ...process.env, ...deltacellsS3.env() } },
+  );
+  const exited = new Promise<number | null>((ok) => child.on("exit", (code) => ok(code)));
+  let staged = 0;
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline && child.exitCode === null) {
+    staged = (await store.list(".deltacells-staging-")).filter((k) => k.includes("/tiles/")).length;
+    if (staged >= 5) break;
+    await new Promise((ok) => setTimeout(ok, 20));
+  }
+  child.kill("SIGKILL");
+  assert.equal(await exited, null, "the converter was killed, not finished");
+  assert.ok(staged >= 5, `new tiles were being written when it was killed (${staged})`);
+  await intact();
+
+  const replaced = await deltacellsS3(
+    "convert",
+    SMALL,
+    url,
+    "--format",
+    "sporadik",
+    "--axes",
+    "1",
+    "--overwrite",
+  );
+  assert.equal(replaced.code, 0, replaced.stderr);
+  const keys = await store.list();
+  assert.ok(keys.includes("zarr.json"));
+  assert.deepEqual(
+    keys.filter((k) => !k.startsWith("layouts/axis1/") && k !== "layouts/zarr.json" && k !== "zarr.json"),
+    [],
+    "no manifest, tile, gene file or staged object is left",
+  );
+  const v = await deltacellsS3("validate", url);
+  assert.equal(v.code, 0, v.stdout + v.stderr);
+});
