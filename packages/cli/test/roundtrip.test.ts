@@ -102,3 +102,19 @@ for (const c of CASES) {
     assert.ok((r.nnz ?? 0) > 0);
   });
 }
+
+test("an empty export (--cells 5:5) is an .h5ad anndata reads back: 0 cells, every gene and its table", async () => {
+  const dir = tempDir();
+  const ds = join(dir, "ds");
+  const h5ad = join(dir, "empty.h5ad");
+  await convert([RICH_VAR, ds, "--quiet", "--threads", "1"]);
+  await exportCommand([ds, h5ad, "--cells", "5:5"]);
+  const read = await run(PYTHON, [
+    "-c",
+    "import sys, anndata as ad; a = ad.read_h5ad(sys.argv[1]); " +
+      "print(a.n_obs, a.n_vars, a.X.nnz, a.obs_names.dtype, a.var.index.name, list(a.var['genome'].cat.categories))",
+    h5ad,
+  ]);
+  assert.equal(read.code, 0, read.stderr);
+  assert.equal(read.stdout.trim(), "0 14 0 object symbol ['mm10', 'GRCh38']");
+});

@@ -64,7 +64,7 @@ export async function exportCommand(argv: string[]): Promise<CommandResult> {
       varTable = reorderRows(varTable, rows);
     }
     const obsNames = Array.from({ length: b - a }, (_, i) => String(a + i));
-    await writeH5ad(output, plan, obsNames, varTable.index, varTable.columns);
+    await writeH5ad(output, plan, obsNames, varTable.index, varTable.columns, varTable.indexName);
   }
   const json = {
     dataset: ds.url,
