@@ -12,7 +12,12 @@ const creds = { accessKeyId: "testing", secretAccessKey: "testing", region: "us-
  * them. Returns `deltacells ARGS...` run from the sources with the credentials and endpoint of
  * that server in its environment. Call it at the top level of a test file.
  */
-export function motoBucket(bucket: string): (...args: string[]) => Promise<Run> {
+export function motoBucket(bucket: string): ((...args: string[]) => Promise<Run>) & {
+  /** The same, with `env` over the moto settings (e.g. credentials blanked). */
+  withEnv(env: Record<string, string>): (...args: string[]) => Promise<Run>;
+  /** Let anyone read the keys under `prefix` without signing (a bucket policy, as for public data). */
+  makePublic(prefix: string): Promise<void>;
+} {
   let moto: RunningServer | undefined;
 
   before(async () => {
@@ -26,17 +31,41 @@ export function motoBucket(bucket: string): (...args: string[]) => Promise<Run> 
     await moto?.stop();
   });
 
-  return (...args) => {
-    assert.ok(moto, "moto_server is not running: call the returned function inside a test");
-    return run(
-      process.execPath,
-      ["--import", "tsx", "--conditions=source", "packages/cli/src/main.ts", ...args],
-      {
-        AWS_ACCESS_KEY_ID: creds.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: creds.secretAccessKey,
-        AWS_REGION: creds.region,
-        AWS_ENDPOINT_URL: moto.url,
-      },
-    );
+  const withEnv =
+    (env: Record<string, string>) =>
+    (...args: string[]) => {
+      assert.ok(moto, "moto_server is not running: call the returned function inside a test");
+      return run(
+        process.execPath,
+        ["--import", "tsx", "--conditions=source", "packages/cli/src/main.ts", ...args],
+        {
+          AWS_ACCESS_KEY_ID: creds.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: creds.secretAccessKey,
+          AWS_REGION: creds.region,
+          AWS_ENDPOINT_URL: moto.url,
+          ...env,
+        },
+      );
+    };
+  const makePublic = async (prefix: string) => {
+    assert.ok(moto, "moto_server is not running");
+    const policy = {
+      Version: "2012-10-17",
+      Statement: [
+        {
+          Effect: "Allow",
+          Principal: "*",
+          Action: ["s3:GetObject"],
+          Resource: [`arn:aws:s3:::${bucket}/${prefix}*`],
+        },
+      ],
+    };
+    const client = new AwsClient({ ...creds, service: "s3", retries: 0 });
+    const res = await client.fetch(`${moto.url}/${bucket}?policy`, {
+      method: "PUT",
+      body: JSON.stringify(policy),
+    });
+    assert.ok(res.ok, await res.text());
   };
+  return Object.assign(withEnv({}), { withEnv, makePublic });
 }

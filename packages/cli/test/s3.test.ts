@@ -1,6 +1,6 @@
 /** The CLI writing a dataset straight to S3 and reading it back from there (against moto_server). */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { tempDir } from "./cli-helpers.js";
@@ -49,4 +49,44 @@ test("a dataset converted straight to s3:// validates there and exports the same
   }
   const body = (p: string) => readFileSync(p, "utf8").split("\n").slice(2).join("\n");
   assert.equal(body(join(dir, "s3.mtx")), body(join(dir, "local.mtx")));
+});
+
+test("s3:// credentials: none is refused naming where it looked, --no-sign-request reads unsigned, an AWS_PROFILE of ~/.aws signs", async () => {
+  const url = `s3://${BUCKET}/datasets/creds`;
+  const conv = await deltacellsS3("convert", "data/anndata/csr.h5ad", url, "--level", "3", "--quiet");
+  assert.equal(conv.code, 0, conv.stderr);
+  const home = tempDir();
+  // Nothing: no key variables, no profile, a HOME without ~/.aws.
+  const none = {
+    AWS_ACCESS_KEY_ID: "",
+    AWS_SECRET_ACCESS_KEY: "",
+    AWS_SESSION_TOKEN: "",
+    AWS_PROFILE: "",
+    AWS_DEFAULT_PROFILE: "",
+    AWS_SHARED_CREDENTIALS_FILE: "",
+    AWS_CONFIG_FILE: "",
+    HOME: home,
+  };
+  const refused = await deltacellsS3.withEnv(none)("inspect", url);
+  assert.equal(refused.code, 1, refused.stdout);
+  assert.match(refused.stderr, /no AWS credentials for s3:\/\/deltacells-cli\/datasets\/creds/);
+  assert.match(refused.stderr, /\.aws\/credentials \[default\] \(no such file\)/);
+  assert.match(refused.stderr, /--no-sign-request/);
+
+  await deltacellsS3.makePublic("datasets/creds/");
+  const unsigned = await deltacellsS3.withEnv(none)("inspect", url, "--no-sign-request", "--json");
+  assert.equal(unsigned.code, 0, unsigned.stderr);
+  assert.equal(JSON.parse(unsigned.stdout).n_cells, 57);
+
+  mkdirSync(join(home, ".aws"));
+  writeFileSync(
+    join(home, ".aws", "credentials"),
+    "[default]\naws_access_key_id = wrong\n\n[work]\naws_access_key_id = testing\naws_secret_access_key = testing\n",
+  );
+  writeFileSync(join(home, ".aws", "config"), "[profile work]\nregion = us-east-1\n");
+  const profiled = await deltacellsS3.withEnv({ ...none, AWS_PROFILE: "work" })("validate", url);
+  assert.equal(profiled.code, 0, profiled.stdout + profiled.stderr);
+  const missing = await deltacellsS3.withEnv({ ...none, AWS_PROFILE: "nope" })("inspect", url);
+  assert.equal(missing.code, 1);
+  assert.match(missing.stderr, /no AWS profile "nope" \(named by AWS_PROFILE\)/);
 });
