@@ -23,6 +23,7 @@ export type {
   MatrixSource,
   NumericValues,
   OpenInputOptions,
+  RemoteStore,
   RowBlock,
   RowBlockOptions,
   TableColumn,

@@ -5,6 +5,7 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
+import { pathToFileURL } from "node:url";
 import { gzipSync } from "node:zlib";
 import { isInputError } from "../src/index.js";
 import { openInput } from "../src/node.js";
@@ -98,4 +99,36 @@ test("an aborted signal stops the iteration", async () => {
   );
   assert.equal(blocks, 1);
   await src.close();
+});
+
+test("a file:// URL opens as its path", async () => {
+  const src = await openInput(pathToFileURL(join(DATA, "anndata", "csr.h5ad")).href);
+  try {
+    assert.equal(src.format, "h5ad");
+  } finally {
+    await src.close();
+  }
+});
+
+test("URL inputs read from local files only are refused with the copy command, before any request", async () => {
+  const cases: [string, RegExp][] = [
+    ["s3://bucket/runs/pbmc.h5ad", /aws s3 cp s3:\/\/bucket\/runs\/pbmc\.h5ad \.\/pbmc\.h5ad/],
+    [
+      "https://example.org/data/filtered_feature_bc_matrix.h5",
+      /curl -fL -o \.\/filtered_feature_bc_matrix\.h5 https:/,
+    ],
+    ["s3://bucket/counts.mtx.gz", /a Matrix Market file is read from a local file only/],
+  ];
+  for (const [url, says] of cases) {
+    await assert.rejects(
+      openInput(url, {
+        openStore: () => {
+          throw new Error("no store should be opened");
+        },
+      }),
+      (e: unknown) => isInputError(e, "NotLocal") && says.test((e as Error).message),
+    );
+  }
+  await assert.rejects(openInput("s3://bucket/store.zarr"), (e: unknown) => isInputError(e, "Unsupported"));
+  await assert.rejects(openInput("ftp://host/x.zarr"), /not ftp:\/\//);
 });

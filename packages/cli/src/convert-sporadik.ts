@@ -6,6 +6,7 @@
  */
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { MatrixSource, OpenInputOptions } from "@deltacells/anndata/node";
 import { createTilePool, type Dataset, openDataset } from "@deltacells/core";
 import { writeStore } from "@deltacells/sporadik";
@@ -56,8 +57,9 @@ function tooMany(what: string, nnz: number, bound: number, soFar: boolean): TooM
 /** Whether `input` is a deltacells dataset: a URL (the converter reads local files only) or a folder with manifest.json. */
 export function isDatasetInput(input: string): boolean {
   if (/^[a-z][a-z0-9+.-]+:\/\//i.test(input) && !/^file:/i.test(input)) return true;
+  const path = /^file:\/\//i.test(input) ? fileURLToPath(input) : input;
   try {
-    return statSync(input).isDirectory() && existsSync(join(input, "manifest.json"));
+    return statSync(path).isDirectory() && existsSync(join(path, "manifest.json"));
   } catch {
     return false;
   }

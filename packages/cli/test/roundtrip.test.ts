@@ -6,12 +6,13 @@
  * in one batch so anndata is imported once.
  */
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { before, test } from "node:test";
+import { pathToFileURL } from "node:url";
 import { convert } from "../src/commands/convert.js";
 import { exportCommand } from "../src/commands/export.js";
-import { PYTHON, run, tempDir } from "./cli-helpers.js";
+import { PYTHON, REPO, run, tempDir } from "./cli-helpers.js";
 
 interface Case {
   kind: string;
@@ -117,4 +118,21 @@ test("an empty export (--cells 5:5) is an .h5ad anndata reads back: 0 cells, eve
   ]);
   assert.equal(read.code, 0, read.stderr);
   assert.equal(read.stdout.trim(), "0 14 0 object symbol ['mm10', 'GRCh38']");
+});
+
+test("file:// URLs are taken wherever a path is: the convert input and output, the export output", async () => {
+  const dir = tempDir();
+  const url = (p: string) => pathToFileURL(p).href;
+  await convert([
+    url(join(REPO, "data/anndata/csr.h5ad")),
+    url(join(dir, "ds")),
+    "--quiet",
+    "--threads",
+    "1",
+  ]);
+  await exportCommand([url(join(dir, "ds")), url(join(dir, "part.mtx")), "--cells", "0:5"]);
+  assert.match(
+    readFileSync(join(dir, "part.mtx"), "utf8"),
+    /^%%MatrixMarket matrix coordinate integer general/,
+  );
 });

@@ -1,6 +1,8 @@
 /** The moto_server set-up shared by the CLI's S3 tests (not a test file itself). */
 import assert from "node:assert/strict";
 import { after, before } from "node:test";
+import { S3Store } from "@deltacells/storage";
+import { FolderStore } from "@deltacells/storage/node";
 import { AwsClient } from "aws4fetch";
 import { type RunningServer, startMoto } from "../../storage/test/helpers/servers.js";
 import { type Run, run } from "./cli-helpers.js";
@@ -17,6 +19,8 @@ export function motoBucket(bucket: string): ((...args: string[]) => Promise<Run>
   withEnv(env: Record<string, string>): (...args: string[]) => Promise<Run>;
   /** Let anyone read the keys under `prefix` without signing (a bucket policy, as for public data). */
   makePublic(prefix: string): Promise<void>;
+  /** Copy a local folder to `prefix` in the bucket. */
+  upload(folder: string, prefix: string): Promise<void>;
 } {
   let moto: RunningServer | undefined;
 
@@ -67,5 +71,11 @@ export function motoBucket(bucket: string): ((...args: string[]) => Promise<Run>
     });
     assert.ok(res.ok, await res.text());
   };
-  return Object.assign(withEnv({}), { withEnv, makePublic });
+  const upload = async (folder: string, prefix: string) => {
+    assert.ok(moto, "moto_server is not running");
+    const from = new FolderStore(folder);
+    const to = new S3Store({ ...creds, endpoint: moto.url, bucket, prefix });
+    for (const key of await from.list()) await to.set(key, (await from.get(key)) as Uint8Array);
+  };
+  return Object.assign(withEnv({}), { withEnv, makePublic, upload });
 }

@@ -90,3 +90,25 @@ test("s3:// credentials: none is refused naming where it looked, --no-sign-reque
   assert.equal(missing.code, 1);
   assert.match(missing.stderr, /no AWS profile "nope" \(named by AWS_PROFILE\)/);
 });
+
+test("zarr inputs convert straight from s3:// (v2 and v3), as from the local copy; HDF5 is refused with the copy command", async () => {
+  const dir = tempDir();
+  for (const name of ["csr-v3.zarr", "csr-v2.zarr"]) {
+    await deltacellsS3.upload(join("data/anndata", name), `inputs/${name}`);
+    const remote = join(dir, `remote-${name}`);
+    const local = join(dir, `local-${name}`);
+    const opts = ["--tile-size", "16", "--level", "3", "--quiet"];
+    const a = await deltacellsS3("convert", `s3://${BUCKET}/inputs/${name}`, remote, ...opts);
+    assert.equal(a.code, 0, a.stderr);
+    assert.equal((await deltacellsS3("convert", join("data/anndata", name), local, ...opts)).code, 0);
+    for (const file of ["tiles/tile_000000.dct", "tiles/tile_000003.dct", "var.parquet", "gene_order.npy"]) {
+      assert.deepEqual(readFileSync(join(remote, file)), readFileSync(join(local, file)), `${name}: ${file}`);
+    }
+  }
+  const h5ad = await deltacellsS3("convert", `s3://${BUCKET}/inputs/pbmc.h5ad`, join(dir, "x"));
+  assert.equal(h5ad.code, 1);
+  assert.match(
+    h5ad.stderr,
+    /is read from a local file only.*aws s3 cp s3:\/\/deltacells-cli\/inputs\/pbmc\.h5ad \.\/pbmc\.h5ad/,
+  );
+});

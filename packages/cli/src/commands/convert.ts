@@ -95,6 +95,8 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     raw: values.raw === true,
     transpose: values.transpose === true,
     genome: values.genome as string | undefined,
+    // s3:// and http(s):// zarr inputs are read through the storage layer (credentials, retries).
+    openStore: (url: string) => openCounted(url),
   };
   if (format === "sporadik") {
     for (const name of ["tile-size", "chunks", "level"]) {

@@ -1,4 +1,5 @@
 /** `deltacells export DATASET OUTPUT`: to Matrix Market or AnnData .h5ad. */
+import { fileURLToPath } from "node:url";
 import { COMMON_HELP, cellRange, parse, UsageError } from "../args.js";
 import { reorderRows, writeH5ad } from "../export-h5ad.js";
 import { writeMatrixMarket } from "../export-mtx.js";
@@ -26,7 +27,8 @@ export async function exportCommand(argv: string[]): Promise<CommandResult> {
     ["DATASET", "OUTPUT"],
   );
   if (values.help) return { text: EXPORT_HELP };
-  const [dataset, output] = positionals as [string, string];
+  const [dataset, target] = positionals as [string, string];
+  const output = /^file:\/\//i.test(target) ? fileURLToPath(target) : target;
   const format =
     (values.format as string | undefined) ??
     (/\.h5ad$/i.test(output) ? "h5ad" : /\.mtx(\.gz)?$/i.test(output) ? "mtx" : undefined);
