@@ -10,6 +10,7 @@ import { LocalZarrStore } from "./folder-store.js";
 import { openHdf5 } from "./hdf5-tree.js";
 import { openMtx, openTenxMtx } from "./mtx.js";
 import { checkRemote, detectRemoteFormat, notLocal, RemoteZarrStore, remoteScheme } from "./remote.js";
+import { copyToTemp, removingOnClose, TENX_MTX_FILES } from "./remote-copy.js";
 import { openTenxH5 } from "./tenx-h5.js";
 import type { InputFormat, MatrixSource, OpenInputOptions } from "./types.js";
 import { openZarrArray } from "./zarr-array.js";
@@ -35,12 +36,24 @@ export async function openInput(location: string, opts: OpenInputOptions = {}): 
   let remote: RemoteZarrStore | undefined;
   if (scheme !== undefined) {
     checkRemote(location, scheme, opts.openStore);
-    remote = new RemoteZarrStore((opts.openStore as NonNullable<OpenInputOptions["openStore"]>)(location));
+    const open = opts.openStore as NonNullable<OpenInputOptions["openStore"]>;
+    if (/\.mtx(\.gz)?$/i.test(location) && (opts.format === undefined || opts.format === "mtx")) {
+      // One object: copied through a store opened on its folder.
+      const cut = location.lastIndexOf("/");
+      const name = location.slice(cut + 1);
+      const dir = await copyToTemp(open(location.slice(0, cut)), location, [[name]]);
+      return removingOnClose(await openMtx(join(dir, name), opts.transpose ?? false), dir);
+    }
+    remote = new RemoteZarrStore(open(location));
   }
   const path = /^file:\/\//i.test(location) ? fileURLToPath(location) : location;
   const format =
     opts.format ?? (remote ? await detectRemoteFormat(remote, location) : await detectFormat(path));
-  if (remote && format !== "anndata-zarr" && format !== "zarr-array")
+  if (remote && format === "10x-mtx" && opts.layer === undefined && !opts.raw && !opts.transpose) {
+    const dir = await copyToTemp(remote.store, location, TENX_MTX_FILES);
+    return removingOnClose(await openTenxMtx(dir), dir);
+  }
+  if (remote && format !== "anndata-zarr" && format !== "zarr-array" && format !== "10x-mtx")
     throw notLocal(location, `a ${format} input`);
   if (!FORMATS.includes(format)) {
     throw new InputError(

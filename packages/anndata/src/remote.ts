@@ -1,8 +1,9 @@
 /**
- * Inputs given as `s3://` or `http(s)://` URLs. Zarr stores (AnnData or a bare array) are read
- * through a store the caller opens (the storage layer: ranged reads, credentials, request counts);
- * HDF5 and Matrix Market inputs need a local file (h5wasm reads a file from its own file system;
- * in Node it has no lazily fetched file), so they are refused with the command that copies them.
+ * Inputs given as `s3://` or `http(s)://` URLs, read through a store the caller opens (the storage
+ * layer: ranged reads, credentials, request counts): zarr stores (AnnData or a bare array) in
+ * place, Matrix Market files copied to a temporary folder first (see remote-copy.ts). HDF5 inputs
+ * need a local file (h5wasm reads a file from its own file system; in Node it has no lazily
+ * fetched file), so they are refused with the command that copies them.
  */
 import { InputError } from "./errors.js";
 import type { InputFormat, RemoteStore } from "./types.js";
@@ -28,7 +29,7 @@ function copyCommand(url: string, folder: boolean): string {
 export function notLocal(url: string, what: string, folder = false): InputError {
   return new InputError(
     "NotLocal",
-    `${url}: ${what} is read from a local file only (zarr stores are read over the network), so copy it first: ${copyCommand(url, folder)}; then convert the copy.`,
+    `${url}: ${what} is read from a local file only (zarr stores and Matrix Market files are read over the network), so copy it first: ${copyCommand(url, folder)}; then convert the copy.`,
     { location: url },
   );
 }
@@ -43,7 +44,6 @@ export function checkRemote(url: string, scheme: string, openStore: unknown): vo
     );
   }
   if (/\.(h5ad|h5|hdf5)$/i.test(url)) throw notLocal(url, "an HDF5 file (.h5ad, 10x .h5)");
-  if (/\.mtx(\.gz)?$/i.test(url)) throw notLocal(url, "a Matrix Market file");
   if (typeof openStore !== "function") {
     throw new InputError(
       "Unsupported",
@@ -55,7 +55,7 @@ export function checkRemote(url: string, scheme: string, openStore: unknown): vo
 
 /** A storage-layer store as zarrita reads it; group members listed where the store can list. */
 export class RemoteZarrStore implements ZarrReadable {
-  constructor(private readonly store: RemoteStore) {}
+  constructor(readonly store: RemoteStore) {}
 
   get(key: `/${string}`): Promise<Uint8Array | undefined> {
     return this.store.get(key.slice(1));
@@ -99,11 +99,10 @@ export async function detectRemoteFormat(store: RemoteZarrStore, url: string): P
     if ((await has("/X/.zarray")) || (await has("/X/.zgroup")) || (await has("/obs/.zgroup")))
       return "anndata-zarr";
   }
-  if ((await has("/matrix.mtx.gz")) || (await has("/matrix.mtx")))
-    throw notLocal(url, "a 10x Matrix Market folder", true);
+  if ((await has("/matrix.mtx.gz")) || (await has("/matrix.mtx"))) return "10x-mtx";
   throw new InputError(
     "UnknownFormat",
-    `${url}: no AnnData zarr store or zarr array there (no zarr.json, .zgroup or .zarray with X or obs). HDF5 and Matrix Market inputs must be local: copy them first (${copyCommand(url, false)}).`,
+    `${url}: no AnnData zarr store, zarr array or 10x Matrix Market folder there (no zarr.json, .zgroup or .zarray with X or obs, no matrix.mtx[.gz]). HDF5 inputs must be local: copy them first (${copyCommand(url, false)}).`,
     { location: url },
   );
 }

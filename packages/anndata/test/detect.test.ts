@@ -117,7 +117,6 @@ test("URL inputs read from local files only are refused with the copy command, b
       "https://example.org/data/filtered_feature_bc_matrix.h5",
       /curl -fL -o \.\/filtered_feature_bc_matrix\.h5 https:/,
     ],
-    ["s3://bucket/counts.mtx.gz", /a Matrix Market file is read from a local file only/],
   ];
   for (const [url, says] of cases) {
     await assert.rejects(
@@ -131,4 +130,44 @@ test("URL inputs read from local files only are refused with the copy command, b
   }
   await assert.rejects(openInput("s3://bucket/store.zarr"), (e: unknown) => isInputError(e, "Unsupported"));
   await assert.rejects(openInput("ftp://host/x.zarr"), /not ftp:\/\//);
+});
+
+/** A read-only store over a local folder, as the storage layer would serve it over a URL. */
+function folderAsStore(folder: string) {
+  return {
+    get: async (key: string) => {
+      try {
+        return new Uint8Array(readFileSync(join(folder, key)));
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}
+
+test("Matrix Market URLs (a file, a 10x folder) are read through the store, as their local copies", async () => {
+  const cases: [string, string, string][] = [
+    [
+      "https://example.org/seurat/pbmc_small_counts.mtx",
+      join(DATA, "seurat-pbmc-small"),
+      join(DATA, "seurat-pbmc-small", "pbmc_small_counts.mtx"),
+    ],
+    [
+      "s3://bucket/runs/filtered_feature_bc_matrix",
+      join(DATA, "10x-v3-chr21", "filtered_feature_bc_matrix"),
+      join(DATA, "10x-v3-chr21", "filtered_feature_bc_matrix"),
+    ],
+  ];
+  for (const [url, served, local] of cases) {
+    const remote = await openInput(url, { openStore: () => folderAsStore(served) });
+    const copy = await openInput(local);
+    try {
+      assert.equal(remote.format, copy.format);
+      assert.deepEqual((await remote.var()).index, (await copy.var()).index);
+      assert.deepEqual(await gather(remote, 100), await gather(copy, 100));
+    } finally {
+      await remote.close();
+      await copy.close();
+    }
+  }
 });
