@@ -64,9 +64,14 @@ const DELEGATED = [
 /**
  * The S3 connection settings for `location` from the AWS sources in `env`. Throws a
  * `NoCredentials` {@link StorageError} naming every source it looked at when none holds a key pair,
- * and when `AWS_PROFILE` names a profile neither file has.
+ * and when `AWS_PROFILE` names a profile neither file has. With `credentials: false` (keys given
+ * by the caller, or unsigned requests) only the region and endpoint are looked up.
  */
-export function s3ConnectionFromAws(location: string, env: Record<string, string | undefined>): S3Connection {
+export function s3ConnectionFromAws(
+  location: string,
+  env: Record<string, string | undefined>,
+  options: { credentials?: boolean } = {},
+): S3Connection {
   const home = env.HOME || env.USERPROFILE || homedir();
   const expand = (p: string) => (p.startsWith("~/") ? join(home, p.slice(2)) : p);
   const credentialsFile = expand(env.AWS_SHARED_CREDENTIALS_FILE || join(home, ".aws", "credentials"));
@@ -85,6 +90,7 @@ export function s3ConnectionFromAws(location: string, env: Record<string, string
   if (region) out.region = region;
   const endpoint = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || settings.endpoint_url;
   if (endpoint) out.endpoint = endpoint;
+  if (options.credentials === false) return out;
   if (env.AWS_ACCESS_KEY_ID || env.AWS_SECRET_ACCESS_KEY) {
     // The variables win over any profile, as in the AWS CLI; S3Store refuses half a pair.
     if (env.AWS_ACCESS_KEY_ID) out.accessKeyId = env.AWS_ACCESS_KEY_ID;

@@ -2,7 +2,7 @@ import { fileURLToPath } from "node:url";
 import { s3ConnectionFromAws } from "./aws-config.js";
 import { FolderStore } from "./folder.js";
 import { type OpenStoreOptions, openStore as openUrl } from "./open.js";
-import { parseS3Url, s3OptionsFromEnv } from "./s3.js";
+import { parseS3Url } from "./s3.js";
 import type { Store } from "./types.js";
 
 /**
@@ -27,16 +27,9 @@ export function openStore(
     parseS3Url(url); // a malformed URL is refused as such before any credentials are looked for
     const given = rest.s3 ?? {};
     // Explicit keys, or unsigned requests, need no lookup of credentials; the region and
-    // endpoint still come from the environment when not given.
-    const explicit = given.signRequests === false || given.accessKeyId !== undefined;
-    const found = explicit ? undefined : s3ConnectionFromAws(url, env);
-    const base = found ?? regionAndEndpoint(env);
-    return openUrl(url, { ...rest, s3: { ...base, ...given } });
+    // endpoint still come from the environment and the profile when not given.
+    const credentials = !(given.signRequests === false || given.accessKeyId !== undefined);
+    return openUrl(url, { ...rest, s3: { ...s3ConnectionFromAws(url, env, { credentials }), ...given } });
   }
   return openUrl(url, rest);
-}
-
-function regionAndEndpoint(env: Record<string, string | undefined>) {
-  const { region, endpoint } = s3OptionsFromEnv(env);
-  return { ...(region ? { region } : {}), ...(endpoint ? { endpoint } : {}) };
 }

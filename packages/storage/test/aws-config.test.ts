@@ -134,9 +134,13 @@ test("a profile that gets its keys through SSO or a role is refused with the exp
   });
 });
 
-test("signRequests: false sends requests unsigned, without looking for credentials", async () => {
-  const { authorization } = await signedWith({ HOME: home(CREDENTIALS, CONFIG) }, { signRequests: false });
+test("signRequests: false sends requests unsigned, without looking for credentials (the profile's region kept)", async () => {
+  const { authorization, url } = await signedWith(
+    { HOME: home(CREDENTIALS, CONFIG) },
+    { signRequests: false },
+  );
   assert.equal(authorization, null);
+  assert.match(url, /^https:\/\/bucket\.s3\.eu-west-3\.amazonaws\.com\//);
   const empty = await signedWith({ HOME: home() }, { signRequests: false });
   assert.equal(empty.authorization, null);
 });
