@@ -54,9 +54,13 @@ function tooMany(what: string, nnz: number, bound: number, soFar: boolean): TooM
   );
 }
 
-/** Whether `input` is a deltacells dataset: a URL (the converter reads local files only) or a folder with manifest.json. */
-export function isDatasetInput(input: string): boolean {
-  if (/^[a-z][a-z0-9+.-]+:\/\//i.test(input) && !/^file:/i.test(input)) return true;
+/**
+ * Whether `input` is a deltacells dataset: a folder or URL with manifest.json (any other URL is an
+ * input file or store, e.g. an AnnData zarr on S3).
+ */
+export async function isDatasetInput(input: string): Promise<boolean> {
+  if (/^[a-z][a-z0-9+.-]+:\/\//i.test(input) && !/^file:/i.test(input))
+    return (await openCounted(input).get("manifest.json")) !== undefined;
   const path = /^file:\/\//i.test(input) ? fileURLToPath(input) : input;
   try {
     return statSync(path).isDirectory() && existsSync(join(path, "manifest.json"));
@@ -109,7 +113,7 @@ export async function convertToSporadik(o: SporadikConvertOptions) {
   let columnOf: Int32Array | undefined;
   let source: { format: string; matrixPath: string };
   let geneOrder: "source" | "dataset" | "input" = "input";
-  if (isDatasetInput(o.input)) {
+  if (await isDatasetInput(o.input)) {
     const pool = createTilePool({ threads: o.threads });
     try {
       const ds = await openDataset(openCounted(o.input), { decoder: pool });

@@ -105,6 +105,17 @@ test("zarr inputs convert straight from s3:// (v2 and v3), as from the local cop
       assert.deepEqual(readFileSync(join(remote, file)), readFileSync(join(local, file)), `${name}: ${file}`);
     }
   }
+  // --format sporadik takes the same input (a dataset only when the URL has manifest.json).
+  const sporadik = await deltacellsS3(
+    "convert",
+    `s3://${BUCKET}/inputs/csr-v3.zarr`,
+    join(dir, "s.zarr"),
+    "--format",
+    "sporadik",
+    "--json",
+  );
+  assert.equal(sporadik.code, 0, sporadik.stderr);
+  assert.equal(JSON.parse(sporadik.stdout).source_format, "anndata-zarr");
   const h5ad = await deltacellsS3("convert", `s3://${BUCKET}/inputs/pbmc.h5ad`, join(dir, "x"));
   assert.equal(h5ad.code, 1);
   assert.match(
