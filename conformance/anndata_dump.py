@@ -109,6 +109,30 @@ def first(dir_, names):
     raise FileNotFoundError(names)
 
 
+def tenx_v3_tables(g):
+    """var and obs columns as scanpy's read_10x_h5 builds them for a Cell Ranger v3+ / Space Ranger
+    file (`_read_v3_10x_h5` in scanpy 1.11's readwrite.py, transcribed; scanpy is not installed
+    here). A probe-barcode matrix has `features/gene_id`: gene_ids from it, probe_ids from `id`."""
+    import h5py
+
+    feats = g["features"]
+    var = {}
+    if "gene_id" not in feats:
+        var["gene_ids"] = feats["id"][...].astype(str)
+    else:
+        var["gene_ids"] = feats["gene_id"][...].astype(str)
+        var["probe_ids"] = feats["id"][...].astype(str)
+    var["feature_types"] = feats["feature_type"][...].astype(str)
+    skip = ["name", "feature_type", "id", "gene_id", "_all_tag_keys"]
+    for name, item in feats.items():
+        if isinstance(item, h5py.Dataset) and name not in skip:
+            var[name] = item[...].astype(bool if item.dtype.kind == "b" else str)
+    obs = {}
+    if "filtered_barcodes" in g:
+        obs["filtered_barcodes"] = g["filtered_barcodes"][...].astype(bool)
+    return frame(pd.DataFrame(var)), frame(pd.DataFrame(obs))
+
+
 def dump(kind, path, option="X"):
     obs_names = var_names = None
     var_columns = {}
@@ -134,11 +158,7 @@ def dump(kind, path, option="X"):
             obs_names = [b.decode() for b in g["barcodes"][...]]
             if "features" in g:
                 var_names = [b.decode() for b in g["features/name"][...]]
-                var_columns = {
-                    "gene_ids": [b.decode() for b in g["features/id"][...]],
-                    "feature_types": [b.decode() for b in g["features/feature_type"][...]],
-                    "genome": [b.decode() for b in g["features/genome"][...]],
-                }
+                var_columns, obs_columns = tenx_v3_tables(g)
             else:
                 var_names = [b.decode() for b in g["gene_names"][...]]
                 var_columns = {"gene_ids": [b.decode() for b in g["genes"][...]]}

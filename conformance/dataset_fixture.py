@@ -1,6 +1,7 @@
 """Writes a small .h5ad whose gene table has every column kind the dataset writer must keep:
-an ordered categorical with unused categories, a nullable integer, int64, bool, float32, strings,
-and a named index. Used by packages/cli/test/roundtrip.test.ts (generated per run, not committed).
+two categoricals (an ordered one with its categories out of first-appearance order and an unused
+one, as in [low, mid, high]; an unordered one like 10x's `genome`), a nullable integer, int64,
+bool, float32, strings, and a named index. Used by packages/cli/test/roundtrip.test.ts (generated per run, not committed).
 
 Usage: dataset_fixture.py OUT.h5ad
 """
@@ -21,6 +22,7 @@ def main():
     var = pd.DataFrame(
         {
             "feature_types": pd.Categorical(["b", "a"] * (n_genes // 2), categories=["c", "b", "a"], ordered=True),
+            "genome": pd.Categorical(["GRCh38"] * n_genes, categories=["mm10", "GRCh38"]),
             "n_cells": np.arange(n_genes, dtype=np.int64) * 3,
             "highly_variable": np.arange(n_genes) % 3 == 0,
             "gene_ids": [f"ENSG{i:08d}" for i in range(n_genes)],

@@ -105,6 +105,8 @@ def check(args):
         problems.append("export values differ from the input")
     if var is not None and list(exported.var_names) != [str(v) for v in var.index]:
         problems.append("export var names differ from the input's")
+    if var is not None and exported.var.index.name != var.index.name:
+        problems.append(f"export var index name {exported.var.index.name!r} != input's {var.index.name!r}")
     if var is not None:
         for col in var.columns:
             if col not in exported.var.columns:
@@ -145,7 +147,7 @@ def check(args):
     if var is not None and args.kind in ("h5ad", "anndata-zarr"):
         want = var.iloc[order]
         try:
-            pd.testing.assert_frame_equal(table, want, check_index_type=False, check_categorical=False)
+            pd.testing.assert_frame_equal(table, want, check_index_type=False)
         except AssertionError as e:
             problems.append(f"var.parquet differs from the input's var in gene order: {e}")
 

@@ -16,7 +16,9 @@ export type InputErrorTag =
   /** An HDF5 dataset uses a filter (compression) this reader cannot decode. */
   | "UnsupportedFilter"
   /** A valid input using a feature this reader does not implement. */
-  | "Unsupported";
+  | "Unsupported"
+  /** An input given as a URL in a format read from local files only (HDF5, Matrix Market). */
+  | "NotLocal";
 
 /**
  * What the caller could do instead, in this library's terms (matrix paths, option names of

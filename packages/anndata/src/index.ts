@@ -24,6 +24,7 @@ export type {
   MatrixSource,
   NumericValues,
   OpenInputOptions,
+  RemoteStore,
   RowBlock,
   RowBlockOptions,
   TableColumn,

@@ -2,12 +2,15 @@
 
 import { open as openFile, readdir, readFile, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { constants, gunzipSync } from "node:zlib";
 import { openAnnData } from "./anndata.js";
 import { InputError } from "./errors.js";
 import { LocalZarrStore } from "./folder-store.js";
 import { openHdf5 } from "./hdf5-tree.js";
 import { openMtx, openTenxMtx } from "./mtx.js";
+import { checkRemote, detectRemoteFormat, notLocal, RemoteZarrStore, remoteScheme } from "./remote.js";
+import { copyToTemp, removingOnClose, TENX_MTX_FILES } from "./remote-copy.js";
 import { openTenxH5 } from "./tenx-h5.js";
 import type { InputFormat, MatrixSource, OpenInputOptions } from "./types.js";
 import { openZarrArray } from "./zarr-array.js";
@@ -24,10 +27,34 @@ const HDF5_MAGIC = [0x89, 0x48, 0x44, 0x46, 0x0d, 0x0a, 0x1a, 0x0a];
  *   when it is a plain array (`.zarray`) or a pre-0.7 group whose obs/var are record arrays;
  * - a folder with `matrix.mtx[.gz]`: `10x-mtx`;
  * - a file starting with `%%MatrixMarket` (optionally gzipped): `mtx`.
- * `opts.format` skips detection.
+ * `opts.format` skips detection. `path` may be a `file://` URL; an `s3://` or `http(s)://` URL is
+ * read through `opts.openStore` when it is a zarr store, and refused (with the command that copies
+ * it) when it is an HDF5 or Matrix Market input.
  */
-export async function openInput(path: string, opts: OpenInputOptions = {}): Promise<MatrixSource> {
-  const format = opts.format ?? (await detectFormat(path));
+export async function openInput(location: string, opts: OpenInputOptions = {}): Promise<MatrixSource> {
+  const scheme = remoteScheme(location);
+  let remote: RemoteZarrStore | undefined;
+  if (scheme !== undefined) {
+    checkRemote(location, scheme, opts.openStore);
+    const open = opts.openStore as NonNullable<OpenInputOptions["openStore"]>;
+    if (/\.mtx(\.gz)?$/i.test(location) && (opts.format === undefined || opts.format === "mtx")) {
+      // One object: copied through a store opened on its folder.
+      const cut = location.lastIndexOf("/");
+      const name = location.slice(cut + 1);
+      const dir = await copyToTemp(open(location.slice(0, cut)), location, [[name]]);
+      return removingOnClose(await openMtx(join(dir, name), opts.transpose ?? false), dir);
+    }
+    remote = new RemoteZarrStore(open(location));
+  }
+  const path = /^file:\/\//i.test(location) ? fileURLToPath(location) : location;
+  const format =
+    opts.format ?? (remote ? await detectRemoteFormat(remote, location) : await detectFormat(path));
+  if (remote && format === "10x-mtx" && opts.layer === undefined && !opts.raw && !opts.transpose) {
+    const dir = await copyToTemp(remote.store, location, TENX_MTX_FILES);
+    return removingOnClose(await openTenxMtx(dir), dir);
+  }
+  if (remote && format !== "anndata-zarr" && format !== "zarr-array" && format !== "10x-mtx")
+    throw notLocal(location, `a ${format} input`);
   if (!FORMATS.includes(format)) {
     throw new InputError(
       "UnknownFormat",
@@ -74,9 +101,9 @@ export async function openInput(path: string, opts: OpenInputOptions = {}): Prom
       }
     }
     case "anndata-zarr":
-      return openAnnData(openZarrTree(path, new LocalZarrStore(path)), format, opts);
+      return openAnnData(openZarrTree(path, remote ?? new LocalZarrStore(path)), format, opts);
     case "zarr-array":
-      return openZarrArray(openZarrTree(path, new LocalZarrStore(path)), opts);
+      return openZarrArray(openZarrTree(path, remote ?? new LocalZarrStore(path)), opts);
     case "10x-h5": {
       const tree = await openHdf5(path);
       try {

@@ -3,8 +3,11 @@
  *
  * Both layouts store the matrix as genes x cells CSC, i.e. cells x genes CSR (indptr over
  * barcodes), so blocks are hyperslabs as for CSR h5ad:
- * - v3+ (`matrix/` with `features/`): var index = `features/name` (gene symbols), columns
- *   gene_ids (`features/id`), feature_types, genome, as scanpy's read_10x_h5 makes them;
+ * - v3+ (`matrix/` with `features/`): var as scanpy's read_10x_h5 makes it: index
+ *   `features/name` (gene symbols; probe names in a probe-barcode matrix), gene_ids
+ *   (`features/id`, or `features/gene_id` in a probe-barcode matrix, whose `id` becomes
+ *   probe_ids), feature_types, then every other dataset of `features/` in name order (e.g. genome;
+ *   gene_name, filtered_probes, probe_region), booleans as booleans; obs gets filtered_barcodes;
  * - v2 (one group per genome with `genes`/`gene_names`): var index = gene_names, column gene_ids.
  *   A file with several genomes needs `genome` (scanpy raises the same way).
  * Symbols are not made unique (scanpy's var_names_make_unique is a separate, optional step): the
@@ -136,18 +139,60 @@ export class TenxH5Source extends BaseSource {
     }
     const f = `${this.group}/features`;
     const index = await this.strings(`${f}/name`, n);
+    const group = await this.tree.get(f);
+    const names = group?.kind === "group" ? await group.keys() : [];
+    // A probe-barcode matrix (Visium, Flex): `id` names the probe, `gene_id` the gene it targets.
+    const probes = names.includes("gene_id");
     const columns: TableColumn[] = [
-      { name: "gene_ids", kind: "string", values: await this.strings(`${f}/id`, n) },
-      { name: "feature_types", kind: "string", values: await this.strings(`${f}/feature_type`, n) },
+      {
+        name: "gene_ids",
+        kind: "string",
+        values: await this.strings(`${f}/${probes ? "gene_id" : "id"}`, n),
+      },
     ];
-    if ((await this.tree.get(`${f}/genome`)) !== undefined) {
-      columns.push({ name: "genome", kind: "string", values: await this.strings(`${f}/genome`, n) });
+    if (probes) columns.push({ name: "probe_ids", kind: "string", values: await this.strings(`${f}/id`, n) });
+    columns.push({
+      name: "feature_types",
+      kind: "string",
+      values: await this.strings(`${f}/feature_type`, n),
+    });
+    const taken = new Set(["name", "feature_type", "id", "gene_id", "_all_tag_keys"]);
+    // h5py lists a group's members in name order, and scanpy appends them in that order.
+    for (const name of [...names].sort()) {
+      if (taken.has(name)) continue;
+      const column = await this.column(`${f}/${name}`, name, n);
+      if (column) columns.push(column);
     }
     return { indexName: null, index, columns };
   }
 
+  /**
+   * A per-row dataset as scanpy reads it (`astype(bool)` for booleans, else `astype(str)`);
+   * undefined for a subgroup (e.g. `target_sets`), which scanpy skips.
+   */
+  private async column(path: string, name: string, n: number): Promise<TableColumn | undefined> {
+    const a = await this.tree.get(path);
+    if (a?.kind !== "array") return undefined;
+    if (a.shape.length !== 1 || a.shape[0] !== n) {
+      throw new InputError(
+        "MalformedInput",
+        `${this.location}: ${path} has shape [${a.shape.join(", ")}], not one entry per row (${n}).`,
+        { location: this.location, object: path },
+      );
+    }
+    if (a.element === "bool")
+      return { name, kind: "bool", values: Uint8Array.from(toNumbers(await a.read())) };
+    if (a.element === "string") return { name, kind: "string", values: await a.readStrings() };
+    const numbers = toNumbers(await a.read());
+    return { name, kind: "string", values: Array.from(numbers, (v) => String(v)) };
+  }
+
   protected async readObs(): Promise<ColumnTable> {
-    return { indexName: null, index: await this.strings(`${this.group}/barcodes`, this.nCells), columns: [] };
+    const index = await this.strings(`${this.group}/barcodes`, this.nCells);
+    const filtered = this.v3
+      ? await this.column(`${this.group}/filtered_barcodes`, "filtered_barcodes", this.nCells)
+      : undefined;
+    return { indexName: null, index, columns: filtered ? [filtered] : [] };
   }
 
   protected blocks(blockCells: number, signal?: AbortSignal): AsyncGenerator<RowBlock> {

@@ -148,4 +148,16 @@ export interface OpenInputOptions {
   format?: InputFormat;
   /** Genome group of a multi-genome Cell Ranger v2 HDF5 file. */
   genome?: string;
+  /**
+   * Opens an `s3://` or `http(s)://` input as a store, so zarr inputs are read over the network
+   * (e.g. `openStore` of `@deltacells/storage/node`). Without it a URL input is refused.
+   */
+  openStore?: (url: string) => RemoteStore;
+}
+
+/** The part of a storage-layer store a remote zarr input is read through. */
+export interface RemoteStore {
+  get(key: string): Promise<Uint8Array | undefined>;
+  /** Every key under a prefix; used to list group members (obsm, layers) where the store can. */
+  list?(prefix?: string): Promise<string[]>;
 }

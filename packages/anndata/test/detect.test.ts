@@ -5,6 +5,7 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
+import { pathToFileURL } from "node:url";
 import { gzipSync } from "node:zlib";
 import { isInputError } from "../src/index.js";
 import { openInput } from "../src/node.js";
@@ -99,4 +100,75 @@ test("an aborted signal stops the iteration", async () => {
   );
   assert.equal(blocks, 1);
   await src.close();
+});
+
+test("a file:// URL opens as its path", async () => {
+  const src = await openInput(pathToFileURL(join(DATA, "anndata", "csr.h5ad")).href);
+  try {
+    assert.equal(src.format, "h5ad");
+  } finally {
+    await src.close();
+  }
+});
+
+test("URL inputs read from local files only are refused with the copy command, before any request", async () => {
+  const cases: [string, RegExp][] = [
+    ["s3://bucket/runs/pbmc.h5ad", /aws s3 cp s3:\/\/bucket\/runs\/pbmc\.h5ad \.\/pbmc\.h5ad/],
+    [
+      "https://example.org/data/filtered_feature_bc_matrix.h5",
+      /curl -fL -o \.\/filtered_feature_bc_matrix\.h5 https:/,
+    ],
+  ];
+  for (const [url, says] of cases) {
+    await assert.rejects(
+      openInput(url, {
+        openStore: () => {
+          throw new Error("no store should be opened");
+        },
+      }),
+      (e: unknown) => isInputError(e, "NotLocal") && says.test((e as Error).message),
+    );
+  }
+  await assert.rejects(openInput("s3://bucket/store.zarr"), (e: unknown) => isInputError(e, "Unsupported"));
+  await assert.rejects(openInput("ftp://host/x.zarr"), /not ftp:\/\//);
+});
+
+/** A read-only store over a local folder, as the storage layer would serve it over a URL. */
+function folderAsStore(folder: string) {
+  return {
+    get: async (key: string) => {
+      try {
+        return new Uint8Array(readFileSync(join(folder, key)));
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}
+
+test("Matrix Market URLs (a file, a 10x folder) are read through the store, as their local copies", async () => {
+  const cases: [string, string, string][] = [
+    [
+      "https://example.org/seurat/pbmc_small_counts.mtx",
+      join(DATA, "seurat-pbmc-small"),
+      join(DATA, "seurat-pbmc-small", "pbmc_small_counts.mtx"),
+    ],
+    [
+      "s3://bucket/runs/filtered_feature_bc_matrix",
+      join(DATA, "10x-v3-chr21", "filtered_feature_bc_matrix"),
+      join(DATA, "10x-v3-chr21", "filtered_feature_bc_matrix"),
+    ],
+  ];
+  for (const [url, served, local] of cases) {
+    const remote = await openInput(url, { openStore: () => folderAsStore(served) });
+    const copy = await openInput(local);
+    try {
+      assert.equal(remote.format, copy.format);
+      assert.deepEqual((await remote.var()).index, (await copy.var()).index);
+      assert.deepEqual(await gather(remote, 100), await gather(copy, 100));
+    } finally {
+      await remote.close();
+      await copy.close();
+    }
+  }
 });

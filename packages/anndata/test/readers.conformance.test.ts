@@ -241,8 +241,10 @@ cases.forEach((c, i) => {
       assert.deepEqual(vars.index, py.var_names);
       if (c.tables) {
         assertTablesMatch(vars, py.var_columns);
-        if (c.py[0] === "h5ad" || c.py[0] === "zarr") {
+        if (c.py[0] === "h5ad" || c.py[0] === "zarr" || c.py[0] === "10x-h5") {
           assertTablesMatch(obs, py.obs_columns);
+        }
+        if (c.py[0] === "h5ad" || c.py[0] === "zarr") {
           assert.deepEqual([obs.indexName, vars.indexName], py.index_names);
         }
       }

@@ -11,10 +11,20 @@ export const COMMON_OPTIONS = {
   help: { type: "boolean", short: "h" },
   json: { type: "boolean" },
   stats: { type: "boolean" },
+  "no-sign-request": { type: "boolean" },
 } as const satisfies ParseArgsConfig["options"];
+
+/**
+ * Whether S3 requests are signed, as the last parsed command line said (`--no-sign-request`, the
+ * AWS CLI's spelling, turns it off for public buckets). Set by {@link parse}, read when a store opens.
+ */
+export const s3Signing = { signRequests: true };
 
 export const COMMON_HELP = `  --json         print the result as JSON on stdout (for scripts)
   --stats        print the storage requests and bytes the command made
+  --no-sign-request  read s3:// locations unsigned (public buckets); otherwise credentials come
+                 from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, ~/.aws/credentials and
+                 ~/.aws/config, as for the AWS CLI
   -h, --help     show this help`;
 
 /**
@@ -45,6 +55,7 @@ export function parse<O extends NonNullable<ParseArgsConfig["options"]>>(
     throw new UsageError((err as Error).message);
   }
   const values = parsed.values as Record<string, string | boolean | undefined>;
+  s3Signing.signRequests = values["no-sign-request"] !== true;
   const variadic = positionals.at(-1)?.endsWith("...") ?? false;
   const count = parsed.positionals.length;
   if (!values.help && (variadic ? count < positionals.length : count !== positionals.length)) {

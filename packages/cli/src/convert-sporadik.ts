@@ -6,6 +6,7 @@
  */
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { MatrixSource, OpenInputOptions } from "@deltacells/anndata/node";
 import { createTilePool, type Dataset, openDataset } from "@deltacells/core";
 import { writeStore } from "@deltacells/sporadik";
@@ -56,11 +57,16 @@ function tooMany(what: string, nnz: number, bound: number, soFar: boolean): TooM
   );
 }
 
-/** Whether `input` is a deltacells dataset: a URL (the converter reads local files only) or a folder with manifest.json. */
-export function isDatasetInput(input: string): boolean {
-  if (/^[a-z][a-z0-9+.-]+:\/\//i.test(input) && !/^file:/i.test(input)) return true;
+/**
+ * Whether `input` is a deltacells dataset: a folder or URL with manifest.json (any other URL is an
+ * input file or store, e.g. an AnnData zarr on S3).
+ */
+export async function isDatasetInput(input: string): Promise<boolean> {
+  if (/^[a-z][a-z0-9+.-]+:\/\//i.test(input) && !/^file:/i.test(input))
+    return (await openCounted(input).get("manifest.json")) !== undefined;
+  const path = /^file:\/\//i.test(input) ? fileURLToPath(input) : input;
   try {
-    return statSync(input).isDirectory() && existsSync(join(input, "manifest.json"));
+    return statSync(path).isDirectory() && existsSync(join(path, "manifest.json"));
   } catch {
     return false;
   }
@@ -113,7 +119,7 @@ export async function convertToSporadik(o: SporadikConvertOptions) {
   // Before the input is read: a target that cannot be written is refused at once.
   const target = await openTarget(o.input, o.output, o.overwrite);
   const store = target.store;
-  if (isDatasetInput(o.input)) {
+  if (await isDatasetInput(o.input)) {
     const pool = createTilePool({ threads: o.threads });
     try {
       const ds = await openDataset(openCounted(o.input), { decoder: pool });

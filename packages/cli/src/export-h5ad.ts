@@ -13,7 +13,8 @@ function encoding(g: Group, type: string, version: string): void {
 }
 
 function stringArray(g: Group, name: string, values: string[]): void {
-  const ds = g.create_dataset({ name, data: values });
+  // The dtype said, not guessed: h5wasm makes int32 of an empty list, which anndata cannot read.
+  const ds = g.create_dataset({ name, data: values, dtype: "S" });
   encoding(ds as unknown as Group, "string-array", "0.2.0");
 }
 
@@ -66,10 +67,19 @@ function column(g: Group, col: SourceColumn): void {
   }
 }
 
-function dataframe(file: Group, name: string, index: string[], columns: SourceColumn[] = []): void {
+function dataframe(
+  file: Group,
+  name: string,
+  index: string[],
+  columns: SourceColumn[] = [],
+  indexName: string | null = null,
+): void {
   const g = file.create_group(name);
   encoding(g, "dataframe", "0.2.0");
-  g.create_attribute("_index", "_index");
+  // anndata stores the index under its name (the `_index` attribute says which); an unnamed index,
+  // or one named like a column, as `_index`.
+  const indexKey = indexName && !columns.some((c) => c.name === indexName) ? indexName : "_index";
+  g.create_attribute("_index", indexKey);
   // anndata writes an empty column list as an empty float64 array (what h5py makes of []).
   if (columns.length)
     g.create_attribute(
@@ -77,19 +87,23 @@ function dataframe(file: Group, name: string, index: string[], columns: SourceCo
       columns.map((c) => c.name),
     );
   else g.create_attribute("column-order", new Float64Array(0), [0]);
-  stringArray(g, "_index", index);
+  stringArray(g, indexKey, index);
   for (const col of columns) column(g, col);
 }
 
 const CHUNK = 1 << 16;
 
-/** `var` holds the gene names and the gene table's columns (rows in the export's column order). */
+/**
+ * `var` holds the gene names (under the gene table's index name) and the gene table's columns
+ * (rows in the export's column order).
+ */
 export async function writeH5ad(
   path: string,
   plan: ExportPlan,
   obsNames: string[],
   varNames: string[],
   varColumns: SourceColumn[] = [],
+  varIndexName: string | null = null,
 ): Promise<void> {
   // HDF5 failures then throw (summarised by the command) instead of printing their whole stack.
   (await h5wasm.ready).activate_throwing_error_handler();
@@ -135,7 +149,7 @@ export async function writeH5ad(
       row += part.nCells;
     }
     dataframe(file, "obs", obsNames);
-    dataframe(file, "var", varNames, varColumns);
+    dataframe(file, "var", varNames, varColumns, varIndexName);
     for (const name of ["obsm", "varm", "obsp", "varp", "layers", "uns"])
       encoding(file.create_group(name), "dict", "0.1.0");
   } finally {

@@ -4,10 +4,11 @@ import { fileURLToPath } from "node:url";
 import { type Dataset, isDeltacellsError, openDataset, type TileDecoder } from "@deltacells/core";
 import type { StoreInfo } from "@deltacells/sporadik";
 import { openStore, type StatsStore, withStats } from "@deltacells/storage/node";
+import { s3Signing } from "./args.js";
 
 /** A local path or URL (s3://, http(s)://, file://) opened as a store that counts its requests. */
 export function openCounted(location: string): StatsStore {
-  return withStats(openStore(location));
+  return withStats(openStore(location, s3Signing.signRequests ? {} : { s3: { signRequests: false } }));
 }
 
 /** Nothing at all is at a location: no folder, or an empty one or prefix. */

@@ -6,12 +6,13 @@
  * in one batch so anndata is imported once.
  */
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { before, test } from "node:test";
+import { pathToFileURL } from "node:url";
 import { convert } from "../src/commands/convert.js";
 import { exportCommand } from "../src/commands/export.js";
-import { PYTHON, run, tempDir } from "./cli-helpers.js";
+import { PYTHON, REPO, run, tempDir } from "./cli-helpers.js";
 
 interface Case {
   kind: string;
@@ -102,3 +103,36 @@ for (const c of CASES) {
     assert.ok((r.nnz ?? 0) > 0);
   });
 }
+
+test("an empty export (--cells 5:5) is an .h5ad anndata reads back: 0 cells, every gene and its table", async () => {
+  const dir = tempDir();
+  const ds = join(dir, "ds");
+  const h5ad = join(dir, "empty.h5ad");
+  await convert([RICH_VAR, ds, "--quiet", "--threads", "1"]);
+  await exportCommand([ds, h5ad, "--cells", "5:5"]);
+  const read = await run(PYTHON, [
+    "-c",
+    "import sys, anndata as ad; a = ad.read_h5ad(sys.argv[1]); " +
+      "print(a.n_obs, a.n_vars, a.X.nnz, a.obs_names.dtype, a.var.index.name, list(a.var['genome'].cat.categories))",
+    h5ad,
+  ]);
+  assert.equal(read.code, 0, read.stderr);
+  assert.equal(read.stdout.trim(), "0 14 0 object symbol ['mm10', 'GRCh38']");
+});
+
+test("file:// URLs are taken wherever a path is: the convert input and output, the export output", async () => {
+  const dir = tempDir();
+  const url = (p: string) => pathToFileURL(p).href;
+  await convert([
+    url(join(REPO, "data/anndata/csr.h5ad")),
+    url(join(dir, "ds")),
+    "--quiet",
+    "--threads",
+    "1",
+  ]);
+  await exportCommand([url(join(dir, "ds")), url(join(dir, "part.mtx")), "--cells", "0:5"]);
+  assert.match(
+    readFileSync(join(dir, "part.mtx"), "utf8"),
+    /^%%MatrixMarket matrix coordinate integer general/,
+  );
+});

@@ -1,6 +1,8 @@
 /** The moto_server set-up shared by the CLI's S3 tests (not a test file itself). */
 import assert from "node:assert/strict";
 import { after, before } from "node:test";
+import { S3Store } from "@deltacells/storage";
+import { FolderStore } from "@deltacells/storage/node";
 import { AwsClient } from "aws4fetch";
 import { type RunningServer, startMoto } from "../../storage/test/helpers/servers.js";
 import { type Run, run } from "./cli-helpers.js";
@@ -15,6 +17,12 @@ const creds = { accessKeyId: "testing", secretAccessKey: "testing", region: "us-
 export function motoBucket(bucket: string): ((...args: string[]) => Promise<Run>) & {
   /** The AWS environment that reaches the server (for a child process or `openStore`). */
   env(): Record<string, string>;
+  /** The same, with `env` over the moto settings (e.g. credentials blanked). */
+  withEnv(env: Record<string, string>): (...args: string[]) => Promise<Run>;
+  /** Let anyone read the keys under `prefix` without signing (a bucket policy, as for public data). */
+  makePublic(prefix: string): Promise<void>;
+  /** Copy a local folder to `prefix` in the bucket. */
+  upload(folder: string, prefix: string): Promise<void>;
 } {
   let moto: RunningServer | undefined;
 
@@ -38,11 +46,38 @@ export function motoBucket(bucket: string): ((...args: string[]) => Promise<Run>
       AWS_ENDPOINT_URL: moto.url,
     };
   };
-  const runner = (...args: string[]) =>
-    run(
-      process.execPath,
-      ["--import", "tsx", "--conditions=source", "packages/cli/src/main.ts", ...args],
-      env(),
-    );
-  return Object.assign(runner, { env });
+  const withEnv =
+    (extra: Record<string, string>) =>
+    (...args: string[]) =>
+      run(process.execPath, ["--import", "tsx", "--conditions=source", "packages/cli/src/main.ts", ...args], {
+        ...env(),
+        ...extra,
+      });
+  const makePublic = async (prefix: string) => {
+    assert.ok(moto, "moto_server is not running");
+    const policy = {
+      Version: "2012-10-17",
+      Statement: [
+        {
+          Effect: "Allow",
+          Principal: "*",
+          Action: ["s3:GetObject"],
+          Resource: [`arn:aws:s3:::${bucket}/${prefix}*`],
+        },
+      ],
+    };
+    const client = new AwsClient({ ...creds, service: "s3", retries: 0 });
+    const res = await client.fetch(`${moto.url}/${bucket}?policy`, {
+      method: "PUT",
+      body: JSON.stringify(policy),
+    });
+    assert.ok(res.ok, await res.text());
+  };
+  const upload = async (folder: string, prefix: string) => {
+    assert.ok(moto, "moto_server is not running");
+    const from = new FolderStore(folder);
+    const to = new S3Store({ ...creds, endpoint: moto.url, bucket, prefix });
+    for (const key of await from.list()) await to.set(key, (await from.get(key)) as Uint8Array);
+  };
+  return Object.assign(withEnv({}), { env, withEnv, makePublic, upload });
 }

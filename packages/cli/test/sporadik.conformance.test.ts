@@ -5,7 +5,7 @@
  * one Python process for the file (conformance/cli_sporadik.py).
  */
 import assert from "node:assert/strict";
-import { cpSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { before, test } from "node:test";
 import { deltacells, PYTHON, run, tempDir } from "./cli-helpers.js";
@@ -355,6 +355,31 @@ test("validate passes a sporadik store and lists a damaged indptr", async () => 
   assert.equal(bad.code, 1);
   assert.match(bad.stdout, /INVALID, \d+ problem/);
   assert.match(bad.stdout, /layouts\/axis0\/indptr: \[LayoutError\] indptr decreases at slice 4/);
+});
+
+test("validate names a missing indices chunk (zarr reads it as zeros) and a damaged one", async () => {
+  const missing = join(dir, "missing-indices.zarr");
+  cpSync(path(STORES[0]!), missing, { recursive: true });
+  rmSync(join(missing, "layouts/axis0/indices/c/0"));
+  const one = await deltacells("validate", missing);
+  assert.equal(one.code, 1, one.stdout);
+  assert.match(
+    one.stdout,
+    /layouts\/axis0\/indices\/c\/0: \[IncompleteError\] .*strictly increasing.* is missing from the store and was read as zeros/,
+  );
+
+  const damaged = join(dir, "damaged-indices.zarr");
+  cpSync(path(STORES[1]!), damaged, { recursive: true });
+  const key = join(damaged, "layouts/axis1/indices/c/0");
+  const raw = readFileSync(key);
+  new Int32Array(raw.buffer, raw.byteOffset, raw.length / 4).fill(0, 0, 64); // genes' cell positions lost
+  writeFileSync(key, raw);
+  const two = await deltacells("validate", damaged);
+  assert.equal(two.code, 1, two.stdout);
+  assert.match(
+    two.stdout,
+    /layouts\/axis1\/indices\/c\/0: \[LayoutError\] .*strictly increasing.* is damaged/,
+  );
 });
 
 test("slice --help prints its usage and exits 0; convert --help states the memory bound", async () => {

@@ -3,7 +3,7 @@
  * in as ({@link SparseArray}), and a written store opened once with a reader per axis
  * ({@link openArray}). Nothing here is normative; it builds the same layouts by the same construction.
  */
-import { type ArrayReaderOptions, ChunkCache, Limiter } from "./chunks.js";
+import { ChunkCache, Limiter } from "./chunks.js";
 import type { NumericArray } from "./dtypes.js";
 import { LayoutError } from "./errors.js";
 import {
@@ -17,7 +17,14 @@ import {
   layoutFromDense,
   layoutsByAxis,
 } from "./layout.js";
-import { describe, type LayoutInfo, type Slice, SparseReader, type StoreInfo } from "./reader.js";
+import {
+  describe,
+  type LayoutInfo,
+  type ReaderOptions,
+  type Slice,
+  SparseReader,
+  type StoreInfo,
+} from "./reader.js";
 import type { Selection } from "./selection.js";
 import { normalizePrefix, type ReadableStore, type WritableStore } from "./store.js";
 import { type WriteOptions, writeStore } from "./writer.js";
@@ -168,6 +175,8 @@ export interface OpenArrayOptions {
   concurrency?: number;
   /** Chunk decoders to use instead of zarrita's registry, as for {@link openStore}. */
   decompressors?: Decompressors;
+  /** Check the positions of every slice read, as for {@link openStore}. Default false. */
+  checkIndices?: boolean;
 }
 
 /** A written store, described once, with a reader per axis opened when first asked for. */
@@ -175,11 +184,11 @@ export class SparseStore {
   readonly info: StoreInfo;
   readonly #store: ReadableStore;
   readonly #root: string;
-  readonly #options: ArrayReaderOptions;
+  readonly #options: ReaderOptions;
   readonly #readers = new Map<number, SparseReader>();
 
   /** Use {@link openArray}. */
-  constructor(store: ReadableStore, root: string, info: StoreInfo, options: ArrayReaderOptions = {}) {
+  constructor(store: ReadableStore, root: string, info: StoreInfo, options: ReaderOptions = {}) {
     this.#store = store;
     this.#root = root;
     this.info = info;
@@ -286,5 +295,6 @@ export async function openArray(store: ReadableStore, options: OpenArrayOptions 
     cache: options.cache ?? new ChunkCache(),
     limiter: new Limiter(options.concurrency ?? 64),
     ...(options.decompressors ? { decompressors: options.decompressors } : {}),
+    ...(options.checkIndices !== undefined ? { checkIndices: options.checkIndices } : {}),
   });
 }

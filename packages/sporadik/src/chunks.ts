@@ -175,6 +175,12 @@ export class ChunkCache {
   }
 }
 
+/** `values` set to the array's fill value throughout. */
+function fillWith(values: NumericArray, info: ArrayInfo): NumericArray {
+  const big = values instanceof BigInt64Array || values instanceof BigUint64Array;
+  return values.fill((big ? BigInt(info.fillValue) : info.fillValue) as never);
+}
+
 /** How an {@link ArrayReader} reaches its store and decodes its chunks. */
 export interface ArrayReaderOptions {
   /** Decoded chunks kept for reuse; default a 64 MiB cache of its own. */
@@ -183,6 +189,11 @@ export interface ArrayReaderOptions {
   limiter?: Limiter;
   /** Decoders used instead of zarrita's registry for the codecs they name. */
   decompressors?: Decompressors;
+  /**
+   * Called when chunk `index` is not in the store, before it is read as the fill value (zarr's
+   * rule for a complete store); throws to refuse where the fill value cannot be what was written.
+   */
+  onMissing?: (index: number, key: string, signal?: AbortSignal) => Promise<void>;
 }
 
 /**
@@ -198,6 +209,8 @@ export class ArrayReader {
   readonly #ranged: boolean;
   readonly #decompressors: Decompressors | undefined;
   readonly #width: number;
+  readonly #onMissing: ArrayReaderOptions["onMissing"];
+  readonly #missing = new Set<number>();
 
   constructor(
     readonly store: ReadableStore,
@@ -208,6 +221,7 @@ export class ArrayReader {
     this.cache = options.cache ?? new ChunkCache();
     this.limiter = options.limiter ?? new Limiter();
     this.#decompressors = options.decompressors;
+    this.#onMissing = options.onMissing;
     this.#ranged = isByteAddressable(info) && typeof store.getRange === "function";
     this.#width = constructorOf(info.dtype).BYTES_PER_ELEMENT;
   }
@@ -219,6 +233,31 @@ export class ArrayReader {
 
   #key(index: number): string {
     return keyOf(this.root, `${this.info.path}/${this.info.chunkKey(index)}`);
+  }
+
+  /** The store key of chunk `index`. */
+  keyOf(index: number): string {
+    return this.#key(index);
+  }
+
+  /** Whether chunk `index` was found missing (and read as the fill value) by a read so far. */
+  wasMissing(index: number): boolean {
+    return this.#missing.has(index);
+  }
+
+  /** Whether any chunk was found missing (and read as the fill value) by a read so far. */
+  get anyMissing(): boolean {
+    return this.#missing.size > 0;
+  }
+
+  /** The chunk holding element `i`. */
+  chunkOf(i: number): number {
+    return Math.floor(i / this.info.chunk);
+  }
+
+  async #missingChunk(index: number, key: string, signal: AbortSignal | undefined): Promise<void> {
+    await this.#onMissing?.(index, key, signal);
+    this.#missing.add(index);
   }
 
   /**
@@ -240,11 +279,11 @@ export class ArrayReader {
       async (into) => {
         const stored = await this.limiter.run(() => this.store.get(key, signal ? { signal } : undefined));
         if (stored === undefined) {
-          const filled = new Ctor(into(this.info.chunk * this.#width).buffer, 0, this.info.chunk);
-          filled.fill(
-            (typeof filled[0] === "bigint" ? BigInt(this.info.fillValue) : this.info.fillValue) as never,
+          await this.#missingChunk(index, key, signal);
+          return fillWith(
+            new Ctor(into(this.info.chunk * this.#width).buffer, 0, this.info.chunk),
+            this.info,
           );
-          return filled;
         }
         return decodeChunk(stored, this.info, index, this.#decompressors, into, wave);
       },
@@ -277,10 +316,10 @@ export class ArrayReader {
       );
     }
     if (bytes === undefined) {
-      throw new IncompleteError(
-        `${key} is missing, though the store's block says it is complete: the object was removed after the store was written. Rewrite the store.`,
-        { where: key },
-      );
+      // zarr's rule: a chunk not stored is the fill value (zarr-python leaves out all-zero chunks).
+      await this.#missingChunk(0, key, signal);
+      const filled = fillWith(new (constructorOf(this.info.dtype))(end - start), this.info);
+      return new Uint8Array(filled.buffer);
     }
     if (bytes.byteLength !== (end - start) * width) {
       throw new IncompleteError(

@@ -5,6 +5,7 @@
  * @module
  */
 export { type OpenArrayOptions, openArray, SparseArray, SparseStore } from "./array.js";
+export { firstDisorderedIndex } from "./checks.js";
 export { type ArrayReaderOptions, ChunkCache, Limiter } from "./chunks.js";
 export type { DataType, IntegerArray, NumericArray } from "./dtypes.js";
 export {

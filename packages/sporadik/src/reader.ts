@@ -3,6 +3,7 @@
  * ({@link openStore}). A slice is two waves of reads: the `indptr` bracket, then the `indices` and
  * `data` runs together; nothing else is fetched.
  */
+import { firstDisorderedIndex } from "./checks.js";
 import { ArrayReader, type ArrayReaderOptions, ChunkCache, Limiter } from "./chunks.js";
 import { constructorOf, type DataType, type IntegerArray, type NumericArray, numberAt } from "./dtypes.js";
 import { IncompleteError, LayoutError, PositionError, SpecError, SporadikError } from "./errors.js";
@@ -353,6 +354,20 @@ export interface OpenOptions extends DescribeOptions {
    * `@deltacells/sporadik/node` passes a native zstd.
    */
   decompressors?: Decompressors;
+  /** Check the positions of every slice read (see {@link ReaderOptions.checkIndices}). Default false. */
+  checkIndices?: boolean;
+}
+
+/** How a {@link SparseReader} reads: its arrays' options, and whether it checks what it read. */
+export interface ReaderOptions extends ArrayReaderOptions {
+  /**
+   * Check that every slice read lists its positions strictly increasing and inside the axes they
+   * ravel over, refusing a damaged `indices` chunk rather than returning wrong positions: one pass
+   * over positions already in memory, which costs 5-100% on reads served from cache
+   * (bench/sporadik/index-check.ts), hence off by default. Slices read while an `indices` chunk
+   * was missing (read as zeros, zarr's fill value) are checked whatever this says.
+   */
+  checkIndices?: boolean;
 }
 
 /** One slice: raveled positions over the other axes (in `indexOrder`), and their values. */
@@ -391,6 +406,7 @@ export async function openStore(store: ReadableStore, options: OpenOptions = {})
     cache: options.cache ?? new ChunkCache(),
     limiter: new Limiter(options.concurrency ?? 64),
     ...(options.decompressors ? { decompressors: options.decompressors } : {}),
+    ...(options.checkIndices !== undefined ? { checkIndices: options.checkIndices } : {}),
   });
 }
 
@@ -404,6 +420,9 @@ export class SparseReader {
   readonly #indices: ArrayReader;
   readonly #indptr: ArrayReader;
   readonly #maxima: ArrayReader | undefined;
+  readonly #checkIndices: boolean;
+  /** Positions `indices` ravels over: every entry is below it. */
+  readonly #extent: number;
 
   /** Use {@link openStore}. */
   constructor(
@@ -411,19 +430,25 @@ export class SparseReader {
     root: string,
     store: StoreInfo,
     info: LayoutInfo,
-    options: ArrayReaderOptions = {},
+    options: ReaderOptions = {},
   ) {
     this.store = store;
     this.info = info;
+    this.#checkIndices = options.checkIndices === true;
+    this.#extent = info.indexShape.reduce((a, b) => a * b, 1);
     // One cache and one limiter for the four arrays, whatever the caller passed or not.
+    const { checkIndices: _, ...arrayOptions } = options;
     const shared: ArrayReaderOptions = {
-      ...options,
+      ...arrayOptions,
       cache: options.cache ?? new ChunkCache(),
       limiter: options.limiter ?? new Limiter(),
     };
     this.#data = new ArrayReader(backing, root, info.arrays.data, shared);
     this.#indices = new ArrayReader(backing, root, info.arrays.indices, shared);
-    this.#indptr = new ArrayReader(backing, root, info.arrays.indptr, shared);
+    this.#indptr = new ArrayReader(backing, root, info.arrays.indptr, {
+      ...shared,
+      onMissing: (index, key, signal) => this.#indptrMissing(index, key, signal),
+    });
     this.#maxima = info.arrays.maxima
       ? new ArrayReader(backing, root, info.arrays.maxima, shared)
       : undefined;
@@ -438,6 +463,68 @@ export class SparseReader {
     if (!Number.isInteger(position) || position < 0 || position >= this.info.slices) {
       throw new PositionError(position, this.info.indexedAxis, this.info.slices, this.info.shape);
     }
+  }
+
+  /**
+   * A missing `indptr` chunk reads as zeros (zarr's fill value), which is what zarr-python leaves
+   * out for leading empty slices, and detectably wrong anywhere else: the last entry is the number
+   * of values, and indptr never decreases, so zeros need a zero before them.
+   */
+  async #indptrMissing(index: number, key: string, signal?: AbortSignal): Promise<void> {
+    const { nnz } = this.info;
+    if (nnz === 0) return;
+    const { chunk, length } = this.info.arrays.indptr;
+    const start = index * chunk;
+    const missing = `${key} is missing from the store, so zarr would read its indptr entries [${start}, ${Math.min(start + chunk, length)}) as zeros`;
+    if (start + chunk >= length) {
+      throw new IncompleteError(
+        `${missing}, but it holds the last one, which is the number of values (${nnz}). The object was removed after the store was written; rewrite the store.`,
+        { where: key },
+      );
+    }
+    if (start > 0) {
+      const before = numberAt(await this.#indptr.range(start - 1, start, signal), 0);
+      if (before !== 0) {
+        throw new IncompleteError(
+          `${missing}, but the entry before them is ${before} and indptr never decreases. The object was removed after the store was written; rewrite the store.`,
+          { where: key },
+        );
+      }
+    }
+  }
+
+  /**
+   * Refuse the positions read for `runs` (run `i` at `indices[indptr[i]:indptr[i+1]]`, read from
+   * `indices` elements `at(i)` on) unless each run is strictly increasing and inside the extent.
+   */
+  #checkRuns(
+    indices: IntegerArray,
+    indptr: IntegerArray,
+    at: (run: number) => number,
+    positionOf: (run: number) => number,
+  ): void {
+    if (!this.#checkIndices && !this.#indices.anyMissing) return;
+    const k = firstDisorderedIndex(indices, indptr, this.#extent);
+    if (k < 0) return;
+    let run = 0;
+    while (numberAt(indptr, run + 1) <= k) run++;
+    const offset = k - numberAt(indptr, run);
+    const element = at(run) + offset;
+    const chunk = this.#indices.chunkOf(element);
+    const key = this.#indices.keyOf(chunk);
+    const value = numberAt(indices, k);
+    const after = offset > 0 ? ` after ${numberAt(indices, k - 1)}` : "";
+    const text = `/${this.info.arrays.indices.path}: slice ${positionOf(run)} lists position ${value} (indices[${element}])${after}, but within a slice positions are strictly increasing and below ${this.#extent}.`;
+    if (this.#indices.wasMissing(chunk)) {
+      throw new IncompleteError(
+        `${text} ${key} is missing from the store and was read as zeros (zarr's fill value), which no slice of more than one value can hold: the object was removed after the store was written. Rewrite the store.`,
+        { where: key },
+      );
+    }
+    throw new LayoutError(
+      `${text} ${key} is damaged, and its positions would put values in the wrong places. Rewrite the store.`,
+      { where: key },
+    );
   }
 
   /** The two `indptr` entries bracketing slice `position`: where its run starts and ends. */
@@ -470,6 +557,12 @@ export class SparseReader {
       this.#indices.range(lo, hi, signal),
       this.#data.range(lo, hi, signal),
     ]);
+    this.#checkRuns(
+      positions as IntegerArray,
+      Int32Array.of(0, hi - lo),
+      () => lo,
+      () => position,
+    );
     return { positions: positions as IntegerArray, values };
   }
 
@@ -525,12 +618,20 @@ export class SparseReader {
       this.#indices.all(signal),
       this.#indptr.all(signal),
     ]);
-    return layoutOver(this.info.shape, this.info.indexedAxis, {
+    const layout = layoutOver(this.info.shape, this.info.indexedAxis, {
       data,
       indices: indices as IntegerArray,
       indptr: indptr as IntegerArray,
       indexOrder: this.info.indexOrder,
     });
+    // layoutOver checked indptr; the positions are checked here, every run in one pass.
+    this.#checkRuns(
+      layout.indices,
+      layout.indptr,
+      (run) => numberAt(layout.indptr, run),
+      (run) => run,
+    );
+    return layout;
   }
 
   /**
@@ -575,6 +676,12 @@ export class SparseReader {
       this.#indices.gather(segments, indices, signal),
       this.#data.gather(segments, data, signal),
     ]);
+    this.#checkRuns(
+      indices,
+      indptr,
+      (run) => segments[3 * run] as number,
+      (run) => wanted[run] as number,
+    );
     return new Selection({
       positions: wanted,
       indptr,

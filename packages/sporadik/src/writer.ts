@@ -90,8 +90,11 @@ async function writeArray(
         piece = padded;
       }
       const key = keyOf(path, `c/${index}`);
-      // Like zarr-python, a chunk that is all fill value is not stored; an old object there must go.
-      if (isAllZero(piece)) {
+      // Like zarr-python, a chunk that is all fill value is not stored (an old object there must
+      // go), except in byte-addressable mode: there the object *is* the array a reader asks byte
+      // ranges of, so it is always written (Python sporadik 1.1.1 leaves it out, and then cannot
+      // read its own store).
+      if (!byteAddressable && isAllZero(piece)) {
         await store.delete?.(key);
         return;
       }

@@ -5,12 +5,12 @@
  * sporadik refuses the same bytes with the same class.
  */
 import assert from "node:assert/strict";
-import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { FolderStore } from "@deltacells/storage/node";
 import { describe, layoutFromCoords, openStore, type SporadikErrorTag, writeStore } from "../src/index.js";
-import { python, randomCoords, tempDir } from "./helpers.js";
+import { plain, python, randomCoords, tempDir } from "./helpers.js";
 
 const { dir, cleanup } = tempDir();
 after(cleanup);
@@ -20,7 +20,7 @@ let counter = 0;
 async function broken(
   shape: number[],
   breakIt: (path: string) => void,
-  options: { byteAddressable?: boolean } = {},
+  options: { byteAddressable?: boolean; chunk?: number } = {},
 ) {
   const spec = randomCoords(shape, 0.3, 7);
   const values = new Float32Array(spec.values);
@@ -189,17 +189,124 @@ test("a position outside the compressed axis raises a range error naming the axi
   }
 });
 
-test("a byte-addressable object deleted after the block was written is refused, not read as zeros", async () => {
-  const path = await broken([8, 6], (p) => rmSync(join(p, "layouts/axis0/data/c/0")), {
-    byteAddressable: true,
-  });
-  const reader = await openStore(new FolderStore(path), { axis: 0 });
-  let position = 0;
-  while ((await reader.boundsAt(position))[0] === (await reader.boundsAt(position))[1]) position++;
-  await assert.rejects(reader.sliceAt(position), {
+/** A 40 x 30 store in chunks of 16 elements (several per array), chunk files editable, opened along axis 0. */
+async function chunked(breakIt: (path: string) => void, byteAddressable = false, checkIndices = false) {
+  const path = await broken([40, 30], breakIt, byteAddressable ? { byteAddressable } : { chunk: 16 });
+  return openStore(new FolderStore(path), { axis: 0, checkIndices });
+}
+
+/** Every slice, one at a time and as one batch, and the whole layout: each refused as `expected`. */
+async function assertEveryReadRefused(
+  reader: Awaited<ReturnType<typeof openStore>>,
+  expected: { _tag: string; message: RegExp },
+) {
+  await assert.rejects(
+    (async () => {
+      for (let p = 0; p < 40; p++) await reader.sliceAt(p);
+    })(),
+    expected,
+  );
+  await assert.rejects(reader.slicesAt(Array.from({ length: 40 }, (_, p) => p)), expected);
+  await assert.rejects(reader.readLayout(), expected);
+}
+
+test("a missing indices chunk of a complete store is refused, naming it, not read as positions 0, 0, 0 (even without checkIndices)", async () => {
+  const reader = await chunked((p) => rmSync(join(p, "layouts/axis0/indices/c/2")));
+  await assertEveryReadRefused(reader, {
     _tag: "IncompleteError",
-    message: /removed after the store was written/,
+    message: /layouts\/axis0\/indices\/c\/2 is missing from the store and was read as zeros/,
   });
+});
+
+test("a byte-addressable indices object deleted after the block was written is refused, not read as zeros", async () => {
+  const reader = await chunked((p) => rmSync(join(p, "layouts/axis0/indices/c/0")), true);
+  await assertEveryReadRefused(reader, {
+    _tag: "IncompleteError",
+    message: /indices\/c\/0 is missing from the store and was read as zeros/,
+  });
+});
+
+test("with checkIndices, indices out of order within a slice are refused as a damaged chunk", async () => {
+  const reader = await chunked(
+    (p) => {
+      const key = join(p, "layouts/axis0/indices/c/0");
+      const raw = readFileSync(key);
+      const indices = new Int32Array(raw.buffer, raw.byteOffset, raw.length / 4);
+      indices.subarray(0, 40).reverse(); // slice 0's positions now decrease
+      writeFileSync(key, raw);
+    },
+    true,
+    true,
+  );
+  await assertEveryReadRefused(reader, {
+    _tag: "LayoutError",
+    message:
+      /slice 0 lists position \d+ \(indices\[1\]\) after \d+, but within a slice positions are strictly increasing and below 30\. .*indices\/c\/0 is damaged/,
+  });
+});
+
+test("with checkIndices, indices past the other axis are refused as a damaged chunk", async () => {
+  const reader = await chunked(
+    (p) => {
+      const key = join(p, "layouts/axis0/indices/c/0");
+      const raw = readFileSync(key);
+      new Int32Array(raw.buffer, raw.byteOffset, raw.length / 4)[0] = 30;
+      writeFileSync(key, raw);
+    },
+    true,
+    true,
+  );
+  await assertEveryReadRefused(reader, {
+    _tag: "LayoutError",
+    // readLayout's own check (layoutOver) words it differently
+    message: /position 30 .*below 30|indices\[0\] is 30/,
+  });
+});
+
+test("a missing indptr chunk holding the last entry is refused, naming it", async () => {
+  // indptr has 41 entries in chunks of 16: c/2 holds the last, which must be nnz, not 0.
+  const reader = await chunked((p) => rmSync(join(p, "layouts/axis0/indptr/c/2")));
+  await assert.rejects(reader.sliceAt(39), {
+    _tag: "IncompleteError",
+    message:
+      /layouts\/axis0\/indptr\/c\/2 is missing .* it holds the last one, which is the number of values/,
+  });
+  await assert.rejects(reader.readLayout(), { _tag: "IncompleteError" });
+});
+
+test("a missing indptr chunk after a nonzero entry is refused, naming it (indptr never decreases)", async () => {
+  const reader = await chunked((p) => rmSync(join(p, "layouts/axis0/indptr/c/1")));
+  await assert.rejects(reader.sliceAt(20), {
+    _tag: "IncompleteError",
+    message:
+      /layouts\/axis0\/indptr\/c\/1 is missing .* the entry before them is \d+ and indptr never decreases/,
+  });
+  await assert.rejects(reader.slicesAt([3, 20]), { _tag: "IncompleteError" });
+});
+
+test("missing chunks where zeros are what was written still read: leading empty slices' indptr, data", async () => {
+  // Rows 0-35 empty: indptr chunks c/0 and c/1 (entries 0-31) are all zero, so neither is stored.
+  const shape = [40, 30];
+  const coords = [
+    [36, 36, 39],
+    [2, 7, 29],
+  ];
+  const path = join(dir, `leading-empty-${counter++}.zarr`);
+  await writeStore(new FolderStore(path), layoutFromCoords(shape, coords, Float32Array.of(1, 2, 3), 0), {
+    chunk: 16,
+  });
+  assert.ok(
+    !existsSync(join(path, "layouts/axis0/indptr/c/0")) &&
+      !existsSync(join(path, "layouts/axis0/indptr/c/1")),
+  );
+  const reader = await openStore(new FolderStore(path), { axis: 0 });
+  assert.deepEqual(plain((await reader.sliceAt(20)).positions), []);
+  assert.deepEqual(plain((await reader.sliceAt(36)).positions), [2, 7]);
+  assert.deepEqual(plain((await reader.slicesAt([0, 36, 39])).indices), [2, 7, 29]);
+  // A value chunk not stored is zeros, as in zarr: no rule of the format tells it from stored zeros.
+  rmSync(join(path, "layouts/axis0/data/c/0"));
+  const again = await openStore(new FolderStore(path), { axis: 0 });
+  assert.deepEqual(plain((await again.sliceAt(36)).values), [0, 0]);
 });
 
 test("a layout path leading out of the prefix is refused without being followed", async () => {

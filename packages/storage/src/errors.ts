@@ -15,6 +15,7 @@ export type StorageErrorTag =
   | "RangeUnsupported" // the server ignored a Range header and the whole object is too large to take
   | "ReadOnly" // a write, delete or list on a store that cannot do it
   | "UnsupportedUrl" // openStore was given a URL it cannot open
+  | "NoCredentials" // an S3 store with no credentials found, and unsigned requests not asked for
   | "RetriesExhausted"; // every attempt of a retried read failed
 
 /** Base of every error raised by a store or a store wrapper. */

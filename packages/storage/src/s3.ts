@@ -24,10 +24,20 @@ export interface S3Connection {
   endpoint?: string;
   /** Path-style (`endpoint/bucket/key`) rather than virtual-hosted URLs; default: true iff `endpoint` is set. */
   forcePathStyle?: boolean;
-  /** Without credentials, requests are sent unsigned (public buckets). */
+  /**
+   * Credentials for SigV4 signing. Without them the store refuses to open (`NoCredentials`)
+   * unless {@link signRequests} is false.
+   */
   accessKeyId?: string;
   secretAccessKey?: string;
   sessionToken?: string;
+  /**
+   * False to send requests unsigned, for a public bucket (the AWS CLI's `--no-sign-request`);
+   * credentials are then ignored. Default true: a store without credentials is refused, rather
+   * than sending anonymous requests that fail later as "access denied" or read another bucket's
+   * public view.
+   */
+  signRequests?: boolean;
 }
 
 /** Options of {@link S3Store}. */
@@ -122,7 +132,14 @@ export class S3Store implements Store {
     this.bucketUrl = pathStyle
       ? `${origin}/${encodeURIComponent(this.bucket)}`
       : `${endpoint.protocol}//${this.bucket}.${endpoint.host}${endpoint.pathname.replace(/\/+$/, "")}`;
-    if (opts.accessKeyId !== undefined || opts.secretAccessKey !== undefined) {
+    if (opts.signRequests === false) {
+      this.client = undefined;
+    } else if (opts.accessKeyId === undefined && opts.secretAccessKey === undefined) {
+      throw new StorageError(
+        `S3 store ${this.url}: no credentials. Pass accessKeyId and secretAccessKey (in Node, openStore from @deltacells/storage/node reads them from the AWS environment and ~/.aws), or signRequests: false to read a public bucket unsigned.`,
+        { tag: "NoCredentials", location: this.url },
+      );
+    } else {
       if (!opts.accessKeyId || !opts.secretAccessKey) {
         throw new StorageError(
           `S3 store ${this.url}: accessKeyId and secretAccessKey must be given together (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)`,

@@ -14,6 +14,7 @@ import {
 import { zstdCompressor } from "@deltacells/core/node";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import { convertToSporadik, DEFAULT_MAX_NNZ, MAX_NNZ_CEILING } from "../convert-sporadik.js";
+import { openCounted } from "../io.js";
 import { ProgressBar } from "../progress.js";
 import { openTarget } from "../target.js";
 import type { CommandResult } from "./types.js";
@@ -104,6 +105,8 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     raw: values.raw === true,
     transpose: values.transpose === true,
     genome: values.genome as string | undefined,
+    // s3:// and http(s):// zarr inputs are read through the storage layer (credentials, retries).
+    openStore: (url: string) => openCounted(url),
   };
   if (format === "sporadik") {
     for (const name of ["tile-size", "chunks", "level"]) {

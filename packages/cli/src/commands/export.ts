@@ -1,4 +1,5 @@
 /** `deltacells export DATASET OUTPUT`: to Matrix Market or AnnData .h5ad. */
+import { fileURLToPath } from "node:url";
 import { COMMON_HELP, cellRange, parse, UsageError } from "../args.js";
 import { reorderRows, writeH5ad } from "../export-h5ad.js";
 import { writeMatrixMarket } from "../export-mtx.js";
@@ -53,7 +54,8 @@ export async function exportCommand(argv: string[]): Promise<CommandResult> {
     ["DATASET", "OUTPUT"],
   );
   if (values.help) return { text: EXPORT_HELP };
-  const [dataset, output] = positionals as [string, string];
+  const [dataset, target] = positionals as [string, string];
+  const output = /^file:\/\//i.test(target) ? fileURLToPath(target) : target;
   const format =
     (values.format as string | undefined) ??
     (/\.h5ad$/i.test(output) ? "h5ad" : /\.mtx(\.gz)?$/i.test(output) ? "mtx" : undefined);
@@ -95,7 +97,7 @@ export async function exportCommand(argv: string[]): Promise<CommandResult> {
         varTable = reorderRows(varTable, rows);
       }
       const obsNames = Array.from({ length: b - a }, (_, i) => String(a + i));
-      await writeH5ad(tmp, plan, obsNames, varTable.index, varTable.columns);
+      await writeH5ad(tmp, plan, obsNames, varTable.index, varTable.columns, varTable.indexName);
     }
   }).finally(() => bar.finish());
   const json = {

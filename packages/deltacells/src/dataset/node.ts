@@ -15,7 +15,7 @@ export function zstdCompressor(level = 19): Compress {
 
 /**
  * Open a dataset from a local path, `file://`, `http(s)://` or `s3://` URL (S3 settings from the
- * AWS environment variables), or from a store. Same checks as the browser-safe `openDataset`.
+ * AWS environment and `~/.aws`, see `openStore` of `@deltacells/storage/node`), or from a store. Same checks as the browser-safe `openDataset`.
  */
 export function openDataset(
   location: string | ReadableStore,

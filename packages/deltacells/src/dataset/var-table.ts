@@ -24,20 +24,28 @@ import {
   Uint64,
   Utf8,
 } from "apache-arrow";
-import { parquetWriteBuffer } from "hyparquet-writer";
+import { type ParquetColumn, writeParquetFile } from "./parquet-file.js";
 import type { SourceColumn, SourceTable } from "./source.js";
 import { CONVERTER_NAME, CONVERTER_VERSION } from "./version.js";
 
 /** A synchronous zstd compressor (level chosen by the caller); hyparquet-writer has none of its own. */
 export type Compress = (input: Uint8Array) => Uint8Array;
 
-type SchemaElement = Record<string, unknown> & { name: string };
+function stringElement(name: string, nullable: boolean): ParquetColumn["element"] {
+  return {
+    name,
+    type: "BYTE_ARRAY",
+    converted_type: "UTF8",
+    logical_type: { type: "STRING" },
+    repetition_type: nullable ? "OPTIONAL" : "REQUIRED",
+  };
+}
 
 interface NumericSpec {
   physical: "INT32" | "INT64" | "FLOAT" | "DOUBLE";
   numpy: string;
   arrow: DataType;
-  converted?: string;
+  converted?: ParquetColumn["element"]["converted_type"];
 }
 
 function numericSpec(values: Extract<SourceColumn, { kind: "numeric" }>["values"]): NumericSpec {
@@ -50,7 +58,7 @@ function numericSpec(values: Extract<SourceColumn, { kind: "numeric" }>["values"
     physical,
     numpy: `${isSigned ? "int" : "uint"}${bitWidth}`,
     arrow,
-    converted: `${isSigned ? "INT" : "UINT"}_${bitWidth}`,
+    converted: `${isSigned ? "INT" : "UINT"}_${bitWidth}` as NumericSpec["converted"],
   });
   if (values instanceof Int8Array) return int(8, true, new Int8());
   if (values instanceof Uint8Array) return int(8, false, new Uint8());
@@ -99,22 +107,15 @@ export function encodeVarTable(table: SourceTable, order: Int32Array, compress: 
   const indexField = table.indexName ?? "__index_level_0__";
   const used = new Set(table.columns.map((c) => c.name));
   if (used.has(indexField)) used.delete(indexField); // a column named like the index: the index wins below
-  const schema: SchemaElement[] = [{ name: "root", num_children: 0 }];
-  const columnData: { name: string; data: unknown }[] = [];
+  const columns: ParquetColumn[] = [];
   const arrowFields: Field[] = [];
   const pandasColumns: Record<string, unknown>[] = [];
   const vocabularies: Record<string, string[]> = {};
+  let dictionaryIds = 0;
 
   const addString = (name: string, values: (string | null)[], pandasName: string | null) => {
     const nullable = values.some((v) => v === null);
-    schema.push({
-      name,
-      type: "BYTE_ARRAY",
-      converted_type: "UTF8",
-      logical_type: { type: "STRING" },
-      repetition_type: nullable ? "OPTIONAL" : "REQUIRED",
-    });
-    columnData.push({ name, data: values });
+    columns.push({ element: stringElement(name, nullable), data: values });
     arrowFields.push(new Field(name, new Utf8(), nullable));
     pandasColumns.push({
       name: pandasName,
@@ -137,20 +138,17 @@ export function encodeVarTable(table: SourceTable, order: Int32Array, compress: 
         break;
       case "category": {
         const codes = permute(col.codes, order, (n) => new Int32Array(n));
-        const values = Array.from(codes, (c) => (c < 0 ? null : (col.categories[c] ?? null)));
-        const nullable = values.some((v) => v === null);
-        schema.push({
-          name: col.name,
-          type: "BYTE_ARRAY",
-          converted_type: "UTF8",
-          logical_type: { type: "STRING" },
-          repetition_type: nullable ? "OPTIONAL" : "REQUIRED",
-        });
-        columnData.push({ name: col.name, data: values });
+        const n = col.categories.length;
+        for (let j = 0; j < codes.length; j++) if (!(codes[j]! < n)) codes[j] = -1; // out of vocabulary: missing
+        const nullable = codes.some((c) => c < 0);
+        // The vocabulary itself is the column's parquet dictionary: its order and unused entries reach pandas.
+        columns.push({ element: stringElement(col.name, nullable), codes, dictionary: col.categories });
         vocabularies[col.name] = col.categories;
-        const idx = dictIndexType(col.categories.length);
+        const idx = dictIndexType(n);
+        // Every dictionary field of an Arrow schema needs an id of its own.
+        const id = dictionaryIds++;
         arrowFields.push(
-          new Field(col.name, new Dictionary(new Utf8(), idx.arrow as Int32, 0, col.ordered), nullable),
+          new Field(col.name, new Dictionary(new Utf8(), idx.arrow as Int32, id, col.ordered), nullable),
         );
         pandasColumns.push({
           name: col.name,
@@ -165,8 +163,10 @@ export function encodeVarTable(table: SourceTable, order: Int32Array, compress: 
         const nulls = col.nulls;
         const data = Array.from(order, (src) => (nulls?.[src] ? null : col.values[src] !== 0));
         const nullable = nulls !== undefined && data.some((v) => v === null);
-        schema.push({ name: col.name, type: "BOOLEAN", repetition_type: nullable ? "OPTIONAL" : "REQUIRED" });
-        columnData.push({ name: col.name, data });
+        columns.push({
+          element: { name: col.name, type: "BOOLEAN", repetition_type: nullable ? "OPTIONAL" : "REQUIRED" },
+          data,
+        });
         arrowFields.push(new Field(col.name, new Bool(), nullable));
         pandasColumns.push({
           name: col.name,
@@ -190,7 +190,7 @@ export function encodeVarTable(table: SourceTable, order: Int32Array, compress: 
         else if (spec.physical === "INT32") data = Int32Array.from(order, (s) => Number(src[s]!) | 0);
         else if (spec.physical === "FLOAT") data = Float32Array.from(order, (s) => Number(src[s]!));
         else data = Float64Array.from(order, (s) => Number(src[s]!));
-        const el: SchemaElement = {
+        const el: ParquetColumn["element"] = {
           name: col.name,
           type: spec.physical,
           repetition_type: nullable ? "OPTIONAL" : "REQUIRED",
@@ -198,8 +198,7 @@ export function encodeVarTable(table: SourceTable, order: Int32Array, compress: 
         // Integer widths go in the legacy converted type: hyparquet-writer 0.17 serializes the
         // INTEGER logical type's bit width with the wrong thrift type, which pyarrow rejects.
         if (spec.converted) el.converted_type = spec.converted;
-        schema.push(el);
-        columnData.push({ name: col.name, data });
+        columns.push({ element: el, data: data as ArrayLike<unknown> });
         arrowFields.push(new Field(col.name, spec.arrow, nullable));
         // Nullable integers become pandas' extension dtypes (Int32, UInt8, ...) as pandas records them.
         const isInt = spec.physical === "INT32" || spec.physical === "INT64";
@@ -223,7 +222,6 @@ export function encodeVarTable(table: SourceTable, order: Int32Array, compress: 
     permute(table.index, order, (n) => new Array<string>(n)),
     table.indexName,
   );
-  schema[0]!.num_children = schema.length - 1;
 
   const pandas = {
     index_columns: [indexField],
@@ -241,23 +239,18 @@ export function encodeVarTable(table: SourceTable, order: Int32Array, compress: 
     pandas_version: "2.2.3",
   };
   const pandasJson = JSON.stringify(pandas);
-  const buffer = parquetWriteBuffer({
-    // biome-ignore lint/suspicious/noExplicitAny: hyparquet-writer's column and schema types are loose JS shapes
-    columnData: columnData as any,
-    // biome-ignore lint/suspicious/noExplicitAny: see above
-    schema: schema as any,
+  return writeParquetFile({
+    columns,
+    numRows: order.length,
     codec: "ZSTD",
     compressors: { ZSTD: compress },
-    statistics: false,
-    rowGroupSize: Number.POSITIVE_INFINITY,
     kvMetadata: [
       { key: "pandas", value: pandasJson },
-      // pandas orders categories by first appearance; this keeps the original vocabulary.
+      // The vocabularies again, for our reader (hyparquet hands out decoded values, not dictionaries).
       { key: "deltacells:categories", value: JSON.stringify(vocabularies) },
       // pyarrow takes the schema metadata from ARROW:schema when present, so pandas goes in both.
       { key: "ARROW:schema", value: arrowSchemaBase64(arrowFields, new Map([["pandas", pandasJson]])) },
     ],
     createdBy: `${CONVERTER_NAME} ${CONVERTER_VERSION}`,
   });
-  return new Uint8Array(buffer);
 }

@@ -1,0 +1,108 @@
+/**
+ * Inputs given as `s3://` or `http(s)://` URLs, read through a store the caller opens (the storage
+ * layer: ranged reads, credentials, request counts): zarr stores (AnnData or a bare array) in
+ * place, Matrix Market files copied to a temporary folder first (see remote-copy.ts). HDF5 inputs
+ * need a local file (h5wasm reads a file from its own file system; in Node it has no lazily
+ * fetched file), so they are refused with the command that copies them.
+ */
+import { InputError } from "./errors.js";
+import type { InputFormat, RemoteStore } from "./types.js";
+import type { ZarrReadable } from "./zarr-tree.js";
+
+const METADATA = [".zarray", ".zgroup", "zarr.json"];
+
+/** The scheme of a URL input (`s3`, `https`, ...), or undefined for a local path or `file://`. */
+export function remoteScheme(location: string): string | undefined {
+  const scheme = /^([a-z][a-z0-9+.-]+):\/\//i.exec(location)?.[1]?.toLowerCase();
+  return scheme === "file" ? undefined : scheme;
+}
+
+/** The command that copies a remote input to a local path. */
+function copyCommand(url: string, folder: boolean): string {
+  const name = url.replace(/\/+$/, "").split("/").pop() || "input";
+  if (url.startsWith("s3://"))
+    return folder ? `aws s3 cp --recursive ${url} ./${name}` : `aws s3 cp ${url} ./${name}`;
+  return folder ? `a recursive download of ${url} (HTTP lists no folder)` : `curl -fL -o ./${name} ${url}`;
+}
+
+/** Refusal of a remote input whose format is read from local files only. */
+export function notLocal(url: string, what: string, folder = false): InputError {
+  return new InputError(
+    "NotLocal",
+    `${url}: ${what} is read from a local file only (zarr stores and Matrix Market files are read over the network), so copy it first: ${copyCommand(url, folder)}; then convert the copy.`,
+    { location: url },
+  );
+}
+
+/** Refuses a URL the readers cannot reach: an unknown scheme, or no store to read it through. */
+export function checkRemote(url: string, scheme: string, openStore: unknown): void {
+  if (scheme !== "s3" && scheme !== "http" && scheme !== "https") {
+    throw new InputError(
+      "Unsupported",
+      `${url}: inputs are local paths, file://, s3:// or http(s):// URLs, not ${scheme}://.`,
+      { location: url },
+    );
+  }
+  if (/\.(h5ad|h5|hdf5)$/i.test(url)) throw notLocal(url, "an HDF5 file (.h5ad, 10x .h5)");
+  if (typeof openStore !== "function") {
+    throw new InputError(
+      "Unsupported",
+      `${url}: reading a zarr input over ${scheme}:// needs a store: pass openInput's openStore option (the deltacells command does).`,
+      { location: url },
+    );
+  }
+}
+
+/** A storage-layer store as zarrita reads it; group members listed where the store can list. */
+export class RemoteZarrStore implements ZarrReadable {
+  constructor(readonly store: RemoteStore) {}
+
+  get(key: `/${string}`): Promise<Uint8Array | undefined> {
+    return this.store.get(key.slice(1));
+  }
+
+  async children(path: string): Promise<string[]> {
+    if (!this.store.list) return [];
+    const prefix = path.replace(/^\/+|\/+$/g, "");
+    let keys: string[];
+    try {
+      keys = await this.store.list(prefix ? `${prefix}/` : "");
+    } catch {
+      return []; // HTTP cannot list: the members stay unknown, as over consolidated-less zarr
+    }
+    const names = new Set<string>();
+    for (const key of keys) {
+      const parts = key.slice(prefix ? prefix.length + 1 : 0).split("/");
+      if (parts.length === 2 && METADATA.includes(parts[1] as string)) names.add(parts[0] as string);
+    }
+    return [...names].sort();
+  }
+}
+
+/** The format of a remote zarr input, from its metadata objects; anything else is refused. */
+export async function detectRemoteFormat(store: RemoteZarrStore, url: string): Promise<InputFormat> {
+  const has = async (key: `/${string}`) => (await store.get(key)) !== undefined;
+  const v3 = await store.get("/zarr.json");
+  if (v3 !== undefined) {
+    let nodeType: unknown;
+    try {
+      nodeType = (JSON.parse(new TextDecoder().decode(v3)) as { node_type?: unknown }).node_type;
+    } catch (cause) {
+      throw new InputError("MalformedInput", `${url}/zarr.json is not JSON.`, { location: url, cause });
+    }
+    if (nodeType === "array") return "zarr-array";
+    if ((await has("/X/zarr.json")) || (await has("/obs/zarr.json"))) return "anndata-zarr";
+  } else if (await has("/.zarray")) {
+    return "zarr-array";
+  } else if (await has("/.zgroup")) {
+    if (await has("/obs/.zarray")) return "zarr-array"; // pre-0.7 record-array obs
+    if ((await has("/X/.zarray")) || (await has("/X/.zgroup")) || (await has("/obs/.zgroup")))
+      return "anndata-zarr";
+  }
+  if ((await has("/matrix.mtx.gz")) || (await has("/matrix.mtx"))) return "10x-mtx";
+  throw new InputError(
+    "UnknownFormat",
+    `${url}: no AnnData zarr store, zarr array or 10x Matrix Market folder there (no zarr.json, .zgroup or .zarray with X or obs, no matrix.mtx[.gz]). HDF5 inputs must be local: copy them first (${copyCommand(url, false)}).`,
+    { location: url },
+  );
+}
