@@ -13,6 +13,7 @@ export {
   NotCountsError,
   type NotCountsFields,
   type NotCountsReason,
+  UnsupportedColumnsError,
   UnsupportedFilterError,
 } from "./errors.js";
 export type {

@@ -15,6 +15,7 @@ import { zstdCompressor } from "@deltacells/core/node";
 import { COMMON_HELP, intOption, parse, UsageError } from "../args.js";
 import { convertToSporadik, DEFAULT_MAX_NNZ, MAX_NNZ_CEILING } from "../convert-sporadik.js";
 import { openCounted } from "../io.js";
+import { explainObsError, OBS_HELP, OBS_PARSE_OPTIONS, obsOptions } from "../obs-options.js";
 import { ProgressBar } from "../progress.js";
 import type { CommandResult } from "./types.js";
 
@@ -24,14 +25,15 @@ export const CONVERT_HELP = `usage: deltacells convert INPUT OUTPUT [options]
 Convert a count matrix to a deltacells dataset. INPUT is an AnnData .h5ad or .zarr, a Cell Ranger
 .h5, a 10x Matrix Market folder, a Matrix Market file or a zarr array; OUTPUT is a local folder
 or an s3://bucket/prefix URL. Genes are reordered by decreasing total counts (the order is kept
-in gene_order.npy). manifest.json is written last.
+in gene_order.npy). The cell table (AnnData obs with its index, 10x barcodes) and small obsm
+embeddings go to the obs parquet sidecar (see --obsm). manifest.json is written last.
 
 With --format sporadik, OUTPUT is a sporadik store (cells x genes, one layout per axis in --axes,
 with maxima; the block is written last) and INPUT may also be a deltacells dataset (a folder with
 manifest.json, or a URL), whose genes go back to the source's order. The whole matrix is held in
 memory (about 23 bytes per nonzero; a streaming writer is future work), so more than --max-nnz
-nonzeros are refused before anything is written. Cell and gene names are not written: the format
-has no place for them.
+nonzeros are refused before anything is written. Cell and gene names are not written, nor obs
+(the cell table of a deltacells dataset): the format has no place for them.
 
 options:
   --format F     deltacells (default) or sporadik
@@ -48,6 +50,7 @@ options:
   --genome NAME  Cell Ranger v2 HDF5 with several genomes: the one to read
   --threads N    encoding threads (default: the number of cores)
   --quiet        no progress bar
+${OBS_HELP}
 ${COMMON_HELP}`;
 
 /** `--axes 0,1` as the sorted, distinct axes of a cells x genes matrix. */
@@ -79,6 +82,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       axes: { type: "string" },
       "byte-addressable": { type: "boolean" },
       "max-nnz": { type: "string" },
+      ...OBS_PARSE_OPTIONS,
     },
     ["INPUT", "OUTPUT"],
   );
@@ -97,7 +101,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     genome: values.genome as string | undefined,
   };
   if (format === "sporadik") {
-    for (const name of ["tile-size", "chunks", "level"]) {
+    for (const name of ["tile-size", "chunks", "level", ...Object.keys(OBS_PARSE_OPTIONS)]) {
       if (values[name] !== undefined) throw new UsageError(`--${name} applies to --format deltacells only`);
     }
     return convertToSporadik({
@@ -118,6 +122,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     if (values[name] !== undefined) throw new UsageError(`--${name} applies to --format sporadik only`);
   }
 
+  const obs = obsOptions(values);
   const started = performance.now();
   // Loaded here, not at the top: the HDF5 reader costs seconds to start, and a dataset input needs none.
   const { openInput } = await import("@deltacells/anndata/node");
@@ -133,6 +138,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       nChunks,
       level,
       inFlight: threads + 2,
+      obs,
       onProgress: (p) => {
         if (p.phase !== phase) {
           phase = p.phase;
@@ -156,6 +162,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       n_tiles: manifest.tile_cells.length,
       bytes,
       tile_bytes: tileBytes,
+      has_obs: manifest.has_obs,
       tile_bytes_per_nonzero: nnz ? tileBytes / nnz : 0,
       seconds,
     };
@@ -163,6 +170,8 @@ export async function convert(argv: string[]): Promise<CommandResult> {
   ${manifest.n_cells.toLocaleString("en-US")} cells x ${manifest.n_genes.toLocaleString("en-US")} genes, ${nnz.toLocaleString("en-US")} nonzeros in ${manifest.tile_cells.length} tiles
   ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s`;
     return { text, json: summary, store };
+  } catch (err) {
+    throw explainObsError(err);
   } finally {
     bar.finish();
     await pool.close();

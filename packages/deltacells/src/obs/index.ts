@@ -1,0 +1,25 @@
+/** The obs sidecar (spec: "Obs"): browser-safe parts. The local Arrow cache is in `./node.ts`. */
+export { fingerprintJson, obsFingerprint, pythonJsonString, sha256Hex } from "./fingerprint.js";
+export { AUTO_EMBEDDING_MAX_COLUMNS, autoEmbeddingKeys, embeddingColumnName } from "./plan.js";
+export {
+  defaultIndexColumn,
+  type ObsMetadata,
+  type ObsWriteOptions,
+  prepareObs,
+  UnsupportedObsColumns,
+} from "./prepare.js";
+export {
+  categoryCodeType,
+  DEFAULT_MAX_CATEGORIES,
+  DEFAULT_OBS_TILES_PER_FILE,
+  OBS_SCHEMA_FORMAT,
+  OBS_SCHEMA_KEY,
+  OBS_SCHEMA_VERSION,
+  type ObsArrowType,
+  type ObsColumnSchema,
+  type ObsKind,
+  type ObsSchema,
+  obsShardKey,
+  parseObsSchema,
+} from "./schema.js";
+export { type ObsManifestFields, ObsWriter, obsSchemaText } from "./write.js";
