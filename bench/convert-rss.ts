@@ -5,6 +5,9 @@
  * sizes and compare.
  *
  *   node --import tsx --conditions=source bench/convert-rss.ts --cells 1000000 --genes-per-cell 50
+ *
+ * `--obs` gives the source a 10-column cell table and a 2-column UMAP (12 obs columns written):
+ * the obs sidecar must add little to the peak (the issue's bound: +100 MiB at 1,000,000 cells).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,6 +26,7 @@ const { values } = parseArgs({
     "tile-size": { type: "string", default: "auto" },
     level: { type: "string", default: "19" },
     threads: { type: "string", default: "2" },
+    obs: { type: "boolean", default: false },
   },
 });
 const nCells = Number(values.cells);
@@ -31,6 +35,7 @@ const source = syntheticSource({
   nCells,
   nGenes: Number(values.genes),
   genesPerCell: Number(values["genes-per-cell"]),
+  obs: values.obs,
 });
 const dir = mkdtempSync(join(tmpdir(), "deltacells-bench-"));
 const pool = createTilePool({ threads });
@@ -62,6 +67,8 @@ const result = {
   genes: manifest.n_genes,
   nnz,
   tiles: manifest.tile_cells.length,
+  obs_shards: manifest.obs_shard_bytes?.length ?? 0,
+  obs_bytes: (manifest.obs_shard_bytes ?? []).reduce((a, b) => a + b, 0),
   tile_size: manifest.tile_size,
   zstd_level: manifest.zstd_level,
   threads,

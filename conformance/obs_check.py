@@ -238,6 +238,7 @@ def check(case):
         for name in names:
             path = os.path.join(folder, urllib.parse.quote(name, safe="") + ".arrow")
             if not os.path.exists(path):
+                problems.append(f"cache file {path} is missing")
                 continue
             with pa.memory_map(path) as source:
                 reader = ipc.open_file(source)

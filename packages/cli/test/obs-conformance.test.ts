@@ -2,12 +2,14 @@
  * The obs sidecar against independent readers: every input kind converted with `deltacells
  * convert`, then pyarrow and pandas read the shards (one row group per tile, Arrow types as in
  * schema.json, zstd, no statistics, values equal to the source's obs and obsm read by anndata or
- * h5py) and recompute the fingerprint with json.dumps (conformance/obs_check.py, one batch).
+ * h5py) and recompute the fingerprint with json.dumps; the local Arrow cache files open in
+ * pyarrow with one record batch per tile (conformance/obs_check.py, one batch).
  */
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { before, test } from "node:test";
+import { openDataset } from "@deltacells/core/node";
 import { convert } from "../src/commands/convert.js";
 import { PYTHON, run, tempDir } from "./cli-helpers.js";
 
@@ -61,7 +63,10 @@ before(async () => {
     const ds = join(dir, `ds${i}`);
     try {
       await convert([c.input, ds, "--level", "3", "--threads", "2", "--quiet", ...(c.opts ?? [])]);
-      batch.push({ kind: c.kind, input: c.input, dataset: ds, ...c.check });
+      // every column through the local Arrow cache, which pyarrow then opens
+      const cache = join(dir, `cache${i}`);
+      await (await openDataset(ds)).obs(undefined, { cacheDir: cache });
+      batch.push({ kind: c.kind, input: c.input, dataset: ds, cache, ...c.check });
       ran.push(c);
     } catch (err) {
       results.set(c, err as Error);

@@ -5,9 +5,14 @@
  * reader that streams tiles for training never pays for them, and `validateDataset` checks them all.
  */
 import { openStore, type ReadableStore } from "@deltacells/storage";
+import { makeVector, type Vector } from "apache-arrow";
 import { decodeTile } from "../codec/api.js";
 import type { DecodedTile } from "../codec/decode.js";
 import { DeltacellsError, isDeltacellsError } from "../errors.js";
+import { ObsFrame } from "../obs/frame.js";
+import { memoryLocalizer, type ObsLoadOptions, type ObsLocalizer } from "../obs/localize.js";
+import { ObsShards } from "../obs/read.js";
+import type { ObsSchema } from "../obs/schema.js";
 import {
   type DatasetManifest,
   GENE_ORDER_KEY,
@@ -50,6 +55,8 @@ export interface ReadOptions {
 export interface OpenDatasetOptions {
   /** Decodes tiles (default: the codec's `decodeTile` on this thread); pass a `TilePool` to decode off it. */
   decoder?: TileDecoder;
+  /** Where `obs()` puts columns (default: memory; the Node entry's `openDataset` uses the local cache). */
+  obsLocalizer?: ObsLocalizer;
   signal?: AbortSignal;
 }
 
@@ -69,11 +76,13 @@ export class Dataset {
   readonly url: string;
   private geneNamesCache: Promise<string[] | undefined> | undefined;
   private geneOrderCache: Promise<Int32Array | undefined> | undefined;
+  private obsShards: ObsShards | undefined;
 
   constructor(
     readonly store: ReadableStore,
     manifest: DatasetManifest,
     private readonly decoder: TileDecoder,
+    private readonly obsLocalizer: ObsLocalizer = memoryLocalizer,
   ) {
     this.manifest = manifest;
     this.url = where(store);
@@ -340,6 +349,46 @@ export class Dataset {
     return this.geneOrderCache;
   }
 
+  /** The obs shards' reader (refuses a dataset without obs). */
+  private obsReader(): ObsShards {
+    this.obsShards ??= new ObsShards(this.store, this.manifest, this.url);
+    return this.obsShards;
+  }
+
+  /** `obs/schema.json`: the obs columns, kinds, Arrow types and vocabularies (checked against the fingerprint). */
+  obsSchema(opts: { signal?: AbortSignal } = {}): Promise<ObsSchema> {
+    return this.obsReader().schema(opts);
+  }
+
+  /**
+   * The obs columns named (all by default), localized: in Node through the local Arrow cache
+   * (`<cache>/<fingerprint>/obs/<column>.arrow`, fetched once per node, then memory-read), in a
+   * browser in memory. Each column is an Arrow table with one record batch per tile; categories
+   * come as codes plus the vocabulary (`column.labels(codes)`).
+   */
+  async obs(columns?: string[], opts: ObsLoadOptions = {}): Promise<ObsFrame> {
+    const reader = this.obsReader();
+    const wanted = await reader.columns(columns, opts);
+    return new ObsFrame(await this.obsLocalizer(reader, wanted, opts), this.nCells);
+  }
+
+  /**
+   * The obs rows of tile `t` for the named columns (all by default), read from the shards without
+   * touching other tiles: that shard's footer and one column chunk per column. Category columns
+   * come as codes (the vocabulary is in {@link obsSchema}).
+   */
+  async obsTile(
+    t: number,
+    columns?: string[],
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<Record<string, Vector>> {
+    this.checkTile(t);
+    const reader = this.obsReader();
+    const wanted = await reader.columns(columns, opts);
+    const data = await Promise.all(wanted.map((c) => reader.readTile(t, c, opts)));
+    return Object.fromEntries(wanted.map((c, i) => [c.name, makeVector(data[i]!)]));
+  }
+
   /** The raw bytes of `var.parquet` (pandas reads them as the source's gene table), or undefined. */
   varTableBytes(): Promise<Uint8Array | undefined> {
     return this.optional(this.manifest.has_var_table, VAR_TABLE_KEY);
@@ -419,5 +468,6 @@ export async function openDataset(
     store,
     parseManifest(bytes, `${url}/${MANIFEST_KEY}`),
     opts.decoder ?? { decode: decodeTile },
+    opts.obsLocalizer,
   );
 }
