@@ -5,6 +5,7 @@
  */
 import type { SourceColumn, SourceTable } from "@deltacells/core";
 import h5wasm, { type Group } from "h5wasm/node";
+import type { ExportedObs } from "./export-obs.js";
 import type { ExportPlan } from "./export-rows.js";
 
 function encoding(g: Group, type: string, version: string): void {
@@ -43,8 +44,14 @@ function column(g: Group, col: SourceColumn): void {
       return;
     }
     case "bool": {
-      // h5wasm cannot write HDF5's bool enum: the column reads back as uint8 (0/1).
-      const ds = g.create_dataset({ name: col.name, data: col.values });
+      // h5wasm cannot write HDF5's bool enum: the column reads back as uint8 (0/1), or as float64
+      // with NaN for the missing values when it has any (nullable-boolean needs a bool mask).
+      const nulls = col.nulls;
+      const data =
+        nulls?.some((x) => x !== 0) === true
+          ? Float64Array.from(col.values, (v, i) => (nulls[i] ? Number.NaN : v))
+          : col.values;
+      const ds = g.create_dataset({ name: col.name, data });
       encoding(ds as unknown as Group, "array", "0.2.0");
       return;
     }
@@ -66,10 +73,18 @@ function column(g: Group, col: SourceColumn): void {
   }
 }
 
-function dataframe(file: Group, name: string, index: string[], columns: SourceColumn[] = []): void {
+function dataframe(
+  file: Group,
+  name: string,
+  index: string[],
+  columns: SourceColumn[] = [],
+  indexName: string | null = null,
+): void {
   const g = file.create_group(name);
   encoding(g, "dataframe", "0.2.0");
-  g.create_attribute("_index", "_index");
+  // anndata keeps a named index under its name (the `_index` attribute says which array it is)
+  const indexKey = indexName ?? "_index";
+  g.create_attribute("_index", indexKey);
   // anndata writes an empty column list as an empty float64 array (what h5py makes of []).
   if (columns.length)
     g.create_attribute(
@@ -77,7 +92,7 @@ function dataframe(file: Group, name: string, index: string[], columns: SourceCo
       columns.map((c) => c.name),
     );
   else g.create_attribute("column-order", new Float64Array(0), [0]);
-  stringArray(g, "_index", index);
+  stringArray(g, indexKey, index);
   for (const col of columns) column(g, col);
 }
 
@@ -90,6 +105,7 @@ export async function writeH5ad(
   obsNames: string[],
   varNames: string[],
   varColumns: SourceColumn[] = [],
+  obs?: ExportedObs,
 ): Promise<void> {
   await h5wasm.ready;
   const file = new h5wasm.File(path, "w");
@@ -133,10 +149,19 @@ export async function writeH5ad(
       at += n;
       row += part.nCells;
     }
-    dataframe(file, "obs", obsNames);
+    if (obs) dataframe(file, "obs", obs.index, obs.columns, obs.indexName);
+    else dataframe(file, "obs", obsNames);
     dataframe(file, "var", varNames, varColumns);
     for (const name of ["obsm", "varm", "obsp", "varp", "layers", "uns"])
       encoding(file.create_group(name), "dict", "0.1.0");
+    for (const e of obs?.obsm ?? []) {
+      const ds = (file.get("obsm") as Group).create_dataset({
+        name: e.name,
+        data: e.values,
+        shape: [plan.nCells, e.k],
+      });
+      encoding(ds as unknown as Group, "array", "0.2.0");
+    }
   } finally {
     file.close();
   }

@@ -3,7 +3,9 @@
  * convert`, then pyarrow and pandas read the shards (one row group per tile, Arrow types as in
  * schema.json, zstd, no statistics, values equal to the source's obs and obsm read by anndata or
  * h5py) and recompute the fingerprint with json.dumps; the local Arrow cache files open in
- * pyarrow with one record batch per tile (conformance/obs_check.py, one batch).
+ * pyarrow with one record batch per tile; `deltacells export` to .h5ad gives back the source's
+ * obs in anndata (index, categoricals, nulls) and its embeddings in obsm (conformance/obs_check.py,
+ * one batch).
  */
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
@@ -11,6 +13,7 @@ import { join } from "node:path";
 import { before, test } from "node:test";
 import { openDataset } from "@deltacells/core/node";
 import { convert } from "../src/commands/convert.js";
+import { exportCommand } from "../src/commands/export.js";
 import { PYTHON, run, tempDir } from "./cli-helpers.js";
 
 interface Case {
@@ -66,7 +69,9 @@ before(async () => {
       // every column through the local Arrow cache, which pyarrow then opens
       const cache = join(dir, `cache${i}`);
       await (await openDataset(ds)).obs(undefined, { cacheDir: cache });
-      batch.push({ kind: c.kind, input: c.input, dataset: ds, cache, ...c.check });
+      const exported = join(dir, `back${i}.h5ad`);
+      await exportCommand([ds, exported, "--source-gene-order"]);
+      batch.push({ kind: c.kind, input: c.input, dataset: ds, cache, export: exported, ...c.check });
       ran.push(c);
     } catch (err) {
       results.set(c, err as Error);

@@ -2,6 +2,7 @@
 import { COMMON_HELP, cellRange, parse, UsageError } from "../args.js";
 import { reorderRows, writeH5ad } from "../export-h5ad.js";
 import { writeMatrixMarket } from "../export-mtx.js";
+import { exportObs } from "../export-obs.js";
 import { planExport } from "../export-rows.js";
 import { openCountedDataset } from "../io.js";
 import type { CommandResult } from "./types.js";
@@ -10,7 +11,8 @@ export const EXPORT_HELP = `usage: deltacells export DATASET OUTPUT [options]
 
 Export a dataset (or a range of its cells) to a local file: Matrix Market when OUTPUT ends in
 .mtx or .mtx.gz (cells x genes, integer, 1-based), AnnData when it ends in .h5ad (X as
-csr_matrix, obs and var names). Columns are in the dataset's order (genes by decreasing total
+csr_matrix, var, and obs: the dataset's cell table with its index and categoricals restored,
+embedding columns back in obsm as float32; cell numbers as obs names when it has none). Columns are in the dataset's order (genes by decreasing total
 counts) unless --source-gene-order maps them back to the order of the converted input.
 
 options:
@@ -64,7 +66,7 @@ export async function exportCommand(argv: string[]): Promise<CommandResult> {
       varTable = reorderRows(varTable, rows);
     }
     const obsNames = Array.from({ length: b - a }, (_, i) => String(a + i));
-    await writeH5ad(output, plan, obsNames, varTable.index, varTable.columns);
+    await writeH5ad(output, plan, obsNames, varTable.index, varTable.columns, await exportObs(ds, a, b));
   }
   const json = {
     dataset: ds.url,

@@ -15,6 +15,16 @@ export function categoryLabels(categories: readonly string[], codes: ArrayLike<n
   });
 }
 
+/** The shortest decimal that reads back as the same float32 (as numpy prints it): 0.1, not 0.10000000149011612. */
+export function shortestFloat32(v: number): number {
+  if (!Number.isFinite(v)) return v;
+  for (let p = 1; p < 9; p++) {
+    const d = Number(v.toPrecision(p));
+    if (Math.fround(d) === v) return d;
+  }
+  return v;
+}
+
 /** One obs column. */
 export class ObsColumn {
   readonly name: string;
@@ -71,6 +81,7 @@ export class ObsColumn {
     const v = this.table.getChildAt(0)?.get(i) as string | number | bigint | boolean | null | undefined;
     if (v === null || v === undefined) return null;
     if (this.categories) return (v as number) < 0 ? null : (this.categories[v as number] ?? null);
+    if (this.arrowType === "float") return shortestFloat32(v as number);
     return v;
   }
 }

@@ -59,6 +59,8 @@ export interface ObsMetadata {
   obs_index: string;
   obs_index_name: string | null;
   obs_embeddings: Record<string, number>;
+  /** Categorical columns whose categories are ordered (the schema has no place for it). */
+  obs_ordered: string[];
 }
 
 /** The planned obs columns of `source` and their metadata, or undefined when it gets no obs. */
@@ -105,6 +107,7 @@ export async function prepareObs(
     obs_index: columns[0]!.schema.name,
     obs_index_name: table.indexName,
     obs_embeddings: Object.fromEntries(embeddings.map(([k, e]) => [k, e.shape[1]!])),
+    obs_ordered: table.columns.filter((c) => c.kind === "category" && c.ordered).map((c) => c.name),
   };
   return { columns, metadata };
 }
