@@ -31,6 +31,7 @@ const { values } = parseArgs({
     obs: { type: "boolean", default: false },
     // the source keeps its cell table but the writer skips obs: separates the table's own memory from the writer's
     "obs-skip": { type: "boolean", default: false },
+    "obs-level": { type: "string", default: "9" },
   },
 });
 const nCells = Number(values.cells);
@@ -52,7 +53,7 @@ const { manifest, bytes } = await writeDataset(source, new FolderStore(dir), {
   ...(values["tile-size"] === "auto" ? {} : { tileSize: Number(values["tile-size"]) }),
   level: Number(values.level),
   inFlight: threads + 2,
-  obs: { skip: values["obs-skip"] },
+  obs: { skip: values["obs-skip"], compress: zstdCompressor(Number(values["obs-level"])) },
   onProgress: (p) => {
     peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed);
     const now = performance.now();

@@ -8,6 +8,12 @@ import {
 } from "@deltacells/core";
 import { intOption, UsageError } from "./args.js";
 
+/**
+ * zstd level of the obs shards: at 1,000,000 cells x 12 columns level 19 took longer than the
+ * tiles themselves (bench/convert-rss.ts --obs); 9 keeps most of the ratio.
+ */
+export const OBS_ZSTD_LEVEL = 9;
+
 export const OBS_PARSE_OPTIONS = {
   "obs-exclude": { type: "string" },
   obsm: { type: "string" },

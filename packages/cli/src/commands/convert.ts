@@ -15,7 +15,7 @@ import { zstdCompressor } from "@deltacells/core/node";
 import { COMMON_HELP, intOption, parse, UsageError } from "../args.js";
 import { convertToSporadik, DEFAULT_MAX_NNZ, MAX_NNZ_CEILING } from "../convert-sporadik.js";
 import { openCounted } from "../io.js";
-import { explainObsError, OBS_HELP, OBS_PARSE_OPTIONS, obsOptions } from "../obs-options.js";
+import { explainObsError, OBS_HELP, OBS_PARSE_OPTIONS, OBS_ZSTD_LEVEL, obsOptions } from "../obs-options.js";
 import { ProgressBar } from "../progress.js";
 import type { CommandResult } from "./types.js";
 
@@ -138,7 +138,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       nChunks,
       level,
       inFlight: threads + 2,
-      obs,
+      obs: { ...obs, compress: zstdCompressor(OBS_ZSTD_LEVEL) },
       onProgress: (p) => {
         if (p.phase !== phase) {
           phase = p.phase;

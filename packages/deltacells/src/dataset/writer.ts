@@ -292,7 +292,8 @@ export async function writeDataset(
     );
   await put(VAR_NAMES_KEY, new TextEncoder().encode(names.length ? `${names.join("\n")}\n` : ""));
   await put(VAR_TABLE_KEY, encodeVarTable(geneTable, order, opts.compress));
-  const obsWriter = obsColumns && new ObsWriter(obsColumns, put, opts.compress, tilesPerFile);
+  const obsWriter =
+    obsColumns && new ObsWriter(obsColumns, put, opts.obs?.compress ?? opts.compress, tilesPerFile);
 
   const tileCells: number[] = [];
   const tileNnz: number[] = [];
