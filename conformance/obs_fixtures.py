@@ -4,6 +4,10 @@ once by hand: conformance/.venv/bin/python conformance/obs_fixtures.py).
 - obs-0.7.h5ad: the obs of csr.h5ad (first 40 cells) as anndata 0.7 wrote data frames: a group
   with encoding-version 0.1.0, categorical columns as codes whose categories live in
   `obs/__categories/<name>` (an object reference in the codes' `categories` attribute).
+- obs-compound.h5ad: the first 50 cells of pbmc68k as anndata < 0.7 stored obs and var: compound
+  (record) datasets, categoricals as integer codes with their categories in `uns/<name>_categories`
+  (copied from data/legacy-anndata/pbmc68k_reduced.h5ad, written by such an anndata), with the
+  raw counts of data/pbmc68k-counts as X.
 - obs-unsupported.h5ad: a valid file plus two obs columns obs cannot hold: `when` (numpy
   datetime64 stored by h5py as an opaque type) and `nested` (an awkward-array group).
 """
@@ -78,6 +82,23 @@ def unsupported():
         obs.attrs.create("column-order", np.array([str(o) for o in order], dtype=object), dtype=h5py.string_dtype())
 
 
+def compound():
+    legacy = os.path.join(HERE, "..", "data", "legacy-anndata", "pbmc68k_reduced.h5ad")
+    counts = os.path.join(HERE, "..", "data", "pbmc68k-counts", "pbmc68k_counts.h5ad")
+    n = 50
+    path = os.path.join(OUT, "obs-compound.h5ad")
+    x = ad.read_h5ad(counts).X[:n]
+    with h5py.File(legacy, "r") as src, h5py.File(path, "w") as f:
+        write_x(f, sp.csr_matrix(x))
+        f.create_dataset("obs", data=src["obs"][:n])
+        f.create_dataset("var", data=src["var"][:])
+        for k in ("bulk_labels_categories", "louvain_categories", "phase_categories"):
+            f.create_dataset(f"uns/{k}", data=src[f"uns/{k}"][:])
+    back = ad.read_h5ad(path)
+    assert back.obs["bulk_labels"].dtype == "category", back.obs.dtypes
+
+
 if __name__ == "__main__":
+    compound()
     legacy_07()
     unsupported()

@@ -32,6 +32,11 @@ const CASES: Case[] = [
   { kind: "h5ad", input: "data/anndata/obs-0.7.h5ad", label: "anndata 0.7 __categories" },
   {
     kind: "h5ad",
+    input: "data/anndata/obs-compound.h5ad",
+    label: "anndata < 0.7 compound obs, uns/*_categories",
+  },
+  {
+    kind: "h5ad",
     input: "data/pbmc68k-counts/pbmc68k_counts.h5ad",
     opts: ["--tile-size", "64", "--obs-tiles-per-file", "4", "--obsm", "X_umap,X_pca"],
     check: { obsm: ["X_umap", "X_pca"] },
