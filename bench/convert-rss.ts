@@ -5,6 +5,11 @@
  * sizes and compare.
  *
  *   node --import tsx --conditions=source bench/convert-rss.ts --cells 1000000 --genes-per-cell 50
+ *
+ * `--obs` gives the source a 10-column cell table and a 2-column UMAP (12 obs columns written):
+ * the obs sidecar must add little to the peak (the issue's bound: +100 MiB at 1,000,000 cells).
+ * `--obs-skip` gives the source the same table but writes no obs: the difference between the two
+ * is the writer's own cost, the rest is the cell table the source holds in memory.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,6 +28,10 @@ const { values } = parseArgs({
     "tile-size": { type: "string", default: "auto" },
     level: { type: "string", default: "19" },
     threads: { type: "string", default: "2" },
+    obs: { type: "boolean", default: false },
+    // the source keeps its cell table but the writer skips obs: separates the table's own memory from the writer's
+    "obs-skip": { type: "boolean", default: false },
+    "obs-level": { type: "string", default: "9" },
   },
 });
 const nCells = Number(values.cells);
@@ -31,6 +40,7 @@ const source = syntheticSource({
   nCells,
   nGenes: Number(values.genes),
   genesPerCell: Number(values["genes-per-cell"]),
+  obs: values.obs || values["obs-skip"],
 });
 const dir = mkdtempSync(join(tmpdir(), "deltacells-bench-"));
 const pool = createTilePool({ threads });
@@ -43,6 +53,7 @@ const { manifest, bytes } = await writeDataset(source, new FolderStore(dir), {
   ...(values["tile-size"] === "auto" ? {} : { tileSize: Number(values["tile-size"]) }),
   level: Number(values.level),
   inFlight: threads + 2,
+  obs: { skip: values["obs-skip"], compress: zstdCompressor(Number(values["obs-level"])) },
   onProgress: (p) => {
     peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed);
     const now = performance.now();
@@ -62,6 +73,8 @@ const result = {
   genes: manifest.n_genes,
   nnz,
   tiles: manifest.tile_cells.length,
+  obs_shards: manifest.obs_shard_bytes?.length ?? 0,
+  obs_bytes: (manifest.obs_shard_bytes ?? []).reduce((a, b) => a + b, 0),
   tile_size: manifest.tile_size,
   zstd_level: manifest.zstd_level,
   threads,

@@ -16,6 +16,61 @@ export interface SyntheticOptions {
   /** Mean number of expressed genes per cell. */
   genesPerCell?: number;
   seed?: number;
+  /**
+   * Give the source a cell table of 10 columns as converters see them (a barcode index, three
+   * categoricals, int64, float32, float64, bool, a nullable Int32, a free string) and a 2-column
+   * obsm X_umap, which becomes two more columns.
+   */
+  obs?: boolean;
+}
+
+/** The synthetic cell table: deterministic, about 100 bytes per cell in memory. */
+function syntheticObs(nCells: number, seed: number): { table: SourceTable; umap: Float32Array } {
+  const r = mulberry32(seed * 31 + 7);
+  const types = Array.from({ length: 20 }, (_, i) => `type_${i}`);
+  const batches = Array.from({ length: 8 }, (_, i) => `batch_${i}`);
+  const phases = ["G1", "S", "G2M"];
+  const cats = (n: number) =>
+    Int32Array.from({ length: nCells }, () => Math.floor(r() * n) - (r() < 0.01 ? 1 : 0));
+  const maybe = new Uint8Array(nCells).map(() => (r() < 0.05 ? 1 : 0));
+  const table: SourceTable = {
+    indexName: "barcode",
+    index: Array.from({ length: nCells }, (_, i) => `CELL${String(i).padStart(8, "0")}-1`),
+    columns: [
+      { name: "cell_type", kind: "category", codes: cats(types.length), categories: types, ordered: false },
+      { name: "batch", kind: "category", codes: cats(batches.length), categories: batches, ordered: false },
+      { name: "phase", kind: "category", codes: cats(phases.length), categories: phases, ordered: false },
+      {
+        name: "n_counts",
+        kind: "numeric",
+        values: BigInt64Array.from({ length: nCells }, () => BigInt(Math.floor(r() * 5000))),
+      },
+      {
+        name: "percent_mito",
+        kind: "numeric",
+        values: Float32Array.from({ length: nCells }, () => r() * 0.2),
+      },
+      { name: "score", kind: "numeric", values: Float64Array.from({ length: nCells }, () => normal(r)) },
+      {
+        name: "is_doublet",
+        kind: "bool",
+        values: Uint8Array.from({ length: nCells }, () => (r() < 0.1 ? 1 : 0)),
+      },
+      {
+        name: "n_genes",
+        kind: "numeric",
+        values: Int32Array.from({ length: nCells }, () => Math.floor(r() * 3000)),
+        nulls: maybe,
+      },
+      {
+        name: "sample",
+        kind: "string",
+        values: Array.from({ length: nCells }, (_, i) => `sample-${i % 97}`),
+      },
+    ],
+  };
+  const umap = Float32Array.from({ length: nCells * 2 }, () => normal(r) * 5);
+  return { table, umap };
 }
 
 function normal(rand: () => number): number {
@@ -88,7 +143,13 @@ export function syntheticSource(opts: SyntheticOptions): DatasetSource {
       },
     ],
   };
+  const obs = opts.obs ? syntheticObs(nCells, seed) : undefined;
   return {
+    ...(obs && {
+      obs: async () => obs.table,
+      obsmKeys: async () => ["X_umap"],
+      obsm: async () => ({ X_umap: { kind: "dense", shape: [nCells, 2], values: obs.umap } }),
+    }),
     format: "synthetic",
     location: `synthetic:${nCells}x${nGenes}@${perCell}`,
     matrixPath: "X",

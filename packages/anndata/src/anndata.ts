@@ -167,8 +167,8 @@ class AnnDataSource extends BaseSource {
     return readDataFrame(this.tree, this.varPath, this.nGenes);
   }
 
-  protected readObs(): Promise<ColumnTable> {
-    return readDataFrame(this.tree, "obs", this.nCells);
+  protected readObs(exclude: ReadonlySet<string>): Promise<ColumnTable> {
+    return readDataFrame(this.tree, "obs", this.nCells, exclude);
   }
 
   protected override readObsmKeys(): Promise<string[]> {

@@ -4,19 +4,30 @@
  * Browser-safe.
  */
 
-import { InputError } from "./errors.js";
+import { InputError, UnsupportedColumnsError } from "./errors.js";
 import { attrString, joinPath, type Tree, type TreeArray, type TreeGroup, toNumbers } from "./tree.js";
 import type { ColumnTable, NumericValues, TableColumn } from "./types.js";
 
-/** Reads obs or var: the current group encoding or the legacy compound dataset. */
-export async function readDataFrame(tree: Tree, path: string, nRows: number): Promise<ColumnTable> {
+/**
+ * Reads obs or var: the current group encoding or the legacy compound dataset. Columns named in
+ * `exclude` are not read; columns of an encoding or element type that has no {@link TableColumn}
+ * (datetimes, nested frames, complex numbers ...) are refused together, by name, in one
+ * {@link UnsupportedColumnsError}.
+ */
+export async function readDataFrame(
+  tree: Tree,
+  path: string,
+  nRows: number,
+  exclude: ReadonlySet<string> = new Set(),
+): Promise<ColumnTable> {
   const loc = tree.location;
   const node = await tree.get(path);
   if (node === undefined) {
     // anndata allows a missing raw/var only in broken files; an absent obs/var means no names
     return { indexName: null, index: Array.from({ length: nRows }, (_, i) => String(i)), columns: [] };
   }
-  const table = node.kind === "array" ? await legacyFrame(tree, node) : await groupFrame(tree, node);
+  const table =
+    node.kind === "array" ? await legacyFrame(tree, node, exclude) : await groupFrame(tree, node, exclude);
   if (table.index.length !== nRows) {
     throw new InputError(
       "MalformedInput",
@@ -27,7 +38,7 @@ export async function readDataFrame(tree: Tree, path: string, nRows: number): Pr
   return table;
 }
 
-async function groupFrame(tree: Tree, group: TreeGroup): Promise<ColumnTable> {
+async function groupFrame(tree: Tree, group: TreeGroup, exclude: ReadonlySet<string>): Promise<ColumnTable> {
   const loc = tree.location;
   const attrs = await group.attrs();
   const indexKey = attrString(attrs._index) ?? "_index";
@@ -51,8 +62,39 @@ async function groupFrame(tree: Tree, group: TreeGroup): Promise<ColumnTable> {
         ? [order]
         : Array.from(order as ArrayLike<unknown>, (x) => attrString(x) ?? String(x));
   const columns: TableColumn[] = [];
-  for (const name of names) columns.push(await readColumn(tree, joinPath(group.path, name), name));
+  const unsupported: string[] = [];
+  for (const name of names) {
+    if (exclude.has(name)) continue;
+    try {
+      const legacy = await legacyCategorical(tree, group.path, name);
+      columns.push(legacy ?? (await readColumn(tree, joinPath(group.path, name), name)));
+    } catch (err) {
+      if (!(err instanceof InputError) || err._tag !== "Unsupported") throw err;
+      unsupported.push(name);
+    }
+  }
+  if (unsupported.length > 0) throw new UnsupportedColumnsError(loc, group.path, unsupported);
   return { indexName: indexKey === "_index" ? null : indexKey, index, columns };
+}
+
+/**
+ * anndata 0.7 (data frame encoding 0.1.0) stored a categorical column as its codes, with the
+ * categories in `<frame>/__categories/<name>` (and `ordered` as an attribute there).
+ */
+async function legacyCategorical(tree: Tree, frame: string, name: string): Promise<TableColumn | undefined> {
+  const cats = await tree.get(joinPath(frame, `__categories/${name}`));
+  const codes = await tree.get(joinPath(frame, name));
+  if (cats?.kind !== "array" || codes?.kind !== "array" || codes.element === "string") return undefined;
+  const categories =
+    cats.element === "string" ? await cats.readStrings() : Array.from(toNumbers(await cats.read()), String);
+  const ordered = Boolean((await cats.attrs()).ordered);
+  return {
+    name,
+    kind: "category",
+    codes: Int32Array.from(toNumbers(await codes.read())),
+    categories,
+    ordered,
+  };
 }
 
 async function readColumn(tree: Tree, path: string, name: string): Promise<TableColumn> {
@@ -109,6 +151,12 @@ async function readColumn(tree: Tree, path: string, name: string): Promise<Table
 }
 
 async function arrayColumn(a: TreeArray, name: string): Promise<TableColumn> {
+  if (a.element === "other" || a.element === "compound" || a.shape.length !== 1) {
+    throw new InputError(
+      "Unsupported",
+      `${a.path} has an element type or shape (${a.element}, ${JSON.stringify(a.shape)}) no table column holds.`,
+    );
+  }
   if (a.element === "string") return { name, kind: "string", values: await a.readStrings() };
   const v = await a.read();
   if (a.element === "bool") return { name, kind: "bool", values: Uint8Array.from(toNumbers(v)) };
@@ -116,7 +164,7 @@ async function arrayColumn(a: TreeArray, name: string): Promise<TableColumn> {
 }
 
 /** Pre-0.7 anndata: a compound dataset; categorical columns keep codes, categories in uns. */
-async function legacyFrame(tree: Tree, a: TreeArray): Promise<ColumnTable> {
+async function legacyFrame(tree: Tree, a: TreeArray, exclude: ReadonlySet<string>): Promise<ColumnTable> {
   const loc = tree.location;
   if (!a.fields) {
     throw new InputError(
@@ -142,7 +190,7 @@ async function legacyFrame(tree: Tree, a: TreeArray): Promise<ColumnTable> {
   }
   const columns: TableColumn[] = [];
   for (const f of a.fields) {
-    if (f.name === "index" || f.shape) continue;
+    if (f.name === "index" || f.shape || exclude.has(f.name)) continue;
     const v = cols.get(f.name);
     if (v === undefined) continue;
     if (Array.isArray(v)) {

@@ -144,6 +144,27 @@ export class UnsupportedFilterError extends InputError {
   }
 }
 
+/**
+ * Columns of a data frame (obs or var) whose encoding or element type has no table column here
+ * (datetimes, nested frames, complex numbers, ...). `columns` names them all, so one run lists
+ * every column to skip (the CLI's `--obs-exclude`) or convert in Python first.
+ */
+export class UnsupportedColumnsError extends InputError {
+  override readonly _tag = "Unsupported" as const;
+  readonly columns: string[];
+
+  constructor(location: string, frame: string, columns: string[]) {
+    super(
+      "Unsupported",
+      `${location}: ${frame} has ${columns.length === 1 ? "a column" : "columns"} of a type that cannot be stored ` +
+        `(only categorical, numeric, boolean and string columns can): ${columns.map((c) => JSON.stringify(c)).join(", ")}. ` +
+        "Exclude them, or convert them (e.g. datetimes to strings) in Python first.",
+      { location, object: frame },
+    );
+    this.columns = columns;
+  }
+}
+
 /** True when `err` is an {@link InputError}, optionally of the given tag. */
 export function isInputError(err: unknown, tag?: InputErrorTag): err is InputError {
   return err instanceof InputError && (tag === undefined || err._tag === tag);

@@ -14,6 +14,7 @@ export {
   NotCountsError,
   type NotCountsFields,
   type NotCountsReason,
+  UnsupportedColumnsError,
   UnsupportedFilterError,
 } from "./errors.js";
 export type {

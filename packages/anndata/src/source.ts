@@ -30,7 +30,7 @@ export abstract class BaseSource implements MatrixSource {
   protected alternatives: string[] = [];
 
   protected abstract readVar(): Promise<ColumnTable>;
-  protected abstract readObs(): Promise<ColumnTable>;
+  protected abstract readObs(exclude: ReadonlySet<string>): Promise<ColumnTable>;
   protected abstract blocks(blockCells: number, signal?: AbortSignal): AsyncGenerator<RowBlock>;
   abstract close(): Promise<void>;
 
@@ -76,8 +76,8 @@ export abstract class BaseSource implements MatrixSource {
     return t;
   }
 
-  async obs(): Promise<ColumnTable> {
-    const t = await this.readObs();
+  async obs(opts: { exclude?: string[] } = {}): Promise<ColumnTable> {
+    const t = await this.readObs(new Set(opts.exclude));
     this.obsIndex = t.index;
     return t;
   }

@@ -119,8 +119,11 @@ export interface MatrixSource {
    * unique) and the columns are gene_ids, feature_types (and genome), as scanpy's read_10x_* make them.
    */
   var(): Promise<ColumnTable>;
-  /** One row per cell. */
-  obs(): Promise<ColumnTable>;
+  /**
+   * One row per cell. Columns named in `exclude` are not read; columns no {@link TableColumn} can
+   * hold are refused together in an `UnsupportedColumnsError` naming them.
+   */
+  obs(opts?: { exclude?: string[] }): Promise<ColumnTable>;
   /** The keys of `obsm` (per-cell embeddings), in store order; [] for inputs without obsm. */
   obsmKeys(): Promise<string[]>;
   /**

@@ -5,6 +5,7 @@
  */
 import type { SourceColumn, SourceTable } from "@deltacells/core";
 import h5wasm, { type Group } from "h5wasm/node";
+import type { ExportedObs } from "./export-obs.js";
 import type { ExportPlan } from "./export-rows.js";
 
 function encoding(g: Group, type: string, version: string): void {
@@ -44,8 +45,14 @@ function column(g: Group, col: SourceColumn): void {
       return;
     }
     case "bool": {
-      // h5wasm cannot write HDF5's bool enum: the column reads back as uint8 (0/1).
-      const ds = g.create_dataset({ name: col.name, data: col.values });
+      // h5wasm cannot write HDF5's bool enum: the column reads back as uint8 (0/1), or as float64
+      // with NaN for the missing values when it has any (nullable-boolean needs a bool mask).
+      const nulls = col.nulls;
+      const data =
+        nulls?.some((x) => x !== 0) === true
+          ? Float64Array.from(col.values, (v, i) => (nulls[i] ? Number.NaN : v))
+          : col.values;
+      const ds = g.create_dataset({ name: col.name, data });
       encoding(ds as unknown as Group, "array", "0.2.0");
       return;
     }
@@ -104,6 +111,7 @@ export async function writeH5ad(
   varNames: string[],
   varColumns: SourceColumn[] = [],
   varIndexName: string | null = null,
+  obs?: ExportedObs,
 ): Promise<void> {
   // HDF5 failures then throw (summarised by the command) instead of printing their whole stack.
   (await h5wasm.ready).activate_throwing_error_handler();
@@ -148,10 +156,19 @@ export async function writeH5ad(
       at += n;
       row += part.nCells;
     }
-    dataframe(file, "obs", obsNames);
+    if (obs) dataframe(file, "obs", obs.index, obs.columns, obs.indexName);
+    else dataframe(file, "obs", obsNames);
     dataframe(file, "var", varNames, varColumns, varIndexName);
     for (const name of ["obsm", "varm", "obsp", "varp", "layers", "uns"])
       encoding(file.create_group(name), "dict", "0.1.0");
+    for (const e of obs?.obsm ?? []) {
+      const ds = (file.get("obsm") as Group).create_dataset({
+        name: e.name,
+        data: e.values,
+        shape: [plan.nCells, e.k],
+      });
+      encoding(ds as unknown as Group, "array", "0.2.0");
+    }
   } finally {
     file.close();
   }

@@ -29,6 +29,10 @@ const COMMANDS: Record<string, { load: () => Promise<Run>; summary: string }> = 
     load: async () => (await import("./commands/export.js")).exportCommand,
     summary: "export cells to Matrix Market or .h5ad",
   },
+  obs: {
+    load: async () => (await import("./commands/obs.js")).obsCommand,
+    summary: "print a dataset's obs (cell table) schema or rows",
+  },
   slice: {
     load: async () => (await import("./commands/slice.js")).slice,
     summary: "print slices of a sporadik store along one axis",

@@ -64,11 +64,15 @@ test("convert, inspect, validate and export work together, with --json and --sta
   assert.equal(info.n_chunks, 2);
   assert.equal(info.zstd_level, 5);
   assert.equal(info.nnz, summary.nnz);
-  assert.deepEqual(info.stats.requests.get, 2, "inspect reads the manifest and var_names.txt only");
+  assert.deepEqual(
+    info.stats.requests.get,
+    3,
+    "inspect reads the manifest, var_names.txt and obs/schema.json only",
+  );
 
   const human = await deltacells("inspect", out, "--stats");
   assert.match(human.stdout, /57 cells x 41 genes/);
-  assert.match(human.stderr, /^stats: 2 requests \(get 2\)/m);
+  assert.match(human.stderr, /^stats: 3 requests \(get 3\)/m);
 
   const val = await deltacells("validate", out, "--json");
   assert.equal(val.code, 0, val.stdout + val.stderr);

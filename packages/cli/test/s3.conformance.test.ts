@@ -30,8 +30,8 @@ test("a dataset converted straight to s3:// validates there and exports the same
   assert.equal(val.code, 0, val.stdout + val.stderr);
   const report = JSON.parse(val.stdout);
   assert.equal(report.tilesChecked, 4);
-  // manifest + one GET per tile + the three gene files, nothing more
-  assert.equal(report.stats.requests.get, 1 + 4 + 3);
+  // manifest + one GET per tile + the three gene files + obs/schema.json and the one obs shard, nothing more
+  assert.equal(report.stats.requests.get, 1 + 4 + 3 + 2);
   assert.equal(report.stats.requests.getRange, 0);
 
   const dir = tempDir();

@@ -8,3 +8,4 @@ export {
   type DeltacellsErrorTag,
   isDeltacellsError,
 } from "./errors.js";
+export * from "./obs/index.js";

@@ -1,1 +1,8 @@
 export { openDataset, zstdCompressor } from "./dataset/node.js";
+export {
+  cacheLocalizer,
+  type ObsCacheLockOptions,
+  obsCachePath,
+  obsCacheRoot,
+  quoteColumnName,
+} from "./obs/cache-node.js";

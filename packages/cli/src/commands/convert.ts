@@ -15,6 +15,7 @@ import { zstdCompressor } from "@deltacells/core/node";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import { convertToSporadik, DEFAULT_MAX_NNZ, MAX_NNZ_CEILING } from "../convert-sporadik.js";
 import { openCounted } from "../io.js";
+import { explainObsError, OBS_HELP, OBS_PARSE_OPTIONS, OBS_ZSTD_LEVEL, obsOptions } from "../obs-options.js";
 import { ProgressBar } from "../progress.js";
 import { openTarget } from "../target.js";
 import type { CommandResult } from "./types.js";
@@ -31,14 +32,16 @@ export const CONVERT_HELP = `usage: deltacells convert INPUT OUTPUT [options]
 Convert a count matrix to a deltacells dataset. INPUT is an AnnData .h5ad or .zarr, a Cell Ranger
 .h5, a 10x Matrix Market folder, a Matrix Market file or a zarr array; OUTPUT is a local folder
 or an s3://bucket/prefix URL. Genes are reordered by decreasing total counts (the order is kept
-in gene_order.npy). manifest.json is written last. OUTPUT must be new or empty unless --overwrite.
+in gene_order.npy). The cell table (AnnData obs with its index, 10x barcodes) and small obsm
+embeddings go to the obs parquet sidecar (see --obsm). manifest.json is written last. OUTPUT
+must be new or empty unless --overwrite.
 
 With --format sporadik, OUTPUT is a sporadik store (cells x genes, one layout per axis in --axes,
 with maxima; the block is written last) and INPUT may also be a deltacells dataset (a folder with
 manifest.json, or a URL), whose genes go back to the source's order. The whole matrix is held in
 memory (about 23 bytes per nonzero; a streaming writer is future work), so more than --max-nnz
-nonzeros are refused before anything is written. Cell and gene names are not written: the format
-has no place for them.
+nonzeros are refused before anything is written. Cell and gene names are not written, nor obs
+(the cell table of a deltacells dataset): the format has no place for them.
 
 options:
   --format F     deltacells (default) or sporadik
@@ -57,6 +60,7 @@ options:
   --overwrite    replace the dataset or store already at OUTPUT (kept readable until the new
                  one is complete; objects that belong to neither are never deleted)
   --quiet        no progress bar
+${OBS_HELP}
 ${COMMON_HELP}`;
 
 /** `--axes 0,1` as the sorted, distinct axes of a cells x genes matrix. */
@@ -89,6 +93,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       "byte-addressable": { type: "boolean" },
       "max-nnz": { type: "string" },
       overwrite: { type: "boolean" },
+      ...OBS_PARSE_OPTIONS,
     },
     ["INPUT", "OUTPUT"],
   );
@@ -109,7 +114,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     openStore: (url: string) => openCounted(url),
   };
   if (format === "sporadik") {
-    for (const name of ["tile-size", "chunks", "level"]) {
+    for (const name of ["tile-size", "chunks", "level", ...Object.keys(OBS_PARSE_OPTIONS)]) {
       if (values[name] !== undefined) throw new UsageError(`--${name} applies to --format deltacells only`);
     }
     return convertToSporadik({
@@ -131,6 +136,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     if (values[name] !== undefined) throw new UsageError(`--${name} applies to --format sporadik only`);
   }
 
+  const obs = obsOptions(values);
   const started = performance.now();
   // Before the input is read: a target that cannot be written is refused at once.
   const target = await openTarget(input, output, values.overwrite === true);
@@ -148,6 +154,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       nChunks,
       level,
       inFlight: threads + 2,
+      obs: { ...obs, compress: zstdCompressor(OBS_ZSTD_LEVEL) },
       onProgress: (p) => {
         if (p.phase !== phase) {
           phase = p.phase;
@@ -172,6 +179,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       n_tiles: manifest.tile_cells.length,
       bytes,
       tile_bytes: tileBytes,
+      has_obs: manifest.has_obs,
       tile_bytes_per_nonzero: nnz ? tileBytes / nnz : 0,
       seconds,
     };
@@ -181,7 +189,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     return { text, json: summary, store };
   } catch (err) {
     await target.abandon().catch(() => undefined);
-    throw err;
+    throw explainObsError(err);
   } finally {
     bar.finish();
     await pool.close();

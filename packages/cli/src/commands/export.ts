@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { COMMON_HELP, cellRange, parse, UsageError } from "../args.js";
 import { reorderRows, writeH5ad } from "../export-h5ad.js";
 import { writeMatrixMarket } from "../export-mtx.js";
+import { exportObs } from "../export-obs.js";
 import { type ExportPlan, planExport } from "../export-rows.js";
 import { openCountedDataset } from "../io.js";
 import { writeFileAtomically } from "../output-file.js";
@@ -13,10 +14,11 @@ export const EXPORT_HELP = `usage: deltacells export DATASET OUTPUT [options]
 
 Export a dataset (or a range of its cells) to a local file: Matrix Market when OUTPUT ends in
 .mtx or .mtx.gz (cells x genes, integer, 1-based), AnnData when it ends in .h5ad (X as
-csr_matrix, obs and var names). Columns are in the dataset's order (genes by decreasing total
-counts) unless --source-gene-order maps them back to the order of the converted input. OUTPUT is
-written to a temporary file beside it and renamed when complete: a failed export leaves an
-existing OUTPUT as it was.
+csr_matrix, var, and obs: the dataset's cell table with its index and categoricals restored,
+embedding columns back in obsm as float32; cell numbers as obs names when it has none). Columns
+are in the dataset's order (genes by decreasing total counts) unless --source-gene-order maps
+them back to the order of the converted input. OUTPUT is written to a temporary file beside it
+and renamed when complete: a failed export leaves an existing OUTPUT as it was.
 
 options:
   --cells A:B           export cells A .. B-1 only (either side may be omitted)
@@ -97,7 +99,15 @@ export async function exportCommand(argv: string[]): Promise<CommandResult> {
         varTable = reorderRows(varTable, rows);
       }
       const obsNames = Array.from({ length: b - a }, (_, i) => String(a + i));
-      await writeH5ad(tmp, plan, obsNames, varTable.index, varTable.columns, varTable.indexName);
+      await writeH5ad(
+        tmp,
+        plan,
+        obsNames,
+        varTable.index,
+        varTable.columns,
+        varTable.indexName,
+        await exportObs(ds, a, b),
+      );
     }
   }).finally(() => bar.finish());
   const json = {

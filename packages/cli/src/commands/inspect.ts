@@ -10,7 +10,7 @@ import type { CommandResult } from "./types.js";
 export const INSPECT_HELP = `usage: deltacells inspect DATASET [options]
 
 Show a dataset's shape, tiles, sizes, bytes per nonzero, encoder settings, gene files and obs
-columns. Reads manifest.json and var_names.txt only. DATASET is a local folder or a URL
+columns (names, kinds). Reads manifest.json, var_names.txt and obs/schema.json only. DATASET is a local folder or a URL
 (s3://bucket/prefix, https://...). A sporadik store (no manifest.json, a root zarr.json with the
 "sporadik" block) is described instead: shape, layouts, nonzeros, dtypes, chunking, whether it
 is byte-addressable and carries maxima (its metadata only).
@@ -59,17 +59,33 @@ export async function inspect(argv: string[]): Promise<CommandResult> {
     has_var_names: m.has_var_names,
     has_var_table: m.has_var_table,
     has_obs: m.has_obs,
-    obs_columns: [] as string[],
+    obs_columns: [] as { name: string; kind: string; arrow_type: string; n_categories?: number }[],
     first_genes: names?.slice(0, 10) ?? [],
     metadata: m.metadata,
   };
+  if (m.has_obs) {
+    const schema = await ds.obsSchema();
+    info.obs_columns = schema.columns.map((c) => ({
+      name: c.name,
+      kind: c.kind,
+      arrow_type: c.arrow_type,
+      ...(c.categories ? { n_categories: c.categories.length } : {}),
+    }));
+  }
+  const obsBytes = (m.obs_shard_bytes ?? []).reduce((x, y) => x + y, 0);
   const lines = [
     `${ds.url}: ${m.format} version ${m.version}`,
     `  shape        ${m.n_cells.toLocaleString("en-US")} cells x ${m.n_genes.toLocaleString("en-US")} genes, ${nnz.toLocaleString("en-US")} nonzeros (density ${(info.density * 100).toFixed(2)}%)`,
     `  tiles        ${count(ds.nTiles, "tile")} of ${count(m.tile_size, "cell")}; ${formatBytes(tileBytes)} in total, per tile min ${formatBytes(info.tile_bytes.min)}, median ${formatBytes(info.tile_bytes.median)}, max ${formatBytes(info.tile_bytes.max)}`,
     `  compression  ${info.bytes_per_nonzero.toFixed(3)} bytes per nonzero; ${m.n_chunks} chunks per tile, zstd level ${m.zstd_level}`,
     `  genes        gene_order.npy ${m.has_gene_order ? "yes" : "no"}, var_names.txt ${m.has_var_names ? "yes" : "no"}, var.parquet ${m.has_var_table ? "yes" : "no"}${names ? `; first: ${names.slice(0, 5).join(", ")}${names.length > 5 ? ", ..." : ""}` : ""}`,
-    `  obs          ${m.has_obs ? `${m.obs_shard_bytes?.length ?? 0} shards` : "none"}`,
+    `  obs          ${
+      m.has_obs
+        ? `${info.obs_columns.length} columns in ${m.obs_shard_bytes?.length ?? 0} shards (${formatBytes(obsBytes)}): ${info.obs_columns
+            .map((c) => `${c.name} (${c.kind}${c.n_categories !== undefined ? `, ${c.n_categories}` : ""})`)
+            .join(", ")}`
+        : "none"
+    }`,
     `  metadata     ${JSON.stringify(m.metadata)}`,
   ];
   return { text: lines.join("\n"), json: info, store };

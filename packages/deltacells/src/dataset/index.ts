@@ -21,7 +21,7 @@ export {
   type TileData,
   type TileDecoder,
 } from "./reader.js";
-export type { DatasetSource, SourceColumn, SourceRowBlock, SourceTable } from "./source.js";
+export type { DatasetSource, SourceColumn, SourceEmbedding, SourceRowBlock, SourceTable } from "./source.js";
 export { type ValidationProblem, type ValidationReport, validateDataset } from "./validate.js";
 export type { Compress } from "./var-table.js";
 export { encodeVarTable } from "./var-table.js";

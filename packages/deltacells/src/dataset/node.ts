@@ -2,6 +2,7 @@
 import type { ReadableStore } from "@deltacells/storage";
 import { openStore } from "@deltacells/storage/node";
 import { compress } from "zstd-napi";
+import { cacheLocalizer } from "../obs/cache-node.js";
 import { type Dataset, type OpenDatasetOptions, openDataset as openDatasetInStore } from "./reader.js";
 import type { Compress } from "./var-table.js";
 
@@ -15,11 +16,15 @@ export function zstdCompressor(level = 19): Compress {
 
 /**
  * Open a dataset from a local path, `file://`, `http(s)://` or `s3://` URL (S3 settings from the
- * AWS environment and `~/.aws`, see `openStore` of `@deltacells/storage/node`), or from a store. Same checks as the browser-safe `openDataset`.
+ * AWS environment and `~/.aws`, see `openStore` of `@deltacells/storage/node`), or from a store. Same checks as the browser-safe `openDataset`;
+ * `dataset.obs()` localizes columns through the local Arrow cache.
  */
 export function openDataset(
   location: string | ReadableStore,
   opts: OpenDatasetOptions = {},
 ): Promise<Dataset> {
-  return openDatasetInStore(typeof location === "string" ? openStore(location) : location, opts);
+  return openDatasetInStore(typeof location === "string" ? openStore(location) : location, {
+    obsLocalizer: cacheLocalizer(),
+    ...opts,
+  });
 }

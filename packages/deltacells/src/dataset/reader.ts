@@ -5,6 +5,7 @@
  * reader that streams tiles for training never pays for them, and `validateDataset` checks them all.
  */
 import { openStore, type ReadableStore } from "@deltacells/storage";
+import { makeVector, type Vector } from "apache-arrow";
 import type { DecodedTile } from "../codec/decode.js";
 import { createLocalDecoder } from "../codec/local-decoder.js";
 import { createTilePool } from "../codec/pool/pool.js";
@@ -17,6 +18,10 @@ import {
   type RecycledTile,
 } from "../codec/recycle.js";
 import { DeltacellsError, isDeltacellsError } from "../errors.js";
+import { ObsFrame } from "../obs/frame.js";
+import { memoryLocalizer, type ObsLoadOptions, type ObsLocalizer } from "../obs/localize.js";
+import { ObsShards } from "../obs/read.js";
+import type { ObsSchema } from "../obs/schema.js";
 import {
   type DatasetManifest,
   GENE_ORDER_KEY,
@@ -75,6 +80,8 @@ export interface OpenDatasetOptions {
   threads?: number;
   /** Decodes tiles instead (e.g. a `TilePool` shared with other work; not closed by `close()`). */
   decoder?: TileDecoder;
+  /** Where `obs()` puts columns (default: memory; the Node entry's `openDataset` uses the local cache). */
+  obsLocalizer?: ObsLocalizer;
   signal?: AbortSignal;
 }
 
@@ -94,6 +101,7 @@ export class Dataset {
   readonly url: string;
   private geneNamesCache: Promise<string[] | undefined> | undefined;
   private geneOrderCache: Promise<Int32Array | undefined> | undefined;
+  private obsShards: ObsShards | undefined;
 
   /**
    * `decoder` decodes the tiles (default: this thread, into recycled buffers); `close` is what
@@ -103,6 +111,7 @@ export class Dataset {
     readonly store: ReadableStore,
     manifest: DatasetManifest,
     private readonly decoder: TileDecoder = createLocalDecoder(),
+    private readonly obsLocalizer: ObsLocalizer = memoryLocalizer,
     private readonly onClose: () => Promise<void> = async () => {},
   ) {
     this.manifest = manifest;
@@ -461,6 +470,46 @@ export class Dataset {
     return this.geneOrderCache;
   }
 
+  /** The obs shards' reader (refuses a dataset without obs). */
+  private obsReader(): ObsShards {
+    this.obsShards ??= new ObsShards(this.store, this.manifest, this.url);
+    return this.obsShards;
+  }
+
+  /** `obs/schema.json`: the obs columns, kinds, Arrow types and vocabularies (checked against the fingerprint). */
+  obsSchema(opts: { signal?: AbortSignal } = {}): Promise<ObsSchema> {
+    return this.obsReader().schema(opts);
+  }
+
+  /**
+   * The obs columns named (all by default), localized: in Node through the local Arrow cache
+   * (`<cache>/<fingerprint>/obs/<column>.arrow`, fetched once per node, then memory-read), in a
+   * browser in memory. Each column is an Arrow table with one record batch per tile; categories
+   * come as codes plus the vocabulary (`column.labels(codes)`).
+   */
+  async obs(columns?: string[], opts: ObsLoadOptions = {}): Promise<ObsFrame> {
+    const reader = this.obsReader();
+    const wanted = await reader.columns(columns, opts);
+    return new ObsFrame(await this.obsLocalizer(reader, wanted, opts), this.nCells);
+  }
+
+  /**
+   * The obs rows of tile `t` for the named columns (all by default), read from the shards without
+   * touching other tiles: that shard's footer and one column chunk per column. Category columns
+   * come as codes (the vocabulary is in {@link obsSchema}).
+   */
+  async obsTile(
+    t: number,
+    columns?: string[],
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<Record<string, Vector>> {
+    this.checkTile(t);
+    const reader = this.obsReader();
+    const wanted = await reader.columns(columns, opts);
+    const data = await Promise.all(wanted.map((c) => reader.readTile(t, c, opts)));
+    return Object.fromEntries(wanted.map((c, i) => [c.name, makeVector(data[i]!)]));
+  }
+
   /** The raw bytes of `var.parquet` (pandas reads them as the source's gene table), or undefined. */
   varTableBytes(): Promise<Uint8Array | undefined> {
     return this.optional(this.manifest.has_var_table, VAR_TABLE_KEY);
@@ -551,7 +600,7 @@ export async function openDataset(
       decode: pool.decode,
       lend: (size: number) => lendBytes(inputs, size),
     };
-    return new Dataset(store, manifest, decoder, () => pool.close());
+    return new Dataset(store, manifest, decoder, opts.obsLocalizer, () => pool.close());
   }
-  return new Dataset(store, manifest, opts.decoder);
+  return new Dataset(store, manifest, opts.decoder, opts.obsLocalizer);
 }

@@ -44,6 +44,16 @@ export interface SourceTable {
   columns: SourceColumn[];
 }
 
+/**
+ * An `obsm` entry as the anndata readers hand it over; only 2-D `dense` ones (`values` row-major,
+ * `shape` [cells, k]) become obs columns.
+ */
+export interface SourceEmbedding {
+  kind: string;
+  shape: number[];
+  values?: ArrayLike<number | bigint>;
+}
+
 /** A count matrix the writer can convert (cells x genes). */
 export interface DatasetSource {
   readonly format: string;
@@ -52,5 +62,11 @@ export interface DatasetSource {
   readonly nCells: number;
   readonly nGenes: number;
   var(): Promise<SourceTable>;
+  /** The cell table (obs); a source without one converts without obs. */
+  obs?(opts?: { exclude?: string[] }): Promise<SourceTable>;
+  /** The keys of `obsm`, in store order. */
+  obsmKeys?(): Promise<string[]>;
+  /** The `obsm` entries named by `keys`, each read whole. */
+  obsm?(keys?: string[]): Promise<Record<string, SourceEmbedding>>;
   rowBlocks(opts?: { blockCells?: number; signal?: AbortSignal }): AsyncIterable<SourceRowBlock>;
 }

@@ -5,6 +5,7 @@
  */
 import { parquetMetadata } from "hyparquet";
 import { isDeltacellsError } from "../errors.js";
+import { validateObs } from "../obs/validate.js";
 import { tileKey, VAR_TABLE_KEY } from "./manifest.js";
 import type { Dataset } from "./reader.js";
 
@@ -124,11 +125,11 @@ export async function validateDataset(
     }
   }
   if (ds.manifest.has_obs) {
-    problems.push({
-      object: "obs/",
-      tag: "UnsupportedVersion",
-      message: "this version of the validator cannot check obs shards yet",
-    });
+    try {
+      problems.push(...(await validateObs(ds.store, ds.manifest, { signal: opts.signal })));
+    } catch (err) {
+      problems.push(problem("obs/", err));
+    }
   }
   problems.sort((a, b) => (a.object < b.object ? -1 : a.object > b.object ? 1 : 0));
   return { valid: problems.length === 0, tilesChecked: checked, nnz, bytes, problems };

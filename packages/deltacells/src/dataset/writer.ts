@@ -7,6 +7,9 @@
  */
 import type { WritableStore } from "@deltacells/storage";
 import { DeltacellsError } from "../errors.js";
+import { type ObsWriteOptions, prepareObs } from "../obs/prepare.js";
+import { DEFAULT_OBS_TILES_PER_FILE } from "../obs/schema.js";
+import { type ObsManifestFields, ObsWriter } from "../obs/write.js";
 import {
   DATASET_FORMAT,
   DATASET_VERSION,
@@ -85,6 +88,8 @@ export interface WriteDatasetOptions {
   blockCells?: number;
   signal?: AbortSignal;
   onProgress?: (p: WriteProgress) => void;
+  /** The obs sidecar: which columns and embeddings, shard size (default: every column, small embeddings). */
+  obs?: ObsWriteOptions;
   /** Extra entries for the manifest's `metadata` (the source and converter are always recorded). */
   metadata?: Record<string, unknown>;
 }
@@ -249,6 +254,14 @@ export async function writeDataset(
   if (!Number.isSafeInteger(nGenes) || nGenes < 1 || nGenes > 2 ** 31)
     throw invalid(source, `deltacells holds 1 .. 2^31 genes, the source has ${nGenes}`);
 
+  // obs is planned before anything is touched: a column the format cannot hold is refused while
+  // an earlier dataset at this prefix is still intact.
+  const tilesPerFile = opts.obs?.tilesPerFile ?? DEFAULT_OBS_TILES_PER_FILE;
+  if (!Number.isSafeInteger(tilesPerFile) || tilesPerFile < 1)
+    throw invalid(source, `obs tiles per file must be a positive integer, got ${tilesPerFile}`);
+  const obs = await prepareObs(source, opts.obs);
+  const obsColumns = obs?.columns;
+
   await store.delete(MANIFEST_KEY);
   const geneTable = await source.var();
   if (geneTable.index.length !== nGenes) {
@@ -279,6 +292,8 @@ export async function writeDataset(
     );
   await put(VAR_NAMES_KEY, new TextEncoder().encode(names.length ? `${names.join("\n")}\n` : ""));
   await put(VAR_TABLE_KEY, encodeVarTable(geneTable, order, opts.compress));
+  const obsWriter =
+    obsColumns && new ObsWriter(obsColumns, put, opts.obs?.compress ?? opts.compress, tilesPerFile);
 
   const tileCells: number[] = [];
   const tileNnz: number[] = [];
@@ -292,6 +307,8 @@ export async function writeDataset(
     tileCells.push(rows.indptr.length - 1);
     tileNnz.push(rows.indices.length);
     tileBytes.push(0);
+    const shard = obsWriter?.addTile(rows.indptr.length - 1);
+    if (shard) pending.push(shard.catch((err) => void (failure ??= err)));
     const job = opts.encoder
       .encode(rows, { nChunks, level })
       .then(async (tile) => {
@@ -349,6 +366,9 @@ export async function writeDataset(
   if (done !== nCells)
     throw invalid(source, `the source yielded ${done} cells in its second pass, ${nCells} announced`);
   opts.onProgress?.({ phase: "tiles", cellsDone: done, nCells, tilesWritten, bytesWritten: bytes });
+  const obsFields: ObsManifestFields | { has_obs: false } = obsWriter
+    ? await obsWriter.finish()
+    : { has_obs: false };
 
   const manifest: DatasetManifest = {
     format: DATASET_FORMAT,
@@ -364,7 +384,7 @@ export async function writeDataset(
     has_gene_order: true,
     has_var_names: true,
     has_var_table: true,
-    has_obs: false,
+    ...obsFields,
     metadata: {
       ...opts.metadata,
       source: source.location,
@@ -372,12 +392,21 @@ export async function writeDataset(
       matrix_path: source.matrixPath,
       converter: `${CONVERTER_NAME} ${CONVERTER_VERSION}`,
       nnz: tileNnz.reduce((a, b) => a + b, 0),
+      // which obs column holds the pandas index and which hold embeddings, so that an export restores them
+      ...(obs ? obs.metadata : {}),
     },
   };
   // Tiles of an earlier, larger dataset at this prefix would confuse a listing; drop them.
   for (const key of await store.list("tiles/")) {
     const m = /^tiles\/tile_(\d{6})\.dct$/.exec(key);
     if (m && Number(m[1]) >= tileCells.length) await store.delete(key);
+  }
+  // Shards of an earlier dataset with more (or any) obs would be taken for ours by a listing.
+  const shardCount = "obs_shard_bytes" in obsFields ? obsFields.obs_shard_bytes.length : 0;
+  for (const key of await store.list("obs/")) {
+    const m = /^obs\/obs_(\d{4,})\.parquet$/.exec(key);
+    if ((m && Number(m[1]) >= shardCount) || (!obsWriter && key === "obs/schema.json"))
+      await store.delete(key);
   }
   const manifestBytes = encodeManifest(manifest);
   await put(MANIFEST_KEY, manifestBytes);

@@ -1,0 +1,137 @@
+/**
+ * The obs of an exported range of cells, rebuilt as AnnData holds it: the index from the column
+ * named in `metadata.obs_index` (with the pandas index name of `metadata.obs_index_name`), the
+ * embedding columns `KEY_0..` back into float32 `obsm[KEY]`, every other column as a table column.
+ */
+import type { Dataset, ObsColumn, SourceColumn } from "@deltacells/core";
+
+export interface ExportedObs {
+  indexName: string | null;
+  index: string[];
+  columns: SourceColumn[];
+  obsm: { name: string; k: number; values: Float32Array }[];
+}
+
+/** Values of rows `[a, b)` of a column, with a null mask when any is missing, tile batch by tile batch. */
+function slice(col: ObsColumn, a: number, b: number): { values: unknown[]; nulls: Uint8Array | undefined } {
+  const values = new Array<unknown>(b - a);
+  let nulls: Uint8Array | undefined;
+  let start = 0;
+  for (const batch of col.table.batches) {
+    const end = start + batch.numRows;
+    if (end > a && start < b) {
+      const v = batch.getChildAt(0)!;
+      for (let i = Math.max(a, start); i < Math.min(b, end); i++) {
+        const x = v.get(i - start);
+        if (x === null || x === undefined) {
+          nulls ??= new Uint8Array(b - a);
+          nulls[i - a] = 1;
+        }
+        values[i - a] = x;
+      }
+    }
+    start = end;
+  }
+  return { values, nulls };
+}
+
+const NUMERIC: Record<
+  string,
+  new (
+    n: number,
+  ) => ArrayLike<number | bigint> & Record<number, number | bigint>
+> = {
+  int8: Int8Array,
+  int16: Int16Array,
+  int32: Int32Array,
+  int64: BigInt64Array,
+  uint8: Uint8Array,
+  uint16: Uint16Array,
+  uint32: Uint32Array,
+  uint64: BigUint64Array,
+  float: Float32Array,
+  double: Float64Array,
+} as never;
+
+function tableColumn(col: ObsColumn, a: number, b: number): SourceColumn {
+  const { values, nulls } = slice(col, a, b);
+  switch (col.kind) {
+    case "category":
+      return {
+        name: col.name,
+        kind: "category",
+        codes: Int32Array.from(values, (c) => Number(c ?? -1)),
+        categories: col.categories!,
+        ordered: false,
+      };
+    case "bool":
+      return {
+        name: col.name,
+        kind: "bool",
+        values: Uint8Array.from(values, (v) => (v ? 1 : 0)),
+        ...(nulls && { nulls }),
+      };
+    case "string": {
+      if (!nulls) return { name: col.name, kind: "string", values: values as string[] };
+      // h5wasm cannot write anndata's nullable-string mask (an HDF5 bool): a categorical keeps the nulls.
+      const categories = [...new Set(values.filter((v): v is string => typeof v === "string"))].sort();
+      const code = new Map(categories.map((c, i) => [c, i]));
+      return {
+        name: col.name,
+        kind: "category",
+        codes: Int32Array.from(values, (v) => (typeof v === "string" ? code.get(v)! : -1)),
+        categories,
+        ordered: false,
+      };
+    }
+    default: {
+      const Ctor = NUMERIC[col.arrowType]!;
+      const out = new Ctor(values.length);
+      const big = col.arrowType === "int64" || col.arrowType === "uint64";
+      values.forEach((v, i) => {
+        if (v !== null && v !== undefined) out[i] = big ? BigInt(v as bigint) : Number(v);
+      });
+      return { name: col.name, kind: "numeric", values: out as never, ...(nulls && { nulls }) };
+    }
+  }
+}
+
+/** obs of cells `[a, b)`, or undefined when the dataset has none. */
+export async function exportObs(ds: Dataset, a: number, b: number): Promise<ExportedObs | undefined> {
+  if (!ds.manifest.has_obs) return undefined;
+  const frame = await ds.obs();
+  const md = ds.manifest.metadata as {
+    obs_index?: string;
+    obs_index_name?: string | null;
+    obs_embeddings?: Record<string, number>;
+  };
+  const indexColumn = md.obs_index ?? frame.columns[0]!.name;
+  const embeddings = Object.entries(md.obs_embeddings ?? {});
+  const embedded = new Set(
+    embeddings.flatMap(([key, k]) => Array.from({ length: k }, (_, j) => `${key}_${j}`)),
+  );
+  const ordered = new Set((ds.manifest.metadata.obs_ordered as string[] | undefined) ?? []);
+  const index = slice(frame.column(indexColumn), a, b).values.map((v) => String(v ?? ""));
+  const columns = frame.columns
+    .filter((c) => c.name !== indexColumn && !embedded.has(c.name))
+    .map((c) => {
+      const t = tableColumn(c, a, b);
+      return t.kind === "category" && c.kind === "category" ? { ...t, ordered: ordered.has(c.name) } : t;
+    });
+  const obsm = embeddings.map(([name, k]) => {
+    const values = new Float32Array((b - a) * k);
+    for (let j = 0; j < k; j++) {
+      const { values: col } = slice(frame.column(`${name}_${j}`), a, b);
+      col.forEach((v, i) => {
+        values[i * k + j] = v === null || v === undefined ? Number.NaN : Number(v);
+      });
+    }
+    return { name, k, values };
+  });
+  return {
+    indexName: md.obs_index_name === undefined ? indexColumn : md.obs_index_name,
+    index,
+    columns,
+    obsm,
+  };
+}

@@ -1,0 +1,158 @@
+/**
+ * `deltacells obs`, `inspect` and `validate` on datasets with obs, through the real binary; and
+ * convert refusing obs columns it cannot store without touching the output.
+ */
+import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { before, test } from "node:test";
+import { deltacells, tempDir } from "./cli-helpers.js";
+
+const dir = tempDir();
+const ds = join(dir, "ds");
+const cache = join(dir, "cache");
+
+before(async () => {
+  const r = await deltacells(
+    "convert",
+    "data/anndata/csr.h5ad",
+    ds,
+    "--tile-size",
+    "16",
+    "--level",
+    "3",
+    "--quiet",
+  );
+  assert.equal(r.code, 0, r.stderr);
+});
+
+test("obs without --columns prints the schema; --json gives schema.json", async () => {
+  const text = await deltacells("obs", ds, "--cache-dir", cache);
+  assert.equal(text.code, 0, text.stderr);
+  assert.match(text.stdout, /12 obs columns, 57 cells in 1 shards/);
+  assert.match(text.stdout, /cell_type\s+category\s+int8\s+3 categories/);
+  assert.match(text.stdout, /maybe_int\s+numeric\s+int32/);
+  assert.match(text.stdout, /X_pca_2\s+numeric\s+float/);
+  const json = JSON.parse((await deltacells("obs", ds, "--json")).stdout);
+  assert.equal(json.format, "deltacells-obs");
+  assert.equal(json.columns[0].name, "barcode");
+});
+
+test("obs --columns --cells prints labels and nulls, as TSV and as JSON", async () => {
+  const r = await deltacells(
+    "obs",
+    ds,
+    "--columns",
+    "barcode,cell_type,maybe_int,maybe_bool,n_counts",
+    "--cells",
+    "2:6",
+    "--json",
+    "--cache-dir",
+    cache,
+  );
+  assert.equal(r.code, 0, r.stderr);
+  const out = JSON.parse(r.stdout);
+  assert.deepEqual(out.columns, ["barcode", "cell_type", "maybe_int", "maybe_bool", "n_counts"]);
+  assert.equal(out.rows.length, 4);
+  // the fixture: cell 3 has no cell type, maybe_int misses every 7th, maybe_bool every 5th
+  assert.deepEqual(
+    out.rows.map((row: unknown[]) => [row[0], row[2], row[3]]),
+    [
+      ["cell-002", 2, true],
+      ["cell-003", 3, false],
+      ["cell-004", 4, true],
+      ["cell-005", 5, null],
+    ],
+  );
+  assert.equal(out.rows[1][1], null);
+  assert.ok(["B", "T", "NK"].includes(out.rows[0][1]));
+  assert.equal(typeof out.rows[0][4], "number");
+  const tsv = await deltacells(
+    "obs",
+    ds,
+    "--columns",
+    "barcode,cell_type,maybe_bool",
+    "--cells",
+    "3:6",
+    "--cache-dir",
+    cache,
+  );
+  assert.equal(tsv.code, 0, tsv.stderr);
+  const lines = tsv.stdout.replace(/\n$/, "").split("\n");
+  assert.equal(lines[0], "barcode\tcell_type\tmaybe_bool");
+  assert.equal(lines[1], "cell-003\t\tfalse");
+  assert.match(lines[3]!, /^cell-005\t(B|T|NK)\t$/);
+});
+
+test("obs refuses an unknown column (listing the columns) and a dataset without obs", async () => {
+  const bad = await deltacells("obs", ds, "--columns", "nope", "--cache-dir", cache);
+  assert.equal(bad.code, 1);
+  assert.match(bad.stderr, /\[NotFound\].*no obs column "nope"; it has "barcode", "cell_type"/);
+  const plain = join(dir, "plain");
+  const c = await deltacells("convert", "data/seurat-pbmc-small/pbmc_small_counts.mtx", plain, "--quiet");
+  assert.equal(c.code, 0, c.stderr);
+  const none = await deltacells("obs", plain);
+  assert.equal(none.code, 2);
+  assert.match(none.stderr, /has no obs/);
+});
+
+test("inspect lists the obs columns and kinds; validate checks the shards", async () => {
+  const r = await deltacells("inspect", ds, "--json");
+  const info = JSON.parse(r.stdout);
+  assert.equal(info.has_obs, true);
+  assert.deepEqual(info.obs_columns[1], {
+    name: "cell_type",
+    kind: "category",
+    arrow_type: "int8",
+    n_categories: 3,
+  });
+  const text = await deltacells("inspect", ds);
+  assert.match(text.stdout, /obs +12 columns in 1 shards .*cell_type \(category, 3\)/);
+  const v = await deltacells("validate", ds);
+  assert.equal(v.code, 0, v.stdout + v.stderr);
+});
+
+test("convert refuses obs columns it cannot store, names them and the flag, and leaves the output untouched", async () => {
+  const out = join(dir, "refused");
+  const r = await deltacells("convert", "data/anndata/obs-unsupported.h5ad", out, "--quiet");
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /\[InvalidInput\].*"when", "nested".*--obs-exclude when,nested/);
+  assert.equal(existsSync(join(out, "manifest.json")), false);
+  // over an existing dataset: the refusal comes before anything is deleted
+  const before = readFileSync(join(ds, "manifest.json"));
+  const again = await deltacells("convert", "data/anndata/obs-unsupported.h5ad", ds, "--quiet");
+  assert.equal(again.code, 1);
+  assert.deepEqual(readFileSync(join(ds, "manifest.json")), before);
+  const ok = await deltacells(
+    "convert",
+    "data/anndata/obs-unsupported.h5ad",
+    out,
+    "--quiet",
+    "--obs-exclude",
+    "when,nested",
+  );
+  assert.equal(ok.code, 0, ok.stderr);
+});
+
+test("convert --obsm refuses an entry that is not a 2-D dense embedding, and --no-obs writes none", async () => {
+  const r = await deltacells(
+    "convert",
+    "data/anndata/obsm.h5ad",
+    join(dir, "obsm"),
+    "--quiet",
+    "--obsm",
+    "X_umap,sparse_csr",
+  );
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /obsm "sparse_csr" is a sparse entry .* only 2-D dense embeddings/);
+  const none = await deltacells(
+    "convert",
+    "data/anndata/csr.h5ad",
+    join(dir, "no-obs"),
+    "--quiet",
+    "--no-obs",
+  );
+  assert.equal(none.code, 0, none.stderr);
+  assert.equal(JSON.parse(readFileSync(join(dir, "no-obs", "manifest.json"), "utf8")).has_obs, false);
+  assert.equal(existsSync(join(dir, "no-obs", "obs")), false);
+});

@@ -1,0 +1,243 @@
+/**
+ * Which obs columns a dataset gets, and of which kind (spec: "Obs"), from the input's cell table
+ * and its obsm embeddings. Browser-safe and pure: the writer asks a plan for the rows of one tile
+ * at a time, so nothing of the table is copied whole.
+ */
+
+import type { SourceColumn, SourceEmbedding, SourceTable } from "../dataset/source.js";
+import { DeltacellsError } from "../errors.js";
+import { categoryCodeType, type ObsArrowType, type ObsColumnSchema } from "./schema.js";
+
+/** One planned column: its schema entry and how to cut the rows of cells `[a, b)` for parquet. */
+export interface PlannedColumn {
+  schema: ObsColumnSchema;
+  /** Values of cells `[a, b)` as hyparquet-writer takes them for this column's parquet type. */
+  rows(a: number, b: number): ArrayLike<unknown>;
+}
+
+/** The columns of an embedding: `KEY_0`, `KEY_1`, ... */
+export function embeddingColumnName(key: string, j: number): string {
+  return `${key}_${j}`;
+}
+
+function numericArrowType(values: Extract<SourceColumn, { kind: "numeric" }>["values"]): ObsArrowType {
+  if (values instanceof Int8Array) return "int8";
+  if (values instanceof Uint8Array) return "uint8";
+  if (values instanceof Int16Array) return "int16";
+  if (values instanceof Uint16Array) return "uint16";
+  if (values instanceof Int32Array) return "int32";
+  if (values instanceof Uint32Array) return "uint32";
+  if (values instanceof BigInt64Array) return "int64";
+  if (values instanceof BigUint64Array) return "uint64";
+  if (values instanceof Float32Array) return "float";
+  return "double";
+}
+
+/** The parquet physical storage of each Arrow type (integers narrower than 64 bits live in INT32). */
+export function parquetPhysical(
+  t: ObsArrowType,
+): "INT32" | "INT64" | "FLOAT" | "DOUBLE" | "BOOLEAN" | "BYTE_ARRAY" {
+  switch (t) {
+    case "int64":
+    case "uint64":
+      return "INT64";
+    case "float":
+      return "FLOAT";
+    case "double":
+      return "DOUBLE";
+    case "bool":
+      return "BOOLEAN";
+    case "string":
+      return "BYTE_ARRAY";
+    default:
+      return "INT32";
+  }
+}
+
+/** Cells `[a, b)` of a numeric column as its parquet physical type wants them, nulls as null. */
+function numericRows(
+  t: ObsArrowType,
+  values: ArrayLike<number | bigint>,
+  nulls: Uint8Array | undefined,
+  a: number,
+  b: number,
+): ArrayLike<unknown> {
+  const phys = parquetPhysical(t);
+  const n = b - a;
+  if (nulls?.subarray(a, b).some((x) => x !== 0)) {
+    const out = new Array<unknown>(n);
+    for (let i = 0; i < n; i++) {
+      const v = values[a + i]!;
+      out[i] = nulls[a + i]
+        ? null
+        : phys === "INT64"
+          ? BigInt.asIntN(64, BigInt(v))
+          : phys === "INT32"
+            ? Number(v) | 0
+            : Number(v);
+    }
+    return out;
+  }
+  if (phys === "INT64") {
+    if (values instanceof BigInt64Array) return values.subarray(a, b);
+    const out = new BigInt64Array(n);
+    for (let i = 0; i < n; i++) out[i] = BigInt.asIntN(64, BigInt(values[a + i]!));
+    return out;
+  }
+  if (phys === "FLOAT") return (values as Float32Array).subarray(a, b);
+  if (phys === "DOUBLE") return Float64Array.from({ length: n }, (_, i) => Number(values[a + i]!));
+  if (values instanceof Int32Array) return values.subarray(a, b);
+  // uint32 keeps its bit pattern in INT32, as parquet's UINT_32 annotation says.
+  return Int32Array.from({ length: n }, (_, i) => Number(values[a + i]!) | 0);
+}
+
+function refuse(location: string, message: string, fields: { field?: string; found?: unknown } = {}) {
+  return new DeltacellsError("InvalidInput", `${location}: ${message}`, { object: location, ...fields });
+}
+
+/** A table column as a planned obs column (a categorical over `maxCategories` becomes a string). */
+function planColumn(
+  location: string,
+  col: SourceColumn,
+  nCells: number,
+  maxCategories: number,
+): PlannedColumn {
+  const length = col.kind === "category" ? col.codes.length : col.values.length;
+  if (length !== nCells)
+    throw refuse(
+      location,
+      `obs column ${JSON.stringify(col.name)} has ${length} rows, expected ${nCells} (one per cell)`,
+    );
+  switch (col.kind) {
+    case "category": {
+      const { codes, categories } = col;
+      for (let i = 0; i < codes.length; i++) {
+        const c = codes[i]!;
+        if (c < -1 || c >= categories.length) {
+          throw refuse(
+            location,
+            `obs column ${JSON.stringify(col.name)}: cell ${i} has category code ${c}, outside -1 .. ${categories.length - 1}`,
+            { field: col.name, found: c },
+          );
+        }
+      }
+      if (new Set(categories).size !== categories.length)
+        throw refuse(location, `obs column ${JSON.stringify(col.name)} has repeated categories`, {
+          field: col.name,
+        });
+      if (categories.length > maxCategories) {
+        return {
+          schema: { name: col.name, kind: "string", arrow_type: "string", categories: null },
+          rows: (a, b) => Array.from(codes.subarray(a, b), (c) => (c < 0 ? null : categories[c]!)),
+        };
+      }
+      return {
+        schema: {
+          name: col.name,
+          kind: "category",
+          arrow_type: categoryCodeType(categories.length),
+          categories: [...categories],
+        },
+        rows: (a, b) => codes.subarray(a, b),
+      };
+    }
+    case "numeric": {
+      const t = numericArrowType(col.values);
+      const values = col.values as ArrayLike<number | bigint>;
+      return {
+        schema: { name: col.name, kind: "numeric", arrow_type: t, categories: null },
+        rows: (a, b) => numericRows(t, values, col.nulls, a, b),
+      };
+    }
+    case "bool": {
+      const { values, nulls } = col;
+      return {
+        schema: { name: col.name, kind: "bool", arrow_type: "bool", categories: null },
+        rows: (a, b) =>
+          Array.from({ length: b - a }, (_, i) => (nulls?.[a + i] ? null : values[a + i] !== 0)),
+      };
+    }
+    case "string":
+      return {
+        schema: { name: col.name, kind: "string", arrow_type: "string", categories: null },
+        rows: (a, b) => col.values.slice(a, b),
+      };
+  }
+}
+
+/** The float32 columns of a 2-D dense embedding. */
+function planEmbedding(location: string, key: string, e: SourceEmbedding, nCells: number): PlannedColumn[] {
+  const values = e.values;
+  if (e.kind !== "dense" || e.shape.length !== 2 || values === undefined) {
+    throw refuse(
+      location,
+      `obsm ${JSON.stringify(key)} is a ${e.kind} entry of shape ${JSON.stringify(e.shape)}; only 2-D dense embeddings become obs columns (choose others with --obsm, or --obsm none)`,
+      { field: key },
+    );
+  }
+  const [rows, k] = e.shape as [number, number];
+  if (rows !== nCells)
+    throw refuse(location, `obsm ${JSON.stringify(key)} has ${rows} rows, expected ${nCells} (one per cell)`);
+  return Array.from({ length: k }, (_, j) => ({
+    schema: { name: embeddingColumnName(key, j), kind: "numeric", arrow_type: "float", categories: null },
+    rows: (a: number, b: number) => {
+      const out = new Float32Array(b - a);
+      for (let i = a; i < b; i++) out[i - a] = Number(values[i * k + j]!);
+      return out;
+    },
+  }));
+}
+
+/** Embeddings chosen by default: 2-D dense obsm entries of at most this many columns (UMAP, t-SNE, spatial). */
+export const AUTO_EMBEDDING_MAX_COLUMNS = 3;
+
+/** Which obsm keys become columns when not told: the small 2-D dense ones, in store order. */
+export function autoEmbeddingKeys(entries: Record<string, { kind: string; shape: number[] }>): string[] {
+  return Object.entries(entries)
+    .filter(
+      ([, e]) => e.kind === "dense" && e.shape.length === 2 && e.shape[1]! <= AUTO_EMBEDDING_MAX_COLUMNS,
+    )
+    .map(([k]) => k);
+}
+
+/**
+ * Plan the obs columns: the index first (named as the pandas index, or `indexColumn` when
+ * unnamed), then the table's columns, then each embedding's. Refuses name clashes.
+ */
+export function planObs(opts: {
+  location: string;
+  nCells: number;
+  table: SourceTable;
+  indexColumn: string;
+  embeddings: [string, SourceEmbedding][];
+  maxCategories: number;
+}): PlannedColumn[] {
+  const { location, nCells, table } = opts;
+  if (table.index.length !== nCells)
+    throw refuse(
+      location,
+      `the obs index has ${table.index.length} entries, expected ${nCells} (one per cell)`,
+    );
+  const indexName = table.indexName ?? opts.indexColumn;
+  const index = table.index;
+  const planned: PlannedColumn[] = [
+    {
+      schema: { name: indexName, kind: "string", arrow_type: "string", categories: null },
+      rows: (a, b) => index.slice(a, b),
+    },
+  ];
+  for (const col of table.columns) planned.push(planColumn(location, col, nCells, opts.maxCategories));
+  for (const [key, e] of opts.embeddings) planned.push(...planEmbedding(location, key, e, nCells));
+  const seen = new Set<string>();
+  for (const p of planned) {
+    if (seen.has(p.schema.name)) {
+      throw refuse(
+        location,
+        `two obs columns would be named ${JSON.stringify(p.schema.name)} (the index, a column or an embedding column); rename one in the input, or exclude it`,
+        { field: p.schema.name },
+      );
+    }
+    seen.add(p.schema.name);
+  }
+  return planned;
+}

@@ -1,0 +1,139 @@
+/**
+ * From a source to an obs plan: which table, which embeddings, what the index column is called.
+ * Refusals carry structured hints (`field` names the offending columns and `expected` the option
+ * that skips them) so a caller such as the CLI can name its own flag.
+ */
+
+import type { DatasetSource, SourceEmbedding } from "../dataset/source.js";
+import type { Compress } from "../dataset/var-table.js";
+import { DeltacellsError } from "../errors.js";
+import { autoEmbeddingKeys, type PlannedColumn, planObs } from "./plan.js";
+import { DEFAULT_MAX_CATEGORIES } from "./schema.js";
+
+/** What the writer does with obs. */
+export interface ObsWriteOptions {
+  /** Write no obs even when the source has a cell table (default false). */
+  skip?: boolean;
+  /** obs columns not to read or write (e.g. datetimes, which the format cannot hold). */
+  exclude?: string[];
+  /**
+   * obsm entries to store as float32 columns `KEY_0, KEY_1, ...`: "auto" (default) takes every
+   * 2-D dense entry with at most 3 columns (UMAP, t-SNE, spatial); a list names them; [] none.
+   */
+  obsm?: "auto" | string[];
+  /** Categorical columns with more categories are stored as strings (default 20,000). */
+  maxCategories?: number;
+  /** Tiles (row groups) per shard (default 1000). */
+  tilesPerFile?: number;
+  /**
+   * zstd compressor of the shards (default: the writer's `compress`). Obs is much larger than the
+   * gene files, so a middle level (the CLI uses 9) saves most of the time of level 19 for a few
+   * percent of size.
+   */
+  compress?: Compress;
+}
+
+/** A refusal of obs columns the format cannot hold: the columns in `found`, the option in `expected`. */
+export class UnsupportedObsColumns extends DeltacellsError {
+  readonly columns: string[];
+  constructor(location: string, columns: string[], cause: unknown) {
+    super(
+      "InvalidInput",
+      `${location}: obs has ${columns.length === 1 ? "a column" : "columns"} of a type deltacells cannot store (only categorical, numeric, boolean and string): ${columns
+        .map((c) => JSON.stringify(c))
+        .join(
+          ", ",
+        )}. Skip ${columns.length === 1 ? "it" : "them"} with the obs exclude option, or convert ${columns.length === 1 ? "it" : "them"} (e.g. datetimes to strings) in Python first.`,
+      { object: location, field: "obs", expected: { exclude: columns }, found: columns, cause },
+    );
+    this.columns = columns;
+  }
+}
+
+/** The name the obs index column gets when the index is unnamed. */
+export function defaultIndexColumn(format: string): string {
+  return format === "10x-h5" || format === "10x-mtx" ? "barcode" : "obs_names";
+}
+
+/** Inputs whose cell table is only positions (no names, no columns): no obs is written for them. */
+const NO_CELL_TABLE = new Set(["mtx", "zarr-array"]);
+
+/**
+ * What an export needs to rebuild the AnnData obs and obsm, kept in the manifest's `metadata`:
+ * the column holding the pandas index and the index's own name, and each embedding's width.
+ */
+export interface ObsMetadata {
+  obs_index: string;
+  obs_index_name: string | null;
+  obs_embeddings: Record<string, number>;
+  /** Categorical columns whose categories are ordered (the schema has no place for it). */
+  obs_ordered: string[];
+}
+
+/** The planned obs columns of `source` and their metadata, or undefined when it gets no obs. */
+export async function prepareObs(
+  source: DatasetSource,
+  opts: ObsWriteOptions = {},
+): Promise<{ columns: PlannedColumn[]; metadata: ObsMetadata } | undefined> {
+  if (opts.skip || !source.obs || NO_CELL_TABLE.has(source.format)) return undefined;
+  let table: Awaited<ReturnType<NonNullable<DatasetSource["obs"]>>>;
+  try {
+    table = await source.obs({ exclude: opts.exclude ?? [] });
+  } catch (err) {
+    const columns = (err as { columns?: unknown }).columns;
+    if (Array.isArray(columns)) throw new UnsupportedObsColumns(source.location, columns as string[], err);
+    throw err;
+  }
+  const excluded = new Set(opts.exclude ?? []);
+  table = { ...table, columns: table.columns.filter((c) => !excluded.has(c.name)) };
+  let embeddings: [string, SourceEmbedding][] = [];
+  const choice = opts.obsm ?? "auto";
+  if (source.obsm && source.obsmKeys && (choice === "auto" || choice.length > 0)) {
+    if (choice === "auto") {
+      embeddings = await autoEmbeddings(source);
+    } else {
+      const entries = await source.obsm(choice);
+      embeddings = choice.map((k) => [k, entries[k]!]);
+    }
+  } else if (Array.isArray(choice) && choice.length > 0) {
+    throw new DeltacellsError(
+      "InvalidInput",
+      `${source.location}: obsm entries ${choice.join(", ")} were asked for, but a ${source.format} input has no obsm`,
+      { object: source.location, field: "obsm", found: choice },
+    );
+  }
+  const columns = planObs({
+    location: source.location,
+    nCells: source.nCells,
+    table,
+    indexColumn: defaultIndexColumn(source.format),
+    embeddings,
+    maxCategories: opts.maxCategories ?? DEFAULT_MAX_CATEGORIES,
+  });
+  const metadata: ObsMetadata = {
+    obs_index: columns[0]!.schema.name,
+    obs_index_name: table.indexName,
+    obs_embeddings: Object.fromEntries(embeddings.map(([k, e]) => [k, e.shape[1]!])),
+    obs_ordered: table.columns.filter((c) => c.kind === "category" && c.ordered).map((c) => c.name),
+  };
+  return { columns, metadata };
+}
+
+/**
+ * The obsm entries chosen by default, read one at a time so that only one wide entry (a 50-column
+ * X_pca, say) is in memory at once before it is dropped; entries the reader cannot represent
+ * (strings, awkward arrays) are not embeddings and are skipped.
+ */
+async function autoEmbeddings(source: DatasetSource): Promise<[string, SourceEmbedding][]> {
+  const out: [string, SourceEmbedding][] = [];
+  for (const key of (await source.obsmKeys?.()) ?? []) {
+    let entry: SourceEmbedding | undefined;
+    try {
+      entry = (await source.obsm!([key]))[key];
+    } catch {
+      continue;
+    }
+    if (entry && autoEmbeddingKeys({ [key]: entry }).length === 1) out.push([key, entry]);
+  }
+  return out;
+}
