@@ -13,6 +13,7 @@ import {
 } from "@deltacells/core";
 import { zstdCompressor } from "@deltacells/core/node";
 import { COMMON_HELP, intOption, parse, UsageError } from "../args.js";
+import { COMPANION_PATH, writeCompanion } from "../companion.js";
 import { convertToSporadik, DEFAULT_MAX_NNZ, MAX_NNZ_CEILING } from "../convert-sporadik.js";
 import { openCounted } from "../io.js";
 import { ProgressBar } from "../progress.js";
@@ -47,6 +48,9 @@ options:
   --transpose    Matrix Market: the file is cells x genes (default genes x cells)
   --genome NAME  Cell Ranger v2 HDF5 with several genomes: the one to read
   --threads N    encoding threads (default: the number of cores)
+  --sporadik     also write a sporadik store of the same counts at OUTPUT/sporadik/ (both layouts,
+                 genes in the source's order, with maxima; named in the manifest's metadata), so
+                 one gene across all cells reads in two requests (the viewer colours cells by it)
   --quiet        no progress bar
 ${COMMON_HELP}`;
 
@@ -79,6 +83,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       axes: { type: "string" },
       "byte-addressable": { type: "boolean" },
       "max-nnz": { type: "string" },
+      sporadik: { type: "boolean" },
     },
     ["INPUT", "OUTPUT"],
   );
@@ -97,7 +102,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     genome: values.genome as string | undefined,
   };
   if (format === "sporadik") {
-    for (const name of ["tile-size", "chunks", "level"]) {
+    for (const name of ["tile-size", "chunks", "level", "sporadik"]) {
       if (values[name] !== undefined) throw new UsageError(`--${name} applies to --format deltacells only`);
     }
     return convertToSporadik({
@@ -142,6 +147,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       },
     });
     bar.finish();
+    const companion = values.sporadik ? await writeCompanion(output, threads, bar) : undefined;
     const seconds = (performance.now() - started) / 1000;
     const nnz = manifest.tile_nnz.reduce((a, b) => a + b, 0);
     const tileBytes = manifest.tile_bytes.reduce((a, b) => a + b, 0);
@@ -157,11 +163,16 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       bytes,
       tile_bytes: tileBytes,
       tile_bytes_per_nonzero: nnz ? tileBytes / nnz : 0,
+      ...(companion ? { sporadik: { path: COMPANION_PATH, bytes: companion.json.bytes } } : {}),
       seconds,
     };
     const text = `converted ${input} (${source.format}, ${source.matrixPath}) -> ${store.url}
   ${manifest.n_cells.toLocaleString("en-US")} cells x ${manifest.n_genes.toLocaleString("en-US")} genes, ${nnz.toLocaleString("en-US")} nonzeros in ${manifest.tile_cells.length} tiles
-  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s`;
+  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${
+    companion
+      ? `\n  sporadik companion: ${companion.json.output} (${companion.json.bytes.toLocaleString("en-US")} bytes, both layouts, with maxima)`
+      : ""
+  }`;
     return { text, json: summary, store };
   } finally {
     bar.finish();
