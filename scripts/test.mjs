@@ -29,7 +29,7 @@ if (full) {
   run("npx", ["tsc", "-p", "tsconfig.check.json"]);
   run("npx", ["biome", "check", "."]);
 }
-const files = (full ? ["packages", "conformance"] : roots).flatMap((r) =>
+const files = (full ? ["packages", "apps", "conformance"] : roots).flatMap((r) =>
   statSync(r).isDirectory() ? testFiles(r) : [r],
 );
 if (files.length === 0) {

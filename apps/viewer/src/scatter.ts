@@ -47,7 +47,10 @@ export function createScatter(
   coords: { x: Float32Array; y: Float32Array },
   on: { hover(cell: number | undefined): void; select(cells: number[]): void },
 ): Scatter {
-  const { width, height } = canvas.getBoundingClientRect();
+  // Sized from the container: regl-scatterplot pins the canvas's own CSS size, so the canvas
+  // cannot tell when the legend below it grows.
+  const box = canvas.parentElement ?? canvas;
+  const { width, height } = box.getBoundingClientRect();
   const n = coords.x.length;
   const plot = createScatterplot({
     canvas,
@@ -70,10 +73,10 @@ export function createScatter(
   let spatialIndex: ArrayBuffer | undefined;
 
   const resize = new ResizeObserver(() => {
-    const r = canvas.getBoundingClientRect();
-    plot.set({ width: r.width, height: r.height });
+    const r = box.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0) plot.set({ width: r.width, height: r.height });
   });
-  resize.observe(canvas);
+  resize.observe(box);
 
   return {
     async setColouring(c) {
