@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import { request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -48,7 +49,8 @@ before(async () => {
   // Another origin: the same files without CORS, and a path that always answers 403 (with CORS, so
   // the page can see the status).
   plain = await serveDirectory(root, {
-    route: (_req, res, path) => {
+    route: (req, res, path) => {
+      if (path.startsWith("/slow/")) return slowProxy(req, res, path.slice("/slow".length));
       if (!path.startsWith("/forbidden/")) return false;
       res.writeHead(403, { "Access-Control-Allow-Origin": "*", "Content-Type": "application/xml" });
       res.end("<Error><Code>AccessDenied</Code></Error>");
@@ -63,6 +65,27 @@ after(async () => {
   await plain?.close();
   if (root) rmSync(root, { recursive: true, force: true });
 });
+
+/**
+ * `/slow/NAME/...`: the files of `deltacells serve`, except the gene layout's indices and data,
+ * which never answer (until the page gives up on them).
+ */
+function slowProxy(req: IncomingMessage, res: ServerResponse, path: string): boolean {
+  if (/\/sporadik\/layouts\/axis1\/(data|indices)\/c\//.test(path)) {
+    res.setHeader("Access-Control-Allow-Origin", "*");
+    return true;
+  }
+  const headers = { ...req.headers };
+  delete headers.host;
+  delete headers.origin;
+  const up = httpRequest(`${server.url}${path.slice(1)}`, { headers }, (answer) => {
+    res.writeHead(answer.statusCode ?? 502, answer.headers);
+    answer.pipe(res);
+  });
+  up.on("error", () => res.destroy());
+  up.end();
+  return true;
+}
 
 interface Snapshot {
   ready: boolean;
@@ -276,3 +299,34 @@ for (const [what, data, message] of refusals) {
     await page.close();
   });
 }
+
+test("a read that hangs shows its progress and Cancel aborts its requests", async () => {
+  const { page, errors } = await openViewer(`${plain.url}/slow/pbmc68k/`);
+  assert.equal((await snapshot(page)).error, undefined);
+  void page.evaluate(() => {
+    void (window as unknown as { __viewer: { searchGene(n: string): Promise<void> } }).__viewer.searchGene(
+      "CD74",
+    );
+  });
+  await page.locator("#cancel").waitFor({ state: "visible" });
+  await page.waitForFunction(() =>
+    /in flight/.test(document.getElementById("status-text")!.textContent ?? ""),
+  );
+  assert.match(
+    (await page.locator("#status-text").textContent())!,
+    /gene CD74… \d+ requests? \([1-9]\d* in flight\)/,
+  );
+  await page.locator("#cancel").click();
+  await idle(page);
+  const s = await snapshot(page);
+  assert.equal(s.history.at(-1)!.action, "gene CD74");
+  assert.equal(s.history.at(-1)!.outcome, "cancelled");
+  assert.equal(s.gene, undefined);
+  assert.match((await page.locator("#status-text").textContent())!, /gene CD74 cancelled after/);
+  // The server saw the hanging requests closed by the page.
+  const hung = () => plain.requests.filter((r) => /layouts\/axis1\/(data|indices)\/c\//.test(r.path));
+  for (let i = 0; i < 50 && !hung().some((r) => r.aborted); i++) await new Promise((r) => setTimeout(r, 100));
+  assert.ok(hung().length > 0 && hung().every((r) => r.aborted), JSON.stringify(hung()));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
