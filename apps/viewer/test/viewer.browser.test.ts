@@ -257,6 +257,75 @@ test("pbmc68k over serve: embedding, gene search, obs colouring, a clicked cell,
   await page.close();
 });
 
+test("hover shows a cell, shift-drag lassoes cells (one batch), a numeric column gets a colour bar", async () => {
+  const { page, errors } = await openViewer("/pbmc68k/");
+  type W = {
+    __viewer: {
+      screenPosition(i: number): [number, number];
+      state: { hovered?: number; selection: number[] };
+    };
+  };
+  const box = (await page.locator("#scatter").boundingBox())!;
+  const at = (i: number) => page.evaluate((c) => (window as unknown as W).__viewer.screenPosition(c), i);
+  const [hx, hy] = await at(123);
+  await page.mouse.move(box.x + hx, box.y + hy);
+  await page.waitForFunction(() => (window as unknown as W).__viewer.state.hovered === 123);
+  assert.match((await page.locator("#hover").textContent())!, /^cell 123/);
+
+  // A square of 80 px around cell 123, drawn with the shift key held.
+  const [x0, y0, x1, y1] = [hx - 40, hy - 40, hx + 40, hy + 40];
+  // The lasso samples the pointer at most every 10 ms, and a release where the press was counts
+  // as a click: the path is walked slowly and ends short of its start.
+  await page.keyboard.down("Shift");
+  await page.mouse.move(box.x + x0, box.y + y0);
+  await page.mouse.down();
+  let [px, py] = [x0, y0];
+  for (const [x, y] of [
+    [x1, y0],
+    [x1, y1],
+    [x0, y1],
+    [x0, y0 + 12],
+  ] as const) {
+    for (let k = 1; k <= 8; k++) {
+      await page.mouse.move(box.x + px + ((x - px) * k) / 8, box.y + py + ((y - py) * k) / 8);
+      await page.waitForTimeout(20);
+    }
+    [px, py] = [x, y];
+  }
+  await page.mouse.up();
+  await page.keyboard.up("Shift");
+  await page.waitForFunction(() => (window as unknown as W).__viewer.state.selection.length > 1);
+  await idle(page);
+  const s = await snapshot(page);
+  // Every selected cell lies in the square (a pixel of slack for the lasso's smoothing).
+  for (const c of s.selection) {
+    const [x, y] = await at(c);
+    assert.ok(x >= x0 - 2 && x <= x1 + 2 && y >= y0 - 2 && y <= y1 + 2, `cell ${c} at ${x},${y}`);
+  }
+  const ds = await openDataset(pbmc);
+  const names = (await ds.geneNames())!;
+  const rows = await ds.cells(0, ds.nCells);
+  const sums = new Float64Array(ds.nGenes);
+  for (const c of s.selection)
+    for (let k = rows.indptr[c]!; k < rows.indptr[c + 1]!; k++)
+      sums[rows.indices[k]!]! += Number(rows.data[k]);
+  for (const t of s.topGenes)
+    assert.ok(Math.abs(t.mean - sums[names.indexOf(t.name)]! / s.selection.length) < 1e-9, t.name);
+  const cost = s.history.find((h) => h.action === `top genes of ${s.selection.length} cells`)!;
+  assert.equal(cost.waves, 2, "the selection's rows are read as one batch");
+
+  await page.selectOption("#color-by", "n_counts");
+  await page.waitForFunction(
+    () =>
+      (window as unknown as { __viewer: { state: { colourBy?: { name: string } } } }).__viewer.state.colourBy
+        ?.name === "n_counts",
+  );
+  assert.equal((await snapshot(page)).colourBy!.kind, "numeric");
+  assert.equal(await page.locator("#legend .colour-bar").count(), 1);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test("a dataset without an embedding falls back to the histogram and tables", async () => {
   const { page, errors } = await openViewer("/chr21/");
   assert.equal(await page.locator("#no-embedding").isVisible(), true);
