@@ -76,7 +76,14 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 type V = {
   __viewer: {
-    state: { ready: boolean; error?: string; busy: number; firstDrawMs?: number; geneMs?: number };
+    state: {
+      ready: boolean;
+      error?: string;
+      busy: number;
+      firstDrawMs?: number;
+      geneMs?: number;
+      draws: number[];
+    };
     searchGene(n: string): Promise<void>;
     snapshot(): { history: { action: string; requests: number; waves: number; bytes: number }[] };
   };
@@ -92,6 +99,8 @@ try {
     const blank: number[] = [];
     const gene: number[] = [];
     const floor: number[] = [];
+    const frame: number[] = [];
+    const zoom: number[] = [];
     let openCost = "";
     let geneCost = "";
     for (let r = 0; r < reps; r++) {
@@ -122,6 +131,21 @@ try {
           }, `${server.url}${name}/manifest.json`),
         );
       }
+      // Zoom in and out with the wheel over the plot's centre: the plot's redraws while it moves.
+      const box = (await page.locator("#scatter").boundingBox())!;
+      await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+      const before = await page.evaluate(() => (window as unknown as V).__viewer.state.draws.length);
+      const z0 = performance.now();
+      for (let i = 0; i < 40; i++) await page.mouse.wheel(0, i < 20 ? -60 : 60);
+      await page.waitForTimeout(300);
+      const zoomMs = performance.now() - z0 - 300;
+      const draws = await page.evaluate(
+        (n) => (window as unknown as V).__viewer.state.draws.slice(n),
+        before,
+      );
+      const gaps = draws.slice(1).map((t, i) => t - draws[i]!);
+      frame.push(median(gaps));
+      zoom.push(zoomMs / 40);
       const h = (await page.evaluate(() => (window as unknown as V).__viewer.snapshot())).history;
       const o = h.filter((x) => x.action === "open" || x.action === "embedding");
       openCost = `${o.reduce((a, x) => a + x.requests, 0)} requests, ${(o.reduce((a, x) => a + x.bytes, 0) / 1024).toFixed(0)} KB`;
@@ -134,13 +158,13 @@ try {
     }
     const f = (x: number) => x.toFixed(0);
     rows.push(
-      `| ${name} | ${f(median(open))} | ${f(median(blank))} | ${(median(open) / median(blank)).toFixed(2)}x | ${openCost} | ${f(median(gene))} | ${median(floor).toFixed(1)} | ${(median(gene) / median(floor)).toFixed(1)}x | ${geneCost} |`,
+      `| ${name} | ${f(median(open))} | ${f(median(blank))} | ${(median(open) / median(blank)).toFixed(2)}x | ${openCost} | ${f(median(gene))} | ${median(floor).toFixed(1)} | ${(median(gene) / median(floor)).toFixed(1)}x | ${geneCost} | ${median(frame).toFixed(0)} | ${median(zoom).toFixed(0)} |`,
     );
   }
   console.log(
     `cells (synthetic): ${nCells.toLocaleString("en-US")}, reps: ${reps} (medians; gene: ${reps} x 5 genes)\n\n` +
-      "| dataset | open to first draw (ms) | blank page (ms) | ratio | open cost | gene to colours (ms) | two round trips (ms) | ratio | gene cost |\n" +
-      "|---|--:|--:|--:|---|--:|--:|--:|---|\n" +
+      "| dataset | open to first draw (ms) | blank page (ms) | ratio | open cost | gene to colours (ms) | two round trips (ms) | ratio | gene cost | frame while zooming (ms) | per wheel step (ms) |\n" +
+      "|---|--:|--:|--:|---|--:|--:|--:|---|--:|--:|\n" +
       rows.join("\n"),
   );
 } finally {

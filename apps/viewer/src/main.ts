@@ -33,6 +33,8 @@ interface ViewerState {
   hovered: number | undefined;
   history: ActionCost[];
   busy: number;
+  /** When the plot last redrew (ms since page load), the latest 500: the bench's frame times. */
+  draws: number[];
 }
 
 const meter = new Meter();
@@ -51,6 +53,7 @@ const state: ViewerState = {
   hovered: undefined,
   history: meter.history,
   busy: 0,
+  draws: [],
 };
 const pageStart = performance.now();
 
@@ -163,6 +166,10 @@ async function openData(locs: Locations): Promise<void> {
       scatter = createScatter($<HTMLCanvasElement>("scatter"), normalise(x.values, y.values), {
         hover: (cell) => onHover(cell),
         select: (cells) => void selectCells(cells),
+        drawn: () => {
+          state.draws.push(performance.now());
+          if (state.draws.length > 500) state.draws.shift();
+        },
       });
       await scatter.setColouring({ kind: "none" });
       state.embedding = emb.name;

@@ -45,7 +45,7 @@ export function normalise(x: Float32Array, y: Float32Array): { x: Float32Array; 
 export function createScatter(
   canvas: HTMLCanvasElement,
   coords: { x: Float32Array; y: Float32Array },
-  on: { hover(cell: number | undefined): void; select(cells: number[]): void },
+  on: { hover(cell: number | undefined): void; select(cells: number[]): void; drawn?(): void },
 ): Scatter {
   // Sized from the container: regl-scatterplot pins the canvas's own CSS size, so the canvas
   // cannot tell when the legend below it grows.
@@ -67,6 +67,7 @@ export function createScatter(
   plot.subscribe("pointOut", () => on.hover(undefined));
   plot.subscribe("select", ({ points }: { points: number[] }) => on.select([...points]));
   plot.subscribe("deselect", () => on.select([]));
+  plot.subscribe("draw", () => on.drawn?.());
   const valueA = new Float32Array(n);
   const valueB = new Float32Array(n);
   let drawn = plot.draw({ x: coords.x, y: coords.y, valueA, valueB });
