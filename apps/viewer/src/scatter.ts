@@ -62,6 +62,8 @@ export function createScatter(
     backgroundColor: "#ffffff",
     lassoColor: "#333333",
     opacity: n > 100_000 ? 0.6 : 0.9,
+    // Square points without alpha blending: regl-scatterplot's mode for millions of points.
+    performanceMode: n > 200_000,
   });
   plot.subscribe("pointOver", (i: number) => on.hover(i));
   plot.subscribe("pointOut", () => on.hover(undefined));
