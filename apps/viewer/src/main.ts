@@ -152,7 +152,9 @@ async function openData(locs: Locations): Promise<void> {
   };
   $("dataset-info").textContent =
     `${s.nCells.toLocaleString("en-US")} cells × ${s.ds.nGenes.toLocaleString("en-US")} genes` +
-    (s.companion ? "" : " — no sporadik companion: gene colouring is unavailable");
+    (s.companion
+      ? ""
+      : " — no sporadik companion: a gene reads every tile once (convert with --sporadik for two reads per gene)");
   $("main").hidden = false;
   fillColourChoices(s);
   const emb = s.embeddings()[0];
@@ -256,7 +258,7 @@ async function searchGene(name: string): Promise<void> {
   showMessage(undefined);
   geneInput.value = name;
   const typed = performance.now();
-  const g = await act(`gene ${name}`, s.url, () => s.gene(j));
+  const g = await act(`gene ${name}`, s.url, (signal) => s.gene(j, signal));
   if (!g) return;
   state.gene = g;
   const frac = g.nonzero / s.nCells;
@@ -372,8 +374,10 @@ async function selectCells(cells: number[]): Promise<void> {
     await updateCategoryMeans();
     return;
   }
-  const top = await act(`top genes of ${cells.length} cell${cells.length === 1 ? "" : "s"}`, s.url, () =>
-    s.topGenes(cells, 10),
+  const top = await act(
+    `top genes of ${cells.length} cell${cells.length === 1 ? "" : "s"}`,
+    s.url,
+    (signal) => s.topGenes(cells, 10, signal),
   );
   if (!top) return;
   state.topGenes = top;

@@ -4,7 +4,7 @@
  * read through `@deltacells/core`, `@deltacells/sporadik` and `@deltacells/storage`, and every store
  * goes through the page's meter.
  */
-import { type Dataset, openDataset } from "@deltacells/core";
+import { type Dataset, type DatasetRows, openDataset } from "@deltacells/core";
 import { openArray, type SparseStore } from "@deltacells/sporadik";
 import { openStore, type ReadableStore } from "@deltacells/storage";
 import type { Meter } from "./meter.js";
@@ -48,6 +48,9 @@ export interface GeneValues {
 }
 
 export class Session {
+  /** Without a companion: every cell, read once from the tiles (the whole matrix, in memory). */
+  private rows: Promise<DatasetRows> | undefined;
+
   private constructor(
     readonly ds: Dataset,
     readonly url: string,
@@ -109,18 +112,47 @@ export class Session {
     return this.obs.read(names, signal);
   }
 
-  private requireCompanion(what: string): SparseStore {
-    if (!this.companion) {
-      throw new Error(
-        `${what} needs the dataset's sporadik companion, and ${this.url} names none: convert it with \`deltacells convert INPUT OUT --sporadik\`, or pass its URL as &sporadik=`,
-      );
-    }
-    return this.companion;
+  /**
+   * Every tile, decoded once and kept: the fallback of a dataset without a companion, which costs
+   * the whole dataset (the tiles are built to stream cells, not to answer one gene).
+   */
+  private allRows(signal: AbortSignal | undefined): Promise<DatasetRows> {
+    this.rows ??= this.ds.cells(0, this.nCells, { signal }).catch((err: unknown) => {
+      this.rows = undefined;
+      throw err;
+    });
+    return this.rows;
   }
 
-  /** One gene across all cells: two reads of the companion's gene-contiguous layout. */
-  async gene(j: number): Promise<GeneValues> {
-    const array = this.requireCompanion("colouring cells by a gene");
+  /** One gene across all cells from the tiles (no companion): the dataset's own gene order. */
+  private async geneFromTiles(j: number, signal?: AbortSignal): Promise<GeneValues> {
+    const rows = await this.allRows(signal);
+    const dense = new Float32Array(this.nCells);
+    const stored: number[] = [];
+    let max = 0;
+    for (let c = 0; c < this.nCells; c++) {
+      for (let k = rows.indptr[c]!; k < rows.indptr[c + 1]!; k++) {
+        if (rows.indices[k] !== j) continue;
+        const v = Number(rows.data[k]);
+        dense[c] = v;
+        stored.push(v);
+        if (v > max) max = v;
+      }
+    }
+    return {
+      name: this.names[j]!,
+      column: j,
+      values: dense,
+      nonzero: stored.filter((v) => v !== 0).length,
+      max,
+      stored: Float32Array.from(stored),
+    };
+  }
+
+  /** One gene across all cells: two reads of the companion's gene-contiguous layout (or every tile without one). */
+  async gene(j: number, signal?: AbortSignal): Promise<GeneValues> {
+    const array = this.companion;
+    if (!array) return this.geneFromTiles(j, signal);
     const column = this.columnOf[j]!;
     const { positions, values } = await array.sliceAt(column, { axis: 1 });
     const dense = new Float32Array(this.nCells);
@@ -140,13 +172,24 @@ export class Session {
   }
 
   /** The mean count of each gene over `cells` (one batch: two waves), the top `n` first. */
-  async topGenes(cells: readonly number[], n: number): Promise<{ name: string; mean: number }[]> {
-    const array = this.requireCompanion("the top genes of a selection");
-    const batch = await array.slicesAt(cells, { axis: 0 });
+  async topGenes(
+    cells: readonly number[],
+    n: number,
+    signal?: AbortSignal,
+  ): Promise<{ name: string; mean: number }[]> {
     const sums = new Float64Array(this.ds.nGenes);
-    for (let k = 0; k < batch.data.length; k++) sums[Number(batch.indices[k])]! += Number(batch.data[k]);
     const nameOfColumn = new Array<string>(this.ds.nGenes);
-    for (let j = 0; j < this.ds.nGenes; j++) nameOfColumn[this.columnOf[j]!] = this.names[j]!;
+    if (this.companion) {
+      const batch = await this.companion.slicesAt(cells, { axis: 0 });
+      for (let k = 0; k < batch.data.length; k++) sums[Number(batch.indices[k])]! += Number(batch.data[k]);
+      for (let j = 0; j < this.ds.nGenes; j++) nameOfColumn[this.columnOf[j]!] = this.names[j]!;
+    } else {
+      const rows = await this.allRows(signal);
+      for (const c of cells)
+        for (let k = rows.indptr[c]!; k < rows.indptr[c + 1]!; k++)
+          sums[rows.indices[k]!]! += Number(rows.data[k]);
+      for (let j = 0; j < this.ds.nGenes; j++) nameOfColumn[j] = this.names[j]!;
+    }
     const order = Array.from({ length: sums.length }, (_, g) => g)
       .filter((g) => sums[g]! > 0)
       .sort((a, b) => sums[b]! - sums[a]!)

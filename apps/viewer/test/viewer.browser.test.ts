@@ -45,6 +45,15 @@ before(async () => {
     "--threads",
     "1",
   );
+  // No companion: genes come from the tiles.
+  await deltacells(
+    "convert",
+    join(REPO, "data/10x-v3-chr21/filtered_feature_bc_matrix.h5"),
+    join(root, "chr21-plain"),
+    "--quiet",
+    "--threads",
+    "1",
+  );
   server = await startServer({ root, viewerDir: VIEWER_DIST, port: 0 });
   // Another origin: the same files without CORS, and a path that always answers 403 (with CORS, so
   // the page can see the status).
@@ -342,6 +351,38 @@ test("a dataset without an embedding falls back to the histogram and tables", as
   assert.ok(s.gene!.nonzero > 0);
   const hist = await inkOf(page, await page.locator("#histogram").screenshot());
   assert.ok(hist.ink > 100, JSON.stringify(hist));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("without a companion a gene is read from the tiles, once, and says so", async () => {
+  const { page, errors } = await openViewer("/chr21-plain/");
+  assert.match(
+    (await page.locator("#dataset-info").textContent())!,
+    /no sporadik companion: a gene reads every tile once/,
+  );
+  const ds = await openDataset(join(root, "chr21-plain"));
+  const names = (await ds.geneNames())!;
+  const rows = await ds.cells(0, ds.nCells);
+  type W = { __viewer: { searchGene(n: string): Promise<void> } };
+  for (const j of [0, 7, names.length - 1]) {
+    await page.evaluate((n) => (window as unknown as W).__viewer.searchGene(n), names[j]!);
+    const s = await snapshot(page);
+    assert.equal(s.error, undefined);
+    const expected = Array.from({ length: ds.nCells }, (_, c) => {
+      for (let k = rows.indptr[c]!; k < rows.indptr[c + 1]!; k++)
+        if (rows.indices[k] === j) return Number(rows.data[k]);
+      return 0;
+    });
+    assert.deepEqual(s.gene!.values, expected, names[j]);
+  }
+  // The tiles were read for the first gene only.
+  const genes = (await snapshot(page)).history.filter((h) => h.action.startsWith("gene "));
+  assert.equal(genes[0]!.requests, ds.manifest.tile_cells.length);
+  assert.deepEqual(
+    genes.slice(1).map((h) => h.requests),
+    [0, 0],
+  );
   assert.deepEqual(errors, []);
   await page.close();
 });
