@@ -74,7 +74,7 @@ if (listOnly) args.splice(args.indexOf("--list"), 1);
 const roots = args;
 const everything = roots.length === 0 && suite === undefined;
 
-const all = (roots.length === 0 ? ["packages", "conformance"] : roots).flatMap((r) =>
+const all = (roots.length === 0 ? ["packages", "apps", "conformance"] : roots).flatMap((r) =>
   statSync(r).isDirectory() ? testFiles(r) : [r],
 );
 const misnamed = all.flatMap((path) => {

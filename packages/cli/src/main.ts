@@ -37,6 +37,10 @@ const COMMANDS: Record<string, { load: () => Promise<Run>; summary: string }> = 
     load: async () => (await import("./commands/slice.js")).slice,
     summary: "print slices of a sporadik store along one axis",
   },
+  serve: {
+    load: async () => (await import("./commands/serve.js")).serve,
+    summary: "serve datasets and stores over HTTP (ranges, CORS) with the viewer",
+  },
 };
 
 const HELP = `usage: deltacells COMMAND [options]

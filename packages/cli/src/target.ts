@@ -23,7 +23,7 @@ export const STAGING_PREFIX = ".deltacells-staging-";
 
 /** Keys a deltacells dataset or a sporadik store (or an earlier staging prefix) may hold. */
 const KNOWN_KEY =
-  /^(manifest\.json|gene_order\.npy|var_names\.txt|var\.parquet|tiles\/.+|obs\/.+|zarr\.json|layouts\/.+|\.deltacells-staging-[0-9a-f]+\/.+)$/;
+  /^(manifest\.json|gene_order\.npy|var_names\.txt|var\.parquet|tiles\/.+|obs\/.+|sporadik\/.+|zarr\.json|layouts\/.+|\.deltacells-staging-[0-9a-f]+\/.+)$/;
 
 /** The objects that say "this prefix is complete": deleted first when a target is replaced. */
 const COMPLETION_KEYS = ["manifest.json", "zarr.json"];

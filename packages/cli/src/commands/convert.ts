@@ -13,6 +13,7 @@ import {
 } from "@deltacells/core";
 import { zstdCompressor } from "@deltacells/core/node";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
+import { COMPANION_PATH, writeCompanion } from "../companion.js";
 import { convertToSporadik, DEFAULT_MAX_NNZ, MAX_NNZ_CEILING } from "../convert-sporadik.js";
 import { openCounted } from "../io.js";
 import { explainObsError, OBS_HELP, OBS_PARSE_OPTIONS, OBS_ZSTD_LEVEL, obsOptions } from "../obs-options.js";
@@ -59,6 +60,9 @@ options:
   --threads N    encoding threads (default: the number of cores)
   --overwrite    replace the dataset or store already at OUTPUT (kept readable until the new
                  one is complete; objects that belong to neither are never deleted)
+  --sporadik     also write a sporadik store of the same counts at OUTPUT/sporadik/ (both layouts,
+                 genes in the source's order, with maxima; named in the manifest's metadata), so
+                 one gene across all cells reads in two requests (the viewer colours cells by it)
   --quiet        no progress bar
 ${OBS_HELP}
 ${COMMON_HELP}`;
@@ -94,6 +98,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       "max-nnz": { type: "string" },
       overwrite: { type: "boolean" },
       ...OBS_PARSE_OPTIONS,
+      sporadik: { type: "boolean" },
     },
     ["INPUT", "OUTPUT"],
   );
@@ -114,7 +119,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     openStore: (url: string) => openCounted(url),
   };
   if (format === "sporadik") {
-    for (const name of ["tile-size", "chunks", "level", ...Object.keys(OBS_PARSE_OPTIONS)]) {
+    for (const name of ["tile-size", "chunks", "level", "sporadik", ...Object.keys(OBS_PARSE_OPTIONS)]) {
       if (values[name] !== undefined) throw new UsageError(`--${name} applies to --format deltacells only`);
     }
     return convertToSporadik({
@@ -165,6 +170,8 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     });
     bar.finish();
     await target.commit("manifest.json");
+    // The companion goes in once the dataset is in place; the manifest names it only when complete.
+    const companion = values.sporadik ? await writeCompanion(output, threads, bar) : undefined;
     const seconds = (performance.now() - started) / 1000;
     const nnz = manifest.tile_nnz.reduce((a, b) => a + b, 0);
     const tileBytes = manifest.tile_bytes.reduce((a, b) => a + b, 0);
@@ -181,11 +188,16 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       tile_bytes: tileBytes,
       has_obs: manifest.has_obs,
       tile_bytes_per_nonzero: nnz ? tileBytes / nnz : 0,
+      ...(companion ? { sporadik: { path: COMPANION_PATH, bytes: companion.json.bytes } } : {}),
       seconds,
     };
     const text = `converted ${input} (${source.format}, ${source.matrixPath}) -> ${store.url}
   ${manifest.n_cells.toLocaleString("en-US")} cells x ${manifest.n_genes.toLocaleString("en-US")} genes, ${nnz.toLocaleString("en-US")} nonzeros in ${count(manifest.tile_cells.length, "tile")}
-  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s`;
+  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${
+    companion
+      ? `\n  sporadik companion: ${companion.json.output} (${companion.json.bytes.toLocaleString("en-US")} bytes, both layouts, with maxima)`
+      : ""
+  }`;
     return { text, json: summary, store };
   } catch (err) {
     await target.abandon().catch(() => undefined);

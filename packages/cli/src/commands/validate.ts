@@ -2,6 +2,7 @@
 import { availableParallelism } from "node:os";
 import { createTilePool, validateDataset } from "@deltacells/core";
 import { COMMON_HELP, count, intOption, parse } from "../args.js";
+import { validateCompanion } from "../companion.js";
 import { openCountedAny } from "../io.js";
 import { ProgressBar } from "../progress.js";
 import type { CommandResult } from "./types.js";
@@ -44,8 +45,12 @@ export async function validate(argv: string[]): Promise<CommandResult> {
       onTile: (done, total) => bar.update(done, total, "tiles"),
     });
     bar.finish();
+    // The sporadik companion named in the manifest (convert --sporadik) is part of the dataset.
+    const companion = await validateCompanion(ds, positionals[0]!);
+    report.problems.push(...companion.problems);
+    report.valid &&= companion.problems.length === 0;
     const text = report.valid
-      ? `${ds.url}: valid (${count(report.tilesChecked, "tile")}, ${ds.nCells.toLocaleString("en-US")} cells, ${report.nnz.toLocaleString("en-US")} nonzeros, ${report.bytes.toLocaleString("en-US")} tile bytes)`
+      ? `${ds.url}: valid (${count(report.tilesChecked, "tile")}, ${ds.nCells.toLocaleString("en-US")} cells, ${report.nnz.toLocaleString("en-US")} nonzeros, ${report.bytes.toLocaleString("en-US")} tile bytes${companion.checked ? "; sporadik companion valid" : ""})`
       : [
           `${ds.url}: INVALID, ${count(report.problems.length, "problem")}:`,
           ...report.problems.map((p) => `  ${p.object}: [${p.tag}] ${p.message}`),

@@ -1,0 +1,121 @@
+/**
+ * The embedding as a WebGL scatter (regl-scatterplot: pan, zoom, hover, click, shift-drag lasso,
+ * millions of points). Positions are set once; colouring only replaces the per-point values and
+ * reuses the spatial index, so a new gene redraws without rebuilding anything.
+ */
+import createScatterplot from "regl-scatterplot";
+import { categoryColours, viridis } from "./colors.js";
+
+export type Colouring =
+  | { kind: "continuous"; values: Float32Array; max: number }
+  | { kind: "category"; codes: Int32Array; nCategories: number }
+  | { kind: "none" };
+
+export interface Scatter {
+  setColouring(c: Colouring): Promise<void>;
+  /** Selects cells as a click or lasso would (the test drives clicks through screen positions). */
+  select(cells: number[]): void;
+  screenPosition(cell: number): [number, number] | undefined;
+  destroy(): void;
+}
+
+/** Scales both axes by the larger extent, so the embedding keeps its aspect ratio. */
+export function normalise(x: Float32Array, y: Float32Array): { x: Float32Array; y: Float32Array } {
+  let [x0, x1, y0, y1] = [Infinity, -Infinity, Infinity, -Infinity];
+  for (let i = 0; i < x.length; i++) {
+    if (Number.isFinite(x[i]!) && Number.isFinite(y[i]!)) {
+      x0 = Math.min(x0, x[i]!);
+      x1 = Math.max(x1, x[i]!);
+      y0 = Math.min(y0, y[i]!);
+      y1 = Math.max(y1, y[i]!);
+    }
+  }
+  const half = Math.max(x1 - x0, y1 - y0, 1e-12) / 2 / 0.95;
+  const [cx, cy] = [(x0 + x1) / 2, (y0 + y1) / 2];
+  const nx = new Float32Array(x.length);
+  const ny = new Float32Array(y.length);
+  for (let i = 0; i < x.length; i++) {
+    // Cells without coordinates are parked outside the view rather than dropped (indices stay cells).
+    nx[i] = Number.isFinite(x[i]!) ? (x[i]! - cx) / half : 10;
+    ny[i] = Number.isFinite(y[i]!) ? (y[i]! - cy) / half : 10;
+  }
+  return { x: nx, y: ny };
+}
+
+export function createScatter(
+  canvas: HTMLCanvasElement,
+  coords: { x: Float32Array; y: Float32Array },
+  on: { hover(cell: number | undefined): void; select(cells: number[]): void; drawn?(): void },
+): Scatter {
+  // Sized from the container: regl-scatterplot pins the canvas's own CSS size, so the canvas
+  // cannot tell when the legend below it grows.
+  const box = canvas.parentElement ?? canvas;
+  const { width, height } = box.getBoundingClientRect();
+  const n = coords.x.length;
+  const plot = createScatterplot({
+    canvas,
+    width,
+    height,
+    pointSize: n > 100_000 ? 1.5 : n > 10_000 ? 3 : 5,
+    pointSizeSelected: 2,
+    pointColor: "#4a78b5",
+    backgroundColor: "#ffffff",
+    lassoColor: "#333333",
+    opacity: n > 100_000 ? 0.6 : 0.9,
+    // Square points without alpha blending: regl-scatterplot's mode for millions of points.
+    performanceMode: n > 200_000,
+  });
+  plot.subscribe("pointOver", (i: number) => on.hover(i));
+  plot.subscribe("pointOut", () => on.hover(undefined));
+  plot.subscribe("select", ({ points }: { points: number[] }) => on.select([...points]));
+  plot.subscribe("deselect", () => on.select([]));
+  plot.subscribe("draw", () => on.drawn?.());
+  const valueA = new Float32Array(n);
+  const valueB = new Float32Array(n);
+  let drawn = plot.draw({ x: coords.x, y: coords.y, valueA, valueB });
+  let spatialIndex: ArrayBuffer | undefined;
+
+  const resize = new ResizeObserver(() => {
+    const r = box.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0) plot.set({ width: r.width, height: r.height });
+  });
+  resize.observe(box);
+
+  return {
+    async setColouring(c) {
+      await drawn;
+      spatialIndex ??= plot.get("spatialIndex") as ArrayBuffer | undefined;
+      if (c.kind === "continuous") {
+        const scale = c.max > 0 ? 1 / c.max : 0;
+        for (let i = 0; i < n; i++) valueB[i] = Math.min(1, Math.max(0, c.values[i]! * scale));
+        plot.set({ colorBy: "valueB", pointColor: viridis(256) });
+      } else if (c.kind === "category") {
+        // Missing (-1) takes the grey after the last category.
+        for (let i = 0; i < n; i++) valueA[i] = c.codes[i]! < 0 ? c.nCategories : c.codes[i]!;
+        plot.set({ colorBy: "valueA", pointColor: categoryColours(c.nCategories) });
+      } else {
+        plot.set({ colorBy: null, pointColor: "#4a78b5" });
+      }
+      const opts = spatialIndex
+        ? {
+            spatialIndex,
+            zDataType: "categorical" as const,
+            wDataType: "continuous" as const,
+            preventFilterReset: true,
+          }
+        : { zDataType: "categorical" as const, wDataType: "continuous" as const, preventFilterReset: true };
+      drawn = plot.draw({ x: coords.x, y: coords.y, valueA, valueB }, opts);
+      await drawn;
+    },
+    select(cells) {
+      plot.select(cells);
+    },
+    screenPosition(cell) {
+      return plot.getScreenPosition(cell) as [number, number] | undefined;
+    },
+    destroy() {
+      resize.disconnect();
+      plot.destroy();
+    },
+  };
+}

@@ -1,0 +1,442 @@
+/**
+ * The viewer end to end in headless Chromium: the page built by Vite and the data both handed out
+ * by `deltacells serve`, the pbmc68k demo converted by the real CLI with its sporadik companion and
+ * obs (cell types, UMAP). What the page draws is read from its state and compared with the readers'
+ * own answers, taken here from the tiles (an independent path from the companion the page reads).
+ */
+import assert from "node:assert/strict";
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import { request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { openDataset } from "@deltacells/core/node";
+import type { Page } from "playwright-core";
+import { type RunningServer, startServer } from "../../../packages/cli/src/serve-http.js";
+import type { RunningBrowser } from "../../../test-utils/browser/browser.js";
+import { launchChromium, serveDirectory } from "../../../test-utils/browser/index.js";
+import type { StaticServer } from "../../../test-utils/browser/server.js";
+import { buildPbmc, buildViewer, deltacells, obsOfH5ad, PBMC, REPO, VIEWER_DIST } from "./fixtures.js";
+
+let root: string;
+let pbmc: string;
+let server: RunningServer;
+let plain: StaticServer;
+let chromium: RunningBrowser;
+
+before(async () => {
+  root = mkdtempSync(join(tmpdir(), "deltacells-viewer-"));
+  const [, dir] = await Promise.all([
+    buildViewer(),
+    buildPbmc(root),
+    launchChromium().then((c) => (chromium = c)),
+  ]);
+  pbmc = dir;
+  // A torn copy: the companion's completion block never written.
+  cpSync(pbmc, join(root, "torn"), { recursive: true });
+  rmSync(join(root, "torn/sporadik/zarr.json"));
+  // No obs, so no embedding.
+  await deltacells(
+    "convert",
+    join(REPO, "data/10x-v3-chr21/filtered_feature_bc_matrix.h5"),
+    join(root, "chr21"),
+    "--sporadik",
+    "--quiet",
+    "--threads",
+    "1",
+  );
+  // No companion: genes come from the tiles.
+  await deltacells(
+    "convert",
+    join(REPO, "data/10x-v3-chr21/filtered_feature_bc_matrix.h5"),
+    join(root, "chr21-plain"),
+    "--quiet",
+    "--threads",
+    "1",
+  );
+  server = await startServer({ root, viewerDir: VIEWER_DIST, port: 0 });
+  // Another origin: the same files without CORS, and a path that always answers 403 (with CORS, so
+  // the page can see the status).
+  plain = await serveDirectory(root, {
+    route: (req, res, path) => {
+      if (path.startsWith("/slow/")) return slowProxy(req, res, path.slice("/slow".length));
+      if (!path.startsWith("/forbidden/")) return false;
+      res.writeHead(403, { "Access-Control-Allow-Origin": "*", "Content-Type": "application/xml" });
+      res.end("<Error><Code>AccessDenied</Code></Error>");
+      return true;
+    },
+  });
+});
+
+after(async () => {
+  await chromium?.close();
+  await server?.close();
+  await plain?.close();
+  if (root) rmSync(root, { recursive: true, force: true });
+});
+
+/**
+ * `/slow/NAME/...`: the files of `deltacells serve`, except the gene layout's indices and data,
+ * which never answer (until the page gives up on them).
+ */
+function slowProxy(req: IncomingMessage, res: ServerResponse, path: string): boolean {
+  if (/\/sporadik\/layouts\/axis1\/(data|indices)\/c\//.test(path)) {
+    res.setHeader("Access-Control-Allow-Origin", "*");
+    return true;
+  }
+  const headers = { ...req.headers };
+  delete headers.host;
+  delete headers.origin;
+  const up = httpRequest(`${server.url}${path.slice(1)}`, { headers }, (answer) => {
+    res.writeHead(answer.statusCode ?? 502, answer.headers);
+    answer.pipe(res);
+  });
+  up.on("error", () => res.destroy());
+  up.end();
+  return true;
+}
+
+interface Snapshot {
+  ready: boolean;
+  error?: string;
+  embedding?: string;
+  firstDrawMs?: number;
+  dataset?: { nCells: number; nGenes: number; companion?: string };
+  gene?: { name: string; values: number[]; nonzero: number; max: number };
+  colourBy?: { name: string; kind: string; counts?: number[] };
+  selection: number[];
+  topGenes: { name: string; mean: number }[];
+  categoryMeans: { label: string; value: number }[];
+  history: { action: string; requests: number; waves: number; bytes: number; outcome: string }[];
+  busy: number;
+}
+
+const snapshot = (page: Page) =>
+  page.evaluate(() => (window as unknown as { __viewer: { snapshot(): Snapshot } }).__viewer.snapshot());
+
+/** Opens the viewer on `data`; fails on any uncaught page error. */
+async function openViewer(data: string): Promise<{ page: Page; errors: string[] }> {
+  const page = await chromium.browser.newPage({ viewport: { width: 1200, height: 760 } });
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(`${server.url}?data=${encodeURIComponent(data)}`);
+  await page.waitForFunction(
+    () =>
+      (window as unknown as { __viewer?: { state: { ready: boolean; error?: string } } }).__viewer?.state
+        .ready || (window as unknown as { __viewer?: { state: { error?: string } } }).__viewer?.state.error,
+    null,
+    { timeout: 30_000 },
+  );
+  return { page, errors };
+}
+
+const idle = (page: Page) =>
+  page.waitForFunction(
+    () => (window as unknown as { __viewer: { state: { busy: number } } }).__viewer.state.busy === 0,
+  );
+
+/** Non-white pixels and distinct colours of a screenshot, counted by decoding it in the page. */
+async function inkOf(page: Page, png: Buffer): Promise<{ ink: number; colours: number }> {
+  return page.evaluate(async (b64) => {
+    const img = new Image();
+    img.src = `data:image/png;base64,${b64}`;
+    await img.decode();
+    const c = document.createElement("canvas");
+    c.width = img.width;
+    c.height = img.height;
+    const ctx = c.getContext("2d")!;
+    ctx.drawImage(img, 0, 0);
+    const d = ctx.getImageData(0, 0, c.width, c.height).data;
+    let ink = 0;
+    const colours = new Set<number>();
+    for (let i = 0; i < d.length; i += 4) {
+      if (d[i]! < 235 || d[i + 1]! < 235 || d[i + 2]! < 235) ink++;
+      colours.add((d[i]! << 16) | (d[i + 1]! << 8) | d[i + 2]!);
+    }
+    return { ink, colours: colours.size };
+  }, png.toString("base64"));
+}
+
+test("pbmc68k over serve: embedding, gene search, obs colouring, a clicked cell, the costs shown", async () => {
+  const { page, errors } = await openViewer("/pbmc68k/");
+  let s = await snapshot(page);
+  assert.equal(s.error, undefined);
+  assert.equal(s.embedding, "X_umap");
+  assert.deepEqual([s.dataset!.nCells, s.dataset!.nGenes], [700, 765]);
+  assert.ok(s.history.some((h) => h.action === "open" && h.requests > 0 && h.outcome === "done"));
+
+  // The tiles, read in Node: every cell's counts, in the dataset's gene order.
+  const ds = await openDataset(pbmc);
+  const names = (await ds.geneNames())!;
+  const rows = await ds.cells(0, ds.nCells);
+  const countOf = (cell: number, gene: number) => {
+    for (let k = rows.indptr[cell]!; k < rows.indptr[cell + 1]!; k++)
+      if (rows.indices[k] === gene) return Number(rows.data[k]);
+    return 0;
+  };
+
+  // Type a prefix, pick the gene from the suggestions.
+  await page.locator("#gene").click();
+  await page.keyboard.type("CD7");
+  await page.locator("#gene-list li", { hasText: /^CD74$/ }).click();
+  await page.waitForFunction(
+    () =>
+      (window as unknown as { __viewer: { state: { gene?: { name: string } } } }).__viewer.state.gene
+        ?.name === "CD74",
+  );
+  await idle(page);
+  s = await snapshot(page);
+  const j = names.indexOf("CD74");
+  const expected = Array.from({ length: ds.nCells }, (_, c) => countOf(c, j));
+  assert.deepEqual(s.gene!.values, expected);
+  assert.equal(s.gene!.nonzero, expected.filter((v) => v > 0).length);
+  assert.equal(s.gene!.max, Math.max(...expected));
+  // One gene across all cells: the indptr bracket, then the indices and data runs.
+  const geneCost = s.history.find((h) => h.action === "gene CD74")!;
+  assert.equal(geneCost.waves, 2);
+  assert.ok(geneCost.requests >= 2 && geneCost.requests <= 4, `${geneCost.requests} requests`);
+  assert.match((await page.locator("#status-text").textContent())!, /gene CD74: \d+ requests in 2 waves/);
+  assert.match(
+    (await page.locator("#gene-summary").textContent())!,
+    new RegExp(`expressed in ${s.gene!.nonzero} of 700 cells`),
+  );
+
+  // Colour by the cell types: legend counts equal the obs column's.
+  await page.selectOption("#color-by", "bulk_labels");
+  await page.waitForFunction(
+    () =>
+      (window as unknown as { __viewer: { state: { colourBy?: { name: string } } } }).__viewer.state.colourBy
+        ?.name === "bulk_labels",
+  );
+  await idle(page);
+  s = await snapshot(page);
+  const obs = (await obsOfH5ad(PBMC)).find((c) => c.name === "bulk_labels")!;
+  assert.equal(obs.kind, "category");
+  const counts = new Array<number>(obs.kind === "category" ? obs.categories.length + 1 : 0).fill(0);
+  if (obs.kind === "category") for (const c of obs.codes) counts[c < 0 ? obs.categories.length : c]!++;
+  assert.deepEqual(s.colourBy!.counts, counts);
+  assert.equal(await page.locator("#legend li").count(), 10);
+  assert.ok(s.categoryMeans.length > 0);
+
+  // Click one cell on the canvas, where the plot says it is drawn.
+  const cell = 123;
+  const pos = await page.evaluate(
+    (i) =>
+      (
+        window as unknown as { __viewer: { screenPosition(i: number): [number, number] } }
+      ).__viewer.screenPosition(i),
+    cell,
+  );
+  const box = (await page.locator("#scatter").boundingBox())!;
+  await page.mouse.click(box.x + pos[0], box.y + pos[1]);
+  await page.waitForFunction(
+    () =>
+      (window as unknown as { __viewer: { state: { topGenes: unknown[] } } }).__viewer.state.topGenes.length >
+      0,
+  );
+  await idle(page);
+  s = await snapshot(page);
+  assert.deepEqual(s.selection, [cell]);
+  for (const t of s.topGenes) assert.equal(t.mean, countOf(cell, names.indexOf(t.name)), t.name);
+  const own = Array.from({ length: ds.nGenes }, (_, g) => countOf(cell, g))
+    .sort((a, b) => b - a)
+    .slice(0, s.topGenes.length);
+  assert.deepEqual(
+    s.topGenes.map((t) => t.mean),
+    own,
+  );
+  // The mean of CD74 in the clicked cell's category is its own count.
+  assert.equal(s.categoryMeans.length, 1);
+  assert.equal(s.categoryMeans[0]!.value, countOf(cell, j));
+  const selectCost = s.history.find((h) => h.action === "top genes of 1 cell")!;
+  assert.equal(selectCost.waves, 2);
+  assert.match(
+    (await page.locator("#status-text").textContent())!,
+    /top genes of 1 cell: \d+ requests in 2 waves/,
+  );
+
+  // The picture is not blank, and it is the one the docs show.
+  const shot = await page.screenshot();
+  const plot = await page.locator("#scatter").screenshot();
+  const ink = await inkOf(page, plot);
+  assert.ok(ink.ink > 2000 && ink.colours > 10, JSON.stringify(ink));
+  if (process.env.VIEWER_SCREENSHOT)
+    (await import("node:fs")).writeFileSync(process.env.VIEWER_SCREENSHOT, shot);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("hover shows a cell, shift-drag lassoes cells (one batch), a numeric column gets a colour bar", async () => {
+  const { page, errors } = await openViewer("/pbmc68k/");
+  type W = {
+    __viewer: {
+      screenPosition(i: number): [number, number];
+      state: { hovered?: number; selection: number[] };
+    };
+  };
+  const box = (await page.locator("#scatter").boundingBox())!;
+  const at = (i: number) => page.evaluate((c) => (window as unknown as W).__viewer.screenPosition(c), i);
+  const [hx, hy] = await at(123);
+  await page.mouse.move(box.x + hx, box.y + hy);
+  await page.waitForFunction(() => (window as unknown as W).__viewer.state.hovered === 123);
+  assert.match((await page.locator("#hover").textContent())!, /^cell 123/);
+
+  // A square of 80 px around cell 123, drawn with the shift key held.
+  const [x0, y0, x1, y1] = [hx - 40, hy - 40, hx + 40, hy + 40];
+  // The lasso samples the pointer at most every 10 ms, and a release where the press was counts
+  // as a click: the path is walked slowly and ends short of its start.
+  await page.keyboard.down("Shift");
+  await page.mouse.move(box.x + x0, box.y + y0);
+  await page.mouse.down();
+  let [px, py] = [x0, y0];
+  for (const [x, y] of [
+    [x1, y0],
+    [x1, y1],
+    [x0, y1],
+    [x0, y0 + 12],
+  ] as const) {
+    for (let k = 1; k <= 8; k++) {
+      await page.mouse.move(box.x + px + ((x - px) * k) / 8, box.y + py + ((y - py) * k) / 8);
+      await page.waitForTimeout(20);
+    }
+    [px, py] = [x, y];
+  }
+  await page.mouse.up();
+  await page.keyboard.up("Shift");
+  await page.waitForFunction(() => (window as unknown as W).__viewer.state.selection.length > 1);
+  await idle(page);
+  const s = await snapshot(page);
+  // Every selected cell lies in the square (a pixel of slack for the lasso's smoothing).
+  for (const c of s.selection) {
+    const [x, y] = await at(c);
+    assert.ok(x >= x0 - 2 && x <= x1 + 2 && y >= y0 - 2 && y <= y1 + 2, `cell ${c} at ${x},${y}`);
+  }
+  const ds = await openDataset(pbmc);
+  const names = (await ds.geneNames())!;
+  const rows = await ds.cells(0, ds.nCells);
+  const sums = new Float64Array(ds.nGenes);
+  for (const c of s.selection)
+    for (let k = rows.indptr[c]!; k < rows.indptr[c + 1]!; k++)
+      sums[rows.indices[k]!]! += Number(rows.data[k]);
+  for (const t of s.topGenes)
+    assert.ok(Math.abs(t.mean - sums[names.indexOf(t.name)]! / s.selection.length) < 1e-9, t.name);
+  const cost = s.history.find((h) => h.action === `top genes of ${s.selection.length} cells`)!;
+  assert.equal(cost.waves, 2, "the selection's rows are read as one batch");
+
+  await page.selectOption("#color-by", "n_counts");
+  await page.waitForFunction(
+    () =>
+      (window as unknown as { __viewer: { state: { colourBy?: { name: string } } } }).__viewer.state.colourBy
+        ?.name === "n_counts",
+  );
+  assert.equal((await snapshot(page)).colourBy!.kind, "numeric");
+  assert.equal(await page.locator("#legend .colour-bar").count(), 1);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("a dataset without an embedding falls back to the histogram and tables", async () => {
+  const { page, errors } = await openViewer("/chr21/");
+  assert.equal(await page.locator("#no-embedding").isVisible(), true);
+  const ds = await openDataset(join(root, "chr21"));
+  const name = (await ds.geneNames())![0]!;
+  await page.evaluate(
+    (n) =>
+      (window as unknown as { __viewer: { searchGene(n: string): Promise<void> } }).__viewer.searchGene(n),
+    name,
+  );
+  const s = await snapshot(page);
+  assert.equal(s.error, undefined);
+  assert.equal(s.gene!.name, name);
+  assert.ok(s.gene!.nonzero > 0);
+  const hist = await inkOf(page, await page.locator("#histogram").screenshot());
+  assert.ok(hist.ink > 100, JSON.stringify(hist));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("without a companion a gene is read from the tiles, once, and says so", async () => {
+  const { page, errors } = await openViewer("/chr21-plain/");
+  assert.match(
+    (await page.locator("#dataset-info").textContent())!,
+    /no sporadik companion: a gene reads every tile once/,
+  );
+  const ds = await openDataset(join(root, "chr21-plain"));
+  const names = (await ds.geneNames())!;
+  const rows = await ds.cells(0, ds.nCells);
+  type W = { __viewer: { searchGene(n: string): Promise<void> } };
+  for (const j of [0, 7, names.length - 1]) {
+    await page.evaluate((n) => (window as unknown as W).__viewer.searchGene(n), names[j]!);
+    const s = await snapshot(page);
+    assert.equal(s.error, undefined);
+    const expected = Array.from({ length: ds.nCells }, (_, c) => {
+      for (let k = rows.indptr[c]!; k < rows.indptr[c + 1]!; k++)
+        if (rows.indices[k] === j) return Number(rows.data[k]);
+      return 0;
+    });
+    assert.deepEqual(s.gene!.values, expected, names[j]);
+  }
+  // The tiles were read for the first gene only.
+  const genes = (await snapshot(page)).history.filter((h) => h.action.startsWith("gene "));
+  assert.equal(genes[0]!.requests, ds.manifest.tile_cells.length);
+  assert.deepEqual(
+    genes.slice(1).map((h) => h.requests),
+    [0, 0],
+  );
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+const refusals: [string, () => string, RegExp][] = [
+  [
+    "a URL that is not a dataset",
+    () => "/nothing-here/",
+    /is not a deltacells dataset: it has no manifest\.json/,
+  ],
+  ["a torn companion", () => "/torn/", /sporadik store of .* is torn/],
+  ["a server without CORS", () => `${plain.url}/pbmc68k/`, /does not allow cross-origin reads \(CORS/],
+  ["a 403", () => `${plain.url}/forbidden/pbmc68k/`, /Access denied \(HTTP 403\)/],
+  ["a URL the page cannot read", () => "ftp://example.org/x/", /not a URL this page can read/],
+];
+for (const [what, data, message] of refusals) {
+  test(`${what}: a clear message in the page`, async () => {
+    const { page, errors } = await openViewer(data());
+    const s = await snapshot(page);
+    assert.match(s.error ?? "", message);
+    assert.equal(await page.locator("#message").isVisible(), true);
+    assert.match((await page.locator("#message").textContent())!, message);
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+}
+
+test("a read that hangs shows its progress and Cancel aborts its requests", async () => {
+  const { page, errors } = await openViewer(`${plain.url}/slow/pbmc68k/`);
+  assert.equal((await snapshot(page)).error, undefined);
+  void page.evaluate(() => {
+    void (window as unknown as { __viewer: { searchGene(n: string): Promise<void> } }).__viewer.searchGene(
+      "CD74",
+    );
+  });
+  await page.locator("#cancel").waitFor({ state: "visible" });
+  await page.waitForFunction(() =>
+    /in flight/.test(document.getElementById("status-text")!.textContent ?? ""),
+  );
+  assert.match(
+    (await page.locator("#status-text").textContent())!,
+    /gene CD74… \d+ requests? \([1-9]\d* in flight\)/,
+  );
+  await page.locator("#cancel").click();
+  await idle(page);
+  const s = await snapshot(page);
+  assert.equal(s.history.at(-1)!.action, "gene CD74");
+  assert.equal(s.history.at(-1)!.outcome, "cancelled");
+  assert.equal(s.gene, undefined);
+  assert.match((await page.locator("#status-text").textContent())!, /gene CD74 cancelled after/);
+  // The server saw the hanging requests closed by the page.
+  const hung = () => plain.requests.filter((r) => /layouts\/axis1\/(data|indices)\/c\//.test(r.path));
+  for (let i = 0; i < 50 && !hung().some((r) => r.aborted); i++) await new Promise((r) => setTimeout(r, 100));
+  assert.ok(hung().length > 0 && hung().every((r) => r.aborted), JSON.stringify(hung()));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
