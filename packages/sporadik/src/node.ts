@@ -20,6 +20,7 @@ import type { Decompressor, Decompressors } from "./zarr.js";
 
 export { EncodePool, nativeEncoder, zstdLevel } from "./encode-pool.js";
 export * from "./index.js";
+export { withFileParts } from "./parts-folder.js";
 export {
   FileSpill,
   type FileSpillOptions,

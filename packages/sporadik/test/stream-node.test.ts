@@ -20,6 +20,7 @@ import {
   openStore,
   SPILL_PREFIX,
   sweepStaleSpills,
+  withFileParts,
   writeStore,
   writeStoreFromRows,
   zstdLevel,
@@ -175,6 +176,36 @@ test("a killed write leaves no block; its spill goes on SIGINT, or with the next
     assert.equal(await interrupted.exited, 130);
     assert.deepEqual(readdirSync(join(dir, "tmp2")), []);
     await assert.rejects(openStore(new FolderStore(join(dir, "b"))), { _tag: "IncompleteError" });
+  } finally {
+    cleanup();
+  }
+});
+
+test("byte-addressable arrays stream into a folder piece by piece, as writeStore's objects", async () => {
+  const { dir, cleanup } = tempDir();
+  try {
+    const indptr = Int32Array.of(0, 3, 3, 6);
+    const indices = Int32Array.of(0, 2, 5, 1, 2, 3);
+    const data = Float32Array.of(1.5, -2, 3, 4, 5, 0.25);
+    const rows = layoutFromCompressed({ format: "csr", shape: [3, 6], indptr, indices, data });
+    const { coords, values } = coordsOfLayout(rows);
+    const reference = new MemoryStore();
+    await writeStore(reference, [rows, layoutFromCoords([3, 6], coords, values, 1)], {
+      byteAddressable: true,
+    });
+    const folder = new FolderStore(join(dir, "out"));
+    const spill = await FileSpill.create(join(dir, "tmp"));
+    const block = { nRows: 3, indptr, indices, data };
+    await writeStoreFromRows(withFileParts(folder, join(dir, "out")), [block], {
+      shape: [3, 6],
+      byteAddressable: true,
+      spill,
+    });
+    for (const [key, bytes] of reference.objects) {
+      const written = await folder.get(key);
+      assert.ok(written && Buffer.from(bytes).equals(Buffer.from(written)), key);
+    }
+    assert.deepEqual(readdirSync(join(dir, "tmp")), []);
   } finally {
     cleanup();
   }
