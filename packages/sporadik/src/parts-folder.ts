@@ -13,9 +13,14 @@ import type { WritableStore } from "./store.js";
 
 /**
  * `store` (a folder store rooted at `root`) with `setParts`: every other call goes to `store`
- * unchanged.
+ * unchanged. `onWritten` hears the bytes of each object written in parts (which `store`'s own
+ * counters, if any, never see).
  */
-export function withFileParts(store: WritableStore, root: string): PartsWritableStore {
+export function withFileParts(
+  store: WritableStore,
+  root: string,
+  onWritten?: (key: string, bytes: number) => void,
+): PartsWritableStore {
   const base = resolve(root);
   const pathOf = (key: string): string => {
     const path = resolve(join(base, key));
@@ -49,6 +54,7 @@ export function withFileParts(store: WritableStore, root: string): PartsWritable
           throw new RangeError(`${key}: ${written} bytes were written, but the object is ${byteLength}.`);
         }
         await rename(temporary, path);
+        onWritten?.(key, written);
       } catch (error) {
         await rm(temporary, { force: true });
         throw error;

@@ -7,6 +7,8 @@
  *   (gene, row, value), to the temporary file of its gene block (a bounded number of files, each
  *   appended to in large frames); once every row is in, each gene block is read back in order,
  *   counting-sorted by gene (rows stay ascending, since they were spilled in order) and written.
+ *   Rows are spilled in batches: each batch is counting-sorted by gene block first, so every file
+ *   gets one contiguous append per batch and the scatter stays within the CPU's caches.
  *   A block too large for the assembly budget is assembled in several passes over its file.
  * - `maxima` of both layouts are kept on the fly (one value per row, streamed; one per gene).
  *
@@ -76,7 +78,7 @@ export interface StreamWriteOptions {
   spill?: SpillSpace;
   /** Gene blocks, each one spill file. Default 256 (capped at the number of columns). */
   spillFiles?: number;
-  /** Nonzeros buffered per gene block before they are appended to its file. Default 16,384. */
+  /** Nonzeros sorted by gene block at once before they are appended to the files. Default 1,048,576. */
   spillFrame?: number;
   /** Nonzeros of axis 1 assembled in memory at once. Default 8,388,608 (~64 MiB at 4+4 bytes). */
   assembly?: number;
@@ -105,8 +107,6 @@ interface Bucket {
   file: SpillFile | undefined;
   /** Nonzeros in each frame appended, in order. */
   frames: number[];
-  /** The last append: appends to one file run one after another, so frames land in order. */
-  tail: Promise<void>;
 }
 
 /** The arrays of one layout while it is written. */
@@ -156,11 +156,14 @@ export class StreamWriter {
   #colMax: NumericArray | undefined;
   #buckets: Bucket[] = [];
   #perBucket = 1;
+  /** Gene block of every column. */
+  #bucketOf = new Uint32Array(0);
+  /** Nonzeros per batch, and the batch's scratch (sorted by gene block). */
   #frame = 0;
   #frameGenes = new Uint32Array(0);
   #frameRows = new Uint32Array(0);
   #frameValues: NumericArray = new Float64Array(0);
-  #frameFill = new Uint32Array(0);
+  #starts = new Float64Array(0);
 
   private constructor(store: WritableStore, options: StreamWriteOptions) {
     const [nRows, nCols] = options.shape;
@@ -252,10 +255,10 @@ export class StreamWriter {
         frames: [],
         tail: Promise.resolve(),
       }));
-      this.#frame = positiveInteger(this.#options.spillFrame, "spillFrame", 16_384);
-      this.#frameGenes = new Uint32Array(used * this.#frame);
-      this.#frameRows = new Uint32Array(used * this.#frame);
-      this.#frameFill = new Uint32Array(used);
+      this.#bucketOf = new Uint32Array(this.#nCols);
+      for (let g = 0; g < this.#nCols; g++) this.#bucketOf[g] = Math.floor(g / this.#perBucket);
+      this.#frame = positiveInteger(this.#options.spillFrame, "spillFrame", 1_048_576);
+      this.#starts = new Float64Array(used + 1);
     }
   }
 
@@ -294,7 +297,7 @@ export class StreamWriter {
     }
     if (this.#axes.includes(1)) {
       this.#colMax = new Ctor(this.#nCols);
-      this.#frameValues = new Ctor(this.#buckets.length * this.#frame);
+      this.#frameValues = new Ctor(0);
     }
   }
 
@@ -337,19 +340,10 @@ export class StreamWriter {
     let o = 0;
     if (offsets && lead) offsets[o++] = 0;
     this.#indptrStarted ||= lead;
-    const spills: Promise<void>[] = [];
     const counts = this.#counts;
     const colMax = this.#colMax as Float64Array | undefined;
     const nCols = this.#nCols;
     const values = data as Float64Array;
-    // Locals for the hot loop: a private field read per nonzero costs more than the work.
-    const perBucket = this.#perBucket;
-    const frame = this.#frame;
-    const frameGenes = this.#frameGenes;
-    const frameRows = this.#frameRows;
-    const frameValues = this.#frameValues as Float64Array;
-    const frameFill = this.#frameFill;
-    const row0 = this.#rows;
     for (let r = 0; r < nRows; r++) {
       const lo = indptr[r] as number;
       const hi = indptr[r + 1] as number;
@@ -372,20 +366,12 @@ export class StreamWriter {
         if (counts !== undefined && colMax !== undefined) {
           counts[g] = (counts[g] as number) + 1;
           if (a > (colMax[g] as number) || Number.isNaN(a)) colMax[g] = a;
-          const bucket = Math.floor(g / perBucket);
-          const fill = frameFill[bucket] as number;
-          const at = bucket * frame + fill;
-          frameGenes[at] = g;
-          frameRows[at] = row0 + r;
-          frameValues[at] = v;
-          if (fill + 1 === frame) spills.push(this.#flushBucket(bucket, frame));
-          else frameFill[bucket] = fill + 1;
         }
       }
       if (rowMax) rowMax[r] = best;
       if (offsets) offsets[o++] = this.#nnz + hi - base;
     }
-    await Promise.all(spills);
+    if (counts !== undefined) await this.#spillRows(indptr, indices, data, nRows);
     if (this.#axis0) {
       const { data: dataOut, indices: indicesOut, indptr: indptrOut, maxima } = this.#axis0;
       await dataOut.append(data.subarray(base, end));
@@ -402,22 +388,75 @@ export class StreamWriter {
     this.#options.onProgress?.({ phase: "rows", done: this.#rows, total: this.#nRows });
   }
 
-  /** Append a gene block's first `n` buffered nonzeros to its file, as one frame, and empty the buffer. */
-  #flushBucket(bucket: number, n: number): Promise<void> {
-    this.#frameFill[bucket] = 0;
-    if (n === 0) return Promise.resolve();
-    const from = bucket * this.#frame;
-    // Copies: the buffer refills while the append runs.
-    const genes = this.#frameGenes.slice(from, from + n);
-    const rows = this.#frameRows.slice(from, from + n);
-    const vals = this.#frameValues.slice(from, from + n);
+  /**
+   * Spill a block's nonzeros for axis 1, a batch of rows at a time: a counting sort of the batch by
+   * gene block into scratch, then one append per gene block, all awaited before the scratch is
+   * reused (so each file's frames land in row order).
+   */
+  async #spillRows(
+    indptr: ArrayLike<number>,
+    indices: Int32Array | Uint32Array,
+    data: NumericArray,
+    nRows: number,
+  ): Promise<void> {
+    const bucketOf = this.#bucketOf;
+    const starts = this.#starts;
+    const used = this.#buckets.length;
+    const values = data as Float64Array;
+    for (let r = 0; r < nRows; ) {
+      const lo = indptr[r] as number;
+      let r1 = r + 1;
+      while (r1 < nRows && (indptr[r1 + 1] as number) - lo <= this.#frame) r1++;
+      const hi = indptr[r1] as number;
+      const n = hi - lo;
+      if (this.#frameGenes.length < n) {
+        const size = Math.max(n, this.#frame);
+        this.#frameGenes = new Uint32Array(size);
+        this.#frameRows = new Uint32Array(size);
+        this.#frameValues = new (constructorOf(this.#dtype as DataType))(size);
+      }
+      const genes = this.#frameGenes;
+      const rows = this.#frameRows;
+      const vals = this.#frameValues as Float64Array;
+      starts.fill(0);
+      for (let k = lo; k < hi; k++) {
+        const b = (bucketOf[indices[k] as number] as number) + 1;
+        starts[b] = (starts[b] as number) + 1;
+      }
+      for (let b = 0; b < used; b++) starts[b + 1] = (starts[b + 1] as number) + (starts[b] as number);
+      const next = starts.slice(0, used);
+      const row0 = this.#rows;
+      for (let row = r; row < r1; row++) {
+        const end = indptr[row + 1] as number;
+        for (let k = indptr[row] as number; k < end; k++) {
+          const g = indices[k] as number;
+          const b = bucketOf[g] as number;
+          const at = next[b] as number;
+          next[b] = at + 1;
+          genes[at] = g;
+          rows[at] = row0 + row;
+          vals[at] = values[k] as number;
+        }
+      }
+      const appends: Promise<void>[] = [];
+      for (let b = 0; b < used; b++) {
+        const from = starts[b] as number;
+        const to = starts[b + 1] as number;
+        if (to > from)
+          appends.push(
+            this.#append(b, genes.subarray(from, to), rows.subarray(from, to), vals.subarray(from, to)),
+          );
+      }
+      await Promise.all(appends);
+      r = r1;
+    }
+  }
+
+  async #append(bucket: number, genes: Uint32Array, rows: Uint32Array, vals: NumericArray): Promise<void> {
     const entry = this.#buckets[bucket] as Bucket;
-    entry.frames.push(n);
-    entry.tail = entry.tail.then(async () => {
-      entry.file ??= await this.#spill.create(`genes-${bucket}`);
-      await entry.file.append([bytes(genes), bytes(rows), bytes(vals)]);
-    });
-    return entry.tail;
+    entry.frames.push(genes.length);
+    entry.file ??= await this.#spill.create(`genes-${bucket}`);
+    await entry.file.append([bytes(genes), bytes(rows), bytes(vals)]);
   }
 
   /**
@@ -486,7 +525,6 @@ export class StreamWriter {
     const dtype = this.#dtype as DataType;
     const Ctor = constructorOf(dtype);
     const counts = this.#counts as Float64Array;
-    await Promise.all(this.#buckets.map((_, b) => this.#flushBucket(b, this.#frameFill[b] as number)));
     this.#frameGenes = new Uint32Array(0);
     this.#frameRows = new Uint32Array(0);
     this.#frameValues = new Ctor(0);
