@@ -16,7 +16,6 @@ import {
   FileSpill,
   nativeEncoder,
   type RowBlock,
-  type StaleSpill,
   StreamWriter,
   spillBytesPerNonzero,
   sweepStaleSpills,
