@@ -174,9 +174,12 @@ export async function convertToSporadik(o: SporadikConvertOptions) {
   }
 
   const perNonzero =
-    (o.axes.includes(1) ? spillBytesPerNonzero("int32") : 0) + (nnzKnown === undefined ? 16 : 0);
+    (o.axes.includes(1) ? spillBytesPerNonzero("int32") : 0) +
+    (nnzKnown === undefined && o.axes.includes(0) ? 4 : 0);
   const needed =
-    nnzKnown === undefined ? undefined : nnzKnown * perNonzero + (o.byteAddressable ? nnzKnown * 8 : 0);
+    nnzKnown === undefined
+      ? undefined
+      : nnzKnown * perNonzero + (o.byteAddressable ? nnzKnown * 8 * o.axes.length : 0);
   const available = (() => {
     try {
       const fs = statfsSync(existsSync(tmpParent) ? tmpParent : dirname(tmpParent));
@@ -195,7 +198,7 @@ export async function convertToSporadik(o: SporadikConvertOptions) {
     );
   }
   say(
-    `temporary space: ${needed !== undefined ? `about ${gib(needed)}` : `about ${perNonzero + (o.byteAddressable ? 8 : 0)} bytes per nonzero`} in ${tmpParent}${available !== undefined ? ` (${gib(available)} free)` : ""}, removed when done`,
+    `temporary space: ${needed !== undefined ? `about ${gib(needed)}` : `about ${perNonzero + (o.byteAddressable ? 8 * o.axes.length : 0)} bytes per nonzero`} in ${tmpParent}${available !== undefined ? ` (${gib(available)} free)` : ""}, removed when done`,
   );
 
   const counted = openCounted(o.output);

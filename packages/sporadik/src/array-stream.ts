@@ -198,8 +198,9 @@ async function* spoolParts(spool: SpillFile, size: number): AsyncGenerator<Uint8
 
 /**
  * An integer array whose width is decided only at the end (an `indices` or `indptr` whose type
- * depends on the final number of nonzeros): spooled as float64 to temporary space, then written
- * through an {@link ArrayWriter} of the width chosen.
+ * depends on the final number of nonzeros): spooled to temporary space in a carrier type wide
+ * enough for its values (int32 for `indices`, which fit while the shape does; float64 for
+ * `indptr`), then written through an {@link ArrayWriter} of the width chosen.
  */
 export class DeferredArray {
   #spool: Promise<SpillFile> | undefined;
@@ -207,10 +208,14 @@ export class DeferredArray {
   constructor(
     private readonly context: ArrayContext,
     readonly path: string,
+    readonly carrier: "int32" | "float64",
   ) {}
 
-  async append(values: Float64Array): Promise<void> {
+  async append(values: Int32Array | Float64Array): Promise<void> {
     if (values.length === 0) return;
+    if ((values instanceof Int32Array ? "int32" : "float64") !== this.carrier) {
+      throw new TypeError(`${this.path} is spooled as ${this.carrier}; convert values before appending.`);
+    }
     this.#spool ??= this.context.spill.create(`${this.path}.deferred`);
     this.length += values.length;
     await (await this.#spool).append([bytesOf(values)]);
@@ -221,10 +226,15 @@ export class DeferredArray {
     const out = new ArrayWriter(this.context, this.path, dtype);
     if (this.#spool !== undefined) {
       const spool = await this.#spool;
+      const width = this.carrier === "int32" ? 4 : 8;
       for (let at = 0; at < this.length; at += SPOOL_READ) {
         const n = Math.min(SPOOL_READ, this.length - at);
-        const bytes = await spool.read(at * 8, n * 8);
-        await out.append(narrow(new Float64Array(bytes.buffer, bytes.byteOffset, n), dtype));
+        const bytes = await spool.read(at * width, n * width);
+        const values =
+          this.carrier === "int32"
+            ? new Int32Array(bytes.buffer, bytes.byteOffset, n)
+            : new Float64Array(bytes.buffer, bytes.byteOffset, n);
+        await out.append(values instanceof Int32Array && dtype === "int32" ? values : narrow(values, dtype));
       }
       await spool.remove();
     }
@@ -232,8 +242,11 @@ export class DeferredArray {
   }
 }
 
-/** Whole numbers held as float64, as int32 or int64. */
-export function narrow(values: Float64Array, dtype: "int32" | "int64"): Int32Array | BigInt64Array {
+/** Whole numbers (held as int32 or float64) as int32 or int64. */
+export function narrow(
+  values: Int32Array | Float64Array,
+  dtype: "int32" | "int64",
+): Int32Array | BigInt64Array {
   if (dtype === "int32") return Int32Array.from(values);
   const out = new BigInt64Array(values.length);
   for (let i = 0; i < values.length; i++) out[i] = BigInt(values[i] as number);

@@ -288,10 +288,10 @@ export class StreamWriter {
         data: new ArrayWriter(context, `${group}/data`, dtype),
         indices: width
           ? new ArrayWriter(context, `${group}/indices`, width)
-          : new DeferredArray(context, `${group}/indices`),
+          : new DeferredArray(context, `${group}/indices`, "int32"),
         indptr: width
           ? new ArrayWriter(context, `${group}/indptr`, width)
-          : new DeferredArray(context, `${group}/indptr`),
+          : new DeferredArray(context, `${group}/indptr`, "float64"),
         maxima: this.#maxima ? new ArrayWriter(context, `${group}/maxima`, dtype) : undefined,
       };
     }
@@ -376,7 +376,7 @@ export class StreamWriter {
       const { data: dataOut, indices: indicesOut, indptr: indptrOut, maxima } = this.#axis0;
       await dataOut.append(data.subarray(base, end));
       const slice = indices.subarray(base, end);
-      if (indicesOut instanceof DeferredArray) await indicesOut.append(Float64Array.from(slice));
+      if (indicesOut instanceof DeferredArray) await indicesOut.append(asInt32(slice));
       else await indicesOut.append(indicesOut.dtype === "int32" ? asInt32(slice) : toBig(slice));
       const offs = offsets as Float64Array;
       if (indptrOut instanceof DeferredArray) await indptrOut.append(offs);
