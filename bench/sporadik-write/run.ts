@@ -9,7 +9,8 @@
  *   ... --writers ours --modes both:chunked     (only ours, only one mode: the large sizes)
  *   ... --python-limit-gib 4                    (Python under `prlimit --as`, to show where it stops)
  *
- * Output: one JSON line per run, then a Markdown table.
+ * Our writer runs from the packages' dist (`npm run build` first). Output: one JSON line per run,
+ * then a Markdown table.
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { rmSync } from "node:fs";

@@ -220,7 +220,8 @@ export async function convertToSporadik(o: SporadikConvertOptions) {
       ...(nnzKnown !== undefined ? { nnz: nnzKnown } : {}),
       spill,
       encoder: nativeEncoder(encodePool),
-      concurrency: 2 * o.threads + 4,
+      // Many writes in flight: a folder store syncs every object, an S3 store waits on every PUT.
+      concurrency: 32,
       onProgress: (p) => {
         if (p.phase !== phase) {
           phase = p.phase;
