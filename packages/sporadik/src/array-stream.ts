@@ -98,15 +98,30 @@ export class ArrayWriter {
   #flushed = 0;
   #spool: SpillFile | undefined;
   #spoolReady: Promise<SpillFile> | undefined;
+  /** Byte-addressable with a known length into a store taking parts: bytes go straight to the object. */
+  #direct: DirectObject | undefined;
   /** Elements appended so far. */
   length = 0;
 
+  /**
+   * `expectedLength`, when known, lets a byte-addressable array stream straight into a store that
+   * takes objects in parts (no spool); the object is refused at the end if the length differs.
+   */
   constructor(
     private readonly context: ArrayContext,
     readonly path: string,
     readonly dtype: DataType,
+    expectedLength?: number,
   ) {
     this.#Ctor = constructorOf(dtype);
+    const { store } = context;
+    if (context.byteAddressable && expectedLength !== undefined && expectedLength > 0 && hasSetParts(store)) {
+      this.#direct = new DirectObject(
+        store,
+        keyOf(path, "c/0"),
+        expectedLength * this.#Ctor.BYTES_PER_ELEMENT,
+      );
+    }
     this.#full = context.chunk ?? chunkFor(dtype, Number.MAX_SAFE_INTEGER);
     this.#pending = context.byteAddressable ? new this.#Ctor(0) : new this.#Ctor(this.#full);
   }
@@ -115,6 +130,7 @@ export class ArrayWriter {
   async append(values: NumericArray): Promise<void> {
     if (values.length === 0) return;
     this.length += values.length;
+    if (this.#direct) return this.#direct.push(bytesOf(values).slice());
     if (this.context.byteAddressable) {
       this.#spoolReady ??= this.context.spill.create(this.path);
       this.#spool = await this.#spoolReady;
@@ -149,6 +165,11 @@ export class ArrayWriter {
     await inFlight.submit(async () => store.set(key, await encode(bytesOf(values), [DEFAULT_COMPRESSOR])));
   }
 
+  /** Abandon the array: an object being written in parts is dropped, not landed. */
+  async abort(): Promise<void> {
+    await this.#direct?.abort();
+  }
+
   /** Write what is left and the array's `zarr.json` (its length and chunk are known only now). */
   async finish(): Promise<void> {
     const { store } = this.context;
@@ -176,6 +197,7 @@ export class ArrayWriter {
       keyOf(this.path, "zarr.json"),
       encoder.encode(arrayMetadataText(this.dtype, this.length, chunk, [])),
     );
+    if (this.#direct) return this.#direct.close();
     const spool = this.#spool;
     if (spool === undefined) return;
     const key = keyOf(this.path, "c/0");
@@ -189,6 +211,69 @@ export class ArrayWriter {
       }
       await spool.remove();
     });
+  }
+}
+
+/** Bytes queued to one object being written in parts, with a bound on what waits in memory. */
+class DirectObject {
+  readonly #queue: Uint8Array[] = [];
+  #queued = 0;
+  #closed = false;
+  #aborted = false;
+  #wake: (() => void) | undefined;
+  #drained: (() => void) | undefined;
+  #error: { cause: unknown } | undefined;
+  readonly #writing: Promise<void>;
+  static readonly LIMIT = 16 * 2 ** 20;
+
+  constructor(store: PartsWritableStore, key: string, byteLength: number) {
+    this.#writing = store.setParts(key, byteLength, this.#parts()).catch((cause: unknown) => {
+      this.#error = { cause };
+      this.#drained?.();
+    });
+  }
+
+  async *#parts(): AsyncGenerator<Uint8Array> {
+    for (;;) {
+      const next = this.#aborted ? undefined : this.#queue.shift();
+      if (next !== undefined) {
+        this.#queued -= next.byteLength;
+        if (this.#queued <= DirectObject.LIMIT) this.#drained?.();
+        yield next;
+      } else if (this.#aborted) throw new Error("the write was abandoned before the object was whole");
+      else if (this.#closed) return;
+      else await new Promise<void>((resolve) => (this.#wake = resolve));
+    }
+  }
+
+  #check(): void {
+    if (this.#error) throw this.#error.cause;
+  }
+
+  async push(bytes: Uint8Array): Promise<void> {
+    this.#check();
+    this.#queue.push(bytes);
+    this.#queued += bytes.byteLength;
+    this.#wake?.();
+    while (this.#queued > DirectObject.LIMIT && this.#error === undefined) {
+      await new Promise<void>((resolve) => (this.#drained = resolve));
+    }
+    this.#check();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#wake?.();
+    await this.#writing;
+    this.#check();
+  }
+
+  /** Stop: the store drops the partial object (its temporary file), nothing lands under the key. */
+  async abort(): Promise<void> {
+    this.#aborted = true;
+    this.#queue.length = 0;
+    this.#wake?.();
+    await this.#writing;
   }
 }
 

@@ -223,6 +223,15 @@ export class StreamWriter {
     return writer;
   }
 
+  /** Every array started, so a failure can drop objects still being written in parts. */
+  readonly #arrays: ArrayWriter[] = [];
+
+  #array(path: string, dtype: DataType, expectedLength?: number): ArrayWriter {
+    const array = new ArrayWriter(this.#context, path, dtype, expectedLength);
+    this.#arrays.push(array);
+    return array;
+  }
+
   get #context() {
     return {
       store: this.#store,
@@ -285,14 +294,14 @@ export class StreamWriter {
       const width = this.#wide === undefined ? undefined : this.#wide ? "int64" : "int32";
       this.#axis0 = {
         group,
-        data: new ArrayWriter(context, `${group}/data`, dtype),
+        data: this.#array(`${group}/data`, dtype, this.#options.nnz),
         indices: width
-          ? new ArrayWriter(context, `${group}/indices`, width)
+          ? this.#array(`${group}/indices`, width, this.#options.nnz)
           : new DeferredArray(context, `${group}/indices`, "int32"),
         indptr: width
-          ? new ArrayWriter(context, `${group}/indptr`, width)
+          ? this.#array(`${group}/indptr`, width, this.#nRows + 1)
           : new DeferredArray(context, `${group}/indptr`, "float64"),
-        maxima: this.#maxima ? new ArrayWriter(context, `${group}/maxima`, dtype) : undefined,
+        maxima: this.#maxima ? this.#array(`${group}/maxima`, dtype, this.#nRows) : undefined,
       };
     }
     if (this.#axes.includes(1)) {
@@ -494,6 +503,9 @@ export class StreamWriter {
         bytesSpilled: this.#spill.bytesSpilled,
         peakSpillBytes: this.#spill.peakBytes,
       };
+    } catch (error) {
+      await Promise.all(this.#arrays.map((array) => array.abort()));
+      throw error;
     } finally {
       await this.#spill.dispose();
     }
@@ -502,6 +514,7 @@ export class StreamWriter {
   /** Give up: remove the temporary space. The store keeps no block, so readers refuse it. */
   async abort(): Promise<void> {
     this.#finished = true;
+    await Promise.all(this.#arrays.map((array) => array.abort()));
     await this.#spill.dispose();
   }
 
@@ -530,9 +543,8 @@ export class StreamWriter {
     this.#frameValues = new Ctor(0);
     await this.#groupMetadata(1);
     const group = this.#group(1);
-    const context = this.#context;
-    const data = new ArrayWriter(context, `${group}/data`, dtype);
-    const indices = new ArrayWriter(context, `${group}/indices`, width);
+    const data = this.#array(`${group}/data`, dtype, this.#nnz);
+    const indices = this.#array(`${group}/indices`, width, this.#nnz);
     const budget = positiveInteger(this.#options.assembly, "assembly", 8_388_608);
     for (let b = 0; b < this.#buckets.length; b++) {
       const bucket = this.#buckets[b] as Bucket;
@@ -564,11 +576,11 @@ export class StreamWriter {
     await indices.finish();
     const offsets = new Float64Array(this.#nCols + 1);
     for (let g = 0; g < this.#nCols; g++) offsets[g + 1] = (offsets[g] as number) + (counts[g] as number);
-    const indptr = new ArrayWriter(context, `${group}/indptr`, width);
+    const indptr = this.#array(`${group}/indptr`, width, this.#nCols + 1);
     await indptr.append(narrow(offsets, width));
     await indptr.finish();
     if (this.#maxima) {
-      const maxima = new ArrayWriter(context, `${group}/maxima`, dtype);
+      const maxima = this.#array(`${group}/maxima`, dtype, this.#nCols);
       await maxima.append(this.#colMax as NumericArray);
       await maxima.finish();
     }

@@ -210,3 +210,36 @@ test("byte-addressable arrays stream into a folder piece by piece, as writeStore
     cleanup();
   }
 });
+
+test("a failed write drops the objects it was streaming: no partial file, no object under the key", async () => {
+  const { dir, cleanup } = tempDir();
+  try {
+    const out = join(dir, "out");
+    const block = {
+      nRows: 2,
+      indptr: Int32Array.of(0, 2, 3),
+      indices: Int32Array.of(0, 4, 1),
+      data: Int32Array.of(5, 6, 7),
+    };
+    // The declared count is wrong: axis 0's data and indices stream straight into their objects
+    // (byte-addressable, length known), and the mismatch is found at the end.
+    await assert.rejects(
+      writeStoreFromRows(withFileParts(new FolderStore(out), out), [block], {
+        shape: [2, 5],
+        axes: [0],
+        byteAddressable: true,
+        nnz: 4,
+        spill: await FileSpill.create(join(dir, "tmp")),
+      }),
+      /4 were declared/,
+    );
+    const left = readdirSync(out, { recursive: true }).map(String);
+    assert.deepEqual(
+      left.filter((name) => name.includes("sporadik-part") || name.endsWith("c/0")),
+      [],
+    );
+    await assert.rejects(openStore(new FolderStore(out)), { _tag: "IncompleteError" });
+  } finally {
+    cleanup();
+  }
+});
