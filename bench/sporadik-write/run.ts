@@ -107,8 +107,8 @@ const cell = (run: Run | undefined) =>
   run === undefined
     ? "-"
     : run.failed
-      ? `failed (${run.failed.slice(0, 40)})`
-      : `${run.seconds?.toFixed(1)} s, ${run.maxRssMiB?.toFixed(0)} MiB`;
+      ? `failed (${run.failed.slice(0, 60)})`
+      : `${run.seconds?.toFixed(1)} s (CPU ${run.cpuSeconds?.toFixed(1)} s), ${run.maxRssMiB?.toFixed(0)} MiB`;
 console.log(
   `\n${meta.nnz.toLocaleString("en-US")} nonzeros (${meta.nRows} x ${meta.nCols}); load average ${loadavg()
     .map((l) => l.toFixed(1))
