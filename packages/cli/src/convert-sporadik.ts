@@ -15,12 +15,14 @@ import {
   EncodePool,
   FileSpill,
   nativeEncoder,
+  type PartsWritableStore,
   type RowBlock,
   StreamWriter,
   spillBytesPerNonzero,
   sweepStaleSpills,
   withFileParts,
 } from "@deltacells/sporadik/node";
+import { openStore, type StatsStore, withStats } from "@deltacells/storage/node";
 import { openCounted } from "./io.js";
 import type { ProgressBar } from "./progress.js";
 import { remapColumns } from "./sporadik-build.js";
@@ -98,6 +100,28 @@ function localPath(output: string): string | undefined {
 
 function gib(bytes: number): string {
   return bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+}
+
+function hasSetParts(store: object): store is Pick<PartsWritableStore, "setParts"> {
+  return typeof (store as Partial<PartsWritableStore>).setParts === "function";
+}
+
+/** `counted`, with objects in parts going to `raw` (the store `counted` counts), heard by `onParts`. */
+function withStoreParts(
+  counted: StatsStore,
+  raw: Pick<PartsWritableStore, "setParts">,
+  onParts: (key: string, bytes: number) => void,
+): PartsWritableStore {
+  return {
+    get: (key, options) => counted.get(key, options),
+    getRange: (key, range, options) => counted.getRange(key, range as never, options),
+    set: (key, value) => counted.set(key, value),
+    delete: (key) => counted.delete(key),
+    async setParts(key, byteLength, parts) {
+      await raw.setParts(key, byteLength, parts);
+      onParts(key, byteLength);
+    },
+  };
 }
 
 /** Row blocks of a converter input. */
@@ -201,9 +225,19 @@ export async function convertToSporadik(o: SporadikConvertOptions) {
     `temporary space: ${needed !== undefined ? `about ${gib(needed)}` : `about ${perNonzero + (o.byteAddressable ? 8 * o.axes.length : 0)} bytes per nonzero`} in ${tmpParent}${available !== undefined ? ` (${gib(available)} free)` : ""}, removed when done`,
   );
 
-  const counted = openCounted(o.output);
+  const raw = openStore(o.output);
+  const counted = withStats(raw);
   let partsBytes = 0;
-  const store = local ? withFileParts(counted, local, (_key, bytes) => (partsBytes += bytes)) : counted;
+  const onParts = (_key: string, bytes: number) => {
+    partsBytes += bytes;
+  };
+  // A byte-addressable array is one object as large as the array: written in parts (to a file, or
+  // as an S3 multipart upload as the bytes come), it is never held whole.
+  const store = local
+    ? withFileParts(counted, local, onParts)
+    : hasSetParts(raw)
+      ? withStoreParts(counted, raw, onParts)
+      : counted;
   const spill = await FileSpill.create(tmpParent, { removeOnSignal: true });
   const encodePool = new EncodePool(o.threads);
   let phase = "";
