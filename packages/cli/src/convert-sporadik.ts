@@ -1,27 +1,38 @@
 /**
  * `deltacells convert INPUT OUTPUT --format sporadik`: any converter input, or a deltacells
- * dataset, gathered in memory and written as a sporadik store (one layout per requested axis, with
- * maxima). The whole matrix is held because sporadik's writer takes whole layouts; the nonzero
- * bound is checked before anything is written.
+ * dataset, streamed row block by row block into sporadik's streaming writer (one layout per
+ * requested axis, with maxima), in bounded memory whatever the number of nonzeros. Axis 1 goes
+ * through temporary files (about 12 bytes per nonzero, in `--tmp-dir` or beside the output),
+ * announced before the first row is read and removed on success, failure and Ctrl-C.
  */
-import { existsSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, statfsSync, statSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { MatrixSource, OpenInputOptions } from "@deltacells/anndata/node";
 import { createTilePool, type Dataset, openDataset } from "@deltacells/core";
-import { writeStore } from "@deltacells/sporadik";
-import { openCounted } from "./io.js";
+import {
+  EncodePool,
+  FileSpill,
+  nativeEncoder,
+  type PartsWritableStore,
+  type RowBlock,
+  StreamWriter,
+  spillBytesPerNonzero,
+  sweepStaleSpills,
+  withFileParts,
+} from "@deltacells/sporadik/node";
+import { type StatsStore, withStats } from "@deltacells/storage/node";
+import { openCounted, openLocation } from "./io.js";
 import type { ProgressBar } from "./progress.js";
-import { type Csr, concatRows, layoutsOf, type RowPart } from "./sporadik-build.js";
+import { remapColumns } from "./sporadik-build.js";
 import { openTarget } from "./target.js";
 
-/** The default bound on nonzeros held in memory: ~5.4 GB at the measured ~23 bytes per nonzero (README). */
-export const DEFAULT_MAX_NNZ = 200_000_000;
+/** The hard ceiling of `--max-nnz`: what a JavaScript number counts exactly. */
+export const MAX_NNZ_CEILING = Number.MAX_SAFE_INTEGER;
 
-/** The hard ceiling: `indptr` is int32 while building, as scipy keeps it for such matrices. */
-export const MAX_NNZ_CEILING = 2 ** 31 - 1;
-
-/** The matrix holds more nonzeros than the in-memory writer is allowed to gather. */
+/** The matrix holds more nonzeros than `--max-nnz` allows. */
 export class TooManyNonzerosError extends Error {
   readonly _tag = "TooManyNonzeros";
   constructor(
@@ -36,22 +47,39 @@ export class TooManyNonzerosError extends Error {
   }
 }
 
+/** The temporary folder would not fit on its disk. */
+export class NoTempSpaceError extends Error {
+  readonly _tag = "NoTempSpace";
+  constructor(
+    message: string,
+    readonly needed: number,
+    readonly available: number,
+    readonly where: string,
+  ) {
+    super(message);
+    this.name = "NoTempSpaceError";
+  }
+}
+
 export interface SporadikConvertOptions {
   input: string;
   output: string;
   axes: number[];
   byteAddressable: boolean;
-  maxNnz: number;
-  /** Replace a dataset or store already at `output`. */
+  /** An explicit bound on nonzeros, or undefined for none. */
+  maxNnz: number | undefined;
+  /** Replace a dataset or store already at `output` (staged, moved into place once complete). */
   overwrite: boolean;
   threads: number;
+  /** Where the temporary folder goes (default: beside a local output, else the system's). */
+  tmpDir: string | undefined;
   inputOptions: OpenInputOptions;
   bar: ProgressBar;
 }
 
 function tooMany(what: string, nnz: number, bound: number, soFar: boolean): TooManyNonzerosError {
   return new TooManyNonzerosError(
-    `${what} holds ${soFar ? "at least " : ""}${nnz.toLocaleString("en-US")} nonzeros, above the bound of ${bound.toLocaleString("en-US")} for --format sporadik, which builds every layout in memory (about 23 bytes per nonzero; a streaming writer is future work). Nothing was written. Raise the bound with --max-nnz N if this machine has the memory, or keep the matrix as a deltacells dataset.`,
+    `${what} holds ${soFar ? "at least " : ""}${nnz.toLocaleString("en-US")} nonzeros, above the bound of ${bound.toLocaleString("en-US")} set with --max-nnz. The store was not finished (it has no block, so readers refuse it) and a new output was removed. Drop --max-nnz to convert it whatever its size.`,
     nnz,
     bound,
   );
@@ -72,114 +100,244 @@ export async function isDatasetInput(input: string): Promise<boolean> {
   }
 }
 
-/** Every row block of a converter input, refused as soon as the nonzeros pass the bound. */
-async function gatherInput(source: MatrixSource, maxNnz: number, bar: ProgressBar): Promise<Csr> {
-  const parts: RowPart[] = [];
-  let nnz = 0;
-  let cells = 0;
-  bar.phase("read");
-  for await (const block of source.rowBlocks()) {
-    nnz += (block.indptr[block.nRows] as number) - (block.indptr[0] as number);
-    if (nnz > maxNnz) throw tooMany(source.location, nnz, maxNnz, true);
-    parts.push(block);
-    cells += block.nRows;
-    bar.update(cells, source.nCells, "cells");
-  }
-  bar.finish();
-  return concatRows(parts, source.nGenes, nnz);
+/** The local folder an output names, or undefined for a URL. */
+function localPath(output: string): string | undefined {
+  if (/^file:\/\//i.test(output)) return resolve(new URL(output).pathname);
+  if (/^[a-z][a-z0-9+.-]+:\/\//i.test(output)) return undefined;
+  return resolve(output);
 }
 
-/** Every tile of a dataset, decoded on `threads` threads; the bound is checked from the manifest first. */
-async function gatherDataset(ds: Dataset, threads: number, bar: ProgressBar): Promise<Csr> {
-  const nnz = ds.manifest.tile_nnz.reduce((a, b) => a + b, 0);
-  const parts: RowPart[] = [];
-  bar.phase("read");
-  let cells = 0;
+function gib(bytes: number): string {
+  return bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+}
+
+function hasSetParts(store: object): store is Pick<PartsWritableStore, "setParts"> {
+  return typeof (store as Partial<PartsWritableStore>).setParts === "function";
+}
+
+/** `counted`, with objects in parts going to `raw` (the store `counted` counts), heard by `onParts`. */
+function withStoreParts(
+  counted: StatsStore,
+  raw: Pick<PartsWritableStore, "setParts">,
+  onParts: (key: string, bytes: number) => void,
+): PartsWritableStore {
+  return {
+    get: (key, options) => counted.get(key, options),
+    getRange: (key, range, options) => counted.getRange(key, range as never, options),
+    set: (key, value) => counted.set(key, value),
+    delete: (key) => counted.delete(key),
+    async setParts(key, byteLength, parts) {
+      await raw.setParts(key, byteLength, parts);
+      onParts(key, byteLength);
+    },
+  };
+}
+
+/** Row blocks of a converter input. */
+async function* inputBlocks(source: MatrixSource): AsyncGenerator<RowBlock> {
+  yield* source.rowBlocks();
+}
+
+/** Row blocks of a dataset, decoded on the pool, with columns back in the source's order. */
+async function* datasetBlocks(
+  ds: Dataset,
+  threads: number,
+  columnOf: Int32Array | undefined,
+): AsyncGenerator<RowBlock> {
   for await (const { tile } of ds.tiles({ prefetch: threads + 1 })) {
-    parts.push({
+    const block = {
       nRows: tile.nCells,
       indptr: tile.indptr,
       indices: tile.indices,
       data: tile.data as Int32Array,
-    });
-    cells += tile.nCells;
-    bar.update(cells, ds.nCells, "cells");
+    };
+    yield columnOf ? remapColumns(block, ds.nGenes, columnOf) : block;
   }
-  bar.finish();
-  return concatRows(parts, ds.nGenes, nnz);
 }
 
 /** Convert, write, and describe what was done for the command's text and JSON. */
 export async function convertToSporadik(o: SporadikConvertOptions) {
   const started = performance.now();
-  let csr: Csr;
-  let columnOf: Int32Array | undefined;
+  // Before the input is read: a target that cannot be written is refused at once. A target that
+  // holds a dataset or store (with --overwrite) gets the new store staged beside it, moved into
+  // place only once complete; an empty one is written directly (no block until it is complete).
+  const target = await openTarget(o.input, o.output, o.overwrite);
+  const writeTo = target.replacing ? target.stagingLocation : o.output;
+  const local = localPath(writeTo);
+  const existed = local !== undefined && existsSync(local);
+  const tmpParent = resolve(o.tmpDir ?? (local ? dirname(local) : tmpdir()));
+  const stale = await sweepStaleSpills(tmpParent);
+  const say = (line: string) => {
+    if (o.bar.enabled) process.stderr.write(`${line}\n`);
+  };
+  for (const s of stale) {
+    say(
+      s.removed
+        ? `removed ${s.path} (${gib(s.bytes)}), left by an earlier conversion that was killed`
+        : `kept ${s.path} (${gib(s.bytes)}): another conversion (pid ${s.owner?.pid ?? "?"}) may still use it; remove it if not`,
+    );
+  }
+
+  let close: () => Promise<void> = async () => undefined;
+  let nRows: number;
+  let nCols: number;
+  let nnzKnown: number | undefined;
+  let blocks: AsyncIterable<RowBlock>;
   let source: { format: string; matrixPath: string };
   let geneOrder: "source" | "dataset" | "input" = "input";
-  // Before the input is read: a target that cannot be written is refused at once.
-  const target = await openTarget(o.input, o.output, o.overwrite);
-  const store = target.store;
   if (await isDatasetInput(o.input)) {
     const pool = createTilePool({ threads: o.threads });
-    try {
-      const ds = await openDataset(openCounted(o.input), { decoder: pool });
-      const nnz = ds.manifest.tile_nnz.reduce((a, b) => a + b, 0);
-      if (nnz > o.maxNnz) throw tooMany(ds.url, nnz, o.maxNnz, false);
-      // Columns go back to the source's order: that is the matrix a user converted. A dataset
-      // without gene_order.npy never reordered them, or no longer knows how.
-      columnOf = await ds.geneOrder();
-      geneOrder = columnOf ? "source" : "dataset";
-      csr = await gatherDataset(ds, o.threads, o.bar);
-      source = { format: "deltacells", matrixPath: "tiles" };
-    } finally {
-      await pool.close();
+    close = () => pool.close();
+    const ds = await openDataset(openCounted(o.input), { decoder: pool });
+    nnzKnown = ds.manifest.tile_nnz.reduce((a, b) => a + b, 0);
+    if (o.maxNnz !== undefined && nnzKnown > o.maxNnz) {
+      await close();
+      throw tooMany(ds.url, nnzKnown, o.maxNnz, false);
     }
+    // Columns go back to the source's order: that is the matrix a user converted. A dataset
+    // without gene_order.npy never reordered them, or no longer knows how.
+    const columnOf = await ds.geneOrder();
+    geneOrder = columnOf ? "source" : "dataset";
+    [nRows, nCols] = [ds.nCells, ds.nGenes];
+    blocks = datasetBlocks(ds, o.threads, columnOf);
+    source = { format: "deltacells", matrixPath: "tiles" };
   } else {
     // Loaded only for such an input: the HDF5 reader costs seconds to start.
     const { openInput } = await import("@deltacells/anndata/node");
     const input = await openInput(o.input, o.inputOptions);
+    close = () => input.close();
+    [nRows, nCols] = [input.nCells, input.nGenes];
+    blocks = inputBlocks(input);
+    source = { format: input.format, matrixPath: input.matrixPath };
+  }
+
+  const perNonzero =
+    (o.axes.includes(1) ? spillBytesPerNonzero("int32") : 0) +
+    (nnzKnown === undefined && o.axes.includes(0) ? 4 : 0);
+  const needed =
+    nnzKnown === undefined
+      ? undefined
+      : nnzKnown * perNonzero + (o.byteAddressable ? nnzKnown * 8 * o.axes.length : 0);
+  const available = (() => {
     try {
-      csr = await gatherInput(input, o.maxNnz, o.bar);
-      source = { format: input.format, matrixPath: input.matrixPath };
-    } finally {
-      await input.close();
+      const fs = statfsSync(existsSync(tmpParent) ? tmpParent : dirname(tmpParent));
+      return fs.bavail * fs.bsize;
+    } catch {
+      return undefined;
     }
+  })();
+  if (needed !== undefined && available !== undefined && needed > available) {
+    await close();
+    throw new NoTempSpaceError(
+      `The conversion needs about ${gib(needed)} of temporary space in ${tmpParent}, but only ${gib(available)} is free there. Nothing was written. Point --tmp-dir at a disk with room.`,
+      needed,
+      available,
+      tmpParent,
+    );
   }
-  const layouts = layoutsOf(csr, o.axes, columnOf);
-  let bytes: number;
-  try {
-    await writeStore(target.staging, layouts, { byteAddressable: o.byteAddressable, maxima: true });
-    bytes = await target.commit("zarr.json");
-  } catch (err) {
-    await target.abandon().catch(() => undefined);
-    throw err;
-  }
-  const seconds = (performance.now() - started) / 1000;
-  const nnz = csr.data.length;
-  const json = {
-    input: o.input,
-    output: store.url,
-    format: "sporadik",
-    source_format: source.format,
-    matrix_path: source.matrixPath,
-    n_cells: csr.nRows,
-    n_genes: csr.nCols,
-    nnz,
-    axes: o.axes,
-    byte_addressable: o.byteAddressable,
-    gene_order: geneOrder,
-    bytes,
-    bytes_per_nonzero: nnz ? bytes / nnz : 0,
-    seconds,
+  say(
+    `temporary space: ${needed !== undefined ? `about ${gib(needed)}` : `about ${perNonzero + (o.byteAddressable ? 8 * o.axes.length : 0)} bytes per nonzero`} in ${tmpParent}${available !== undefined ? ` (${gib(available)} free)` : ""}, removed when done`,
+  );
+
+  const raw = openLocation(writeTo);
+  const counted = withStats(raw);
+  let partsBytes = 0;
+  const onParts = (_key: string, bytes: number) => {
+    partsBytes += bytes;
   };
-  const order =
-    geneOrder === "source"
-      ? "; genes in the source's order (from gene_order.npy)"
-      : geneOrder === "dataset"
-        ? "; genes in the dataset's order (it has no gene_order.npy)"
-        : "";
-  const text = `converted ${o.input} (${source.format}, ${source.matrixPath}) -> ${store.url} (sporadik${o.byteAddressable ? ", byte-addressable" : ""})
-  ${csr.nRows.toLocaleString("en-US")} cells x ${csr.nCols.toLocaleString("en-US")} genes, ${nnz.toLocaleString("en-US")} nonzeros; layouts along axes ${o.axes.join(", ")} (${o.axes.map((a) => (a === 0 ? "cells contiguous" : "genes contiguous")).join(", ")}), with maxima${order}
+  // A byte-addressable array is one object as large as the array: written in parts (to a file, or
+  // as an S3 multipart upload as the bytes come), it is never held whole.
+  const store = local
+    ? withFileParts(counted, local, onParts)
+    : hasSetParts(raw)
+      ? withStoreParts(counted, raw, onParts)
+      : counted;
+  const spill = await FileSpill.create(tmpParent, { removeOnSignal: true });
+  const encodePool = new EncodePool(o.threads);
+  let phase = "";
+  let rowsSeconds = 0;
+  const timing = { rowsStart: performance.now(), columnsStart: 0 };
+  let writer: StreamWriter | undefined;
+  let nnz = 0;
+  try {
+    writer = await StreamWriter.open(store, {
+      shape: [nRows, nCols],
+      axes: o.axes,
+      byteAddressable: o.byteAddressable,
+      dtype: "int32",
+      ...(nnzKnown !== undefined ? { nnz: nnzKnown } : {}),
+      spill,
+      encoder: nativeEncoder(encodePool),
+      // Many writes in flight: a folder store syncs every object, an S3 store waits on every PUT.
+      concurrency: 32,
+      onProgress: (p) => {
+        if (p.phase !== phase) {
+          phase = p.phase;
+          if (phase === "columns") {
+            timing.columnsStart = performance.now();
+            rowsSeconds = (timing.columnsStart - timing.rowsStart) / 1000;
+          }
+          o.bar.phase(phase === "rows" ? "cells" : "genes");
+        }
+        o.bar.update(p.done, p.total, phase === "rows" ? "cells" : "genes");
+      },
+    });
+    o.bar.phase("cells");
+    for await (const block of blocks) {
+      nnz += (block.indptr[block.nRows] as number) - (block.indptr[0] as number);
+      if (o.maxNnz !== undefined && nnz > o.maxNnz) throw tooMany(o.input, nnz, o.maxNnz, true);
+      await writer.writeRows(block);
+    }
+    if (phase !== "columns") rowsSeconds = (performance.now() - timing.rowsStart) / 1000;
+    const result = await writer.finish();
+    if (target.replacing) await target.commit("zarr.json");
+    o.bar.finish();
+    const seconds = (performance.now() - started) / 1000;
+    const bytes = counted.stats.bytesWritten + partsBytes;
+    const columnsSeconds = timing.columnsStart ? (performance.now() - timing.columnsStart) / 1000 : 0;
+    const json = {
+      input: o.input,
+      output: target.store.url,
+      format: "sporadik",
+      source_format: source.format,
+      matrix_path: source.matrixPath,
+      n_cells: nRows,
+      n_genes: nCols,
+      nnz: result.nnz,
+      axes: o.axes,
+      byte_addressable: o.byteAddressable,
+      gene_order: geneOrder,
+      bytes,
+      bytes_per_nonzero: result.nnz ? bytes / result.nnz : 0,
+      temp_bytes_spilled: result.bytesSpilled,
+      temp_peak_bytes: result.peakSpillBytes,
+      temp_dir: tmpParent,
+      seconds,
+      seconds_rows: rowsSeconds,
+      seconds_genes: columnsSeconds,
+    };
+    const order =
+      geneOrder === "source"
+        ? "; genes in the source's order (from gene_order.npy)"
+        : geneOrder === "dataset"
+          ? "; genes in the dataset's order (it has no gene_order.npy)"
+          : "";
+    const text = `converted ${o.input} (${source.format}, ${source.matrixPath}) -> ${target.store.url} (sporadik${o.byteAddressable ? ", byte-addressable" : ""})
+  ${nRows.toLocaleString("en-US")} cells x ${nCols.toLocaleString("en-US")} genes, ${result.nnz.toLocaleString("en-US")} nonzeros; layouts along axes ${o.axes.join(", ")} (${o.axes.map((a) => (a === 0 ? "cells contiguous" : "genes contiguous")).join(", ")}), with maxima${order}
   ${bytes.toLocaleString("en-US")} bytes written in ${seconds.toFixed(1)} s (cell and gene names are not stored: sporadik has no place for them)`;
-  return { text, json, store };
+    const statsDetail = `temporary: ${result.bytesSpilled.toLocaleString("en-US")} bytes spilled (peak ${result.peakSpillBytes.toLocaleString("en-US")}) in ${tmpParent}; rows ${rowsSeconds.toFixed(1)} s, genes ${columnsSeconds.toFixed(1)} s`;
+    return { text, json, store: counted, statsDetail };
+  } catch (error) {
+    o.bar.finish();
+    await writer?.abort();
+    // A staged store is dropped (the old one stays as it was); a store this run created and did
+    // not finish is removed; an existing output is left as it is.
+    if (target.replacing) await target.abandon().catch(() => undefined);
+    else if (local !== undefined && !existed) await rm(local, { recursive: true, force: true });
+    throw error;
+  } finally {
+    await spill.dispose();
+    await encodePool.close();
+    await close();
+  }
 }

@@ -3,12 +3,17 @@ import { readdir, stat } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { type Dataset, isDeltacellsError, openDataset, type TileDecoder } from "@deltacells/core";
 import type { StoreInfo } from "@deltacells/sporadik";
-import { openStore, type StatsStore, withStats } from "@deltacells/storage/node";
+import { openStore, type StatsStore, type Store, withStats } from "@deltacells/storage/node";
 import { s3Signing } from "./args.js";
+
+/** A local path or URL (s3://, http(s)://, file://) opened as a store, signing S3 requests unless `--no-sign-request`. */
+export function openLocation(location: string): Store {
+  return openStore(location, s3Signing.signRequests ? {} : { s3: { signRequests: false } });
+}
 
 /** A local path or URL (s3://, http(s)://, file://) opened as a store that counts its requests. */
 export function openCounted(location: string): StatsStore {
-  return withStats(openStore(location, s3Signing.signRequests ? {} : { s3: { signRequests: false } }));
+  return withStats(openLocation(location));
 }
 
 /** Nothing at all is at a location: no folder, or an empty one or prefix. */

@@ -1,20 +1,12 @@
 /**
- * A count matrix gathered in memory as CSR, and the sporadik layouts built from it. sporadik's
- * writer takes whole layouts, so the whole matrix is held: every step here is a counting sort over
- * typed arrays (no comparison sort, no per-element allocation), about 8 bytes per nonzero per copy.
+ * A dataset's row blocks with their columns renamed back to the source's order, for the sporadik
+ * streaming writer. Renaming breaks the ascending column order within each row; it is restored by
+ * two counting sorts over the block (to columns, and back to rows), no comparison sort, no
+ * per-element allocation.
  */
-import { type Layout, layoutFromCompressed } from "@deltacells/sporadik";
+import type { RowBlock } from "@deltacells/sporadik";
 
-/** A cells x genes matrix in CSR form; `indptr` starts at 0. */
-export interface Csr {
-  nRows: number;
-  nCols: number;
-  indptr: Int32Array;
-  indices: Int32Array;
-  data: Int32Array;
-}
-
-/** A matrix in one direction, `nMajor` runs over `nMinor` positions (CSR rows or CSC columns). */
+/** A block in one direction: `nMajor` runs over `nMinor` positions, `indptr` from 0. */
 interface Compressed {
   nMajor: number;
   nMinor: number;
@@ -23,39 +15,9 @@ interface Compressed {
   data: Int32Array;
 }
 
-/** One run of consecutive rows as the readers hand them over: `indptr` may start past 0. */
-export interface RowPart {
-  nRows: number;
-  indptr: ArrayLike<number>;
-  indices: Int32Array;
-  data: Int32Array;
-}
-
-/** The parts, in row order, concatenated into one CSR of `nnz` nonzeros. */
-export function concatRows(parts: readonly RowPart[], nCols: number, nnz: number): Csr {
-  let nRows = 0;
-  for (const p of parts) nRows += p.nRows;
-  const indptr = new Int32Array(nRows + 1);
-  const indices = new Int32Array(nnz);
-  const data = new Int32Array(nnz);
-  let row = 0;
-  let at = 0;
-  for (const p of parts) {
-    const base = p.indptr[0] as number;
-    const end = p.indptr[p.nRows] as number;
-    for (let r = 1; r <= p.nRows; r++) indptr[row + r] = at + (p.indptr[r] as number) - base;
-    indices.set(p.indices.subarray(base, end), at);
-    data.set(p.data.subarray(base, end), at);
-    row += p.nRows;
-    at += end - base;
-  }
-  return { nRows, nCols, indptr, indices, data };
-}
-
 /**
  * The other direction of `m` by a counting sort: runs become positions and positions runs. Walking
- * the runs in order leaves every new run sorted. `map[j]`, when given, renames position j first
- * (the new runs are then over the renamed positions).
+ * the runs in order leaves every new run sorted. `map[j]`, when given, renames position j first.
  */
 function transpose(m: Compressed, map?: Int32Array): Compressed {
   const nnz = m.data.length;
@@ -81,19 +43,25 @@ function transpose(m: Compressed, map?: Int32Array): Compressed {
 }
 
 /**
- * The layouts of `csr` along `axes` (0: cells contiguous, CSR; 1: genes contiguous, CSC). With
- * `columnOf`, output column j becomes column `columnOf[j]` (a permutation) and every run stays
- * sorted: the CSC is built straight from the renaming, the CSR back from the CSC.
+ * `block` (columns `0 .. nCols-1`) with column j renamed `columnOf[j]` (a permutation), every row's
+ * columns ascending again.
  */
-export function layoutsOf(csr: Csr, axes: readonly number[], columnOf?: Int32Array): Layout[] {
-  const shape = [csr.nRows, csr.nCols] as const;
-  const rows: Compressed = { ...csr, nMajor: csr.nRows, nMinor: csr.nCols };
-  const cols = axes.includes(1) || columnOf ? transpose(rows, columnOf) : undefined;
-  const layouts: Layout[] = [];
-  if (axes.includes(0)) {
-    const major = columnOf ? transpose(cols as Compressed) : rows;
-    layouts.push(layoutFromCompressed({ format: "csr", shape, ...major }));
-  }
-  if (axes.includes(1)) layouts.push(layoutFromCompressed({ format: "csc", shape, ...(cols as Compressed) }));
-  return layouts;
+export function remapColumns(
+  block: { nRows: number; indptr: ArrayLike<number>; indices: Int32Array; data: Int32Array },
+  nCols: number,
+  columnOf: Int32Array,
+): RowBlock {
+  const base = block.indptr[0] as number;
+  const end = block.indptr[block.nRows] as number;
+  const indptr = new Int32Array(block.nRows + 1);
+  for (let r = 1; r <= block.nRows; r++) indptr[r] = (block.indptr[r] as number) - base;
+  const rows: Compressed = {
+    nMajor: block.nRows,
+    nMinor: nCols,
+    indptr,
+    indices: block.indices.subarray(base, end),
+    data: block.data.subarray(base, end),
+  };
+  const back = transpose(transpose(rows, columnOf));
+  return { nRows: block.nRows, indptr: back.indptr, indices: back.indices, data: back.data };
 }

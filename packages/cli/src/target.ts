@@ -12,8 +12,8 @@
  * complete new one under the staging prefix. See docs/deltacells-dataset.md.
  */
 import { randomBytes } from "node:crypto";
-import { rm, rmdir, stat } from "node:fs/promises";
-import { resolve } from "node:path";
+import { mkdir, rename, rm, rmdir, stat } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { RangeQuery, StatsStore, Store, StoreOptions } from "@deltacells/storage";
 import { openCounted } from "./io.js";
@@ -90,6 +90,8 @@ export interface ConversionTarget {
   store: StatsStore;
   /** Where the writer writes: the staging prefix. */
   staging: Store;
+  /** The staging prefix as a location (a local path or URL), for writers that open their own store. */
+  stagingLocation: string;
   /** Whether the target held anything (then replaced, with `overwrite`). */
   replacing: string | undefined;
   /** Move the staged objects into place, `last` (the manifest or the root zarr.json) last; returns their bytes. */
@@ -156,6 +158,8 @@ export async function openTarget(
   return {
     store,
     staging,
+    stagingLocation:
+      outPath !== undefined ? resolve(outPath, prefix) : `${output.replace(/\/+$/, "")}/${prefix}`,
     replacing: existing.length ? describe(existing) : undefined,
     async commit(last: string) {
       const staged = await staging.list();
@@ -163,6 +167,16 @@ export async function openTarget(
       for (const key of COMPLETION_KEYS) if (existing.includes(key)) await store.delete(key);
       let bytes = 0;
       for (const key of [...staged.filter((k) => k !== last), last]) {
+        if (outPath !== undefined) {
+          // A folder moves each object by a rename: atomic, and never read into memory (a
+          // byte-addressable array can be gigabytes).
+          const to = resolve(outPath, key);
+          await mkdir(dirname(to), { recursive: true });
+          const from = resolve(outPath, prefix, key);
+          bytes += (await stat(from)).size;
+          await rename(from, to);
+          continue;
+        }
         const value = await staging.get(key);
         if (value === undefined) throw new Error(`internal: staged ${key} vanished from ${staging.url}`);
         await store.set(key, value);

@@ -382,13 +382,14 @@ test("validate names a missing indices chunk (zarr reads it as zeros) and a dama
   );
 });
 
-test("slice --help prints its usage and exits 0; convert --help states the memory bound", async () => {
+test("slice --help prints its usage and exits 0; convert --help states the temporary space and the opt-in bound", async () => {
   const r = await deltacells("slice", "--help");
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /^usage: deltacells slice STORE --axis K POSITION\.\.\./);
   const c = await deltacells("convert", "--help");
-  assert.match(c.stdout, /--max-nnz N +sporadik: refuse a matrix with more nonzeros \(default 200,000,000\)/);
-  assert.match(c.stdout, /streaming writer is future work/);
+  assert.match(c.stdout, /--max-nnz N +sporadik: refuse a matrix with more nonzeros \(default: no bound\)/);
+  assert.match(c.stdout, /--tmp-dir DIR +sporadik: where the temporary files go/);
+  assert.match(c.stdout, /about 12 bytes per nonzero/);
 });
 
 test("slice on a deltacells dataset says to convert it to sporadik first", async () => {

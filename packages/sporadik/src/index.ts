@@ -5,6 +5,7 @@
  * @module
  */
 export { type OpenArrayOptions, openArray, SparseArray, SparseStore } from "./array.js";
+export { type ChunkEncoder, type PartsWritableStore, wasmEncoder } from "./array-stream.js";
 export { firstDisorderedIndex } from "./checks.js";
 export { type ArrayReaderOptions, ChunkCache, Limiter } from "./chunks.js";
 export type { DataType, IntegerArray, NumericArray } from "./dtypes.js";
@@ -45,6 +46,16 @@ export {
   type StoreInfo,
 } from "./reader.js";
 export { coalesce, type Run, Selection } from "./selection.js";
+export { MemorySpill, type SpillFile, type SpillSpace } from "./spill.js";
 export type { ByteRange, ReadableStore, WritableStore } from "./store.js";
+export {
+  type RowBlock,
+  type StreamProgress,
+  type StreamWriteOptions,
+  type StreamWriteResult,
+  StreamWriter,
+  spillBytesPerNonzero,
+  writeStoreFromRows,
+} from "./stream-writer.js";
 export { chunkFor, DEFAULT_CHUNK, TARGET_CHUNK_BYTES, type WriteOptions, writeStore } from "./writer.js";
 export type { Decompressor, Decompressors } from "./zarr.js";

@@ -2,7 +2,8 @@ import { StorageError } from "./errors.js";
 import type { S3Store } from "./s3.js";
 import { childText } from "./xml.js";
 
-function escapeXml(s: string): string {
+/** `s` safe inside XML text. */
+export function escapeXml(s: string): string {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 

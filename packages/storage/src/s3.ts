@@ -13,6 +13,7 @@ import {
 import { normalizeKey, normalizePrefix } from "./keys.js";
 import { throwIfAborted } from "./range.js";
 import { multipartUpload } from "./s3-multipart.js";
+import { multipartUploadParts } from "./s3-multipart-parts.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
 import { child, childrenNamed, childText, parseXml } from "./xml.js";
 
@@ -290,6 +291,43 @@ export class S3Store implements Store {
       concurrency: this.partConcurrency,
       signal: opts?.signal,
     });
+  }
+
+  /**
+   * Write one object of `byteLength` bytes that arrives in parts, never held whole: above the
+   * multipart threshold it is uploaded part by part as the bytes come (see `multipartUploadParts`);
+   * at or below it, gathered and PUT. A length other than `byteLength` writes nothing.
+   */
+  async setParts(
+    key: string,
+    byteLength: number,
+    parts: AsyncIterable<Uint8Array>,
+    opts?: StoreOptions,
+  ): Promise<void> {
+    throwIfAborted(opts?.signal);
+    const url = this.objectUrl(key);
+    if (byteLength > this.multipartThreshold) {
+      await multipartUploadParts(this, url, key, byteLength, parts, {
+        partSize: this.partSize,
+        concurrency: this.partConcurrency,
+        signal: opts?.signal,
+      });
+      return;
+    }
+    const whole = new Uint8Array(byteLength);
+    let at = 0;
+    for await (const part of parts) {
+      if (at + part.byteLength > byteLength) break;
+      whole.set(part, at);
+      at += part.byteLength;
+    }
+    if (at !== byteLength) {
+      throw new StorageError(
+        `${url}: the parts of an object declared as ${byteLength} bytes did not add up to it; nothing was written.`,
+        { key, location: this.url },
+      );
+    }
+    await this.request("PUT", url, key, { body: whole, signal: opts?.signal });
   }
 
   async delete(key: string, opts?: StoreOptions): Promise<void> {

@@ -170,6 +170,63 @@ describe("an S3 store against moto_server", () => {
     assert.doesNotMatch(uploads, /failed\.bin/);
   });
 
+  test("setParts uploads an object arriving in parts of any size, never holding it whole", async () => {
+    const big = randomBytes(11 * 1024 * 1024 + 123);
+    const s = new S3Store({
+      ...creds,
+      endpoint: moto.url,
+      bucket: BUCKET,
+      prefix: "mp",
+      multipartThreshold: 1024 * 1024,
+      partSize: 5 * 1024 * 1024,
+    });
+    async function* pieces(bytes: Uint8Array, sizes: number[]) {
+      for (let at = 0, k = 0; at < bytes.length; k++) {
+        const size = sizes[k % sizes.length] as number;
+        yield bytes.subarray(at, Math.min(bytes.length, at + size));
+        at += size;
+      }
+    }
+    await s.setParts("parts.bin", big.length, pieces(big, [700_001, 3_000_000, 17]));
+    const back = await s.get("parts.bin");
+    assert.ok(back !== undefined && Buffer.compare(Buffer.from(back), big) === 0, "object differs");
+    // Below the threshold: gathered and PUT.
+    const small = randomBytes(100);
+    await s.setParts("small.bin", 100, pieces(small, [30, 41]));
+    assert.deepEqual(await s.get("small.bin"), new Uint8Array(small));
+  });
+
+  test("setParts refuses parts that do not add up to the declared length, and leaves nothing", async () => {
+    const s = new S3Store({
+      ...creds,
+      endpoint: moto.url,
+      bucket: BUCKET,
+      prefix: "mp",
+      multipartThreshold: 1024 * 1024,
+      partSize: 5 * 1024 * 1024,
+    });
+    const bytes = randomBytes(6 * 1024 * 1024);
+    async function* once() {
+      yield bytes;
+    }
+    await assert.rejects(s.setParts("short.bin", bytes.length + 1, once()), /did not add up|declared as/);
+    await assert.rejects(
+      s.setParts(
+        "short-small.bin",
+        10,
+        (async function* () {
+          yield new Uint8Array(9);
+        })(),
+      ),
+      /did not add up/,
+    );
+    assert.equal(await s.get("short.bin"), undefined);
+    assert.equal(await s.get("short-small.bin"), undefined);
+    const client = new AwsClient({ ...creds, service: "s3", retries: 0 });
+    const uploads = await (await client.fetch(`${moto.url}/${BUCKET}?uploads`)).text();
+    assert.doesNotMatch(uploads, /short\.bin/);
+  });
+
   test("delete removes an object, and deleting a missing one is not an error", async () => {
     const s = store();
     await s.set("gone.bin", new Uint8Array([1, 2]));

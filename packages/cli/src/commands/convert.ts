@@ -14,7 +14,7 @@ import {
 import { zstdCompressor } from "@deltacells/core/node";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import { COMPANION_PATH, writeCompanion } from "../companion.js";
-import { convertToSporadik, DEFAULT_MAX_NNZ, MAX_NNZ_CEILING } from "../convert-sporadik.js";
+import { convertToSporadik, MAX_NNZ_CEILING } from "../convert-sporadik.js";
 import { openCounted } from "../io.js";
 import { explainObsError, OBS_HELP, OBS_PARSE_OPTIONS, OBS_ZSTD_LEVEL, obsOptions } from "../obs-options.js";
 import { ProgressBar } from "../progress.js";
@@ -39,17 +39,20 @@ must be new or empty unless --overwrite.
 
 With --format sporadik, OUTPUT is a sporadik store (cells x genes, one layout per axis in --axes,
 with maxima; the block is written last) and INPUT may also be a deltacells dataset (a folder with
-manifest.json, or a URL), whose genes go back to the source's order. The whole matrix is held in
-memory (about 23 bytes per nonzero; a streaming writer is future work), so more than --max-nnz
-nonzeros are refused before anything is written. Cell and gene names are not written, nor obs
-(the cell table of a deltacells dataset): the format has no place for them.
+manifest.json, or a URL), whose genes go back to the source's order. The matrix is streamed: memory
+stays bounded whatever the number of nonzeros. The genes-contiguous layout (axis 1) is built through
+temporary files (about 12 bytes per nonzero, announced before the first row is read, removed on
+success, failure and Ctrl-C; ones left by a killed run are removed by the next). Cell and gene names
+are not written, nor obs (the cell table of a deltacells dataset): the format has no place for
+them.
 
 options:
   --format F     deltacells (default) or sporadik
   --axes LIST    sporadik: the axes to make contiguous, 0 (cells, CSR) and/or 1 (genes, CSC); default 0,1
   --byte-addressable
                  sporadik: one uncompressed chunk per array, so a slice reads exact byte ranges
-  --max-nnz N    sporadik: refuse a matrix with more nonzeros (default ${DEFAULT_MAX_NNZ.toLocaleString("en-US")})
+  --tmp-dir DIR  sporadik: where the temporary files go (default: beside a local OUTPUT, else the system's)
+  --max-nnz N    sporadik: refuse a matrix with more nonzeros (default: no bound)
   --tile-size N  cells per tile (default: as many as hold ~${TARGET_TILE_NNZ.toLocaleString("en-US")} nonzeros, 64 .. ${DEFAULT_TILE_SIZE}; at most ${MAX_TILE_SIZE.toLocaleString("en-US")})
   --chunks N     independently decodable chunks per tile (default ${DEFAULT_N_CHUNKS})
   --level N      zstd level of the tiles, 1 .. 22 (default ${DEFAULT_LEVEL})
@@ -99,6 +102,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       overwrite: { type: "boolean" },
       ...OBS_PARSE_OPTIONS,
       sporadik: { type: "boolean" },
+      "tmp-dir": { type: "string" },
     },
     ["INPUT", "OUTPUT"],
   );
@@ -127,8 +131,9 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       output,
       axes: axesOption(values.axes as string | undefined),
       byteAddressable: values["byte-addressable"] === true,
-      maxNnz: intOption(values, "max-nnz", DEFAULT_MAX_NNZ, 1, MAX_NNZ_CEILING)!,
+      maxNnz: intOption(values, "max-nnz", undefined, 1, MAX_NNZ_CEILING),
       overwrite: values.overwrite === true,
+      tmpDir: values["tmp-dir"] as string | undefined,
       threads,
       inputOptions,
       bar,
@@ -137,7 +142,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
   if (format !== "deltacells") {
     throw new UsageError(`--format must be deltacells or sporadik, got ${JSON.stringify(format)}`);
   }
-  for (const name of ["axes", "byte-addressable", "max-nnz"]) {
+  for (const name of ["axes", "byte-addressable", "max-nnz", "tmp-dir"]) {
     if (values[name] !== undefined) throw new UsageError(`--${name} applies to --format sporadik only`);
   }
 

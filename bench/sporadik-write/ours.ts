@@ -1,0 +1,91 @@
+/**
+ * One run of the streaming writer for the benchmark (a child process, so its peak RSS is its own):
+ * reads the raw matrix of generate.ts in row blocks and writes a sporadik store into a folder, with
+ * native zstd on worker threads and the spill beside the output. Prints one JSON line: seconds,
+ * peak RSS, bytes spilled, and where the time went.
+ *
+ *   node --import tsx --conditions=source bench/sporadik-write/ours.ts MATRIX_DIR OUT AXES BYTE_ADDRESSABLE
+ */
+import { readFileSync } from "node:fs";
+import { open } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { EncodePool, FileSpill, nativeEncoder, StreamWriter, withFileParts } from "@deltacells/sporadik/node";
+import { FolderStore } from "@deltacells/storage/node";
+import type { MatrixMeta } from "./generate.js";
+
+const [matrix, output, axesText, ba] = process.argv.slice(2) as [string, string, string, string];
+const meta = JSON.parse(readFileSync(join(matrix, "meta.json"), "utf8")) as MatrixMeta;
+const axes = axesText.split(",").map(Number);
+const byteAddressable = ba === "1";
+const BLOCK = 4096;
+
+/** CPU spent so far (every thread), in seconds. */
+const cpu = () => (process.resourceUsage().userCPUTime + process.resourceUsage().systemCPUTime) / 1e6;
+// Startup (loading modules) is not the writer's work; Python's import is excluded the same way.
+const cpuAtStart = cpu();
+const t0 = performance.now();
+const pool = new EncodePool();
+const spill = await FileSpill.create(dirname(output));
+const store = withFileParts(new FolderStore(output), output);
+let rowsDone = 0;
+const writer = await StreamWriter.open(store, {
+  shape: [meta.nRows, meta.nCols],
+  axes,
+  byteAddressable,
+  nnz: meta.nnz,
+  dtype: "int32",
+  spill,
+  encoder: nativeEncoder(pool),
+  // Many writes in flight: a folder store syncs every object, and the syncs overlap.
+  concurrency: 32,
+  onProgress: (p) => {
+    if (p.phase === "rows") rowsDone = p.done;
+  },
+});
+const files = await Promise.all(["indptr", "indices", "data"].map((name) => open(join(matrix, name), "r")));
+const [indptrFile, indicesFile, dataFile] = files as [
+  import("node:fs/promises").FileHandle,
+  import("node:fs/promises").FileHandle,
+  import("node:fs/promises").FileHandle,
+];
+let reading = 0;
+let rowsPhase = 0;
+const tRows = performance.now();
+for (let start = 0; start < meta.nRows; start += BLOCK) {
+  const n = Math.min(BLOCK, meta.nRows - start);
+  const r0 = performance.now();
+  const bounds = new BigInt64Array(n + 1);
+  await indptrFile.read(new Uint8Array(bounds.buffer), 0, (n + 1) * 8, start * 8);
+  const lo = Number(bounds[0]);
+  const hi = Number(bounds[n]);
+  const indices = new Int32Array(hi - lo);
+  const data = new Int32Array(hi - lo);
+  if (hi > lo) {
+    await indicesFile.read(new Uint8Array(indices.buffer), 0, (hi - lo) * 4, lo * 4);
+    await dataFile.read(new Uint8Array(data.buffer), 0, (hi - lo) * 4, lo * 4);
+  }
+  const indptr = new Float64Array(n + 1);
+  for (let r = 0; r <= n; r++) indptr[r] = Number(bounds[r]) - lo;
+  reading += performance.now() - r0;
+  await writer.writeRows({ nRows: n, indptr, indices, data });
+}
+rowsPhase = performance.now() - tRows;
+const tFinish = performance.now();
+const result = await writer.finish();
+const finishing = performance.now() - tFinish;
+await Promise.all(files.map((file) => file.close()));
+await pool.close();
+const seconds = (performance.now() - t0) / 1000;
+console.log(
+  JSON.stringify({
+    writer: "ours",
+    seconds,
+    maxRssMiB: process.resourceUsage().maxRSS / 1024,
+    // CPU of every thread (main and workers): on a shared, loaded box, the figure load does not inflate.
+    cpuSeconds: cpu() - cpuAtStart,
+    bytesSpilled: result.bytesSpilled,
+    peakSpillBytes: result.peakSpillBytes,
+    rows: rowsDone,
+    phases: { reading: reading / 1000, rows: (rowsPhase - reading) / 1000, finish: finishing / 1000 },
+  }),
+);

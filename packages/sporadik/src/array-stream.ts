@@ -1,0 +1,339 @@
+/**
+ * One 1-D zarr array written as its elements arrive, a chunk at a time, so no array is ever held
+ * whole. The bytes are those {@link writeStore} writes for the same elements: the same chunk length
+ * (capped at a short array's length, as zarr-python does), the same padding, the same skipped
+ * all-zero chunks, the same metadata text. A byte-addressable array (one uncompressed chunk) is
+ * spooled to temporary space and copied out once its length is known.
+ *
+ * @module
+ */
+import { constructorOf, type DataType, type NumericArray } from "./dtypes.js";
+import type { SpillFile, SpillSpace } from "./spill.js";
+import { keyOf, type WritableStore } from "./store.js";
+import { chunkFor } from "./writer.js";
+import { arrayMetadataText, type CodecMetadata, DEFAULT_COMPRESSOR, encodeChunk } from "./zarr.js";
+
+/**
+ * Turns one chunk's raw little-endian bytes into its stored bytes. It may take ownership of `raw`
+ * (move it to a worker thread, say): the caller never touches it again.
+ */
+export type ChunkEncoder = (raw: Uint8Array, compressors: readonly CodecMetadata[]) => Promise<Uint8Array>;
+
+/** The WebAssembly encoder of {@link writeStore}: runs anywhere, on the calling thread. */
+export const wasmEncoder: ChunkEncoder = (raw, compressors) =>
+  encodeChunk(new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength), compressors);
+
+/**
+ * A store that can take one object as a sequence of parts of known total length, without the
+ * whole object in memory (a file written piece by piece, an S3 multipart upload).
+ */
+export interface PartsWritableStore extends WritableStore {
+  setParts(key: string, byteLength: number, parts: AsyncIterable<Uint8Array>): Promise<void>;
+}
+
+function hasSetParts(store: WritableStore): store is PartsWritableStore {
+  return typeof (store as Partial<PartsWritableStore>).setParts === "function";
+}
+
+/** Writes in flight, at most `limit`: a new one waits for room, and the first failure is kept. */
+export class InFlight {
+  readonly #running = new Set<Promise<void>>();
+  #error: { cause: unknown } | undefined;
+  constructor(readonly limit: number) {}
+
+  #check(): void {
+    if (this.#error !== undefined) throw this.#error.cause;
+  }
+
+  /** Start `task` once fewer than `limit` run; rejects with an earlier task's failure. */
+  async submit(task: () => Promise<void>): Promise<void> {
+    this.#check();
+    while (this.#running.size >= this.limit) await Promise.race(this.#running);
+    this.#check();
+    const running: Promise<void> = task()
+      .catch((cause: unknown) => {
+        this.#error ??= { cause };
+      })
+      .finally(() => this.#running.delete(running));
+    this.#running.add(running);
+  }
+
+  /** Wait for every write; rejects with the first failure. */
+  async drain(): Promise<void> {
+    while (this.#running.size > 0) await Promise.all(this.#running);
+    this.#check();
+  }
+}
+
+/** What every array of one store is written with. */
+export interface ArrayContext {
+  store: WritableStore;
+  encoder: ChunkEncoder;
+  inFlight: InFlight;
+  spill: SpillSpace;
+  byteAddressable: boolean;
+  /** Elements per chunk, when the caller fixed it (never capped at the array's length then). */
+  chunk: number | undefined;
+}
+
+const encoder = new TextEncoder();
+/** Elements copied out of a spool per read. */
+const SPOOL_READ = 1 << 20;
+
+function isAllZero(values: NumericArray): boolean {
+  for (let i = 0; i < values.length; i++) if (values[i] !== 0 && values[i] !== 0n) return false;
+  return true;
+}
+
+function bytesOf(values: NumericArray): Uint8Array {
+  return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+}
+
+/** One array under `path`, written as elements are appended; {@link finish} writes its `zarr.json`. */
+export class ArrayWriter {
+  readonly #Ctor;
+  readonly #full: number;
+  #pending: NumericArray;
+  #fill = 0;
+  #flushed = 0;
+  #spool: SpillFile | undefined;
+  #spoolReady: Promise<SpillFile> | undefined;
+  /** Byte-addressable with a known length into a store taking parts: bytes go straight to the object. */
+  #direct: DirectObject | undefined;
+  /** Elements appended so far. */
+  length = 0;
+
+  /**
+   * `expectedLength`, when known, lets a byte-addressable array stream straight into a store that
+   * takes objects in parts (no spool); the object is refused at the end if the length differs.
+   */
+  constructor(
+    private readonly context: ArrayContext,
+    readonly path: string,
+    readonly dtype: DataType,
+    expectedLength?: number,
+  ) {
+    this.#Ctor = constructorOf(dtype);
+    const { store } = context;
+    if (context.byteAddressable && expectedLength !== undefined && expectedLength > 0 && hasSetParts(store)) {
+      this.#direct = new DirectObject(
+        store,
+        keyOf(path, "c/0"),
+        expectedLength * this.#Ctor.BYTES_PER_ELEMENT,
+      );
+    }
+    this.#full = context.chunk ?? chunkFor(dtype, Number.MAX_SAFE_INTEGER);
+    this.#pending = context.byteAddressable ? new this.#Ctor(0) : new this.#Ctor(this.#full);
+  }
+
+  /** Append `values` (of this array's type). Resolves once they are copied; writes may still run. */
+  async append(values: NumericArray): Promise<void> {
+    if (values.length === 0) return;
+    this.length += values.length;
+    if (this.#direct) return this.#direct.push(bytesOf(values).slice());
+    if (this.context.byteAddressable) {
+      this.#spoolReady ??= this.context.spill.create(this.path);
+      this.#spool = await this.#spoolReady;
+      await this.#spool.append([bytesOf(values)]);
+      return;
+    }
+    let at = 0;
+    while (at < values.length) {
+      const take = Math.min(this.#full - this.#fill, values.length - at);
+      this.#pending.set(values.subarray(at, at + take) as never, this.#fill);
+      this.#fill += take;
+      at += take;
+      if (this.#fill === this.#full) {
+        const full = this.#pending;
+        this.#pending = new this.#Ctor(this.#full);
+        this.#fill = 0;
+        await this.#emit(this.#flushed++, full);
+      }
+    }
+  }
+
+  async #emit(index: number, values: NumericArray): Promise<void> {
+    const { store, encoder: encode, inFlight } = this.context;
+    const key = keyOf(this.path, `c/${index}`);
+    // Like zarr-python (and writeStore), an all-fill chunk is not stored; an old object there must go.
+    if (isAllZero(values)) {
+      await inFlight.submit(async () => {
+        await store.delete?.(key);
+      });
+      return;
+    }
+    await inFlight.submit(async () => store.set(key, await encode(bytesOf(values), [DEFAULT_COMPRESSOR])));
+  }
+
+  /** Abandon the array: an object being written in parts is dropped, not landed. */
+  async abort(): Promise<void> {
+    await this.#direct?.abort();
+  }
+
+  /** Write what is left and the array's `zarr.json` (its length and chunk are known only now). */
+  async finish(): Promise<void> {
+    const { store } = this.context;
+    if (this.context.byteAddressable) return this.#finishWhole();
+    let chunk = this.#full;
+    if (this.#flushed === 0 && this.context.chunk === undefined && this.length > 0) {
+      // A short array is one chunk of exactly its length, as zarr-python and writeStore cut it.
+      chunk = this.length;
+      await this.#emit(0, this.#pending.subarray(0, this.length));
+    } else if (this.#fill > 0) {
+      // The edge chunk is stored whole, padded with the fill value (the buffer is still zeros there).
+      await this.#emit(this.#flushed++, this.#pending);
+    }
+    this.#pending = new this.#Ctor(0);
+    await store.set(
+      keyOf(this.path, "zarr.json"),
+      encoder.encode(arrayMetadataText(this.dtype, this.length, chunk, [DEFAULT_COMPRESSOR])),
+    );
+  }
+
+  async #finishWhole(): Promise<void> {
+    const { store, inFlight } = this.context;
+    const chunk = Math.max(this.length, 1);
+    await store.set(
+      keyOf(this.path, "zarr.json"),
+      encoder.encode(arrayMetadataText(this.dtype, this.length, chunk, [])),
+    );
+    if (this.#direct) return this.#direct.close();
+    const spool = this.#spool;
+    if (spool === undefined) return;
+    const key = keyOf(this.path, "c/0");
+    // Always written, zeros or not: a byte-addressable reader asks for exact ranges of this object.
+    await inFlight.submit(async () => {
+      const total = spool.bytes;
+      if (hasSetParts(store)) {
+        await store.setParts(key, total, spoolParts(spool, SPOOL_READ * 8));
+      } else {
+        await store.set(key, await spool.read(0, total));
+      }
+      await spool.remove();
+    });
+  }
+}
+
+/** Bytes queued to one object being written in parts, with a bound on what waits in memory. */
+class DirectObject {
+  readonly #queue: Uint8Array[] = [];
+  #queued = 0;
+  #closed = false;
+  #aborted = false;
+  #wake: (() => void) | undefined;
+  #drained: (() => void) | undefined;
+  #error: { cause: unknown } | undefined;
+  readonly #writing: Promise<void>;
+  static readonly LIMIT = 16 * 2 ** 20;
+
+  constructor(store: PartsWritableStore, key: string, byteLength: number) {
+    this.#writing = store.setParts(key, byteLength, this.#parts()).catch((cause: unknown) => {
+      this.#error = { cause };
+      this.#drained?.();
+    });
+  }
+
+  async *#parts(): AsyncGenerator<Uint8Array> {
+    for (;;) {
+      const next = this.#aborted ? undefined : this.#queue.shift();
+      if (next !== undefined) {
+        this.#queued -= next.byteLength;
+        if (this.#queued <= DirectObject.LIMIT) this.#drained?.();
+        yield next;
+      } else if (this.#aborted) throw new Error("the write was abandoned before the object was whole");
+      else if (this.#closed) return;
+      else await new Promise<void>((resolve) => (this.#wake = resolve));
+    }
+  }
+
+  #check(): void {
+    if (this.#error) throw this.#error.cause;
+  }
+
+  async push(bytes: Uint8Array): Promise<void> {
+    this.#check();
+    this.#queue.push(bytes);
+    this.#queued += bytes.byteLength;
+    this.#wake?.();
+    while (this.#queued > DirectObject.LIMIT && this.#error === undefined) {
+      await new Promise<void>((resolve) => (this.#drained = resolve));
+    }
+    this.#check();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#wake?.();
+    await this.#writing;
+    this.#check();
+  }
+
+  /** Stop: the store drops the partial object (its temporary file), nothing lands under the key. */
+  async abort(): Promise<void> {
+    this.#aborted = true;
+    this.#queue.length = 0;
+    this.#wake?.();
+    await this.#writing;
+  }
+}
+
+async function* spoolParts(spool: SpillFile, size: number): AsyncGenerator<Uint8Array> {
+  for (let at = 0; at < spool.bytes; at += size) yield spool.read(at, Math.min(size, spool.bytes - at));
+}
+
+/**
+ * An integer array whose width is decided only at the end (an `indices` or `indptr` whose type
+ * depends on the final number of nonzeros): spooled to temporary space in a carrier type wide
+ * enough for its values (int32 for `indices`, which fit while the shape does; float64 for
+ * `indptr`), then written through an {@link ArrayWriter} of the width chosen.
+ */
+export class DeferredArray {
+  #spool: Promise<SpillFile> | undefined;
+  length = 0;
+  constructor(
+    private readonly context: ArrayContext,
+    readonly path: string,
+    readonly carrier: "int32" | "float64",
+  ) {}
+
+  async append(values: Int32Array | Float64Array): Promise<void> {
+    if (values.length === 0) return;
+    if ((values instanceof Int32Array ? "int32" : "float64") !== this.carrier) {
+      throw new TypeError(`${this.path} is spooled as ${this.carrier}; convert values before appending.`);
+    }
+    this.#spool ??= this.context.spill.create(`${this.path}.deferred`);
+    this.length += values.length;
+    await (await this.#spool).append([bytesOf(values)]);
+  }
+
+  /** Write the array as `dtype` (int32 or int64). */
+  async finish(dtype: "int32" | "int64"): Promise<void> {
+    const out = new ArrayWriter(this.context, this.path, dtype);
+    if (this.#spool !== undefined) {
+      const spool = await this.#spool;
+      const width = this.carrier === "int32" ? 4 : 8;
+      for (let at = 0; at < this.length; at += SPOOL_READ) {
+        const n = Math.min(SPOOL_READ, this.length - at);
+        const bytes = await spool.read(at * width, n * width);
+        const values =
+          this.carrier === "int32"
+            ? new Int32Array(bytes.buffer, bytes.byteOffset, n)
+            : new Float64Array(bytes.buffer, bytes.byteOffset, n);
+        await out.append(values instanceof Int32Array && dtype === "int32" ? values : narrow(values, dtype));
+      }
+      await spool.remove();
+    }
+    await out.finish();
+  }
+}
+
+/** Whole numbers (held as int32 or float64) as int32 or int64. */
+export function narrow(
+  values: Int32Array | Float64Array,
+  dtype: "int32" | "int64",
+): Int32Array | BigInt64Array {
+  if (dtype === "int32") return Int32Array.from(values);
+  const out = new BigInt64Array(values.length);
+  for (let i = 0; i < values.length; i++) out[i] = BigInt(values[i] as number);
+  return out;
+}

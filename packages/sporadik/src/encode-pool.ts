@@ -1,0 +1,142 @@
+/**
+ * Native zstd compression of chunks on worker threads, for the Node entry's streaming writer: each
+ * chunk is moved to the least busy worker and its compressed bytes moved back, so several chunks
+ * compress at once while the main thread reads and spills. The bytes are those zarrita's
+ * WebAssembly zstd (numcodecs) writes at zarr's default level (see {@link nativeEncoder}).
+ *
+ * @module
+ */
+import { availableParallelism } from "node:os";
+import { Worker } from "node:worker_threads";
+import { type ChunkEncoder, wasmEncoder } from "./array-stream.js";
+
+/** A chunk sent to a worker: its raw bytes (moved) and the zstd level. */
+export interface EncodeJob {
+  id: number;
+  raw: ArrayBuffer;
+  offset: number;
+  length: number;
+  level: number;
+}
+
+/** A worker's answer: the compressed bytes (moved back, the first `length` count) or an error. */
+export type EncodeReply =
+  | { id: number; encoded: ArrayBuffer; length: number }
+  | { id: number; error: string };
+
+interface Pending {
+  resolve: (bytes: Uint8Array) => void;
+  reject: (error: Error) => void;
+}
+
+interface Slot {
+  worker: Worker;
+  pending: Map<number, Pending>;
+}
+
+function workerUrl(): URL {
+  const ext = import.meta.url.endsWith(".ts") ? ".ts" : ".js";
+  return new URL(`./encode-worker${ext}`, import.meta.url);
+}
+
+/**
+ * numcodecs' level rule (what zarrita's zstd applies before compressing): 0 or less is 1, above
+ * 22 is 22. zarr's default `level: 0` is therefore level 1, not zstd's own default of 3.
+ */
+export function zstdLevel(configured: unknown): number {
+  const level = typeof configured === "number" && Number.isInteger(configured) ? configured : 0;
+  return level <= 0 ? 1 : Math.min(level, 22);
+}
+
+/** Worker threads compressing chunks with native zstd, started on first use. */
+export class EncodePool {
+  readonly size: number;
+  #slots: Slot[] = [];
+  #ids = 0;
+
+  constructor(size = Math.max(1, availableParallelism())) {
+    this.size = size;
+  }
+
+  #start(): Slot {
+    const url = workerUrl();
+    // Under tsx (TypeScript sources) the worker registers tsx's loader itself, as decode-pool does.
+    const worker = url.pathname.endsWith(".ts")
+      ? new Worker(
+          `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))}).then((m) => { m.register(); return import(${JSON.stringify(url.href)}); })`,
+          { eval: true },
+        )
+      : new Worker(url);
+    const slot: Slot = { worker, pending: new Map() };
+    worker.unref();
+    worker.on("message", (reply: EncodeReply) => {
+      const job = slot.pending.get(reply.id);
+      if (job === undefined) return;
+      slot.pending.delete(reply.id);
+      if (slot.pending.size === 0) worker.unref();
+      if ("error" in reply) job.reject(new Error(`zstd compression failed: ${reply.error}`));
+      else job.resolve(new Uint8Array(reply.encoded, 0, reply.length));
+    });
+    const fail = (error: Error) => {
+      this.#slots = this.#slots.filter((s) => s !== slot);
+      for (const job of slot.pending.values()) job.reject(error);
+      slot.pending.clear();
+    };
+    worker.on("error", fail);
+    worker.on("exit", (code) => fail(new Error(`zstd encode worker exited with code ${code}`)));
+    return slot;
+  }
+
+  #pick(): Slot {
+    let best: Slot | undefined;
+    for (const slot of this.#slots)
+      if (best === undefined || slot.pending.size < best.pending.size) best = slot;
+    if ((best === undefined || best.pending.size > 0) && this.#slots.length < this.size) {
+      best = this.#start();
+      this.#slots.push(best);
+    }
+    return best as Slot;
+  }
+
+  /** Compress `raw` at `level`. `raw`'s buffer is moved to the worker when it is the whole buffer. */
+  encode(raw: Uint8Array, level: number): Promise<Uint8Array> {
+    const slot = this.#pick();
+    // Move the buffer when the chunk is all of it; otherwise copy (never move memory others view).
+    const own = raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength ? raw : raw.slice();
+    return new Promise<Uint8Array>((resolve, reject) => {
+      const id = this.#ids++;
+      slot.pending.set(id, { resolve, reject });
+      if (slot.pending.size === 1) slot.worker.ref();
+      const job: EncodeJob = { id, raw: own.buffer as ArrayBuffer, offset: 0, length: own.byteLength, level };
+      slot.worker.postMessage(job, [job.raw]);
+    });
+  }
+
+  /** Stop the workers; jobs still pending are refused. */
+  async close(): Promise<void> {
+    const slots = this.#slots;
+    this.#slots = [];
+    await Promise.all(slots.map((slot) => slot.worker.terminate()));
+  }
+}
+
+/**
+ * A {@link ChunkEncoder} on `pool`: zstd at level 1 (zarr's default `level: 0`) natively on its
+ * workers; anything else through the WebAssembly codecs. Above level 1 the native library and the
+ * WebAssembly build were measured to disagree on some chunks (both valid zstd, other bytes), and a
+ * store must not depend on which encoder wrote it.
+ */
+export function nativeEncoder(pool: EncodePool): ChunkEncoder {
+  return (raw, compressors) => {
+    if (compressors.length === 0) return Promise.resolve(raw);
+    const only = compressors.length === 1 ? compressors[0] : undefined;
+    if (
+      only?.name === "zstd" &&
+      only.configuration?.checksum !== true &&
+      zstdLevel(only.configuration?.level) === 1
+    ) {
+      return pool.encode(raw, 1);
+    }
+    return wasmEncoder(raw, compressors);
+  };
+}

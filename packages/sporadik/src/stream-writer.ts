@@ -1,0 +1,660 @@
+/**
+ * A sporadik store written from a matrix that arrives as row blocks, in bounded memory, with the
+ * same bytes {@link writeStore} writes for the whole matrix.
+ *
+ * - Axis 0 (cells contiguous, CSR) is written as rows arrive, chunk by chunk.
+ * - Axis 1 (genes contiguous, CSC) is an out-of-core transposition: every nonzero is spilled, as
+ *   (gene, row, value), to the temporary file of its gene block (a bounded number of files, each
+ *   appended to in large frames); once every row is in, each gene block is read back in order,
+ *   counting-sorted by gene (rows stay ascending, since they were spilled in order) and written.
+ *   Rows are spilled in batches: each batch is counting-sorted by gene block first, so every file
+ *   gets one contiguous append per batch and the scatter stays within the CPU's caches.
+ *   A block too large for the assembly budget is assembled in several passes over its file.
+ * - `maxima` of both layouts are kept on the fly (one value per row, streamed; one per gene).
+ *
+ * The root is written first without a block and the block last, so a run that stops anywhere in
+ * between leaves a store every reader refuses as incomplete.
+ *
+ * @module
+ */
+import {
+  ArrayWriter,
+  type ChunkEncoder,
+  DeferredArray,
+  InFlight,
+  narrow,
+  wasmEncoder,
+} from "./array-stream.js";
+import { constructorOf, type DataType, dtypeOf, isBigArray, type NumericArray } from "./dtypes.js";
+import { LayoutError } from "./errors.js";
+import { needsInt64 } from "./layout.js";
+import { BLOCK_KEY, type Block, blockFor, ENCODING_VERSION, LAYOUTS_GROUP, layoutPath } from "./spec.js";
+import { MemorySpill, type SpillFile, type SpillSpace } from "./spill.js";
+import { keyOf, normalizePrefix, type WritableStore } from "./store.js";
+import { groupMetadataText } from "./zarr.js";
+
+/** Consecutive rows of a CSR matrix, as input readers hand them over: `indptr` may start past 0. */
+export interface RowBlock {
+  nRows: number;
+  /** `nRows + 1` offsets into `indices`/`data`. */
+  indptr: ArrayLike<number>;
+  /** Column of every nonzero; ascending within a row, as a canonical CSR holds them. */
+  indices: Int32Array | Uint32Array;
+  data: NumericArray;
+}
+
+/** What the writer is doing, for a progress bar. */
+export type StreamProgress =
+  | { phase: "rows"; done: number; total: number }
+  | { phase: "columns"; done: number; total: number };
+
+/** Options of {@link StreamWriter.open}. */
+export interface StreamWriteOptions {
+  /** `[rows, columns]` of the whole matrix. */
+  shape: readonly [number, number];
+  /** The layouts to write: 0 (rows contiguous), 1 (columns contiguous), or both. Default both. */
+  axes?: readonly number[];
+  /** Type of the values. Default: that of the first block's `data`. */
+  dtype?: DataType;
+  /**
+   * The number of nonzeros, when known before the rows arrive. It decides the width of `indices`
+   * and `indptr` (int64 past int32, as scipy) up front, so axis 0 streams them straight out;
+   * without it they are spooled to temporary space until the count is known. Checked at the end.
+   */
+  nnz?: number;
+  /** Elements per chunk for every array (as {@link WriteOptions.chunk}). */
+  chunk?: number;
+  /** One uncompressed chunk per array (as {@link WriteOptions.byteAddressable}). */
+  byteAddressable?: boolean;
+  /** Also write each layout's `maxima`. Default true. */
+  maxima?: boolean;
+  /** Where in the store the prefix is. Default: the store's root. */
+  prefix?: string;
+  /** Chunk writes in flight at once. Default 8. */
+  concurrency?: number;
+  /** Compresses chunks. Default: WebAssembly zstd on this thread (the Node entry has a native pool). */
+  encoder?: ChunkEncoder;
+  /** Temporary space. Default: memory (fine for small matrices; use files in Node for large ones). */
+  spill?: SpillSpace;
+  /** Gene blocks, each one spill file. Default 256 (capped at the number of columns). */
+  spillFiles?: number;
+  /** Nonzeros sorted by gene block at once before they are appended to the files. Default 1,048,576. */
+  spillFrame?: number;
+  /** Nonzeros of axis 1 assembled in memory at once. Default 8,388,608 (~64 MiB at 4+4 bytes). */
+  assembly?: number;
+  /** Called as rows are taken and as gene blocks are written. */
+  onProgress?: (progress: StreamProgress) => void;
+}
+
+/** What a finished write did. */
+export interface StreamWriteResult {
+  block: Block;
+  nnz: number;
+  /** Bytes spilled to temporary space in all (nonzeros for axis 1, spooled arrays). */
+  bytesSpilled: number;
+  /** The most temporary bytes held at once. */
+  peakSpillBytes: number;
+}
+
+/** Bytes of temporary space one nonzero takes for axis 1: gene and row (4 bytes each) and the value. */
+export function spillBytesPerNonzero(dtype: DataType): number {
+  return 8 + constructorOf(dtype).BYTES_PER_ELEMENT;
+}
+
+const encoder = new TextEncoder();
+
+interface Bucket {
+  file: SpillFile | undefined;
+  /** Nonzeros in each frame appended, in order. */
+  frames: number[];
+}
+
+/** The arrays of one layout while it is written. */
+interface LayoutArrays {
+  group: string;
+  data: ArrayWriter;
+  indices: ArrayWriter | DeferredArray;
+  indptr: ArrayWriter | DeferredArray;
+  maxima: ArrayWriter | undefined;
+}
+
+function positiveInteger(value: number | undefined, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!(Number.isSafeInteger(value) && value >= 1)) {
+    throw new RangeError(`${name} must be a positive whole number, not ${value}.`);
+  }
+  return value;
+}
+
+/**
+ * Writes a sporadik store from row blocks: {@link open}, {@link writeRows} for every block in row
+ * order, then {@link finish}. {@link abort} removes the temporary space after a failure (the store
+ * is left without a block, which every reader refuses).
+ */
+export class StreamWriter {
+  readonly #store: WritableStore;
+  readonly #root: string;
+  readonly #nRows: number;
+  readonly #nCols: number;
+  readonly #axes: number[];
+  readonly #maxima: boolean;
+  readonly #spill: SpillSpace;
+  readonly #inFlight: InFlight;
+  readonly #options: StreamWriteOptions;
+  #dtype: DataType | undefined;
+  /** Index width fixed up front from the shape or the declared nnz, or undefined until the end. */
+  readonly #wide: boolean | undefined;
+  #rows = 0;
+  #nnz = 0;
+  #finished = false;
+  #begun = false;
+  /** Whether axis 0's `indptr` has its leading 0. */
+  #indptrStarted = false;
+  #axis0: LayoutArrays | undefined;
+  /** Axis 1: nonzeros per column, largest |value| per column, the gene blocks. */
+  #counts: Float64Array | undefined;
+  #colMax: NumericArray | undefined;
+  #buckets: Bucket[] = [];
+  #perBucket = 1;
+  /** Gene block of every column. */
+  #bucketOf = new Uint32Array(0);
+  /** Nonzeros per batch, and the batch's scratch (sorted by gene block). */
+  #frame = 0;
+  #frameGenes = new Uint32Array(0);
+  #frameRows = new Uint32Array(0);
+  #frameValues: NumericArray = new Float64Array(0);
+  #starts = new Float64Array(0);
+
+  private constructor(store: WritableStore, options: StreamWriteOptions) {
+    const [nRows, nCols] = options.shape;
+    for (const size of options.shape) {
+      if (!(Number.isSafeInteger(size) && size >= 0)) {
+        throw new LayoutError(
+          `shape [${options.shape.join(", ")}] has ${size}, which is not a length; the streaming writer takes [rows, columns] of whole numbers.`,
+        );
+      }
+    }
+    if (options.shape.length !== 2) {
+      throw new LayoutError(
+        `The streaming writer takes rank-two matrices, but shape is [${options.shape.join(", ")}]. Use writeStore above rank two.`,
+      );
+    }
+    if (nRows > 2 ** 32 - 1 || nCols > 2 ** 32 - 1) {
+      throw new LayoutError(
+        `shape [${options.shape.join(", ")}] has an axis past 2^32 - 1 positions, which the spill files (uint32 positions) cannot hold.`,
+      );
+    }
+    const axes = [...new Set(options.axes ?? [0, 1])].sort((a, b) => a - b);
+    if (axes.length === 0 || axes.some((axis) => axis !== 0 && axis !== 1)) {
+      throw new LayoutError(
+        `axes must name 0 (rows contiguous), 1 (columns contiguous) or both, not [${(options.axes ?? []).join(", ")}].`,
+      );
+    }
+    if (options.nnz !== undefined && !(Number.isSafeInteger(options.nnz) && options.nnz >= 0)) {
+      throw new LayoutError(`nnz must be the number of nonzeros, a whole number, not ${options.nnz}.`);
+    }
+    positiveInteger(options.chunk, "chunk", 1);
+    this.#store = store;
+    this.#options = options;
+    this.#root = normalizePrefix(options.prefix);
+    this.#nRows = nRows;
+    this.#nCols = nCols;
+    this.#axes = axes;
+    this.#maxima = options.maxima !== false;
+    this.#spill = options.spill ?? new MemorySpill();
+    this.#inFlight = new InFlight(positiveInteger(options.concurrency, "concurrency", 8));
+    this.#dtype = options.dtype;
+    // The width depends on the nonzeros only while the axes fit int32; past that it is int64 anyway.
+    const byShape = needsInt64(options.shape, [1], 0);
+    this.#wide = byShape
+      ? true
+      : options.nnz !== undefined
+        ? needsInt64(options.shape, [1], options.nnz)
+        : undefined;
+  }
+
+  /**
+   * Start a store: its root (without a block) and layouts group, so that from here on an
+   * interrupted write leaves a store readers refuse, never one they read as zeros.
+   */
+  static async open(store: WritableStore, options: StreamWriteOptions): Promise<StreamWriter> {
+    const writer = new StreamWriter(store, options);
+    await writer.#start();
+    return writer;
+  }
+
+  /** Every array started, so a failure can drop objects still being written in parts. */
+  readonly #arrays: ArrayWriter[] = [];
+
+  #array(path: string, dtype: DataType, expectedLength?: number): ArrayWriter {
+    const array = new ArrayWriter(this.#context, path, dtype, expectedLength);
+    this.#arrays.push(array);
+    return array;
+  }
+
+  get #context() {
+    return {
+      store: this.#store,
+      encoder: this.#options.encoder ?? wasmEncoder,
+      inFlight: this.#inFlight,
+      spill: this.#spill,
+      byteAddressable: this.#options.byteAddressable === true,
+      chunk: this.#options.chunk,
+    };
+  }
+
+  #group(axis: number): string {
+    return `${this.#root ? `${this.#root}/` : ""}${layoutPath(axis)}`;
+  }
+
+  async #start(): Promise<void> {
+    await this.#store.set(keyOf(this.#root, "zarr.json"), encoder.encode(groupMetadataText({})));
+    const layouts = this.#root ? `${this.#root}/${LAYOUTS_GROUP}` : LAYOUTS_GROUP;
+    await this.#store.set(keyOf(layouts, "zarr.json"), encoder.encode(groupMetadataText({})));
+    if (this.#axes.includes(1)) {
+      this.#counts = new Float64Array(this.#nCols);
+      const buckets = Math.max(
+        1,
+        Math.min(positiveInteger(this.#options.spillFiles, "spillFiles", 256), this.#nCols),
+      );
+      this.#perBucket = Math.max(1, Math.ceil(this.#nCols / buckets));
+      const used = Math.max(1, Math.ceil(this.#nCols / this.#perBucket));
+      this.#buckets = Array.from({ length: used }, () => ({
+        file: undefined,
+        frames: [],
+        tail: Promise.resolve(),
+      }));
+      this.#bucketOf = new Uint32Array(this.#nCols);
+      for (let g = 0; g < this.#nCols; g++) this.#bucketOf[g] = Math.floor(g / this.#perBucket);
+      this.#frame = positiveInteger(this.#options.spillFrame, "spillFrame", 1_048_576);
+      this.#starts = new Float64Array(used + 1);
+    }
+  }
+
+  async #groupMetadata(axis: number): Promise<void> {
+    const attributes = {
+      "encoding-type": axis === 0 ? "csr_matrix" : "csc_matrix",
+      "encoding-version": ENCODING_VERSION,
+      shape: [this.#nRows, this.#nCols],
+    };
+    await this.#store.set(
+      keyOf(this.#group(axis), "zarr.json"),
+      encoder.encode(groupMetadataText(attributes)),
+    );
+  }
+
+  /** The value type is known from the first block on: allocate what depends on it. */
+  #begin(dtype: DataType): void {
+    this.#begun = true;
+    this.#dtype = dtype;
+    const Ctor = constructorOf(dtype);
+    const context = this.#context;
+    if (this.#axes.includes(0)) {
+      const group = this.#group(0);
+      const width = this.#wide === undefined ? undefined : this.#wide ? "int64" : "int32";
+      this.#axis0 = {
+        group,
+        data: this.#array(`${group}/data`, dtype, this.#options.nnz),
+        indices: width
+          ? this.#array(`${group}/indices`, width, this.#options.nnz)
+          : new DeferredArray(context, `${group}/indices`, "int32"),
+        indptr: width
+          ? this.#array(`${group}/indptr`, width, this.#nRows + 1)
+          : new DeferredArray(context, `${group}/indptr`, "float64"),
+        maxima: this.#maxima ? this.#array(`${group}/maxima`, dtype, this.#nRows) : undefined,
+      };
+    }
+    if (this.#axes.includes(1)) {
+      this.#colMax = new Ctor(this.#nCols);
+      this.#frameValues = new Ctor(0);
+    }
+  }
+
+  /** Take the next rows, in order. Resolves once they are copied or spilled. */
+  async writeRows(block: RowBlock): Promise<void> {
+    if (this.#finished)
+      throw new LayoutError("writeRows after finish: the store is written; open a new writer.");
+    const { nRows, indptr, indices, data } = block;
+    if (isBigArray(data)) {
+      throw new LayoutError(
+        "The streaming writer takes number values (int8 to int32, uint8 to uint32, float32, float64), not 64-bit integers; write such a matrix with writeStore.",
+      );
+    }
+    if (!this.#begun) this.#begin(this.#dtype ?? dtypeOf(data));
+    if (dtypeOf(data) !== this.#dtype) {
+      throw new LayoutError(
+        `A block's values are ${dtypeOf(data)}, but the store's are ${this.#dtype}. Every block of one matrix has one value type; convert the block first.`,
+      );
+    }
+    if (!(Number.isSafeInteger(nRows) && nRows >= 0) || indptr.length !== nRows + 1) {
+      throw new LayoutError(
+        `A block of ${nRows} rows has indptr of ${indptr.length} entries, not ${nRows + 1}; every row has a start and an end.`,
+      );
+    }
+    if (this.#rows + nRows > this.#nRows) {
+      throw new LayoutError(
+        `Rows ${this.#rows} to ${this.#rows + nRows - 1} were given, but the matrix declared ${this.#nRows}. Declare the shape the source really has.`,
+      );
+    }
+    const base = indptr[0] as number;
+    const end = indptr[nRows] as number;
+    if (!(base >= 0 && end >= base && end <= indices.length && end <= data.length)) {
+      throw new LayoutError(
+        `A block's indptr runs from ${base} to ${end}, outside its ${indices.length} indices and ${data.length} values.`,
+      );
+    }
+    const rowMax = this.#axis0?.maxima ? new (constructorOf(this.#dtype as DataType))(nRows) : undefined;
+    const lead = this.#axis0 !== undefined && !this.#indptrStarted;
+    const offsets = this.#axis0 ? new Float64Array(lead ? nRows + 1 : nRows) : undefined;
+    let o = 0;
+    if (offsets && lead) offsets[o++] = 0;
+    this.#indptrStarted ||= lead;
+    const counts = this.#counts;
+    const colMax = this.#colMax as Float64Array | undefined;
+    const nCols = this.#nCols;
+    const values = data as Float64Array;
+    for (let r = 0; r < nRows; r++) {
+      const lo = indptr[r] as number;
+      const hi = indptr[r + 1] as number;
+      if (!(hi >= lo)) {
+        throw new LayoutError(
+          `indptr decreases at row ${this.#rows + r} (${lo} then ${hi}); each row must start where the previous one ended.`,
+        );
+      }
+      let best = 0;
+      for (let k = lo; k < hi; k++) {
+        const g = indices[k] as number;
+        if (!(g >= 0 && g < nCols)) {
+          throw new LayoutError(
+            `Row ${this.#rows + r} has a value in column ${g}, but the matrix has ${nCols} columns. Nothing was finished; check the declared shape.`,
+          );
+        }
+        const v = values[k] as number;
+        const a = Math.abs(v);
+        if (a > best || Number.isNaN(a)) best = a;
+        if (counts !== undefined && colMax !== undefined) {
+          counts[g] = (counts[g] as number) + 1;
+          if (a > (colMax[g] as number) || Number.isNaN(a)) colMax[g] = a;
+        }
+      }
+      if (rowMax) rowMax[r] = best;
+      if (offsets) offsets[o++] = this.#nnz + hi - base;
+    }
+    if (counts !== undefined) await this.#spillRows(indptr, indices, data, nRows);
+    if (this.#axis0) {
+      const { data: dataOut, indices: indicesOut, indptr: indptrOut, maxima } = this.#axis0;
+      await dataOut.append(data.subarray(base, end));
+      const slice = indices.subarray(base, end);
+      if (indicesOut instanceof DeferredArray) await indicesOut.append(asInt32(slice));
+      else await indicesOut.append(indicesOut.dtype === "int32" ? asInt32(slice) : toBig(slice));
+      const offs = offsets as Float64Array;
+      if (indptrOut instanceof DeferredArray) await indptrOut.append(offs);
+      else await indptrOut.append(narrow(offs, indptrOut.dtype as "int32" | "int64"));
+      if (maxima && rowMax) await maxima.append(rowMax);
+    }
+    this.#rows += nRows;
+    this.#nnz += end - base;
+    this.#options.onProgress?.({ phase: "rows", done: this.#rows, total: this.#nRows });
+  }
+
+  /**
+   * Spill a block's nonzeros for axis 1, a batch of rows at a time: a counting sort of the batch by
+   * gene block into scratch, then one append per gene block, all awaited before the scratch is
+   * reused (so each file's frames land in row order).
+   */
+  async #spillRows(
+    indptr: ArrayLike<number>,
+    indices: Int32Array | Uint32Array,
+    data: NumericArray,
+    nRows: number,
+  ): Promise<void> {
+    const bucketOf = this.#bucketOf;
+    const starts = this.#starts;
+    const used = this.#buckets.length;
+    const values = data as Float64Array;
+    for (let r = 0; r < nRows; ) {
+      const lo = indptr[r] as number;
+      let r1 = r + 1;
+      while (r1 < nRows && (indptr[r1 + 1] as number) - lo <= this.#frame) r1++;
+      const hi = indptr[r1] as number;
+      const n = hi - lo;
+      if (this.#frameGenes.length < n) {
+        const size = Math.max(n, this.#frame);
+        this.#frameGenes = new Uint32Array(size);
+        this.#frameRows = new Uint32Array(size);
+        this.#frameValues = new (constructorOf(this.#dtype as DataType))(size);
+      }
+      const genes = this.#frameGenes;
+      const rows = this.#frameRows;
+      const vals = this.#frameValues as Float64Array;
+      starts.fill(0);
+      for (let k = lo; k < hi; k++) {
+        const b = (bucketOf[indices[k] as number] as number) + 1;
+        starts[b] = (starts[b] as number) + 1;
+      }
+      for (let b = 0; b < used; b++) starts[b + 1] = (starts[b + 1] as number) + (starts[b] as number);
+      const next = starts.slice(0, used);
+      const row0 = this.#rows;
+      for (let row = r; row < r1; row++) {
+        const end = indptr[row + 1] as number;
+        for (let k = indptr[row] as number; k < end; k++) {
+          const g = indices[k] as number;
+          const b = bucketOf[g] as number;
+          const at = next[b] as number;
+          next[b] = at + 1;
+          genes[at] = g;
+          rows[at] = row0 + row;
+          vals[at] = values[k] as number;
+        }
+      }
+      const appends: Promise<void>[] = [];
+      for (let b = 0; b < used; b++) {
+        const from = starts[b] as number;
+        const to = starts[b + 1] as number;
+        if (to > from)
+          appends.push(
+            this.#append(b, genes.subarray(from, to), rows.subarray(from, to), vals.subarray(from, to)),
+          );
+      }
+      await Promise.all(appends);
+      r = r1;
+    }
+  }
+
+  async #append(bucket: number, genes: Uint32Array, rows: Uint32Array, vals: NumericArray): Promise<void> {
+    const entry = this.#buckets[bucket] as Bucket;
+    entry.frames.push(genes.length);
+    entry.file ??= await this.#spill.create(`genes-${bucket}`);
+    await entry.file.append([bytes(genes), bytes(rows), bytes(vals)]);
+  }
+
+  /**
+   * Write what is left (every gene block of axis 1, the arrays whose length or width was unknown),
+   * wait for every chunk, then land the block. Temporary space is removed, success or not.
+   */
+  async finish(): Promise<StreamWriteResult> {
+    if (this.#finished) throw new LayoutError("finish called twice: the store is already written.");
+    this.#finished = true;
+    try {
+      if (this.#rows !== this.#nRows) {
+        throw new LayoutError(
+          `${this.#rows} rows were written, but the matrix declared ${this.#nRows}. The store has no block and readers refuse it; write every row, or declare the shape the source has.`,
+        );
+      }
+      if (this.#options.nnz !== undefined && this.#options.nnz !== this.#nnz) {
+        throw new LayoutError(
+          `${this.#nnz} nonzeros were written, but ${this.#options.nnz} were declared. The store has no block and readers refuse it; declare the count the source has, or none.`,
+        );
+      }
+      if (!this.#begun) this.#begin(this.#dtype ?? "float32");
+      const width = needsInt64([this.#nRows, this.#nCols], [1], this.#nnz) ? "int64" : "int32";
+      if (this.#axis0) await this.#finishAxis0(this.#axis0, width);
+      if (this.#axes.includes(1)) await this.#finishAxis1(width);
+      await this.#inFlight.drain();
+      const layouts = new Map(this.#axes.map((axis) => [axis, { indexOrder: [1 - axis] }]));
+      const block = blockFor([this.#nRows, this.#nCols], layouts);
+      await this.#store.set(
+        keyOf(this.#root, "zarr.json"),
+        encoder.encode(groupMetadataText({ [BLOCK_KEY]: block })),
+      );
+      return {
+        block,
+        nnz: this.#nnz,
+        bytesSpilled: this.#spill.bytesSpilled,
+        peakSpillBytes: this.#spill.peakBytes,
+      };
+    } catch (error) {
+      await Promise.all(this.#arrays.map((array) => array.abort()));
+      throw error;
+    } finally {
+      await this.#spill.dispose();
+    }
+  }
+
+  /** Give up: remove the temporary space. The store keeps no block, so readers refuse it. */
+  async abort(): Promise<void> {
+    this.#finished = true;
+    await Promise.all(this.#arrays.map((array) => array.abort()));
+    await this.#spill.dispose();
+  }
+
+  async #finishAxis0(arrays: LayoutArrays, width: "int32" | "int64"): Promise<void> {
+    await this.#groupMetadata(0);
+    if (!this.#indptrStarted) {
+      // No row ever came: indptr is the single 0.
+      const zero = Float64Array.of(0);
+      if (arrays.indptr instanceof DeferredArray) await arrays.indptr.append(zero);
+      else await arrays.indptr.append(narrow(zero, arrays.indptr.dtype as "int32" | "int64"));
+    }
+    await arrays.data.finish();
+    if (arrays.indices instanceof DeferredArray) await arrays.indices.finish(width);
+    else await arrays.indices.finish();
+    if (arrays.indptr instanceof DeferredArray) await arrays.indptr.finish(width);
+    else await arrays.indptr.finish();
+    await arrays.maxima?.finish();
+  }
+
+  async #finishAxis1(width: "int32" | "int64"): Promise<void> {
+    const dtype = this.#dtype as DataType;
+    const Ctor = constructorOf(dtype);
+    const counts = this.#counts as Float64Array;
+    this.#frameGenes = new Uint32Array(0);
+    this.#frameRows = new Uint32Array(0);
+    this.#frameValues = new Ctor(0);
+    await this.#groupMetadata(1);
+    const group = this.#group(1);
+    const data = this.#array(`${group}/data`, dtype, this.#nnz);
+    const indices = this.#array(`${group}/indices`, width, this.#nnz);
+    const budget = positiveInteger(this.#options.assembly, "assembly", 8_388_608);
+    for (let b = 0; b < this.#buckets.length; b++) {
+      const bucket = this.#buckets[b] as Bucket;
+      const first = b * this.#perBucket;
+      const last = Math.min(first + this.#perBucket, this.#nCols);
+      // Gene ranges of at most `budget` nonzeros (a single gene may exceed it: it is one column).
+      let lo = first;
+      while (lo < last) {
+        let hi = lo;
+        let total = 0;
+        while (hi < last && (hi === lo || total + (counts[hi] as number) <= budget)) {
+          total += counts[hi] as number;
+          hi++;
+        }
+        if (total > 0) {
+          const [rows, vals] = await this.#assemble(bucket, lo, hi, total, Ctor);
+          await data.append(vals);
+          await indices.append(
+            width === "int32" ? new Int32Array(rows.buffer, rows.byteOffset, rows.length) : toBig(rows),
+          );
+        }
+        lo = hi;
+      }
+      await bucket.file?.remove();
+      bucket.file = undefined;
+      this.#options.onProgress?.({ phase: "columns", done: last, total: this.#nCols });
+    }
+    await data.finish();
+    await indices.finish();
+    const offsets = new Float64Array(this.#nCols + 1);
+    for (let g = 0; g < this.#nCols; g++) offsets[g + 1] = (offsets[g] as number) + (counts[g] as number);
+    const indptr = this.#array(`${group}/indptr`, width, this.#nCols + 1);
+    await indptr.append(narrow(offsets, width));
+    await indptr.finish();
+    if (this.#maxima) {
+      const maxima = this.#array(`${group}/maxima`, dtype, this.#nCols);
+      await maxima.append(this.#colMax as NumericArray);
+      await maxima.finish();
+    }
+  }
+
+  /**
+   * Columns `[lo, hi)` of one gene block, `total` nonzeros, in column order: a counting sort of
+   * its file's frames, read in order, so each column's rows stay ascending.
+   */
+  async #assemble(
+    bucket: Bucket,
+    lo: number,
+    hi: number,
+    total: number,
+    Ctor: ReturnType<typeof constructorOf>,
+  ): Promise<[Uint32Array, NumericArray]> {
+    const counts = this.#counts as Float64Array;
+    const next = new Float64Array(hi - lo);
+    for (let g = lo + 1; g < hi; g++) next[g - lo] = (next[g - lo - 1] as number) + (counts[g - 1] as number);
+    const rows = new Uint32Array(total);
+    const vals = new Ctor(total) as Float64Array;
+    const file = bucket.file as SpillFile;
+    const width = Ctor.BYTES_PER_ELEMENT;
+    let offset = 0;
+    for (const n of bucket.frames) {
+      const raw = await file.read(offset, n * (8 + width));
+      offset += n * (8 + width);
+      const genes = new Uint32Array(raw.buffer, raw.byteOffset, n);
+      const frameRows = new Uint32Array(raw.buffer, raw.byteOffset + 4 * n, n);
+      const frameVals = new Ctor(raw.buffer, raw.byteOffset + 8 * n, n) as Float64Array;
+      for (let i = 0; i < n; i++) {
+        const g = genes[i] as number;
+        if (g < lo || g >= hi) continue;
+        const at = next[g - lo] as number;
+        next[g - lo] = at + 1;
+        rows[at] = frameRows[i] as number;
+        vals[at] = frameVals[i] as number;
+      }
+    }
+    return [rows, vals];
+  }
+}
+
+function bytes(values: NumericArray): Uint8Array {
+  return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+}
+
+function asInt32(values: Int32Array | Uint32Array): Int32Array {
+  return values instanceof Int32Array
+    ? values
+    : new Int32Array(values.buffer, values.byteOffset, values.length);
+}
+
+function toBig(values: ArrayLike<number>): BigInt64Array {
+  const out = new BigInt64Array(values.length);
+  for (let i = 0; i < values.length; i++) out[i] = BigInt(values[i] as number);
+  return out;
+}
+
+/**
+ * Write a sporadik store from row blocks in one call: {@link StreamWriter.open}, every block, then
+ * {@link StreamWriter.finish}; temporary space is removed on failure too.
+ */
+export async function writeStoreFromRows(
+  store: WritableStore,
+  blocks: Iterable<RowBlock> | AsyncIterable<RowBlock>,
+  options: StreamWriteOptions,
+): Promise<StreamWriteResult> {
+  const writer = await StreamWriter.open(store, options);
+  try {
+    for await (const block of blocks) await writer.writeRows(block);
+  } catch (error) {
+    await writer.abort();
+    throw error;
+  }
+  return writer.finish();
+}

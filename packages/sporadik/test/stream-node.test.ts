@@ -1,0 +1,245 @@
+/**
+ * The Node parts of the streaming writer: spill files on disk (written, read back, removed on
+ * success, failure, SIGINT, and by the next run after a SIGKILL) and native zstd on worker threads
+ * (the same bytes as the WebAssembly codec writeStore uses).
+ */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { FolderStore, MemoryStore } from "@deltacells/storage/node";
+import {
+  coordsOfLayout,
+  EncodePool,
+  FileSpill,
+  layoutFromCompressed,
+  layoutFromCoords,
+  nativeEncoder,
+  openStore,
+  SPILL_PREFIX,
+  sweepStaleSpills,
+  withFileParts,
+  writeStore,
+  writeStoreFromRows,
+  zstdLevel,
+} from "../src/node.js";
+import { encodeChunk } from "../src/zarr.js";
+import { random, tempDir } from "./helpers.js";
+
+const FIXTURE = join(import.meta.dirname, "fixtures/stream-killed.ts");
+
+function randomCounts(length: number, seed: number): Int32Array {
+  const next = random(seed);
+  return Int32Array.from({ length }, () => (next() < 0.6 ? 0 : Math.floor(next() * next() * 300)));
+}
+
+test("native zstd on workers writes the WebAssembly codec's bytes (native at the default level, wasm above)", async () => {
+  const pool = new EncodePool(2);
+  try {
+    const encode = nativeEncoder(pool);
+    for (const level of [0, 1, 3, 9]) {
+      // Levels 3 and 9 go through the WebAssembly codec: the native library's bytes differ there.
+      const compressors = [{ name: "zstd", configuration: { level, checksum: false } }];
+      for (const seed of [1, 2, 3]) {
+        const values = randomCounts(32_768, seed * 10 + level);
+        const wasm = await encodeChunk(values, compressors);
+        const native = await encode(new Uint8Array(values.slice().buffer), compressors);
+        assert.ok(Buffer.from(wasm).equals(Buffer.from(native)), `level ${level}, seed ${seed}`);
+      }
+    }
+    assert.equal(zstdLevel(0), 1);
+    assert.equal(zstdLevel(40), 22);
+  } finally {
+    await pool.close();
+  }
+});
+
+test("a streamed store through file spill and native workers equals writeStore's, and leaves no spill", async () => {
+  const { dir, cleanup } = tempDir();
+  const pool = new EncodePool(2);
+  try {
+    const nRows = 600;
+    const nCols = 300;
+    const next = random(5);
+    const indptr = new Int32Array(nRows + 1);
+    const indices: number[] = [];
+    for (let r = 0; r < nRows; r++) {
+      for (let c = 0; c < nCols; c++) if (next() < 0.15) indices.push(c);
+      indptr[r + 1] = indices.length;
+    }
+    const data = randomCounts(indices.length, 6).map((v) => v + 1);
+    const csr = {
+      format: "csr" as const,
+      shape: [nRows, nCols],
+      indptr,
+      indices: Int32Array.from(indices),
+      data,
+    };
+    const reference = new MemoryStore();
+    const rows = layoutFromCompressed(csr);
+    const { coords, values } = coordsOfLayout(rows);
+    await writeStore(reference, [rows, layoutFromCoords([nRows, nCols], coords, values, 1)], { chunk: 1000 });
+    const spill = await FileSpill.create(join(dir, "tmp"));
+    const streamed = new MemoryStore();
+    const blocks = Array.from({ length: nRows / 50 }, (_, b) => ({
+      nRows: 50,
+      indptr: indptr.subarray(b * 50, b * 50 + 51),
+      indices: csr.indices,
+      data,
+    }));
+    await writeStoreFromRows(streamed, blocks, {
+      shape: [nRows, nCols],
+      chunk: 1000,
+      spill,
+      spillFiles: 7,
+      spillFrame: 100,
+      assembly: 2000,
+      encoder: nativeEncoder(pool),
+    });
+    for (const [key, bytes] of reference.objects) {
+      assert.ok(Buffer.from(bytes).equals(Buffer.from(streamed.objects.get(key) as Uint8Array)), key);
+    }
+    assert.equal(streamed.objects.size, reference.objects.size);
+    assert.equal(existsSync(spill.dir), false);
+  } finally {
+    await pool.close();
+    cleanup();
+  }
+});
+
+test("the file spill holds axis 1's nonzeros on disk and is removed after a failure too", async () => {
+  const { dir, cleanup } = tempDir();
+  try {
+    const spill = await FileSpill.create(dir);
+    const indptr = Int32Array.of(0, 3, 5);
+    const indices = Int32Array.of(0, 4, 9, 2, 3);
+    const data = Int32Array.of(1, 2, 3, 4, 5);
+    // Declares 3 rows, writes 2: refused at finish, with the spill gone.
+    await assert.rejects(
+      writeStoreFromRows(new FolderStore(join(dir, "out")), [{ nRows: 2, indptr, indices, data }], {
+        shape: [3, 10],
+        spill,
+        spillFrame: 1,
+      }),
+      /2 rows were written/,
+    );
+    assert.ok(spill.bytesSpilled >= 5 * 12);
+    assert.equal(existsSync(spill.dir), false);
+    await assert.rejects(openStore(new FolderStore(join(dir, "out"))), { _tag: "IncompleteError" });
+  } finally {
+    cleanup();
+  }
+});
+
+function startKilled(output: string, parent: string, mode: string) {
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", "--conditions=source", FIXTURE, output, parent, mode],
+    {
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
+  const ready = new Promise<void>((resolve, reject) => {
+    child.stdout.on("data", (chunk: Buffer) => {
+      if (chunk.toString().includes("ready")) resolve();
+    });
+    child.on("exit", (code) => reject(new Error(`the writer exited early (${code})`)));
+  });
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  return { child, ready, exited };
+}
+
+test("a killed write leaves no block; its spill goes on SIGINT, or with the next run's sweep after SIGKILL", async () => {
+  const { dir, cleanup } = tempDir();
+  try {
+    const spills = join(dir, "tmp");
+    const killed = startKilled(join(dir, "a"), spills, "keep");
+    await killed.ready;
+    killed.child.kill("SIGKILL");
+    await killed.exited;
+    await assert.rejects(openStore(new FolderStore(join(dir, "a"))), { _tag: "IncompleteError" });
+    assert.equal(readdirSync(spills).filter((n) => n.startsWith(SPILL_PREFIX)).length, 1);
+    // A folder whose owner still runs (this process) is reported, not removed.
+    const mine = join(spills, `${SPILL_PREFIX}mine`);
+    mkdirSync(mine);
+    writeFileSync(join(mine, "owner.json"), JSON.stringify({ pid: process.pid, host: hostname() }));
+    const found = await sweepStaleSpills(spills);
+    assert.deepEqual(found.map((f) => f.removed).sort(), [false, true]);
+    assert.ok((found.find((f) => f.removed)?.bytes ?? 0) > 0);
+    assert.deepEqual(readdirSync(spills), [`${SPILL_PREFIX}mine`]);
+
+    const interrupted = startKilled(join(dir, "b"), join(dir, "tmp2"), "remove");
+    await interrupted.ready;
+    interrupted.child.kill("SIGINT");
+    assert.equal(await interrupted.exited, 130);
+    assert.deepEqual(readdirSync(join(dir, "tmp2")), []);
+    await assert.rejects(openStore(new FolderStore(join(dir, "b"))), { _tag: "IncompleteError" });
+  } finally {
+    cleanup();
+  }
+});
+
+test("byte-addressable arrays stream into a folder piece by piece, as writeStore's objects", async () => {
+  const { dir, cleanup } = tempDir();
+  try {
+    const indptr = Int32Array.of(0, 3, 3, 6);
+    const indices = Int32Array.of(0, 2, 5, 1, 2, 3);
+    const data = Float32Array.of(1.5, -2, 3, 4, 5, 0.25);
+    const rows = layoutFromCompressed({ format: "csr", shape: [3, 6], indptr, indices, data });
+    const { coords, values } = coordsOfLayout(rows);
+    const reference = new MemoryStore();
+    await writeStore(reference, [rows, layoutFromCoords([3, 6], coords, values, 1)], {
+      byteAddressable: true,
+    });
+    const folder = new FolderStore(join(dir, "out"));
+    const spill = await FileSpill.create(join(dir, "tmp"));
+    const block = { nRows: 3, indptr, indices, data };
+    await writeStoreFromRows(withFileParts(folder, join(dir, "out")), [block], {
+      shape: [3, 6],
+      byteAddressable: true,
+      spill,
+    });
+    for (const [key, bytes] of reference.objects) {
+      const written = await folder.get(key);
+      assert.ok(written && Buffer.from(bytes).equals(Buffer.from(written)), key);
+    }
+    assert.deepEqual(readdirSync(join(dir, "tmp")), []);
+  } finally {
+    cleanup();
+  }
+});
+
+test("a failed write drops the objects it was streaming: no partial file, no object under the key", async () => {
+  const { dir, cleanup } = tempDir();
+  try {
+    const out = join(dir, "out");
+    const block = {
+      nRows: 2,
+      indptr: Int32Array.of(0, 2, 3),
+      indices: Int32Array.of(0, 4, 1),
+      data: Int32Array.of(5, 6, 7),
+    };
+    // The declared count is wrong: axis 0's data and indices stream straight into their objects
+    // (byte-addressable, length known), and the mismatch is found at the end.
+    await assert.rejects(
+      writeStoreFromRows(withFileParts(new FolderStore(out), out), [block], {
+        shape: [2, 5],
+        axes: [0],
+        byteAddressable: true,
+        nnz: 4,
+        spill: await FileSpill.create(join(dir, "tmp")),
+      }),
+      /4 were declared/,
+    );
+    const left = readdirSync(out, { recursive: true }).map(String);
+    assert.deepEqual(
+      left.filter((name) => name.includes("sporadik-part") || name.endsWith("c/0")),
+      [],
+    );
+    await assert.rejects(openStore(new FolderStore(out)), { _tag: "IncompleteError" });
+  } finally {
+    cleanup();
+  }
+});

@@ -1,0 +1,268 @@
+/** The streaming writer writes, object for object, the bytes writeStore writes for the whole matrix. */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { MemoryStore } from "@deltacells/storage";
+import { type DataType, type Layout, layoutFromCompressed, openStore, writeStore } from "../src/index.js";
+import { MemorySpill } from "../src/spill.js";
+import { type RowBlock, StreamWriter, writeStoreFromRows } from "../src/stream-writer.js";
+import { random } from "./helpers.js";
+
+interface Csr {
+  nRows: number;
+  nCols: number;
+  indptr: Int32Array;
+  indices: Int32Array;
+  data: Int32Array | Float32Array | Float64Array;
+}
+
+/** A random CSR with empty rows and columns, sorted columns, values of `dtype` (negatives too). */
+function randomCsr(
+  nRows: number,
+  nCols: number,
+  density: number,
+  seed: number,
+  dtype: DataType = "int32",
+): Csr {
+  const next = random(seed);
+  const indptr = new Int32Array(nRows + 1);
+  const indices: number[] = [];
+  const values: number[] = [];
+  // Every third column stays empty, and every fifth row.
+  for (let r = 0; r < nRows; r++) {
+    if (r % 5 !== 4) {
+      for (let c = 0; c < nCols; c++) {
+        if (c % 3 === 2 || next() >= density) continue;
+        indices.push(c);
+        const magnitude = dtype === "int32" ? 1 + Math.floor(next() * 40) : next() * 9;
+        values.push(next() < 0.1 ? -magnitude : magnitude);
+      }
+    }
+    indptr[r + 1] = indices.length;
+  }
+  const Data = dtype === "float64" ? Float64Array : dtype === "float32" ? Float32Array : Int32Array;
+  return { nRows, nCols, indptr, indices: Int32Array.from(indices), data: Data.from(values) };
+}
+
+/** scipy's tocsc: a counting sort by column, rows ascending within each. */
+function toCsc(m: Csr): Layout {
+  const indptr = new Int32Array(m.nCols + 1);
+  for (const c of m.indices) indptr[c + 1] = (indptr[c + 1] as number) + 1;
+  for (let c = 0; c < m.nCols; c++) indptr[c + 1] = (indptr[c + 1] as number) + (indptr[c] as number);
+  const next = indptr.slice(0, m.nCols);
+  const indices = new Int32Array(m.indices.length);
+  const data = new (m.data.constructor as Float64ArrayConstructor)(m.indices.length);
+  for (let r = 0; r < m.nRows; r++) {
+    for (let k = m.indptr[r] as number; k < (m.indptr[r + 1] as number); k++) {
+      const c = m.indices[k] as number;
+      const at = next[c] as number;
+      next[c] = at + 1;
+      indices[at] = r;
+      data[at] = m.data[k] as number;
+    }
+  }
+  return layoutFromCompressed({ format: "csc", shape: [m.nRows, m.nCols], indptr, indices, data });
+}
+
+function layoutsOf(m: Csr, axes: readonly number[]): Layout[] {
+  const out: Layout[] = [];
+  if (axes.includes(0)) out.push(layoutFromCompressed({ format: "csr", shape: [m.nRows, m.nCols], ...m }));
+  if (axes.includes(1)) out.push(toCsc(m));
+  return out;
+}
+
+/** Row blocks of `size` rows, each keeping the whole arrays with indptr starting past 0 (as readers do). */
+function* blocksOf(m: Csr, size: number): Generator<RowBlock> {
+  for (let r = 0; r < m.nRows; r += size) {
+    const n = Math.min(size, m.nRows - r);
+    yield { nRows: n, indptr: m.indptr.subarray(r, r + n + 1), indices: m.indices, data: m.data };
+  }
+}
+
+function assertSameObjects(streamed: MemoryStore, reference: MemoryStore): void {
+  assert.deepEqual([...streamed.objects.keys()].sort(), [...reference.objects.keys()].sort());
+  for (const [key, bytes] of reference.objects) {
+    assert.ok(
+      Buffer.from(bytes).equals(Buffer.from(streamed.objects.get(key) as Uint8Array)),
+      `${key} differs`,
+    );
+  }
+}
+
+interface Case {
+  name: string;
+  m: Csr;
+  axes: number[];
+  block: number;
+  chunk?: number;
+  byteAddressable?: boolean;
+  nnz?: boolean;
+  spillFiles?: number;
+  spillFrame?: number;
+  assembly?: number;
+}
+
+const cases: Case[] = [
+  {
+    name: "both axes, chunked, small chunks",
+    m: randomCsr(97, 61, 0.2, 1),
+    axes: [0, 1],
+    block: 10,
+    chunk: 37,
+  },
+  {
+    name: "both axes, default chunks (one short chunk per array)",
+    m: randomCsr(50, 40, 0.3, 2),
+    axes: [0, 1],
+    block: 7,
+  },
+  {
+    name: "more nonzeros than one spill frame and one assembly pass",
+    m: randomCsr(400, 90, 0.4, 3),
+    axes: [0, 1],
+    block: 33,
+    chunk: 500,
+    spillFiles: 4,
+    spillFrame: 64,
+    assembly: 300,
+  },
+  {
+    name: "axis 0 only, declared nnz",
+    m: randomCsr(120, 30, 0.3, 4),
+    axes: [0],
+    block: 16,
+    chunk: 50,
+    nnz: true,
+  },
+  { name: "axis 1 only, float32", m: randomCsr(80, 45, 0.25, 5, "float32"), axes: [1], block: 9, chunk: 64 },
+  {
+    name: "float64 both axes, byte-addressable",
+    m: randomCsr(64, 33, 0.3, 6, "float64"),
+    axes: [0, 1],
+    block: 5,
+    byteAddressable: true,
+  },
+  { name: "chunks larger than the default", m: randomCsr(300, 200, 0.6, 7), axes: [0, 1], block: 64 },
+];
+
+for (const c of cases) {
+  test(`streamed store equals writeStore's: ${c.name}`, async () => {
+    const reference = new MemoryStore();
+    await writeStore(reference, layoutsOf(c.m, c.axes), {
+      ...(c.chunk ? { chunk: c.chunk } : {}),
+      byteAddressable: c.byteAddressable === true,
+    });
+    const streamed = new MemoryStore();
+    const spill = new MemorySpill();
+    const result = await writeStoreFromRows(streamed, blocksOf(c.m, c.block), {
+      shape: [c.m.nRows, c.m.nCols],
+      axes: c.axes,
+      ...(c.chunk ? { chunk: c.chunk } : {}),
+      byteAddressable: c.byteAddressable === true,
+      ...(c.nnz ? { nnz: c.m.data.length } : {}),
+      ...(c.spillFiles ? { spillFiles: c.spillFiles } : {}),
+      ...(c.spillFrame ? { spillFrame: c.spillFrame } : {}),
+      ...(c.assembly ? { assembly: c.assembly } : {}),
+      spill,
+    });
+    assert.equal(result.nnz, c.m.data.length);
+    assertSameObjects(streamed, reference);
+    if (c.axes.includes(1)) assert.ok(result.bytesSpilled >= c.m.data.length * 12);
+  });
+}
+
+test("a wide shape writes int64 indices and indptr, as writeStore (and scipy) do", async () => {
+  // 2^31 columns: int32 cannot hold the axis, so both index arrays are int64.
+  const nCols = 2 ** 31 + 5;
+  const m = {
+    nRows: 3,
+    nCols,
+    indptr: Int32Array.of(0, 2, 2, 3),
+    indices: Int32Array.of(0, 7, 9),
+    data: Int32Array.of(4, -2, 5),
+  };
+  const wide = (rows: number[], cols: number[]) => ({
+    indices: BigInt64Array.from(cols.map(BigInt)),
+    indptr: BigInt64Array.from(rows.map(BigInt)),
+  });
+  const reference = new MemoryStore();
+  await writeStore(
+    reference,
+    layoutFromCompressed({
+      format: "csr",
+      shape: [3, nCols],
+      data: m.data,
+      ...wide([0, 2, 2, 3], [0, 7, 9]),
+    }),
+  );
+  const streamed = new MemoryStore();
+  await writeStoreFromRows(streamed, [m], { shape: [3, nCols], axes: [0] });
+  assertSameObjects(streamed, reference);
+  const meta = JSON.parse(new TextDecoder().decode(streamed.objects.get("layouts/axis0/indptr/zarr.json")));
+  assert.equal(meta.data_type, "int64");
+});
+
+test("a byte-addressable all-zero array still gets its one chunk, so readers can range into it", async () => {
+  const m = {
+    nRows: 2,
+    nCols: 3,
+    indptr: Int32Array.of(0, 1, 2),
+    indices: Int32Array.of(0, 2),
+    data: Int32Array.of(0, 0),
+  };
+  const store = new MemoryStore();
+  await writeStoreFromRows(store, [m], { shape: [2, 3], byteAddressable: true });
+  assert.ok(store.objects.has("layouts/axis0/data/c/0"));
+  assert.ok(store.objects.has("layouts/axis1/maxima/c/0"));
+  const reader = await openStore(store, { axis: 0 });
+  assert.deepEqual([...(await reader.sliceAt(1)).values], [0]);
+});
+
+test("a store stopped before finish has no block: readers refuse it, and the spill is removed by abort", async () => {
+  const m = randomCsr(40, 20, 0.3, 9);
+  const store = new MemoryStore();
+  const spill = new MemorySpill();
+  const writer = await StreamWriter.open(store, { shape: [40, 20], spill, spillFrame: 8 });
+  await writer.writeRows({ nRows: 20, indptr: m.indptr.subarray(0, 21), indices: m.indices, data: m.data });
+  assert.ok(spill.peakBytes > 0);
+  await writer.abort();
+  await assert.rejects(openStore(store), { _tag: "IncompleteError" });
+});
+
+test("refusals: too many rows, too few rows, a column outside the shape, a wrong declared nnz", async () => {
+  const m = randomCsr(10, 8, 0.5, 10);
+  await assert.rejects(
+    writeStoreFromRows(new MemoryStore(), blocksOf(m, 3), { shape: [9, 8] }),
+    /declared 9/,
+  );
+  const short = new MemoryStore();
+  await assert.rejects(writeStoreFromRows(short, blocksOf(m, 3), { shape: [11, 8] }), /10 rows were written/);
+  await assert.rejects(openStore(short), { _tag: "IncompleteError" });
+  await assert.rejects(
+    writeStoreFromRows(new MemoryStore(), blocksOf(m, 3), { shape: [10, 5] }),
+    /in column/,
+  );
+  await assert.rejects(
+    writeStoreFromRows(new MemoryStore(), blocksOf(m, 3), { shape: [10, 8], nnz: m.data.length + 1 }),
+    /were declared/,
+  );
+});
+
+for (const [nRows, nCols] of [
+  [0, 5],
+  [6, 0],
+] as const) {
+  test(`an empty ${nRows} x ${nCols} matrix streams to writeStore's bytes`, async () => {
+    const m: Csr = {
+      nRows,
+      nCols,
+      indptr: new Int32Array(nRows + 1),
+      indices: new Int32Array(0),
+      data: new Int32Array(0),
+    };
+    const reference = new MemoryStore();
+    await writeStore(reference, layoutsOf(m, [0, 1]));
+    const streamed = new MemoryStore();
+    await writeStoreFromRows(streamed, blocksOf(m, 4), { shape: [nRows, nCols], dtype: "int32" });
+    assertSameObjects(streamed, reference);
+  });
+}
