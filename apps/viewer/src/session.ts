@@ -26,10 +26,15 @@ export function absolute(location: string, base: string): string {
 }
 
 function open(location: string, locs: Locations): ReadableStore & { url: string } {
-  const s3 =
-    locs.endpoint || locs.region
-      ? { s3: { endpoint: locs.endpoint, region: locs.region ?? "us-east-1" } }
-      : {};
+  // The page holds no credentials: s3:// URLs are read unsigned, as public buckets allow.
+  const s3 = {
+    s3: {
+      signRequests: false,
+      ...(locs.endpoint || locs.region
+        ? { endpoint: locs.endpoint, region: locs.region ?? "us-east-1" }
+        : {}),
+    },
+  };
   return openStore(location.replace(/\/+$/, ""), s3) as ReadableStore & { url: string };
 }
 
