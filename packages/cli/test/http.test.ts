@@ -34,5 +34,9 @@ test("validate --stats of a valid dataset over HTTP counts no error for the list
   assert.equal(report.valid, true);
   assert.equal(report.stats.errors, 0);
   assert.equal(report.stats.requests.list, 0);
-  assert.equal(report.stats.requests.get, 1 + 4 + 3, "the manifest, one GET per tile, the three gene files");
+  assert.equal(
+    report.stats.requests.get,
+    1 + 4 + 3 + 2,
+    "the manifest, one GET per tile, the three gene files, obs/schema.json and the one obs shard",
+  );
 });

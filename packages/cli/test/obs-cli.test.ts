@@ -107,7 +107,7 @@ test("inspect lists the obs columns and kinds; validate checks the shards", asyn
     n_categories: 3,
   });
   const text = await deltacells("inspect", ds);
-  assert.match(text.stdout, /obs +12 columns in 1 shards .*cell_type \(category, 3\)/);
+  assert.match(text.stdout, /obs +12 columns in 1 shard .*cell_type \(category, 3\)/);
   const v = await deltacells("validate", ds);
   assert.equal(v.code, 0, v.stdout + v.stderr);
 });

@@ -88,6 +88,7 @@ test("--overwrite replaces a dataset by a store, and a two-layout store by a one
   assert.deepEqual(readdirSync(out).sort(), [
     "gene_order.npy",
     "manifest.json",
+    "obs",
     "tiles",
     "var.parquet",
     "var_names.txt",

@@ -81,7 +81,7 @@ export async function inspect(argv: string[]): Promise<CommandResult> {
     `  genes        gene_order.npy ${m.has_gene_order ? "yes" : "no"}, var_names.txt ${m.has_var_names ? "yes" : "no"}, var.parquet ${m.has_var_table ? "yes" : "no"}${names ? `; first: ${names.slice(0, 5).join(", ")}${names.length > 5 ? ", ..." : ""}` : ""}`,
     `  obs          ${
       m.has_obs
-        ? `${info.obs_columns.length} columns in ${m.obs_shard_bytes?.length ?? 0} shards (${formatBytes(obsBytes)}): ${info.obs_columns
+        ? `${count(info.obs_columns.length, "column")} in ${count(m.obs_shard_bytes?.length ?? 0, "shard")} (${formatBytes(obsBytes)}): ${info.obs_columns
             .map((c) => `${c.name} (${c.kind}${c.n_categories !== undefined ? `, ${c.n_categories}` : ""})`)
             .join(", ")}`
         : "none"
