@@ -14,10 +14,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { createTilePool, writeDataset } from "@deltacells/core";
+import { createTilePool, type DatasetSource, writeDataset } from "@deltacells/core";
 import { zstdCompressor } from "@deltacells/core/node";
 import { FolderStore } from "@deltacells/storage/node";
-import { buildPbmc, buildViewer, VIEWER_DIST, writeObsSidecar } from "../apps/viewer/test/fixtures.js";
+import { buildPbmc, buildViewer, VIEWER_DIST } from "../apps/viewer/test/fixtures.js";
 import { writeCompanion } from "../packages/cli/src/companion.js";
 import { ProgressBar } from "../packages/cli/src/progress.js";
 import { startServer } from "../packages/cli/src/serve-http.js";
@@ -34,9 +34,40 @@ const root = mkdtempSync(join(tmpdir(), "deltacells-bench-viewer-"));
 
 async function buildSynthetic(): Promise<void> {
   const dir = join(root, "synthetic");
+  // 12 Gaussian clusters as the embedding, the cluster as a category: given to the writer as the
+  // source's obs and obsm, which it writes as the obs sidecar (`cluster`, `X_umap_0`, `X_umap_1`).
+  const rand = mulberry32(7);
+  const gauss = () => Math.sqrt(-2 * Math.log(rand() + 1e-300)) * Math.cos(2 * Math.PI * rand());
+  const centres = Array.from({ length: 12 }, () => [gauss() * 8, gauss() * 8] as const);
+  const umap = new Float32Array(nCells * 2);
+  const codes = new Int32Array(nCells);
+  for (let i = 0; i < nCells; i++) {
+    const k = Math.floor(rand() * 12);
+    codes[i] = k;
+    umap[2 * i] = centres[k]![0] + gauss();
+    umap[2 * i + 1] = centres[k]![1] + gauss();
+  }
+  const source: DatasetSource = {
+    ...syntheticSource({ nCells, nGenes: 2000, genesPerCell: 50 }),
+    obs: async () => ({
+      indexName: null,
+      index: Array.from({ length: nCells }, (_, i) => `cell${i}`),
+      columns: [
+        {
+          name: "cluster",
+          kind: "category",
+          codes,
+          categories: centres.map((_, k) => `c${k}`),
+          ordered: false,
+        },
+      ],
+    }),
+    obsmKeys: async () => ["X_umap"],
+    obsm: async () => ({ X_umap: { kind: "dense", shape: [nCells, 2], values: umap } }),
+  };
   const pool = createTilePool({ threads: 2 });
   try {
-    await writeDataset(syntheticSource({ nCells, nGenes: 2000, genesPerCell: 50 }), new FolderStore(dir), {
+    await writeDataset(source, new FolderStore(dir), {
       encoder: pool,
       compress: zstdCompressor(3),
       level: 3,
@@ -46,24 +77,6 @@ async function buildSynthetic(): Promise<void> {
     await pool.close();
   }
   await writeCompanion(dir, 2, new ProgressBar(process.stderr, false));
-  // 12 Gaussian clusters as the embedding, the cluster as a category.
-  const rand = mulberry32(7);
-  const gauss = () => Math.sqrt(-2 * Math.log(rand() + 1e-300)) * Math.cos(2 * Math.PI * rand());
-  const centres = Array.from({ length: 12 }, () => [gauss() * 8, gauss() * 8] as const);
-  const x = new Float32Array(nCells);
-  const y = new Float32Array(nCells);
-  const codes = new Int32Array(nCells);
-  for (let i = 0; i < nCells; i++) {
-    const k = Math.floor(rand() * 12);
-    codes[i] = k;
-    x[i] = centres[k]![0] + gauss();
-    y[i] = centres[k]![1] + gauss();
-  }
-  writeObsSidecar(dir, [
-    { name: "cluster", kind: "category", codes, categories: centres.map((_, k) => `c${k}`) },
-    { name: "X_umap_0", kind: "numeric", values: x },
-    { name: "X_umap_1", kind: "numeric", values: y },
-  ]);
 }
 
 const t0 = performance.now();

@@ -82,7 +82,7 @@ export class Session {
     const [names, order, obs, companion] = await Promise.all([
       ds.geneNames(),
       ds.geneOrder(),
-      openObs(store, ds.manifest, signal),
+      openObs(ds, signal),
       companionLoc ? openArray(meter.wrap(open(companionLoc, locs))) : Promise.resolve(undefined),
     ]);
     const geneNames = names ?? Array.from({ length: ds.nGenes }, (_, j) => `gene ${j}`);
