@@ -1,7 +1,6 @@
 import { StorageError } from "./errors.js";
 import type { S3Store } from "./s3.js";
-import { escapeXml } from "./s3-multipart.js";
-import { childText } from "./xml.js";
+import { escapeXml, initiateUpload } from "./s3-multipart.js";
 
 /**
  * Uploads an object of `byteLength` bytes that arrives as a sequence of parts of any size, as an
@@ -19,15 +18,7 @@ export async function multipartUploadParts(
   opts: { partSize: number; concurrency: number; signal: AbortSignal | undefined },
 ): Promise<void> {
   const { signal } = opts;
-  const init = await store.request("POST", `${url}?uploads`, key, { signal });
-  const uploadId = childText(await store.xml(init, url, key, signal), "UploadId");
-  if (!uploadId) {
-    throw new StorageError(`${url}: InitiateMultipartUpload answered without an UploadId`, {
-      key,
-      location: store.url,
-    });
-  }
-  const idParam = `uploadId=${encodeURIComponent(uploadId)}`;
+  const idParam = await initiateUpload(store, url, key, signal);
   const etags: string[] = [];
   const running = new Set<Promise<void>>();
   let failure: { cause: unknown } | undefined;

@@ -7,6 +7,24 @@ export function escapeXml(s: string): string {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
+/** Starts a multipart upload; answers the `uploadId=...` query parameter its later requests carry. */
+export async function initiateUpload(
+  store: S3Store,
+  url: string,
+  key: string,
+  signal: AbortSignal | undefined,
+): Promise<string> {
+  const init = await store.request("POST", `${url}?uploads`, key, { signal });
+  const uploadId = childText(await store.xml(init, url, key, signal), "UploadId");
+  if (!uploadId) {
+    throw new StorageError(`${url}: InitiateMultipartUpload answered without an UploadId`, {
+      key,
+      location: store.url,
+    });
+  }
+  return `uploadId=${encodeURIComponent(uploadId)}`;
+}
+
 /**
  * Uploads `value` as an S3 multipart upload: initiate, upload parts (a few at a time), complete.
  * Any failure, including an abort, aborts the upload so no orphaned parts keep costing storage,
@@ -20,15 +38,7 @@ export async function multipartUpload(
   opts: { partSize: number; concurrency: number; signal: AbortSignal | undefined },
 ): Promise<void> {
   const { signal } = opts;
-  const init = await store.request("POST", `${url}?uploads`, key, { signal });
-  const uploadId = childText(await store.xml(init, url, key, signal), "UploadId");
-  if (!uploadId) {
-    throw new StorageError(`${url}: InitiateMultipartUpload answered without an UploadId`, {
-      key,
-      location: store.url,
-    });
-  }
-  const idParam = `uploadId=${encodeURIComponent(uploadId)}`;
+  const idParam = await initiateUpload(store, url, key, signal);
   try {
     const count = Math.ceil(value.length / opts.partSize);
     const etags: string[] = new Array(count);
