@@ -1,5 +1,6 @@
 /** `export` writes all or nothing: a failed export never replaces an existing file, and says why in a line or two. */
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { before, test } from "node:test";
@@ -66,4 +67,18 @@ test("export into a folder path is refused, and a successful export replaces the
   assert.equal(r.code, 0, r.stderr);
   assert.match(readFileSync(out, "utf8"), /^%%MatrixMarket/);
   assert.deepEqual(readdirSync(folder), ["part.mtx"]);
+});
+
+test("export on a terminal draws a progress bar that reaches every cell; piped, it draws none", async () => {
+  const out = join(tempDir(), "part.mtx");
+  const cmd = [process.execPath, "--import", "tsx", "--conditions=source", "packages/cli/src/main.ts"];
+  // `script` (util-linux) gives the command a pseudo-terminal, as a user's shell would.
+  const onTerminal = spawnSync("script", ["-qec", [...cmd, "export", good, out].join(" "), "/dev/null"], {
+    encoding: "utf8",
+  });
+  assert.equal(onTerminal.status, 0, onTerminal.stdout);
+  assert.match(onTerminal.stdout, /export +\[#+\] 100% 57\/57 cells/);
+  const piped = await deltacells("export", good, out);
+  assert.equal(piped.code, 0, piped.stderr);
+  assert.doesNotMatch(piped.stderr, /\[#/);
 });
