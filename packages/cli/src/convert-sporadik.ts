@@ -9,7 +9,6 @@ import { existsSync, statfsSync, statSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { MatrixSource, OpenInputOptions } from "@deltacells/anndata/node";
 import { createTilePool, type Dataset, openDataset } from "@deltacells/core";
 import {
@@ -24,7 +23,7 @@ import {
   withFileParts,
 } from "@deltacells/sporadik/node";
 import { type StatsStore, withStats } from "@deltacells/storage/node";
-import { openCounted, openLocation } from "./io.js";
+import { localPath, openCounted, openLocation } from "./io.js";
 import type { ProgressBar } from "./progress.js";
 import { remapColumns } from "./sporadik-build.js";
 import { openTarget } from "./target.js";
@@ -92,19 +91,12 @@ function tooMany(what: string, nnz: number, bound: number, soFar: boolean): TooM
 export async function isDatasetInput(input: string): Promise<boolean> {
   if (/^[a-z][a-z0-9+.-]+:\/\//i.test(input) && !/^file:/i.test(input))
     return (await openCounted(input).get("manifest.json")) !== undefined;
-  const path = /^file:\/\//i.test(input) ? fileURLToPath(input) : input;
+  const path = localPath(input) ?? input;
   try {
     return statSync(path).isDirectory() && existsSync(join(path, "manifest.json"));
   } catch {
     return false;
   }
-}
-
-/** The local folder an output names, or undefined for a URL. */
-function localPath(output: string): string | undefined {
-  if (/^file:\/\//i.test(output)) return resolve(new URL(output).pathname);
-  if (/^[a-z][a-z0-9+.-]+:\/\//i.test(output)) return undefined;
-  return resolve(output);
 }
 
 function gib(bytes: number): string {

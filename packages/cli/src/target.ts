@@ -14,9 +14,8 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, rename, rm, rmdir, stat } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { RangeQuery, StatsStore, Store, StoreOptions } from "@deltacells/storage";
-import { openCounted } from "./io.js";
+import { localPath, openCounted } from "./io.js";
 
 /** The prefix of staging folders inside a target. */
 export const STAGING_PREFIX = ".deltacells-staging-";
@@ -70,12 +69,6 @@ class PrefixStore implements Store {
     const keys = await this.inner.list(`${this.prefix}/${p}`, opts);
     return keys.map((k) => k.slice(this.prefix.length + 1));
   }
-}
-
-/** The local path of a location, or undefined for a URL. */
-function localPath(location: string): string | undefined {
-  if (/^file:/i.test(location)) return fileURLToPath(location);
-  return /^[a-z][a-z0-9+.-]+:/i.test(location) ? undefined : resolve(location);
 }
 
 function describe(keys: string[]): string {
