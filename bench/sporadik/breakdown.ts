@@ -4,7 +4,7 @@
  * spent in zstd decode (summed), and the rest (bookkeeping, copying, awaiting). Run under
  * `node --cpu-prof` for the function-level picture.
  *
- * By default the reader is what a Node user gets, `openStore` from `@deltacells/sporadik/node`
+ * By default the reader is what a Node user gets, `openReader` from `@deltacells/sporadik/node`
  * (native zstd into reused buffers); its decoder is timed by passing the same `nativeZstd` back
  * through `decompressors` with a clock around it. `--browser` reads through the browser-safe
  * `@deltacells/sporadik` (WebAssembly zstd from zarrita's registry), whose decode is not split out
@@ -16,8 +16,8 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { openStore as openBrowser, type ReadableStore } from "@deltacells/sporadik";
-import { nativeZstd, openStore as openNode } from "@deltacells/sporadik/node";
+import { openReader as openBrowser, type ReadableStore } from "@deltacells/sporadik";
+import { nativeZstd, openReader as openNode } from "@deltacells/sporadik/node";
 import { FolderStore } from "@deltacells/storage/node";
 
 const { values: args } = parseArgs({

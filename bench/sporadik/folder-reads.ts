@@ -12,7 +12,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { closeDecodeWorkers, nativeZstd, openStore, pooledZstd } from "@deltacells/sporadik/node";
+import { closeDecodeWorkers, nativeZstd, openReader, pooledZstd } from "@deltacells/sporadik/node";
 import { FolderStore } from "@deltacells/storage/node";
 
 const { values: args } = parseArgs({
@@ -39,7 +39,7 @@ const variants = {
 const readers = await Promise.all(
   Object.entries(variants).map(async ([label, [blockingReads, zstd]]) => ({
     label,
-    reader: await openStore(new FolderStore(args.store, { blockingReads }), {
+    reader: await openReader(new FolderStore(args.store, { blockingReads }), {
       axis,
       decompressors: { zstd },
     }),

@@ -12,7 +12,7 @@
  *     [--genes 20000] [--per-cell 500] [--reps 41]
  */
 import { parseArgs } from "node:util";
-import { closeDecodeWorkers, layoutOver, openStore, writeStore } from "@deltacells/sporadik/node";
+import { closeDecodeWorkers, layoutOver, openReader, writeStore } from "@deltacells/sporadik/node";
 import { MemoryStore } from "@deltacells/storage";
 import { mulberry32 } from "../../test-utils/prng.js";
 
@@ -61,8 +61,8 @@ console.log("|---|---|--:|--:|--:|--:|");
 for (const byteAddressable of [false, true]) {
   const store = new MemoryStore();
   await writeStore(store, layout, { byteAddressable, maxima: false });
-  const on = await openStore(store, { axis: 0 });
-  const off = await openStore(store, { axis: 0, checkIndices: false });
+  const on = await openReader(store, { axis: 0 });
+  const off = await openReader(store, { axis: 0, checkIndices: false });
   // Warm both readers on every chunk first (the cache's 64 MiB holds the whole layout).
   await on.slicesOver(0, cells);
   await off.slicesOver(0, cells);
@@ -81,7 +81,7 @@ for (const byteAddressable of [false, true]) {
           const readers =
             cache === "warm"
               ? [checkIndices ? on : off]
-              : [await openStore(store, { axis: 0, checkIndices })];
+              : [await openReader(store, { axis: 0, checkIndices })];
           const t0 = performance.now();
           for (let i = 0; i < inner; i++) await (readers[0] as typeof on).slicesAt(positions);
           times[which].push((performance.now() - t0) / inner);

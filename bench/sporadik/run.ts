@@ -22,8 +22,8 @@ import { dirname, join, relative } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { openStore as openBrowser, type ReadableStore } from "@deltacells/sporadik";
-import { openStore as openNode } from "@deltacells/sporadik/node";
+import { openReader as openBrowser, type ReadableStore } from "@deltacells/sporadik";
+import { openReader as openNode } from "@deltacells/sporadik/node";
 import { HttpStore, withStats } from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
 
@@ -60,8 +60,8 @@ const only = args.only?.split(",").map((part) => part.trim());
 
 /**
  * The two entries of our reader. "ours" is what a Node user gets: `@deltacells/sporadik/node`,
- * whose `openStore` decodes zstd natively (zstd-napi) straight into reused chunk buffers. The
- * secondary column is the browser-safe entry, `@deltacells/sporadik`, whose `openStore` decodes
+ * whose `openReader` decodes zstd natively (zstd-napi) straight into reused chunk buffers. The
+ * secondary column is the browser-safe entry, `@deltacells/sporadik`, whose `openReader` decodes
  * through zarrita's registry (numcodecs' WebAssembly zstd); it differs only for chunked stores.
  */
 type Open = typeof openNode;
@@ -73,7 +73,7 @@ const DEFINITIONS = `- **warm**: one reader per row, opened before timing and wa
   (64 MiB LRU of decoded chunks) across the row; Python's zarr has no chunk cache, only the cached
   \`indptr\` (chunked) or nothing (byte-addressable).
 - **cold**: a fresh reader per measurement, and the timed region includes opening it
-  (\`openStore\` / \`SparseReader(...)\`: the block and every layout's metadata, plus for Python's
+  (\`openReader\` / \`SparseReader(...)\`: the block and every layout's metadata, plus for Python's
   chunked reader the whole \`indptr\`). Requests for cold rows include the open.
 - The operating system's file cache is warm for both readers in every row (the store is read
   before measuring; dropping it needs root); HTTP connections are kept alive across measurements.
@@ -527,7 +527,7 @@ Python reads the folder only: sporadik ${version.version}'s reader takes a local
 
 ${DEFINITIONS}
 
-"ours" is what a Node user gets: \`openStore\` from \`@deltacells/sporadik/node\`, which decodes zstd chunks natively (zstd-napi, one reused decompression context) straight into reused chunk buffers. "browser path, WASM zstd" (chunked rows) is \`openStore\` from the browser-safe \`@deltacells/sporadik\`: the same reader, with zstd from zarrita's codec registry (numcodecs' WebAssembly build) and a fresh buffer per decoded chunk. Byte-addressable stores decompress nothing, so both entries run the same code there.
+"ours" is what a Node user gets: \`openReader\` from \`@deltacells/sporadik/node\`, which decodes zstd chunks natively (zstd-napi, one reused decompression context) straight into reused chunk buffers. "browser path, WASM zstd" (chunked rows) is \`openReader\` from the browser-safe \`@deltacells/sporadik\`: the same reader, with zstd from zarrita's codec registry (numcodecs' WebAssembly build) and a fresh buffer per decoded chunk. Byte-addressable stores decompress nothing, so both entries run the same code there.
 
 Per row: ${SLICES} warm / ${COLD_SLICES} cold single slices, ${SMALL_REPS} batches of 1 and of 100, ${LARGE_REPS} of 10,000. ⚠ marks a row under the goal of 2× (Python/ours < 2).
 

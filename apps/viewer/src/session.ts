@@ -4,8 +4,8 @@
  * read through `@deltacells/core`, `@deltacells/sporadik` and `@deltacells/storage`, and every store
  * goes through the page's meter.
  */
-import { type Dataset, type DatasetRows, openDataset } from "@deltacells/core";
-import { openArray, type SparseStore } from "@deltacells/sporadik";
+import { type CellRows, type Dataset, openDataset } from "@deltacells/core";
+import { openArrayReader, type SparseArrayReader } from "@deltacells/sporadik";
 import { openStore, type ReadableStore } from "@deltacells/storage";
 import type { Meter } from "./meter.js";
 import { embeddingsOf, type Obs, type ObsValues, openObs } from "./obs.js";
@@ -54,12 +54,12 @@ export interface GeneValues {
 
 export class Session {
   /** Without a companion: every cell, read once from the tiles (the whole matrix, in memory). */
-  private rows: Promise<DatasetRows> | undefined;
+  private rows: Promise<CellRows> | undefined;
 
   private constructor(
     readonly ds: Dataset,
     readonly url: string,
-    readonly companion: SparseStore | undefined,
+    readonly companion: SparseArrayReader | undefined,
     readonly companionUrl: string | undefined,
     readonly names: string[],
     /** Companion column of output gene j is `columnOf[j]`. */
@@ -83,7 +83,7 @@ export class Session {
       ds.geneNames(),
       ds.geneOrder(),
       openObs(ds, signal),
-      companionLoc ? openArray(meter.wrap(open(companionLoc, locs))) : Promise.resolve(undefined),
+      companionLoc ? openArrayReader(meter.wrap(open(companionLoc, locs))) : Promise.resolve(undefined),
     ]);
     const geneNames = names ?? Array.from({ length: ds.nGenes }, (_, j) => `gene ${j}`);
     const columnOf = order ?? Int32Array.from({ length: ds.nGenes }, (_, j) => j);
@@ -121,7 +121,7 @@ export class Session {
    * Every tile, decoded once and kept: the fallback of a dataset without a companion, which costs
    * the whole dataset (the tiles are built to stream cells, not to answer one gene).
    */
-  private allRows(signal: AbortSignal | undefined): Promise<DatasetRows> {
+  private allRows(signal: AbortSignal | undefined): Promise<CellRows> {
     this.rows ??= this.ds.cells(0, this.nCells, { signal }).catch((err: unknown) => {
       this.rows = undefined;
       throw err;

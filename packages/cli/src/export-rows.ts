@@ -3,7 +3,7 @@
  * to the source's, for the exporters. Only the (at most two) partially covered edge tiles are
  * decoded ahead, to know the exact number of nonzeros before writing a header.
  */
-import type { Dataset, TileData } from "@deltacells/core";
+import type { Dataset, DecodedTile } from "@deltacells/core";
 
 export interface RowsPart {
   /** First cell of the part, relative to the exported range. */
@@ -22,7 +22,7 @@ export interface ExportPlan {
   parts(): AsyncGenerator<RowsPart>;
 }
 
-function rebase(t: TileData): { indptr: Float64Array; indices: Int32Array; data: Int32Array } {
+function rebase(t: DecodedTile): { indptr: Float64Array; indices: Int32Array; data: Int32Array } {
   const base = t.indptr[0]!;
   const end = t.indptr[t.nCells]!;
   const indptr = base === 0 ? t.indptr : t.indptr.map((p) => p - base);
@@ -60,13 +60,13 @@ export async function planExport(
   }
   const first = ds.locate(a).tile;
   const last = ds.locate(b - 1).tile;
-  const edges = new Map<number, TileData>();
+  const edges = new Map<number, DecodedTile>();
   for (const t of new Set([first, last])) {
     const start = ds.tileStart(t);
     const lo = Math.max(a, start) - start;
     const hi = Math.min(b, ds.limits[t]!) - start;
     if (lo !== 0 || hi !== ds.manifest.tile_cells[t])
-      edges.set(t, await ds.decodeTile(t, await ds.tileBytes(t), { cells: [lo, hi] }));
+      edges.set(t, await ds.tileFromBytes(t, await ds.tileBytes(t), { cells: [lo, hi] }));
   }
   let nnz = 0;
   for (let t = first; t <= last; t++) {
@@ -81,7 +81,7 @@ export async function planExport(
     async *parts() {
       const middleStart = edges.has(first) ? first + 1 : first;
       const middleEnd = edges.has(last) && last !== first ? last : last + 1;
-      const emit = (t: number, tile: TileData): RowsPart => {
+      const emit = (t: number, tile: DecodedTile): RowsPart => {
         const part = { rowOffset: Math.max(a, ds.tileStart(t)) - a, nCells: tile.nCells, ...rebase(tile) };
         return order ? toSourceOrder(part, order, scratch!) : part;
       };

@@ -1,5 +1,5 @@
 /** `inspect` and `validate` on a sporadik store: its description, and the deep check. */
-import { type LayoutInfo, maximaOf, openArray, type StoreInfo } from "@deltacells/sporadik/node";
+import { type LayoutInfo, maximaOf, openArrayReader, type StoreInfo } from "@deltacells/sporadik/node";
 import type { StatsStore } from "@deltacells/storage";
 import { count } from "./args.js";
 import type { CommandResult } from "./commands/types.js";
@@ -73,7 +73,7 @@ function total(values: ArrayLike<number | bigint>): number {
  * holding as many values with the same sum. Problems are listed; only an unreadable store throws.
  */
 export async function validateSporadik(store: StatsStore, info: StoreInfo): Promise<CommandResult> {
-  const array = await openArray(store, { checkIndices: true });
+  const array = await openArrayReader(store, { checkIndices: true });
   const problems: Problem[] = [];
   const sums = new Map<number, { nnz: number; sum: number }>();
   for (const axis of array.indexedAxes) {

@@ -7,7 +7,7 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { openDataset } from "@deltacells/core/node";
-import { openArray } from "@deltacells/sporadik/node";
+import { openArrayReader } from "@deltacells/sporadik/node";
 import { openStore } from "@deltacells/storage/node";
 import { deltacells, REPO, tempDir } from "./cli-helpers.js";
 
@@ -27,7 +27,7 @@ after(() => dir && rmSync(dir, { recursive: true, force: true }));
 test("the manifest names the companion, which holds the dataset's counts in the source's gene order", async () => {
   const ds = await openDataset(out);
   assert.equal(ds.manifest.metadata.sporadik, "sporadik");
-  const array = await openArray(openStore(join(out, "sporadik")));
+  const array = await openArrayReader(openStore(join(out, "sporadik")));
   assert.deepEqual([...array.shape], [ds.nCells, ds.nGenes]);
   const order = (await ds.geneOrder())!;
   const rows = await ds.cells(0, ds.nCells);

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { test } from "node:test";
-import { type CsrRows, decodeTile, encodeTile } from "@deltacells/core";
+import { decodeTile, encodeTile, type TileRows } from "@deltacells/core";
 import { assertDecodedEquals, prng, randomCsr, type TileContents, tileContents } from "./codec-helpers.js";
 
 const dir = new URL("./fixtures/tiles/", import.meta.url);
@@ -16,7 +16,7 @@ function readExpected(name: string): TileContents {
   return JSON.parse(readFileSync(new URL(`${name}.json`, dir), "utf8")) as TileContents;
 }
 
-function rowsOf(e: TileContents): CsrRows {
+function rowsOf(e: TileContents): TileRows {
   return {
     nGenes: e.n_genes,
     indptr: e.indptr,
@@ -26,7 +26,7 @@ function rowsOf(e: TileContents): CsrRows {
 }
 
 /** The inputs of the golden tiles (their expected contents are also stored, as JSON). */
-const goldenCases: Record<string, { rows: CsrRows; nChunks: number }> = {
+const goldenCases: Record<string, { rows: TileRows; nChunks: number }> = {
   small: {
     rows: {
       nGenes: 20,

@@ -1,6 +1,6 @@
 /** Seeded random CSR matrices for the codec tests (not a test file itself). */
 import assert from "node:assert/strict";
-import type { CsrRows, DecodedTile } from "@deltacells/core";
+import type { DecodedTile, TileRows } from "@deltacells/core";
 
 /** A small seeded PRNG, so every failing case can be replayed. */
 export { mulberry32 as prng } from "../../../test-utils/prng.js";
@@ -22,7 +22,7 @@ export interface RandomCsrOptions {
 export function randomCsr(
   rnd: () => number,
   o: RandomCsrOptions,
-): CsrRows & { indptr: number[]; indices: Int32Array; data: Int32Array } {
+): TileRows & { indptr: number[]; indices: Int32Array; data: Int32Array } {
   const indptr = [0];
   const idx: number[] = [];
   const dat: number[] = [];
@@ -51,7 +51,7 @@ export function randomCsr(
 /** Asserts that `d` is rows `[c0, c1)` of `rows`, values compared as numbers. */
 export function assertDecodedEquals(
   d: DecodedTile,
-  rows: CsrRows,
+  rows: TileRows,
   c0 = 0,
   c1 = rows.indptr.length - 1,
 ): void {
@@ -79,7 +79,7 @@ export interface TileContents {
 }
 
 /** The contents `rows` must decode to, in the form of {@link TileContents}. */
-export function tileContents(rows: CsrRows): TileContents {
+export function tileContents(rows: TileRows): TileContents {
   const indptr = Array.from(rows.indptr, (v) => v - rows.indptr[0]!);
   const nnz = indptr[indptr.length - 1]!;
   return {

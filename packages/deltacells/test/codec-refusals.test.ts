@@ -1,7 +1,7 @@
 /** One test per encoder refusal and per decoder check: each fails with a tagged error naming the field. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { type CsrRows, crc32, DeltacellsError, decodeTile, encodeTile, loadZstd } from "@deltacells/core";
+import { crc32, DeltacellsError, decodeTile, encodeTile, loadZstd, type TileRows } from "@deltacells/core";
 import { assembleTile, compressChunk, type PreparedTile, prepareTile } from "../src/codec/encode.js";
 import { assertLittleEndianHost } from "../src/codec/format.js";
 import { prng, randomCsr } from "./codec-helpers.js";
@@ -18,20 +18,20 @@ function isTagged(tag: string, field: RegExp | string, message?: RegExp) {
   };
 }
 
-const base: CsrRows = {
+const base: TileRows = {
   nGenes: 100,
   indptr: [0, 3, 3, 5],
   indices: Int32Array.from([1, 5, 99, 0, 2]),
   data: Int32Array.from([1, 2, 3, 4, 5]),
 };
 
-function rows(patch: Partial<CsrRows>): CsrRows {
+function rows(patch: Partial<TileRows>): TileRows {
   return { ...base, ...patch };
 }
 
 // ---- encoder refusals ----
 
-const refusals: [string, CsrRows, string | RegExp, RegExp, object?][] = [
+const refusals: [string, TileRows, string | RegExp, RegExp, object?][] = [
   ["nGenes of 0", rows({ nGenes: 0 }), "nGenes", /nGenes/],
   ["nGenes above 2^31", rows({ nGenes: 2 ** 31 + 1 }), "nGenes", /nGenes/],
   ["an empty indptr", rows({ indptr: [] }), "indptr", /empty/],
@@ -312,7 +312,7 @@ test("the decoder refuses a frame whose compressed body is damaged", async () =>
 });
 
 /** Builds a tile whose raw streams were altered before compression (a buggy or hostile writer). */
-async function craft(r: CsrRows, alter: (p: PreparedTile) => void): Promise<Uint8Array> {
+async function craft(r: TileRows, alter: (p: PreparedTile) => void): Promise<Uint8Array> {
   const zstd = await loadZstd();
   const p = prepareTile(r, { nChunks: 1 });
   alter(p);
@@ -322,14 +322,14 @@ async function craft(r: CsrRows, alter: (p: PreparedTile) => void): Promise<Uint
   );
 }
 const words = (...w: number[]) => new Uint8Array(Uint32Array.from(w).buffer);
-const big: CsrRows = {
+const big: TileRows = {
   nGenes: 200_000,
   indptr: [0, 3],
   indices: Int32Array.from([0, 70_000, 70_001]),
   data: Int32Array.from([70_000, 1, 1]),
 };
 
-const crafted: [string, CsrRows, (p: PreparedTile) => void, string | RegExp, RegExp?][] = [
+const crafted: [string, TileRows, (p: PreparedTile) => void, string | RegExp, RegExp?][] = [
   [
     "a gap of zero (a repeated gene)",
     base,

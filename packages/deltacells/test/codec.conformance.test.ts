@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { type CsrRows, encodeTile } from "@deltacells/core";
+import { encodeTile, type TileRows } from "@deltacells/core";
 import { prng, randomCsr, tileContents } from "./codec-helpers.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
@@ -30,7 +30,7 @@ test("the independent Python decoder reads the tiles this encoder writes, except
   const dir = mkdtempSync(join(tmpdir(), "dc-conf-"));
   try {
     const rnd = prng(7);
-    const cases: CsrRows[] = [];
+    const cases: TileRows[] = [];
     for (let i = 0; i < 12; i++) {
       const nGenes = i % 2 ? 250_000 : 3000;
       cases.push(

@@ -1,7 +1,7 @@
 /**
  * The convenience layer: an array's layouts held together and built from whatever the values came
  * in as ({@link SparseArray}), and a written store opened once with a reader per axis
- * ({@link openArray}). Nothing here is normative; it builds the same layouts by the same construction.
+ * ({@link openArrayReader}). Nothing here is normative; it builds the same layouts by the same construction.
  */
 import { ChunkCache, Limiter } from "./chunks.js";
 import type { NumericArray } from "./dtypes.js";
@@ -165,29 +165,29 @@ export class SparseArray {
   }
 }
 
-/** Options of {@link openArray}. */
-export interface OpenArrayOptions {
+/** Options of {@link openArrayReader}. */
+export interface OpenArrayReaderOptions {
   prefix?: string;
   signal?: AbortSignal;
-  /** Decoded chunks kept for reuse, shared by the readers of every axis. */
-  cache?: ChunkCache;
+  /** Bytes of decoded chunks kept for reuse, one cache shared by the readers of every axis. Default 64 MiB. */
+  cacheBytes?: number;
   /** Store requests in flight at once, across every axis. Default 64. */
   concurrency?: number;
-  /** Chunk decoders to use instead of zarrita's registry, as for {@link openStore}. */
+  /** Chunk decoders to use instead of zarrita's registry, as for {@link openReader}. */
   decompressors?: Decompressors;
-  /** Check the positions of every slice read, as for {@link openStore}. Default false. */
+  /** Check the positions of every slice read, as for {@link openReader}. Default false. */
   checkIndices?: boolean;
 }
 
 /** A written store, described once, with a reader per axis opened when first asked for. */
-export class SparseStore {
+export class SparseArrayReader {
   readonly info: StoreInfo;
   readonly #store: ReadableStore;
   readonly #root: string;
   readonly #options: ReaderOptions;
   readonly #readers = new Map<number, SparseReader>();
 
-  /** Use {@link openArray}. */
+  /** Use {@link openArrayReader}. @internal */
   constructor(store: ReadableStore, root: string, info: StoreInfo, options: ReaderOptions = {}) {
     this.#store = store;
     this.#root = root;
@@ -289,10 +289,13 @@ export class SparseStore {
 }
 
 /** Open a written store: describe it once, and keep one reader per axis. */
-export async function openArray(store: ReadableStore, options: OpenArrayOptions = {}): Promise<SparseStore> {
+export async function openArrayReader(
+  store: ReadableStore,
+  options: OpenArrayReaderOptions = {},
+): Promise<SparseArrayReader> {
   const info = await describe(store, options);
-  return new SparseStore(store, normalizePrefix(options.prefix), info, {
-    cache: options.cache ?? new ChunkCache(),
+  return new SparseArrayReader(store, normalizePrefix(options.prefix), info, {
+    cache: new ChunkCache(options.cacheBytes),
     limiter: new Limiter(options.concurrency ?? 64),
     ...(options.decompressors ? { decompressors: options.decompressors } : {}),
     ...(options.checkIndices !== undefined ? { checkIndices: options.checkIndices } : {}),

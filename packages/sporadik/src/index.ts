@@ -4,7 +4,7 @@
  *
  * @module
  */
-export { type OpenArrayOptions, openArray, SparseArray, SparseStore } from "./array.js";
+export { type OpenArrayReaderOptions, openArrayReader, SparseArray, SparseArrayReader } from "./array.js";
 export { type ChunkEncoder, type PartsWritableStore, wasmEncoder } from "./array-stream.js";
 export { firstDisorderedIndex } from "./checks.js";
 export { type ArrayReaderOptions, ChunkCache, Limiter } from "./chunks.js";
@@ -39,8 +39,8 @@ export {
   type DescribeOptions,
   describe,
   type LayoutInfo,
-  type OpenOptions,
-  openStore,
+  type OpenReaderOptions,
+  openReader,
   type Slice,
   SparseReader,
   type StoreInfo,

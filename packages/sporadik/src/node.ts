@@ -10,12 +10,12 @@ import zstd from "zstd-napi/binding.js";
 import { DecodePool, POOL_THRESHOLD } from "./decode-pool.js";
 import { DecodeWorkerError } from "./errors.js";
 import {
-  type OpenArrayOptions,
-  type OpenOptions,
-  openArray as openArrayWith,
-  openStore as openStoreWith,
+  type OpenArrayReaderOptions,
+  type OpenReaderOptions,
+  openArrayReader as openArrayWith,
+  openReader as openStoreWith,
+  type SparseArrayReader,
   type SparseReader,
-  type SparseStore,
 } from "./index.js";
 import type { Decompressor, Decompressors } from "./zarr.js";
 
@@ -74,23 +74,23 @@ function withNative<T extends { decompressors?: Decompressors }>(options: T): T 
 }
 
 /**
- * {@link openStoreWith | openStore}, decoding chunks with {@link nativeDecompressors} unless
+ * {@link openStoreWith | openReader}, decoding chunks with {@link nativeDecompressors} unless
  * `options.decompressors` names its own for a codec.
  */
-export function openStore(
+export function openReader(
   store: Parameters<typeof openStoreWith>[0],
-  options: OpenOptions = {},
+  options: OpenReaderOptions = {},
 ): Promise<SparseReader> {
   return openStoreWith(store, withNative(options));
 }
 
 /**
- * {@link openArrayWith | openArray}, decoding chunks with {@link nativeDecompressors} unless
+ * {@link openArrayWith | openArrayReader}, decoding chunks with {@link nativeDecompressors} unless
  * `options.decompressors` names its own for a codec.
  */
-export function openArray(
+export function openArrayReader(
   store: Parameters<typeof openArrayWith>[0],
-  options: OpenArrayOptions = {},
-): Promise<SparseStore> {
+  options: OpenArrayReaderOptions = {},
+): Promise<SparseArrayReader> {
   return openArrayWith(store, withNative(options));
 }

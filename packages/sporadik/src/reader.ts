@@ -1,6 +1,6 @@
 /**
  * Reading a store: what it says about itself ({@link describe}), and one slice at a time
- * ({@link openStore}). A slice is two waves of reads: the `indptr` bracket, then the `indices` and
+ * ({@link openReader}). A slice is two waves of reads: the `indptr` bracket, then the `indices` and
  * `data` runs together; nothing else is fetched.
  */
 import { firstDisorderedIndex } from "./checks.js";
@@ -64,7 +64,7 @@ export interface StoreInfo {
   readonly layouts: ReadonlyMap<number, LayoutInfo>;
 }
 
-/** Options shared by {@link describe} and {@link openStore}. */
+/** Options shared by {@link describe} and {@link openReader}. */
 export interface DescribeOptions {
   /** Where in the store the prefix is. Default: the store's root. */
   prefix?: string;
@@ -341,12 +341,12 @@ export async function describe(store: ReadableStore, options: DescribeOptions = 
   return { spec, shape, layouts };
 }
 
-/** Options of {@link openStore}. */
-export interface OpenOptions extends DescribeOptions {
+/** Options of {@link openReader}. */
+export interface OpenReaderOptions extends DescribeOptions {
   /** The axis to read along. Required when the store has more than one layout. */
   axis?: number;
-  /** Decoded chunks kept for reuse (chunked stores). Default: a 64 MiB cache of its own. */
-  cache?: ChunkCache;
+  /** Bytes of decoded chunks kept for reuse (chunked stores). Default 64 MiB. */
+  cacheBytes?: number;
   /** Store requests in flight at once, per reader. Default 64. */
   concurrency?: number;
   /**
@@ -381,7 +381,10 @@ export interface Slice {
  * when the store holds more than one layout, and an axis without a layout is refused: reading along
  * it would be a scan of every byte, not one contiguous range.
  */
-export async function openStore(store: ReadableStore, options: OpenOptions = {}): Promise<SparseReader> {
+export async function openReader(
+  store: ReadableStore,
+  options: OpenReaderOptions = {},
+): Promise<SparseReader> {
   const info = await describe(store, options);
   const where = keyOf(normalizePrefix(options.prefix), "");
   const axes = [...info.layouts.keys()].sort((a, b) => a - b);
@@ -403,7 +406,7 @@ export async function openStore(store: ReadableStore, options: OpenOptions = {})
     layout = info.layouts.get(axes[0] as number);
   }
   return new SparseReader(store, normalizePrefix(options.prefix), info, layout as LayoutInfo, {
-    cache: options.cache ?? new ChunkCache(),
+    cache: new ChunkCache(options.cacheBytes),
     limiter: new Limiter(options.concurrency ?? 64),
     ...(options.decompressors ? { decompressors: options.decompressors } : {}),
     ...(options.checkIndices !== undefined ? { checkIndices: options.checkIndices } : {}),
@@ -424,7 +427,7 @@ export class SparseReader {
   /** Positions `indices` ravels over: every entry is below it. */
   readonly #extent: number;
 
-  /** Use {@link openStore}. */
+  /** Use {@link openReader}. @internal */
   constructor(
     backing: ReadableStore,
     root: string,

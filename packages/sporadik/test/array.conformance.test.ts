@@ -1,10 +1,10 @@
-/** The convenience layer: SparseArray builds the same layouts; openArray keeps a reader per axis. */
+/** The convenience layer: SparseArray builds the same layouts; openArrayReader keeps a reader per axis. */
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { MemoryStore } from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
-import { type Layout, layoutFromCoords, openArray, SparseArray } from "../src/index.js";
+import { type Layout, layoutFromCoords, openArrayReader, SparseArray } from "../src/index.js";
 import { counting, plain, python, randomCoords, tempDir } from "./helpers.js";
 
 const { dir, cleanup } = tempDir();
@@ -85,12 +85,12 @@ test("the convenience layer refuses what the Python one refuses", () => {
   assert.throws(() => one.withAxis(5), { _tag: "LayoutError" });
 });
 
-test("openArray keeps one description and a reader per axis, and the axis is named", async () => {
+test("openArrayReader keeps one description and a reader per axis, and the axis is named", async () => {
   const backing = counting(new MemoryStore());
   const array = SparseArray.fromCoords(SPEC.shape, SPEC.coords, VALUES, { axes: [0, 2] });
   await array.write(backing);
   backing.reset();
-  const store = await openArray(backing);
+  const store = await openArrayReader(backing);
   const described = backing.requests.length;
   assert.deepEqual(store.indexedAxes, [0, 2]);
   assert.equal(store.nnz, VALUES.length);

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import { MemoryStore } from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
-import { coalesce, layoutFromCoords, openStore, writeStore } from "../src/index.js";
+import { coalesce, layoutFromCoords, openReader, writeStore } from "../src/index.js";
 import { counting, plain, python, random, randomCoords, tempDir } from "./helpers.js";
 
 const { dir, cleanup } = tempDir();
@@ -20,7 +20,7 @@ async function tall(byteAddressable: boolean) {
   const backing = counting(new MemoryStore());
   // Chunked at 1,000 elements so a batch touches many chunks (and shares some).
   await writeStore(backing, layouts, byteAddressable ? { byteAddressable } : { chunk: 1000 });
-  const reader = await openStore(backing, { axis: 0 });
+  const reader = await openReader(backing, { axis: 0 });
   backing.reset();
   return { backing, reader, layout: layouts[0] as (typeof layouts)[0] };
 }
@@ -38,7 +38,7 @@ for (const byteAddressable of [true, false]) {
       // A fresh reader, so a chunked batch cannot lean on chunks an earlier batch left in the cache.
       // Unbounded concurrency: an instant in-memory store drains a bounded pool between hand-offs,
       // which a wave counter cannot tell from a new wave (the bound is tested on its own below).
-      const reader = await openStore(backing, { axis: 0, concurrency: Number.POSITIVE_INFINITY });
+      const reader = await openReader(backing, { axis: 0, concurrency: Number.POSITIVE_INFINITY });
       backing.reset();
       const positions = pick(count, count, 12_000);
       const selection = await reader.slicesAt(positions);
@@ -137,7 +137,7 @@ test("Python's slices_at gives the same selection, coordinates and dense batch",
     );
     for (const axis of [0, 2]) {
       const positions = axis === 0 ? [8, 0, 3, 3, 4] : [4, 1, 1, 0];
-      const reader = await openStore(new FolderStore(path), { axis });
+      const reader = await openReader(new FolderStore(path), { axis });
       const ours = await reader.slicesAt(positions);
       const theirs = python<{
         positions: number[];
@@ -169,7 +169,7 @@ test("a selection taken as a layout is a valid array of its own rows", async () 
   assert.deepEqual(layout.shape, [3, 20]);
   const backing = new MemoryStore();
   await writeStore(backing, layout);
-  const again = await openStore(backing);
+  const again = await openReader(backing);
   assert.deepEqual(plain((await again.sliceAt(1)).values), plain((await reader.sliceAt(2)).values));
 });
 
@@ -180,7 +180,7 @@ test("a wave of thousands of requests keeps at most 64 in flight and answers the
   assert.ok(backing.requests.length > 1000);
   assert.ok(backing.maxInFlight() <= 64, `${backing.maxInFlight()} in flight`);
   const unbounded = await (
-    await openStore(backing, { axis: 0, concurrency: Number.POSITIVE_INFINITY })
+    await openReader(backing, { axis: 0, concurrency: Number.POSITIVE_INFINITY })
   ).slicesAt(positions);
   assert.deepEqual(plain(bounded.data), plain(unbounded.data));
   assert.deepEqual(plain(bounded.indptr), plain(unbounded.indptr));

@@ -3,7 +3,7 @@
  * headless Chromium. Every export returns JSON.
  */
 
-import { openStore, type Slice } from "@deltacells/sporadik";
+import { openReader, type Slice } from "@deltacells/sporadik";
 import { HttpStore } from "@deltacells/storage";
 import { plain } from "../../../test-utils/browser/page-helpers.js";
 
@@ -30,7 +30,7 @@ export async function readLayout(
   positions: number[],
   batch: number[],
 ): Promise<LayoutReads> {
-  const reader = await openStore(new HttpStore(url), { axis });
+  const reader = await openReader(new HttpStore(url), { axis });
   const slices = [];
   for (const p of positions) slices.push(plainSlice(await reader.sliceAt(p)));
   const selection = await reader.slicesAt(batch);

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { MemoryStore } from "@deltacells/storage";
 import { registry } from "zarrita";
-import { layoutFromCoords, openStore, writeStore } from "../src/index.js";
+import { layoutFromCoords, openReader, writeStore } from "../src/index.js";
 import { plain, randomCoords } from "./helpers.js";
 
 test("a zstd registered with zarrita's registry is the one chunks are read and written with", async () => {
@@ -41,7 +41,7 @@ test("a zstd registered with zarrita's registry is the one chunks are read and w
   const store = new MemoryStore();
   await writeStore(store, layout, { chunk: 16 });
   assert.ok(calls.encode > 10);
-  const reader = await openStore(store);
+  const reader = await openReader(store);
   const { values } = await reader.sliceAt(4);
   const indptr = layout.indptr as Int32Array;
   assert.deepEqual(plain(values), plain(layout.data.subarray(indptr[4], indptr[5])));

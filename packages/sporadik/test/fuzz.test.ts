@@ -9,7 +9,7 @@ import {
   describe,
   isSporadikError,
   layoutFromCoords,
-  openStore,
+  openReader,
   PositionError,
   writeStore,
 } from "../src/index.js";
@@ -55,7 +55,7 @@ async function readAll(store: MemoryStore): Promise<void> {
   try {
     const info = await describe(store);
     for (const axis of info.layouts.keys()) {
-      const reader = await openStore(store, { axis });
+      const reader = await openReader(store, { axis });
       for (let p = 0; p < Math.min(reader.info.slices, 8); p++) {
         const { positions, values } = await reader.sliceAt(p);
         assert.equal(positions.length, values.length);

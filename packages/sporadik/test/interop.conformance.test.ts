@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import { FolderStore } from "@deltacells/storage/node";
 import type { NumericArray } from "../src/dtypes.js";
-import { describe, layoutFromCoords, openStore, writeStore } from "../src/index.js";
+import { describe, layoutFromCoords, openReader, writeStore } from "../src/index.js";
 import { type CoordSpec, jsonFile, plain, python, randomCoords, tempDir } from "./helpers.js";
 
 const { dir, cleanup } = tempDir();
@@ -61,7 +61,7 @@ async function assertAgrees(path: string, py: PyRead): Promise<void> {
   assert.deepEqual(info.shape, py.shape);
   assert.deepEqual([...info.layouts.keys()].sort(), Object.keys(py.layouts).map(Number).sort());
   for (const [axis, theirs] of Object.entries(py.layouts)) {
-    const reader = await openStore(store, { axis: Number(axis) });
+    const reader = await openReader(store, { axis: Number(axis) });
     const ours = reader.info;
     assert.equal(ours.path, theirs.path);
     assert.equal(ours.encoding, theirs.encoding);

@@ -8,18 +8,21 @@ import { test } from "node:test";
 import { MemoryStore } from "@deltacells/storage";
 import { registry } from "zarrita";
 import { compress } from "zstd-napi";
+import { ChunkCache } from "../src/chunks.js";
 import * as browser from "../src/index.js";
 import {
-  ChunkCache,
   closeDecodeWorkers,
   type Decompressor,
+  describe,
   isSporadikError,
   LayoutError,
   layoutFromCoords,
+  nativeDecompressors,
   nativeZstd,
-  openArray,
-  openStore,
+  openArrayReader,
+  openReader,
   pooledZstd,
+  SparseReader,
   writeStore,
 } from "../src/node.js";
 import { counting, plain, random, randomCoords } from "./helpers.js";
@@ -73,7 +76,7 @@ function pick(count: number, seed: number, below: number): number[] {
 test("the Node entry reads every slice and batch as the WebAssembly path does, without zarrita's codecs", async () => {
   const { backing } = await chunkedStore();
   for (const axis of [0, 1]) {
-    const wasm = await browser.openStore(backing, { axis });
+    const wasm = await browser.openReader(backing, { axis });
     const positions = pick(200, 7 + axis, SHAPE[axis] as number);
     registryDecodes.count = 0;
     const expected = await wasm.slicesAt(positions);
@@ -82,7 +85,7 @@ test("the Node entry reads every slice and batch as the WebAssembly path does, w
     assert.ok(registryDecodes.count > 0, "the browser entry decodes through zarrita's registry");
 
     registryDecodes.count = 0;
-    const native = await openStore(backing, { axis });
+    const native = await openReader(backing, { axis });
     const got = await native.slicesAt(positions);
     assert.deepEqual(plain(got.indptr), plain(expected.indptr));
     assert.deepEqual(plain(got.indices), plain(expected.indices));
@@ -96,11 +99,11 @@ test("the Node entry reads every slice and batch as the WebAssembly path does, w
     assert.deepEqual(plain(layout.indptr), plain(whole.indptr));
     assert.equal(registryDecodes.count, 0, "the Node entry never goes through zarrita's registry");
   }
-  const array = await openArray(backing);
+  const array = await openArrayReader(backing);
   registryDecodes.count = 0;
   const batch = await array.slicesAt([5, 2_999, 5], { axis: 0 });
   assert.equal(batch.length, 3);
-  assert.equal(registryDecodes.count, 0, "openArray from the Node entry decodes natively too");
+  assert.equal(registryDecodes.count, 0, "openArrayReader from the Node entry decodes natively too");
 });
 
 test("a batch large enough for the decode workers reads the same as one decoded on the main thread alone", async () => {
@@ -114,8 +117,8 @@ test("a batch large enough for the decode workers reads the same as one decoded 
     return written;
   };
   for (const axis of [0, 1]) {
-    const single = await openStore(backing, { axis, decompressors: { zstd: nativeZstd } });
-    const pooled = await openStore(backing, { axis, decompressors: { zstd: counted } });
+    const single = await openReader(backing, { axis, decompressors: { zstd: nativeZstd } });
+    const pooled = await openReader(backing, { axis, decompressors: { zstd: counted } });
     const positions = pick(300, 31 + axis, SHAPE[axis] as number);
     const expected = await single.slicesAt(positions);
     offloaded = 0;
@@ -127,7 +130,7 @@ test("a batch large enough for the decode workers reads the same as one decoded 
     assert.deepEqual(plain(got.data), plain(expected.data));
   }
   // A single slice's few chunks never go to a worker.
-  const fresh = await openStore(backing, { axis: 0, decompressors: { zstd: counted } });
+  const fresh = await openReader(backing, { axis: 0, decompressors: { zstd: counted } });
   offloaded = 0;
   await fresh.sliceAt(7);
   assert.equal(offloaded, 0, "a single slice decodes on the main thread");
@@ -139,7 +142,7 @@ test("with the native decoder a batch of 1, 10 or 10,000 is still two waves, eac
   const indptr = layouts[0]?.indptr as Int32Array;
   const data = layouts[0]?.data as Float32Array;
   for (const count of [1, 10, 10_000]) {
-    const reader = await openStore(backing, { axis: 0, concurrency: Number.POSITIVE_INFINITY });
+    const reader = await openReader(backing, { axis: 0, concurrency: Number.POSITIVE_INFINITY });
     backing.reset();
     const positions = pick(count, count + 3, 3_000);
     const selection = await reader.slicesAt(positions);
@@ -157,8 +160,8 @@ test("chunk buffers reused past a tiny cache budget never change an answer, even
   const { backing, layouts } = await chunkedStore();
   // Eight chunks' worth (and two spare buffers): most chunks are dropped soon after use and their
   // buffers decoded into again.
-  const cache = new ChunkCache(8 * 250 * 4);
-  const readers = await Promise.all([0, 1].map((axis) => openStore(backing, { axis, cache })));
+  const array = await openArrayReader(backing, { cacheBytes: 8 * 250 * 4 });
+  const readers = [array.along(0), array.along(1)];
   const batches = [0, 1, 0, 1, 0, 0].map((axis, k) => ({
     axis,
     positions: pick(300, 50 + k, SHAPE[axis] as number),
@@ -181,7 +184,11 @@ test("chunk buffers reused past a tiny cache budget never change an answer, even
 test("a chunk handed out by ChunkCache.get keeps its values after the cache drops it", async () => {
   const { backing } = await chunkedStore();
   const cache = new ChunkCache(8 * 250 * 4);
-  const reader = await openStore(backing, { axis: 0, cache });
+  const info = await describe(backing);
+  const reader = new SparseReader(backing, "", info, info.layouts.get(0)!, {
+    cache,
+    decompressors: nativeDecompressors,
+  });
   await reader.sliceAt(0);
   const held = await cache.get("/layouts/axis0/data/c/0", 250 * 4, () => {
     throw new Error("the chunk was just read, so it is in the cache");
@@ -248,7 +255,7 @@ test("the native decoder refuses bytes that are not zstd, and a chunk of the wro
     key,
     good.map((byte, i) => (i < 8 ? byte ^ 0x5a : byte)),
   );
-  let reader = await openStore(backing, { axis: 0 });
+  let reader = await openReader(backing, { axis: 0 });
   await assert.rejects(reader.sliceAt(0), (error: unknown) => {
     assert.ok(error instanceof LayoutError);
     assert.match(error.message, /cannot be decoded with zstd/);
@@ -257,11 +264,11 @@ test("the native decoder refuses bytes that are not zstd, and a chunk of the wro
   // Valid zstd of a short chunk, and of a long one: both a whole chunk's worth of bytes or nothing.
   for (const elements of [100, 400]) {
     await backing.set(key, compress(new Uint8Array(elements * 4)));
-    reader = await openStore(backing, { axis: 0 });
+    reader = await openReader(backing, { axis: 0 });
     await assert.rejects(reader.sliceAt(0), (error: unknown) => isSporadikError(error));
   }
   await backing.set(key, compress(new Uint8Array(100 * 4)));
-  reader = await openStore(backing, { axis: 0 });
+  reader = await openReader(backing, { axis: 0 });
   await assert.rejects(reader.sliceAt(0), /decodes to 400 bytes, but a chunk of 250 float32 is 1000/);
 });
 
@@ -272,7 +279,7 @@ test("a caller's own decompressor replaces the native one for the codec it names
     calls++;
     return nativeZstd(stored, into, configuration);
   };
-  const reader = await openStore(backing, { axis: 1, decompressors: { zstd: mine } });
+  const reader = await openReader(backing, { axis: 1, decompressors: { zstd: mine } });
   const { values } = await reader.sliceAt(0);
   assert.ok(values.length > 0);
   assert.equal(calls, 3, "the indptr, indices and data chunks of one slice");

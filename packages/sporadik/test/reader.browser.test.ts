@@ -14,7 +14,7 @@ import {
   type ModulePage,
   startBrowserSession,
 } from "../../../test-utils/browser/index.js";
-import { type Layout, layoutFromCoords, openStore, writeStore } from "../src/index.js";
+import { type Layout, layoutFromCoords, openReader, writeStore } from "../src/index.js";
 import type { LayoutReads } from "./browser-page.js";
 import { plain, randomCoords } from "./helpers.js";
 
@@ -50,7 +50,7 @@ function positionsFor(size: number): { one: number[]; batch: number[] } {
 
 /** What Node reads from the folder, in the page's spelling. */
 async function nodeReads(path: string, axis: number, one: number[], batch: number[]): Promise<LayoutReads> {
-  const reader = await openStore(new FolderStore(path), { axis });
+  const reader = await openReader(new FolderStore(path), { axis });
   const slices = [];
   for (const p of one) {
     const s = await reader.sliceAt(p);

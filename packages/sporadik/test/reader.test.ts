@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { MemoryStore } from "@deltacells/storage";
-import { ChunkCache, describe, layoutFromCoords, openStore, writeStore } from "../src/index.js";
+import { describe, layoutFromCoords, openReader, writeStore } from "../src/index.js";
 import { counting, plain, randomCoords } from "./helpers.js";
 
 const SHAPE = [200, 50];
@@ -28,7 +28,7 @@ test("describe reads the root, then every layout's metadata in one wave", async 
 
 test("a byte-addressable slice costs its indptr bracket and its own bytes, in two waves", async () => {
   const { backing, layouts } = await store({ byteAddressable: true });
-  const reader = await openStore(backing, { axis: 0 });
+  const reader = await openReader(backing, { axis: 0 });
   const indptr = layouts[0]?.indptr as Int32Array;
   for (const position of [0, 17, 199]) {
     backing.reset();
@@ -54,7 +54,7 @@ test("an empty byte-addressable slice costs only its bracket", async () => {
   await writeStore(backing, layoutFromCoords([3, 3], spec.coords, new Float32Array(spec.values), 0), {
     byteAddressable: true,
   });
-  const reader = await openStore(backing);
+  const reader = await openReader(backing);
   backing.reset();
   const slice = await reader.sliceAt(2);
   assert.equal(slice.values.length, 0);
@@ -66,7 +66,7 @@ test("an empty byte-addressable slice costs only its bracket", async () => {
 
 test("a chunked slice reads whole chunks once and reuses them for neighbouring slices", async () => {
   const { backing } = await store({ chunk: 256 });
-  const reader = await openStore(backing, { axis: 0 });
+  const reader = await openReader(backing, { axis: 0 });
   backing.reset();
   await reader.sliceAt(10);
   assert.equal(backing.waves(), 2);
@@ -86,7 +86,7 @@ test("a chunked slice reads whole chunks once and reuses them for neighbouring s
 
 test("a slice spanning two chunks fetches both in the same wave", async () => {
   const { backing, layouts } = await store({ chunk: 8 });
-  const reader = await openStore(backing, { axis: 1 });
+  const reader = await openReader(backing, { axis: 1 });
   const indptr = layouts[1]?.indptr as Int32Array;
   backing.reset();
   const slice = await reader.sliceAt(3);
@@ -98,20 +98,23 @@ test("a slice spanning two chunks fetches both in the same wave", async () => {
   assert.equal(backing.requests.filter((r) => r.key.includes("/data/")).length, chunks);
 });
 
-test("readers sharing a cache share the chunks they fetched", async () => {
+test("a reader keeps decoded chunks for reuse, within cacheBytes", async () => {
   const { backing } = await store({});
-  const cache = new ChunkCache();
-  const a = await openStore(backing, { axis: 0, cache });
-  const b = await openStore(backing, { axis: 0, cache });
-  await a.sliceAt(5);
+  const kept = await openReader(backing, { axis: 0 });
+  await kept.sliceAt(5);
   backing.reset();
-  await b.sliceAt(6);
+  await kept.sliceAt(6);
   assert.equal(backing.requests.length, 0);
+  const none = await openReader(backing, { axis: 0, cacheBytes: 0 });
+  await none.sliceAt(5);
+  backing.reset();
+  await none.sliceAt(6);
+  assert.ok(backing.requests.length > 0, "a cache of 0 bytes keeps nothing");
 });
 
 test("stored maxima are one read of the maxima array; without them every value is reduced", async () => {
   const { backing, layouts } = await store({});
-  const reader = await openStore(backing, { axis: 1 });
+  const reader = await openReader(backing, { axis: 1 });
   backing.reset();
   const stored = await reader.maxima();
   assert.deepEqual(
@@ -119,7 +122,7 @@ test("stored maxima are one read of the maxima array; without them every value i
     ["maxima/c/0"],
   );
   const { backing: bare } = await store({ maxima: false });
-  const computed = await (await openStore(bare, { axis: 1 })).maxima();
+  const computed = await (await openReader(bare, { axis: 1 })).maxima();
   assert.deepEqual(computed, stored);
   assert.equal(computed.length, layouts[1]?.shape[1]);
 });
@@ -130,7 +133,7 @@ test("coordinates come back in index_order and dense slices are row-major over i
   const base = layoutFromCoords([2, 3, 4], [[1], [2], [3]], new Float32Array([9]), 1);
   const reordered = { ...base, indexOrder: [2, 0], indices: new Int32Array([7]) };
   await writeStore(backing, reordered);
-  const reader = await openStore(backing);
+  const reader = await openReader(backing);
   const { axes, coords, values } = await reader.coordsAt(2);
   assert.deepEqual(axes, [2, 0]);
   assert.deepEqual(
@@ -155,7 +158,7 @@ test("a store may live under a prefix of a larger store", async () => {
   });
   assert.ok((await backing.list("projects/p1/matrix.zarr/layouts/axis0")).length > 0);
   await assert.rejects(describe(backing), { _tag: "IncompleteError" });
-  const reader = await openStore(backing, { prefix: "projects/p1/matrix.zarr" });
+  const reader = await openReader(backing, { prefix: "projects/p1/matrix.zarr" });
   const whole = await reader.readLayout();
   assert.deepEqual(
     plain(whole.indptr),

@@ -9,7 +9,7 @@ import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "nod
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { FolderStore } from "@deltacells/storage/node";
-import { describe, layoutFromCoords, openStore, type SporadikErrorTag, writeStore } from "../src/index.js";
+import { describe, layoutFromCoords, openReader, type SporadikErrorTag, writeStore } from "../src/index.js";
 import { plain, python, randomCoords, tempDir } from "./helpers.js";
 
 const { dir, cleanup } = tempDir();
@@ -158,7 +158,10 @@ test("data and indices of different lengths are refused", async () => {
 
 test("opening a store with several layouts without naming the axis is refused", async () => {
   const path = await broken([8, 6], () => {});
-  await assert.rejects(openStore(new FolderStore(path)), { _tag: "LayoutError", message: /Pass \{ axis \}/ });
+  await assert.rejects(openReader(new FolderStore(path)), {
+    _tag: "LayoutError",
+    message: /Pass \{ axis \}/,
+  });
 });
 
 test("opening along an axis no layout compresses is refused, not scanned", async () => {
@@ -168,17 +171,17 @@ test("opening along an axis no layout compresses is refused, not scanned", async
     new FolderStore(path),
     layoutFromCoords([8, 6], spec.coords, new Float32Array(spec.values), 0),
   );
-  await assert.rejects(openStore(new FolderStore(path), { axis: 1 }), {
+  await assert.rejects(openReader(new FolderStore(path), { axis: 1 }), {
     _tag: "LayoutError",
     message: /not axis 1.*scan of every byte/,
   });
   // One layout: the axis may be left out, there is nothing to decide.
-  assert.equal((await openStore(new FolderStore(path))).axis, 0);
+  assert.equal((await openReader(new FolderStore(path))).axis, 0);
 });
 
 test("a position outside the compressed axis raises a range error naming the axis length", async () => {
   const path = await broken([8, 6], () => {});
-  const reader = await openStore(new FolderStore(path), { axis: 1 });
+  const reader = await openReader(new FolderStore(path), { axis: 1 });
   for (const position of [6, -1, 2.5]) {
     await assert.rejects(reader.sliceAt(position), (error: Error & { _tag?: string }) => {
       assert.ok(error instanceof RangeError);
@@ -192,12 +195,12 @@ test("a position outside the compressed axis raises a range error naming the axi
 /** A 40 x 30 store in chunks of 16 elements (several per array), chunk files editable, opened along axis 0. */
 async function chunked(breakIt: (path: string) => void, byteAddressable = false, checkIndices = false) {
   const path = await broken([40, 30], breakIt, byteAddressable ? { byteAddressable } : { chunk: 16 });
-  return openStore(new FolderStore(path), { axis: 0, checkIndices });
+  return openReader(new FolderStore(path), { axis: 0, checkIndices });
 }
 
 /** Every slice, one at a time and as one batch, and the whole layout: each refused as `expected`. */
 async function assertEveryReadRefused(
-  reader: Awaited<ReturnType<typeof openStore>>,
+  reader: Awaited<ReturnType<typeof openReader>>,
   expected: { _tag: string; message: RegExp },
 ) {
   await assert.rejects(
@@ -299,13 +302,13 @@ test("missing chunks where zeros are what was written still read: leading empty 
     !existsSync(join(path, "layouts/axis0/indptr/c/0")) &&
       !existsSync(join(path, "layouts/axis0/indptr/c/1")),
   );
-  const reader = await openStore(new FolderStore(path), { axis: 0 });
+  const reader = await openReader(new FolderStore(path), { axis: 0 });
   assert.deepEqual(plain((await reader.sliceAt(20)).positions), []);
   assert.deepEqual(plain((await reader.sliceAt(36)).positions), [2, 7]);
   assert.deepEqual(plain((await reader.slicesAt([0, 36, 39])).indices), [2, 7, 29]);
   // A value chunk not stored is zeros, as in zarr: no rule of the format tells it from stored zeros.
   rmSync(join(path, "layouts/axis0/data/c/0"));
-  const again = await openStore(new FolderStore(path), { axis: 0 });
+  const again = await openReader(new FolderStore(path), { axis: 0 });
   assert.deepEqual(plain((await again.sliceAt(36)).values), [0, 0]);
 });
 

@@ -7,7 +7,7 @@ import { FolderStore } from "@deltacells/storage/node";
 import { AwsClient } from "aws4fetch";
 import { FetchStore } from "zarrita";
 import { type RunningServer, startMoto, startServe } from "../../storage/test/helpers/servers.js";
-import { layoutFromCoords, openStore, type ReadableStore, writeStore } from "../src/index.js";
+import { layoutFromCoords, openReader, type ReadableStore, writeStore } from "../src/index.js";
 import { counting, plain, randomCoords, tempDir } from "./helpers.js";
 
 const { dir, cleanup } = tempDir();
@@ -33,7 +33,7 @@ after(async () => {
 /** Every slice along both axes equals the layout it was written from. */
 async function assertReadsBack(store: ReadableStore): Promise<void> {
   for (const layout of LAYOUTS) {
-    const reader = await openStore(store, { axis: layout.indexedAxis });
+    const reader = await openReader(store, { axis: layout.indexedAxis });
     const indptr = layout.indptr as Int32Array;
     for (const position of [0, 7, (indptr.length - 2) >> 1, indptr.length - 2]) {
       const { positions, values } = await reader.sliceAt(position);
@@ -62,7 +62,7 @@ test("over HTTP a byte-addressable slice is three range requests of exactly its 
   const http = counting(
     new HttpStore(`${serve.url}/ranged.zarr`) as unknown as Parameters<typeof counting>[0],
   );
-  const reader = await openStore(http, { axis: 1 });
+  const reader = await openReader(http, { axis: 1 });
   http.reset();
   const { values } = await reader.sliceAt(5);
   assert.deepEqual(

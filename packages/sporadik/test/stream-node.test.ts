@@ -17,7 +17,7 @@ import {
   layoutFromCompressed,
   layoutFromCoords,
   nativeEncoder,
-  openStore,
+  openReader,
   SPILL_PREFIX,
   sweepStaleSpills,
   withFileParts,
@@ -127,7 +127,7 @@ test("the file spill holds axis 1's nonzeros on disk and is removed after a fail
     );
     assert.ok(spill.bytesSpilled >= 5 * 12);
     assert.equal(existsSync(spill.dir), false);
-    await assert.rejects(openStore(new FolderStore(join(dir, "out"))), { _tag: "IncompleteError" });
+    await assert.rejects(openReader(new FolderStore(join(dir, "out"))), { _tag: "IncompleteError" });
   } finally {
     cleanup();
   }
@@ -159,7 +159,7 @@ test("a killed write leaves no block; its spill goes on SIGINT, or with the next
     await killed.ready;
     killed.child.kill("SIGKILL");
     await killed.exited;
-    await assert.rejects(openStore(new FolderStore(join(dir, "a"))), { _tag: "IncompleteError" });
+    await assert.rejects(openReader(new FolderStore(join(dir, "a"))), { _tag: "IncompleteError" });
     assert.equal(readdirSync(spills).filter((n) => n.startsWith(SPILL_PREFIX)).length, 1);
     // A folder whose owner still runs (this process) is reported, not removed.
     const mine = join(spills, `${SPILL_PREFIX}mine`);
@@ -175,7 +175,7 @@ test("a killed write leaves no block; its spill goes on SIGINT, or with the next
     interrupted.child.kill("SIGINT");
     assert.equal(await interrupted.exited, 130);
     assert.deepEqual(readdirSync(join(dir, "tmp2")), []);
-    await assert.rejects(openStore(new FolderStore(join(dir, "b"))), { _tag: "IncompleteError" });
+    await assert.rejects(openReader(new FolderStore(join(dir, "b"))), { _tag: "IncompleteError" });
   } finally {
     cleanup();
   }
@@ -238,7 +238,7 @@ test("a failed write drops the objects it was streaming: no partial file, no obj
       left.filter((name) => name.includes("sporadik-part") || name.endsWith("c/0")),
       [],
     );
-    await assert.rejects(openStore(new FolderStore(out)), { _tag: "IncompleteError" });
+    await assert.rejects(openReader(new FolderStore(out)), { _tag: "IncompleteError" });
   } finally {
     cleanup();
   }

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { MemoryStore } from "@deltacells/storage";
-import { type DataType, type Layout, layoutFromCompressed, openStore, writeStore } from "../src/index.js";
+import { type DataType, type Layout, layoutFromCompressed, openReader, writeStore } from "../src/index.js";
 import { MemorySpill } from "../src/spill.js";
 import { type RowBlock, StreamWriter, writeStoreFromRows } from "../src/stream-writer.js";
 import { random } from "./helpers.js";
@@ -213,7 +213,7 @@ test("a byte-addressable all-zero array still gets its one chunk, so readers can
   await writeStoreFromRows(store, [m], { shape: [2, 3], byteAddressable: true });
   assert.ok(store.objects.has("layouts/axis0/data/c/0"));
   assert.ok(store.objects.has("layouts/axis1/maxima/c/0"));
-  const reader = await openStore(store, { axis: 0 });
+  const reader = await openReader(store, { axis: 0 });
   assert.deepEqual([...(await reader.sliceAt(1)).values], [0]);
 });
 
@@ -225,7 +225,7 @@ test("a store stopped before finish has no block: readers refuse it, and the spi
   await writer.writeRows({ nRows: 20, indptr: m.indptr.subarray(0, 21), indices: m.indices, data: m.data });
   assert.ok(spill.peakBytes > 0);
   await writer.abort();
-  await assert.rejects(openStore(store), { _tag: "IncompleteError" });
+  await assert.rejects(openReader(store), { _tag: "IncompleteError" });
 });
 
 test("refusals: too many rows, too few rows, a column outside the shape, a wrong declared nnz", async () => {
@@ -236,7 +236,7 @@ test("refusals: too many rows, too few rows, a column outside the shape, a wrong
   );
   const short = new MemoryStore();
   await assert.rejects(writeStoreFromRows(short, blocksOf(m, 3), { shape: [11, 8] }), /10 rows were written/);
-  await assert.rejects(openStore(short), { _tag: "IncompleteError" });
+  await assert.rejects(openReader(short), { _tag: "IncompleteError" });
   await assert.rejects(
     writeStoreFromRows(new MemoryStore(), blocksOf(m, 3), { shape: [10, 5] }),
     /in column/,

@@ -26,7 +26,7 @@ test("workers keep the host's loader options and drop those of its -e/-p entry",
 const SCRIPT = `
 import { MemoryStore } from "@deltacells/storage";
 import { layoutFromCoords, writeStore } from "@deltacells/sporadik";
-import { closeDecodeWorkers, nativeZstd, openStore, pooledZstd } from "@deltacells/sporadik/node";
+import { closeDecodeWorkers, nativeZstd, openReader, pooledZstd } from "@deltacells/sporadik/node";
 const shape = [3000, 40];
 const coords = [[], []];
 const values = [];
@@ -38,8 +38,8 @@ await writeStore(store, [layoutFromCoords(shape, coords, new Float32Array(values
 let offloaded = 0;
 const counted = (s, into, c, wave) => { const w = pooledZstd(s, into, c, wave); if (typeof w !== "number") offloaded++; return w; };
 const positions = Array.from({ length: 600 }, (_, k) => (k * 37) % shape[0]);
-const pooled = await (await openStore(store, { axis: 0, decompressors: { zstd: counted } })).slicesAt(positions);
-const single = await (await openStore(store, { axis: 0, decompressors: { zstd: nativeZstd } })).slicesAt(positions);
+const pooled = await (await openReader(store, { axis: 0, decompressors: { zstd: counted } })).slicesAt(positions);
+const single = await (await openReader(store, { axis: 0, decompressors: { zstd: nativeZstd } })).slicesAt(positions);
 await closeDecodeWorkers();
 const same = JSON.stringify([...pooled.data]) === JSON.stringify([...single.data]) && pooled.data.length > 0;
 console.log(JSON.stringify({ offloaded, same }));

@@ -1,5 +1,10 @@
 /** `deltacells slice STORE --axis K POSITION...`: slices of a sporadik store, read as one batch. */
-import { openArray, PositionError, type Selection, type SparseStore } from "@deltacells/sporadik/node";
+import {
+  openArrayReader,
+  PositionError,
+  type Selection,
+  type SparseArrayReader,
+} from "@deltacells/sporadik/node";
 import type { StoreStats } from "@deltacells/storage";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import { openCounted } from "../io.js";
@@ -113,7 +118,7 @@ function describeReads(name: string, r: ReturnType<typeof delta>): string {
   return `${name} ${total} requests (get ${r.requests.get}, getRange ${r.requests.getRange}), ${r.bytes_read} bytes, ${r.waves} waves`;
 }
 
-function render(sel: Selection, store: SparseStore, url: string, dense: boolean) {
+function render(sel: Selection, store: SparseArrayReader, url: string, dense: boolean) {
   const axis = sel.indexedAxis;
   const dims = sel.indexShape;
   const head = `${url}: axis ${axis} of [${store.shape.join(", ")}] (${store.dtype}), ${count(sel.length, "position")}, ${sel.nnz} nonzeros; each slice is over axes [${sel.indexOrder.join(", ")}]`;
@@ -160,7 +165,7 @@ export async function slice(argv: string[]): Promise<CommandResult> {
 
   const store = openCounted(location);
   const waves = new WaveCounter(store);
-  const array = await openArray(waves).catch(async (err) => {
+  const array = await openArrayReader(waves).catch(async (err) => {
     // A deltacells dataset is the likeliest wrong STORE: say what to do with it.
     if ((err as { _tag?: string })._tag === "IncompleteError" && (await store.get("manifest.json"))) {
       throw new NotSporadikError(

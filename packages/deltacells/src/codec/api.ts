@@ -4,11 +4,11 @@
  * hot loops without promises.
  */
 import { type DecodedTile, type DecodeOptions, decodeTileSync as decodeWith } from "./decode.js";
-import { type CsrRows, type EncodeOptions, encodeTileSync as encodeWith } from "./encode.js";
+import { type EncodeOptions, encodeTileSync as encodeWith, type TileRows } from "./encode.js";
 import { loadZstd, zstdSync } from "./zstd/load.js";
 
 /** Encodes a window of CSR rows as one tile (zstd level 19 and 8 chunks by default). */
-export async function encodeTile(rows: CsrRows, opts?: EncodeOptions): Promise<Uint8Array> {
+export async function encodeTile(rows: TileRows, opts?: EncodeOptions): Promise<Uint8Array> {
   return encodeWith(rows, await loadZstd(), opts);
 }
 
@@ -18,7 +18,7 @@ export async function decodeTile(bytes: Uint8Array, opts?: DecodeOptions): Promi
 }
 
 /** {@link encodeTile} without a promise; requires `await loadZstd()` first. */
-export function encodeTileSync(rows: CsrRows, opts?: EncodeOptions): Uint8Array {
+export function encodeTileSync(rows: TileRows, opts?: EncodeOptions): Uint8Array {
   return encodeWith(rows, zstdSync(), opts);
 }
 

@@ -21,7 +21,7 @@ import {
 import type { ZstdBackend } from "./zstd/types.js";
 
 /** A window of a CSR count matrix: the encoder's input. */
-export interface CsrRows {
+export interface TileRows {
   /** Number of genes (columns), `1 .. 2^31`. */
   nGenes: number;
   /**
@@ -89,7 +89,7 @@ function invalid(
 }
 
 /** Checks the input and builds the raw streams of every chunk. */
-export function prepareTile(rows: CsrRows, opts: EncodeOptions = {}): PreparedTile {
+export function prepareTile(rows: TileRows, opts: EncodeOptions = {}): PreparedTile {
   assertLittleEndianHost();
   const object = opts.object;
   const { nGenes, indices, data } = rows;
@@ -188,7 +188,7 @@ export function chunkBounds(indptr: Float64Array, nChunks: number): number[] {
 }
 
 function prepareChunk(
-  rows: CsrRows,
+  rows: TileRows,
   indptr: Float64Array,
   cellLo: number,
   cellHi: number,
@@ -296,7 +296,7 @@ function tooMany(
   kind: "value" | "gap",
   count: number,
   limit: number,
-  rows: CsrRows,
+  rows: TileRows,
 ) {
   const what = kind === "value" ? "counts above 65535" : "gene gaps above 65535";
   return invalid(
@@ -406,7 +406,7 @@ export function levelOf(opts: EncodeOptions): number {
 }
 
 /** Encodes a tile on this thread with an already-loaded zstd. */
-export function encodeTileSync(rows: CsrRows, zstd: ZstdBackend, opts: EncodeOptions = {}): Uint8Array {
+export function encodeTileSync(rows: TileRows, zstd: ZstdBackend, opts: EncodeOptions = {}): Uint8Array {
   const level = levelOf(opts);
   const p = prepareTile(rows, opts);
   return assembleTile(

@@ -2,7 +2,7 @@
 export { decodeTile, decodeTileSync, encodeTile, encodeTileSync } from "./api.js";
 export { crc32 } from "./crc32.js";
 export type { DecodedTile, DecodeOptions, DecodeOutput } from "./decode.js";
-export { type CsrRows, type EncodeOptions, exceptionLimit } from "./encode.js";
+export { type EncodeOptions, exceptionLimit, type TileRows } from "./encode.js";
 export {
   CHUNK_ENTRY_SIZE,
   HEADER_SIZE,

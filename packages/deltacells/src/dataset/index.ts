@@ -12,13 +12,12 @@ export {
 } from "./manifest.js";
 export { decodeNpyInt32, encodeNpyInt32 } from "./npy.js";
 export {
-  type CsrRows as DatasetRows,
+  type CellRows,
   Dataset,
   type DatasetTile,
   type OpenDatasetOptions,
   openDataset,
   type ReadOptions,
-  type TileData,
   type TileDecoder,
 } from "./reader.js";
 export type { DatasetSource, SourceColumn, SourceEmbedding, SourceRowBlock, SourceTable } from "./source.js";
@@ -35,7 +34,6 @@ export {
   orderGenesByTotal,
   TARGET_TILE_NNZ,
   type TileEncoder,
-  type TileRows,
   type WriteDatasetOptions,
   type WriteDatasetResult,
   type WriteProgress,

@@ -35,9 +35,6 @@ import { decodeNpyInt32 } from "./npy.js";
 import type { SourceTable } from "./source.js";
 import { decodeVarTable } from "./var-table-read.js";
 
-/** A decoded tile, as the codec's `decodeTile` returns it. */
-export type TileData = DecodedTile;
-
 /**
  * A tile the reader lends: valid until `release()`, after which its buffers decode later tiles
  * (see `RecycledTile`). Releasing is optional; it is what makes a loop over tiles allocation-free.
@@ -52,13 +49,13 @@ export interface TileDecoder {
   decode(
     bytes: Uint8Array,
     opts?: { values?: "int32" | "float32"; cells?: [number, number]; object?: string },
-  ): Promise<TileData>;
+  ): Promise<DecodedTile>;
   /** Number of workers, for a pool: `tiles()` then keeps that many tiles decoding ahead. */
   readonly threads?: number;
 }
 
-/** Rows of the matrix in CSR form; `indptr` starts at 0. */
-export interface CsrRows {
+/** Consecutive cells' rows of the matrix in CSR form, as {@link Dataset.cells} returns them; `indptr` starts at 0. */
+export interface CellRows {
   nCells: number;
   nGenes: number;
   indptr: Float64Array;
@@ -252,8 +249,11 @@ export class Dataset {
     );
   }
 
-  /** Decode stored tile bytes and check them against the manifest. The tile is lent: see {@link DatasetTile}. */
-  async decodeTile(
+  /**
+   * Tile `i` from bytes fetched with {@link tileBytes}: decoded and checked against the manifest, as
+   * {@link tile} does. The tile is lent: see {@link DatasetTile}.
+   */
+  async tileFromBytes(
     i: number,
     bytes: Uint8Array,
     opts: ReadOptions & { cells?: [number, number] } = {},
@@ -298,14 +298,14 @@ export class Dataset {
   async tile(i: number, opts: ReadOptions = {}): Promise<DatasetTile> {
     const { bytes, done } = await this.fetchTile(i, opts.signal);
     try {
-      return await this.decodeTile(i, bytes, opts);
+      return await this.tileFromBytes(i, bytes, opts);
     } finally {
       done();
     }
   }
 
   /** Cells `a .. b-1` as CSR, fetching each tile they touch once. */
-  async cells(a: number, b: number, opts: ReadOptions = {}): Promise<CsrRows> {
+  async cells(a: number, b: number, opts: ReadOptions = {}): Promise<CellRows> {
     if (!(Number.isSafeInteger(a) && Number.isSafeInteger(b) && 0 <= a && a <= b && b <= this.nCells)) {
       throw new DeltacellsError(
         "InvalidInput",
@@ -338,7 +338,7 @@ export class Dataset {
         const whole = lo === 0 && hi === this.manifest.tile_cells[t];
         const { bytes, done } = await this.fetchTile(t, opts.signal);
         try {
-          return await this.decodeTile(t, bytes, whole ? opts : { ...opts, cells: [lo, hi] });
+          return await this.tileFromBytes(t, bytes, whole ? opts : { ...opts, cells: [lo, hi] });
         } finally {
           done();
         }
@@ -537,7 +537,7 @@ export class Dataset {
 }
 
 /** The parts copied into new arrays (always: the parts are lent tiles, about to be released). */
-function concatRows(parts: TileData[], nGenes: number, float: boolean): CsrRows {
+function concatRows(parts: DecodedTile[], nGenes: number, float: boolean): CellRows {
   let nCells = 0;
   let nnz = 0;
   for (const p of parts) {

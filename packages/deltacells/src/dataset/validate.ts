@@ -50,7 +50,7 @@ export async function validateDataset(
     try {
       const raw = await ds.tileBytes(i, { signal: opts.signal });
       bytes += raw.length;
-      const tile = await ds.decodeTile(i, raw);
+      const tile = await ds.tileFromBytes(i, raw);
       nnz += tile.nnz;
       tile.release();
       checked++;

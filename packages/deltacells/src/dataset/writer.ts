@@ -6,6 +6,7 @@
  * size and the pool, never on the number of cells. `manifest.json` is written last.
  */
 import type { WritableStore } from "@deltacells/storage";
+import type { TileRows } from "../codec/encode.js";
 import { DeltacellsError } from "../errors.js";
 import { type ObsWriteOptions, prepareObs } from "../obs/prepare.js";
 import { DEFAULT_OBS_TILES_PER_FILE } from "../obs/schema.js";
@@ -25,14 +26,6 @@ import { encodeNpyInt32 } from "./npy.js";
 import type { DatasetSource, SourceRowBlock } from "./source.js";
 import { type Compress, encodeVarTable } from "./var-table.js";
 import { CONVERTER_NAME, CONVERTER_VERSION } from "./version.js";
-
-/** The rows of one tile, as the tile codec's `encodeTile` takes them. */
-export interface TileRows {
-  nGenes: number;
-  indptr: Float64Array;
-  indices: Int32Array;
-  data: Int32Array;
-}
 
 /** Anything that encodes tiles: the codec's `TilePool`, or `{ encode: encodeTile }`. */
 export interface TileEncoder {

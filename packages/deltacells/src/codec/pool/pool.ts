@@ -20,10 +20,10 @@ import {
 import {
   assembleTile,
   type ChunkFrames,
-  type CsrRows,
   type EncodeOptions,
   levelOf,
   prepareTile,
+  type TileRows,
 } from "../encode.js";
 import { corrupt, HEADER_SIZE } from "../format.js";
 import { checksum, inspectTile } from "../layout.js";
@@ -43,7 +43,7 @@ import type { CompressRequest, DecodeRequest } from "./protocol.js";
 /** Parallel encoding and decoding of tiles; see {@link createTilePool}. */
 export interface TilePool {
   /** Encodes a tile, compressing its chunks' streams on the workers. */
-  encode(rows: CsrRows, opts?: EncodeOptions): Promise<Uint8Array>;
+  encode(rows: TileRows, opts?: EncodeOptions): Promise<Uint8Array>;
   /**
    * Decodes a tile (or a cell range), its chunks split across idle workers. Same checks as
    * `decodeTile`. `bytes` in shared memory reach the workers as they are; other bytes are copied
@@ -224,7 +224,7 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
     return recycledTile(tile, () => outputs.release(lent), object);
   }
 
-  async function encode(rows: CsrRows, o: EncodeOptions = {}): Promise<Uint8Array> {
+  async function encode(rows: TileRows, o: EncodeOptions = {}): Promise<Uint8Array> {
     const level = levelOf(o);
     const p = prepareTile(rows, o);
     // Largest chunks first so that the last worker to finish has a small one.
