@@ -1,11 +1,10 @@
 /**
  * @deltacells/anndata: streaming canonical CSR row blocks out of the files single-cell users have
  * (AnnData .h5ad and .zarr, 10x Cell Ranger HDF5 and Matrix Market, plain Matrix Market, zarr
- * arrays). This entry point is browser-safe: types, errors and the canonicalization helpers.
+ * arrays). This entry point is browser-safe: the types and the errors of the readers.
  * `openInput` (which opens paths) is in "@deltacells/anndata/node".
  */
 
-export { BadCount, countProblem, csrSliceToBlock, denseRowsToBlock, RowBlockBuilder } from "./canonical.js";
 export {
   InputError,
   type InputErrorTag,

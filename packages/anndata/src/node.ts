@@ -3,6 +3,6 @@
  * Everything from "." is re-exported.
  */
 
-export { hdf5Reason, throwHdf5Errors } from "./hdf5-errors.js";
+export { hdf5Reason } from "./hdf5-errors.js";
 export * from "./index.js";
 export { detectFormat, openInput } from "./open.js";

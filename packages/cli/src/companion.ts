@@ -9,7 +9,8 @@
  * names one that is complete.
  */
 import { join } from "node:path";
-import { type Dataset, MANIFEST_KEY, parseManifest } from "@deltacells/core";
+import type { Dataset } from "@deltacells/core";
+import { MANIFEST_KEY, parseManifest } from "@deltacells/core/internal";
 import { describe as describeStore } from "@deltacells/sporadik";
 import { openCounted } from "./io.js";
 import type { ProgressBar } from "./progress.js";

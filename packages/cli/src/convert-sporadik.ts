@@ -1,31 +1,29 @@
 /**
- * `deltacells convert INPUT OUTPUT --format sporadik`: any converter input, or a deltacells
- * dataset, streamed row block by row block into sporadik's streaming writer (one layout per
- * requested axis, with maxima), in bounded memory whatever the number of nonzeros. Axis 1 goes
- * through temporary files (about 12 bytes per nonzero, in `--tmp-dir` or beside the output),
- * announced before the first row is read and removed on success, failure and Ctrl-C.
+ * `deltacells convert INPUT OUTPUT --format sporadik`: any converter input (`MatrixSource.rowBlocks`
+ * of @deltacells/anndata), or a deltacells dataset (`datasetRowBlocks` of @deltacells/core), written
+ * by `writeStoreFromRowBlocks` of @deltacells/sporadik/node (one layout per requested axis, with
+ * maxima) in bounded memory whatever the number of nonzeros. This file is the command's part: the
+ * target (staging, --overwrite), the temporary space check and messages, --max-nnz, the report.
+ * Axis 1 goes through temporary files (about 12 bytes per nonzero, in `--tmp-dir` or beside the
+ * output), announced before the first row is read and removed on success, failure and Ctrl-C.
  */
 import { existsSync, statfsSync, statSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import type { MatrixSource, OpenInputOptions } from "@deltacells/anndata/node";
-import { createTilePool, type Dataset, openDataset } from "@deltacells/core";
+import type { OpenInputOptions } from "@deltacells/anndata/node";
+import { createTilePool, datasetRowBlocks, openDataset } from "@deltacells/core";
 import {
-  EncodePool,
-  FileSpill,
-  nativeEncoder,
   type PartsWritableStore,
   type RowBlock,
-  StreamWriter,
-  spillBytesPerNonzero,
   sweepStaleSpills,
+  temporaryBytesPerNonzero,
   withFileParts,
+  writeStoreFromRowBlocks,
 } from "@deltacells/sporadik/node";
 import { type StatsStore, withStats } from "@deltacells/storage/node";
 import { localPath, openCounted, openLocation } from "./io.js";
 import type { ProgressBar } from "./progress.js";
-import { remapColumns } from "./sporadik-build.js";
 import { openTarget } from "./target.js";
 
 /** The hard ceiling of `--max-nnz`: what a JavaScript number counts exactly. */
@@ -125,25 +123,17 @@ function withStoreParts(
   };
 }
 
-/** Row blocks of a converter input. */
-async function* inputBlocks(source: MatrixSource): AsyncGenerator<RowBlock> {
-  yield* source.rowBlocks();
-}
-
-/** Row blocks of a dataset, decoded on the pool, with columns back in the source's order. */
-async function* datasetBlocks(
-  ds: Dataset,
-  threads: number,
-  columnOf: Int32Array | undefined,
+/** `blocks`, refused past `maxNnz` nonzeros (counted as they come, so a source of unknown size stops early). */
+async function* bounded(
+  blocks: AsyncIterable<RowBlock>,
+  what: string,
+  maxNnz: number | undefined,
 ): AsyncGenerator<RowBlock> {
-  for await (const { tile } of ds.tiles({ prefetch: threads + 1 })) {
-    const block = {
-      nRows: tile.nCells,
-      indptr: tile.indptr,
-      indices: tile.indices,
-      data: tile.data as Int32Array,
-    };
-    yield columnOf ? remapColumns(block, ds.nGenes, columnOf) : block;
+  let nnz = 0;
+  for await (const block of blocks) {
+    nnz += (block.indptr[block.nRows] as number) - (block.indptr[0] as number);
+    if (maxNnz !== undefined && nnz > maxNnz) throw tooMany(what, nnz, maxNnz, true);
+    yield block;
   }
 }
 
@@ -188,10 +178,10 @@ export async function convertToSporadik(o: SporadikConvertOptions) {
     }
     // Columns go back to the source's order: that is the matrix a user converted. A dataset
     // without gene_order.npy never reordered them, or no longer knows how.
-    const columnOf = await ds.geneOrder();
-    geneOrder = columnOf ? "source" : "dataset";
+    const rows = await datasetRowBlocks(ds, { prefetch: o.threads + 1 });
+    geneOrder = rows.geneOrder;
     [nRows, nCols] = [ds.nCells, ds.nGenes];
-    blocks = datasetBlocks(ds, o.threads, columnOf);
+    blocks = rows.blocks;
     source = { format: "deltacells", matrixPath: "tiles" };
   } else {
     // Loaded only for such an input: the HDF5 reader costs seconds to start.
@@ -199,13 +189,12 @@ export async function convertToSporadik(o: SporadikConvertOptions) {
     const input = await openInput(o.input, o.inputOptions);
     close = () => input.close();
     [nRows, nCols] = [input.nCells, input.nGenes];
-    blocks = inputBlocks(input);
+    blocks = input.rowBlocks();
     source = { format: input.format, matrixPath: input.matrixPath };
   }
 
-  const perNonzero =
-    (o.axes.includes(1) ? spillBytesPerNonzero("int32") : 0) +
-    (nnzKnown === undefined && o.axes.includes(0) ? 4 : 0);
+  // The writer's spill, and a byte-addressable output's arrays (by default on the same disk).
+  const perNonzero = temporaryBytesPerNonzero({ axes: o.axes, nnz: nnzKnown, dtype: "int32" });
   const needed =
     nnzKnown === undefined
       ? undefined
@@ -244,24 +233,20 @@ export async function convertToSporadik(o: SporadikConvertOptions) {
     : hasSetParts(raw)
       ? withStoreParts(counted, raw, onParts)
       : counted;
-  const spill = await FileSpill.create(tmpParent, { removeOnSignal: true });
-  const encodePool = new EncodePool(o.threads);
   let phase = "";
   let rowsSeconds = 0;
   const timing = { rowsStart: performance.now(), columnsStart: 0 };
-  let writer: StreamWriter | undefined;
-  let nnz = 0;
   try {
-    writer = await StreamWriter.open(store, {
+    o.bar.phase("cells");
+    const result = await writeStoreFromRowBlocks(store, bounded(blocks, o.input, o.maxNnz), {
       shape: [nRows, nCols],
       axes: o.axes,
       byteAddressable: o.byteAddressable,
       dtype: "int32",
       ...(nnzKnown !== undefined ? { nnz: nnzKnown } : {}),
-      spill,
-      encoder: nativeEncoder(encodePool),
-      // Many writes in flight: a folder store syncs every object, an S3 store waits on every PUT.
-      concurrency: 32,
+      tmpDir: tmpParent,
+      threads: o.threads,
+      removeOnSignal: true,
       onProgress: (p) => {
         if (p.phase !== phase) {
           phase = p.phase;
@@ -274,14 +259,7 @@ export async function convertToSporadik(o: SporadikConvertOptions) {
         o.bar.update(p.done, p.total, phase === "rows" ? "cells" : "genes");
       },
     });
-    o.bar.phase("cells");
-    for await (const block of blocks) {
-      nnz += (block.indptr[block.nRows] as number) - (block.indptr[0] as number);
-      if (o.maxNnz !== undefined && nnz > o.maxNnz) throw tooMany(o.input, nnz, o.maxNnz, true);
-      await writer.writeRows(block);
-    }
     if (phase !== "columns") rowsSeconds = (performance.now() - timing.rowsStart) / 1000;
-    const result = await writer.finish();
     if (target.replacing) await target.commit("zarr.json");
     o.bar.finish();
     const seconds = (performance.now() - started) / 1000;
@@ -321,15 +299,12 @@ export async function convertToSporadik(o: SporadikConvertOptions) {
     return { text, json, store: counted, statsDetail };
   } catch (error) {
     o.bar.finish();
-    await writer?.abort();
     // A staged store is dropped (the old one stays as it was); a store this run created and did
     // not finish is removed; an existing output is left as it is.
     if (target.replacing) await target.abandon().catch(() => undefined);
     else if (local !== undefined && !existed) await rm(local, { recursive: true, force: true });
     throw error;
   } finally {
-    await spill.dispose();
-    await encodePool.close();
     await close();
   }
 }

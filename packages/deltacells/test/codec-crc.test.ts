@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { crc32, loadZstd } from "@deltacells/core";
-import { crc32Combine } from "../src/codec/crc32.js";
+import { loadZstd } from "@deltacells/core";
+import { crc32, crc32Combine } from "../src/codec/crc32.js";
 import { checksum } from "../src/codec/layout.js";
 import { prng } from "./codec-helpers.js";
 

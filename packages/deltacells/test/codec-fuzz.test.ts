@@ -8,14 +8,8 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import {
-  crc32,
-  type DecodedTile,
-  DeltacellsError,
-  decodeTileSync,
-  encodeTile,
-  loadZstd,
-} from "@deltacells/core";
+import { type DecodedTile, DeltacellsError, decodeTileSync, encodeTile, loadZstd } from "@deltacells/core";
+import { crc32 } from "../src/codec/crc32.js";
 import { useNativeKernel } from "../src/codec/native.js";
 import { assertDecodedEquals, prng, randomCsr } from "./codec-helpers.js";
 

@@ -1,7 +1,8 @@
 /** One test per encoder refusal and per decoder check: each fails with a tagged error naming the field. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { crc32, DeltacellsError, decodeTile, encodeTile, loadZstd, type TileRows } from "@deltacells/core";
+import { DeltacellsError, decodeTile, encodeTile, loadZstd, type TileRows } from "@deltacells/core";
+import { crc32 } from "../src/codec/crc32.js";
 import { assembleTile, compressChunk, type PreparedTile, prepareTile } from "../src/codec/encode.js";
 import { assertLittleEndianHost } from "../src/codec/format.js";
 import { prng, randomCsr } from "./codec-helpers.js";

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { MemoryStore, withStats } from "@deltacells/storage";
+import { MANIFEST_KEY, tileKey } from "../src/dataset/manifest.js";
+import { orderGenesByTotal } from "../src/dataset/writer.js";
 import {
   autoTileSize,
   createTilePool,
@@ -8,12 +10,9 @@ import {
   decodeTile,
   encodeTile,
   isDeltacellsError,
-  MANIFEST_KEY,
   openDataset,
-  orderGenesByTotal,
   type TileDecoder,
   type TileEncoder,
-  tileKey,
   validateDataset,
   writeDataset,
 } from "../src/index.js";

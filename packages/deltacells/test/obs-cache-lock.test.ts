@@ -13,7 +13,8 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { FolderStore } from "@deltacells/storage/node";
 import { encodeTile, openDataset, writeDataset } from "../src/index.js";
-import { cacheLocalizer, obsCachePath, zstdCompressor } from "../src/node.js";
+import { cacheLocalizer, zstdCompressor } from "../src/node.js";
+import { obsCachePath } from "../src/obs/cache-node.js";
 import { obsSource } from "./obs-fixtures.js";
 
 const dir = mkdtempSync(join(tmpdir(), "deltacells-obs-lock-"));

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { join, resolve } from "node:path";
 import { test } from "node:test";
-import { fingerprintJson, obsFingerprint, pythonJsonString } from "../src/index.js";
+import { fingerprintJson, obsFingerprint, pythonJsonString } from "../src/obs/fingerprint.js";
 
 const REPO = resolve(import.meta.dirname, "../../..");
 const PYTHON = join(REPO, "conformance/.venv/bin/python");

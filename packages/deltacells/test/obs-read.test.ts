@@ -10,16 +10,11 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { MemoryStore, type RangeQuery, type ReadableStore, withStats } from "@deltacells/storage";
 import { parquetMetadata } from "hyparquet";
-import {
-  categoryLabels,
-  columnTable,
-  encodeColumnFile,
-  encodeTile,
-  obsShardKey,
-  openDataset,
-  writeDataset,
-} from "../src/index.js";
-import { obsCachePath, openDataset as openNode, quoteColumnName, zstdCompressor } from "../src/node.js";
+import { categoryLabels, encodeTile, openDataset, writeDataset } from "../src/index.js";
+import { openDataset as openNode, zstdCompressor } from "../src/node.js";
+import { columnTable, encodeColumnFile } from "../src/obs/arrow.js";
+import { obsCachePath, quoteColumnName } from "../src/obs/cache-node.js";
+import { obsShardKey } from "../src/obs/schema.js";
 import { cellTable, obsSource } from "./obs-fixtures.js";
 
 const compress = zstdCompressor(3);

@@ -6,21 +6,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { MemoryStore } from "@deltacells/storage";
-import { encodeManifest } from "../src/dataset/manifest.js";
-import {
-  encodeTile,
-  isDeltacellsError,
-  MANIFEST_KEY,
-  OBS_SCHEMA_KEY,
-  obsFingerprint,
-  obsShardKey,
-  openDataset,
-  parseManifest,
-  sha256Hex,
-  validateDataset,
-  writeDataset,
-} from "../src/index.js";
+import { encodeManifest, MANIFEST_KEY, parseManifest } from "../src/dataset/manifest.js";
+import { encodeTile, isDeltacellsError, openDataset, validateDataset, writeDataset } from "../src/index.js";
 import { zstdCompressor } from "../src/node.js";
+import { obsFingerprint, sha256Hex } from "../src/obs/fingerprint.js";
+import { OBS_SCHEMA_KEY, obsShardKey } from "../src/obs/schema.js";
 import { obsSource } from "./obs-fixtures.js";
 
 const compress = zstdCompressor(3);

@@ -11,13 +11,13 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { MemoryStore } from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
+import { tileKey } from "../src/dataset/manifest.js";
 import {
   createTilePool,
   type DatasetTile,
   decodeTile,
   encodeTile,
   isDeltacellsError,
-  tileKey,
   writeDataset,
 } from "../src/index.js";
 import { openDataset, zstdCompressor } from "../src/node.js";

@@ -6,8 +6,6 @@
  */
 export { type OpenArrayReaderOptions, openArrayReader, SparseArray, SparseArrayReader } from "./array.js";
 export { type ChunkEncoder, type PartsWritableStore, wasmEncoder } from "./array-stream.js";
-export { firstDisorderedIndex } from "./checks.js";
-export { type ArrayReaderOptions, ChunkCache, Limiter } from "./chunks.js";
 export type { DataType, IntegerArray, NumericArray } from "./dtypes.js";
 export {
   DecodeWorkerError,
@@ -24,8 +22,6 @@ export {
   type CoordinateArray,
   coordsOfLayout,
   type Duplicates,
-  declaredShapeOf,
-  encodingOf,
   type Layout,
   layoutFromCompressed,
   layoutFromCoords,
@@ -33,7 +29,6 @@ export {
   layoutOver,
   layoutsByAxis,
   maximaOf,
-  needsInt64,
 } from "./layout.js";
 export {
   type DescribeOptions,
@@ -45,7 +40,7 @@ export {
   SparseReader,
   type StoreInfo,
 } from "./reader.js";
-export { coalesce, type Run, Selection } from "./selection.js";
+export { Selection } from "./selection.js";
 export { MemorySpill, type SpillFile, type SpillSpace } from "./spill.js";
 export type { ByteRange, ReadableStore, WritableStore } from "./store.js";
 export {
@@ -54,7 +49,7 @@ export {
   type StreamWriteOptions,
   type StreamWriteResult,
   StreamWriter,
-  spillBytesPerNonzero,
+  temporaryBytesPerNonzero,
   writeStoreFromRows,
 } from "./stream-writer.js";
 export { chunkFor, DEFAULT_CHUNK, TARGET_CHUNK_BYTES, type WriteOptions, writeStore } from "./writer.js";

@@ -19,16 +19,11 @@ import {
 } from "./index.js";
 import type { Decompressor, Decompressors } from "./zarr.js";
 
-export { EncodePool, nativeEncoder, zstdLevel } from "./encode-pool.js";
+export { EncodePool, nativeEncoder } from "./encode-pool.js";
 export * from "./index.js";
 export { withFileParts } from "./parts-folder.js";
-export {
-  FileSpill,
-  type FileSpillOptions,
-  SPILL_PREFIX,
-  type StaleSpill,
-  sweepStaleSpills,
-} from "./spill-files.js";
+export { FileSpill, type FileSpillOptions, type StaleSpill, sweepStaleSpills } from "./spill-files.js";
+export { type RowBlocksWriteOptions, writeStoreFromRowBlocks } from "./write-node.js";
 
 let context: InstanceType<typeof zstd.DCtx> | undefined;
 

@@ -97,8 +97,24 @@ export interface StreamWriteResult {
 }
 
 /** Bytes of temporary space one nonzero takes for axis 1: gene and row (4 bytes each) and the value. */
-export function spillBytesPerNonzero(dtype: DataType): number {
+function spillBytesPerNonzero(dtype: DataType): number {
   return 8 + constructorOf(dtype).BYTES_PER_ELEMENT;
+}
+
+/**
+ * Bytes of temporary space ({@link StreamWriteOptions.spill}) a {@link StreamWriter} takes per
+ * nonzero with these options, to check a disk has room before the first row is read: for axis 1,
+ * each nonzero's column, row and value; for axis 0 without a known `nnz`, its `indices` spooled
+ * until the count decides their width.
+ */
+export function temporaryBytesPerNonzero(
+  options: Pick<StreamWriteOptions, "axes" | "nnz"> & { dtype: DataType },
+): number {
+  const axes = options.axes ?? [0, 1];
+  return (
+    (axes.includes(1) ? spillBytesPerNonzero(options.dtype) : 0) +
+    (options.nnz === undefined && axes.includes(0) ? 4 : 0)
+  );
 }
 
 const encoder = new TextEncoder();

@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import { MemoryStore } from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
-import { coalesce, layoutFromCoords, openReader, writeStore } from "../src/index.js";
+import { layoutFromCoords, openReader, writeStore } from "../src/index.js";
+import { coalesce } from "../src/selection.js";
 import { counting, plain, python, random, randomCoords, tempDir } from "./helpers.js";
 
 const { dir, cleanup } = tempDir();

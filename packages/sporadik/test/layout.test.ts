@@ -7,9 +7,9 @@ import {
   layoutFromDense,
   layoutOver,
   maximaOf,
-  needsInt64,
   writeStore,
 } from "../src/index.js";
+import { needsInt64 } from "../src/layout.js";
 import { counting, plain } from "./helpers.js";
 
 // [[0, 1, 0],

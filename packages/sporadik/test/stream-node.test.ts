@@ -10,6 +10,7 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { FolderStore, MemoryStore } from "@deltacells/storage/node";
+import { zstdLevel } from "../src/encode-pool.js";
 import {
   coordsOfLayout,
   EncodePool,
@@ -18,13 +19,12 @@ import {
   layoutFromCoords,
   nativeEncoder,
   openReader,
-  SPILL_PREFIX,
   sweepStaleSpills,
   withFileParts,
   writeStore,
   writeStoreFromRows,
-  zstdLevel,
 } from "../src/node.js";
+import { SPILL_PREFIX } from "../src/spill-files.js";
 import { encodeChunk } from "../src/zarr.js";
 import { random, tempDir } from "./helpers.js";
 

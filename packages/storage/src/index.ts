@@ -16,20 +16,17 @@ export {
 } from "./errors.js";
 export { DEFAULT_MAX_IGNORED_RANGE_BYTES, HttpStore, type HttpStoreOptions } from "./http.js";
 export type { FetchLike } from "./http-read.js";
-export { normalizeKey, normalizePrefix } from "./keys.js";
 export { ConcurrencyLimitStore, withConcurrencyLimit } from "./limit.js";
 export { MemoryStore } from "./memory.js";
 export { type OpenStoreOptions, openStore } from "./open.js";
-export { resolveRange } from "./range.js";
 export { type RetryOptions, RetryStore, withRetries } from "./retry.js";
 export {
-  parseS3Url,
   S3_MIN_PART_SIZE,
   type S3Connection,
   S3Store,
   type S3StoreOptions,
   s3OptionsFromEnv,
 } from "./s3.js";
-export { formatBytes, StatsStore, type StoreOperation, type StoreStats, withStats } from "./stats.js";
+export { StatsStore, type StoreOperation, type StoreStats, withStats } from "./stats.js";
 export type { RangeQuery, ReadableStore, Store, StoreOptions, WritableStore } from "./types.js";
 export type { AnyStore } from "./wrap.js";

@@ -2,7 +2,7 @@
  * `deltacells inspect DATASET`: what a dataset holds, from its manifest (and gene names); for a
  * sporadik store, what its description says.
  */
-import { formatBytes } from "@deltacells/storage";
+import { formatBytes } from "@deltacells/storage/internal";
 import { COMMON_HELP, count, parse } from "../args.js";
 import { openCountedAny } from "../io.js";
 import type { CommandResult } from "./types.js";

@@ -1,16 +1,8 @@
 /** The deltacells v2 tile codec: see docs/deltacells-format.md. */
 export { decodeTile, decodeTileSync, encodeTile, encodeTileSync } from "./api.js";
-export { crc32 } from "./crc32.js";
 export type { DecodedTile, DecodeOptions, DecodeOutput } from "./decode.js";
-export { type EncodeOptions, exceptionLimit, type TileRows } from "./encode.js";
-export {
-  CHUNK_ENTRY_SIZE,
-  HEADER_SIZE,
-  readTileHeader,
-  TILE_MAGIC,
-  TILE_VERSION,
-  type TileHeader,
-} from "./format.js";
+export type { EncodeOptions, TileRows } from "./encode.js";
+export { readTileHeader, type TileHeader } from "./format.js";
 export { type CodecInfo, codecInfo } from "./info.js";
 export { createTilePool, type TilePool } from "./pool/pool.js";
 export type { RecycledTile } from "./recycle.js";

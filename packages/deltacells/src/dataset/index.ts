@@ -1,16 +1,5 @@
-/** Datasets: the browser-safe half (reader, manifest, gene files). The writer is in `../node.ts`. */
-export {
-  DATASET_FORMAT,
-  DATASET_VERSION,
-  type DatasetManifest,
-  GENE_ORDER_KEY,
-  MANIFEST_KEY,
-  parseManifest,
-  tileKey,
-  VAR_NAMES_KEY,
-  VAR_TABLE_KEY,
-} from "./manifest.js";
-export { decodeNpyInt32, encodeNpyInt32 } from "./npy.js";
+/** Datasets: the browser-safe half (reader, writer, validator). Opening by path is in `../node.ts`. */
+export type { DatasetManifest } from "./manifest.js";
 export {
   type CellRows,
   Dataset,
@@ -20,18 +9,15 @@ export {
   type ReadOptions,
   type TileDecoder,
 } from "./reader.js";
+export { type DatasetRowBlocks, type DatasetRowBlocksOptions, datasetRowBlocks } from "./row-blocks.js";
 export type { DatasetSource, SourceColumn, SourceEmbedding, SourceRowBlock, SourceTable } from "./source.js";
 export { type ValidationProblem, type ValidationReport, validateDataset } from "./validate.js";
 export type { Compress } from "./var-table.js";
-export { encodeVarTable } from "./var-table.js";
-export { decodeVarTable } from "./var-table-read.js";
-export { CONVERTER_NAME, CONVERTER_VERSION } from "./version.js";
 export {
   autoTileSize,
   DEFAULT_LEVEL,
   DEFAULT_N_CHUNKS,
   DEFAULT_TILE_SIZE,
-  orderGenesByTotal,
   TARGET_TILE_NNZ,
   type TileEncoder,
   type WriteDatasetOptions,
