@@ -1,0 +1,89 @@
+/**
+ * The public API of @deltacells/core, pinned (as zarrita's tests pin theirs): what each entry
+ * point exports at run time, with its kind. A change here is a change to what users can import:
+ * make it on purpose, and say it in CHANGELOG.md.
+ * `./internal` is what the other deltacells packages share; it is unstable by design.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import * as browser from "@deltacells/core";
+import * as internal from "@deltacells/core/internal";
+import * as node from "@deltacells/core/node";
+import { assertSuperset, exportsOf } from "../../../test-utils/public-api.js";
+
+test("@deltacells/core exports exactly these names", () => {
+  assert.deepEqual(exportsOf(browser), [
+    "DEFAULT_LEVEL: number",
+    "DEFAULT_MAX_CATEGORIES: number",
+    "DEFAULT_N_CHUNKS: number",
+    "DEFAULT_OBS_TILES_PER_FILE: number",
+    "DEFAULT_TILE_SIZE: number",
+    "Dataset: class",
+    "DeltacellsError: class",
+    "ObsColumn: class",
+    "ObsFrame: class",
+    "TARGET_TILE_NNZ: number",
+    "UnsupportedObsColumns: class",
+    "autoTileSize: function",
+    "categoryLabels: function",
+    "codecInfo: function",
+    "createTilePool: function",
+    "datasetRowBlocks: function",
+    "decodeTile: function",
+    "decodeTileSync: function",
+    "encodeTile: function",
+    "encodeTileSync: function",
+    "isDeltacellsError: function",
+    "loadZstd: function",
+    "memoryLocalizer: function",
+    "openDataset: function",
+    "readTileHeader: function",
+    "setZstdBackend: function",
+    "validateDataset: function",
+    "writeDataset: function",
+  ]);
+});
+
+test("@deltacells/core/node exports exactly these names", () => {
+  assert.deepEqual(exportsOf(node), [
+    "DEFAULT_LEVEL: number",
+    "DEFAULT_MAX_CATEGORIES: number",
+    "DEFAULT_N_CHUNKS: number",
+    "DEFAULT_OBS_TILES_PER_FILE: number",
+    "DEFAULT_TILE_SIZE: number",
+    "Dataset: class",
+    "DeltacellsError: class",
+    "ObsColumn: class",
+    "ObsFrame: class",
+    "TARGET_TILE_NNZ: number",
+    "UnsupportedObsColumns: class",
+    "autoTileSize: function",
+    "cacheLocalizer: function",
+    "categoryLabels: function",
+    "codecInfo: function",
+    "createTilePool: function",
+    "datasetRowBlocks: function",
+    "decodeTile: function",
+    "decodeTileSync: function",
+    "encodeTile: function",
+    "encodeTileSync: function",
+    "isDeltacellsError: function",
+    "loadZstd: function",
+    "memoryLocalizer: function",
+    "obsCacheRoot: function",
+    "openDataset: function",
+    "readTileHeader: function",
+    "setZstdBackend: function",
+    "validateDataset: function",
+    "writeDataset: function",
+    "zstdCompressor: function",
+  ]);
+});
+
+test("@deltacells/core/internal exports exactly these names", () => {
+  assert.deepEqual(exportsOf(internal), ["MANIFEST_KEY: string", "parseManifest: function"]);
+});
+
+test("@deltacells/core/node is a superset of @deltacells/core (its own `openDataset` replacing the browser-safe one)", () => {
+  assertSuperset(browser, node, ["openDataset"]);
+});

@@ -1,0 +1,71 @@
+/**
+ * The public API of @deltacells/storage, pinned (as zarrita's tests pin theirs): what each entry
+ * point exports at run time, with its kind. A change here is a change to what users can import:
+ * make it on purpose, and say it in CHANGELOG.md.
+ * `./internal` is what the other deltacells packages share; it is unstable by design.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import * as browser from "@deltacells/storage";
+import * as internal from "@deltacells/storage/internal";
+import * as node from "@deltacells/storage/node";
+import { assertSuperset, exportsOf } from "../../../test-utils/public-api.js";
+
+test("@deltacells/storage exports exactly these names", () => {
+  assert.deepEqual(exportsOf(browser), [
+    "CoalescingStore: class",
+    "ConcurrencyLimitStore: class",
+    "DEFAULT_MAX_IGNORED_RANGE_BYTES: number",
+    "HttpStatusError: class",
+    "HttpStore: class",
+    "MemoryStore: class",
+    "RetriesExhaustedError: class",
+    "RetryStore: class",
+    "S3Store: class",
+    "S3_MIN_PART_SIZE: number",
+    "StatsStore: class",
+    "StorageError: class",
+    "isStorageError: function",
+    "isTransient: function",
+    "openStore: function",
+    "s3OptionsFromEnv: function",
+    "withCoalescing: function",
+    "withConcurrencyLimit: function",
+    "withRetries: function",
+    "withStats: function",
+  ]);
+});
+
+test("@deltacells/storage/node exports exactly these names", () => {
+  assert.deepEqual(exportsOf(node), [
+    "CoalescingStore: class",
+    "ConcurrencyLimitStore: class",
+    "DEFAULT_MAX_IGNORED_RANGE_BYTES: number",
+    "FolderStore: class",
+    "HttpStatusError: class",
+    "HttpStore: class",
+    "MemoryStore: class",
+    "RetriesExhaustedError: class",
+    "RetryStore: class",
+    "S3Store: class",
+    "S3_MIN_PART_SIZE: number",
+    "StatsStore: class",
+    "StorageError: class",
+    "isStorageError: function",
+    "isTransient: function",
+    "openStore: function",
+    "s3OptionsFromEnv: function",
+    "withCoalescing: function",
+    "withConcurrencyLimit: function",
+    "withRetries: function",
+    "withStats: function",
+  ]);
+});
+
+test("@deltacells/storage/internal exports exactly these names", () => {
+  assert.deepEqual(exportsOf(internal), ["formatBytes: function"]);
+});
+
+test("@deltacells/storage/node is a superset of @deltacells/storage (its own `openStore` replacing the browser-safe one)", () => {
+  assertSuperset(browser, node, ["openStore"]);
+});
