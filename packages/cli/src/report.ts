@@ -17,7 +17,12 @@ function flagFor(matrix: string): string {
 
 /** The hint line for `err`, when it carries a hint this command line can name flags for. */
 export function cliHint(err: unknown): string | undefined {
-  const hint = (err as { hint?: Hint }).hint;
+  const e = err as { _tag?: unknown; field?: unknown; hint?: Hint };
+  // Errors of @deltacells/storage and @deltacells/core name their options; the flags are here.
+  if (e._tag === "NoCredentials") return "for a public bucket, read without signing: --no-sign-request";
+  if (e._tag === "InvalidInput" && e.field === "obsm")
+    return "choose the obsm entries with --obsm KEYS, or store none with --obsm none";
+  const hint = e.hint;
   switch (hint?.kind) {
     case "other-matrices":
       return `try ${[...new Set(hint.matrices.map(flagFor))].join(" or ")}`;

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { assertShortError, deltacells, deltacellsPlain, tempDir } from "./cli-helpers.js";
+import { assertShortError, deltacells, deltacellsPlain, MAIN, run, tempDir } from "./cli-helpers.js";
 
 const INPUT = "data/anndata/csr.h5ad"; // 57 cells x 41 genes
 
@@ -41,6 +41,24 @@ test("the reader's advice names the command's flags: --genome, --raw; --genome i
   );
   const scaled = await deltacellsPlain("convert", "data/legacy-anndata/pbmc68k_reduced.h5ad", out);
   assertShortError(scaled, /\[NotCounts\].*raw\.X\.\n {2}hint: try --raw\n$/);
+});
+
+test("no AWS credentials: the storage library names its option, the command adds its flag", async () => {
+  const none = { AWS_ACCESS_KEY_ID: "", AWS_SECRET_ACCESS_KEY: "", AWS_SESSION_TOKEN: "", AWS_PROFILE: "" };
+  const env = { ...none, AWS_DEFAULT_PROFILE: "", AWS_SHARED_CREDENTIALS_FILE: "", AWS_CONFIG_FILE: "" };
+  const r = await run(
+    process.execPath,
+    ["--import", "tsx", "--conditions=source", MAIN, "inspect", "s3://bucket/ds"],
+    {
+      ...env,
+      HOME: tempDir(),
+      DELTACELLS_DEBUG: "",
+    },
+  );
+  assertShortError(
+    r,
+    /\[NoCredentials\]: no AWS credentials for s3:\/\/bucket\/ds: .*\(option signRequests: false\)\.\n {2}hint: for a public bucket, read without signing: --no-sign-request\n$/,
+  );
 });
 
 test("inspect and export of a path where nothing is say so, rather than suggesting a conversion", async () => {

@@ -144,7 +144,14 @@ test("convert --obsm refuses an entry that is not a 2-D dense embedding, and --n
     "X_umap,sparse_csr",
   );
   assert.equal(r.code, 1);
-  assert.match(r.stderr, /obsm "sparse_csr" is a sparse entry .* only 2-D dense embeddings/);
+  assert.match(
+    r.stderr,
+    /obsm "sparse_csr" is a sparse entry .* only 2-D dense embeddings .*\(choose others with the obsm option, or none\)/,
+  );
+  assert.match(
+    r.stderr,
+    /\n {2}hint: choose the obsm entries with --obsm KEYS, or store none with --obsm none\n/,
+  );
   const none = await deltacells(
     "convert",
     "data/anndata/csr.h5ad",

@@ -122,7 +122,7 @@ export function s3ConnectionFromAws(
     ? ` Profile ${JSON.stringify(profile)} gets its keys through ${delegated.join(", ")}, which this reader does not do: export them first with \`eval "$(aws configure export-credentials --profile ${profile} --format env)"\`.`
     : " Run `aws configure` (or set AWS_PROFILE, or export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY).";
   throw new StorageError(
-    `no AWS credentials for ${location}: looked at ${looked.join(", ")}.${hint} For a public bucket, read without signing: --no-sign-request (signRequests: false).`,
+    `no AWS credentials for ${location}: looked at ${looked.join(", ")}.${hint} For a public bucket, read without signing (option signRequests: false).`,
     { tag: "NoCredentials", location },
   );
 }

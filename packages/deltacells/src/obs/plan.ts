@@ -171,8 +171,8 @@ function planEmbedding(location: string, key: string, e: SourceEmbedding, nCells
   if (e.kind !== "dense" || e.shape.length !== 2 || values === undefined) {
     throw refuse(
       location,
-      `obsm ${JSON.stringify(key)} is a ${e.kind} entry of shape ${JSON.stringify(e.shape)}; only 2-D dense embeddings become obs columns (choose others with --obsm, or --obsm none)`,
-      { field: key },
+      `obsm ${JSON.stringify(key)} is a ${e.kind} entry of shape ${JSON.stringify(e.shape)}; only 2-D dense embeddings become obs columns (choose others with the obsm option, or none)`,
+      { field: "obsm", found: key },
     );
   }
   const [rows, k] = e.shape as [number, number];
