@@ -2,6 +2,7 @@
  * @deltacells/sporadik/node: everything `@deltacells/sporadik` exports, with chunks decoded by a
  * native zstd (zstd-napi) instead of zarrita's WebAssembly one. Decoding is what a chunked batch
  * spends its time on, and the native decoder writes each chunk straight into its typed array.
+ * Writing large matrices: {@link writeStoreFromRowBlocks} (native zstd workers, a temporary folder).
  * Node-only; a browser imports `@deltacells/sporadik`, which reads the same stores the same way.
  *
  * @module
@@ -12,8 +13,8 @@ import { DecodeWorkerError } from "./errors.js";
 import {
   type OpenArrayReaderOptions,
   type OpenReaderOptions,
-  openArrayReader as openArrayWith,
-  openReader as openStoreWith,
+  openArrayReader as openArrayReaderWith,
+  openReader as openReaderWith,
   type SparseArrayReader,
   type SparseReader,
 } from "./index.js";
@@ -69,23 +70,23 @@ function withNative<T extends { decompressors?: Decompressors }>(options: T): T 
 }
 
 /**
- * {@link openStoreWith | openReader}, decoding chunks with {@link nativeDecompressors} unless
+ * {@link openReaderWith | openReader}, decoding chunks with {@link nativeDecompressors} unless
  * `options.decompressors` names its own for a codec.
  */
 export function openReader(
-  store: Parameters<typeof openStoreWith>[0],
+  store: Parameters<typeof openReaderWith>[0],
   options: OpenReaderOptions = {},
 ): Promise<SparseReader> {
-  return openStoreWith(store, withNative(options));
+  return openReaderWith(store, withNative(options));
 }
 
 /**
- * {@link openArrayWith | openArrayReader}, decoding chunks with {@link nativeDecompressors} unless
+ * {@link openArrayReaderWith | openArrayReader}, decoding chunks with {@link nativeDecompressors} unless
  * `options.decompressors` names its own for a codec.
  */
 export function openArrayReader(
-  store: Parameters<typeof openArrayWith>[0],
+  store: Parameters<typeof openArrayReaderWith>[0],
   options: OpenArrayReaderOptions = {},
 ): Promise<SparseArrayReader> {
-  return openArrayWith(store, withNative(options));
+  return openArrayReaderWith(store, withNative(options));
 }
