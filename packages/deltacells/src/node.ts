@@ -1,4 +1,5 @@
 export { openDataset, zstdCompressor } from "./dataset/node.js";
+export * from "./index.js";
 export {
   cacheLocalizer,
   type ObsCacheLockOptions,

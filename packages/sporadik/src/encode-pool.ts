@@ -7,7 +7,8 @@
  * @module
  */
 import { availableParallelism } from "node:os";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
+import { startWorker } from "#start-worker";
 import { type ChunkEncoder, wasmEncoder } from "./array-stream.js";
 
 /** A chunk sent to a worker: its raw bytes (moved) and the zstd level. */
@@ -34,11 +35,6 @@ interface Slot {
   pending: Map<number, Pending>;
 }
 
-function workerUrl(): URL {
-  const ext = import.meta.url.endsWith(".ts") ? ".ts" : ".js";
-  return new URL(`./encode-worker${ext}`, import.meta.url);
-}
-
 /**
  * numcodecs' level rule (what zarrita's zstd applies before compressing): 0 or less is 1, above
  * 22 is 22. zarr's default `level: 0` is therefore level 1, not zstd's own default of 3.
@@ -59,14 +55,7 @@ export class EncodePool {
   }
 
   #start(): Slot {
-    const url = workerUrl();
-    // Under tsx (TypeScript sources) the worker registers tsx's loader itself, as decode-pool does.
-    const worker = url.pathname.endsWith(".ts")
-      ? new Worker(
-          `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))}).then((m) => { m.register(); return import(${JSON.stringify(url.href)}); })`,
-          { eval: true },
-        )
-      : new Worker(url);
+    const worker = startWorker("encode-worker", {});
     const slot: Slot = { worker, pending: new Map() };
     worker.unref();
     worker.on("message", (reply: EncodeReply) => {

@@ -11,7 +11,7 @@ export {
   TILE_VERSION,
   type TileHeader,
 } from "./format.js";
-export { type CodecInfo, codecInfo } from "./info.js";
+export { type CodecInfo, codecInfo, formatCodecInfo } from "./info.js";
 export { createTilePool, type TilePool } from "./pool/pool.js";
 export type { RecycledTile } from "./recycle.js";
 export { loadZstd, setZstdBackend } from "./zstd/load.js";

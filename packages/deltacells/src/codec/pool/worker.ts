@@ -2,6 +2,7 @@
  * The script a {@link TilePool} worker runs, in Node (worker_threads) and in browsers (module Web
  * Workers): decode chunks of a tile or compress a chunk's streams, on request.
  */
+import { serveRequests } from "#threads";
 import { decodeChunksInto } from "../decode.js";
 import { compressChunk } from "../encode.js";
 import { checksum } from "../layout.js";
@@ -46,21 +47,4 @@ function decode(req: DecodeRequest, zstd: Awaited<ReturnType<typeof loadZstd>>):
   ];
 }
 
-interface PortLike {
-  on(event: "message", cb: (m: Request) => void): void;
-  postMessage(m: Response, transfer: ArrayBuffer[]): void;
-}
-
-const proc = (globalThis as { process?: { versions?: { node?: string } } }).process;
-if (typeof proc?.versions?.node === "string") {
-  const specifier = ["node", "worker_threads"].join(":");
-  const { parentPort } = (await import(/* @vite-ignore */ specifier)) as { parentPort: PortLike | null };
-  const port = parentPort!;
-  port.on("message", (m) => void handle(m, (r, t) => port.postMessage(r, t)));
-} else {
-  const scope = globalThis as unknown as {
-    onmessage: ((e: { data: Request }) => void) | null;
-    postMessage(m: Response, transfer: ArrayBuffer[]): void;
-  };
-  scope.onmessage = (e) => void handle(e.data, (r, t) => scope.postMessage(r, t));
-}
+serveRequests((req, reply) => void handle(req, reply));
