@@ -3,7 +3,7 @@
  * Workers): decode chunks of a tile or compress a chunk's streams, on request.
  */
 import { serveRequests } from "#threads";
-import { decodeChunksInto } from "../decode.js";
+import { chunkContext, decodeChunksInto } from "../decode.js";
 import { compressChunk } from "../encode.js";
 import { checksum } from "../layout.js";
 import { loadZstd } from "../zstd/load.js";
@@ -39,7 +39,11 @@ function decode(req: DecodeRequest, zstd: Awaited<ReturnType<typeof loadZstd>>):
     indices = new Int32Array(n);
     data = req.values === "float32" ? new Float32Array(n) : new Int32Array(n);
   }
-  decodeChunksInto(bytes, layout, k0, k1, c0, c1, indices!, data!, base, zstd, object);
+  decodeChunksInto(
+    chunkContext({ bytes, layout, c0, c1, indices: indices!, data: data!, base, zstd, object }),
+    k0,
+    k1,
+  );
   if (!owned) return [{ id: req.id, ok: true, crc }, []];
   return [
     { id: req.id, ok: true, crc, indices, data },
