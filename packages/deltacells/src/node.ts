@@ -1,3 +1,4 @@
+export * from "./arrow.js";
 export { openDataset, zstdCompressor } from "./dataset/node.js";
 export * from "./index.js";
 export {

@@ -10,15 +10,8 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { MemoryStore, type RangeQuery, type ReadableStore, withStats } from "@deltacells/storage";
 import { parquetMetadata } from "hyparquet";
-import {
-  categoryLabels,
-  columnTable,
-  encodeColumnFile,
-  encodeTile,
-  obsShardKey,
-  openDataset,
-  writeDataset,
-} from "../src/index.js";
+import { columnTable, encodeColumnFile } from "../src/arrow.js";
+import { categoryLabels, encodeTile, obsShardKey, openDataset, writeDataset } from "../src/index.js";
 import { obsCachePath, openDataset as openNode, quoteColumnName, zstdCompressor } from "../src/node.js";
 import { cellTable, obsSource } from "./obs-fixtures.js";
 

@@ -24,7 +24,6 @@ export {
 export type { DatasetSource, SourceColumn, SourceEmbedding, SourceRowBlock, SourceTable } from "./source.js";
 export { type ValidationProblem, type ValidationReport, validateDataset } from "./validate.js";
 export type { Compress } from "./var-table.js";
-export { encodeVarTable } from "./var-table.js";
 export { decodeVarTable } from "./var-table-read.js";
 export { CONVERTER_NAME, CONVERTER_VERSION } from "./version.js";
 export {

@@ -1,5 +1,4 @@
 /** The obs sidecar (spec: "Obs"): browser-safe parts. The local Arrow cache is in `./node.ts`. */
-export { arrowType, columnTable, decodeColumnFile, encodeColumnFile } from "./arrow.js";
 export { fingerprintJson, obsFingerprint, pythonJsonString, sha256Hex } from "./fingerprint.js";
 export { categoryLabels, ObsColumn, ObsFrame } from "./frame.js";
 export { memoryLocalizer, type ObsLoadOptions, type ObsLocalizer } from "./localize.js";
