@@ -151,6 +151,7 @@ test("the check catches each trick it looks for", () => {
     );
   assert.ok(!HIDDEN.some(({ re }) => re.test('await import("./arrow.js")')), "a literal dynamic import");
   assert.ok(
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the text of generated worker code, on purpose
     !HIDDEN.some(({ re }) => re.test("`import(${tsx}).then(...)`")),
     "an import in generated worker code",
   );

@@ -10,6 +10,7 @@ import { availableParallelism } from "node:os";
 import type { Worker } from "node:worker_threads";
 import { startWorker } from "#start-worker";
 import { type ChunkEncoder, wasmEncoder } from "./array-stream.js";
+import { napi } from "./napi.js";
 
 /** A chunk sent to a worker: its raw bytes (moved) and the zstd level. */
 export interface EncodeJob {
@@ -113,9 +114,11 @@ export class EncodePool {
  * A {@link ChunkEncoder} on `pool`: zstd at level 1 (zarr's default `level: 0`) natively on its
  * workers; anything else through the WebAssembly codecs. Above level 1 the native library and the
  * WebAssembly build were measured to disagree on some chunks (both valid zstd, other bytes), and a
- * store must not depend on which encoder wrote it.
+ * store must not depend on which encoder wrote it. Without zstd-napi (an optional dependency that
+ * may not have built), everything goes through the WebAssembly codecs.
  */
 export function nativeEncoder(pool: EncodePool): ChunkEncoder {
+  if (napi === undefined) return wasmEncoder;
   return (raw, compressors) => {
     if (compressors.length === 0) return Promise.resolve(raw);
     const only = compressors.length === 1 ? compressors[0] : undefined;
