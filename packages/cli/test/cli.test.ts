@@ -77,7 +77,10 @@ test("convert, inspect, validate and export work together, with --json and --sta
   const human = await deltacells("inspect", out, "--stats");
   assert.match(human.stdout, /57 cells x 41 genes/);
   assert.match(human.stderr, /^stats: 3 requests \(get 3\)/m);
-  assert.match(human.stderr, /^stats: codec: (native kernel \([a-z0-9+]+\)|typescript kernel .*), zstd: zstd-napi/m);
+  assert.match(
+    human.stderr,
+    /^stats: codec: (native kernel \([a-z0-9+]+\)|typescript kernel .*), zstd: zstd-napi/m,
+  );
 
   const val = await deltacells("validate", out, "--json");
   assert.equal(val.code, 0, val.stdout + val.stderr);
