@@ -31,6 +31,7 @@ import {
   type DatasetSource,
   type DecodeOutput,
   decodeTileSync,
+  formatCodecInfo,
   loadZstd,
   setZstdBackend,
   writeDataset,
@@ -227,8 +228,8 @@ async function bench(name: string) {
   // The same frames through the zstd the native kernel itself runs (the library zstd-napi is
   // built from, compiled into the addon): the fused decode's own reference.
   const kernel = nativeKernel();
-  const kernelZstdOnly = zstdOnlyWith((src, dst) => kernel!.decompress!(src, dst));
-  const withKernelZstd = kernel?.decompress !== undefined && !args.wasm;
+  const kernelZstdOnly = zstdOnlyWith((src, dst) => kernel!.decompress(src, dst));
+  const withKernelZstd = kernel !== undefined && !args.wasm;
   const full = () => {
     for (const t of tiles) decodeTileSync(t, { out: bufs });
   };
@@ -322,7 +323,7 @@ async function bench(name: string) {
     gzipSync(indptrBytes, { level: 4 }).length;
   const info = await codecInfo();
   console.log(
-    `\ncodec: ${info.kernel} kernel${info.isa ? ` (${info.isa})` : ""}${info.kernelUnavailable ? ` (${info.kernelUnavailable})` : ""}, zstd: ${info.zstd}${info.fused ? ", one native call per tile" : ""}; load average ${loadavg()
+    `\ncodec: ${formatCodecInfo(info)}; load average ${loadavg()
       .map((x) => x.toFixed(2))
       .join(" ")}`,
   );

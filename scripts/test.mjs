@@ -100,6 +100,7 @@ if (listOnly) {
 }
 if (everything) {
   run("npx", ["tsc", "-p", "tsconfig.check.json"]);
+  run("npx", ["tsc", "-p", "tsconfig.browser.json"]);
   run("npx", ["biome", "check", "."]);
 }
 run(process.execPath, ["--import", "tsx", "--conditions=source", "--test", ...files]);

@@ -69,7 +69,9 @@ class IoClock implements ReadableStore {
 const axis = Number(args.axis);
 const size = Number(args.size);
 const store = new IoClock(
-  new FolderStore(join(args.store, args.layout === "chunked" ? "chunked.zarr" : "ranged.zarr")),
+  new FolderStore(join(args.store, args.layout === "chunked" ? "chunked.zarr" : "ranged.zarr"), {
+    blockingReads: true,
+  }),
 );
 const reader = args.browser
   ? await openBrowser(store, { axis })

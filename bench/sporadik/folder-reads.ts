@@ -2,7 +2,7 @@
  * How a chunked sporadik batch depends on how the folder store reads and where chunks decode: the
  * same random batches through four readers, in random order per batch, in one process.
  *
- *   blocking / pool reads: `FolderStore` with `blockingReads` on (default) or off (libuv's pool)
+ *   blocking / pool reads: `FolderStore` with `blockingReads` on (opt-in) or off (the default: libuv's pool)
  *   main / workers:        zstd on the main thread only (`nativeZstd`), or with the decode workers
  *                          of large waves (`pooledZstd`, what `@deltacells/sporadik/node` uses)
  *

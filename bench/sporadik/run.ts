@@ -22,6 +22,7 @@ import { dirname, join, relative } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { codecInfo, formatCodecInfo } from "@deltacells/core/node";
 import { openReader as openBrowser, type ReadableStore } from "@deltacells/sporadik";
 import { openReader as openNode } from "@deltacells/sporadik/node";
 import { HttpStore, withStats } from "@deltacells/storage";
@@ -437,7 +438,7 @@ async function main(): Promise<void> {
       for (const transport of ["folder", "http"] as const) {
         const inner =
           transport === "folder"
-            ? new FolderStore(folderPath)
+            ? new FolderStore(folderPath, { blockingReads: true })
             : new HttpStore(`${server.url}/${format === "chunked" ? "chunked.zarr" : "ranged.zarr"}`);
         const meter = new WaveMeter(withStats(inner));
         const waveMeter =
@@ -505,6 +506,9 @@ async function main(): Promise<void> {
   server.stop();
 
   const load1 = loadavg();
+  // The sporadik reader does not use the deltacells codec; the line records what this machine's
+  // native builds are (the kernel's ISA, whether zstd-napi loaded) next to the figures.
+  const codec = formatCodecInfo(await codecInfo());
   const command = `npm run bench:sporadik${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`;
   const misses = rows.filter((r) => r.python && median(r.python.times) / median(r.ours.times) < 2);
   const browserMisses = rows.filter(
@@ -519,7 +523,7 @@ Reproduce with:
 ${command}
 \`\`\`
 
-Machine: ${availableParallelism()} cores, shared; load average ${load0.map((x) => x.toFixed(1)).join(" ")} at the start, ${load1.map((x) => x.toFixed(1)).join(" ")} at the end. Node ${process.version}, Python ${version.python}.
+Machine: ${availableParallelism()} cores, shared; load average ${load0.map((x) => x.toFixed(1)).join(" ")} at the start, ${load1.map((x) => x.toFixed(1)).join(" ")} at the end. Node ${process.version}, Python ${version.python}. deltacells codec here (\`codecInfo()\`): ${codec}.
 
 Store (written by ${String(meta.writer)} into \`${relative(repo, storeDir)}\`): ${Number(meta.cells).toLocaleString("en-US")} × ${Number(meta.genes).toLocaleString("en-US")}, ${Number(meta.nnz).toLocaleString("en-US")} nonzeros (${JSON.stringify(meta.nnz_per_cell)} per cell, ${JSON.stringify(meta.nnz_per_gene)} per gene), dtypes ${JSON.stringify(meta.dtypes)}; both layouts (axis 0 = CSR, axis 1 = CSC); **chunked** = the writer's default (32,768-element zstd chunks), **byte-addressable** = one raw chunk per array.
 

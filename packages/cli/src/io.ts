@@ -13,9 +13,14 @@ export function localPath(location: string): string | undefined {
   return /^[a-z][a-z0-9+.-]+:/i.test(location) ? undefined : resolve(location);
 }
 
-/** A local path or URL (s3://, http(s)://, file://) opened as a store, signing S3 requests unless `--no-sign-request`. */
+/**
+ * A local path or URL (s3://, http(s)://, file://) opened as a store, signing S3 requests unless
+ * `--no-sign-request`. Local folders read small objects by blocking calls: a command has nothing
+ * else for its event loop to do, and a chunked sporadik batch read ran 1.7-2x faster this way.
+ */
 export function openLocation(location: string): Store {
-  return openStore(location, s3Signing.signRequests ? {} : { s3: { signRequests: false } });
+  const folder = { blockingReads: true };
+  return openStore(location, s3Signing.signRequests ? { folder } : { folder, s3: { signRequests: false } });
 }
 
 /** A local path or URL (s3://, http(s)://, file://) opened as a store that counts its requests. */

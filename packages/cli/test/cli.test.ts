@@ -69,10 +69,18 @@ test("convert, inspect, validate and export work together, with --json and --sta
     3,
     "inspect reads the manifest, var_names.txt and obs/schema.json only",
   );
+  // --stats also says what decodes tiles here (the native kernel was built for the tests).
+  assert.equal(info.codec.kernel, process.env.DELTACELLS_NATIVE === "0" ? "typescript" : "native");
+  assert.equal(info.codec.zstd, "zstd-napi");
+  assert.equal((await deltacells("inspect", out, "--json")).stdout.includes('"codec"'), false);
 
   const human = await deltacells("inspect", out, "--stats");
   assert.match(human.stdout, /57 cells x 41 genes/);
   assert.match(human.stderr, /^stats: 3 requests \(get 3\)/m);
+  assert.match(
+    human.stderr,
+    /^stats: codec: (native kernel \([a-z0-9+]+\)|typescript kernel .*), zstd: zstd-napi/m,
+  );
 
   const val = await deltacells("validate", out, "--json");
   assert.equal(val.code, 0, val.stdout + val.stderr);

@@ -728,7 +728,11 @@ NAPI_MODULE_INIT() {
     isa_level = best;
     isa_best = best;
   }
+  /* The interface version: NATIVE_KERNEL_VERSION in src/codec/native/addon.ts. Raise both together
+   * when a function's arguments or results change, so that a stale build is refused, not called. */
+  napi_value version = num(env, 2);
   napi_property_descriptor props[] = {
+      {"version", NULL, NULL, NULL, NULL, version, napi_enumerable, NULL},
       {"gaps", NULL, gaps, NULL, NULL, NULL, napi_default, NULL},
       {"vals", NULL, vals, NULL, NULL, NULL, napi_default, NULL},
       {"crc32", NULL, crc32_js, NULL, NULL, NULL, napi_default, NULL},
@@ -737,6 +741,6 @@ NAPI_MODULE_INIT() {
       {"chunks", NULL, chunks_js, NULL, NULL, NULL, napi_default, NULL},
       {"decompress", NULL, decompress_js, NULL, NULL, NULL, napi_default, NULL},
   };
-  napi_define_properties(env, exports, 7, props);
+  napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;
 }

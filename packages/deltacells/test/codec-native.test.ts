@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
+import { pathToFileURL } from "node:url";
 import { crc32 } from "../src/codec/crc32.js";
 import { codecInfo } from "../src/codec/info.js";
+import { NATIVE_KERNEL_VERSION } from "../src/codec/native/addon.js";
+import { loadAddon } from "../src/codec/native/addon-node.js";
 import { loadNativeKernel, type NativeKernel, useNativeKernel } from "../src/codec/native.js";
 import { prng } from "./codec-helpers.js";
 
@@ -192,4 +198,34 @@ test("codecInfo names the kernel, its instruction set and zstd, and why the nati
   } finally {
     useNativeKernel(true);
   }
+});
+
+test("an addon built from older sources (no or another version) is refused with the reason, not called", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "deltacells-addon-"));
+  try {
+    // Stand-ins for stale builds: CommonJS modules load through the same require as a .node file.
+    const stale = join(dir, "v1.cjs");
+    await writeFile(stale, "module.exports = { gaps() {}, vals() {}, crc32() {}, isa() { return 0; } };");
+    const other = join(dir, "v9.cjs");
+    await writeFile(other, "module.exports = { version: 9 };");
+    const v1 = loadAddon(pathToFileURL(stale));
+    assert.equal(v1.kernel, undefined);
+    assert.match(
+      v1.unavailable!,
+      /v1\.cjs is version 1 \(no version field\), these sources need version 2: rebuild/,
+    );
+    const v9 = loadAddon(pathToFileURL(other));
+    assert.equal(v9.kernel, undefined);
+    assert.match(v9.unavailable!, /is version 9, these sources need version 2/);
+    assert.match(
+      loadAddon(pathToFileURL(join(dir, "absent.node"))).unavailable!,
+      /absent\.node did not load/,
+    );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  if (process.env.DELTACELLS_NATIVE === "0") return;
+  const built = loadAddon();
+  assert.equal(built.unavailable, undefined, "the addon in build/Release is current");
+  assert.equal(built.kernel?.version, NATIVE_KERNEL_VERSION);
 });

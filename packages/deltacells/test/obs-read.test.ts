@@ -12,7 +12,7 @@ import { MemoryStore, type RangeQuery, type ReadableStore, withStats } from "@de
 import { parquetMetadata } from "hyparquet";
 import { categoryLabels, encodeTile, openDataset, writeDataset } from "../src/index.js";
 import { openDataset as openNode, zstdCompressor } from "../src/node.js";
-import { columnTable, encodeColumnFile } from "../src/obs/arrow.js";
+import { columnTable, encodeColumnFile } from "../src/arrow.js";
 import { obsCachePath, quoteColumnName } from "../src/obs/cache-node.js";
 import { obsShardKey } from "../src/obs/schema.js";
 import { cellTable, obsSource } from "./obs-fixtures.js";

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import * as browser from "@deltacells/core";
+import * as arrow from "@deltacells/core/arrow";
 import * as internal from "@deltacells/core/internal";
 import * as node from "@deltacells/core/node";
 import { assertSuperset, exportsOf } from "../../../test-utils/public-api.js";
@@ -33,6 +34,7 @@ test("@deltacells/core exports exactly these names", () => {
     "decodeTileSync: function",
     "encodeTile: function",
     "encodeTileSync: function",
+    "formatCodecInfo: function",
     "isDeltacellsError: function",
     "loadZstd: function",
     "memoryLocalizer: function",
@@ -67,6 +69,7 @@ test("@deltacells/core/node exports exactly these names", () => {
     "decodeTileSync: function",
     "encodeTile: function",
     "encodeTileSync: function",
+    "formatCodecInfo: function",
     "isDeltacellsError: function",
     "loadZstd: function",
     "memoryLocalizer: function",
@@ -86,4 +89,14 @@ test("@deltacells/core/internal exports exactly these names", () => {
 
 test("@deltacells/core/node is a superset of @deltacells/core (its own `openDataset` replacing the browser-safe one)", () => {
   assertSuperset(browser, node, ["openDataset"]);
+});
+
+test("@deltacells/core/arrow exports exactly these names", () => {
+  assert.deepEqual(exportsOf(arrow), [
+    "arrowType: function",
+    "columnTable: function",
+    "decodeColumnFile: function",
+    "encodeColumnFile: function",
+    "encodeVarTable: function",
+  ]);
 });

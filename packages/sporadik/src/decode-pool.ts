@@ -6,7 +6,8 @@
  * @module
  */
 import { availableParallelism } from "node:os";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
+import { startWorker } from "#start-worker";
 import { DecodeWorkerError } from "./errors.js";
 
 /** A chunk sent to a worker: its compressed bytes (moved) and the size it decodes to. */
@@ -50,12 +51,6 @@ interface Slot {
   done: Int32Array;
 }
 
-/** Workers run the same module flavour as this file: `.ts` under tsx, `.js` from dist. */
-function workerUrl(): URL {
-  const ext = import.meta.url.endsWith(".ts") ? ".ts" : ".js";
-  return new URL(`./decode-worker${ext}`, import.meta.url);
-}
-
 /**
  * The Node options a worker starts with: the host's, less those that only make sense for the host's
  * own entry (`--input-type` with `-e`/`-p` code, which a worker loading a file refuses, the code
@@ -92,16 +87,8 @@ export class DecodePool {
   }
 
   #start(): Slot {
-    const url = workerUrl();
-    // Under tsx (TypeScript sources), Node 20 does not apply `--import tsx` to workers: the worker
-    // registers tsx's loader itself before importing the script.
     const done = new Int32Array(new SharedArrayBuffer(4));
-    const worker = url.pathname.endsWith(".ts")
-      ? new Worker(
-          `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))}).then((m) => { m.register(); return import(${JSON.stringify(url.href)}); })`,
-          { eval: true, workerData: done, execArgv: workerExecArgv() },
-        )
-      : new Worker(url, { workerData: done, execArgv: workerExecArgv() });
+    const worker = startWorker("decode-worker", { workerData: done, execArgv: workerExecArgv() });
     const slot: Slot = { worker, pending: new Map(), spares: [], sent: 0, done };
     worker.unref();
     worker.on("message", (reply: DecodeReply) => {

@@ -7,8 +7,10 @@
  * @module
  */
 import { availableParallelism } from "node:os";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
+import { startWorker } from "#start-worker";
 import { type ChunkEncoder, wasmEncoder } from "./array-stream.js";
+import { napi } from "./napi.js";
 
 /** A chunk sent to a worker: its raw bytes (moved) and the zstd level. */
 export interface EncodeJob {
@@ -34,11 +36,6 @@ interface Slot {
   pending: Map<number, Pending>;
 }
 
-function workerUrl(): URL {
-  const ext = import.meta.url.endsWith(".ts") ? ".ts" : ".js";
-  return new URL(`./encode-worker${ext}`, import.meta.url);
-}
-
 /**
  * numcodecs' level rule (what zarrita's zstd applies before compressing): 0 or less is 1, above
  * 22 is 22. zarr's default `level: 0` is therefore level 1, not zstd's own default of 3.
@@ -59,14 +56,7 @@ export class EncodePool {
   }
 
   #start(): Slot {
-    const url = workerUrl();
-    // Under tsx (TypeScript sources) the worker registers tsx's loader itself, as decode-pool does.
-    const worker = url.pathname.endsWith(".ts")
-      ? new Worker(
-          `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))}).then((m) => { m.register(); return import(${JSON.stringify(url.href)}); })`,
-          { eval: true },
-        )
-      : new Worker(url);
+    const worker = startWorker("encode-worker", {});
     const slot: Slot = { worker, pending: new Map() };
     worker.unref();
     worker.on("message", (reply: EncodeReply) => {
@@ -124,9 +114,11 @@ export class EncodePool {
  * A {@link ChunkEncoder} on `pool`: zstd at level 1 (zarr's default `level: 0`) natively on its
  * workers; anything else through the WebAssembly codecs. Above level 1 the native library and the
  * WebAssembly build were measured to disagree on some chunks (both valid zstd, other bytes), and a
- * store must not depend on which encoder wrote it.
+ * store must not depend on which encoder wrote it. Without zstd-napi (an optional dependency that
+ * may not have built), everything goes through the WebAssembly codecs.
  */
 export function nativeEncoder(pool: EncodePool): ChunkEncoder {
+  if (napi === undefined) return wasmEncoder;
   return (raw, compressors) => {
     if (compressors.length === 0) return Promise.resolve(raw);
     const only = compressors.length === 1 ? compressors[0] : undefined;

@@ -7,7 +7,6 @@
  *
  * @module
  */
-import zstd from "zstd-napi/binding.js";
 import { DecodePool, POOL_THRESHOLD } from "./decode-pool.js";
 import { DecodeWorkerError } from "./errors.js";
 import {
@@ -18,6 +17,7 @@ import {
   type SparseArrayReader,
   type SparseReader,
 } from "./index.js";
+import { napi, napiFailure } from "./napi.js";
 import type { Decompressor, Decompressors } from "./zarr.js";
 
 export { EncodePool, nativeEncoder } from "./encode-pool.js";
@@ -26,14 +26,15 @@ export { withFileParts } from "./parts-folder.js";
 export { FileSpill, type FileSpillOptions, type StaleSpill, sweepStaleSpills } from "./spill-files.js";
 export { type RowBlocksWriteOptions, writeStoreFromRowBlocks } from "./write-node.js";
 
-let context: InstanceType<typeof zstd.DCtx> | undefined;
+let context: InstanceType<NonNullable<typeof napi>["DCtx"]> | undefined;
 
 /**
  * zstd through the native library, into the caller's buffer: one reused decompression context, no
  * intermediate copy. Throws for bytes that are not zstd or that decode to more than `into` holds.
  */
 export const nativeZstd: Decompressor = (stored, into) => {
-  context ??= new zstd.DCtx();
+  if (napi === undefined) throw new Error(`nativeZstd needs zstd-napi, which did not load: ${napiFailure}`);
+  context ??= new napi.DCtx();
   return context.decompress(into, stored);
 };
 
@@ -62,8 +63,11 @@ export function closeDecodeWorkers(): Promise<void> {
   return pool.close();
 }
 
-/** The decoders the Node entry plugs in by default: zstd, natively, on worker threads for large waves. */
-export const nativeDecompressors: Decompressors = Object.freeze({ zstd: pooledZstd });
+/**
+ * The decoders the Node entry plugs in by default: zstd, natively, on worker threads for large
+ * waves; none (zarrita's WebAssembly zstd) where zstd-napi did not install or build.
+ */
+export const nativeDecompressors: Decompressors = Object.freeze(napi ? { zstd: pooledZstd } : {});
 
 function withNative<T extends { decompressors?: Decompressors }>(options: T): T {
   return { ...options, decompressors: { ...nativeDecompressors, ...options.decompressors } };

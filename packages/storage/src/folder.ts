@@ -30,8 +30,9 @@ export interface FolderStoreOptions {
   maxOpenFiles?: number;
   /**
    * Whether `get` may read small objects (up to 256 KiB) by blocking calls while they come from
-   * the page cache (default true; see {@link FolderStore}). Turn it off in a server whose event
-   * loop must never wait on a disk.
+   * the page cache (default false; see {@link FolderStore}). Turn it on in a program that reads
+   * many small chunks and has nothing else for its event loop to do (a command-line tool, a
+   * batch job); leave it off in a server, whose event loop must never wait on a disk.
    */
   blockingReads?: boolean;
 }
@@ -128,12 +129,13 @@ async function makeFolders(dir: string, depth = 0): Promise<void> {
  * store is seen by reads that start once the key's reads in flight have finished, or at most
  * 100 ms after it while they never pause.
  *
- * `get` of an object up to 256 KiB (a zarr chunk, a small tile) is a blocking open/fstat/read/close
+ * With `blockingReads: true` (opt-in, off by default so that a server's event loop never waits on
+ * a disk), `get` of an object up to 256 KiB (a zarr chunk, a small tile) is a blocking open/fstat/read/close
  * while such reads stay fast: from the page cache that costs ~13 us of this thread, where the
  * thread pool's four round trips cost more of it and put up to four more threads on the cores that
  * decoding needs (a 100-slice batch over a chunked sporadik store ran 1.7-2x faster this way). After
  * four blocking reads in a row slower than 0.5 ms (a cold cache, a network file system), the store
- * reads through the thread pool for the next 5 s. `blockingReads: false` never blocks.
+ * reads through the thread pool for the next 5 s. Without `blockingReads` the store never blocks.
  */
 export class FolderStore implements Store {
   readonly root: string;
@@ -150,7 +152,7 @@ export class FolderStore implements Store {
   constructor(root: string, opts: FolderStoreOptions = {}) {
     this.root = resolve(root);
     this.url = this.root;
-    this.blockingReads = opts.blockingReads ?? true;
+    this.blockingReads = opts.blockingReads ?? false;
     const max = opts.maxOpenFiles ?? 128;
     if (!Number.isInteger(max) || max < 1) {
       throw new StorageError(`maxOpenFiles must be a positive integer, got ${max}`, { location: this.url });

@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { s3ConnectionFromAws } from "./aws-config.js";
-import { FolderStore } from "./folder.js";
+import { FolderStore, type FolderStoreOptions } from "./folder.js";
 import { type OpenStoreOptions, openStore as openUrl } from "./open.js";
 import { parseS3Url } from "./s3.js";
 import type { Store } from "./types.js";
@@ -13,16 +13,17 @@ import type { Store } from "./types.js";
  * then the `AWS_PROFILE` profile of `~/.aws/credentials` and `~/.aws/config` (or
  * `AWS_SHARED_CREDENTIALS_FILE`, `AWS_CONFIG_FILE`). No credentials anywhere is a `NoCredentials`
  * error naming the sources, unless `opts.s3.signRequests` is false (a public bucket).
+ * `opts.folder` configures a {@link FolderStore} (its `blockingReads`, say).
  */
 export function openStore(
   url: string,
-  opts: OpenStoreOptions & { env?: Record<string, string | undefined> } = {},
+  opts: OpenStoreOptions & { env?: Record<string, string | undefined>; folder?: FolderStoreOptions } = {},
 ): Store {
   // A drive letter (C:\data) is a path, not a scheme.
   const scheme = /^([a-z][a-z0-9+.-]+):/i.exec(url)?.[1]?.toLowerCase();
-  if (scheme === undefined) return new FolderStore(url);
-  if (scheme === "file") return new FolderStore(fileURLToPath(url));
-  const { env = process.env, ...rest } = opts;
+  if (scheme === undefined) return new FolderStore(url, opts.folder);
+  if (scheme === "file") return new FolderStore(fileURLToPath(url), opts.folder);
+  const { env = process.env, folder: _folder, ...rest } = opts;
   if (scheme === "s3") {
     parseS3Url(url); // a malformed URL is refused as such before any credentials are looked for
     const given = rest.s3 ?? {};

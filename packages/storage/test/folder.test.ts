@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readdir, rename, rm, writeFile } from "node:fs/promises
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { FolderStore, isStorageError } from "@deltacells/storage/node";
+import { FolderStore, type FolderStoreOptions, isStorageError, openStore } from "@deltacells/storage/node";
 
 let root: string;
 before(async () => {
@@ -14,10 +14,10 @@ after(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-async function freshStore(name: string): Promise<FolderStore> {
+async function freshStore(name: string, opts?: FolderStoreOptions): Promise<FolderStore> {
   const dir = join(root, name);
   await mkdir(dir);
-  return new FolderStore(dir);
+  return new FolderStore(dir, opts);
 }
 
 async function filesUnder(dir: string): Promise<string[]> {
@@ -43,12 +43,12 @@ describe("a folder store", () => {
   });
 
   test("whole reads are exact around the blocking-read limit, blocking or not, and each answer is its own", async () => {
-    const s = await freshStore("blocking");
+    const s = await freshStore("blocking", { blockingReads: true });
     const sizes = [0, 1, 4096, (1 << 18) - 1, 1 << 18, (1 << 18) + 1, 3 << 20];
     for (const [i, size] of sizes.entries()) await s.set(`k${i}`, pattern(size, i));
     await mkdir(join(s.root, "adir"));
     const base = openFds();
-    for (const store of [s, new FolderStore(s.root, { blockingReads: false })]) {
+    for (const store of [s, new FolderStore(s.root)]) {
       // All at once, blocking and thread-pool reads mixed: no answer may alias another's bytes.
       const got = await Promise.all(sizes.map((_, i) => store.get(`k${i}`)));
       for (const [i, size] of sizes.entries())
@@ -106,8 +106,19 @@ describe("a folder store", () => {
     assert.equal(openFds(), base, "descriptors leaked");
   });
 
+  test("blocking reads are opt-in: a library default never blocks the event loop", async () => {
+    const s = await freshStore("opt-in");
+    assert.equal(s.readsBlock, false, "new FolderStore(dir)");
+    assert.equal((openStore(s.root) as FolderStore).readsBlock, false, "openStore(path)");
+    const on = openStore(s.root, { folder: { blockingReads: true } }) as FolderStore;
+    assert.ok(
+      on instanceof FolderStore && on.readsBlock,
+      "openStore(path, { folder: { blockingReads: true } })",
+    );
+  });
+
   test("four slow blocking reads in a row switch gets to the thread pool for 5 s; one slow read does not", async () => {
-    const s = await freshStore("slow-disk");
+    const s = await freshStore("slow-disk", { blockingReads: true });
     await s.set("k", pattern(100, 1));
     const realNow = performance.now.bind(performance);
     let now = realNow();
@@ -129,7 +140,7 @@ describe("a folder store", () => {
       assert.deepEqual(await s.get("k"), pattern(100, 1), "reads go on through the thread pool");
       now += 5001;
       assert.ok(s.readsBlock, "after 5 s the store tries blocking reads again");
-      assert.ok(!new FolderStore(s.root, { blockingReads: false }).readsBlock);
+      assert.ok(!new FolderStore(s.root).readsBlock, "a store never blocks unless asked to");
     } finally {
       performance.now = realNow;
     }

@@ -2,6 +2,7 @@
  * `deltacells inspect DATASET`: what a dataset holds, from its manifest (and gene names); for a
  * sporadik store, what its description says.
  */
+import { codecInfo, formatCodecInfo } from "@deltacells/core";
 import { formatBytes } from "@deltacells/storage/internal";
 import { COMMON_HELP, count, parse } from "../args.js";
 import { openCountedAny } from "../io.js";
@@ -13,7 +14,8 @@ Show a dataset's shape, tiles, sizes, bytes per nonzero, encoder settings, gene 
 columns (names, kinds). Reads manifest.json, var_names.txt and obs/schema.json only. DATASET is a local folder or a URL
 (s3://bucket/prefix, https://...). A sporadik store (no manifest.json, a root zarr.json with the
 "sporadik" block) is described instead: shape, layouts, nonzeros, dtypes, chunking, whether it
-is byte-addressable and carries maxima (its metadata only).
+is byte-addressable and carries maxima (its metadata only). With --stats, also what decodes
+tiles on this machine (native or TypeScript kernel, its instruction set, the zstd backend).
 
 options:
 ${COMMON_HELP}`;
@@ -88,5 +90,13 @@ export async function inspect(argv: string[]): Promise<CommandResult> {
     }`,
     `  metadata     ${JSON.stringify(m.metadata)}`,
   ];
-  return { text: lines.join("\n"), json: info, store };
+  // With --stats, also what would decode this dataset's tiles here (native kernel or not, zstd).
+  if (!values.stats) return { text: lines.join("\n"), json: info, store };
+  const codec = await codecInfo();
+  return {
+    text: lines.join("\n"),
+    json: { ...info, codec },
+    store,
+    statsDetail: `codec: ${formatCodecInfo(codec)}`,
+  };
 }

@@ -93,17 +93,19 @@ export function decodeTileSync(bytes: Uint8Array, zstd: ZstdBackend, opts: Decod
   const out = allocateOutput(c1 - c0, nnz, opts);
   fillIndptr(layout.indptr, c0, c1, out.indptr);
   decodeChunksInto(
-    bytes,
-    layout,
+    chunkContext({
+      bytes,
+      layout,
+      c0,
+      c1,
+      indices: out.indices,
+      data: out.data,
+      base,
+      zstd,
+      object: opts.object,
+    }),
     0,
     layout.chunks.length,
-    c0,
-    c1,
-    out.indices,
-    out.data,
-    base,
-    zstd,
-    opts.object,
   );
   return { nCells: c1 - c0, nGenes, nnz, ...out };
 }
@@ -121,31 +123,76 @@ function wanted(layout: TileLayout, k: number, c0: number, c1: number, full: boo
 const PLAN_FIELDS = 9;
 
 /**
- * Decodes the chunks `[k0, k1)` of a tile that hold cells of `[c0, c1)` (see
+ * What decoding a tile's chunks needs: the tile, where its nonzeros go, and the chunk being
+ * decoded. One per tile, built by {@link chunkContext}; the per-chunk fields are overwritten for
+ * each chunk, so nothing is allocated per chunk or per nonzero.
+ */
+export interface ChunkContext {
+  readonly bytes: Uint8Array;
+  readonly layout: TileLayout;
+  /** The cells decoded: `[c0, c1)` of the tile. */
+  readonly c0: number;
+  readonly c1: number;
+  /** Outputs: the nonzero at global position `p` goes to index `p - base`. */
+  readonly indices: Int32Array;
+  readonly data: Int32Array | Float32Array;
+  readonly base: number;
+  readonly zstd: ZstdBackend;
+  /** Name of the tile for error messages. */
+  readonly object: string | undefined;
+  /** The chunk being decoded: its index, entry and number of nonzeros. */
+  k: number;
+  ch: ChunkEntry;
+  n: number;
+  /** Its cells within `[c0, c1)`: `[ca, cb)`. */
+  ca: number;
+  cb: number;
+  /** Output index of the chunk's nonzero `j`: `j + shift`. */
+  shift: number;
+}
+
+/** What a {@link ChunkContext} is built from: the tile and where its nonzeros go. */
+export type TileJob = Pick<
+  ChunkContext,
+  "bytes" | "layout" | "c0" | "c1" | "indices" | "data" | "base" | "zstd" | "object"
+>;
+
+/** The context for decoding cells `[c0, c1)` of a checked tile into `indices`/`data` (see {@link ChunkContext}). */
+export function chunkContext(job: TileJob): ChunkContext {
+  const { layout } = job;
+  // Every field in one literal, in one order: all contexts share one shape (monomorphic accesses).
+  return {
+    bytes: job.bytes,
+    layout,
+    c0: job.c0,
+    c1: job.c1,
+    indices: job.indices,
+    data: job.data,
+    base: job.base,
+    zstd: job.zstd,
+    object: job.object,
+    k: -1,
+    ch: layout.chunks[0]!,
+    n: 0,
+    ca: 0,
+    cb: 0,
+    shift: 0,
+  };
+}
+
+/**
+ * Decodes the chunks `[k0, k1)` of a tile that hold cells of `[cx.c0, cx.c1)` (see
  * {@link decodeChunkInto}). With the native kernel and native zstd, one call decodes them all
  * (zstd included) without coming back to JavaScript per stream; a chunk with exceptions, or one
  * that fails any check there, is decoded here by {@link decodeChunkInto}, which then names the
  * fault exactly as it would without the kernel.
  */
-export function decodeChunksInto(
-  bytes: Uint8Array,
-  layout: TileLayout,
-  k0: number,
-  k1: number,
-  c0: number,
-  c1: number,
-  indices: Int32Array,
-  data: Int32Array | Float32Array,
-  base: number,
-  zstd: ZstdBackend,
-  object: string | undefined,
-): void {
+export function decodeChunksInto(cx: ChunkContext, k0: number, k1: number): void {
+  const { layout, c0, c1, base } = cx;
   const full = c0 === 0 && c1 === layout.header.nCells;
-  const native = zstd.name === "zstd-napi" ? nativeKernel() : undefined;
-  if (native?.chunks === undefined) {
-    for (let k = k0; k < k1; k++)
-      if (wanted(layout, k, c0, c1, full))
-        decodeChunkInto(bytes, layout, k, c0, c1, indices, data, base, zstd, object);
+  const native = cx.zstd.name === "zstd-napi" ? nativeKernel() : undefined;
+  if (native === undefined) {
+    for (let k = k0; k < k1; k++) if (wanted(layout, k, c0, c1, full)) decodeChunkInto(cx, k);
     return;
   }
   const plan = scratch.planFor(k1);
@@ -168,9 +215,18 @@ export function decodeChunksInto(
     plan[p + 8] = ch.nnzLo - base;
   }
   for (let k = k0; k < k1; ) {
-    const stopped = native.chunks(bytes, plan, k, k1, layout.indptr, indices, data, layout.header.nGenes);
+    const stopped = native.chunks(
+      cx.bytes,
+      plan,
+      k,
+      k1,
+      layout.indptr,
+      cx.indices,
+      cx.data,
+      layout.header.nGenes,
+    );
     if (stopped === -1) return;
-    decodeChunkInto(bytes, layout, stopped, c0, c1, indices, data, base, zstd, object);
+    decodeChunkInto(cx, stopped);
     k = stopped + 1;
   }
 }
@@ -268,41 +324,27 @@ export function fillIndptr(indptr: Float64Array, c0: number, c1: number, out: Fl
  * Decodes chunk `k` of a checked tile, writing the nonzeros of cells `[c0, c1)` that it holds to
  * `indices`/`data` at (global position - `base`).
  */
-function decodeChunkInto(
-  bytes: Uint8Array,
-  layout: TileLayout,
-  k: number,
-  c0: number,
-  c1: number,
-  indices: Int32Array,
-  data: Int32Array | Float32Array,
-  base: number,
-  zstd: ZstdBackend,
-  object: string | undefined,
-): void {
+function decodeChunkInto(cx: ChunkContext, k: number): void {
+  const { layout, indices, data } = cx;
   const ch = layout.chunks[k]!;
   const indptr = layout.indptr;
   const nGenes = layout.header.nGenes;
   const n = ch.nnzHi - ch.nnzLo;
-  // Field names for errors are built only on failure (this runs for every chunk of every tile).
-  const gaps = decompress(
-    bytes,
-    ch.gapsOff,
-    ch.gapsLen,
-    2 * n,
-    scratch.planes("gaps", 2 * n),
-    zstd,
-    object,
-    k,
-    "gaps",
-  );
-  const ca = Math.max(ch.cellLo, c0);
-  const cb = Math.min(ch.cellHi, c1);
-  let pending = ca;
+  const ca = Math.max(ch.cellLo, cx.c0);
+  const cb = Math.min(ch.cellHi, cx.c1);
   // Output position of chunk entry j is j + shift.
   // Small integers as int32 so that V8 keeps the loops' index arithmetic in int32 (values read
   // from the Float64Array indptr would otherwise make every index a double).
-  const shift = toInt(ch.nnzLo - base);
+  const shift = toInt(ch.nnzLo - cx.base);
+  cx.k = k;
+  cx.ch = ch;
+  cx.n = n;
+  cx.ca = ca;
+  cx.cb = cb;
+  cx.shift = shift;
+  // Field names for errors are built only on failure (this runs for every chunk of every tile).
+  const gaps = decompress(cx, "gaps", ch.gapsOff, ch.gapsLen, 2 * n, scratch.planes("gaps", 2 * n));
+  let pending = ca;
   const native = nativeKernel();
   if (native !== undefined && cb > ca) {
     const bad = native.gaps(gaps, n, indptr, ch.nnzLo, ca, cb, indices, shift, nGenes);
@@ -321,7 +363,7 @@ function decodeChunkInto(
     if (last < 0 || last >= nGenes) {
       const found = last < 0 ? "a gap of 0 (repeated gene)" : `gene ${last}`;
       throw corrupt(
-        object,
+        cx.object,
         `chunk[${k}].gaps`,
         `strictly increasing gene indices < n_genes = ${nGenes}`,
         found,
@@ -330,17 +372,7 @@ function decodeChunkInto(
     }
   }
   // Decompressed only now, so that the gap planes were consumed while still in cache.
-  const vals = decompress(
-    bytes,
-    ch.valsOff,
-    ch.valsLen,
-    2 * n,
-    scratch.planes("vals", 2 * n),
-    zstd,
-    object,
-    k,
-    "vals",
-  );
+  const vals = decompress(cx, "vals", ch.valsOff, ch.valsLen, 2 * n, scratch.planes("vals", 2 * n));
   if (cb > ca) {
     const s = toInt(indptr[ca]! - ch.nnzLo);
     const e = toInt(indptr[cb]! - ch.nnzLo);
@@ -351,11 +383,10 @@ function decodeChunkInto(
       unplane(vals, n, s, e, data, shift);
       ok = !hasZero(data, s + shift, e + shift);
     }
-    if (!ok) throw corrupt(object, `chunk[${k}].vals`, "counts >= 1", 0);
+    if (!ok) throw corrupt(cx.object, `chunk[${k}].vals`, "counts >= 1", 0);
   }
-  if (ch.vexcLen > 0) applyValueExceptions(bytes, ch, vals, n, ca, cb, indptr, data, shift, zstd, object, k);
-  if (ch.gexcLen > 0)
-    applyGapExceptions(bytes, ch, gaps, n, ca, cb, indptr, indices, shift, nGenes, zstd, object, k);
+  if (ch.vexcLen > 0) applyValueExceptions(cx, vals);
+  if (ch.gexcLen > 0) applyGapExceptions(cx, gaps);
 }
 
 /** `x` as an int32 when it fits (exactly the same value either way). */
@@ -363,35 +394,34 @@ function toInt(x: number): number {
   return x <= 0x7fffffff && x >= -0x80000000 ? x | 0 : x;
 }
 
+/** Decompresses the frame `bytes[off, off + len)` of stream `stream` of chunk `cx.k` into `dst`, exactly `size` bytes. */
 function decompress(
-  bytes: Uint8Array,
+  cx: ChunkContext,
+  stream: string,
   off: number,
   len: number,
   size: number,
   dst: Uint8Array,
-  zstd: ZstdBackend,
-  object: string | undefined,
-  k: number,
-  stream: string,
 ): Uint8Array {
-  const frame = bytes.subarray(off, off + len);
+  const frame = cx.bytes.subarray(off, off + len);
   const declared = zstdFrameContentSize(frame);
   if (declared !== size)
-    throw corrupt(object, `${streamField(k, stream)} frame content size`, size, declared);
+    throw corrupt(cx.object, `${streamField(cx.k, stream)} frame content size`, size, declared);
   let got: number;
   try {
-    got = zstd.decompressInto(frame, dst);
+    got = cx.zstd.decompressInto(frame, dst);
   } catch (cause) {
     const e = corrupt(
-      object,
-      `${streamField(k, stream)} frame`,
+      cx.object,
+      `${streamField(cx.k, stream)} frame`,
       `a zstd frame of ${size} bytes`,
       String((cause as Error)?.message ?? cause),
     );
     (e as { cause?: unknown }).cause = cause;
     throw e;
   }
-  if (got !== size) throw corrupt(object, `${streamField(k, stream)} frame decompressed size`, size, got);
+  if (got !== size)
+    throw corrupt(cx.object, `${streamField(cx.k, stream)} frame decompressed size`, size, got);
   return dst;
 }
 
@@ -399,26 +429,23 @@ function streamField(k: number, stream: string): string {
   return `chunk[${k}].${stream}`;
 }
 
-/** Decompresses an exception frame into (positions, payloads) after checking its size. */
+/** Decompresses chunk `cx.k`'s exception frame at `[off, off + len)` into (positions, payloads) after checking its size. */
 function readExceptions(
-  bytes: Uint8Array,
+  cx: ChunkContext,
+  stream: "vexc" | "gexc",
   off: number,
   len: number,
-  n: number,
-  zstd: ZstdBackend,
-  object: string | undefined,
-  chunk: number,
-  stream: string,
 ): { k: number; words: Uint32Array } {
-  const name = streamField(chunk, stream);
-  const declared = zstdFrameContentSize(bytes.subarray(off, off + len));
+  const { n, object } = cx;
+  const name = streamField(cx.k, stream);
+  const declared = zstdFrameContentSize(cx.bytes.subarray(off, off + len));
   if (typeof declared !== "number" || declared % 8 !== 0 || declared === 0 || declared > 8 * n) {
     throw corrupt(object, `${name} frame content size`, `a multiple of 8 in 8 .. ${8 * n}`, declared);
   }
   const k = declared / 8;
   const words = scratch.exceptions(2 * k);
   const asBytes = new Uint8Array(words.buffer, words.byteOffset, 8 * k);
-  decompress(bytes, off, len, 8 * k, asBytes, zstd, object, chunk, stream);
+  decompress(cx, stream, off, len, 8 * k, asBytes);
   let prev = -1;
   for (let i = 0; i < k; i++) {
     const p = words[i]!;
@@ -430,22 +457,12 @@ function readExceptions(
   return { k, words };
 }
 
-function applyValueExceptions(
-  bytes: Uint8Array,
-  ch: ChunkEntry,
-  vals: Uint8Array,
-  n: number,
-  ca: number,
-  cb: number,
-  indptr: Float64Array,
-  data: Int32Array | Float32Array,
-  shift: number,
-  zstd: ZstdBackend,
-  object: string | undefined,
-  chunk: number,
-): void {
-  const name = streamField(chunk, "vexc");
-  const { k, words } = readExceptions(bytes, ch.vexcOff, ch.vexcLen, n, zstd, object, chunk, "vexc");
+/** Puts chunk `cx.k`'s counts above 65535 (its `vexc` stream) in place of their marks in `vals`. */
+function applyValueExceptions(cx: ChunkContext, vals: Uint8Array): void {
+  const { ch, n, ca, cb, data, shift, object } = cx;
+  const indptr = cx.layout.indptr;
+  const name = streamField(cx.k, "vexc");
+  const { k, words } = readExceptions(cx, "vexc", ch.vexcOff, ch.vexcLen);
   const s = indptr[ca]! - ch.nnzLo;
   const e = cb > ca ? indptr[cb]! - ch.nnzLo : s;
   for (let i = 0; i < k; i++) {
@@ -459,23 +476,13 @@ function applyValueExceptions(
   }
 }
 
-function applyGapExceptions(
-  bytes: Uint8Array,
-  ch: ChunkEntry,
-  gaps: Uint8Array,
-  n: number,
-  ca: number,
-  cb: number,
-  indptr: Float64Array,
-  indices: Int32Array,
-  shift: number,
-  nGenes: number,
-  zstd: ZstdBackend,
-  object: string | undefined,
-  chunk: number,
-): void {
-  const name = streamField(chunk, "gexc");
-  const { k, words } = readExceptions(bytes, ch.gexcOff, ch.gexcLen, n, zstd, object, chunk, "gexc");
+/** Adds chunk `cx.k`'s gaps above 65535 (its `gexc` stream) to the gene indices from their position on. */
+function applyGapExceptions(cx: ChunkContext, gaps: Uint8Array): void {
+  const { ch, n, ca, cb, indices, shift, object } = cx;
+  const indptr = cx.layout.indptr;
+  const nGenes = cx.layout.header.nGenes;
+  const name = streamField(cx.k, "gexc");
+  const { k, words } = readExceptions(cx, "gexc", ch.gexcOff, ch.gexcLen);
   // Positions increase, so the cell holding each one is found by walking forward.
   let cell = ch.cellLo;
   for (let i = 0; i < k; i++) {

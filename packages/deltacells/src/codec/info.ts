@@ -34,6 +34,15 @@ export async function codecInfo(): Promise<CodecInfo> {
     kernel: "native",
     isa: ISA_NAMES[Math.max(0, Math.min(3, k.isa()))],
     zstd: zstd.name,
-    fused: k.chunks !== undefined && zstd.name === "zstd-napi",
+    fused: zstd.name === "zstd-napi",
   };
+}
+
+/**
+ * One line for logs and reports: `native kernel (avx2+vpclmulqdq), zstd: zstd-napi, one native
+ * call per tile`, or `typescript kernel (why the native one is not in use), zstd: zstddec`.
+ */
+export function formatCodecInfo(info: CodecInfo): string {
+  const kernel = `${info.kernel} kernel${info.isa ? ` (${info.isa})` : ""}${info.kernelUnavailable ? ` (${info.kernelUnavailable})` : ""}`;
+  return `${kernel}, zstd: ${info.zstd}${info.fused ? ", one native call per tile" : ""}`;
 }

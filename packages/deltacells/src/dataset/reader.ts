@@ -5,7 +5,7 @@
  * reader that streams tiles for training never pays for them, and `validateDataset` checks them all.
  */
 import { openStore, type ReadableStore } from "@deltacells/storage";
-import { makeVector, type Vector } from "apache-arrow";
+import type { Vector } from "apache-arrow";
 import type { DecodedTile } from "../codec/decode.js";
 import { createLocalDecoder } from "../codec/local-decoder.js";
 import { createTilePool } from "../codec/pool/pool.js";
@@ -18,6 +18,7 @@ import {
   type RecycledTile,
 } from "../codec/recycle.js";
 import { DeltacellsError, isDeltacellsError } from "../errors.js";
+import { loadArrow } from "../obs/arrow-load.js";
 import { ObsFrame } from "../obs/frame.js";
 import { memoryLocalizer, type ObsLoadOptions, type ObsLocalizer } from "../obs/localize.js";
 import { ObsShards } from "../obs/read.js";
@@ -506,7 +507,10 @@ export class Dataset {
     this.checkTile(t);
     const reader = this.obsReader();
     const wanted = await reader.columns(columns, opts);
-    const data = await Promise.all(wanted.map((c) => reader.readTile(t, c, opts)));
+    const [{ makeVector }, data] = await Promise.all([
+      loadArrow(),
+      Promise.all(wanted.map((c) => reader.readTile(t, c, opts))),
+    ]);
     return Object.fromEntries(wanted.map((c, i) => [c.name, makeVector(data[i]!)]));
   }
 

@@ -24,7 +24,7 @@ import {
 } from "./manifest.js";
 import { encodeNpyInt32 } from "./npy.js";
 import type { DatasetSource, SourceRowBlock } from "./source.js";
-import { type Compress, encodeVarTable } from "./var-table.js";
+import type { Compress } from "./var-table.js";
 import { CONVERTER_NAME, CONVERTER_VERSION } from "./version.js";
 
 /** Anything that encodes tiles: the codec's `TilePool`, or `{ encode: encodeTile }`. */
@@ -284,6 +284,8 @@ export async function writeDataset(
       `gene name ${JSON.stringify(names[badName])} contains a line break, which var_names.txt cannot hold`,
     );
   await put(VAR_NAMES_KEY, new TextEncoder().encode(names.length ? `${names.join("\n")}\n` : ""));
+  // var.parquet is written through apache-arrow: loaded by a writer, not by every page that reads.
+  const { encodeVarTable } = await import("./var-table.js");
   await put(VAR_TABLE_KEY, encodeVarTable(geneTable, order, opts.compress));
   const obsWriter =
     obsColumns && new ObsWriter(obsColumns, put, opts.obs?.compress ?? opts.compress, tilesPerFile);

@@ -28,6 +28,9 @@ import {
   Utf8,
   vectorFromArray,
 } from "apache-arrow";
+
+export { makeVector } from "apache-arrow";
+
 import type { ObsArrowType, ObsColumnSchema } from "./schema.js";
 
 /** The Arrow data type of a schema column. */

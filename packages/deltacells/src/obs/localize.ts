@@ -2,7 +2,7 @@
  * How requested obs columns become local: the hook `Dataset.obs` calls. The browser-safe default
  * keeps them in memory; the Node entry installs the local Arrow cache (`cache-node.ts`).
  */
-import { columnTable } from "./arrow.js";
+import { loadArrow } from "./arrow-load.js";
 import { ObsColumn } from "./frame.js";
 import type { ObsShards } from "./read.js";
 import type { ObsColumnSchema } from "./schema.js";
@@ -24,5 +24,9 @@ export type ObsLocalizer = (
 ) => Promise<ObsColumn[]>;
 
 /** Columns read from the shards and held in memory (browsers; any store). */
-export const memoryLocalizer: ObsLocalizer = (shards, columns, opts) =>
-  Promise.all(columns.map(async (c) => new ObsColumn(c, columnTable(c, await shards.readColumn(c, opts)))));
+export const memoryLocalizer: ObsLocalizer = async (shards, columns, opts) => {
+  const { columnTable } = await loadArrow();
+  return Promise.all(
+    columns.map(async (c) => new ObsColumn(c, columnTable(c, await shards.readColumn(c, opts)))),
+  );
+};

@@ -9,7 +9,7 @@ import { type AsyncBuffer, type FileMetaData, parquetMetadata, parquetRead } fro
 import { compressors } from "hyparquet-compressors";
 import type { DatasetManifest } from "../dataset/manifest.js";
 import { DeltacellsError } from "../errors.js";
-import { columnData } from "./arrow.js";
+import { loadArrow } from "./arrow-load.js";
 import { obsFingerprint } from "./fingerprint.js";
 import {
   OBS_SCHEMA_KEY,
@@ -221,13 +221,18 @@ export class ObsShards {
     this.checkColumn(s, meta, col);
     const { rowStart } = this.place(t, meta);
     const n = this.manifest.tile_cells[t]!;
-    return columnData(col, await this.readRows(s, meta, col, rowStart, rowStart + n, opts.signal));
+    const [{ columnData }, rows] = await Promise.all([
+      loadArrow(),
+      this.readRows(s, meta, col, rowStart, rowStart + n, opts.signal),
+    ]);
+    return columnData(col, rows);
   }
 
   /** Every tile of one column (one Arrow `Data` per tile): per shard its footer, then the column's chunks. */
   async readColumn(col: ObsColumnSchema, opts: { signal?: AbortSignal } = {}): Promise<Data[]> {
     const nTiles = this.manifest.tile_cells.length;
     const nShards = Math.ceil(nTiles / this.tilesPerFile);
+    const { columnData } = await loadArrow();
     const perShard = await Promise.all(
       Array.from({ length: nShards }, async (_, s) => {
         const meta = await this.footer(s, opts);

@@ -1,26 +1,22 @@
 /**
  * The workers of a {@link TilePool}: started lazily, one job at a time each, replaced when one
- * crashes (its jobs are rejected), stopped by `close()`. worker_threads under Node, module Web
- * Workers in browsers. What the jobs are is the pool's business (see pool.ts).
+ * crashes (its jobs are rejected), stopped by `close()`. How a worker starts depends on the
+ * environment (`#threads`: worker_threads under Node, module Web Workers in browsers); what the
+ * jobs are is the pool's business (see pool.ts).
  */
+import { spawnWorker } from "#threads";
 import { DeltacellsError } from "../../errors.js";
 import { type CompressRequest, type DecodeRequest, deserializeError, type Response } from "./protocol.js";
+import type { WorkerLike } from "./threads.js";
 
 /** Runs requests on a set of workers. */
 export interface WorkerHost {
   /** Runs `req` on the first idle worker (queued until one is); rejects with the worker's error. */
-  run(req: DecodeRequest | CompressRequest, transfer: Transferable[]): Promise<Response>;
+  run(req: DecodeRequest | CompressRequest, transfer: ArrayBuffer[]): Promise<Response>;
   /** Jobs running or queued. */
   load(): number;
   /** Stops the workers; pending jobs are rejected. */
   close(): Promise<void>;
-}
-
-interface WorkerLike {
-  postMessage(m: unknown, transfer: Transferable[]): void;
-  terminate(): unknown;
-  ref?(): void;
-  unref?(): void;
 }
 
 interface Slot {
@@ -34,70 +30,10 @@ interface Slot {
 
 type Job = {
   req: DecodeRequest | CompressRequest;
-  transfer: Transferable[];
+  transfer: ArrayBuffer[];
   resolve: (r: Response) => void;
   reject: (e: Error) => void;
 };
-
-function isNode(): boolean {
-  const p = (globalThis as { process?: { versions?: { node?: string } } }).process;
-  return typeof p?.versions?.node === "string";
-}
-
-/** Workers run the same module flavour as this file: `.ts` under tsx, `.js` from dist. */
-function workerUrl(): URL {
-  const ext = import.meta.url.endsWith(".ts") ? ".ts" : ".js";
-  return new URL(`./worker${ext}`, import.meta.url);
-}
-
-async function spawn(onMessage: (m: Response) => void, onError: (e: Error) => void): Promise<WorkerLike> {
-  if (isNode()) {
-    const specifier = ["node", "worker_threads"].join(":");
-    const { Worker } = (await import(/* @vite-ignore */ specifier)) as {
-      Worker: new (
-        src: URL | string,
-        o?: { eval?: boolean },
-      ) => WorkerLike & { on(ev: string, cb: (x: never) => void): void };
-    };
-    const url = workerUrl();
-    let w: InstanceType<typeof Worker>;
-    if (url.pathname.endsWith(".ts")) {
-      // Running from TypeScript sources under tsx: Node 20 does not apply `--import tsx` to
-      // workers, so the worker registers tsx's loader itself before importing the script.
-      const tsx = import.meta.resolve("tsx/esm/api");
-      const boot = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(url.href)}); })`;
-      w = new Worker(boot, { eval: true });
-    } else {
-      w = new Worker(url);
-    }
-    w.on("message", onMessage);
-    w.on("error", onError);
-    w.on("exit", (code: number) => {
-      if (code !== 0) onError(new Error(`tile worker exited with code ${code}`));
-    });
-    w.unref?.();
-    return w;
-  }
-  if (typeof Worker === "undefined") {
-    throw new DeltacellsError(
-      "UnsupportedHost",
-      "this host has neither worker_threads nor Web Workers: use decodeTile",
-      {
-        field: "Worker",
-        expected: "worker_threads or Web Workers",
-        found: "none",
-      },
-    );
-  }
-  // The literal `new Worker(new URL("./worker.js", import.meta.url))` form is what bundlers (Vite,
-  // webpack, esbuild) recognise to emit the worker as its own chunk; sources (.ts) load as they are.
-  const w = import.meta.url.endsWith(".ts")
-    ? new Worker(workerUrl(), { type: "module" })
-    : new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
-  w.onmessage = (e: MessageEvent<Response>) => onMessage(e.data);
-  w.onerror = (e: ErrorEvent) => onError(new Error(`tile worker failed: ${e.message || "unknown error"}`));
-  return w;
-}
 
 /** A host of `threads` workers. */
 export function startWorkerHost(threads: number): WorkerHost {
@@ -126,7 +62,7 @@ export function startWorkerHost(threads: number): WorkerHost {
   const launch = async (slot: Slot): Promise<void> => {
     const generation = ++slot.generation;
     slot.jobs.clear();
-    slot.worker = await spawn(
+    slot.worker = spawnWorker(
       (m) => {
         const job = pending.get(m.id);
         pending.delete(m.id);
@@ -176,7 +112,7 @@ export function startWorkerHost(threads: number): WorkerHost {
       slot.worker.postMessage(job.req, job.transfer);
     }
   };
-  const run = async (req: DecodeRequest | CompressRequest, transfer: Transferable[]): Promise<Response> => {
+  const run = async (req: DecodeRequest | CompressRequest, transfer: ArrayBuffer[]): Promise<Response> => {
     if (closed)
       throw new DeltacellsError("InvalidInput", "the tile pool is closed", {
         field: "pool",

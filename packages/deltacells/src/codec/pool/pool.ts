@@ -115,7 +115,7 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
   const inputs = new BufferRecycler((n) => new SharedArrayBuffer(n));
   const outputs = new BufferRecycler((n) => new SharedArrayBuffer(n));
   let nextId = 1;
-  const run = (req: DecodeRequest | CompressRequest, transfer: Transferable[]) => host.run(req, transfer);
+  const run = (req: DecodeRequest | CompressRequest, transfer: ArrayBuffer[]) => host.run(req, transfer);
 
   async function decode(bytes: Uint8Array, o: DecodeOptions = {}): Promise<RecycledTile> {
     const object = o.object;
@@ -237,7 +237,7 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
         const chunk = p.chunks[k]!;
         // The raw streams are not needed here any more: move them instead of copying.
         const transfer = [chunk.gaps, chunk.vals, chunk.vexc, chunk.gexc].flatMap((b) =>
-          b ? [b.buffer] : [],
+          b ? [b.buffer as ArrayBuffer] : [],
         );
         const res = await run({ op: "compress", id: nextId++, chunk, level }, transfer);
         if (res.ok) frames[k] = res.frames as ChunkFrames;

@@ -2,7 +2,8 @@
  * The script a {@link TilePool} worker runs, in Node (worker_threads) and in browsers (module Web
  * Workers): decode chunks of a tile or compress a chunk's streams, on request.
  */
-import { decodeChunksInto } from "../decode.js";
+import { serveRequests } from "#threads";
+import { chunkContext, decodeChunksInto } from "../decode.js";
 import { compressChunk } from "../encode.js";
 import { checksum } from "../layout.js";
 import { loadZstd } from "../zstd/load.js";
@@ -38,7 +39,11 @@ function decode(req: DecodeRequest, zstd: Awaited<ReturnType<typeof loadZstd>>):
     indices = new Int32Array(n);
     data = req.values === "float32" ? new Float32Array(n) : new Int32Array(n);
   }
-  decodeChunksInto(bytes, layout, k0, k1, c0, c1, indices!, data!, base, zstd, object);
+  decodeChunksInto(
+    chunkContext({ bytes, layout, c0, c1, indices: indices!, data: data!, base, zstd, object }),
+    k0,
+    k1,
+  );
   if (!owned) return [{ id: req.id, ok: true, crc }, []];
   return [
     { id: req.id, ok: true, crc, indices, data },
@@ -46,21 +51,4 @@ function decode(req: DecodeRequest, zstd: Awaited<ReturnType<typeof loadZstd>>):
   ];
 }
 
-interface PortLike {
-  on(event: "message", cb: (m: Request) => void): void;
-  postMessage(m: Response, transfer: ArrayBuffer[]): void;
-}
-
-const proc = (globalThis as { process?: { versions?: { node?: string } } }).process;
-if (typeof proc?.versions?.node === "string") {
-  const specifier = ["node", "worker_threads"].join(":");
-  const { parentPort } = (await import(/* @vite-ignore */ specifier)) as { parentPort: PortLike | null };
-  const port = parentPort!;
-  port.on("message", (m) => void handle(m, (r, t) => port.postMessage(r, t)));
-} else {
-  const scope = globalThis as unknown as {
-    onmessage: ((e: { data: Request }) => void) | null;
-    postMessage(m: Response, transfer: ArrayBuffer[]): void;
-  };
-  scope.onmessage = (e) => void handle(e.data, (r, t) => scope.postMessage(r, t));
-}
+serveRequests((req, reply) => void handle(req, reply));

@@ -1,18 +1,15 @@
 /**
- * Lazy selection of the zstd implementation: the native binding under Node, WASM elsewhere (and
- * under Node when the native one failed to build). Loaded once, on first use.
+ * Lazy loading of the zstd implementation `#zstd` resolves to for this environment (see
+ * package.json): the native binding under Node (WASM when it failed to build), WASM elsewhere.
+ * Loaded once, on first use, together with the native kernel where there is one.
  */
+import { loadPlatformZstd } from "#zstd";
 import { DeltacellsError } from "../../errors.js";
 import { loadNativeKernel } from "../native.js";
 import type { ZstdBackend } from "./types.js";
 
 let loading: Promise<ZstdBackend> | undefined;
 let loaded: ZstdBackend | undefined;
-
-function isNode(): boolean {
-  const p = (globalThis as { process?: { versions?: { node?: string } } }).process;
-  return typeof p?.versions?.node === "string";
-}
 
 /** Loads zstd (once) and returns it. */
 export function loadZstd(): Promise<ZstdBackend> {
@@ -42,18 +39,6 @@ export function setZstdBackend(z: ZstdBackend): void {
 }
 
 async function pick(): Promise<ZstdBackend> {
-  let nativeFailure: string | undefined;
-  if (isNode()) {
-    await loadNativeKernel();
-    try {
-      return await (await import("./napi.js")).loadNapiZstd();
-    } catch (err) {
-      // The native build is missing: WASM still decodes, only slower (and cannot encode).
-      nativeFailure = err instanceof Error ? err.message : String(err);
-    }
-  }
-  const wasm = await (await import("./wasm.js")).loadWasmZstd();
-  return nativeFailure === undefined
-    ? wasm
-    : { ...wasm, name: `${wasm.name} (zstd-napi failed to load: ${nativeFailure})` };
+  await loadNativeKernel();
+  return loadPlatformZstd();
 }

@@ -1,0 +1,8 @@
+/**
+ * @deltacells/core/arrow: the parts of the library built on apache-arrow, for a program that
+ * wants them directly (the obs columns as Arrow tables, the obs cache's file form, `var.parquet`
+ * written from a gene table). Browser-safe. The "." entry loads these lazily, when obs are read
+ * or a dataset is written, so that a page reading tiles only never downloads Arrow.
+ */
+export { encodeVarTable } from "./dataset/var-table.js";
+export { arrowType, columnTable, decodeColumnFile, encodeColumnFile } from "./obs/arrow.js";

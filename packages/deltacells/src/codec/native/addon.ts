@@ -1,0 +1,68 @@
+/**
+ * The native kernel's interface (native/kernel.c, built by node-gyp at install), shared by the
+ * loaders of `#native` (addon-node.ts under Node, addon-browser.ts elsewhere).
+ */
+
+/**
+ * The addon version these sources call; kernel.c exports the same number as `version`. Raise
+ * both together whenever a function's arguments or results change: an addon built from older
+ * sources is then refused (codecInfo() says why) and the TypeScript loops decode.
+ */
+export const NATIVE_KERNEL_VERSION = 2;
+
+export interface NativeKernel {
+  /** The addon's interface version: {@link NATIVE_KERNEL_VERSION} or the addon is not used. */
+  readonly version: number;
+  /** Prefix sums of cells `[ca, cb)`: -1 if fine, the first bad cell, or -2 for inconsistent arguments. */
+  gaps(
+    planes: Uint8Array,
+    n: number,
+    indptr: Float64Array,
+    nnzLo: number,
+    ca: number,
+    cb: number,
+    out: Int32Array,
+    shift: number,
+    nGenes: number,
+  ): number;
+  /** Recombines count planes `[s, e)`; false if a count was 0. */
+  vals(
+    planes: Uint8Array,
+    n: number,
+    s: number,
+    e: number,
+    out: Int32Array | Float32Array,
+    shift: number,
+  ): boolean;
+  /**
+   * Decodes chunks `[k0, k1)` as described by `plan` (9 numbers per chunk, see
+   * `decodeChunksInto`), zstd included: -1 if all were decoded, else the first chunk it left to
+   * the caller (one with exceptions, or one that failed a check).
+   */
+  chunks(
+    bytes: Uint8Array,
+    plan: Float64Array,
+    k0: number,
+    k1: number,
+    indptr: Float64Array,
+    indices: Int32Array,
+    data: Int32Array | Float32Array,
+    nGenes: number,
+  ): number;
+  /** This addon's zstd alone (benchmarks): bytes written, or -1. */
+  decompress(src: Uint8Array, dst: Uint8Array): number;
+  crc32(bytes: Uint8Array, crc: number): number;
+  /**
+   * The instruction set in use (2: AVX2 loops and a PCLMULQDQ CRC, 1: SSE2, 0: plain C), after
+   * lowering it to `level` if given (tests compare the paths; never above what the CPU has;
+   * process-wide: worker threads share it).
+   */
+  isa(level?: number): number;
+  /** Copies and checks the int64 indptr at `off`: -1 if fine, else the first bad entry. */
+  indptr(bytes: Uint8Array, off: number, nCells: number, nnz: number, out: Float64Array): number;
+}
+
+/** The outcome of loading the addon: the kernel, or why there is none. */
+export type AddonLoad =
+  | { kernel: NativeKernel; unavailable?: undefined }
+  | { kernel?: undefined; unavailable: string };

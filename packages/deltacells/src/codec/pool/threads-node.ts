@@ -1,0 +1,29 @@
+/** `#threads` under Node: the pool's workers are worker_threads running dist's worker.js. */
+import { parentPort, Worker } from "node:worker_threads";
+import type { Response } from "./protocol.js";
+import type { ServeRequests, SpawnWorker, WorkerLike } from "./threads.js";
+
+/** Starts a worker_thread on `script` (or on code, with `eval`) and wires its events. */
+export function startNodeWorker(
+  script: URL | string,
+  options: { eval?: boolean },
+  onMessage: (m: Response) => void,
+  onError: (e: Error) => void,
+): WorkerLike {
+  const w = new Worker(script, options);
+  w.on("message", onMessage);
+  w.on("error", onError);
+  w.on("exit", (code: number) => {
+    if (code !== 0) onError(new Error(`tile worker exited with code ${code}`));
+  });
+  w.unref();
+  return w;
+}
+
+export const spawnWorker: SpawnWorker = (onMessage, onError) =>
+  startNodeWorker(new URL("./worker.js", import.meta.url), {}, onMessage, onError);
+
+export const serveRequests: ServeRequests = (handle) => {
+  const port = parentPort!;
+  port.on("message", (m) => handle(m, (r, t) => port.postMessage(r, t)));
+};
