@@ -4,6 +4,7 @@
  * rather than a layout (a layout of `positions.length` slices would be a different array).
  */
 import { constructorOf, dtypeOf, type IntegerArray, type NumericArray, numberAt } from "./dtypes.js";
+import { SporadikError } from "./errors.js";
 import { type Layout, layoutOver, needsInt64 } from "./layout.js";
 
 /** One contiguous run of elements, `[lo, hi)`. */
@@ -75,8 +76,9 @@ export class Selection {
   /** Row `which` of the selection (its place in `positions`, not a position along the axis). */
   sliceAt(which: number): { positions: IntegerArray; values: NumericArray } {
     if (!Number.isInteger(which) || which < 0 || which >= this.length) {
-      throw new RangeError(
+      throw new SporadikError(
         `${which} is not one of the ${this.length} rows of this selection (0 to ${this.length - 1}).`,
+        { tag: "ArgumentError", expected: `0 <= row < ${this.length}`, found: which },
       );
     }
     const lo = numberAt(this.indptr, which);

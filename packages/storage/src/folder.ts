@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { closeSync, fstatSync, openSync, readFile, readSync } from "node:fs";
 import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
-import { StorageError } from "./errors.js";
+import { objectAt, StorageError } from "./errors.js";
 import { normalizeKey, normalizePrefix } from "./keys.js";
 import { FdSlots, fdSize, readFd, SharedFiles } from "./open-files.js";
 import { resolveRange, throwIfAborted } from "./range.js";
@@ -153,7 +153,12 @@ export class FolderStore implements Store {
     this.blockingReads = opts.blockingReads ?? true;
     const max = opts.maxOpenFiles ?? 128;
     if (!Number.isInteger(max) || max < 1) {
-      throw new StorageError(`maxOpenFiles must be a positive integer, got ${max}`, { location: this.url });
+      throw new StorageError(`maxOpenFiles must be a positive integer, got ${max}`, {
+        tag: "InvalidOption",
+        object: this.url,
+        expected: "a positive integer",
+        found: max,
+      });
     }
     this.slots = new FdSlots(max);
     this.files = new SharedFiles(this.slots, MAX_SHARE_MS);
@@ -178,8 +183,7 @@ export class FolderStore implements Store {
     if (!p.startsWith(this.root + sep)) {
       throw new StorageError(`key ${key} resolves outside the store root ${this.root}`, {
         tag: "InvalidKey",
-        key,
-        location: this.url,
+        object: objectAt(this.url, key),
       });
     }
     return p;
@@ -188,8 +192,7 @@ export class FolderStore implements Store {
   private wrap(err: unknown, what: string, key: string): StorageError {
     if (err instanceof StorageError) return err;
     return new StorageError(`${what} ${key} in ${this.root} failed: ${(err as Error).message}`, {
-      key,
-      location: this.url,
+      object: objectAt(this.url, key),
       cause: err,
     });
   }
@@ -304,8 +307,7 @@ export class FolderStore implements Store {
       const space = allocate(size);
       if (space.length < size) {
         throw new StorageError(`getInto: allocate(${size}) returned ${space.length} bytes for ${key}`, {
-          key,
-          location: this.url,
+          object: objectAt(this.url, key),
         });
       }
       const out = space.subarray(0, size);
@@ -336,8 +338,7 @@ export class FolderStore implements Store {
     // in place by someone bypassing `set`.
     return new StorageError(`${key} changed size while being read (got ${done} bytes of the range)`, {
       tag: "RangeNotSatisfiable",
-      key,
-      location: this.url,
+      object: objectAt(this.url, key),
     });
   }
 

@@ -19,7 +19,10 @@ export class ConcurrencyLimitStore implements Store {
   constructor(inner: AnyStore, limit: number) {
     if (!Number.isInteger(limit) || limit < 1) {
       throw new StorageError(`a concurrency limit must be a positive integer, got ${limit}`, {
-        location: locationOf(inner),
+        tag: "InvalidOption",
+        object: locationOf(inner),
+        expected: "a positive integer",
+        found: limit,
       });
     }
     this.inner = inner;

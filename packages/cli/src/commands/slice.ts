@@ -63,7 +63,7 @@ function expand(args: readonly PositionArg[], axis: number, shape: readonly numb
     }
     const stop = arg.stop ?? length;
     // The reader's own refusal, before a range past the axis is spelled out position by position.
-    if (stop > length) throw new PositionError(Math.max(arg.start, length), axis, length, shape);
+    if (stop > length) throw PositionError.along(Math.max(arg.start, length), axis, length, shape);
     for (let p = arg.start; p < stop; p++) out.push(p);
   }
   return out;
