@@ -80,7 +80,8 @@ function invalid(
   found: unknown,
   message: string,
 ) {
-  return new DeltacellsError("InvalidInput", `${object ? `${object}: ` : ""}${message}`, {
+  return new DeltacellsError(`${object ? `${object}: ` : ""}${message}`, {
+    tag: "InvalidInput",
     object,
     field,
     expected,
@@ -333,9 +334,8 @@ export function compressChunk(c: PreparedChunk, zstd: ZstdBackend, level: number
 export function compressorOf(zstd: ZstdBackend): (src: Uint8Array, level: number) => Uint8Array {
   if (zstd.compress === undefined) {
     throw new DeltacellsError(
-      "UnsupportedHost",
       `the zstd available here (${zstd.name}) only decompresses: encode tiles under Node`,
-      { field: "zstd", expected: "a compressor", found: zstd.name },
+      { tag: "UnsupportedHost", field: "zstd", expected: "a compressor", found: zstd.name },
     );
   }
   return zstd.compress;

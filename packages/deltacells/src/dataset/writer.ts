@@ -106,7 +106,8 @@ function invalid(
   message: string,
   fields: { field?: string; expected?: unknown; found?: unknown } = {},
 ) {
-  return new DeltacellsError("InvalidInput", `${source.location}: ${message}`, {
+  return new DeltacellsError(`${source.location}: ${message}`, {
+    tag: "InvalidInput",
     object: source.location,
     ...fields,
   });

@@ -87,12 +87,13 @@ function typeFits(c: ObsColumnSchema): boolean {
 /** Parse and check `obs/schema.json`; `object` names it in errors. */
 export function parseObsSchema(text: string, object: string): ObsSchema {
   const bad = (message: string, found?: unknown) =>
-    new DeltacellsError("FormatError", `${object}: ${message}`, { object, found });
+    new DeltacellsError(`${object}: ${message}`, { tag: "FormatError", object, found });
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (cause) {
-    throw new DeltacellsError("FormatError", `${object} is not valid JSON: ${(cause as Error).message}`, {
+    throw new DeltacellsError(`${object} is not valid JSON: ${(cause as Error).message}`, {
+      tag: "FormatError",
       object,
       cause,
     });
@@ -102,9 +103,8 @@ export function parseObsSchema(text: string, object: string): ObsSchema {
     throw bad(`expected an object with format "${OBS_SCHEMA_FORMAT}"`, (s as { format?: unknown })?.format);
   if (s.version !== OBS_SCHEMA_VERSION) {
     throw new DeltacellsError(
-      "UnsupportedVersion",
       `${object} is obs schema version ${JSON.stringify(s.version)}; this reader understands version ${OBS_SCHEMA_VERSION} only (upgrade deltacells)`,
-      { object, field: "version", expected: OBS_SCHEMA_VERSION, found: s.version },
+      { tag: "UnsupportedVersion", object, field: "version", expected: OBS_SCHEMA_VERSION, found: s.version },
     );
   }
   if (!Array.isArray(s.columns)) throw bad("columns must be a list", s.columns);

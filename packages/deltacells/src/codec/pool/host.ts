@@ -4,7 +4,13 @@
  * Workers in browsers. What the jobs are is the pool's business (see pool.ts).
  */
 import { DeltacellsError } from "../../errors.js";
-import { type CompressRequest, type DecodeRequest, deserializeError, type Response } from "./protocol.js";
+import {
+  type CompressRequest,
+  type DecodeRequest,
+  deserializeError,
+  type Response,
+  workerFailed,
+} from "./protocol.js";
 
 /** Runs requests on a set of workers. */
 export interface WorkerHost {
@@ -73,21 +79,18 @@ async function spawn(onMessage: (m: Response) => void, onError: (e: Error) => vo
     w.on("message", onMessage);
     w.on("error", onError);
     w.on("exit", (code: number) => {
-      if (code !== 0) onError(new Error(`tile worker exited with code ${code}`));
+      if (code !== 0) onError(workerFailed(`tile worker exited with code ${code}`, code));
     });
     w.unref?.();
     return w;
   }
   if (typeof Worker === "undefined") {
-    throw new DeltacellsError(
-      "UnsupportedHost",
-      "this host has neither worker_threads nor Web Workers: use decodeTile",
-      {
-        field: "Worker",
-        expected: "worker_threads or Web Workers",
-        found: "none",
-      },
-    );
+    throw new DeltacellsError("this host has neither worker_threads nor Web Workers: use decodeTile", {
+      tag: "UnsupportedHost",
+      field: "Worker",
+      expected: "worker_threads or Web Workers",
+      found: "none",
+    });
   }
   // The literal `new Worker(new URL("./worker.js", import.meta.url))` form is what bundlers (Vite,
   // webpack, esbuild) recognise to emit the worker as its own chunk; sources (.ts) load as they are.
@@ -95,7 +98,8 @@ async function spawn(onMessage: (m: Response) => void, onError: (e: Error) => vo
     ? new Worker(workerUrl(), { type: "module" })
     : new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
   w.onmessage = (e: MessageEvent<Response>) => onMessage(e.data);
-  w.onerror = (e: ErrorEvent) => onError(new Error(`tile worker failed: ${e.message || "unknown error"}`));
+  w.onerror = (e: ErrorEvent) =>
+    onError(workerFailed(`tile worker failed: ${e.message || "unknown error"}`, e.message));
   return w;
 }
 
@@ -178,7 +182,8 @@ export function startWorkerHost(threads: number): WorkerHost {
   };
   const run = async (req: DecodeRequest | CompressRequest, transfer: Transferable[]): Promise<Response> => {
     if (closed)
-      throw new DeltacellsError("InvalidInput", "the tile pool is closed", {
+      throw new DeltacellsError("the tile pool is closed", {
+        tag: "InvalidState",
         field: "pool",
         found: "closed",
       });
@@ -198,7 +203,11 @@ export function startWorkerHost(threads: number): WorkerHost {
       closed = true;
       const s = slots ? await slots : [];
       fail(
-        new DeltacellsError("InvalidInput", "the tile pool was closed", { field: "pool", found: "closed" }),
+        new DeltacellsError("the tile pool was closed", {
+          tag: "InvalidState",
+          field: "pool",
+          found: "closed",
+        }),
       );
       // Workers are unref'd: without ref() an event loop with nothing else to do could end while
       // `await pool.close()` still waits for them to exit.

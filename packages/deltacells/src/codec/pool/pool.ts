@@ -103,7 +103,8 @@ function isShared(a: ArrayBufferView): boolean {
 export function createTilePool(opts: { threads?: number } = {}): TilePool {
   const threads = opts.threads ?? hardwareThreads();
   if (!Number.isInteger(threads) || threads < 1) {
-    throw new DeltacellsError("InvalidInput", `threads must be an integer >= 1, got ${threads}`, {
+    throw new DeltacellsError(`threads must be an integer >= 1, got ${threads}`, {
+      tag: "InvalidInput",
       field: "threads",
       expected: ">= 1",
       found: threads,
