@@ -5,13 +5,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { MemoryStore } from "@deltacells/storage";
-import {
-  describe,
-  isSporadikError,
-  layoutFromCoords,
-  openStore,
-  writeStore,
-} from "../src/index.js";
+import { describe, isSporadikError, layoutFromCoords, openStore, writeStore } from "../src/index.js";
 import { random, randomCoords } from "./helpers.js";
 
 const JUNK: unknown[] = [null, "x", -1, 0, 1.5, 1e20, [], {}, [1, 2], true, "csr_matrix", [3], "1"];

@@ -2,6 +2,7 @@
 import { openArray, PositionError, type Selection, type SparseStore } from "@deltacells/sporadik/node";
 import type { StoreStats } from "@deltacells/storage";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
+import { CliError } from "../errors.js";
 import { openCounted } from "../io.js";
 import { WaveCounter } from "../waves.js";
 import type { CommandResult } from "./types.js";
@@ -26,10 +27,15 @@ With --stats, the reads of describing the store and of the slices are also count
 their waves (a wave: requests in flight together; the next one starts when none is left).`;
 
 /** STORE is a deltacells dataset, not a sporadik store. */
-class NotSporadikError extends Error {
-  readonly _tag = "NotASporadikStore";
-  constructor(message: string, cause: unknown) {
-    super(message, { cause });
+class NotSporadikError extends CliError {
+  declare readonly _tag: "NotASporadikStore";
+  constructor(message: string, options: { object: string; cause: unknown }) {
+    super(message, {
+      ...options,
+      tag: "NotASporadikStore",
+      expected: "a sporadik store",
+      found: "a deltacells dataset",
+    });
     this.name = "NotSporadikError";
   }
 }
@@ -165,7 +171,7 @@ export async function slice(argv: string[]): Promise<CommandResult> {
     if ((err as { _tag?: string })._tag === "IncompleteError" && (await store.get("manifest.json"))) {
       throw new NotSporadikError(
         `${store.url} is a deltacells dataset, and slice reads sporadik stores: convert it with \`deltacells convert ${location} OUTPUT.zarr --format sporadik\` first`,
-        err,
+        { object: store.url, cause: err },
       );
     }
     throw err;

@@ -77,10 +77,11 @@ async function spawn(onMessage: (m: Response) => void, onError: (e: Error) => vo
       w = new Worker(url);
     }
     w.on("message", onMessage);
-    w.on("error", onError);
-    w.on("exit", (code: number) => {
-      if (code !== 0) onError(workerFailed(`tile worker exited with code ${code}`, code));
-    });
+    w.on("error", (e: Error) => onError(workerFailed(`tile worker failed: ${e.message}`, e.message, e)));
+    // Any exit the pool did not ask for fails the worker's jobs, code 0 included: a worker that
+    // ended quietly (terminated from outside, its script returned) would otherwise leave them
+    // pending forever. Exits of closed pools and replaced workers are ignored by the handler.
+    w.on("exit", (code: number) => onError(workerFailed(`tile worker exited with code ${code}`, code)));
     w.unref?.();
     return w;
   }

@@ -74,12 +74,13 @@ function cloneable(v: unknown): unknown {
 }
 
 /** A worker's failure that is not a refusal of the data: it crashed, exited or threw a bug. */
-export function workerFailed(message: string, found: unknown): DeltacellsError {
+export function workerFailed(message: string, found: unknown, cause?: unknown): DeltacellsError {
   return new DeltacellsError(message, {
     tag: "WorkerFailed",
     field: "worker",
     expected: "a running worker",
     found,
+    cause,
   });
 }
 
