@@ -4,8 +4,9 @@ import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
 import { objectAt, StorageError } from "./errors.js";
 import { normalizeKey, normalizePrefix } from "./keys.js";
-import { FdSlots, fdSize, readFd, SharedFiles } from "./open-files.js";
+import { fdSize, readFd, SharedFiles } from "./open-files.js";
 import { resolveRange, throwIfAborted } from "./range.js";
+import { Slots } from "./slots.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
 
 /** Suffix of in-flight writes; `list` hides them so a reader never sees a half-written object. */
@@ -139,7 +140,7 @@ export class FolderStore implements Store {
   readonly root: string;
   readonly url: string;
 
-  private readonly slots: FdSlots;
+  private readonly slots: Slots;
   private readonly files: SharedFiles;
   private readonly blockingReads: boolean;
   /** Until when whole-object reads go through the thread pool only (after a slow blocking read). */
@@ -160,7 +161,7 @@ export class FolderStore implements Store {
         found: max,
       });
     }
-    this.slots = new FdSlots(max);
+    this.slots = new Slots(max);
     this.files = new SharedFiles(this.slots, MAX_SHARE_MS);
   }
 
@@ -250,16 +251,7 @@ export class FolderStore implements Store {
     resolveRange(range, Number.MAX_SAFE_INTEGER, key, this.url);
     // An explicit range needs no size: a read that comes back short means it ran past the end.
     const sized = "suffixLength" in range || range.length === 0;
-    const file = this.files.acquire(path);
-    try {
-      let fd: number;
-      try {
-        const ready = this.files.ready(file, signal);
-        fd = typeof ready === "number" ? ready : await ready;
-      } catch (err) {
-        if (isMissing(err)) return undefined;
-        throw err;
-      }
+    return this.readShared(path, key, signal, async (fd) => {
       const { start, end } = sized
         ? resolveRange(range, await fdSize(fd), key, this.url)
         : { start: range.offset, end: range.offset + range.length };
@@ -272,12 +264,7 @@ export class FolderStore implements Store {
         done += n;
       }
       return out;
-    } catch (err) {
-      if (signal?.aborted) throw signal.reason;
-      throw this.wrap(err, "reading", key);
-    } finally {
-      this.files.release(file);
-    }
+    });
   }
 
   /**
@@ -292,22 +279,15 @@ export class FolderStore implements Store {
   ): Promise<Uint8Array | undefined> {
     const signal = opts?.signal;
     throwIfAborted(signal);
-    const path = this.path(key);
-    const file = this.files.acquire(path);
-    try {
-      let fd: number;
-      try {
-        const ready = this.files.ready(file, signal);
-        fd = typeof ready === "number" ? ready : await ready;
-      } catch (err) {
-        if (isMissing(err)) return undefined;
-        throw err;
-      }
+    return this.readShared(this.path(key), key, signal, async (fd) => {
       const size = await fdSize(fd);
       const space = allocate(size);
       if (space.length < size) {
         throw new StorageError(`getInto: allocate(${size}) returned ${space.length} bytes for ${key}`, {
+          tag: "InvalidOption",
           object: objectAt(this.url, key),
+          expected: `>= ${size} bytes`,
+          found: space.length,
         });
       }
       const out = space.subarray(0, size);
@@ -319,6 +299,30 @@ export class FolderStore implements Store {
         done += n;
       }
       return done < size ? out.subarray(0, done) : out;
+    });
+  }
+
+  /**
+   * `read(fd)` on the descriptor of `path` shared with overlapping reads: `undefined` when the
+   * file does not exist, the signal's reason when it aborted, any other failure wrapped.
+   */
+  private async readShared(
+    path: string,
+    key: string,
+    signal: AbortSignal | undefined,
+    read: (fd: number) => Promise<Uint8Array>,
+  ): Promise<Uint8Array | undefined> {
+    const file = this.files.acquire(path);
+    try {
+      let fd: number;
+      try {
+        const ready = this.files.ready(file, signal);
+        fd = typeof ready === "number" ? ready : await ready;
+      } catch (err) {
+        if (isMissing(err)) return undefined;
+        throw err;
+      }
+      return await read(fd);
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
       throw this.wrap(err, "reading", key);
