@@ -5,7 +5,14 @@
  */
 import { firstDisorderedIndex } from "./checks.js";
 import { ArrayReader, type ArrayReaderOptions, ChunkCache, Limiter } from "./chunks.js";
-import { constructorOf, type DataType, type IntegerArray, type NumericArray, numberAt } from "./dtypes.js";
+import {
+  constructorOf,
+  type DataType,
+  type IntegerArray,
+  type NumericArray,
+  numberAt,
+  unravelInto,
+} from "./dtypes.js";
 import { IncompleteError, LayoutError, PositionError, SpecError, SporadikError } from "./errors.js";
 import { type Layout, layoutOver, maximaOf } from "./layout.js";
 import { indptrOf, Selection } from "./selection.js";
@@ -576,14 +583,7 @@ export class SparseReader {
     const { positions, values } = await this.sliceAt(position, signal);
     const dims = this.info.indexShape;
     const coords = dims.map(() => new Float64Array(positions.length));
-    for (let i = 0; i < positions.length; i++) {
-      let rest = numberAt(positions, i);
-      for (let k = dims.length - 1; k >= 0; k--) {
-        const size = dims[k] as number;
-        (coords[k] as Float64Array)[i] = rest % size;
-        rest = Math.floor(rest / size);
-      }
-    }
+    unravelInto(positions, dims, coords);
     return { axes: this.info.indexOrder, coords, values };
   }
 

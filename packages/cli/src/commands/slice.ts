@@ -82,18 +82,6 @@ function plain(values: ArrayLike<number | bigint>): (number | string)[] {
   );
 }
 
-/** `n` unraveled row-major over `dims`. */
-function unravel(n: number, dims: readonly number[]): number[] {
-  const out = new Array<number>(dims.length);
-  let rest = n;
-  for (let k = dims.length - 1; k >= 0; k--) {
-    const size = dims[k] as number;
-    out[k] = rest % size;
-    rest = Math.floor(rest / size);
-  }
-  return out;
-}
-
 const NOTHING: StoreStats = {
   requests: { get: 0, getRange: 0, set: 0, delete: 0, list: 0 },
   bytesRead: 0,
@@ -135,13 +123,18 @@ function render(sel: Selection, store: SparseStore, url: string, dense: boolean)
     }
     return { text: rows.join("\n"), slices, denseShape: shape };
   }
+  // Every value's coordinates, for naming a cell of a slice over several axes (in indexOrder).
+  const coords = dims.length === 1 ? undefined : sel.coords().coords;
+  let entry = 0;
   for (let i = 0; i < sel.length; i++) {
     const { positions, values } = sel.sliceAt(i);
     const at = plain(positions);
     const vs = plain(values);
     slices.push({ position: sel.positions[i], indices: at, values: vs });
     const cells = at.map((p, k) => {
-      const where = dims.length === 1 ? String(p) : `(${unravel(Number(p), dims).join(",")})`;
+      const j = entry++;
+      const where =
+        coords === undefined ? String(p) : `(${sel.indexOrder.map((axis) => coords[axis]![j]).join(",")})`;
       return `${where}=${vs[k]}`;
     });
     rows.push(`  ${sel.positions[i]}: ${at.length} nonzeros${cells.length ? `: ${cells.join(" ")}` : ""}`);
