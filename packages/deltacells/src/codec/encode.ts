@@ -44,7 +44,9 @@ export interface EncodeOptions {
   object?: string;
 }
 
-export const DEFAULT_CHUNKS = 8;
+/** Chunks per tile (units of parallel decoding) unless told otherwise. */
+export const DEFAULT_N_CHUNKS = 8;
+/** zstd level of a tile's streams unless told otherwise. */
 export const DEFAULT_LEVEL = 19;
 
 /** One chunk's raw (uncompressed) streams. */
@@ -117,7 +119,7 @@ export function prepareTile(rows: CsrRows, opts: EncodeOptions = {}): PreparedTi
       `indptr spans ${nnz} nonzeros but ${field} has ${found}`,
     );
   }
-  const wanted = opts.nChunks ?? DEFAULT_CHUNKS;
+  const wanted = opts.nChunks ?? DEFAULT_N_CHUNKS;
   if (!Number.isInteger(wanted) || wanted < 1) {
     throw invalid(
       object,

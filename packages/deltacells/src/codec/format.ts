@@ -70,6 +70,11 @@ export const CHUNK_FIELDS = [
   "gexc_len",
 ] as const;
 
+/** A CRC as errors show it: `0x` and 8 hex digits. */
+export function hex32(v: number): string {
+  return `0x${v.toString(16).padStart(8, "0")}`;
+}
+
 /** A `CorruptTile` error naming the field, what was expected and what was found. */
 export function corrupt(
   object: string | undefined,

@@ -1,4 +1,6 @@
 /** Datasets: the browser-safe half (reader, manifest, gene files). The writer is in `../node.ts`. */
+
+export { DEFAULT_LEVEL, DEFAULT_N_CHUNKS } from "../codec/encode.js";
 export {
   DATASET_FORMAT,
   DATASET_VERSION,
@@ -29,8 +31,6 @@ export { decodeVarTable } from "./var-table-read.js";
 export { CONVERTER_NAME, CONVERTER_VERSION } from "./version.js";
 export {
   autoTileSize,
-  DEFAULT_LEVEL,
-  DEFAULT_N_CHUNKS,
   DEFAULT_TILE_SIZE,
   orderGenesByTotal,
   TARGET_TILE_NNZ,

@@ -25,7 +25,7 @@ import {
   levelOf,
   prepareTile,
 } from "../encode.js";
-import { corrupt, HEADER_SIZE } from "../format.js";
+import { corrupt, HEADER_SIZE, hex32 } from "../format.js";
 import { checksum, inspectTile } from "../layout.js";
 import {
   BufferRecycler,
@@ -253,8 +253,4 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
     encode,
     close: () => host.close(),
   };
-}
-
-function hex32(v: number): string {
-  return `0x${v.toString(16).padStart(8, "0")}`;
 }
