@@ -8,6 +8,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
+import { thrownBy } from "../../../test-utils/thrown.js";
 import { csrSliceToBlock, type InputErrorTag, isAnndataError, RowBlockBuilder } from "../src/index.js";
 import { openInput } from "../src/node.js";
 import { DATA } from "./helpers.js";
@@ -95,13 +96,7 @@ const CASES: Case[] = [
 
 for (const c of CASES) {
   test(`tagged: ${c.name} -> ${c.tag}`, async () => {
-    let thrown: unknown;
-    try {
-      await c.run();
-    } catch (err) {
-      thrown = err;
-    }
-    assert.ok(thrown !== undefined, "expected a failure");
+    const thrown = await thrownBy(c.run);
     assert.ok(isAnndataError(thrown), `not an InputError: ${String(thrown)}`);
     assert.equal(
       (thrown as unknown as Record<symbol, unknown>)[Symbol.for("deltacells.error")],

@@ -9,6 +9,7 @@ import { createRequire } from "node:module";
 import { test } from "node:test";
 import { Worker } from "node:worker_threads";
 import { isDeltacellsFamilyError, MemoryStore } from "@deltacells/storage";
+import { thrownBy } from "../../../test-utils/thrown.js";
 import { loadNativeKernel, type NativeKernel } from "../src/codec/native.js";
 import {
   type CsrRows,
@@ -48,16 +49,6 @@ const rows: CsrRows = {
   data: Int32Array.from([1, 2, 3, 4, 5]),
 };
 
-/** The error `run` throws or rejects with (fails when it does neither). */
-async function failure(run: () => unknown): Promise<unknown> {
-  try {
-    await run();
-  } catch (err) {
-    return err;
-  }
-  assert.fail("expected a failure");
-}
-
 function assertTagged(err: unknown, tag: DeltacellsErrorTag, object?: RegExp): void {
   assert.ok(isDeltacellsError(err), `not a DeltacellsError: ${String(err)}`);
   assert.ok(isDeltacellsFamilyError(err));
@@ -67,7 +58,7 @@ function assertTagged(err: unknown, tag: DeltacellsErrorTag, object?: RegExp): v
 
 // First, while nothing has loaded zstd in this process.
 test("tagged: a synchronous call before zstd is loaded -> InvalidState", async () => {
-  assertTagged(await failure(() => encodeTileSync(rows)), "InvalidState");
+  assertTagged(await thrownBy(() => encodeTileSync(rows)), "InvalidState");
 });
 
 async function dataset() {
@@ -154,7 +145,7 @@ const CASES: Case[] = [
 
 for (const c of CASES) {
   test(`tagged: ${c.name} -> ${c.tag}`, async () => {
-    assertTagged(await failure(c.run), c.tag, c.object);
+    assertTagged(await thrownBy(c.run), c.tag, c.object);
   });
 }
 
@@ -170,7 +161,7 @@ test("tagged: a tile worker that dies mid-job -> WorkerFailed, and the pool goes
     void this.terminate();
   };
   try {
-    assertTagged(await failure(() => pool.decode(tile)), "WorkerFailed");
+    assertTagged(await thrownBy(() => pool.decode(tile)), "WorkerFailed");
     assert.equal((await pool.decode(tile)).nnz, 5);
   } finally {
     Worker.prototype.postMessage = post;
@@ -187,7 +178,7 @@ test("tagged: a native kernel answering 'inconsistent arguments' -> InternalErro
   if (addon.chunks) addon.chunks = (_b, _p, k0) => k0;
   addon.gaps = () => -2;
   try {
-    const err = await failure(() => decodeTileSync(tile));
+    const err = await thrownBy(() => decodeTileSync(tile));
     assertTagged(err, "InternalError");
     assert.match((err as Error).message, /inconsistent arguments to the native kernel/);
   } finally {

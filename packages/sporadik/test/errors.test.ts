@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { isDeltacellsFamilyError, MemoryStore } from "@deltacells/storage";
+import { thrownBy } from "../../../test-utils/thrown.js";
 import {
   describe,
   isSporadikError,
@@ -139,13 +140,7 @@ const CASES: Case[] = [
 
 for (const c of CASES) {
   test(`tagged: ${c.name} -> ${c.tag}`, async () => {
-    let thrown: unknown;
-    try {
-      await c.run();
-    } catch (err) {
-      thrown = err;
-    }
-    assert.ok(thrown !== undefined, "expected a failure");
+    const thrown = await thrownBy(c.run);
     assert.ok(isSporadikError(thrown), `not a SporadikError: ${String(thrown)}`);
     assert.ok(isDeltacellsFamilyError(thrown));
     assert.equal(thrown._tag, c.tag, thrown.message);

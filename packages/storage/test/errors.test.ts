@@ -7,6 +7,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
+import { thrownBy } from "../../../test-utils/thrown.js";
 import {
   FolderStore,
   HttpStore,
@@ -137,13 +138,7 @@ const CASES: Case[] = [
 
 for (const c of CASES) {
   test(`tagged: ${c.name} -> ${c.tag}`, async () => {
-    let thrown: unknown;
-    try {
-      await c.run();
-    } catch (err) {
-      thrown = err;
-    }
-    assert.ok(thrown !== undefined, "expected a failure");
+    const thrown = await thrownBy(c.run);
     assert.ok(isStorageError(thrown), `not a StorageError: ${String(thrown)}`);
     assert.ok(isDeltacellsFamilyError(thrown));
     assert.equal(thrown._tag, c.tag, thrown.message);
