@@ -11,7 +11,7 @@ import { test } from "node:test";
 import { thrownBy } from "../../../test-utils/thrown.js";
 import { csrSliceToBlock, type InputErrorTag, isAnndataError, RowBlockBuilder } from "../src/index.js";
 import { openInput } from "../src/node.js";
-import { DATA } from "./helpers.js";
+import { DATA, drain } from "./helpers.js";
 
 const A = (f: string) => join(DATA, "anndata", f);
 const dir = mkdtempSync(join(tmpdir(), "anndata-errors-"));
@@ -20,17 +20,6 @@ function file(name: string, text: string): string {
   const path = join(dir, name);
   writeFileSync(path, text);
   return path;
-}
-
-async function drain(path: string, opts = {}): Promise<void> {
-  const src = await openInput(path, opts);
-  try {
-    for await (const _ of src.rowBlocks({ blockCells: 100 })) {
-      // reading is the point
-    }
-  } finally {
-    await src.close();
-  }
 }
 
 interface Case {

@@ -9,21 +9,10 @@ import { openAnnData } from "../src/anndata.js";
 import { openHdf5 } from "../src/hdf5-tree.js";
 import { InputError, isAnndataError, NotCountsError, UnsupportedFilterError } from "../src/index.js";
 import { openInput } from "../src/node.js";
-import { DATA } from "./helpers.js";
+import { DATA, drain } from "./helpers.js";
 
 const LEGACY = join(DATA, "legacy-anndata", "pbmc68k_reduced.h5ad");
 const A = (f: string) => join(DATA, "anndata", f);
-
-async function drain(path: string, opts = {}): Promise<void> {
-  const src = await openInput(path, opts);
-  try {
-    for await (const _ of src.rowBlocks({ blockCells: 100 })) {
-      // reading is the point
-    }
-  } finally {
-    await src.close();
-  }
-}
 
 test("a scaled X (legacy pbmc68k) is refused naming the cell and gene, suggesting raw", async () => {
   await assert.rejects(drain(LEGACY), (err: unknown) => {
