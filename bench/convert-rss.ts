@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { createTilePool, writeDataset } from "@deltacells/core";
+import { createTilePool, DEFAULT_LEVEL, writeDataset } from "@deltacells/core";
 import { zstdCompressor } from "@deltacells/core/node";
 import { FolderStore } from "@deltacells/storage/node";
 import { syntheticSource } from "./synthetic-source.js";
@@ -49,7 +49,7 @@ const t0 = performance.now();
 let lastLog = 0;
 const { manifest, bytes } = await writeDataset(source, new FolderStore(dir), {
   encoder: pool,
-  compress: zstdCompressor(19),
+  compress: zstdCompressor(DEFAULT_LEVEL),
   ...(values["tile-size"] === "auto" ? {} : { tileSize: Number(values["tile-size"]) }),
   level: Number(values.level),
   inFlight: threads + 2,

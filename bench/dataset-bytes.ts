@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { openInput } from "@deltacells/anndata/node";
-import { createTilePool, writeDataset } from "@deltacells/core";
+import { createTilePool, DEFAULT_LEVEL, writeDataset } from "@deltacells/core";
 import { zstdCompressor } from "@deltacells/core/node";
 import { FolderStore } from "@deltacells/storage/node";
 
@@ -38,7 +38,7 @@ for (const [kind, rel] of INPUTS) {
     const source = await openInput(path);
     const { manifest, bytes } = await writeDataset(source, new FolderStore(join(dir, "ds")), {
       encoder: pool,
-      compress: zstdCompressor(19),
+      compress: zstdCompressor(DEFAULT_LEVEL),
     });
     await source.close();
     const py = spawnSync(

@@ -16,7 +16,6 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { availableParallelism, loadavg } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { createInterface } from "node:readline";
@@ -27,6 +26,8 @@ import { openReader as openBrowser, type ReadableStore } from "@deltacells/spora
 import { openReader as openNode } from "@deltacells/sporadik/node";
 import { HttpStore, withStats } from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
+import { mulberry32 } from "../../test-utils/prng.js";
+import { startServe } from "../../test-utils/servers.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = join(here, "../..");
@@ -132,49 +133,7 @@ function runToEnd(cmd: string, argv: string[]): Promise<void> {
 
 // --- the HTTP server ---------------------------------------------------------------------------
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === "object" && addr ? resolve(addr.port) : reject(new Error("no port"))));
-    });
-  });
-}
-
-async function startServe(dir: string): Promise<{ url: string; stop: () => void }> {
-  const port = await freePort();
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [
-      join(repo, "node_modules/serve/build/main.js"),
-      "-l",
-      `tcp://127.0.0.1:${port}`,
-      "--no-clipboard",
-      "--no-compression",
-      "--no-request-logging",
-      "--no-port-switching",
-      dir,
-    ],
-    { stdio: "ignore", env: { ...process.env, NO_UPDATE_CHECK: "1" } },
-  );
-  const stop = () => child.kill("SIGTERM");
-  process.once("exit", stop);
-  const url = `http://127.0.0.1:${port}`;
-  for (let tries = 0; ; tries++) {
-    try {
-      const res = await fetch(`${url}/meta.json`, { signal: AbortSignal.timeout(1000) });
-      await res.body?.cancel();
-      if (res.ok) break;
-    } catch {
-      // not up yet
-    }
-    if (tries > 100 || child.exitCode !== null) throw new Error("serve did not start");
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return { url, stop };
-}
+// npm `serve` (correct Range support), started by test-utils/servers.ts as the tests start it.
 
 // --- the Python worker -------------------------------------------------------------------------
 
@@ -292,17 +251,6 @@ async function measureOurs(
 }
 
 // --- the plan ----------------------------------------------------------------------------------
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** `k` distinct positions in `[0, n)`, in random order. */
 function distinct(random: () => number, n: number, k: number): number[] {
@@ -503,7 +451,7 @@ async function main(): Promise<void> {
     }
   }
   worker.close();
-  server.stop();
+  await server.stop();
 
   const load1 = loadavg();
   // The sporadik reader does not use the deltacells codec; the line records what this machine's

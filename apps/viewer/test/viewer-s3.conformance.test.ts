@@ -12,9 +12,9 @@ import { after, before, test } from "node:test";
 import { openDataset } from "@deltacells/core/node";
 import { AwsClient } from "aws4fetch";
 import { type RunningServer, startServer } from "../../../packages/cli/src/serve-http.js";
-import { type RunningServer as Moto, startMoto } from "../../../packages/storage/test/helpers/servers.js";
 import type { RunningBrowser } from "../../../test-utils/browser/browser.js";
 import { launchChromium } from "../../../test-utils/browser/index.js";
+import { type RunningServer as Moto, startMoto } from "../../../test-utils/servers.js";
 import { buildPbmc, buildViewer, VIEWER_DIST } from "./fixtures.js";
 
 const BUCKET = "deltacells-viewer";

@@ -9,7 +9,7 @@
 
 import { cscBlocks, csrBlocks, denseBlocks, type MatrixShape, type SparseLayout } from "./blocks.js";
 import { readDataFrame } from "./dataframe.js";
-import { InputError } from "./errors.js";
+import { InputError, objectIn } from "./errors.js";
 import { obsmKeys, readObsmEntry } from "./obsm.js";
 import { BaseSource } from "./source.js";
 import { attrString, joinPath, type Tree, type TreeArray } from "./tree.js";
@@ -32,8 +32,9 @@ export async function openAnnData(
 ): Promise<MatrixSource> {
   const loc = tree.location;
   if (opts.layer !== undefined && opts.raw) {
-    throw new InputError("MalformedInput", `${loc}: choose either a layer or raw, not both.`, {
-      location: loc,
+    throw new InputError(`${loc}: choose either a layer or raw, not both.`, {
+      tag: "MalformedInput",
+      object: loc,
     });
   }
   const legacyRaw = (await tree.get("raw.X")) !== undefined;
@@ -51,12 +52,11 @@ export async function openAnnData(
   if (node === undefined) {
     const what = opts.layer !== undefined ? `layer ${JSON.stringify(opts.layer)}` : opts.raw ? "raw/X" : "X";
     throw new InputError(
-      "MissingMatrix",
       `${loc}: has no ${what}.` +
         (others.length > 0 ? ` Available: ${others.join(", ")}.` : " It holds no other matrix either."),
       {
-        location: loc,
-        object: matrixPath,
+        tag: "MissingMatrix",
+        object: objectIn(loc, matrixPath),
         hint: others.length ? { kind: "other-matrices", matrices: others } : undefined,
       },
     );
@@ -86,14 +86,10 @@ async function layoutOf(tree: Tree, path: string): Promise<Layout> {
   const node = await tree.get(path);
   if (node?.kind === "array") {
     if (node.shape.length !== 2) {
-      throw new InputError(
-        "MalformedInput",
-        `${loc}: ${path} is a ${node.shape.length}-d array, expected 2-d.`,
-        {
-          location: loc,
-          object: path,
-        },
-      );
+      throw new InputError(`${loc}: ${path} is a ${node.shape.length}-d array, expected 2-d.`, {
+        tag: "MalformedInput",
+        object: objectIn(loc, path),
+      });
     }
     return { kind: "dense", array: node };
   }
@@ -103,17 +99,16 @@ async function layoutOf(tree: Tree, path: string): Promise<Layout> {
     enc === "csr_matrix" || enc === "csr" ? "csr" : enc === "csc_matrix" || enc === "csc" ? "csc" : undefined;
   if (kind === undefined) {
     throw new InputError(
-      "Unsupported",
       `${loc}: ${path} has encoding ${JSON.stringify(enc ?? null)}; expected a dense array, csr_matrix or csc_matrix.`,
-      { location: loc, object: path },
+      { tag: "Unsupported", object: objectIn(loc, path) },
     );
   }
   const part = async (name: string): Promise<TreeArray> => {
     const a = await tree.get(joinPath(path, name));
     if (a?.kind !== "array") {
-      throw new InputError("MalformedInput", `${loc}: sparse matrix ${path} has no ${name} array.`, {
-        location: loc,
-        object: joinPath(path, name),
+      throw new InputError(`${loc}: sparse matrix ${path} has no ${name} array.`, {
+        tag: "MalformedInput",
+        object: objectIn(loc, joinPath(path, name)),
       });
     }
     return a;
@@ -132,14 +127,10 @@ async function sparseShape(tree: Tree, path: string): Promise<number[]> {
   const raw = attrs.shape ?? attrs.h5sparse_shape;
   const shape = raw === undefined ? [] : Array.from(raw as ArrayLike<number | bigint>, Number);
   if (shape.length !== 2 || !shape.every((n) => Number.isInteger(n) && n >= 0)) {
-    throw new InputError(
-      "MalformedInput",
-      `${tree.location}: sparse matrix ${path} has no valid shape attribute.`,
-      {
-        location: tree.location,
-        object: path,
-      },
-    );
+    throw new InputError(`${tree.location}: sparse matrix ${path} has no valid shape attribute.`, {
+      tag: "MalformedInput",
+      object: objectIn(tree.location, path),
+    });
   }
   return shape;
 }

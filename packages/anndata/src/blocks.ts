@@ -8,7 +8,7 @@
  */
 
 import { csrSliceToBlock, RowBlockBuilder } from "./canonical.js";
-import { InputError } from "./errors.js";
+import { InputError, objectIn } from "./errors.js";
 import { CellBucketSpill } from "./spill.js";
 import { type TreeArray, toNumbers } from "./tree.js";
 import type { RowBlock } from "./types.js";
@@ -105,9 +105,8 @@ export async function* cscBlocks(
         const cell = cells[k - lo] as number;
         if (!(cell >= 0 && cell < m.nCells)) {
           throw new InputError(
-            "MalformedInput",
             `${m.location}: ${l.group}/indices holds cell ${cell} in gene ${gene}, outside [0, ${m.nCells}).`,
-            { location: m.location, object: `${l.group}/indices` },
+            { tag: "MalformedInput", object: objectIn(m.location, `${l.group}/indices`) },
           );
         }
         spill.add(cell, gene, values[k - lo] as number);
@@ -121,9 +120,9 @@ export async function* cscBlocks(
 
 function checkSparseLengths(m: MatrixShape, l: SparseLayout, major: number): void {
   const bad = (what: string) =>
-    new InputError("MalformedInput", `${m.location}: sparse matrix ${l.group}: ${what}.`, {
-      location: m.location,
-      object: l.group,
+    new InputError(`${m.location}: sparse matrix ${l.group}: ${what}.`, {
+      tag: "MalformedInput",
+      object: objectIn(m.location, l.group),
     });
   if (l.indptr.shape[0] !== major + 1)
     throw bad(`indptr has ${l.indptr.shape[0]} entries, expected ${major + 1}`);
@@ -138,9 +137,8 @@ function checkOffsets(m: MatrixShape, l: SparseLayout, indptr: ArrayLike<number>
     const v = indptr[i] as number;
     if (!(v >= 0 && v <= total && (i === 0 || v >= (indptr[i - 1] as number)))) {
       throw new InputError(
-        "MalformedInput",
         `${m.location}: ${l.group}/indptr[${first + i}] = ${v} is not a non-decreasing offset within [0, ${total}].`,
-        { location: m.location, object: `${l.group}/indptr` },
+        { tag: "MalformedInput", object: objectIn(m.location, `${l.group}/indptr`) },
       );
     }
   }

@@ -3,35 +3,44 @@
  * refusing values that are not counts. Browser-safe.
  */
 
-import type { NotCountsReason } from "./errors.js";
+import { InputError, type NotCountsReason } from "./errors.js";
 import type { RowBlock } from "./types.js";
 
 /** Largest count a block can hold (int32). */
 const MAX_COUNT = 2147483647;
 
 /**
- * Thrown by the builder on the first value that is not a count; the reader that drives the
- * builder turns it into a {@link NotCountsError} with names and suggestions.
+ * Thrown by the builder on the first value that is not a count (tag `NotCounts`, `found` the
+ * value); the reader that drives the builder turns it into a {@link NotCountsError} with names
+ * and suggestions.
  */
-export class BadCount extends Error {
+export class BadCount extends InputError {
   constructor(
     readonly cell: number,
     readonly gene: number,
     readonly value: number,
     readonly reason: NotCountsReason,
   ) {
-    super(`cell ${cell}, gene ${gene}: ${reason} value ${value}`);
+    super(`cell ${cell}, gene ${gene}: ${reason} value ${value}`, {
+      tag: "NotCounts",
+      expected: "a non-negative integer below 2^31",
+      found: value,
+    });
   }
 }
 
-/** Thrown when a gene index falls outside [0, nGenes). */
-export class BadGeneIndex extends Error {
+/** Thrown when a gene index falls outside [0, nGenes) (tag `MalformedInput`, `found` the index). */
+export class BadGeneIndex extends InputError {
   constructor(
     readonly cell: number,
     readonly gene: number,
     readonly nGenes: number,
   ) {
-    super(`cell ${cell} has gene index ${gene}, outside [0, ${nGenes})`);
+    super(`cell ${cell} has gene index ${gene}, outside [0, ${nGenes})`, {
+      tag: "MalformedInput",
+      expected: `0 <= gene < ${nGenes}`,
+      found: gene,
+    });
   }
 }
 
@@ -125,7 +134,13 @@ export class RowBlockBuilder {
 
   /** Closes the current cell: sorts its entries, sums duplicates, appends them to the block. */
   endRow(): void {
-    if (this.row >= this.nRows) throw new Error("RowBlockBuilder: more rows than announced");
+    if (this.row >= this.nRows) {
+      throw new InputError("RowBlockBuilder: more rows than announced", {
+        tag: "InvalidArgument",
+        expected: this.nRows,
+        found: this.row + 1,
+      });
+    }
     if (this.rowBad !== undefined) throw this.rowBad;
     const n = this.rowLen;
     const genes = this.rowGenes;
@@ -180,7 +195,13 @@ export class RowBlockBuilder {
 
   /** The finished block; every announced row must have been closed. */
   finish(): RowBlock {
-    if (this.row !== this.nRows) throw new Error(`RowBlockBuilder: ${this.row} of ${this.nRows} rows closed`);
+    if (this.row !== this.nRows) {
+      throw new InputError(`RowBlockBuilder: ${this.row} of ${this.nRows} rows closed`, {
+        tag: "InvalidArgument",
+        expected: this.nRows,
+        found: this.row,
+      });
+    }
     return {
       rowStart: this.rowStart,
       nRows: this.nRows,

@@ -4,7 +4,7 @@
  * Browser-safe.
  */
 
-import { InputError, UnsupportedColumnsError } from "./errors.js";
+import { InputError, objectIn, UnsupportedColumnsError } from "./errors.js";
 import { attrString, joinPath, type Tree, type TreeArray, type TreeGroup, toNumbers } from "./tree.js";
 import type { ColumnTable, NumericValues, TableColumn } from "./types.js";
 
@@ -30,9 +30,8 @@ export async function readDataFrame(
     node.kind === "array" ? await legacyFrame(tree, node, exclude) : await groupFrame(tree, node, exclude);
   if (table.index.length !== nRows) {
     throw new InputError(
-      "MalformedInput",
       `${loc}: ${path} has ${table.index.length} rows, but the matrix has ${nRows} along that axis.`,
-      { location: loc, object: path },
+      { tag: "MalformedInput", object: objectIn(loc, path) },
     );
   }
   return table;
@@ -44,14 +43,10 @@ async function groupFrame(tree: Tree, group: TreeGroup, exclude: ReadonlySet<str
   const indexKey = attrString(attrs._index) ?? "_index";
   const indexNode = await tree.get(joinPath(group.path, indexKey));
   if (indexNode?.kind !== "array") {
-    throw new InputError(
-      "MalformedInput",
-      `${loc}: data frame ${group.path} has no index array ${indexKey}.`,
-      {
-        location: loc,
-        object: group.path,
-      },
-    );
+    throw new InputError(`${loc}: data frame ${group.path} has no index array ${indexKey}.`, {
+      tag: "MalformedInput",
+      object: objectIn(loc, group.path),
+    });
   }
   const index = await indexNode.readStrings();
   const order = attrs["column-order"];
@@ -73,7 +68,7 @@ async function groupFrame(tree: Tree, group: TreeGroup, exclude: ReadonlySet<str
       unsupported.push(name);
     }
   }
-  if (unsupported.length > 0) throw new UnsupportedColumnsError(loc, group.path, unsupported);
+  if (unsupported.length > 0) throw UnsupportedColumnsError.of(loc, group.path, unsupported);
   return { indexName: indexKey === "_index" ? null : indexKey, index, columns };
 }
 
@@ -101,9 +96,9 @@ async function readColumn(tree: Tree, path: string, name: string): Promise<Table
   const loc = tree.location;
   const node = await tree.get(path);
   if (node === undefined) {
-    throw new InputError("MalformedInput", `${loc}: column ${path} is listed in column-order but missing.`, {
-      location: loc,
-      object: path,
+    throw new InputError(`${loc}: column ${path} is listed in column-order but missing.`, {
+      tag: "MalformedInput",
+      object: objectIn(loc, path),
     });
   }
   if (node.kind === "array") return arrayColumn(node, name);
@@ -111,9 +106,9 @@ async function readColumn(tree: Tree, path: string, name: string): Promise<Table
   const child = async (n: string): Promise<TreeArray> => {
     const a = await tree.get(joinPath(path, n));
     if (a?.kind !== "array") {
-      throw new InputError("MalformedInput", `${loc}: ${enc} column ${path} has no ${n} array.`, {
-        location: loc,
-        object: path,
+      throw new InputError(`${loc}: ${enc} column ${path} has no ${n} array.`, {
+        tag: "MalformedInput",
+        object: objectIn(loc, path),
       });
     }
     return a;
@@ -141,20 +136,16 @@ async function readColumn(tree: Tree, path: string, name: string): Promise<Table
     return { name, kind: "numeric", values: v, nulls: mask };
   }
   throw new InputError(
-    "Unsupported",
     `${loc}: column ${path} has encoding ${JSON.stringify(enc ?? null)}, which is not supported.`,
-    {
-      location: loc,
-      object: path,
-    },
+    { tag: "Unsupported", object: objectIn(loc, path) },
   );
 }
 
 async function arrayColumn(a: TreeArray, name: string): Promise<TableColumn> {
   if (a.element === "other" || a.element === "compound" || a.shape.length !== 1) {
     throw new InputError(
-      "Unsupported",
       `${a.path} has an element type or shape (${a.element}, ${JSON.stringify(a.shape)}) no table column holds.`,
+      { tag: "Unsupported" },
     );
   }
   if (a.element === "string") return { name, kind: "string", values: await a.readStrings() };
@@ -167,26 +158,18 @@ async function arrayColumn(a: TreeArray, name: string): Promise<TableColumn> {
 async function legacyFrame(tree: Tree, a: TreeArray, exclude: ReadonlySet<string>): Promise<ColumnTable> {
   const loc = tree.location;
   if (!a.fields) {
-    throw new InputError(
-      "MalformedInput",
-      `${loc}: ${a.path} is neither a data frame group nor a record array.`,
-      {
-        location: loc,
-        object: a.path,
-      },
-    );
+    throw new InputError(`${loc}: ${a.path} is neither a data frame group nor a record array.`, {
+      tag: "MalformedInput",
+      object: objectIn(loc, a.path),
+    });
   }
   const cols = await a.readCompound();
   const index = cols.get("index");
   if (!Array.isArray(index)) {
-    throw new InputError(
-      "MalformedInput",
-      `${loc}: legacy data frame ${a.path} has no string field "index".`,
-      {
-        location: loc,
-        object: a.path,
-      },
-    );
+    throw new InputError(`${loc}: legacy data frame ${a.path} has no string field "index".`, {
+      tag: "MalformedInput",
+      object: objectIn(loc, a.path),
+    });
   }
   const columns: TableColumn[] = [];
   for (const f of a.fields) {

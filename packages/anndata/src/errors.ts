@@ -1,7 +1,9 @@
 /**
- * Errors of the input readers. Each carries a `_tag` for cheap discrimination, the input it
- * concerns (`location`, and `object`: the dataset, group or file inside it) and, where it helps,
- * structured fields; the message says what was expected, what was found and what to do.
+ * Errors of the input readers. They follow the convention of every deltacells package
+ * (docs/errors.md): a `_tag`, the `object` concerned (the input's path followed by the dataset,
+ * group or file inside it), `expected` and `found` where they mean something, and `cause`; one
+ * constructor shape `(message, options)`. The message says what was expected, what was found and
+ * what to do; `hint` says what to do in this library's terms.
  */
 
 export type InputErrorTag =
@@ -18,7 +20,9 @@ export type InputErrorTag =
   /** A valid input using a feature this reader does not implement. */
   | "Unsupported"
   /** An input given as a URL in a format read from local files only (HDF5, Matrix Market). */
-  | "NotLocal";
+  | "NotLocal"
+  /** A call this library's contract rules out (more rows than announced to a block builder ...). */
+  | "InvalidArgument";
 
 /**
  * What the caller could do instead, in this library's terms (matrix paths, option names of
@@ -32,33 +36,53 @@ export type InputHint =
   /** An option that does not apply to this input and should be left out. */
   | { kind: "drop-option"; option: "layer" | "raw" | "transpose" | "genome" };
 
+/**
+ * The brand of every deltacells-family error, its value the package (see `isDeltacellsFamilyError`
+ * in @deltacells/storage). Registered, so it is recognised without importing this package.
+ */
+const DELTACELLS_ERROR: unique symbol = Symbol.for("deltacells.error") as never;
+
+/** What an {@link InputError} is made of, besides its message. */
+export interface InputErrorOptions {
+  tag: InputErrorTag;
+  /**
+   * The input, or the object inside it (see {@link objectIn}): `pbmc.h5ad/layers/counts`,
+   * `https://host/a.zarr/X/indptr`, `run/matrix.mtx.gz`.
+   */
+  object?: string | undefined;
+  expected?: unknown;
+  found?: unknown;
+  cause?: unknown;
+  /** What to do instead, when there is something specific. */
+  hint?: InputHint | undefined;
+}
+
 /** Base of every error the readers raise on purpose. */
 export class InputError extends Error {
+  readonly [DELTACELLS_ERROR] = "@deltacells/anndata";
   readonly _tag: InputErrorTag;
-  /** The input path. */
-  readonly location: string | undefined;
-  /** The object inside the input: an HDF5/zarr path or a file of a folder. */
+  /** The input, or the object inside it: an HDF5/zarr path or a file of a folder, after the input's path. */
   readonly object: string | undefined;
+  readonly expected: unknown;
+  readonly found: unknown;
   /** What to do instead, when there is something specific. */
   readonly hint: InputHint | undefined;
 
-  constructor(
-    tag: InputErrorTag,
-    message: string,
-    opts: {
-      location?: string | undefined;
-      object?: string | undefined;
-      cause?: unknown;
-      hint?: InputHint | undefined;
-    } = {},
-  ) {
-    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
-    this.name = `InputError(${tag})`;
-    this._tag = tag;
-    this.location = opts.location;
-    this.object = opts.object;
-    this.hint = opts.hint;
+  constructor(message: string, options: InputErrorOptions) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = `InputError(${options.tag})`;
+    this._tag = options.tag;
+    this.object = options.object;
+    this.expected = options.expected;
+    this.found = options.found;
+    this.hint = options.hint;
   }
+}
+
+/** The address errors give `path` inside the input at `location`: `pbmc.h5ad/layers/counts`. */
+export function objectIn(location: string, path: string | undefined): string {
+  if (path === undefined) return location;
+  return `${location.replace(/\/+$/, "")}/${path.replace(/^\/+/, "")}`;
 }
 
 /** Why a value is not a count. */
@@ -79,9 +103,9 @@ export interface NotCountsFields {
   alternatives: string[];
 }
 
-/** A matrix value that is not a non-negative integer count fitting int32. */
+/** A matrix value that is not a non-negative integer count fitting int32; `found` is the value. */
 export class NotCountsError extends InputError {
-  override readonly _tag = "NotCounts" as const;
+  declare readonly _tag: "NotCounts";
   readonly reason: NotCountsReason;
   readonly value: number;
   readonly cell: number;
@@ -90,7 +114,25 @@ export class NotCountsError extends InputError {
   readonly geneName: string | undefined;
   readonly alternatives: string[];
 
-  constructor(f: NotCountsFields) {
+  constructor(message: string, f: Omit<NotCountsFields, "location" | "object"> & { object: string }) {
+    super(message, {
+      tag: "NotCounts",
+      object: f.object,
+      expected: "a non-negative integer below 2^31",
+      found: f.value,
+      hint: f.alternatives.length ? { kind: "other-matrices", matrices: f.alternatives } : undefined,
+    });
+    this.reason = f.reason;
+    this.value = f.value;
+    this.cell = f.cell;
+    this.cellName = f.cellName;
+    this.gene = f.gene;
+    this.geneName = f.geneName;
+    this.alternatives = f.alternatives;
+  }
+
+  /** The refusal of the value `f` describes, with the cell and gene named and what to do. */
+  static of(f: NotCountsFields): NotCountsError {
     const cell =
       f.cellName === undefined ? `cell ${f.cell}` : `cell ${f.cell} (${JSON.stringify(f.cellName)})`;
     const gene =
@@ -105,42 +147,34 @@ export class NotCountsError extends InputError {
       f.alternatives.length > 0
         ? ` This input has other matrices that may hold raw counts: ${f.alternatives.join(", ")}.`
         : " Convert the raw counts (the matrix before normalisation or scaling), not a processed matrix.";
-    super(
-      "NotCounts",
+    return new NotCountsError(
       `${f.location}: ${f.object} is not a matrix of raw counts: ${cell}, ${gene} holds ${what} (${f.value}); ` +
         `expected non-negative integers below 2^31.${hint}`,
-      {
-        location: f.location,
-        object: f.object,
-        hint: f.alternatives.length ? { kind: "other-matrices", matrices: f.alternatives } : undefined,
-      },
+      { ...f, object: objectIn(f.location, f.object) },
     );
-    this.reason = f.reason;
-    this.value = f.value;
-    this.cell = f.cell;
-    this.cellName = f.cellName;
-    this.gene = f.gene;
-    this.geneName = f.geneName;
-    this.alternatives = f.alternatives;
   }
 }
 
-/** An HDF5 dataset compressed with a filter that cannot be decoded here. */
+/** An HDF5 dataset compressed with a filter that cannot be decoded here; `found` is the filter id. */
 export class UnsupportedFilterError extends InputError {
-  override readonly _tag = "UnsupportedFilter" as const;
+  declare readonly _tag: "UnsupportedFilter";
   readonly filterId: number;
   readonly filterName: string;
 
-  constructor(location: string, dataset: string, filterId: number, filterName: string, why: string) {
-    super(
-      "UnsupportedFilter",
+  constructor(message: string, options: { object: string; filterId: number; filterName: string }) {
+    super(message, { tag: "UnsupportedFilter", object: options.object, found: options.filterId });
+    this.filterId = options.filterId;
+    this.filterName = options.filterName;
+  }
+
+  /** The refusal of `dataset` of the file at `location`, compressed with filter `filterId`. */
+  static of(location: string, dataset: string, filterId: number, filterName: string, why: string) {
+    return new UnsupportedFilterError(
       `${location}: dataset ${dataset} is compressed with HDF5 filter ${filterId} (${filterName || "unnamed"}), ` +
         `which this reader cannot decode (${why}). Rewrite the file with gzip or no compression ` +
         `(e.g. anndata: adata.write_h5ad(path, compression="gzip")).`,
-      { location, object: dataset },
+      { object: objectIn(location, dataset), filterId, filterName },
     );
-    this.filterId = filterId;
-    this.filterName = filterName;
   }
 }
 
@@ -150,22 +184,26 @@ export class UnsupportedFilterError extends InputError {
  * every column to skip (the CLI's `--obs-exclude`) or convert in Python first.
  */
 export class UnsupportedColumnsError extends InputError {
-  override readonly _tag = "Unsupported" as const;
+  declare readonly _tag: "Unsupported";
   readonly columns: string[];
 
-  constructor(location: string, frame: string, columns: string[]) {
-    super(
-      "Unsupported",
+  constructor(message: string, options: { object: string; columns: string[] }) {
+    super(message, { tag: "Unsupported", object: options.object, found: options.columns });
+    this.columns = options.columns;
+  }
+
+  /** The refusal of `columns` of data frame `frame` (obs, var) of the input at `location`. */
+  static of(location: string, frame: string, columns: string[]): UnsupportedColumnsError {
+    return new UnsupportedColumnsError(
       `${location}: ${frame} has ${columns.length === 1 ? "a column" : "columns"} of a type that cannot be stored ` +
         `(only categorical, numeric, boolean and string columns can): ${columns.map((c) => JSON.stringify(c)).join(", ")}. ` +
         "Exclude them, or convert them (e.g. datetimes to strings) in Python first.",
-      { location, object: frame },
+      { object: objectIn(location, frame), columns },
     );
-    this.columns = columns;
   }
 }
 
 /** True when `err` is an {@link InputError}, optionally of the given tag. */
-export function isInputError(err: unknown, tag?: InputErrorTag): err is InputError {
+export function isAnndataError(err: unknown, tag?: InputErrorTag): err is InputError {
   return err instanceof InputError && (tag === undefined || err._tag === tag);
 }

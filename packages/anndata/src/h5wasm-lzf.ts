@@ -14,6 +14,7 @@
  * removed once the plugin has been patched.
  */
 
+import { InputError } from "./errors.js";
 import { lzfDecompress } from "./lzf.js";
 
 interface H5Module {
@@ -86,7 +87,11 @@ function patchPlugin(module: H5Module, env: Record<string, unknown>): void {
       break;
     }
   }
-  if (slot < 0) throw new Error("h5wasm lzf plugin: filter function not found in its table slots");
+  if (slot < 0) {
+    throw new InputError("h5wasm lzf plugin: filter function not found in its table slots", {
+      tag: "Unsupported",
+    });
+  }
   const filter = (
     flags: number,
     nCd: number,

@@ -9,7 +9,7 @@
 
 import h5wasm, { type Dataset, type File as H5File, type Group as H5Group } from "h5wasm/node";
 import { install_local_plugins } from "h5wasm-plugins";
-import { InputError, UnsupportedFilterError } from "./errors.js";
+import { InputError, objectIn, UnsupportedFilterError } from "./errors.js";
 import { installLzfFix, lzfFixed } from "./h5wasm-lzf.js";
 import { hdf5Reason, throwHdf5Errors } from "./hdf5-errors.js";
 import type { CompoundField, ElementKind, Tree, TreeArray, TreeGroup, TreeNode } from "./tree.js";
@@ -49,13 +49,14 @@ export async function openHdf5(path: string, opts: Hdf5Options = {}): Promise<Tr
     file = new h5wasm.File(path, "r");
   } catch (cause) {
     const why = hdf5Reason(cause);
-    throw new InputError("MalformedInput", `${path}: not a readable HDF5 file${why ? `: ${why}` : ""}.`, {
-      location: path,
+    throw new InputError(`${path}: not a readable HDF5 file${why ? `: ${why}` : ""}.`, {
+      tag: "MalformedInput",
+      object: path,
       cause,
     });
   }
   if (file.file_id < 0n) {
-    throw new InputError("MalformedInput", `${path}: not a readable HDF5 file.`, { location: path });
+    throw new InputError(`${path}: not a readable HDF5 file.`, { tag: "MalformedInput", object: path });
   }
   return new Hdf5Tree(path, file, opts.plugins ?? true);
 }
@@ -198,7 +199,7 @@ class Hdf5Array implements TreeArray {
     for (const f of this.dataset.filters) {
       if (BUILTIN_FILTERS.has(f.id)) continue;
       if (!PLUGIN_FILTERS.has(f.id)) {
-        throw new UnsupportedFilterError(
+        throw UnsupportedFilterError.of(
           this.location,
           this.path,
           f.id,
@@ -207,7 +208,7 @@ class Hdf5Array implements TreeArray {
         );
       }
       if (!this.plugins) {
-        throw new UnsupportedFilterError(
+        throw UnsupportedFilterError.of(
           this.location,
           this.path,
           f.id,
@@ -223,7 +224,7 @@ class Hdf5Array implements TreeArray {
       ) {
         // the plugin's own lzf fails on variable-length strings (see h5wasm-lzf.ts) and the failed
         // read would abort the wasm module: only read them when our replacement filter is in place
-        throw new UnsupportedFilterError(
+        throw UnsupportedFilterError.of(
           this.location,
           this.path,
           f.id,
@@ -241,12 +242,8 @@ class Hdf5Array implements TreeArray {
     const e = end ?? n;
     if (!(s >= 0 && e <= n && s <= e)) {
       throw new InputError(
-        "MalformedInput",
         `${this.location}: read of [${s}, ${e}) outside dataset ${this.path} of length ${n}.`,
-        {
-          location: this.location,
-          object: this.path,
-        },
+        { tag: "MalformedInput", object: objectIn(this.location, this.path) },
       );
     }
     return [s, e];
@@ -260,9 +257,9 @@ class Hdf5Array implements TreeArray {
       this.element !== "float" &&
       this.element !== "bool"
     ) {
-      throw new InputError("MalformedInput", `${this.location}: dataset ${this.path} is not numeric.`, {
-        location: this.location,
-        object: this.path,
+      throw new InputError(`${this.location}: dataset ${this.path} is not numeric.`, {
+        tag: "MalformedInput",
+        object: objectIn(this.location, this.path),
       });
     }
     if (this.shape.length === 0) return this.dataset.value as NumericValues;
@@ -272,27 +269,19 @@ class Hdf5Array implements TreeArray {
     for (let d = 1; d < this.shape.length; d++) sel.push([0, this.shape[d] as number]);
     const v = this.dataset.slice(sel);
     if (ArrayBuffer.isView(v)) return v as NumericValues;
-    throw new InputError(
-      "MalformedInput",
-      `${this.location}: dataset ${this.path} did not read as numbers.`,
-      {
-        location: this.location,
-        object: this.path,
-      },
-    );
+    throw new InputError(`${this.location}: dataset ${this.path} did not read as numbers.`, {
+      tag: "MalformedInput",
+      object: objectIn(this.location, this.path),
+    });
   }
 
   async readStrings(start?: number, end?: number): Promise<string[]> {
     this.checkFilters();
     if (this.element !== "string") {
-      throw new InputError(
-        "MalformedInput",
-        `${this.location}: dataset ${this.path} does not hold strings.`,
-        {
-          location: this.location,
-          object: this.path,
-        },
-      );
+      throw new InputError(`${this.location}: dataset ${this.path} does not hold strings.`, {
+        tag: "MalformedInput",
+        object: objectIn(this.location, this.path),
+      });
     }
     if (this.shape.length === 0) return [String(this.dataset.value)];
     const [s, e] = this.range(start, end);
@@ -307,14 +296,10 @@ class Hdf5Array implements TreeArray {
     this.checkFilters();
     const fields = this.fields;
     if (!fields) {
-      throw new InputError(
-        "MalformedInput",
-        `${this.location}: dataset ${this.path} is not a compound (record) array.`,
-        {
-          location: this.location,
-          object: this.path,
-        },
-      );
+      throw new InputError(`${this.location}: dataset ${this.path} is not a compound (record) array.`, {
+        tag: "MalformedInput",
+        object: objectIn(this.location, this.path),
+      });
     }
     const n = this.shape[0] ?? 0;
     const rows = (n === 0 ? [] : this.dataset.slice([[0, n]])) as unknown[][];

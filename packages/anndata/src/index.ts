@@ -9,7 +9,7 @@ export {
   InputError,
   type InputErrorTag,
   type InputHint,
-  isInputError,
+  isAnndataError,
   NotCountsError,
   type NotCountsFields,
   type NotCountsReason,

@@ -5,6 +5,13 @@
  * bits and the next byte). Browser-safe.
  */
 
+import { InputError } from "./errors.js";
+
+/** The refusal of a damaged LZF stream. */
+function malformed(why: string): InputError {
+  return new InputError(`lzf: ${why}`, { tag: "MalformedInput" });
+}
+
 /** Decompresses `input`; `sizeHint` is the expected output size (grown when too small). */
 export function lzfDecompress(input: Uint8Array, sizeHint: number): Uint8Array {
   let out = new Uint8Array(Math.max(64, sizeHint));
@@ -21,7 +28,7 @@ export function lzfDecompress(input: Uint8Array, sizeHint: number): Uint8Array {
     const ctrl = input[ip++] as number;
     if (ctrl < 32) {
       const len = ctrl + 1;
-      if (ip + len > n) throw new Error("lzf: literal run past the end of the input");
+      if (ip + len > n) throw malformed("literal run past the end of the input");
       ensure(len);
       out.set(input.subarray(ip, ip + len), op);
       ip += len;
@@ -30,12 +37,12 @@ export function lzfDecompress(input: Uint8Array, sizeHint: number): Uint8Array {
     }
     let len = ctrl >> 5;
     if (len === 7) {
-      if (ip >= n) throw new Error("lzf: truncated back reference");
+      if (ip >= n) throw malformed("truncated back reference");
       len += input[ip++] as number;
     }
-    if (ip >= n) throw new Error("lzf: truncated back reference");
+    if (ip >= n) throw malformed("truncated back reference");
     const ref = op - ((ctrl & 0x1f) << 8) - 1 - (input[ip++] as number);
-    if (ref < 0) throw new Error("lzf: back reference before the start of the output");
+    if (ref < 0) throw malformed("back reference before the start of the output");
     len += 2;
     ensure(len);
     // byte by byte: source and destination may overlap (runs)

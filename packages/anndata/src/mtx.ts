@@ -54,39 +54,27 @@ async function readHeader(path: string): Promise<MtxHeader> {
       const parts = line.trim().toLowerCase().split(/\s+/);
       if (parts[0] !== "%%matrixmarket" || parts[1] !== "matrix") {
         throw new InputError(
-          "MalformedInput",
           `${path}: not a Matrix Market file (banner ${JSON.stringify(line.slice(0, 60))}).`,
-          {
-            location: path,
-          },
+          { tag: "MalformedInput", object: path },
         );
       }
       if (parts[2] !== "coordinate") {
         throw new InputError(
-          "Unsupported",
           `${path}: Matrix Market "${parts[2]}" (dense) files are not supported; expected "coordinate".`,
-          {
-            location: path,
-          },
+          { tag: "Unsupported", object: path },
         );
       }
       const field = parts[3];
       if (field !== "integer" && field !== "real" && field !== "pattern") {
         throw new InputError(
-          "Unsupported",
           `${path}: Matrix Market field "${field}" is not supported (integer, real or pattern).`,
-          {
-            location: path,
-          },
+          { tag: "Unsupported", object: path },
         );
       }
       if ((parts[4] ?? "general") !== "general") {
         throw new InputError(
-          "Unsupported",
           `${path}: Matrix Market symmetry "${parts[4]}" is not supported; expected "general".`,
-          {
-            location: path,
-          },
+          { tag: "Unsupported", object: path },
         );
       }
       continue;
@@ -94,8 +82,9 @@ async function readHeader(path: string): Promise<MtxHeader> {
     if (line.startsWith("%") || line.trim() === "") continue;
     const nums = line.trim().split(/\s+/).map(Number);
     if (nums.length !== 3 || !nums.every((n) => Number.isInteger(n) && n >= 0)) {
-      throw new InputError("MalformedInput", `${path}: bad size line ${JSON.stringify(line)}.`, {
-        location: path,
+      throw new InputError(`${path}: bad size line ${JSON.stringify(line)}.`, {
+        tag: "MalformedInput",
+        object: path,
       });
     }
     const b = (banner ?? "").trim().toLowerCase().split(/\s+/);
@@ -106,8 +95,9 @@ async function readHeader(path: string): Promise<MtxHeader> {
       field: b[3] as MtxHeader["field"],
     };
   }
-  throw new InputError("MalformedInput", `${path}: Matrix Market file without a size line.`, {
-    location: path,
+  throw new InputError(`${path}: Matrix Market file without a size line.`, {
+    tag: "MalformedInput",
+    object: path,
   });
 }
 
@@ -148,9 +138,8 @@ async function* entryBatches(
   const dec = new TextDecoder();
   const bad = (line: Uint8Array) =>
     new InputError(
-      "MalformedInput",
       `${path}: line ${lineNo} (${JSON.stringify(dec.decode(line).slice(0, 80))}) is not an entry within ${h.rows} x ${h.cols}.`,
-      { location: path },
+      { tag: "MalformedInput", object: path },
     );
   /** Parses one line; returns false when the batch is full after it. */
   const parseLine = (buf: Uint8Array, start: number, end: number): void => {
@@ -230,13 +219,10 @@ async function* entryBatches(
     raw.destroy();
   }
   if (count !== h.nnz) {
-    throw new InputError(
-      "MalformedInput",
-      `${path}: the size line announces ${h.nnz} entries, the file has ${count}.`,
-      {
-        location: path,
-      },
-    );
+    throw new InputError(`${path}: the size line announces ${h.nnz} entries, the file has ${count}.`, {
+      tag: "MalformedInput",
+      object: path,
+    });
   }
 }
 
@@ -287,11 +273,10 @@ export async function openTenxMtx(dir: string): Promise<MtxSource> {
       features === undefined ? "features.tsv[.gz] or genes.tsv" : "",
       barcodes === undefined ? "barcodes.tsv[.gz]" : "",
     ].filter(Boolean);
-    throw new InputError(
-      "MalformedInput",
-      `${dir}: a 10x Matrix Market folder needs ${missing.join(", ")}.`,
-      { location: dir },
-    );
+    throw new InputError(`${dir}: a 10x Matrix Market folder needs ${missing.join(", ")}.`, {
+      tag: "MalformedInput",
+      object: dir,
+    });
   }
   const h = await readHeader(matrix);
   const nGenes = h.rows;
@@ -301,9 +286,8 @@ export async function openTenxMtx(dir: string): Promise<MtxSource> {
     const bc = await readTsv(barcodes);
     if (feat.length !== nGenes || bc.length !== nCells) {
       throw new InputError(
-        "MalformedInput",
         `${dir}: matrix is ${nGenes} genes x ${nCells} cells, but there are ${feat.length} features and ${bc.length} barcodes.`,
-        { location: dir },
+        { tag: "MalformedInput", object: dir },
       );
     }
     const col = (k: number) => feat.map((r) => r[k] ?? "");

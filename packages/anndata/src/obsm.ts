@@ -8,7 +8,7 @@
  */
 
 import { readDataFrame } from "./dataframe.js";
-import { InputError } from "./errors.js";
+import { InputError, objectIn } from "./errors.js";
 import { attrString, joinPath, type Tree, type TreeArray, toNumbers } from "./tree.js";
 import type { Embedding, NumericValues } from "./types.js";
 
@@ -21,9 +21,8 @@ export async function obsmKeys(tree: Tree): Promise<string[]> {
   if (node.kind === "group") return node.keys();
   if (node.fields) return node.fields.map((f) => f.name);
   throw new InputError(
-    "MalformedInput",
     `${tree.location}: obsm is an array that is not a record array; expected a group (or a pre-0.7 compound dataset).`,
-    { location: tree.location, object: OBSM },
+    { tag: "MalformedInput", object: objectIn(tree.location, OBSM) },
   );
 }
 
@@ -35,9 +34,9 @@ export async function readObsmEntry(tree: Tree, key: string, nCells: number): Pr
   const path = joinPath(OBSM, key);
   const node = await tree.get(path);
   if (node === undefined) {
-    throw new InputError("MissingMatrix", `${loc}: has no obsm entry ${JSON.stringify(key)}.`, {
-      location: loc,
-      object: path,
+    throw new InputError(`${loc}: has no obsm entry ${JSON.stringify(key)}.`, {
+      tag: "MissingMatrix",
+      object: objectIn(loc, path),
     });
   }
   const enc = attrString((await node.attrs())["encoding-type"]);
@@ -60,9 +59,8 @@ export async function readObsmEntry(tree: Tree, key: string, nCells: number): Pr
   }
   if (entry.shape[0] !== nCells) {
     throw new InputError(
-      "MalformedInput",
       `${loc}: obsm entry ${JSON.stringify(key)} has ${entry.shape[0]} rows, but the matrix has ${nCells} cells.`,
-      { location: loc, object: path },
+      { tag: "MalformedInput", object: objectIn(loc, path) },
     );
   }
   return entry;
@@ -71,11 +69,10 @@ export async function readObsmEntry(tree: Tree, key: string, nCells: number): Pr
 /** `encoding`: a quoted encoding-type, or a description of what was found instead. */
 function unsupported(tree: Tree, key: string, path: string, encoding: string): InputError {
   return new InputError(
-    "Unsupported",
     `${tree.location}: obsm entry ${JSON.stringify(key)} (${path}) has encoding ${encoding}, ` +
       "which is not supported: only dense numeric arrays, csr_matrix, csc_matrix and dataframe entries are read. " +
       "Read the other entries by name, or convert this one (e.g. to a numeric array) with anndata.",
-    { location: tree.location, object: path },
+    { tag: "Unsupported", object: objectIn(tree.location, path) },
   );
 }
 
@@ -90,14 +87,10 @@ async function denseEntry(tree: Tree, key: string, a: TreeArray): Promise<Embedd
     throw unsupported(tree, key, a.path, JSON.stringify(what));
   }
   if (a.shape.length === 0) {
-    throw new InputError(
-      "MalformedInput",
-      `${tree.location}: obsm entry ${JSON.stringify(key)} is a scalar.`,
-      {
-        location: tree.location,
-        object: a.path,
-      },
-    );
+    throw new InputError(`${tree.location}: obsm entry ${JSON.stringify(key)} is a scalar.`, {
+      tag: "MalformedInput",
+      object: objectIn(tree.location, a.path),
+    });
   }
   return {
     kind: "dense",
@@ -116,9 +109,9 @@ async function sparseEntry(
 ): Promise<Embedding> {
   const loc = tree.location;
   const bad = (what: string) =>
-    new InputError("MalformedInput", `${loc}: obsm entry ${JSON.stringify(key)} (${enc}): ${what}.`, {
-      location: loc,
-      object: path,
+    new InputError(`${loc}: obsm entry ${JSON.stringify(key)} (${enc}): ${what}.`, {
+      tag: "MalformedInput",
+      object: objectIn(loc, path),
     });
   const part = async (name: string): Promise<TreeArray> => {
     const a = await tree.get(joinPath(path, name));
@@ -192,9 +185,9 @@ async function legacyEntry(tree: Tree, obsm: TreeArray, key: string, nCells: num
   const loc = tree.location;
   const field = obsm.fields?.find((f) => f.name === key);
   if (field === undefined) {
-    throw new InputError("MissingMatrix", `${loc}: has no obsm entry ${JSON.stringify(key)}.`, {
-      location: loc,
-      object: OBSM,
+    throw new InputError(`${loc}: has no obsm entry ${JSON.stringify(key)}.`, {
+      tag: "MissingMatrix",
+      object: objectIn(loc, OBSM),
     });
   }
   if (field.kind !== "float" && field.kind !== "int" && field.kind !== "uint" && field.kind !== "bool") {
@@ -203,9 +196,8 @@ async function legacyEntry(tree: Tree, obsm: TreeArray, key: string, nCells: num
   const n = obsm.shape[0] ?? 0;
   if (n !== nCells) {
     throw new InputError(
-      "MalformedInput",
       `${loc}: the pre-0.7 obsm record array has ${n} rows, but the matrix has ${nCells} cells.`,
-      { location: loc, object: OBSM },
+      { tag: "MalformedInput", object: objectIn(loc, OBSM) },
     );
   }
   const values = (await obsm.readCompound()).get(key);

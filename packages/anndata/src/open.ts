@@ -57,11 +57,8 @@ export async function openInput(location: string, opts: OpenInputOptions = {}): 
     throw notLocal(location, `a ${format} input`);
   if (!FORMATS.includes(format)) {
     throw new InputError(
-      "UnknownFormat",
       `${path}: unknown input format ${JSON.stringify(format)}; expected one of ${FORMATS.join(", ")}.`,
-      {
-        location: path,
-      },
+      { tag: "UnknownFormat", object: path },
     );
   }
   if (
@@ -71,24 +68,26 @@ export async function openInput(location: string, opts: OpenInputOptions = {}): 
     format !== "zarr-array"
   ) {
     throw new InputError(
-      "MissingMatrix",
       `${path}: a ${format} input has no layers or raw matrix; the ${opts.raw ? "raw" : "layer"} option applies to AnnData inputs only.`,
-      { location: path, hint: { kind: "drop-option", option: opts.raw ? "raw" : "layer" } },
+      {
+        tag: "MissingMatrix",
+        object: path,
+        hint: { kind: "drop-option", option: opts.raw ? "raw" : "layer" },
+      },
     );
   }
   if (opts.genome !== undefined && format !== "10x-h5") {
     throw new InputError(
-      "Unsupported",
       `${path}: the genome option applies to Cell Ranger HDF5 files only, not to ${format}: this input has one matrix.`,
-      { location: path, hint: { kind: "drop-option", option: "genome" } },
+      { tag: "Unsupported", object: path, hint: { kind: "drop-option", option: "genome" } },
     );
   }
   if (opts.transpose && format !== "mtx") {
-    throw new InputError(
-      "Unsupported",
-      `${path}: transpose applies to plain Matrix Market files only, not to ${format}.`,
-      { location: path, hint: { kind: "drop-option", option: "transpose" } },
-    );
+    throw new InputError(`${path}: transpose applies to plain Matrix Market files only, not to ${format}.`, {
+      tag: "Unsupported",
+      object: path,
+      hint: { kind: "drop-option", option: "transpose" },
+    });
   }
   switch (format) {
     case "h5ad": {
@@ -145,7 +144,7 @@ export async function detectFormat(path: string): Promise<InputFormat> {
   try {
     st = await stat(path);
   } catch (cause) {
-    throw new InputError("UnknownFormat", `${path}: no such file or folder.`, { location: path, cause });
+    throw new InputError(`${path}: no such file or folder.`, { tag: "UnknownFormat", object: path, cause });
   }
   if (st.isDirectory()) {
     const names = new Set(await readdir(path));
@@ -158,9 +157,8 @@ export async function detectFormat(path: string): Promise<InputFormat> {
     }
     if (names.has("matrix.mtx") || names.has("matrix.mtx.gz")) return "10x-mtx";
     throw new InputError(
-      "UnknownFormat",
       `${path}: a folder that is neither a zarr store (.zgroup, zarr.json, .zarray) nor a 10x Matrix Market folder (matrix.mtx[.gz]).`,
-      { location: path },
+      { tag: "UnknownFormat", object: path },
     );
   }
   const bytes = await head(path, 512);
@@ -177,9 +175,8 @@ export async function detectFormat(path: string): Promise<InputFormat> {
   }
   if (new TextDecoder().decode(text.subarray(0, 14)).toLowerCase() === "%%matrixmarket") return "mtx";
   throw new InputError(
-    "UnknownFormat",
     `${path}: ${basename(path)} is not an HDF5 file (.h5ad, 10x .h5), a Matrix Market file, or a zarr/10x folder.`,
-    { location: path },
+    { tag: "UnknownFormat", object: path },
   );
 }
 

@@ -4,7 +4,7 @@
  */
 
 import { BadCount, BadGeneIndex } from "./canonical.js";
-import { InputError, NotCountsError } from "./errors.js";
+import { InputError, NotCountsError, objectIn } from "./errors.js";
 import type {
   ColumnTable,
   Embedding,
@@ -42,8 +42,9 @@ export abstract class BaseSource implements MatrixSource {
   /** One obsm entry, called only with a key from {@link readObsmKeys}. */
   protected readObsmEntry(key: string): Promise<Embedding> {
     return Promise.reject(
-      new InputError("MissingMatrix", `${this.location}: has no obsm entry ${JSON.stringify(key)}.`, {
-        location: this.location,
+      new InputError(`${this.location}: has no obsm entry ${JSON.stringify(key)}.`, {
+        tag: "MissingMatrix",
+        object: this.location,
       }),
     );
   }
@@ -58,10 +59,9 @@ export abstract class BaseSource implements MatrixSource {
     for (const key of keys ?? all) {
       if (!all.includes(key)) {
         throw new InputError(
-          "MissingMatrix",
           `${this.location}: has no obsm entry ${JSON.stringify(key)}.` +
             (all.length > 0 ? ` Available: ${all.join(", ")}.` : " It has no obsm entries at all."),
-          { location: this.location, object: `obsm/${key}` },
+          { tag: "MissingMatrix", object: objectIn(this.location, `obsm/${key}`) },
         );
       }
       out.push([key, await this.readObsmEntry(key)]);
@@ -94,7 +94,7 @@ export abstract class BaseSource implements MatrixSource {
   /** Turns builder errors into input errors that name the cell and gene. */
   private async explain(err: unknown): Promise<unknown> {
     if (err instanceof BadCount) {
-      return new NotCountsError({
+      return NotCountsError.of({
         location: this.location,
         object: this.matrixPath,
         reason: err.reason,
@@ -108,9 +108,8 @@ export abstract class BaseSource implements MatrixSource {
     }
     if (err instanceof BadGeneIndex) {
       return new InputError(
-        "MalformedInput",
         `${this.location}: ${this.matrixPath}: cell ${err.cell} has gene index ${err.gene}, outside [0, ${err.nGenes}).`,
-        { location: this.location, object: this.matrixPath, cause: err },
+        { tag: "MalformedInput", object: objectIn(this.location, this.matrixPath), cause: err },
       );
     }
     return err;

@@ -15,7 +15,7 @@
  */
 
 import { csrBlocks, type MatrixShape, type SparseLayout } from "./blocks.js";
-import { InputError } from "./errors.js";
+import { InputError, objectIn } from "./errors.js";
 import { BaseSource } from "./source.js";
 import { joinPath, type Tree, type TreeArray, toNumbers } from "./tree.js";
 import type { ColumnTable, RowBlock, TableColumn } from "./types.js";
@@ -38,12 +38,8 @@ export async function openTenxH5(tree: Tree, genome: string | undefined): Promis
     if (genome !== undefined) {
       if (!genomes.includes(genome)) {
         throw new InputError(
-          "MissingMatrix",
           `${loc}: no genome ${JSON.stringify(genome)}; the file has ${genomes.join(", ") || "none"}.`,
-          {
-            location: loc,
-            object: genome,
-          },
+          { tag: "MissingMatrix", object: objectIn(loc, genome) },
         );
       }
       group = genome;
@@ -51,11 +47,14 @@ export async function openTenxH5(tree: Tree, genome: string | undefined): Promis
       group = genomes[0] as string;
     } else {
       throw new InputError(
-        "MissingMatrix",
         genomes.length === 0
           ? `${loc}: not a 10x HDF5 matrix (no matrix/ group and no genome group with genes).`
           : `${loc}: the file holds several genomes (${genomes.join(", ")}): choose one of them.`,
-        { location: loc, hint: genomes.length ? { kind: "choose-genome", genomes } : undefined },
+        {
+          tag: "MissingMatrix",
+          object: loc,
+          hint: genomes.length ? { kind: "choose-genome", genomes } : undefined,
+        },
       );
     }
     v3 = false;
@@ -63,26 +62,25 @@ export async function openTenxH5(tree: Tree, genome: string | undefined): Promis
   if (v3 && genome !== undefined) {
     // v3 files mix genomes in one matrix (features/genome); selecting is not supported
     throw new InputError(
-      "Unsupported",
       `${loc}: the genome option applies to Cell Ranger v2 files only; a v3 file has one matrix for every genome.`,
-      { location: loc, hint: { kind: "drop-option", option: "genome" } },
+      { tag: "Unsupported", object: loc, hint: { kind: "drop-option", option: "genome" } },
     );
   }
   const arr = async (name: string): Promise<TreeArray> => {
     const a = await tree.get(joinPath(group, name));
     if (a?.kind !== "array") {
-      throw new InputError("MalformedInput", `${loc}: 10x matrix ${group} has no ${name} dataset.`, {
-        location: loc,
-        object: joinPath(group, name),
+      throw new InputError(`${loc}: 10x matrix ${group} has no ${name} dataset.`, {
+        tag: "MalformedInput",
+        object: objectIn(loc, joinPath(group, name)),
       });
     }
     return a;
   };
   const shape = Array.from(toNumbers(await (await arr("shape")).read()));
   if (shape.length !== 2) {
-    throw new InputError("MalformedInput", `${loc}: ${group}/shape is not 2 numbers.`, {
-      location: loc,
-      object: `${group}/shape`,
+    throw new InputError(`${loc}: ${group}/shape is not 2 numbers.`, {
+      tag: "MalformedInput",
+      object: objectIn(loc, `${group}/shape`),
     });
   }
   const [nGenes, nCells] = shape as [number, number];
@@ -118,14 +116,10 @@ export class TenxH5Source extends BaseSource {
   private async strings(path: string, n: number): Promise<string[]> {
     const a = await this.tree.get(path);
     if (a?.kind !== "array" || a.shape[0] !== n) {
-      throw new InputError(
-        "MalformedInput",
-        `${this.location}: ${path} is missing or does not have ${n} entries.`,
-        {
-          location: this.location,
-          object: path,
-        },
-      );
+      throw new InputError(`${this.location}: ${path} is missing or does not have ${n} entries.`, {
+        tag: "MalformedInput",
+        object: objectIn(this.location, path),
+      });
     }
     return a.readStrings();
   }
@@ -175,9 +169,8 @@ export class TenxH5Source extends BaseSource {
     if (a?.kind !== "array") return undefined;
     if (a.shape.length !== 1 || a.shape[0] !== n) {
       throw new InputError(
-        "MalformedInput",
         `${this.location}: ${path} has shape [${a.shape.join(", ")}], not one entry per row (${n}).`,
-        { location: this.location, object: path },
+        { tag: "MalformedInput", object: objectIn(this.location, path) },
       );
     }
     if (a.element === "bool")

@@ -15,20 +15,16 @@ export async function openZarrArray(tree: Tree, opts: OpenInputOptions): Promise
   const root = await tree.get("");
   if (root?.kind === "group") return openAnnData(tree, "zarr-array", opts);
   if (root?.kind !== "array" || root.shape.length !== 2) {
-    throw new InputError(
-      "MalformedInput",
-      `${tree.location}: expected a 2-d zarr array (cells x genes) at the root.`,
-      {
-        location: tree.location,
-      },
-    );
+    throw new InputError(`${tree.location}: expected a 2-d zarr array (cells x genes) at the root.`, {
+      tag: "MalformedInput",
+      object: tree.location,
+    });
   }
   if (opts.layer !== undefined || opts.raw) {
-    throw new InputError(
-      "MissingMatrix",
-      `${tree.location}: a bare zarr array has no layers or raw matrix.`,
-      { location: tree.location },
-    );
+    throw new InputError(`${tree.location}: a bare zarr array has no layers or raw matrix.`, {
+      tag: "MissingMatrix",
+      object: tree.location,
+    });
   }
   return new BareArraySource(tree, root);
 }

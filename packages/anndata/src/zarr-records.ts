@@ -6,7 +6,7 @@
  */
 
 import { Blosc, GZip, Zlib } from "numcodecs";
-import { InputError } from "./errors.js";
+import { InputError, objectIn } from "./errors.js";
 import type { CompoundField, ElementKind, TreeArray } from "./tree.js";
 import type { NumericValues } from "./types.js";
 import type { ZarrReadable } from "./zarr-tree.js";
@@ -42,7 +42,10 @@ export async function openRecordArray(
   }
   if (!Array.isArray(meta.dtype)) return undefined;
   const bad = (what: string) =>
-    new InputError("Unsupported", `${location}: record array ${path}: ${what}.`, { location, object: path });
+    new InputError(`${location}: record array ${path}: ${what}.`, {
+      tag: "Unsupported",
+      object: objectIn(location, path),
+    });
   if (meta.shape.length !== 1) throw bad("only 1-d record arrays are supported");
   if (meta.filters !== null && meta.filters !== undefined) throw bad("filters are not supported");
   const fields: Field[] = [];
@@ -94,14 +97,10 @@ class RecordArray implements TreeArray {
   }
 
   private notPlain(): InputError {
-    return new InputError(
-      "MalformedInput",
-      `${this.location}: ${this.path} is a record array, not a plain array.`,
-      {
-        location: this.location,
-        object: this.path,
-      },
-    );
+    return new InputError(`${this.location}: ${this.path} is a record array, not a plain array.`, {
+      tag: "MalformedInput",
+      object: objectIn(this.location, this.path),
+    });
   }
 
   private async decode(chunk: Uint8Array): Promise<Uint8Array> {
@@ -118,12 +117,8 @@ class RecordArray implements TreeArray {
             : undefined;
     if (codec === undefined) {
       throw new InputError(
-        "Unsupported",
         `${this.location}: record array ${this.path} uses compressor ${id}, which is not supported.`,
-        {
-          location: this.location,
-          object: this.path,
-        },
+        { tag: "Unsupported", object: objectIn(this.location, this.path) },
       );
     }
     return codec.decode(chunk);
@@ -139,9 +134,9 @@ class RecordArray implements TreeArray {
       if (raw === undefined) continue; // a missing chunk is the fill value; zeros are ours
       const bytes = await this.decode(raw);
       if (bytes.length < rows * this.itemSize) {
-        throw new InputError("MalformedInput", `${this.location}: chunk ${c} of ${this.path} is too short.`, {
-          location: this.location,
-          object: this.path,
+        throw new InputError(`${this.location}: chunk ${c} of ${this.path} is too short.`, {
+          tag: "MalformedInput",
+          object: objectIn(this.location, this.path),
         });
       }
       all.set(bytes.subarray(0, rows * this.itemSize), c * per * this.itemSize);

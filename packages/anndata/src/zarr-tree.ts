@@ -4,7 +4,7 @@
  */
 
 import * as zarr from "zarrita";
-import { InputError } from "./errors.js";
+import { InputError, objectIn } from "./errors.js";
 import type { ElementKind, Tree, TreeArray, TreeGroup, TreeNode } from "./tree.js";
 import type { NumericValues } from "./types.js";
 import { openRecordArray } from "./zarr-records.js";
@@ -39,15 +39,11 @@ class ZarrTree implements Tree {
     } catch (cause) {
       if (cause instanceof Error && cause.name === "NotFoundError") return undefined;
       if (cause instanceof Error && /not found/i.test(cause.message)) return undefined;
-      throw new InputError(
-        "MalformedInput",
-        `${this.location}: cannot open zarr node ${path}: ${String(cause)}`,
-        {
-          location: this.location,
-          object: path,
-          cause,
-        },
-      );
+      throw new InputError(`${this.location}: cannot open zarr node ${path}: ${String(cause)}`, {
+        tag: "MalformedInput",
+        object: objectIn(this.location, path),
+        cause,
+      });
     }
     if (node instanceof zarr.Group) return new ZarrGroup(node, path);
     return new ZarrArray(this.location, node, path);
@@ -108,12 +104,8 @@ class ZarrArray implements TreeArray {
     const e = end ?? n;
     if (!(s >= 0 && e <= n && s <= e)) {
       throw new InputError(
-        "MalformedInput",
         `${this.location}: read of [${s}, ${e}) outside array ${this.path} of length ${n}.`,
-        {
-          location: this.location,
-          object: this.path,
-        },
+        { tag: "MalformedInput", object: objectIn(this.location, this.path) },
       );
     }
     return [zarr.slice(s, e), ...this.shape.slice(1).map(() => null)];
@@ -125,15 +117,11 @@ class ZarrArray implements TreeArray {
       return (await zarr.get(this.array, this.selection(start, end))).data;
     } catch (cause) {
       if (cause instanceof InputError) throw cause;
-      throw new InputError(
-        "MalformedInput",
-        `${this.location}: cannot read zarr array ${this.path}: ${String(cause)}`,
-        {
-          location: this.location,
-          object: this.path,
-          cause,
-        },
-      );
+      throw new InputError(`${this.location}: cannot read zarr array ${this.path}: ${String(cause)}`, {
+        tag: "MalformedInput",
+        object: objectIn(this.location, this.path),
+        cause,
+      });
     }
   }
 
@@ -146,9 +134,9 @@ class ZarrArray implements TreeArray {
     if (ArrayBuffer.isView(data)) return data as NumericValues;
     if (typeof data === "number") return Float64Array.of(data);
     if (typeof data === "bigint") return BigInt64Array.of(data);
-    throw new InputError("MalformedInput", `${this.location}: zarr array ${this.path} is not numeric.`, {
-      location: this.location,
-      object: this.path,
+    throw new InputError(`${this.location}: zarr array ${this.path} is not numeric.`, {
+      tag: "MalformedInput",
+      object: objectIn(this.location, this.path),
     });
   }
 
@@ -159,24 +147,16 @@ class ZarrArray implements TreeArray {
       return Array.from({ length: data.length }, (_, i) => data.get(i));
     }
     if (typeof data === "string") return [data];
-    throw new InputError(
-      "MalformedInput",
-      `${this.location}: zarr array ${this.path} does not hold strings.`,
-      {
-        location: this.location,
-        object: this.path,
-      },
-    );
+    throw new InputError(`${this.location}: zarr array ${this.path} does not hold strings.`, {
+      tag: "MalformedInput",
+      object: objectIn(this.location, this.path),
+    });
   }
 
   async readCompound(): Promise<Map<string, string[] | NumericValues>> {
-    throw new InputError(
-      "Unsupported",
-      `${this.location}: zarr array ${this.path}: record arrays are not supported here.`,
-      {
-        location: this.location,
-        object: this.path,
-      },
-    );
+    throw new InputError(`${this.location}: zarr array ${this.path}: record arrays are not supported here.`, {
+      tag: "Unsupported",
+      object: objectIn(this.location, this.path),
+    });
   }
 }

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { gzipSync } from "node:zlib";
-import { isInputError } from "../src/index.js";
+import { isAnndataError } from "../src/index.js";
 import { openInput } from "../src/node.js";
 import { detectFormat } from "../src/open.js";
 import { DATA, gather } from "./helpers.js";
@@ -68,7 +68,7 @@ test("a 10x v2 folder with plain genes.tsv and barcodes.tsv reads symbols and id
 
 test("transpose is refused for inputs other than plain Matrix Market", async () => {
   await assert.rejects(openInput(join(DATA, "anndata", "csr.h5ad"), { transpose: true }), (err: unknown) =>
-    isInputError(err, "Unsupported"),
+    isAnndataError(err, "Unsupported"),
   );
 });
 
@@ -76,7 +76,7 @@ test("a missing layer of a zarr store is refused listing its layers", async () =
   await assert.rejects(
     openInput(join(DATA, "anndata", "csr-v3.zarr"), { layer: "spliced" }),
     (err: unknown) => {
-      assert.ok(isInputError(err, "MissingMatrix"));
+      assert.ok(isAnndataError(err, "MissingMatrix"));
       assert.match(err.message, /layers\/counts/);
       assert.match(err.message, /raw\/X/);
       assert.doesNotMatch(err.message, /--/);
@@ -126,10 +126,10 @@ test("URL inputs read from local files only are refused with the copy command, b
           throw new Error("no store should be opened");
         },
       }),
-      (e: unknown) => isInputError(e, "NotLocal") && says.test((e as Error).message),
+      (e: unknown) => isAnndataError(e, "NotLocal") && says.test((e as Error).message),
     );
   }
-  await assert.rejects(openInput("s3://bucket/store.zarr"), (e: unknown) => isInputError(e, "Unsupported"));
+  await assert.rejects(openInput("s3://bucket/store.zarr"), (e: unknown) => isAnndataError(e, "Unsupported"));
   await assert.rejects(openInput("ftp://host/x.zarr"), /not ftp:\/\//);
 });
 

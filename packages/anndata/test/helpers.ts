@@ -4,11 +4,31 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { ColumnTable, Embeddings, MatrixSource, NumericValues, RowBlock } from "../src/index.js";
+import type {
+  ColumnTable,
+  Embeddings,
+  MatrixSource,
+  NumericValues,
+  OpenInputOptions,
+  RowBlock,
+} from "../src/index.js";
+import { openInput } from "../src/node.js";
 
 export const REPO = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
 export const DATA = join(REPO, "data");
 const PYTHON = join(REPO, "conformance", ".venv", "bin", "python");
+
+/** Reads every row block of the input at `path` (the reading is the point: refusals surface). */
+export async function drain(path: string, opts: OpenInputOptions = {}): Promise<void> {
+  const src = await openInput(path, opts);
+  try {
+    for await (const _ of src.rowBlocks({ blockCells: 100 })) {
+      // reading is the point
+    }
+  } finally {
+    await src.close();
+  }
+}
 
 export type PyColumn = { kind: string; ordered?: boolean; values: unknown[] } | string[];
 

@@ -1,9 +1,14 @@
 /** Argument parsing shared by the subcommands: node:util parseArgs plus typed conversions. */
 import { type ParseArgsConfig, parseArgs } from "node:util";
+import { CliError, type CliErrorOptions } from "./errors.js";
 
 /** A mistake on the command line: reported with a pointer to `--help`, exit code 2. */
-export class UsageError extends Error {
-  override name = "UsageError";
+export class UsageError extends CliError {
+  declare readonly _tag: "Usage";
+  constructor(message: string, options: Omit<CliErrorOptions, "tag"> = {}) {
+    super(message, { ...options, tag: "Usage" });
+    this.name = "UsageError";
+  }
 }
 
 /** Options every subcommand takes. */

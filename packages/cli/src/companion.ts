@@ -9,9 +9,10 @@
  * names one that is complete.
  */
 import { join } from "node:path";
-import type { Dataset } from "@deltacells/core";
+import { type Dataset, DeltacellsError } from "@deltacells/core";
 import { MANIFEST_KEY, parseManifest } from "@deltacells/core/internal";
 import { describe as describeStore } from "@deltacells/sporadik";
+import { CliError } from "./errors.js";
 import { openCounted } from "./io.js";
 import type { ProgressBar } from "./progress.js";
 import { validateSporadik } from "./sporadik-info.js";
@@ -34,8 +35,15 @@ export function companionOf(ds: Dataset): string | undefined {
     typeof rel !== "string" ||
     !/^[A-Za-z0-9_-][A-Za-z0-9._-]*(\/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$/.test(rel)
   ) {
-    throw new Error(
+    throw new DeltacellsError(
       `${ds.url}/manifest.json: metadata.sporadik must be a relative path inside the dataset (e.g. "sporadik"), got ${JSON.stringify(rel)}`,
+      {
+        tag: "InconsistentManifest",
+        object: `${ds.url}/manifest.json`,
+        field: "metadata.sporadik",
+        expected: "a relative path inside the dataset",
+        found: rel,
+      },
     );
   }
   return rel;
@@ -59,7 +67,10 @@ export async function writeCompanion(output: string, threads: number, bar: Progr
   const store = openCounted(output);
   const bytes = await store.get(MANIFEST_KEY);
   if (bytes === undefined)
-    throw new Error(`${store.url}/${MANIFEST_KEY} vanished while the companion was written`);
+    throw new CliError(`${store.url}/${MANIFEST_KEY} vanished while the companion was written`, {
+      tag: "ConcurrentChange",
+      object: `${store.url}/${MANIFEST_KEY}`,
+    });
   const manifest = parseManifest(bytes, `${store.url}/${MANIFEST_KEY}`);
   manifest.metadata = { ...manifest.metadata, sporadik: COMPANION_PATH };
   // The writer's own serialisation: compact JSON on one line.

@@ -22,6 +22,7 @@ import {
   writeStoreFromRowBlocks,
 } from "@deltacells/sporadik/node";
 import { type StatsStore, withStats } from "@deltacells/storage/node";
+import { CliError } from "./errors.js";
 import { localPath, openCounted, openLocation } from "./io.js";
 import type { ProgressBar } from "./progress.js";
 import { openTarget } from "./target.js";
@@ -30,31 +31,42 @@ import { openTarget } from "./target.js";
 export const MAX_NNZ_CEILING = Number.MAX_SAFE_INTEGER;
 
 /** The matrix holds more nonzeros than `--max-nnz` allows. */
-export class TooManyNonzerosError extends Error {
-  readonly _tag = "TooManyNonzeros";
-  constructor(
-    message: string,
-    /** Nonzeros found (or counted so far, when the reading stopped early). */
-    readonly nnz: number,
-    /** The bound in force. */
-    readonly bound: number,
-  ) {
-    super(message);
+export class TooManyNonzerosError extends CliError {
+  declare readonly _tag: "TooManyNonzeros";
+  /** Nonzeros found (or counted so far, when the reading stopped early); also `found`. */
+  readonly nnz: number;
+  /** The bound in force; also `expected`. */
+  readonly bound: number;
+  constructor(message: string, options: { object?: string; nnz: number; bound: number }) {
+    super(message, {
+      tag: "TooManyNonzeros",
+      object: options.object,
+      expected: options.bound,
+      found: options.nnz,
+    });
     this.name = "TooManyNonzerosError";
+    this.nnz = options.nnz;
+    this.bound = options.bound;
   }
 }
 
 /** The temporary folder would not fit on its disk. */
-export class NoTempSpaceError extends Error {
-  readonly _tag = "NoTempSpace";
-  constructor(
-    message: string,
-    readonly needed: number,
-    readonly available: number,
-    readonly where: string,
-  ) {
-    super(message);
+export class NoTempSpaceError extends CliError {
+  declare readonly _tag: "NoTempSpace";
+  /** Bytes the conversion needs; also `expected`. */
+  readonly needed: number;
+  /** Bytes free on the disk of `object` (the temporary folder); also `found`. */
+  readonly available: number;
+  constructor(message: string, options: { object: string; needed: number; available: number }) {
+    super(message, {
+      tag: "NoTempSpace",
+      object: options.object,
+      expected: options.needed,
+      found: options.available,
+    });
     this.name = "NoTempSpaceError";
+    this.needed = options.needed;
+    this.available = options.available;
   }
 }
 
@@ -77,8 +89,7 @@ export interface SporadikConvertOptions {
 function tooMany(what: string, nnz: number, bound: number, soFar: boolean): TooManyNonzerosError {
   return new TooManyNonzerosError(
     `${what} holds ${soFar ? "at least " : ""}${nnz.toLocaleString("en-US")} nonzeros, above the bound of ${bound.toLocaleString("en-US")} set with --max-nnz. The store was not finished (it has no block, so readers refuse it) and a new output was removed. Drop --max-nnz to convert it whatever its size.`,
-    nnz,
-    bound,
+    { object: what, nnz, bound },
   );
 }
 
@@ -211,9 +222,7 @@ export async function convertToSporadik(o: SporadikConvertOptions) {
     await close();
     throw new NoTempSpaceError(
       `The conversion needs about ${gib(needed)} of temporary space in ${tmpParent}, but only ${gib(available)} is free there. Nothing was written. Point --tmp-dir at a disk with room.`,
-      needed,
-      available,
-      tmpParent,
+      { object: tmpParent, needed, available },
     );
   }
   say(

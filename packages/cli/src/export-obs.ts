@@ -3,7 +3,8 @@
  * named in `metadata.obs_index` (with the pandas index name of `metadata.obs_index_name`), the
  * embedding columns `KEY_0..` back into float32 `obsm[KEY]`, every other column as a table column.
  */
-import type { Dataset, ObsColumn, SourceColumn } from "@deltacells/core";
+import type { Dataset, ObsColumn, ObsNumericType, SourceColumn } from "@deltacells/core";
+import { numericValues } from "@deltacells/core/internal";
 
 export interface ExportedObs {
   indexName: string | null;
@@ -34,24 +35,6 @@ function slice(col: ObsColumn, a: number, b: number): { values: unknown[]; nulls
   }
   return { values, nulls };
 }
-
-const NUMERIC: Record<
-  string,
-  new (
-    n: number,
-  ) => ArrayLike<number | bigint> & Record<number, number | bigint>
-> = {
-  int8: Int8Array,
-  int16: Int16Array,
-  int32: Int32Array,
-  int64: BigInt64Array,
-  uint8: Uint8Array,
-  uint16: Uint16Array,
-  uint32: Uint32Array,
-  uint64: BigUint64Array,
-  float: Float32Array,
-  double: Float64Array,
-} as never;
 
 function tableColumn(col: ObsColumn, a: number, b: number): SourceColumn {
   const { values, nulls } = slice(col, a, b);
@@ -85,12 +68,7 @@ function tableColumn(col: ObsColumn, a: number, b: number): SourceColumn {
       };
     }
     default: {
-      const Ctor = NUMERIC[col.arrowType]!;
-      const out = new Ctor(values.length);
-      const big = col.arrowType === "int64" || col.arrowType === "uint64";
-      values.forEach((v, i) => {
-        if (v !== null && v !== undefined) out[i] = big ? BigInt(v as bigint) : Number(v);
-      });
+      const out = numericValues(col.arrowType as ObsNumericType, values);
       return { name: col.name, kind: "numeric", values: out as never, ...(nulls && { nulls }) };
     }
   }

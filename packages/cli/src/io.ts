@@ -6,6 +6,7 @@ import { type Dataset, isDeltacellsError, openDataset, type TileDecoder } from "
 import type { StoreInfo } from "@deltacells/sporadik";
 import { openStore, type StatsStore, type Store, withStats } from "@deltacells/storage/node";
 import { s3Signing } from "./args.js";
+import { CliError } from "./errors.js";
 
 /** The absolute local path a location names (a path or a file:// URL), or undefined for another URL. */
 export function localPath(location: string): string | undefined {
@@ -29,11 +30,24 @@ export function openCounted(location: string): StatsStore {
 }
 
 /** Nothing at all is at a location: no folder, or an empty one or prefix. */
-export class NothingThereError extends Error {
-  readonly _tag = "NotFound";
-  constructor(readonly location: string) {
-    super(`${location}: nothing is there (no such folder, or an empty one): check the path`);
+export class NothingThereError extends CliError {
+  declare readonly _tag: "NotFound";
+  constructor(message: string, options: { object: string }) {
+    super(message, {
+      tag: "NotFound",
+      object: options.object,
+      expected: "a dataset or a store",
+      found: "nothing",
+    });
     this.name = "NothingThereError";
+  }
+
+  /** The error for `location`. */
+  static at(location: string): NothingThereError {
+    return new NothingThereError(
+      `${location}: nothing is there (no such folder, or an empty one): check the path`,
+      { object: location },
+    );
   }
 }
 
@@ -46,12 +60,11 @@ async function orNothingThere(store: StatsStore, err: unknown): Promise<unknown>
   const path = /^[a-z][a-z0-9+.-]+:/i.test(store.url) && !/^file:/i.test(store.url) ? undefined : store.url;
   if (path !== undefined) {
     const s = await stat(/^file:/i.test(path) ? fileURLToPath(path) : path).catch(() => undefined);
-    if (!s || (s.isDirectory() && (await readdir(path)).length === 0))
-      return new NothingThereError(store.url);
+    if (!s || (s.isDirectory() && (await readdir(path)).length === 0)) return NothingThereError.at(store.url);
     return err;
   }
   const keys = await store.list().catch(() => undefined);
-  return keys?.length === 0 ? new NothingThereError(store.url) : err;
+  return keys?.length === 0 ? NothingThereError.at(store.url) : err;
 }
 
 /** Open the dataset at `location` through a counting store. */
@@ -88,21 +101,28 @@ export async function openCountedAny(location: string, decoder?: TileDecoder): P
     try {
       return { kind: "sporadik", store, info: await describe(store) };
     } catch (cause) {
-      throw new NeitherError(store.url, cause);
+      throw NeitherError.of(store.url, cause);
     }
   }
 }
 
-/** A location with neither a deltacells manifest nor a readable sporadik store; tagged like its cause. */
-export class NeitherError extends Error {
-  readonly _tag: string;
-  constructor(location: string, cause: unknown) {
-    const c = cause as { _tag?: string; message?: string };
-    super(
-      `${location} is neither a deltacells dataset (it has no manifest.json) nor a readable sporadik store: ${c.message ?? String(cause)}`,
-      { cause },
-    );
+/**
+ * A location with neither a deltacells manifest nor a readable sporadik store; `found` is the tag
+ * of the sporadik reader's refusal (its `cause`).
+ */
+export class NeitherError extends CliError {
+  declare readonly _tag: "NotAStore";
+  constructor(message: string, options: { object: string; found?: unknown; cause: unknown }) {
+    super(message, { ...options, tag: "NotAStore", expected: "a deltacells dataset or a sporadik store" });
     this.name = "NeitherError";
-    this._tag = c._tag ?? "NotAStore";
+  }
+
+  /** The error for `location`, whose sporadik reading failed with `cause`. */
+  static of(location: string, cause: unknown): NeitherError {
+    const c = cause as { _tag?: string; message?: string };
+    return new NeitherError(
+      `${location} is neither a deltacells dataset (it has no manifest.json) nor a readable sporadik store: ${c.message ?? String(cause)}`,
+      { object: location, found: c._tag, cause },
+    );
   }
 }

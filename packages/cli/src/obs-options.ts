@@ -61,7 +61,8 @@ export function explainObsError(err: unknown): unknown {
     /Skip (it|them) with the obs exclude option, or convert/,
     `Add --obs-exclude ${err.columns.join(",")} to convert without ${them}, or convert`,
   );
-  return new DeltacellsError("InvalidInput", message, {
+  return new DeltacellsError(message, {
+    tag: "InvalidInput",
     object: err.object,
     field: "obs",
     expected: { flag: `--obs-exclude ${err.columns.join(",")}` },

@@ -6,20 +6,23 @@
 import { randomBytes } from "node:crypto";
 import { open, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
+import { CliError } from "./errors.js";
 
 /** The output file cannot be created where it was asked for. */
-export class OutputFileError extends Error {
-  readonly _tag = "OutputNotWritable";
-  constructor(
-    message: string,
-    /** The output path. */
-    readonly path: string,
-    /** The system error code (ENOENT, EACCES, EROFS, ...), when there was one. */
-    readonly code: string | undefined,
-    cause?: unknown,
-  ) {
-    super(message, cause === undefined ? undefined : { cause });
+export class OutputFileError extends CliError {
+  declare readonly _tag: "OutputNotWritable";
+  /** The system error code (ENOENT, EACCES, EROFS, ...), when there was one; also `found`. */
+  readonly code: string | undefined;
+  /** `object` is the output path. */
+  constructor(message: string, options: { object: string; code: string | undefined; cause?: unknown }) {
+    super(message, {
+      tag: "OutputNotWritable",
+      object: options.object,
+      found: options.code,
+      cause: options.cause,
+    });
     this.name = "OutputFileError";
+    this.code = options.code;
   }
 }
 
@@ -36,7 +39,7 @@ const WHY: Record<string, (dir: string) => string> = {
 function explain(path: string, dir: string, err: unknown): OutputFileError {
   const code = (err as { code?: string }).code;
   const why = (code && WHY[code]?.(dir)) ?? (err as Error).message;
-  return new OutputFileError(`cannot write ${path}: ${why}`, path, code, err);
+  return new OutputFileError(`cannot write ${path}: ${why}`, { object: path, code, cause: err });
 }
 
 /**
@@ -51,7 +54,10 @@ export async function writeFileAtomically(
 ): Promise<void> {
   const dir = dirname(resolve(path));
   if ((await stat(path).catch(() => undefined))?.isDirectory())
-    throw new OutputFileError(`cannot write ${path}: it is a folder; name a file`, path, "EISDIR");
+    throw new OutputFileError(`cannot write ${path}: it is a folder; name a file`, {
+      object: path,
+      code: "EISDIR",
+    });
   const tmp = join(dir, `.${basename(path)}.${randomBytes(6).toString("hex")}.partial`);
   try {
     await (await open(tmp, "wx")).close();

@@ -9,6 +9,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { join, sep } from "node:path";
 import send from "send";
+import { CliError } from "./errors.js";
 
 /** Where the viewer's assets are served from; a dataset of this name would be shadowed. */
 export const VIEWER_ASSETS = "_viewer";
@@ -127,7 +128,9 @@ const NO_VIEWER = `<!doctype html><meta charset="utf-8"><title>deltacells serve<
 /** Starts the server; resolves once it listens. */
 export async function startServer(opts: ServeOptions): Promise<RunningServer> {
   const realRoot = realpathSync(opts.root);
-  if (!statSync(realRoot).isDirectory()) throw new Error(`${opts.root} is not a folder`);
+  if (!statSync(realRoot).isDirectory()) {
+    throw new CliError(`${opts.root} is not a folder`, { tag: "NotAFolder", object: opts.root });
+  }
   const host = opts.host ?? "127.0.0.1";
   const viewerIndex = opts.viewerDir ? join(opts.viewerDir, "index.html") : undefined;
   const hasViewer = viewerIndex !== undefined && isFile(viewerIndex);

@@ -84,9 +84,9 @@ export async function validateSporadik(store: StatsStore, info: StoreInfo): Prom
     try {
       layout = await reader.readLayout();
     } catch (err) {
-      const e = err as Error & { _tag?: string; where?: string };
+      const e = err as Error & { _tag?: string; object?: string };
       // The chunk the reader named, else the layout's indptr (what layoutOver checks).
-      const object = e.where ? `${store.url}/${e.where.replace(/^\//, "")}` : where("indptr");
+      const object = e.object ? `${store.url}/${e.object.replace(/^\//, "")}` : where("indptr");
       problems.push({ object, tag: e._tag ?? e.name, message: e.message });
       continue;
     }

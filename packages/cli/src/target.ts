@@ -15,6 +15,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, rename, rm, rmdir, stat } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { RangeQuery, StatsStore, Store, StoreOptions } from "@deltacells/storage";
+import { CliError } from "./errors.js";
 import { localPath, openCounted } from "./io.js";
 
 /** The prefix of staging folders inside a target. */
@@ -28,15 +29,13 @@ const KNOWN_KEY =
 const COMPLETION_KEYS = ["manifest.json", "zarr.json"];
 
 /** The target of a conversion cannot be written (not empty, or the input itself). */
-export class TargetError extends Error {
-  readonly _tag: "TargetNotEmpty" | "TargetIsInput" | "TargetNotAFolder";
+export class TargetError extends CliError {
+  declare readonly _tag: "TargetNotEmpty" | "TargetIsInput" | "TargetNotAFolder";
   /** Up to five of the objects found there. */
-  readonly found: string[];
-  constructor(tag: TargetError["_tag"], message: string, found: string[] = []) {
-    super(message);
+  declare readonly found: string[];
+  constructor(message: string, options: { tag: TargetError["_tag"]; object: string; found?: string[] }) {
+    super(message, { ...options, found: options.found ?? [] });
     this.name = "TargetError";
-    this._tag = tag;
-    this.found = found;
   }
 }
 
@@ -110,16 +109,16 @@ export async function openTarget(
     input.replace(/\/+$/, "") === output.replace(/\/+$/, "")
   ) {
     throw new TargetError(
-      "TargetIsInput",
       `${output} is the input itself: a conversion cannot replace what it reads; write to another location`,
+      { tag: "TargetIsInput", object: output },
     );
   }
   if (outPath !== undefined) {
     const s = await stat(outPath).catch(() => undefined);
     if (s && !s.isDirectory())
       throw new TargetError(
-        "TargetNotAFolder",
         `${output} is a file, not a folder: a dataset is a folder of objects; choose a new or empty folder`,
+        { tag: "TargetNotAFolder", object: output },
       );
   }
   const store = openCounted(output);
@@ -128,16 +127,14 @@ export async function openTarget(
     const unknown = existing.filter((k) => !KNOWN_KEY.test(k));
     if (unknown.length > 0) {
       throw new TargetError(
-        "TargetNotEmpty",
         `${store.url} holds ${existing.length} object${existing.length === 1 ? "" : "s"}, ${unknown.length} of which belong to no deltacells dataset or sporadik store (${unknown.slice(0, 3).join(", ")}${unknown.length > 3 ? ", ..." : ""}), which --overwrite never deletes. Nothing was written: choose a new or empty folder, or remove them first`,
-        unknown.slice(0, 5),
+        { tag: "TargetNotEmpty", object: store.url, found: unknown.slice(0, 5) },
       );
     }
     if (!overwrite) {
       throw new TargetError(
-        "TargetNotEmpty",
         `${store.url} already holds ${describe(existing)} (${existing.length} object${existing.length === 1 ? "" : "s"}). Nothing was written: choose another OUTPUT, or pass --overwrite to replace it (the old one stays readable until the new one is complete)`,
-        existing.slice(0, 5),
+        { tag: "TargetNotEmpty", object: store.url, found: existing.slice(0, 5) },
       );
     }
   }
@@ -156,7 +153,12 @@ export async function openTarget(
     replacing: existing.length ? describe(existing) : undefined,
     async commit(last: string) {
       const staged = await staging.list();
-      if (!staged.includes(last)) throw new Error(`internal: ${last} was not staged under ${staging.url}`);
+      if (!staged.includes(last)) {
+        throw new CliError(`internal: ${last} was not staged under ${staging.url}`, {
+          tag: "ConcurrentChange",
+          object: `${staging.url}/${last}`,
+        });
+      }
       for (const key of COMPLETION_KEYS) if (existing.includes(key)) await store.delete(key);
       let bytes = 0;
       for (const key of [...staged.filter((k) => k !== last), last]) {
@@ -171,7 +173,12 @@ export async function openTarget(
           continue;
         }
         const value = await staging.get(key);
-        if (value === undefined) throw new Error(`internal: staged ${key} vanished from ${staging.url}`);
+        if (value === undefined) {
+          throw new CliError(`internal: staged ${key} vanished from ${staging.url}`, {
+            tag: "ConcurrentChange",
+            object: `${staging.url}/${key}`,
+          });
+        }
         await store.set(key, value);
         bytes += value.length;
       }

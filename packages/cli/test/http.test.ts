@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { type RunningServer, startServe } from "../../storage/test/helpers/servers.js";
+import { type RunningServer, startServe } from "../../../test-utils/servers.js";
 import { deltacells, tempDir } from "./cli-helpers.js";
 
 let server: RunningServer | undefined;

@@ -4,7 +4,7 @@ import { after, before } from "node:test";
 import { S3Store } from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
 import { AwsClient } from "aws4fetch";
-import { type RunningServer, startMoto } from "../../storage/test/helpers/servers.js";
+import { type RunningServer, startMoto } from "../../../test-utils/servers.js";
 import { type Run, run } from "./cli-helpers.js";
 
 const creds = { accessKeyId: "testing", secretAccessKey: "testing", region: "us-east-1" };

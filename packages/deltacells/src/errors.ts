@@ -1,7 +1,9 @@
 /**
- * The deltacells error hierarchy. Every error has a `_tag` naming what went wrong, the object it
- * concerns (a tile key, a manifest, an input file), and where it applies the field, what was
- * expected and what was found, so a caller can react without parsing messages.
+ * The deltacells error hierarchy. It follows the convention of every deltacells package
+ * (docs/errors.md): a `_tag` naming what went wrong, the `object` it concerns (a tile key, a
+ * manifest, an input file), what was `expected` and what was `found`, and `cause`; one
+ * constructor shape `(message, options)`. Core adds `field`: the field or check of the object
+ * that failed, so a caller can react without parsing messages.
  */
 
 export type DeltacellsErrorTag =
@@ -17,37 +19,52 @@ export type DeltacellsErrorTag =
   | "InconsistentManifest"
   /** A required object is missing. */
   | "NotFound"
-  /** Input the writer refuses (not raw counts, unsorted indices, too many exceptions ...). */
+  /** Input the writer refuses (not raw counts, unsorted indices, too many exceptions ...), or an argument outside its domain. */
   | "InvalidInput"
-  /** The host cannot run this code correctly (big-endian). */
+  /** A call made in the wrong state: on a closed pool, before zstd was loaded. */
+  | "InvalidState"
+  /** A decode worker failed or exited: a fault of this process, never of the data. */
+  | "WorkerFailed"
+  /** The native kernel was handed arguments that contradict each other: a bug here, not in the data. */
+  | "InternalError"
+  /** The host cannot run this code correctly (big-endian, no workers, a decompress-only zstd). */
   | "UnsupportedHost";
 
-export interface DeltacellsErrorFields {
+/** What a {@link DeltacellsError} is made of, besides its message. */
+export interface DeltacellsErrorOptions {
+  tag: DeltacellsErrorTag;
   /** The object concerned: a store key, a URL, a file path. */
-  object?: string;
+  object?: string | undefined;
   /** The field or check that failed. */
-  field?: string;
+  field?: string | undefined;
   expected?: unknown;
   found?: unknown;
   cause?: unknown;
 }
 
+/**
+ * The brand of every deltacells-family error, its value the package (see `isDeltacellsFamilyError`
+ * in @deltacells/storage). Registered, so it is recognised without importing this package.
+ */
+const DELTACELLS_ERROR: unique symbol = Symbol.for("deltacells.error") as never;
+
 /** Base class of every error this package raises on purpose. */
 export class DeltacellsError extends Error {
+  readonly [DELTACELLS_ERROR] = "@deltacells/core";
   readonly _tag: DeltacellsErrorTag;
   readonly object: string | undefined;
   readonly field: string | undefined;
   readonly expected: unknown;
   readonly found: unknown;
 
-  constructor(tag: DeltacellsErrorTag, message: string, fields: DeltacellsErrorFields = {}) {
-    super(message, fields.cause === undefined ? undefined : { cause: fields.cause });
-    this.name = `DeltacellsError(${tag})`;
-    this._tag = tag;
-    this.object = fields.object;
-    this.field = fields.field;
-    this.expected = fields.expected;
-    this.found = fields.found;
+  constructor(message: string, options: DeltacellsErrorOptions) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = `DeltacellsError(${options.tag})`;
+    this._tag = options.tag;
+    this.object = options.object;
+    this.field = options.field;
+    this.expected = options.expected;
+    this.found = options.found;
   }
 }
 

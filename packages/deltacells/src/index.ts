@@ -4,7 +4,7 @@ export * from "./codec/index.js";
 export * from "./dataset/index.js";
 export {
   DeltacellsError,
-  type DeltacellsErrorFields,
+  type DeltacellsErrorOptions,
   type DeltacellsErrorTag,
   isDeltacellsError,
 } from "./errors.js";

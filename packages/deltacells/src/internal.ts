@@ -6,3 +6,4 @@
  * @module
  */
 export { MANIFEST_KEY, parseManifest } from "./dataset/manifest.js";
+export { numericValues } from "./obs/schema.js";

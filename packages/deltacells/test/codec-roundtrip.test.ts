@@ -272,7 +272,7 @@ test("a closed pool refuses work, and an idle pool that was never closed does no
   const tile = await encodeTile(randomCsr(prng(10), { nCells: 5, nGenes: 50 }), { level });
   await pool.decode(tile);
   await pool.close();
-  await assert.rejects(pool.decode(tile), (e: { _tag?: string }) => e._tag === "InvalidInput");
+  await assert.rejects(pool.decode(tile), (e: { _tag?: string }) => e._tag === "InvalidState");
   // A child process that decodes with a pool and forgets to close it must still exit by itself.
   const script = `import { createTilePool, encodeTile } from "@deltacells/core";
     const p = createTilePool({ threads: 2 });

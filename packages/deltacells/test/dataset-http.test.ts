@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { HttpStore, withStats } from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
-import { type RunningServer, startServe } from "../../storage/test/helpers/servers.js";
+import { type RunningServer, startServe } from "../../../test-utils/servers.js";
 import { encodeTile, isDeltacellsError, openDataset, validateDataset, writeDataset } from "../src/index.js";
 import { zstdCompressor } from "../src/node.js";
 import { memorySource, randomMatrix } from "./dataset-fixtures.js";

@@ -25,7 +25,7 @@ import { assertDecodedEquals, prng, randomCsr } from "./codec-helpers.js";
 import { memorySource, randomMatrix } from "./dataset-fixtures.js";
 
 const level = 3;
-const isReleased = (e: unknown) => isDeltacellsError(e, "InvalidInput") && /was released/.test(String(e));
+const isReleased = (e: unknown) => isDeltacellsError(e, "InvalidState") && /was released/.test(String(e));
 
 async function twoTiles() {
   const rows = [0, 1].map((s) =>
@@ -198,7 +198,7 @@ test("openDataset(..., { threads }) reads exactly what the calling thread reads,
   } finally {
     await two.close();
   }
-  await assert.rejects(two.tile(0), (e) => isDeltacellsError(e, "InvalidInput") && /closed/.test(String(e)));
+  await assert.rejects(two.tile(0), (e) => isDeltacellsError(e, "InvalidState") && /closed/.test(String(e)));
 });
 
 test("openDataset refuses `threads` together with a `decoder`", async () => {

@@ -8,6 +8,7 @@
  * @module
  */
 import { constructorOf, type DataType, type NumericArray } from "./dtypes.js";
+import { SporadikError } from "./errors.js";
 import type { SpillFile, SpillSpace } from "./spill.js";
 import { keyOf, type WritableStore } from "./store.js";
 import { chunkFor } from "./writer.js";
@@ -240,7 +241,8 @@ class DirectObject {
         this.#queued -= next.byteLength;
         if (this.#queued <= DirectObject.LIMIT) this.#drained?.();
         yield next;
-      } else if (this.#aborted) throw new Error("the write was abandoned before the object was whole");
+      } else if (this.#aborted)
+        throw new SporadikError("the write was abandoned before the object was whole", { tag: "StateError" });
       else if (this.#closed) return;
       else await new Promise<void>((resolve) => (this.#wake = resolve));
     }
@@ -299,7 +301,15 @@ export class DeferredArray {
   async append(values: Int32Array | Float64Array): Promise<void> {
     if (values.length === 0) return;
     if ((values instanceof Int32Array ? "int32" : "float64") !== this.carrier) {
-      throw new TypeError(`${this.path} is spooled as ${this.carrier}; convert values before appending.`);
+      throw new SporadikError(
+        `${this.path} is spooled as ${this.carrier}; convert values before appending.`,
+        {
+          tag: "ArgumentError",
+          object: this.path,
+          expected: this.carrier,
+          found: values instanceof Int32Array ? "int32" : "float64",
+        },
+      );
     }
     this.#spool ??= this.context.spill.create(`${this.path}.deferred`);
     this.length += values.length;

@@ -312,7 +312,7 @@ export class ArrayReader {
       if ((cause as { _tag?: unknown } | null)?._tag !== "RangeNotSatisfiable") throw cause;
       throw new IncompleteError(
         `${key} is shorter than elements [${start}, ${end}) of its ${this.info.length}-element ${this.info.dtype} array: the object is truncated. Rewrite the store.`,
-        { where: key, cause },
+        { object: key, cause },
       );
     }
     if (bytes === undefined) {
@@ -324,7 +324,7 @@ export class ArrayReader {
     if (bytes.byteLength !== (end - start) * width) {
       throw new IncompleteError(
         `${key} answered ${bytes.byteLength} bytes for elements [${start}, ${end}) of ${this.info.dtype}, not ${(end - start) * width}: the object is shorter than its metadata says. Rewrite the store.`,
-        { where: key },
+        { object: key },
       );
     }
     return bytes;

@@ -92,6 +92,27 @@ export function numberAt(array: NumericArray, i: number): number {
   return typeof value === "bigint" ? Number(value) : (value ?? Number.NaN);
 }
 
+/**
+ * Unravels the row-major flat indices `flat` over `dims`: the coordinate of `flat[i]` along
+ * `dims[k]` goes to `into[k][i]`. The one loop behind every coordinate view of a layout, a slice
+ * or a selection (their `indices` ravel the uncompressed axes).
+ */
+export function unravelInto(
+  flat: NumericArray | readonly number[],
+  dims: readonly number[],
+  into: readonly Float64Array[],
+): void {
+  for (let i = 0; i < flat.length; i++) {
+    const value = flat[i] as number | bigint;
+    let rest = typeof value === "bigint" ? Number(value) : value;
+    for (let k = dims.length - 1; k >= 0; k--) {
+      const size = dims[k] as number;
+      (into[k] as Float64Array)[i] = rest % size;
+      rest = Math.floor(rest / size);
+    }
+  }
+}
+
 /** Whether `value` is one of the typed arrays a layout may hold. */
 export function isNumericArray(value: unknown): value is NumericArray {
   return ArrayBuffer.isView(value) && !(value instanceof DataView) && !(value instanceof Uint8ClampedArray);

@@ -10,6 +10,7 @@ import { availableParallelism } from "node:os";
 import type { Worker } from "node:worker_threads";
 import { startWorker } from "#start-worker";
 import { type ChunkEncoder, wasmEncoder } from "./array-stream.js";
+import { SporadikError } from "./errors.js";
 import { napi } from "./napi.js";
 
 /** A chunk sent to a worker: its raw bytes (moved) and the zstd level. */
@@ -64,7 +65,10 @@ export class EncodePool {
       if (job === undefined) return;
       slot.pending.delete(reply.id);
       if (slot.pending.size === 0) worker.unref();
-      if ("error" in reply) job.reject(new Error(`zstd compression failed: ${reply.error}`));
+      if ("error" in reply)
+        job.reject(
+          new SporadikError(`zstd compression failed: ${reply.error}`, { tag: "EncodeWorkerError" }),
+        );
       else job.resolve(new Uint8Array(reply.encoded, 0, reply.length));
     });
     const fail = (error: Error) => {
@@ -72,8 +76,17 @@ export class EncodePool {
       for (const job of slot.pending.values()) job.reject(error);
       slot.pending.clear();
     };
-    worker.on("error", fail);
-    worker.on("exit", (code) => fail(new Error(`zstd encode worker exited with code ${code}`)));
+    worker.on("error", (error) =>
+      fail(
+        new SporadikError(`a zstd encode worker failed: ${error.message}`, {
+          tag: "EncodeWorkerError",
+          cause: error,
+        }),
+      ),
+    );
+    worker.on("exit", (code) =>
+      fail(new SporadikError(`zstd encode worker exited with code ${code}`, { tag: "EncodeWorkerError" })),
+    );
     return slot;
   }
 

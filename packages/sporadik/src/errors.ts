@@ -2,37 +2,76 @@
  * What sporadik refuses. Every message names the silent failure the check prevents: a sparse store
  * is a pile of integers, and read along the wrong axis, unraveled in the wrong order or read after a
  * torn upload it returns real numbers from the wrong cells, or the right count of zeros.
+ *
+ * The errors follow the convention of every deltacells package (docs/errors.md): a `_tag`, the
+ * `object` concerned (a path inside the store, a key), `expected` and `found` where they mean
+ * something, and `cause`; one constructor shape `(message, options)`.
  */
 
-/** The kinds of refusal, as the `_tag` of each error class. */
+/** The kinds of refusal, as the `_tag` of each error. */
 export type SporadikErrorTag =
+  /** Anything else the store or the input says that is not coherent. */
   | "SporadikError"
+  /** A spec version this package cannot read. */
   | "SpecError"
+  /** The store did not finish (no block, `complete` not true, an object missing or short). */
   | "IncompleteError"
+  /** A layout contradicts itself or the store around it. */
   | "LayoutError"
-  | "DecodeWorkerError";
+  /** A position outside the compressed axis. */
+  | "PositionError"
+  /** A call's argument or option outside its domain (a reversed run, a chunk of 0 elements ...). */
+  | "ArgumentError"
+  /** An object used after it was closed, removed or abandoned. */
+  | "StateError"
+  /** A decode worker thread could not start, failed or stopped. */
+  | "DecodeWorkerError"
+  /** An encode (zstd compression) worker thread failed or stopped. */
+  | "EncodeWorkerError";
+
+/**
+ * The brand of every deltacells-family error, its value the package (see `isDeltacellsFamilyError`
+ * in @deltacells/storage). Registered, so it is recognised without importing this package.
+ */
+const DELTACELLS_ERROR: unique symbol = Symbol.for("deltacells.error") as never;
+
+/** What a {@link SporadikError} is made of, besides its message. */
+export interface SporadikErrorOptions {
+  tag?: SporadikErrorTag;
+  /** The path inside the store, or the key, the refusal is about. */
+  object?: string | undefined;
+  expected?: unknown;
+  found?: unknown;
+  cause?: unknown;
+}
 
 /** Base of every refusal: the store or the input says nothing coherent. */
 export class SporadikError extends Error {
-  readonly _tag: SporadikErrorTag = "SporadikError";
-  /** The store location or object the refusal is about, when there is one. */
-  readonly where: string | undefined;
-  constructor(message: string, options: { where?: string; cause?: unknown } = {}) {
+  readonly [DELTACELLS_ERROR] = "@deltacells/sporadik";
+  readonly _tag: SporadikErrorTag;
+  /** The path inside the store, or the key, the refusal is about, when there is one. */
+  readonly object: string | undefined;
+  readonly expected: unknown;
+  readonly found: unknown;
+  constructor(message: string, options: SporadikErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = "SporadikError";
-    this.where = options.where;
+    const tag = options.tag ?? "SporadikError";
+    this.name = tag;
+    this._tag = tag;
+    this.object = options.object;
+    this.expected = options.expected;
+    this.found = options.found;
   }
 }
 
+type SubclassOptions = Omit<SporadikErrorOptions, "tag">;
+
 /** The store declares a spec version this package cannot read; reading it anyway would be a guess. */
 export class SpecError extends SporadikError {
-  override readonly _tag = "SpecError";
-  /** The version the store declared. */
-  readonly declared: string;
-  constructor(message: string, declared: string, options: { where?: string; cause?: unknown } = {}) {
-    super(message, options);
-    this.name = "SpecError";
-    this.declared = declared;
+  declare readonly _tag: "SpecError";
+  /** `found` is the version the store declared, `expected` the versions this package reads. */
+  constructor(message: string, options: SubclassOptions = {}) {
+    super(message, { ...options, tag: "SpecError" });
   }
 }
 
@@ -41,19 +80,17 @@ export class SpecError extends SporadikError {
  * missing chunk with zeros, so without this refusal a torn upload reads back as silent zeros.
  */
 export class IncompleteError extends SporadikError {
-  override readonly _tag = "IncompleteError";
-  constructor(message: string, options: { where?: string; cause?: unknown } = {}) {
-    super(message, options);
-    this.name = "IncompleteError";
+  declare readonly _tag: "IncompleteError";
+  constructor(message: string, options: SubclassOptions = {}) {
+    super(message, { ...options, tag: "IncompleteError" });
   }
 }
 
 /** A layout contradicts itself or the store around it (path, axis, order, shape, lengths). */
 export class LayoutError extends SporadikError {
-  override readonly _tag = "LayoutError";
-  constructor(message: string, options: { where?: string; cause?: unknown } = {}) {
-    super(message, options);
-    this.name = "LayoutError";
+  declare readonly _tag: "LayoutError";
+  constructor(message: string, options: SubclassOptions = {}) {
+    super(message, { ...options, tag: "LayoutError" });
   }
 }
 
@@ -62,32 +99,41 @@ export class LayoutError extends SporadikError {
  * installation), never of the data. The Node reader then decodes on its own thread instead.
  */
 export class DecodeWorkerError extends SporadikError {
-  override readonly _tag = "DecodeWorkerError";
-  constructor(message: string, options: { cause?: unknown } = {}) {
-    super(message, options);
-    this.name = "DecodeWorkerError";
+  declare readonly _tag: "DecodeWorkerError";
+  constructor(message: string, options: SubclassOptions = {}) {
+    super(message, { ...options, tag: "DecodeWorkerError" });
   }
 }
 
-/** A position outside the compressed axis. A `RangeError`, tagged like the others. */
-export class PositionError extends RangeError {
-  readonly _tag = "PositionError";
+/** A position outside the compressed axis; `found` is the position, `expected` the valid run. */
+export class PositionError extends SporadikError {
+  declare readonly _tag: "PositionError";
   /** The position asked for. */
   readonly position: number;
   /** The length of the axis it was asked along. */
   readonly length: number;
-  constructor(position: number, axis: number, length: number, shape: readonly number[]) {
-    super(
+  constructor(message: string, options: SubclassOptions & { position: number; length: number }) {
+    super(message, {
+      ...options,
+      tag: "PositionError",
+      expected: options.expected ?? `0 <= position < ${options.length}`,
+      found: options.found ?? options.position,
+    });
+    this.position = options.position;
+    this.length = options.length;
+  }
+
+  /** The refusal of `position` along `axis` (of `length` positions) of an array of `shape`. */
+  static along(position: number, axis: number, length: number, shape: readonly number[]): PositionError {
+    return new PositionError(
       `${position} is not a position along axis ${axis} of shape [${shape.join(", ")}]: that axis has ` +
         `${length} positions (0 to ${length - 1}). Ask for a position inside it.`,
+      { position, length },
     );
-    this.name = "PositionError";
-    this.position = position;
-    this.length = length;
   }
 }
 
-/** Whether `error` is one of sporadik's refusals (any tag). */
-export function isSporadikError(error: unknown): error is SporadikError {
-  return error instanceof SporadikError;
+/** Whether `error` is one of sporadik's refusals, optionally of the given tag. */
+export function isSporadikError(error: unknown, tag?: SporadikErrorTag): error is SporadikError {
+  return error instanceof SporadikError && (tag === undefined || error._tag === tag);
 }

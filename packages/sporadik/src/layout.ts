@@ -11,6 +11,7 @@ import {
   isNumericArray,
   type NumericArray,
   numberAt,
+  unravelInto,
 } from "./dtypes.js";
 import { LayoutError } from "./errors.js";
 import { anndataEncoding, ENCODINGS, type Encoding, layoutPath, MIN_RANK, raveledShape } from "./spec.js";
@@ -354,15 +355,9 @@ export function layoutFromDense(shape: readonly number[], dense: NumericArray, i
   const coords = checked.map(() => new Float64Array(nonzero.length));
   const Values = constructorOf(dtypeOf(dense));
   const values = new Values(nonzero.length);
-  for (let k = 0; k < nonzero.length; k++) {
-    let rest = nonzero[k] as number;
-    for (let axis = checked.length - 1; axis >= 0; axis--) {
-      const size = checked[axis] as number;
-      (coords[axis] as Float64Array)[k] = rest % size;
-      rest = Math.floor(rest / size);
-    }
+  unravelInto(nonzero, checked, coords);
+  for (let k = 0; k < nonzero.length; k++)
     (values as Float64Array)[k] = dense[nonzero[k] as number] as number;
-  }
   return layoutFromCoords(checked, coords, values, indexedAxis, { duplicates: "refuse" });
 }
 
@@ -440,14 +435,10 @@ export function coordsOfLayout(layout: Layout): { coords: Float64Array[]; values
   const along = coords[layout.indexedAxis] as Float64Array;
   const slices = layout.indptr.length - 1;
   for (let p = 0; p < slices; p++) along.fill(p, numberAt(layout.indptr, p), numberAt(layout.indptr, p + 1));
-  const dims = layout.indexOrder.map((axis) => layout.shape[axis] as number);
-  for (let i = 0; i < nnz; i++) {
-    let rest = numberAt(layout.indices, i);
-    for (let k = dims.length - 1; k >= 0; k--) {
-      const size = dims[k] as number;
-      (coords[layout.indexOrder[k] as number] as Float64Array)[i] = rest % size;
-      rest = Math.floor(rest / size);
-    }
-  }
+  unravelInto(
+    layout.indices,
+    layout.indexOrder.map((axis) => layout.shape[axis] as number),
+    layout.indexOrder.map((axis) => coords[axis] as Float64Array),
+  );
   return { coords, values: layout.data };
 }

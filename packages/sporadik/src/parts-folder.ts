@@ -9,6 +9,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, open, rename, rm } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
 import type { PartsWritableStore } from "./array-stream.js";
+import { IncompleteError, SporadikError } from "./errors.js";
 import type { WritableStore } from "./store.js";
 
 /**
@@ -25,7 +26,10 @@ export function withFileParts(
   const pathOf = (key: string): string => {
     const path = resolve(join(base, key));
     if (!path.startsWith(base + sep)) {
-      throw new RangeError(`key ${key} resolves outside the folder ${base}; keys stay inside the store.`);
+      throw new SporadikError(`key ${key} resolves outside the folder ${base}; keys stay inside the store.`, {
+        tag: "ArgumentError",
+        object: key,
+      });
     }
     return path;
   };
@@ -51,7 +55,14 @@ export function withFileParts(
           await handle.close();
         }
         if (written !== byteLength) {
-          throw new RangeError(`${key}: ${written} bytes were written, but the object is ${byteLength}.`);
+          throw new IncompleteError(
+            `${key}: ${written} bytes were written, but the object is ${byteLength}.`,
+            {
+              object: key,
+              expected: byteLength,
+              found: written,
+            },
+          );
         }
         await rename(temporary, path);
         onWritten?.(key, written);

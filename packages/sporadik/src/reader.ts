@@ -5,7 +5,14 @@
  */
 import { firstDisorderedIndex } from "./checks.js";
 import { ArrayReader, type ArrayReaderOptions, ChunkCache, Limiter } from "./chunks.js";
-import { constructorOf, type DataType, type IntegerArray, type NumericArray, numberAt } from "./dtypes.js";
+import {
+  constructorOf,
+  type DataType,
+  type IntegerArray,
+  type NumericArray,
+  numberAt,
+  unravelInto,
+} from "./dtypes.js";
 import { IncompleteError, LayoutError, PositionError, SpecError, SporadikError } from "./errors.js";
 import { type Layout, layoutOver, maximaOf } from "./layout.js";
 import { indptrOf, Selection } from "./selection.js";
@@ -86,7 +93,7 @@ async function readJson(store: ReadableStore, key: string, signal?: AbortSignal)
     throw new SporadikError(
       `${key} is not valid JSON, so the node it describes cannot be read. Rewrite the store.`,
       {
-        where: key,
+        object: key,
         cause,
       },
     );
@@ -142,14 +149,14 @@ function describeLayout(where: string, fetched: Fetched, shape: readonly number[
   if (!Number.isInteger(axis) || (axis as number) < 0 || (axis as number) >= rank) {
     throw new LayoutError(
       `${where}: layout '${path}' declares indexed_axis ${JSON.stringify(axis)}, which is not an axis of ${shapeText}; it could be indexed along no axis at all.`,
-      { where },
+      { object: where },
     );
   }
   const indexedAxis = axis as number;
   if (path !== layoutPath(indexedAxis)) {
     throw new LayoutError(
       `${where}: layout '${path}' compresses axis ${indexedAxis}, so it is filed under the wrong name; it belongs at '${layoutPath(indexedAxis)}'. Read by its name it would be indexed along the wrong axis and every lookup would return a real, wrong slice.`,
-      { where },
+      { object: where },
     );
   }
   const others: number[] = [];
@@ -160,7 +167,7 @@ function describeLayout(where: string, fetched: Fetched, shape: readonly number[
   if (sorted.length !== others.length || sorted.some((a, k) => a !== others[k])) {
     throw new LayoutError(
       `${where}: layout '${path}' declares index_order ${JSON.stringify(rawOrder)}, which is not a permutation of the axes it did not compress [${others.join(", ")}]. That order is how indices were raveled and cannot be recovered from the bytes; a wrong one puts every value in a different cell.`,
-      { where },
+      { object: where },
     );
   }
   const indexOrder = order as number[];
@@ -168,7 +175,7 @@ function describeLayout(where: string, fetched: Fetched, shape: readonly number[
   if (!isObject(group) || group.node_type !== "group") {
     throw new LayoutError(
       `${where}: '${path}' is not a zarr group, so it is not a layout. Rewrite the store.`,
-      { where },
+      { object: where },
     );
   }
   const attrs = isObject(group.attributes) ? group.attributes : {};
@@ -176,7 +183,7 @@ function describeLayout(where: string, fetched: Fetched, shape: readonly number[
   if (attrs["encoding-type"] !== expectedEncoding) {
     throw new LayoutError(
       `${where}: layout '${path}' declares encoding-type ${JSON.stringify(attrs["encoding-type"])}, but a layout compressing axis ${indexedAxis} of a rank-${rank} array is "${expectedEncoding}". The group and the block disagree, so anndata would read it transposed or not at all.`,
-      { where },
+      { object: where },
     );
   }
   const declared = attrs.shape;
@@ -184,7 +191,7 @@ function describeLayout(where: string, fetched: Fetched, shape: readonly number[
   if (!Array.isArray(declared) || JSON.stringify(declared) !== JSON.stringify(expectedShape)) {
     throw new LayoutError(
       `${where}: layout '${path}' declares shape ${JSON.stringify(declared)}, but compressing axis ${indexedAxis} of ${shapeText} gives [${expectedShape.join(", ")}]. A store is one array; a layout of another shape would be read with the wrong strides.`,
-      { where },
+      { object: where },
     );
   }
   const missing = (["data", "indices", "indptr"] as const).filter(
@@ -193,7 +200,7 @@ function describeLayout(where: string, fetched: Fetched, shape: readonly number[
   if (missing.length > 0) {
     throw new LayoutError(
       `${where}: layout '${path}' is missing ${missing.join(", ")}; a sparse layout holds all three of data, indices and indptr. Rewrite the store.`,
-      { where },
+      { object: where },
     );
   }
   const parse = (name: "data" | "indices" | "indptr" | "maxima") =>
@@ -207,7 +214,7 @@ function describeLayout(where: string, fetched: Fetched, shape: readonly number[
     if (!INTEGER_TYPES.has(info.dtype)) {
       throw new LayoutError(
         `${where}: /${info.path} holds ${info.dtype}, but positions and offsets are integers. Rewrite the store.`,
-        { where },
+        { object: where },
       );
     }
   }
@@ -215,19 +222,19 @@ function describeLayout(where: string, fetched: Fetched, shape: readonly number[
   if (indptr.length !== slices + 1) {
     throw new LayoutError(
       `${where}: layout '${path}' compresses axis ${indexedAxis} of ${shapeText}, so indptr should have ${slices + 1} entries (one per slice, plus the end), but it has ${indptr.length}. indptr[i:i+2] would bracket the wrong run.`,
-      { where },
+      { object: where },
     );
   }
   if (data.length !== indices.length) {
     throw new LayoutError(
       `${where}: layout '${path}' has ${data.length} values and ${indices.length} indices; they are parallel, so one of them stopped partway and values would pair with the wrong positions.`,
-      { where },
+      { object: where },
     );
   }
   if (maxima !== undefined && maxima.length !== slices) {
     throw new LayoutError(
       `${where}: layout '${path}' carries maxima of ${maxima.length} entries for ${slices} slices; every maximum would belong to the wrong slice. Rewrite the store.`,
-      { where },
+      { object: where },
     );
   }
   return {
@@ -266,55 +273,54 @@ export async function describe(store: ReadableStore, options: DescribeOptions = 
   if (!isObject(block)) {
     throw new IncompleteError(
       `${where} carries no '${BLOCK_KEY}' block${meta === undefined ? " (it has no zarr.json at all)" : ""}, so it is not a sporadik store, or it is an upload that did not finish. The block is written last, after every chunk; without it missing chunks would read back as zeros.`,
-      { where },
+      { object: where },
     );
   }
   const spec = typeof block.spec === "string" ? block.spec : JSON.stringify(block.spec ?? "");
   if (!SUPPORTED_SPECS.has(spec)) {
     throw new SpecError(
       `${where} declares '${BLOCK_KEY}' spec ${JSON.stringify(block.spec)}, and this reads ${JSON.stringify([...SUPPORTED_SPECS])}. A spec selects how every byte is read, so an unknown one is refused rather than guessed at; upgrade @deltacells/sporadik.`,
-      spec,
-      { where },
+      { object: where, expected: [...SUPPORTED_SPECS], found: spec },
     );
   }
   if (block.complete !== true) {
     throw new IncompleteError(
       `${where} declares '${BLOCK_KEY}' complete=${JSON.stringify(block.complete)}; only a finished store is readable, because an unfinished one reads its missing chunks as zeros.`,
-      { where },
+      { object: where },
     );
   }
   const shape = block.shape;
   if (!Array.isArray(shape) || !shape.every(isLength) || shape.length < MIN_RANK) {
     throw new SporadikError(
       `${where} declares shape ${JSON.stringify(shape)}; a sparse array has at least ${MIN_RANK} axes, each a non-negative length. The block is damaged; rewrite the store.`,
-      { where },
+      { object: where },
     );
   }
   const named = block.layouts;
   if (!Array.isArray(named) || named.length === 0) {
     throw new SporadikError(
       `${where} names no layouts, so it holds no array: a store is its layouts. Rewrite the store with at least one.`,
-      { where },
+      { object: where },
     );
   }
   if (named.length > shape.length) {
     throw new SporadikError(
       `${where} names ${named.length} layouts over a rank-${shape.length} array, but there is one axis to compress per axis it has; any more would be a copy of another, and nothing could say which to read.`,
-      { where },
+      { object: where },
     );
   }
   for (const entry of named) {
     if (!isObject(entry) || typeof entry.path !== "string") {
       throw new SporadikError(
         `${where} names layout ${JSON.stringify(entry)}, which is not a layout entry: each names its path, indexed_axis and index_order.`,
-        { where },
+        { object: where },
       );
     }
     // Never follow a path out of the prefix; the only legal paths are layouts/axis{k} anyway.
     if (!/^[A-Za-z0-9_-]+(\/[A-Za-z0-9_-]+)*$/.test(entry.path)) {
       throw new LayoutError(
         `${where} names layout '${entry.path}', which is not a path inside the prefix; a layout lives at '${layoutPath(Number(entry.indexed_axis))}'. Read from elsewhere it would be some other array.`,
-        { where },
+        { object: where },
       );
     }
   }
@@ -326,14 +332,14 @@ export async function describe(store: ReadableStore, options: DescribeOptions = 
     if (one.group === undefined) {
       throw new IncompleteError(
         `${where} names layout '${String(one.entry.path)}', which is not in the prefix. The block lists what the writer finished, so a name with nothing behind it is an upload that stopped between the two, or a layout renamed since.`,
-        { where },
+        { object: where },
       );
     }
     const info = describeLayout(where, one, shape);
     if (layouts.has(info.indexedAxis)) {
       throw new LayoutError(
         `${where} names two layouts compressing axis ${info.indexedAxis}. That is one capability twice, and nothing could say which a reader should use.`,
-        { where },
+        { object: where },
       );
     }
     layouts.set(info.indexedAxis, info);
@@ -394,13 +400,13 @@ export async function openReader(
     if (layout === undefined) {
       throw new LayoutError(
         `${where} has layouts along axes [${axes.join(", ")}], not axis ${options.axis}. Reading along an axis no layout compresses is not slower, it is a scan of every byte; write a layout for axis ${options.axis} or read along one of [${axes.join(", ")}].`,
-        { where },
+        { object: where },
       );
     }
   } else if (axes.length !== 1) {
     throw new LayoutError(
       `${where} has layouts along axes [${axes.join(", ")}], so which to read is a decision: it is the whole of what they differ in. Pass { axis }.`,
-      { where },
+      { object: where },
     );
   } else {
     layout = info.layouts.get(axes[0] as number);
@@ -464,7 +470,7 @@ export class SparseReader {
 
   #check(position: number): void {
     if (!Number.isInteger(position) || position < 0 || position >= this.info.slices) {
-      throw new PositionError(position, this.info.indexedAxis, this.info.slices, this.info.shape);
+      throw PositionError.along(position, this.info.indexedAxis, this.info.slices, this.info.shape);
     }
   }
 
@@ -482,7 +488,7 @@ export class SparseReader {
     if (start + chunk >= length) {
       throw new IncompleteError(
         `${missing}, but it holds the last one, which is the number of values (${nnz}). The object was removed after the store was written; rewrite the store.`,
-        { where: key },
+        { object: key },
       );
     }
     if (start > 0) {
@@ -490,7 +496,7 @@ export class SparseReader {
       if (before !== 0) {
         throw new IncompleteError(
           `${missing}, but the entry before them is ${before} and indptr never decreases. The object was removed after the store was written; rewrite the store.`,
-          { where: key },
+          { object: key },
         );
       }
     }
@@ -521,12 +527,12 @@ export class SparseReader {
     if (this.#indices.wasMissing(chunk)) {
       throw new IncompleteError(
         `${text} ${key} is missing from the store and was read as zeros (zarr's fill value), which no slice of more than one value can hold: the object was removed after the store was written. Rewrite the store.`,
-        { where: key },
+        { object: key },
       );
     }
     throw new LayoutError(
       `${text} ${key} is damaged, and its positions would put values in the wrong places. Rewrite the store.`,
-      { where: key },
+      { object: key },
     );
   }
 
@@ -544,7 +550,7 @@ export class SparseReader {
     ) {
       throw new LayoutError(
         `/${this.info.arrays.indptr.path}: slice ${position} is bracketed by [${lo}, ${hi}), which is not a run inside the ${this.info.nnz} values. indptr is damaged, and reading it would return values from other slices. Rewrite the store.`,
-        { where: `/${this.info.arrays.indptr.path}` },
+        { object: `/${this.info.arrays.indptr.path}` },
       );
     }
     return [lo, hi];
@@ -580,14 +586,7 @@ export class SparseReader {
     const { positions, values } = await this.sliceAt(position, signal);
     const dims = this.info.indexShape;
     const coords = dims.map(() => new Float64Array(positions.length));
-    for (let i = 0; i < positions.length; i++) {
-      let rest = numberAt(positions, i);
-      for (let k = dims.length - 1; k >= 0; k--) {
-        const size = dims[k] as number;
-        (coords[k] as Float64Array)[i] = rest % size;
-        rest = Math.floor(rest / size);
-      }
-    }
+    unravelInto(positions, dims, coords);
     return { axes: this.info.indexOrder, coords, values };
   }
 
@@ -702,8 +701,9 @@ export class SparseReader {
    */
   async slicesOver(start: number, stop: number, signal?: AbortSignal): Promise<Selection> {
     if (!Number.isInteger(start) || !Number.isInteger(stop) || start > stop) {
-      throw new RangeError(
+      throw new SporadikError(
         `[${start}, ${stop}) is not a run of positions; give whole numbers with start <= stop.`,
+        { tag: "ArgumentError", expected: "whole numbers start <= stop", found: [start, stop] },
       );
     }
     if (stop > start) {

@@ -3,7 +3,15 @@
  * `positions[i]` of the array it was read from, not `i`: that is why a selection is its own type
  * rather than a layout (a layout of `positions.length` slices would be a different array).
  */
-import { constructorOf, dtypeOf, type IntegerArray, type NumericArray, numberAt } from "./dtypes.js";
+import {
+  constructorOf,
+  dtypeOf,
+  type IntegerArray,
+  type NumericArray,
+  numberAt,
+  unravelInto,
+} from "./dtypes.js";
+import { SporadikError } from "./errors.js";
 import { type Layout, layoutOver, needsInt64 } from "./layout.js";
 
 /** One contiguous run of elements, `[lo, hi)`. */
@@ -75,8 +83,9 @@ export class Selection {
   /** Row `which` of the selection (its place in `positions`, not a position along the axis). */
   sliceAt(which: number): { positions: IntegerArray; values: NumericArray } {
     if (!Number.isInteger(which) || which < 0 || which >= this.length) {
-      throw new RangeError(
+      throw new SporadikError(
         `${which} is not one of the ${this.length} rows of this selection (0 to ${this.length - 1}).`,
+        { tag: "ArgumentError", expected: `0 <= row < ${this.length}`, found: which },
       );
     }
     const lo = numberAt(this.indptr, which);
@@ -95,15 +104,11 @@ export class Selection {
     for (let row = 0; row < this.length; row++) {
       along.fill(this.positions[row] as number, numberAt(this.indptr, row), numberAt(this.indptr, row + 1));
     }
-    const dims = this.indexShape;
-    for (let i = 0; i < nnz; i++) {
-      let rest = numberAt(this.indices, i);
-      for (let k = dims.length - 1; k >= 0; k--) {
-        const size = dims[k] as number;
-        (coords[this.indexOrder[k] as number] as Float64Array)[i] = rest % size;
-        rest = Math.floor(rest / size);
-      }
-    }
+    unravelInto(
+      this.indices,
+      this.indexShape,
+      this.indexOrder.map((axis) => coords[axis] as Float64Array),
+    );
     return { coords, values: this.data };
   }
 

@@ -15,7 +15,8 @@ import { appendFile, mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFil
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { Limiter } from "./chunks.js";
-import { type SpillFile, SpillMeter, type SpillSpace } from "./spill.js";
+import { IncompleteError, SporadikError } from "./errors.js";
+import { outsideSpill, removed, type SpillFile, SpillMeter, type SpillSpace } from "./spill.js";
 
 /** The name every spill folder starts with. */
 export const SPILL_PREFIX = ".sporadik-spill-";
@@ -37,7 +38,7 @@ class DiskFile implements SpillFile {
   ) {}
 
   async append(parts: readonly Uint8Array[]): Promise<void> {
-    if (this.#removed) throw new Error(`spill file ${this.path} was removed; nothing can be appended to it.`);
+    if (this.#removed) throw removed(this.path, "nothing can be appended to it");
     let total = 0;
     for (const part of parts) total += part.byteLength;
     await this.limiter.run(async () => {
@@ -54,11 +55,9 @@ class DiskFile implements SpillFile {
   }
 
   async read(offset: number, length: number): Promise<Uint8Array> {
-    if (this.#removed) throw new Error(`spill file ${this.path} was removed; it cannot be read.`);
+    if (this.#removed) throw removed(this.path, "it cannot be read");
     if (offset < 0 || offset + length > this.bytes) {
-      throw new RangeError(
-        `spill file ${this.path} holds ${this.bytes} bytes, so [${offset}, ${offset + length}) cannot be read.`,
-      );
+      throw outsideSpill(this.path, this.bytes, offset, length);
     }
     // One handle kept for reading: a file is read back front to back, in many frames.
     this.#reader ??= open(this.path, "r");
@@ -68,8 +67,9 @@ class DiskFile implements SpillFile {
     while (done < length) {
       const { bytesRead } = await handle.read(out, done, length - done, offset + done);
       if (bytesRead === 0) {
-        throw new Error(
+        throw new IncompleteError(
           `spill file ${this.path} ended at ${offset + done} bytes, though ${this.bytes} were appended: something else truncated it.`,
+          { object: this.path, expected: this.bytes, found: offset + done },
         );
       }
       done += bytesRead;
@@ -137,7 +137,11 @@ export class FileSpill implements SpillSpace {
   }
 
   async create(name: string): Promise<SpillFile> {
-    if (this.#disposed) throw new Error(`spill folder ${this.dir} was removed; no file can be made in it.`);
+    if (this.#disposed)
+      throw new SporadikError(`spill folder ${this.dir} was removed; no file can be made in it.`, {
+        tag: "StateError",
+        object: this.dir,
+      });
     const safe = name.replace(/[^A-Za-z0-9._-]+/g, "_").slice(-80);
     const file = new DiskFile(join(this.dir, `${this.#count++}-${safe}`), this.#meter, this.#limiter);
     this.#files.push(file);

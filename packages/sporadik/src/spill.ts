@@ -6,6 +6,8 @@
  * @module
  */
 
+import { SporadikError } from "./errors.js";
+
 /** One append-only temporary file. */
 export interface SpillFile {
   /** Bytes appended so far. */
@@ -45,6 +47,19 @@ export class SpillMeter {
   }
 }
 
+/** The refusal to use spill file `name` after it was removed. */
+export function removed(name: string, what: string): SporadikError {
+  return new SporadikError(`spill file ${name} was removed; ${what}.`, { tag: "StateError", object: name });
+}
+
+/** The refusal to read `[offset, offset + length)` of spill file `name`, which holds `bytes`. */
+export function outsideSpill(name: string, bytes: number, offset: number, length: number): SporadikError {
+  return new SporadikError(
+    `spill file ${name} holds ${bytes} bytes, so [${offset}, ${offset + length}) cannot be read.`,
+    { tag: "ArgumentError", object: name, expected: `[0, ${bytes})`, found: [offset, offset + length] },
+  );
+}
+
 class MemoryFile implements SpillFile {
   #parts: Uint8Array[] = [];
   #flat: Uint8Array | undefined;
@@ -56,7 +71,7 @@ class MemoryFile implements SpillFile {
   ) {}
 
   async append(parts: readonly Uint8Array[]): Promise<void> {
-    if (this.#removed) throw new Error(`spill file ${this.name} was removed; nothing can be appended to it.`);
+    if (this.#removed) throw removed(this.name, "nothing can be appended to it");
     for (const part of parts) {
       this.#parts.push(part.slice());
       this.bytes += part.byteLength;
@@ -66,11 +81,9 @@ class MemoryFile implements SpillFile {
   }
 
   async read(offset: number, length: number): Promise<Uint8Array> {
-    if (this.#removed) throw new Error(`spill file ${this.name} was removed; it cannot be read.`);
+    if (this.#removed) throw removed(this.name, "it cannot be read");
     if (offset < 0 || offset + length > this.bytes) {
-      throw new RangeError(
-        `spill file ${this.name} holds ${this.bytes} bytes, so [${offset}, ${offset + length}) cannot be read.`,
-      );
+      throw outsideSpill(this.name, this.bytes, offset, length);
     }
     if (this.#flat === undefined) {
       const flat = new Uint8Array(this.bytes);

@@ -26,7 +26,7 @@ import {
   wasmEncoder,
 } from "./array-stream.js";
 import { constructorOf, type DataType, dtypeOf, isBigArray, type NumericArray } from "./dtypes.js";
-import { LayoutError } from "./errors.js";
+import { LayoutError, SporadikError } from "./errors.js";
 import { needsInt64 } from "./layout.js";
 import { BLOCK_KEY, type Block, blockFor, ENCODING_VERSION, LAYOUTS_GROUP, layoutPath } from "./spec.js";
 import { MemorySpill, type SpillFile, type SpillSpace } from "./spill.js";
@@ -137,7 +137,11 @@ interface LayoutArrays {
 function positiveInteger(value: number | undefined, name: string, fallback: number): number {
   if (value === undefined) return fallback;
   if (!(Number.isSafeInteger(value) && value >= 1)) {
-    throw new RangeError(`${name} must be a positive whole number, not ${value}.`);
+    throw new SporadikError(`${name} must be a positive whole number, not ${value}.`, {
+      tag: "ArgumentError",
+      expected: "a positive whole number",
+      found: value,
+    });
   }
   return value;
 }

@@ -4,6 +4,7 @@
  * durable, so a torn upload is a store without a block, refused by every reader.
  */
 import { constructorOf, type DataType, dtypeOf, type NumericArray } from "./dtypes.js";
+import { SporadikError } from "./errors.js";
 import { declaredShapeOf, encodingOf, type Layout, layoutsByAxis, maximaOf, pathOf } from "./layout.js";
 import { BLOCK_KEY, blockFor, ENCODING_VERSION, LAYOUTS_GROUP } from "./spec.js";
 import { keyOf, normalizePrefix, type WritableStore } from "./store.js";
@@ -142,7 +143,11 @@ export async function writeStore(
 ): Promise<ReturnType<typeof blockFor>> {
   const byAxis = layoutsByAxis(layouts);
   if (options.chunk !== undefined && !(Number.isSafeInteger(options.chunk) && options.chunk >= 1)) {
-    throw new RangeError(`chunk must be a positive whole number of elements, not ${options.chunk}.`);
+    throw new SporadikError(`chunk must be a positive whole number of elements, not ${options.chunk}.`, {
+      tag: "ArgumentError",
+      expected: "a positive whole number",
+      found: options.chunk,
+    });
   }
   const root = normalizePrefix(options.prefix);
   const shape = (byAxis.values().next().value as Layout).shape;

@@ -91,7 +91,7 @@ function fillValueOf(raw: unknown, where: string): number {
   if (raw === "-Infinity") return Number.NEGATIVE_INFINITY;
   throw new LayoutError(
     `${where} declares fill_value ${JSON.stringify(raw)}, which is not a number this reader can fill missing chunks with.`,
-    { where },
+    { object: where },
   );
 }
 
@@ -104,7 +104,7 @@ export function parseArrayMetadata(meta: unknown, path: string): ArrayInfo {
   const refuse = (what: string): never => {
     throw new LayoutError(
       `${where}: ${what}. sporadik layouts are 1-D zarr v3 arrays in a regular chunk grid with bytes (+ compressor) codecs; rewrite the store with a sporadik writer.`,
-      { where },
+      { object: where },
     );
   };
   if (!isObject(meta) || meta.zarr_format !== 3 || meta.node_type !== "array") {
@@ -236,7 +236,7 @@ function undecodable(info: ArrayInfo, index: number, name: string, cause: unknow
   const where = `/${info.path}/${info.chunkKey(index)}`;
   return new LayoutError(
     `${where} cannot be decoded with ${name}: the object is damaged or was written with another codec. Rewrite the store.`,
-    { where, cause },
+    { object: where, cause },
   );
 }
 
@@ -244,7 +244,7 @@ function wrongLength(info: ArrayInfo, index: number, found: number, expected: nu
   const where = `/${info.path}/${info.chunkKey(index)}`;
   return new LayoutError(
     `${where} decodes to ${found} bytes, but a chunk of ${info.chunk} ${info.dtype} is ${expected}. The object is damaged or belongs to another array; rewrite the store.`,
-    { where },
+    { object: where },
   );
 }
 

@@ -6,7 +6,7 @@ import { HttpStore, S3Store } from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
 import { AwsClient } from "aws4fetch";
 import { FetchStore } from "zarrita";
-import { type RunningServer, startMoto, startServe } from "../../storage/test/helpers/servers.js";
+import { type RunningServer, startMoto, startServe } from "../../../test-utils/servers.js";
 import { layoutFromCoords, openReader, type ReadableStore, writeStore } from "../src/index.js";
 import { counting, plain, randomCoords, tempDir } from "./helpers.js";
 

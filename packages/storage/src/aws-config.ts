@@ -45,7 +45,7 @@ function readIni(path: string): Map<string, Section> | undefined {
   } catch (cause) {
     if ((cause as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw new StorageError(`cannot read the AWS file ${path}: ${(cause as Error).message}`, {
-      location: path,
+      object: path,
       cause,
     });
   }
@@ -108,7 +108,7 @@ export function s3ConnectionFromAws(
   if (named && fromCredentials === undefined && fromConfig === undefined) {
     throw new StorageError(
       `no AWS profile ${JSON.stringify(profile)} (named by ${env.AWS_PROFILE ? "AWS_PROFILE" : "AWS_DEFAULT_PROFILE"}) for ${location}: looked at ${looked.slice(1).join(", ")}. Check the name, or run \`aws configure --profile ${profile}\`.`,
-      { tag: "NoCredentials", location },
+      { tag: "NoCredentials", object: location },
     );
   }
   if (settings.aws_access_key_id && settings.aws_secret_access_key) {
@@ -123,6 +123,6 @@ export function s3ConnectionFromAws(
     : " Run `aws configure` (or set AWS_PROFILE, or export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY).";
   throw new StorageError(
     `no AWS credentials for ${location}: looked at ${looked.join(", ")}.${hint} For a public bucket, read without signing (option signRequests: false).`,
-    { tag: "NoCredentials", location },
+    { tag: "NoCredentials", object: location },
   );
 }

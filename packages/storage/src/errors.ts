@@ -1,13 +1,16 @@
 /**
- * Storage errors. Each carries a `_tag` for cheap discrimination, the store location and key it
- * concerns, and the underlying `cause` where there is one. A missing object is never an error
- * (it is `undefined`); these are everything else. An aborted call rejects with its signal's
- * reason (normally a DOMException named `AbortError`), not with one of these.
+ * Storage errors. They follow the convention of every deltacells package (docs/errors.md): a
+ * `_tag` naming what went wrong, the `object` concerned (the address of a key, or the store
+ * location), `expected` and `found` where they mean something, and the underlying `cause`. A
+ * missing object is never an error (it is `undefined`); these are everything else. An aborted
+ * call rejects with its signal's reason (normally a DOMException named `AbortError`), not with one
+ * of these.
  */
 
 export type StorageErrorTag =
   | "StorageError" // any other backend failure (permissions, disk, malformed answers)
   | "InvalidKey" // a key that would escape the store root or is malformed, or a malformed range
+  | "InvalidOption" // an option out of its range (a concurrency limit, maxOpenFiles ...)
   | "RangeNotSatisfiable" // a range past the end of the object (416, or the object is shorter)
   | "HttpStatus" // an HTTP status that is neither success nor "missing"
   | "Network" // the connection failed or a body ended before its announced length (transient)
@@ -18,43 +21,75 @@ export type StorageErrorTag =
   | "NoCredentials" // an S3 store with no credentials found, and unsigned requests not asked for
   | "RetriesExhausted"; // every attempt of a retried read failed
 
-/** Base of every error raised by a store or a store wrapper. */
-export class StorageError extends Error {
-  readonly _tag: StorageErrorTag;
-  /** The key concerned, when the error is about one object. */
-  readonly key: string | undefined;
-  /** The store location (path or URL). */
-  readonly location: string | undefined;
+/**
+ * The brand every deltacells-family error carries (storage, core, sporadik, anndata, cli), its
+ * value the package that raised it. A registered symbol, so two copies of a package (or packages
+ * that do not depend on each other) recognise each other's errors.
+ */
+export const DELTACELLS_ERROR: unique symbol = Symbol.for("deltacells.error") as never;
 
-  constructor(
-    message: string,
-    opts: {
-      tag?: StorageErrorTag;
-      key?: string | undefined;
-      location?: string | undefined;
-      cause?: unknown;
-    } = {},
-  ) {
+/** The fields every deltacells-family error carries besides its message. */
+export interface TaggedErrorFields<Tag extends string> {
+  /** What went wrong, one of the package's tags. */
+  readonly _tag: Tag;
+  /** What the error concerns: a key's address, a URL, a file, an array or group inside an input. */
+  readonly object: string | undefined;
+  /** What the check wanted, where that means something. */
+  readonly expected: unknown;
+  /** What it found instead. */
+  readonly found: unknown;
+}
+
+/** True when `err` was raised by any deltacells package (storage, core, sporadik, anndata, cli). */
+export function isDeltacellsFamilyError(err: unknown): err is Error & TaggedErrorFields<string> {
+  return typeof err === "object" && err !== null && DELTACELLS_ERROR in err;
+}
+
+/** What a {@link StorageError} is made of, besides its message. */
+export interface StorageErrorOptions {
+  tag?: StorageErrorTag;
+  /** The address of the key concerned (see {@link objectAt}), or the store location. */
+  object?: string | undefined;
+  expected?: unknown;
+  found?: unknown;
+  cause?: unknown;
+}
+
+/** Base of every error raised by a store or a store wrapper. */
+export class StorageError extends Error implements TaggedErrorFields<StorageErrorTag> {
+  readonly [DELTACELLS_ERROR] = "@deltacells/storage";
+  readonly _tag: StorageErrorTag;
+  readonly object: string | undefined;
+  readonly expected: unknown;
+  readonly found: unknown;
+
+  constructor(message: string, opts: StorageErrorOptions = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = "StorageError";
     this._tag = opts.tag ?? "StorageError";
-    this.key = opts.key;
-    this.location = opts.location;
+    this.object = opts.object;
+    this.expected = opts.expected;
+    this.found = opts.found;
   }
+}
+
+/** The address of `key` in the store at `location` (either may be absent), as errors name it. */
+export function objectAt(location: string | undefined, key: string | undefined): string | undefined {
+  if (key === undefined) return location;
+  if (location === undefined) return key;
+  return `${location.replace(/\/+$/, "")}/${key}`;
 }
 
 /** An HTTP answer whose status is neither a success nor one that means "missing". */
 export class HttpStatusError extends StorageError {
-  /** The HTTP status code. */
+  /** The HTTP status code (also in `found`). */
   readonly status: number;
-  /** The requested URL. */
-  readonly url: string;
 
-  constructor(message: string, opts: { status: number; url: string; key?: string; location?: string }) {
-    super(message, { tag: "HttpStatus", key: opts.key, location: opts.location });
+  /** `object` is the requested URL. */
+  constructor(message: string, opts: { status: number; object: string }) {
+    super(message, { tag: "HttpStatus", object: opts.object, found: opts.status });
     this.name = "HttpStatusError";
     this.status = opts.status;
-    this.url = opts.url;
   }
 }
 
@@ -65,14 +100,10 @@ export class RetriesExhaustedError extends StorageError {
   /** The error of each failed attempt, oldest first. */
   readonly causes: readonly unknown[];
 
-  constructor(
-    message: string,
-    opts: { attempts: number; causes: unknown[]; key?: string; location?: string },
-  ) {
+  constructor(message: string, opts: { attempts: number; causes: unknown[]; object?: string | undefined }) {
     super(message, {
       tag: "RetriesExhausted",
-      key: opts.key,
-      location: opts.location,
+      object: opts.object,
       cause: opts.causes[opts.causes.length - 1],
     });
     this.name = "RetriesExhaustedError";

@@ -2,10 +2,11 @@ import { randomBytes } from "node:crypto";
 import { closeSync, fstatSync, openSync, readFile, readSync } from "node:fs";
 import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
-import { StorageError } from "./errors.js";
+import { objectAt, StorageError } from "./errors.js";
 import { normalizeKey, normalizePrefix } from "./keys.js";
-import { FdSlots, fdSize, readFd, SharedFiles } from "./open-files.js";
+import { fdSize, readFd, SharedFiles } from "./open-files.js";
 import { resolveRange, throwIfAborted } from "./range.js";
+import { Slots } from "./slots.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
 
 /** Suffix of in-flight writes; `list` hides them so a reader never sees a half-written object. */
@@ -141,7 +142,7 @@ export class FolderStore implements Store {
   readonly root: string;
   readonly url: string;
 
-  private readonly slots: FdSlots;
+  private readonly slots: Slots;
   private readonly files: SharedFiles;
   private readonly blockingReads: boolean;
   /** Until when whole-object reads go through the thread pool only (after a slow blocking read). */
@@ -155,9 +156,14 @@ export class FolderStore implements Store {
     this.blockingReads = opts.blockingReads ?? false;
     const max = opts.maxOpenFiles ?? 128;
     if (!Number.isInteger(max) || max < 1) {
-      throw new StorageError(`maxOpenFiles must be a positive integer, got ${max}`, { location: this.url });
+      throw new StorageError(`maxOpenFiles must be a positive integer, got ${max}`, {
+        tag: "InvalidOption",
+        object: this.url,
+        expected: "a positive integer",
+        found: max,
+      });
     }
-    this.slots = new FdSlots(max);
+    this.slots = new Slots(max);
     this.files = new SharedFiles(this.slots, MAX_SHARE_MS);
   }
 
@@ -180,8 +186,7 @@ export class FolderStore implements Store {
     if (!p.startsWith(this.root + sep)) {
       throw new StorageError(`key ${key} resolves outside the store root ${this.root}`, {
         tag: "InvalidKey",
-        key,
-        location: this.url,
+        object: objectAt(this.url, key),
       });
     }
     return p;
@@ -190,8 +195,7 @@ export class FolderStore implements Store {
   private wrap(err: unknown, what: string, key: string): StorageError {
     if (err instanceof StorageError) return err;
     return new StorageError(`${what} ${key} in ${this.root} failed: ${(err as Error).message}`, {
-      key,
-      location: this.url,
+      object: objectAt(this.url, key),
       cause: err,
     });
   }
@@ -249,16 +253,7 @@ export class FolderStore implements Store {
     resolveRange(range, Number.MAX_SAFE_INTEGER, key, this.url);
     // An explicit range needs no size: a read that comes back short means it ran past the end.
     const sized = "suffixLength" in range || range.length === 0;
-    const file = this.files.acquire(path);
-    try {
-      let fd: number;
-      try {
-        const ready = this.files.ready(file, signal);
-        fd = typeof ready === "number" ? ready : await ready;
-      } catch (err) {
-        if (isMissing(err)) return undefined;
-        throw err;
-      }
+    return this.readShared(path, key, signal, async (fd) => {
       const { start, end } = sized
         ? resolveRange(range, await fdSize(fd), key, this.url)
         : { start: range.offset, end: range.offset + range.length };
@@ -271,12 +266,7 @@ export class FolderStore implements Store {
         done += n;
       }
       return out;
-    } catch (err) {
-      if (signal?.aborted) throw signal.reason;
-      throw this.wrap(err, "reading", key);
-    } finally {
-      this.files.release(file);
-    }
+    });
   }
 
   /**
@@ -291,23 +281,15 @@ export class FolderStore implements Store {
   ): Promise<Uint8Array | undefined> {
     const signal = opts?.signal;
     throwIfAborted(signal);
-    const path = this.path(key);
-    const file = this.files.acquire(path);
-    try {
-      let fd: number;
-      try {
-        const ready = this.files.ready(file, signal);
-        fd = typeof ready === "number" ? ready : await ready;
-      } catch (err) {
-        if (isMissing(err)) return undefined;
-        throw err;
-      }
+    return this.readShared(this.path(key), key, signal, async (fd) => {
       const size = await fdSize(fd);
       const space = allocate(size);
       if (space.length < size) {
         throw new StorageError(`getInto: allocate(${size}) returned ${space.length} bytes for ${key}`, {
-          key,
-          location: this.url,
+          tag: "InvalidOption",
+          object: objectAt(this.url, key),
+          expected: `>= ${size} bytes`,
+          found: space.length,
         });
       }
       const out = space.subarray(0, size);
@@ -319,6 +301,30 @@ export class FolderStore implements Store {
         done += n;
       }
       return done < size ? out.subarray(0, done) : out;
+    });
+  }
+
+  /**
+   * `read(fd)` on the descriptor of `path` shared with overlapping reads: `undefined` when the
+   * file does not exist, the signal's reason when it aborted, any other failure wrapped.
+   */
+  private async readShared(
+    path: string,
+    key: string,
+    signal: AbortSignal | undefined,
+    read: (fd: number) => Promise<Uint8Array>,
+  ): Promise<Uint8Array | undefined> {
+    const file = this.files.acquire(path);
+    try {
+      let fd: number;
+      try {
+        const ready = this.files.ready(file, signal);
+        fd = typeof ready === "number" ? ready : await ready;
+      } catch (err) {
+        if (isMissing(err)) return undefined;
+        throw err;
+      }
+      return await read(fd);
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
       throw this.wrap(err, "reading", key);
@@ -338,8 +344,7 @@ export class FolderStore implements Store {
     // in place by someone bypassing `set`.
     return new StorageError(`${key} changed size while being read (got ${done} bytes of the range)`, {
       tag: "RangeNotSatisfiable",
-      key,
-      location: this.url,
+      object: objectAt(this.url, key),
     });
   }
 

@@ -65,7 +65,7 @@ export function networkError(
   const detail = cause?.code ?? cause?.message ?? "";
   return new StorageError(
     `request for ${ctx.url} failed: ${(err as Error)?.message ?? String(err)}${detail ? ` (${detail})` : ""}`,
-    { tag: "Network", key: ctx.key, location: ctx.location, cause: err },
+    { tag: "Network", object: ctx.url, cause: err },
   );
 }
 
@@ -100,7 +100,7 @@ export async function readBody(
         if (exact) {
           throw new StorageError(
             `${ctx.url} sent more than the ${out.length} bytes it announced; refusing the answer`,
-            { key: ctx.key, location: ctx.location },
+            { object: ctx.url },
           );
         }
         chunks.push(out.subarray(0, received));
@@ -134,14 +134,14 @@ export async function readBody(
 function truncated(got: number, expected: number, ctx: HttpReadContext): StorageError {
   return new StorageError(
     `truncated body from ${ctx.url}: received ${got} of the ${expected} bytes announced (connection cut?)`,
-    { tag: "Network", key: ctx.key, location: ctx.location },
+    { tag: "Network", object: ctx.url },
   );
 }
 
 function tooLarge(size: number | undefined, cap: number, ctx: HttpReadContext): StorageError {
   return new StorageError(
     `${ctx.url} ignored the Range header and answered with the whole object (${size === undefined ? "size unknown" : `${size} bytes`}); refusing to download more than ${cap} bytes for a range. Serve the data from a server that supports Range requests, or raise maxIgnoredRangeBytes.`,
-    { tag: "RangeUnsupported", key: ctx.key, location: ctx.location },
+    { tag: "RangeUnsupported", object: ctx.url },
   );
 }
 
@@ -171,7 +171,7 @@ function notSatisfiable(range: RangeQuery, total: number | undefined, ctx: HttpR
       : `bytes ${range.offset}..${range.offset + range.length}`;
   return new StorageError(
     `range not satisfiable: ${asked} of ${ctx.url}${total === undefined ? "" : `, which has ${total} bytes`}`,
-    { tag: "RangeNotSatisfiable", key: ctx.key, location: ctx.location },
+    { tag: "RangeNotSatisfiable", object: ctx.url },
   );
 }
 
@@ -206,7 +206,7 @@ function statusErrorFrom(res: Response, text: string, method: string, ctx: HttpR
         : "";
   return new HttpStatusError(
     `${method} ${ctx.url} answered ${res.status}${res.statusText ? ` ${res.statusText}` : ""}${detail ? ` [${detail}]` : ""}${hint}`,
-    { status: res.status, url: ctx.url, key: ctx.key, location: ctx.location },
+    { status: res.status, object: ctx.url },
   );
 }
 
@@ -330,8 +330,7 @@ async function readPartial(res: Response, range: RangeQuery, ctx: HttpReadContex
   const fail = async (why: string) => {
     await res.body?.cancel().catch(() => {});
     return new StorageError(`${ctx.url} answered 206 with ${why}; refusing the answer`, {
-      key: ctx.key,
-      location: ctx.location,
+      object: ctx.url,
     });
   };
   if (cr === undefined)
@@ -390,8 +389,7 @@ async function emptyRange(
   const size = contentLength(res);
   if (size === undefined) {
     throw new StorageError(`HEAD ${ctx.url} gave no Content-Length, so an empty range cannot be checked`, {
-      key: ctx.key,
-      location: ctx.location,
+      object: ctx.url,
     });
   }
   if (!rangeFits(range, size)) throw notSatisfiable(range, size, ctx);

@@ -1,4 +1,4 @@
-import { StorageError } from "./errors.js";
+import { objectAt, StorageError } from "./errors.js";
 import { encodeKeyPath, type FetchLike, type KeyRead, readKey } from "./http-read.js";
 import { normalizeKey } from "./keys.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
@@ -86,8 +86,7 @@ export class HttpStore implements Store {
   private readOnly(what: string, key?: string): never {
     throw new StorageError(`${what} is not possible on ${this.url}: an HTTP store is read-only`, {
       tag: "ReadOnly",
-      key,
-      location: this.url,
+      object: objectAt(this.url, key),
     });
   }
 

@@ -7,12 +7,16 @@
 
 export { type CoalesceOptions, CoalescingStore, withCoalescing } from "./coalesce.js";
 export {
+  DELTACELLS_ERROR,
   HttpStatusError,
+  isDeltacellsFamilyError,
   isStorageError,
   isTransient,
   RetriesExhaustedError,
   StorageError,
+  type StorageErrorOptions,
   type StorageErrorTag,
+  type TaggedErrorFields,
 } from "./errors.js";
 export { DEFAULT_MAX_IGNORED_RANGE_BYTES, HttpStore, type HttpStoreOptions } from "./http.js";
 export type { FetchLike } from "./http-read.js";

@@ -1,4 +1,4 @@
-import { StorageError } from "./errors.js";
+import { objectAt, StorageError } from "./errors.js";
 
 /**
  * Normalizes a store key: zarrita passes absolute keys (`/zarr.json`), our own code relative ones
@@ -16,7 +16,7 @@ export function normalizeKey(key: string, location?: string): string {
   if (bad) {
     throw new StorageError(
       `invalid key ${JSON.stringify(key)}: keys are relative paths of non-empty segments without "..", "." or "\\"`,
-      { tag: "InvalidKey", key, location },
+      { tag: "InvalidKey", object: objectAt(location, key) },
     );
   }
   return k;

@@ -1,4 +1,5 @@
 import { StorageError } from "./errors.js";
+import { Slots } from "./slots.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
 import { type AnyStore, locationOf, writeMethod } from "./wrap.js";
 
@@ -10,8 +11,7 @@ export class ConcurrencyLimitStore implements Store {
   readonly url: string;
   readonly inner: AnyStore;
   readonly limit: number;
-  private active = 0;
-  private readonly waiting: { start: () => void }[] = [];
+  private readonly slots: Slots;
   readonly set: Store["set"];
   readonly delete: Store["delete"];
   readonly list: Store["list"];
@@ -19,12 +19,16 @@ export class ConcurrencyLimitStore implements Store {
   constructor(inner: AnyStore, limit: number) {
     if (!Number.isInteger(limit) || limit < 1) {
       throw new StorageError(`a concurrency limit must be a positive integer, got ${limit}`, {
-        location: locationOf(inner),
+        tag: "InvalidOption",
+        object: locationOf(inner),
+        expected: "a positive integer",
+        found: limit,
       });
     }
     this.inner = inner;
     this.url = locationOf(inner);
     this.limit = limit;
+    this.slots = new Slots(limit);
     const set = writeMethod(inner, "set");
     const del = writeMethod(inner, "delete");
     const list = writeMethod(inner, "list");
@@ -35,12 +39,12 @@ export class ConcurrencyLimitStore implements Store {
 
   /** Calls running on the inner store now. */
   get inFlight(): number {
-    return this.active;
+    return this.slots.taken;
   }
 
   /** Calls waiting for a slot. */
   get queued(): number {
-    return this.waiting.length;
+    return this.slots.queued;
   }
 
   get(key: string, opts?: StoreOptions): Promise<Uint8Array | undefined> {
@@ -52,37 +56,13 @@ export class ConcurrencyLimitStore implements Store {
   }
 
   private async run<T>(call: () => Promise<T>, opts: StoreOptions | undefined): Promise<T> {
-    await this.acquire(opts?.signal);
+    opts?.signal?.throwIfAborted();
+    await this.slots.take(opts?.signal);
     try {
       return await call();
     } finally {
-      this.active--;
-      this.waiting.shift()?.start();
+      this.slots.give();
     }
-  }
-
-  private acquire(signal: AbortSignal | undefined): Promise<void> {
-    signal?.throwIfAborted();
-    if (this.active < this.limit) {
-      this.active++;
-      return Promise.resolve();
-    }
-    return new Promise<void>((resolve, reject) => {
-      const entry = {
-        start: () => {
-          signal?.removeEventListener("abort", onAbort);
-          this.active++;
-          resolve();
-        },
-      };
-      const onAbort = () => {
-        const i = this.waiting.indexOf(entry);
-        if (i >= 0) this.waiting.splice(i, 1);
-        reject(signal?.reason);
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
-      this.waiting.push(entry);
-    });
   }
 }
 

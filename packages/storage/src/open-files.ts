@@ -6,14 +6,14 @@
  * reads that overhead was ~30% of a reader's CPU. Callback `fs` calls wrapped in one promise each
  * do the same system calls without it.
  *
- * Two mechanisms live here:
- * - {@link FdSlots}: a semaphore bounding how many descriptors a store holds at once, so that a
- *   burst of reads on many keys waits instead of failing with EMFILE.
- * - {@link SharedFiles}: one descriptor per path shared by every read on that path that overlaps
- *   in time (reference-counted), closed once the path goes idle.
+ * {@link SharedFiles}: one descriptor per path shared by every read on that path that overlaps in
+ * time (reference-counted), closed once the path goes idle; the descriptors a store holds at once
+ * are bounded by its {@link Slots}, so a burst of reads on many keys waits instead of failing with
+ * EMFILE.
  */
 import { close, fstat, open, read } from "node:fs";
 import { raceAbort } from "./signals.js";
+import type { Slots } from "./slots.js";
 
 /** Opens `path` read-only; rejects with the errno error (`code` is set). */
 export function openFd(path: string): Promise<number> {
@@ -41,57 +41,6 @@ export function readFd(
 /** Closes `fd`. A failing close of a read-only descriptor loses nothing, so its error is dropped. */
 function closeFd(fd: number, done: () => void): void {
   close(fd, () => done());
-}
-
-/**
- * A counting semaphore for open descriptors, FIFO. A waiter whose signal aborts leaves the queue
- * at once and rejects with the signal's reason.
- */
-export class FdSlots {
-  private free: number;
-  private readonly waiting: (() => void)[] = [];
-
-  constructor(readonly limit: number) {
-    this.free = limit;
-  }
-
-  /** Descriptors taken now. */
-  get taken(): number {
-    return this.limit - this.free;
-  }
-
-  /** Takes a slot if one is free, without waiting. */
-  tryTake(): boolean {
-    if (this.free === 0) return false;
-    this.free--;
-    return true;
-  }
-
-  /** Takes a slot, waiting in line if none is free. */
-  take(signal?: AbortSignal): Promise<void> {
-    if (this.tryTake()) return Promise.resolve();
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise<void>((resolve, reject) => {
-      const start = () => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve();
-      };
-      const onAbort = () => {
-        const i = this.waiting.indexOf(start);
-        if (i >= 0) this.waiting.splice(i, 1);
-        reject(signal?.reason);
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
-      this.waiting.push(start);
-    });
-  }
-
-  /** Gives a slot back; the first waiter, if any, gets it directly. */
-  give(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.free++;
-  }
 }
 
 /** One open descriptor shared by the reads of one path that overlap in time. */
@@ -126,7 +75,7 @@ export class SharedFiles {
   private readonly files = new Map<string, SharedFile>();
 
   constructor(
-    private readonly slots: FdSlots,
+    private readonly slots: Slots,
     private readonly maxShareMs: number,
   ) {}
 

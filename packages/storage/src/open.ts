@@ -36,7 +36,7 @@ export function openStore(url: string, opts: OpenStoreOptions = {}): Store {
     default:
       throw new StorageError(
         `cannot open ${JSON.stringify(url)}: expected an http(s)://, s3://bucket/prefix or memory:// URL${scheme === "file" || scheme === undefined ? " (local paths and file:// URLs open with openStore from @deltacells/storage/node)" : ""}`,
-        { tag: "UnsupportedUrl", location: url },
+        { tag: "UnsupportedUrl", object: url },
       );
   }
 }

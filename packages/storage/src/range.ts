@@ -1,4 +1,4 @@
-import { StorageError } from "./errors.js";
+import { objectAt, StorageError } from "./errors.js";
 import type { RangeQuery } from "./types.js";
 
 /**
@@ -15,13 +15,15 @@ export function resolveRange(
   if ("suffixLength" in range) {
     const n = range.suffixLength;
     if (!Number.isSafeInteger(n) || n < 0) {
-      throw new StorageError(`invalid suffix length ${n} for ${key}`, { tag: "InvalidKey", key, location });
+      throw new StorageError(`invalid suffix length ${n} for ${key}`, {
+        tag: "InvalidKey",
+        object: objectAt(location, key),
+      });
     }
     if (n > size) {
       throw new StorageError(`range not satisfiable: last ${n} bytes of ${key}, which has ${size} bytes`, {
         tag: "RangeNotSatisfiable",
-        key,
-        location,
+        object: objectAt(location, key),
       });
     }
     return { start: size - n, end: size };
@@ -30,14 +32,13 @@ export function resolveRange(
   if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(length) || offset < 0 || length < 0) {
     throw new StorageError(`invalid range offset=${offset} length=${length} for ${key}`, {
       tag: "InvalidKey",
-      key,
-      location,
+      object: objectAt(location, key),
     });
   }
   if (offset + length > size) {
     throw new StorageError(
       `range not satisfiable: bytes ${offset}..${offset + length} of ${key}, which has ${size} bytes`,
-      { tag: "RangeNotSatisfiable", key, location },
+      { tag: "RangeNotSatisfiable", object: objectAt(location, key) },
     );
   }
   return { start: offset, end: offset + length };

@@ -1,4 +1,4 @@
-import { isTransient, RetriesExhaustedError, StorageError } from "./errors.js";
+import { isTransient, objectAt, RetriesExhaustedError, StorageError } from "./errors.js";
 import { childController, raceAbort, sleep } from "./signals.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
 import { type AnyStore, locationOf, writeMethod } from "./wrap.js";
@@ -98,7 +98,7 @@ export class RetryStore implements Store {
           const list = causes.map((c, i) => `  ${i + 1}. ${describe(c)}`).join("\n");
           throw new RetriesExhaustedError(
             `${what} from ${this.url} failed ${n} times (all attempts used); the failures were:\n${list}`,
-            { attempts: n, causes, key, location: this.url },
+            { attempts: n, causes, object: objectAt(this.url, key) },
           );
         }
         const delayMs = this.random() * Math.min(this.max, this.base * 2 ** (n - 1));
@@ -120,8 +120,7 @@ export class RetryStore implements Store {
       controller.abort(
         new StorageError(`an attempt on ${key} at ${this.url} took longer than ${this.timeoutMs} ms`, {
           tag: "Timeout",
-          key,
-          location: this.url,
+          object: objectAt(this.url, key),
         }),
       );
     }, this.timeoutMs);

@@ -1,4 +1,4 @@
-import { StorageError } from "./errors.js";
+import { objectAt, StorageError } from "./errors.js";
 import type { S3Store } from "./s3.js";
 import { escapeXml, initiateUpload } from "./s3-multipart.js";
 
@@ -31,8 +31,7 @@ export async function multipartUploadParts(
     const etag = res.headers.get("etag");
     if (!etag) {
       throw new StorageError(`${url}: part ${number} was accepted without an ETag`, {
-        key,
-        location: store.url,
+        object: objectAt(store.url, key),
       });
     }
     etags[number - 1] = etag;
@@ -71,7 +70,7 @@ export async function multipartUploadParts(
     if (total !== byteLength) {
       throw new StorageError(
         `${url}: ${total} bytes arrived for an object declared as ${byteLength}; the upload was aborted and nothing was written.`,
-        { key, location: store.url },
+        { object: objectAt(store.url, key) },
       );
     }
     if (fill > 0 || count === 0) await send(buffer.subarray(0, fill));

@@ -1,4 +1,4 @@
-import { StorageError } from "./errors.js";
+import { objectAt, StorageError } from "./errors.js";
 import type { S3Store } from "./s3.js";
 import { childText } from "./xml.js";
 
@@ -18,8 +18,7 @@ export async function initiateUpload(
   const uploadId = childText(await store.xml(init, url, key, signal), "UploadId");
   if (!uploadId) {
     throw new StorageError(`${url}: InitiateMultipartUpload answered without an UploadId`, {
-      key,
-      location: store.url,
+      object: objectAt(store.url, key),
     });
   }
   return `uploadId=${encodeURIComponent(uploadId)}`;
@@ -56,8 +55,7 @@ export async function multipartUpload(
         const etag = res.headers.get("etag");
         if (!etag) {
           throw new StorageError(`${url}: part ${i + 1} was accepted without an ETag`, {
-            key,
-            location: store.url,
+            object: objectAt(store.url, key),
           });
         }
         etags[i] = etag;

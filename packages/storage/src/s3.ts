@@ -1,5 +1,5 @@
 import { AwsClient } from "aws4fetch";
-import { StorageError } from "./errors.js";
+import { objectAt, StorageError } from "./errors.js";
 import { DEFAULT_MAX_IGNORED_RANGE_BYTES } from "./http.js";
 import {
   encodeKeyPath,
@@ -88,7 +88,7 @@ export function parseS3Url(url: string): { bucket: string; prefix: string } {
   if (m === null) {
     throw new StorageError(`not an S3 URL: ${url} (expected s3://bucket/optional/prefix)`, {
       tag: "UnsupportedUrl",
-      location: url,
+      object: url,
     });
   }
   return { bucket: m[1]!, prefix: m[2]!.replace(/\/+$/, "") };
@@ -138,13 +138,13 @@ export class S3Store implements Store {
     } else if (opts.accessKeyId === undefined && opts.secretAccessKey === undefined) {
       throw new StorageError(
         `S3 store ${this.url}: no credentials. Pass accessKeyId and secretAccessKey (in Node, openStore from @deltacells/storage/node reads them from the AWS environment and ~/.aws), or signRequests: false to read a public bucket unsigned.`,
-        { tag: "NoCredentials", location: this.url },
+        { tag: "NoCredentials", object: this.url },
       );
     } else {
       if (!opts.accessKeyId || !opts.secretAccessKey) {
         throw new StorageError(
           `S3 store ${this.url}: accessKeyId and secretAccessKey must be given together (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)`,
-          { location: this.url },
+          { tag: "InvalidOption", object: this.url },
         );
       }
       this.client = new AwsClient({
@@ -162,9 +162,7 @@ export class S3Store implements Store {
     if (this.partSize < S3_MIN_PART_SIZE) {
       throw new StorageError(
         `S3 store ${this.url}: partSize ${this.partSize} is below S3's minimum of 5 MiB`,
-        {
-          location: this.url,
-        },
+        { tag: "InvalidOption", object: this.url, expected: `>= ${S3_MIN_PART_SIZE}`, found: this.partSize },
       );
     }
     this.partConcurrency = Math.max(1, opts.partConcurrency ?? 4);
@@ -236,15 +234,13 @@ export class S3Store implements Store {
       root = parseXml(text);
     } catch (err) {
       throw new StorageError(`${url} answered with malformed XML: ${(err as Error).message}`, {
-        key,
-        location: this.url,
+        object: objectAt(this.url, key),
         cause: err,
       });
     }
     if (root.name === "Error") {
       throw new StorageError(`${url} failed: ${childText(root, "Code")}: ${childText(root, "Message")}`, {
-        key,
-        location: this.url,
+        object: objectAt(this.url, key),
       });
     }
     return root;
@@ -324,7 +320,7 @@ export class S3Store implements Store {
     if (at !== byteLength) {
       throw new StorageError(
         `${url}: the parts of an object declared as ${byteLength} bytes did not add up to it; nothing was written.`,
-        { key, location: this.url },
+        { object: objectAt(this.url, key) },
       );
     }
     await this.request("PUT", url, key, { body: whole, signal: opts?.signal });
@@ -373,7 +369,7 @@ export class S3Store implements Store {
       token = truncated ? child(root, "NextContinuationToken")?.text : undefined;
       if (truncated && !token) {
         throw new StorageError(`${url}: a truncated listing without NextContinuationToken`, {
-          location: this.url,
+          object: this.url,
         });
       }
     } while (token !== undefined);

@@ -1,4 +1,4 @@
-import { StorageError } from "./errors.js";
+import { objectAt, StorageError } from "./errors.js";
 import type { ReadableStore, StoreOptions, WritableStore } from "./types.js";
 
 /**
@@ -21,8 +21,7 @@ export function writeMethod<K extends keyof WritableStore>(store: AnyStore, name
       `${name}${typeof key === "string" ? ` ${key}` : ""} is not possible on ${locationOf(store)}: it is read-only`,
       {
         tag: "ReadOnly",
-        key: typeof key === "string" ? key : undefined,
-        location: locationOf(store),
+        object: objectAt(locationOf(store), typeof key === "string" ? key : undefined),
       },
     );
   }) as unknown as WritableStore[K];

@@ -8,8 +8,8 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { gzipSync } from "node:zlib";
 import { HttpStatusError, HttpStore, isStorageError } from "@deltacells/storage";
+import { type RunningServer, startServe } from "../../../test-utils/servers.js";
 import { FaultProxy } from "./helpers/fault-proxy.js";
-import { type RunningServer, startServe } from "./helpers/servers.js";
 
 const data = randomBytes(100_000);
 const odd = randomBytes(300);

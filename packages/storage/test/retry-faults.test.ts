@@ -14,8 +14,8 @@ import {
   withRetries,
   withStats,
 } from "@deltacells/storage";
+import { type RunningServer, startServe } from "../../../test-utils/servers.js";
 import { type Fault, FaultProxy } from "./helpers/fault-proxy.js";
-import { type RunningServer, startServe } from "./helpers/servers.js";
 
 const data = randomBytes(200_000);
 let dir: string;

@@ -6,8 +6,8 @@ import { fileURLToPath } from "node:url";
 import { HttpStatusError, isStorageError, S3Store, type S3StoreOptions } from "@deltacells/storage";
 import { openStore } from "@deltacells/storage/node";
 import { AwsClient } from "aws4fetch";
+import { type RunningServer, startMoto } from "../../../test-utils/servers.js";
 import { FaultProxy } from "./helpers/fault-proxy.js";
-import { type RunningServer, startMoto } from "./helpers/servers.js";
 
 const BUCKET = "deltacells-test";
 const creds = { accessKeyId: "testing", secretAccessKey: "testing", region: "us-east-1" };

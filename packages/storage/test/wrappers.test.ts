@@ -73,7 +73,7 @@ describe("withStats", () => {
 });
 
 describe("withRetries", () => {
-  const transient = () => new HttpStatusError("injected 503", { status: 503, url: "u" });
+  const transient = () => new HttpStatusError("injected 503", { status: 503, object: "u" });
 
   test("retries transient failures and returns the inner answer", async () => {
     const inner = probe();
@@ -120,7 +120,7 @@ describe("withRetries", () => {
   });
 
   test("does not retry a 404-like client error or a non-storage error", async () => {
-    for (const failure of [new HttpStatusError("nope", { status: 400, url: "u" }), new TypeError("bug")]) {
+    for (const failure of [new HttpStatusError("nope", { status: 400, object: "u" }), new TypeError("bug")]) {
       const inner = probe();
       inner.failures = [failure];
       await assert.rejects(withRetries(inner, { baseDelayMs: 0 }).get("obj"), (e) => e === failure);

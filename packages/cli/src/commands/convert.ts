@@ -159,7 +159,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
   try {
     const { manifest, bytes } = await writeDataset(source, target.staging, {
       encoder: pool,
-      compress: zstdCompressor(19),
+      compress: zstdCompressor(DEFAULT_LEVEL),
       tileSize,
       nChunks,
       level,

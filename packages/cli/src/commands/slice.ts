@@ -7,6 +7,7 @@ import {
 } from "@deltacells/sporadik/node";
 import type { StoreStats } from "@deltacells/storage";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
+import { CliError } from "../errors.js";
 import { openCounted } from "../io.js";
 import { WaveCounter } from "../waves.js";
 import type { CommandResult } from "./types.js";
@@ -31,10 +32,15 @@ With --stats, the reads of describing the store and of the slices are also count
 their waves (a wave: requests in flight together; the next one starts when none is left).`;
 
 /** STORE is a deltacells dataset, not a sporadik store. */
-class NotSporadikError extends Error {
-  readonly _tag = "NotASporadikStore";
-  constructor(message: string, cause: unknown) {
-    super(message, { cause });
+class NotSporadikError extends CliError {
+  declare readonly _tag: "NotASporadikStore";
+  constructor(message: string, options: { object: string; cause: unknown }) {
+    super(message, {
+      ...options,
+      tag: "NotASporadikStore",
+      expected: "a sporadik store",
+      found: "a deltacells dataset",
+    });
     this.name = "NotSporadikError";
   }
 }
@@ -68,7 +74,7 @@ function expand(args: readonly PositionArg[], axis: number, shape: readonly numb
     }
     const stop = arg.stop ?? length;
     // The reader's own refusal, before a range past the axis is spelled out position by position.
-    if (stop > length) throw new PositionError(Math.max(arg.start, length), axis, length, shape);
+    if (stop > length) throw PositionError.along(Math.max(arg.start, length), axis, length, shape);
     for (let p = arg.start; p < stop; p++) out.push(p);
   }
   return out;
@@ -79,18 +85,6 @@ function plain(values: ArrayLike<number | bigint>): (number | string)[] {
   return Array.from(values, (v) =>
     typeof v === "bigint" ? (Number.isSafeInteger(Number(v)) ? Number(v) : v.toString()) : v,
   );
-}
-
-/** `n` unraveled row-major over `dims`. */
-function unravel(n: number, dims: readonly number[]): number[] {
-  const out = new Array<number>(dims.length);
-  let rest = n;
-  for (let k = dims.length - 1; k >= 0; k--) {
-    const size = dims[k] as number;
-    out[k] = rest % size;
-    rest = Math.floor(rest / size);
-  }
-  return out;
 }
 
 const NOTHING: StoreStats = {
@@ -134,13 +128,18 @@ function render(sel: Selection, store: SparseArrayReader, url: string, dense: bo
     }
     return { text: rows.join("\n"), slices, denseShape: shape };
   }
+  // Every value's coordinates, for naming a cell of a slice over several axes (in indexOrder).
+  const coords = dims.length === 1 ? undefined : sel.coords().coords;
+  let entry = 0;
   for (let i = 0; i < sel.length; i++) {
     const { positions, values } = sel.sliceAt(i);
     const at = plain(positions);
     const vs = plain(values);
     slices.push({ position: sel.positions[i], indices: at, values: vs });
     const cells = at.map((p, k) => {
-      const where = dims.length === 1 ? String(p) : `(${unravel(Number(p), dims).join(",")})`;
+      const j = entry++;
+      const where =
+        coords === undefined ? String(p) : `(${sel.indexOrder.map((axis) => coords[axis]![j]).join(",")})`;
       return `${where}=${vs[k]}`;
     });
     rows.push(`  ${sel.positions[i]}: ${at.length} nonzeros${cells.length ? `: ${cells.join(" ")}` : ""}`);
@@ -170,7 +169,7 @@ export async function slice(argv: string[]): Promise<CommandResult> {
     if ((err as { _tag?: string })._tag === "IncompleteError" && (await store.get("manifest.json"))) {
       throw new NotSporadikError(
         `${store.url} is a deltacells dataset, and slice reads sporadik stores: convert it with \`deltacells convert ${location} OUTPUT.zarr --format sporadik\` first`,
-        err,
+        { object: store.url, cause: err },
       );
     }
     throw err;

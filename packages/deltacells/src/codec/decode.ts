@@ -241,9 +241,14 @@ export function cellRange(
   const [a, b] = cells;
   if (!Number.isInteger(a) || !Number.isInteger(b) || a < 0 || b < a || b > nCells) {
     throw new DeltacellsError(
-      "InvalidInput",
       `cell range [${a}, ${b}) is not inside the tile's ${nCells} cells${object ? ` (${object})` : ""}`,
-      { object, field: "cells", expected: `0 <= start <= end <= ${nCells}`, found: [a, b] },
+      {
+        tag: "InvalidInput",
+        object,
+        field: "cells",
+        expected: `0 <= start <= end <= ${nCells}`,
+        found: [a, b],
+      },
     );
   }
   return [a, b];
@@ -253,15 +258,12 @@ export function cellRange(
 export function valuesOf(opts: DecodeOptions): "int32" | "float32" {
   const v = opts.values ?? "int32";
   if (v !== "int32" && v !== "float32") {
-    throw new DeltacellsError(
-      "InvalidInput",
-      `values must be "int32" or "float32", not ${JSON.stringify(v)}`,
-      {
-        field: "values",
-        expected: "int32 | float32",
-        found: v,
-      },
-    );
+    throw new DeltacellsError(`values must be "int32" or "float32", not ${JSON.stringify(v)}`, {
+      tag: "InvalidInput",
+      field: "values",
+      expected: "int32 | float32",
+      found: v,
+    });
   }
   return v;
 }
@@ -277,9 +279,9 @@ export function allocateOutput(
   const data = out.data;
   if (data !== undefined && (float ? !(data instanceof Float32Array) : !(data instanceof Int32Array))) {
     throw new DeltacellsError(
-      "InvalidInput",
       `out.data must be a ${float ? "Float32Array" : "Int32Array"} for values "${float ? "float32" : "int32"}"`,
       {
+        tag: "InvalidInput",
         field: "out.data",
         expected: float ? "Float32Array" : "Int32Array",
         found: data.constructor.name,
@@ -301,13 +303,8 @@ function sized<T extends Float64Array | Int32Array | Float32Array>(
   if (a === undefined) return undefined;
   if (a.length < n) {
     throw new DeltacellsError(
-      "InvalidInput",
       `${field} has ${a.length} elements, the tile needs ${n}: pass a larger buffer`,
-      {
-        field,
-        expected: `>= ${n} elements`,
-        found: a.length,
-      },
+      { tag: "InvalidInput", field, expected: `>= ${n} elements`, found: a.length },
     );
   }
   return a.subarray(0, n) as T;
@@ -348,7 +345,13 @@ function decodeChunkInto(cx: ChunkContext, k: number): void {
   const native = nativeKernel();
   if (native !== undefined && cb > ca) {
     const bad = native.gaps(gaps, n, indptr, ch.nnzLo, ca, cb, indices, shift, nGenes);
-    if (bad === -2) throw new Error(`deltacells: inconsistent arguments to the native kernel (chunk ${k})`);
+    if (bad === -2) {
+      throw new DeltacellsError(`deltacells: inconsistent arguments to the native kernel (chunk ${k})`, {
+        tag: "InternalError",
+        object: cx.object,
+        field: `chunk[${k}]`,
+      });
+    }
     // The TypeScript loop below then only runs from a bad cell, to describe it.
     pending = bad === -1 ? cb : bad;
   }

@@ -44,7 +44,9 @@ export interface EncodeOptions {
   object?: string;
 }
 
-export const DEFAULT_CHUNKS = 8;
+/** Chunks per tile (units of parallel decoding) unless told otherwise. */
+export const DEFAULT_N_CHUNKS = 8;
+/** zstd level of a tile's streams unless told otherwise. */
 export const DEFAULT_LEVEL = 19;
 
 /** One chunk's raw (uncompressed) streams. */
@@ -80,7 +82,8 @@ function invalid(
   found: unknown,
   message: string,
 ) {
-  return new DeltacellsError("InvalidInput", `${object ? `${object}: ` : ""}${message}`, {
+  return new DeltacellsError(`${object ? `${object}: ` : ""}${message}`, {
+    tag: "InvalidInput",
     object,
     field,
     expected,
@@ -116,7 +119,7 @@ export function prepareTile(rows: TileRows, opts: EncodeOptions = {}): PreparedT
       `indptr spans ${nnz} nonzeros but ${field} has ${found}`,
     );
   }
-  const wanted = opts.nChunks ?? DEFAULT_CHUNKS;
+  const wanted = opts.nChunks ?? DEFAULT_N_CHUNKS;
   if (!Number.isInteger(wanted) || wanted < 1) {
     throw invalid(
       object,
@@ -333,9 +336,8 @@ export function compressChunk(c: PreparedChunk, zstd: ZstdBackend, level: number
 export function compressorOf(zstd: ZstdBackend): (src: Uint8Array, level: number) => Uint8Array {
   if (zstd.compress === undefined) {
     throw new DeltacellsError(
-      "UnsupportedHost",
       `the zstd available here (${zstd.name}) only decompresses: encode tiles under Node`,
-      { field: "zstd", expected: "a compressor", found: zstd.name },
+      { tag: "UnsupportedHost", field: "zstd", expected: "a compressor", found: zstd.name },
     );
   }
   return zstd.compress;

@@ -70,6 +70,11 @@ export const CHUNK_FIELDS = [
   "gexc_len",
 ] as const;
 
+/** A CRC as errors show it: `0x` and 8 hex digits. */
+export function hex32(v: number): string {
+  return `0x${v.toString(16).padStart(8, "0")}`;
+}
+
 /** A `CorruptTile` error naming the field, what was expected and what was found. */
 export function corrupt(
   object: string | undefined,
@@ -80,10 +85,9 @@ export function corrupt(
 ) {
   const where = object === undefined ? "tile" : `tile ${object}`;
   return new DeltacellsError(
-    "CorruptTile",
     `${where}: ${field} is ${fmt(found)}, expected ${fmt(expected)}${what ? ` (${what})` : ""}; ` +
       "the object is not a valid deltacells v2 tile: re-fetch it or rewrite the dataset",
-    { object, field, expected, found },
+    { tag: "CorruptTile", object, field, expected, found },
   );
 }
 
@@ -110,9 +114,8 @@ let littleEndian: boolean | undefined;
 export function assertLittleEndianHost(isLittle = hostIsLittleEndian()): void {
   if (!isLittle) {
     throw new DeltacellsError(
-      "UnsupportedHost",
       "deltacells tiles are little-endian and this host is big-endian; decode them on a little-endian machine",
-      { field: "endianness", expected: "little", found: "big" },
+      { tag: "UnsupportedHost", field: "endianness", expected: "little", found: "big" },
     );
   }
 }
@@ -139,9 +142,8 @@ export function readTileHeader(bytes: Uint8Array, object?: string): TileHeader {
   const version = view.getUint32(8, true);
   if (version !== TILE_VERSION) {
     throw new DeltacellsError(
-      "UnsupportedVersion",
       `${object === undefined ? "tile" : `tile ${object}`}: version is ${version}, this reader understands version ${TILE_VERSION}`,
-      { object, field: "version", expected: TILE_VERSION, found: version },
+      { tag: "UnsupportedVersion", object, field: "version", expected: TILE_VERSION, found: version },
     );
   }
   const flags = view.getUint32(12, true);

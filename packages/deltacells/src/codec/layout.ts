@@ -9,6 +9,7 @@ import {
   assertLittleEndianHost,
   type ChunkEntry,
   corrupt,
+  hex32,
   MAX_ZSTD_RATIO,
   readChunkEntry,
   readTileHeader,
@@ -168,10 +169,6 @@ function readIndptr(
   if (out[0] !== 0) throw corrupt(object, "indptr[0]", 0, out[0]);
   if (out[nCells] !== nnz) throw corrupt(object, `indptr[${nCells}]`, `nnz = ${nnz}`, out[nCells]);
   return out;
-}
-
-function hex32(v: number): string {
-  return `0x${v.toString(16).padStart(8, "0")}`;
 }
 
 /** CRC-32 with the native kernel when loaded. */

@@ -12,7 +12,7 @@ import type { DecodedTile } from "./decode.js";
  * A decoded tile whose arrays belong to a pool or a dataset reader until released. Valid until
  * `release()` (or the end of a `using` block, where the runtime has `Symbol.dispose`); then its
  * buffers decode later tiles, reading `indptr`, `indices` or `data` through the tile throws
- * `InvalidInput`, and views of arrays the reader owns are detached (length 0; copying from them
+ * `InvalidState`, and views of arrays the reader owns are detached (length 0; copying from them
  * throws). Keep data past `release()` by copying it (`tile.indices.slice()`). Not releasing is
  * always correct: the buffers are then garbage-collected, and the next tile gets new ones (slower).
  * A tile decoded into the caller's own `out` arrays stays the caller's: `release()` does nothing.
@@ -29,9 +29,8 @@ export interface RecycledTile extends DecodedTile {
 /** What a released tile answers when read. */
 function releasedError(field: string, object: string | undefined): DeltacellsError {
   return new DeltacellsError(
-    "InvalidInput",
     `tile${object ? ` ${object}` : ""} was released and its ${field} now holds another tile's data: copy what you keep (e.g. .slice()) before release()`,
-    { object, field, expected: "a tile not yet released", found: "released" },
+    { tag: "InvalidState", object, field, expected: "a tile not yet released", found: "released" },
   );
 }
 

@@ -1,4 +1,5 @@
 /** Datasets: the browser-safe half (reader, writer, validator). Opening by path is in `../node.ts`. */
+export { DEFAULT_LEVEL, DEFAULT_N_CHUNKS } from "../codec/encode.js";
 export type { DatasetManifest } from "./manifest.js";
 export {
   type CellRows,
@@ -15,8 +16,6 @@ export { type ValidationProblem, type ValidationReport, validateDataset } from "
 export type { Compress } from "./var-table.js";
 export {
   autoTileSize,
-  DEFAULT_LEVEL,
-  DEFAULT_N_CHUNKS,
   DEFAULT_TILE_SIZE,
   TARGET_TILE_NNZ,
   type TileEncoder,

@@ -42,7 +42,8 @@ export interface DatasetManifest {
 }
 
 function inconsistent(object: string, field: string, message: string, expected: unknown, found: unknown) {
-  return new DeltacellsError("InconsistentManifest", `${object}: ${message}`, {
+  return new DeltacellsError(`${object}: ${message}`, {
+    tag: "InconsistentManifest",
     object,
     field,
     expected,
@@ -64,13 +65,15 @@ export function parseManifest(bytes: Uint8Array, object: string): DatasetManifes
   try {
     json = JSON.parse(new TextDecoder().decode(bytes));
   } catch (cause) {
-    throw new DeltacellsError("FormatError", `${object} is not valid JSON: ${(cause as Error).message}`, {
+    throw new DeltacellsError(`${object} is not valid JSON: ${(cause as Error).message}`, {
+      tag: "FormatError",
       object,
       cause,
     });
   }
   if (json === null || typeof json !== "object" || Array.isArray(json)) {
-    throw new DeltacellsError("FormatError", `${object} is not a JSON object`, {
+    throw new DeltacellsError(`${object} is not a JSON object`, {
+      tag: "FormatError",
       object,
       found: typeof json,
     });
@@ -78,16 +81,14 @@ export function parseManifest(bytes: Uint8Array, object: string): DatasetManifes
   const m = json as Record<string, unknown>;
   if (m.format !== DATASET_FORMAT) {
     throw new DeltacellsError(
-      "FormatError",
       `${object} has format ${JSON.stringify(m.format)}, expected "${DATASET_FORMAT}": this is not a deltacells dataset`,
-      { object, field: "format", expected: DATASET_FORMAT, found: m.format },
+      { tag: "FormatError", object, field: "format", expected: DATASET_FORMAT, found: m.format },
     );
   }
   if (m.version !== DATASET_VERSION) {
     throw new DeltacellsError(
-      "UnsupportedVersion",
       `${object} is a deltacells dataset of version ${JSON.stringify(m.version)}; this reader understands version ${DATASET_VERSION} only (upgrade deltacells)`,
-      { object, field: "version", expected: DATASET_VERSION, found: m.version },
+      { tag: "UnsupportedVersion", object, field: "version", expected: DATASET_VERSION, found: m.version },
     );
   }
   const need = (field: string, ok: (v: unknown) => boolean, what: string) => {

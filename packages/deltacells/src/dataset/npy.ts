@@ -27,7 +27,8 @@ export function encodeNpyInt32(values: Int32Array): Uint8Array {
 /** Decode a 1-D `.npy` int32 (little-endian) array, refusing anything else. */
 export function decodeNpyInt32(bytes: Uint8Array, object: string): Int32Array {
   const fail = (what: string, found?: unknown) =>
-    new DeltacellsError("FormatError", `${object} is not a 1-D little-endian int32 .npy array: ${what}`, {
+    new DeltacellsError(`${object} is not a 1-D little-endian int32 .npy array: ${what}`, {
+      tag: "FormatError",
       object,
       expected: "1-D <i4 .npy",
       found,

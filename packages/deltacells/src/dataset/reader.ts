@@ -146,27 +146,19 @@ export class Dataset {
   private checkCell(c: number, what: string): void {
     if (!Number.isSafeInteger(c) || c < 0 || c >= this.nCells) {
       throw new DeltacellsError(
-        "InvalidInput",
         `${what} ${c} is outside the dataset's cells 0 .. ${this.nCells - 1} (${this.url})`,
-        {
-          object: this.url,
-          expected: `0 .. ${this.nCells - 1}`,
-          found: c,
-        },
+        { tag: "InvalidInput", object: this.url, expected: `0 .. ${this.nCells - 1}`, found: c },
       );
     }
   }
 
   private checkTile(i: number): void {
     if (!Number.isSafeInteger(i) || i < 0 || i >= this.nTiles) {
-      throw new DeltacellsError(
-        "InvalidInput",
-        `tile ${i} does not exist: ${this.url} has tiles 0 .. ${this.nTiles - 1}`,
-        {
-          object: this.url,
-          found: i,
-        },
-      );
+      throw new DeltacellsError(`tile ${i} does not exist: ${this.url} has tiles 0 .. ${this.nTiles - 1}`, {
+        tag: "InvalidInput",
+        object: this.url,
+        found: i,
+      });
     }
   }
 
@@ -234,9 +226,8 @@ export class Dataset {
   private missing(i: number): DeltacellsError {
     const key = tileKey(i);
     return new DeltacellsError(
-      "NotFound",
       `${this.url}/${key} is missing, although the manifest lists ${this.nTiles} tiles`,
-      { object: `${this.url}/${key}` },
+      { tag: "NotFound", object: `${this.url}/${key}` },
     );
   }
 
@@ -244,9 +235,8 @@ export class Dataset {
     const key = tileKey(i);
     const expected = this.manifest.tile_bytes[i]!;
     return new DeltacellsError(
-      "CorruptTile",
       `${this.url}/${key} is ${found} bytes but the manifest says ${expected}: the tile was truncated or replaced`,
-      { object: `${this.url}/${key}`, field: "tile_bytes", expected, found },
+      { tag: "CorruptTile", object: `${this.url}/${key}`, field: "tile_bytes", expected, found },
     );
   }
 
@@ -266,23 +256,21 @@ export class Dataset {
       tile = typeof (d as Partial<RecycledTile>).release === "function" ? (d as RecycledTile) : ownedTile(d);
     } catch (err) {
       if (isDeltacellsError(err)) throw err;
-      throw new DeltacellsError("CorruptTile", `${object} could not be decoded: ${(err as Error).message}`, {
+      throw new DeltacellsError(`${object} could not be decoded: ${(err as Error).message}`, {
+        tag: "CorruptTile",
         object,
         cause: err,
       });
     }
     const expectCells = opts.cells ? opts.cells[1] - opts.cells[0] : this.manifest.tile_cells[i]!;
     const mismatch = (field: string, expected: number, found: number) =>
-      new DeltacellsError(
-        "InconsistentManifest",
-        `${object} holds ${found} ${field} but the manifest says ${expected}`,
-        {
-          object,
-          field,
-          expected,
-          found,
-        },
-      );
+      new DeltacellsError(`${object} holds ${found} ${field} but the manifest says ${expected}`, {
+        tag: "InconsistentManifest",
+        object,
+        field,
+        expected,
+        found,
+      });
     let fault: DeltacellsError | undefined;
     if (tile.nCells !== expectCells) fault = mismatch("cells", expectCells, tile.nCells);
     else if (tile.nGenes !== this.nGenes) fault = mismatch("genes", this.nGenes, tile.nGenes);
@@ -308,15 +296,12 @@ export class Dataset {
   /** Cells `a .. b-1` as CSR, fetching each tile they touch once. */
   async cells(a: number, b: number, opts: ReadOptions = {}): Promise<CellRows> {
     if (!(Number.isSafeInteger(a) && Number.isSafeInteger(b) && 0 <= a && a <= b && b <= this.nCells)) {
-      throw new DeltacellsError(
-        "InvalidInput",
-        `cell range ${a}:${b} is not within 0:${this.nCells} (${this.url})`,
-        {
-          object: this.url,
-          expected: `0 <= a <= b <= ${this.nCells}`,
-          found: [a, b],
-        },
-      );
+      throw new DeltacellsError(`cell range ${a}:${b} is not within 0:${this.nCells} (${this.url})`, {
+        tag: "InvalidInput",
+        object: this.url,
+        expected: `0 <= a <= b <= ${this.nCells}`,
+        found: [a, b],
+      });
     }
     const float = opts.values === "float32";
     if (a === b) {
@@ -410,9 +395,8 @@ export class Dataset {
     const bytes = await this.store.get(key);
     if (bytes === undefined) {
       throw new DeltacellsError(
-        "InconsistentManifest",
         `${this.url}/${key} is missing although the manifest says it exists (has_* flag set): the dataset is damaged`,
-        { object: `${this.url}/${key}`, field: key },
+        { tag: "InconsistentManifest", object: `${this.url}/${key}`, field: key },
       );
     }
     return bytes;
@@ -427,9 +411,9 @@ export class Dataset {
       const names = text.endsWith("\n") ? text.slice(0, -1).split("\n") : text.split("\n");
       if (names.length !== this.nGenes) {
         throw new DeltacellsError(
-          "InconsistentManifest",
           `${this.url}/${VAR_NAMES_KEY} has ${names.length} names but the dataset has ${this.nGenes} genes`,
           {
+            tag: "InconsistentManifest",
             object: `${this.url}/${VAR_NAMES_KEY}`,
             expected: this.nGenes,
             found: names.length,
@@ -456,15 +440,12 @@ export class Dataset {
         seen[g] = 1;
       }
       if (bad) {
-        throw new DeltacellsError(
-          "InconsistentManifest",
-          `${object} is not a permutation of 0 .. ${this.nGenes - 1}`,
-          {
-            object,
-            expected: `a permutation of ${this.nGenes} genes`,
-            found: order.length,
-          },
-        );
+        throw new DeltacellsError(`${object} is not a permutation of 0 .. ${this.nGenes - 1}`, {
+          tag: "InconsistentManifest",
+          object,
+          expected: `a permutation of ${this.nGenes} genes`,
+          found: order.length,
+        });
       }
       return order;
     })();
@@ -527,13 +508,8 @@ export class Dataset {
     const table = await decodeVarTable(bytes, object);
     if (table.index.length !== this.nGenes) {
       throw new DeltacellsError(
-        "InconsistentManifest",
         `${object} has ${table.index.length} rows but the dataset has ${this.nGenes} genes`,
-        {
-          object,
-          expected: this.nGenes,
-          found: table.index.length,
-        },
+        { tag: "InconsistentManifest", object, expected: this.nGenes, found: table.index.length },
       );
     }
     return table;
@@ -580,15 +556,15 @@ export async function openDataset(
   const bytes = await store.get(MANIFEST_KEY, { signal: opts.signal });
   if (bytes === undefined) {
     throw new DeltacellsError(
-      "IncompleteDataset",
       `${url} has no ${MANIFEST_KEY}: either it is not a deltacells dataset or its conversion never finished (the manifest is written last); convert it again`,
-      { object: `${url}/${MANIFEST_KEY}` },
+      { tag: "IncompleteDataset", object: `${url}/${MANIFEST_KEY}` },
     );
   }
   const manifest = parseManifest(bytes, `${url}/${MANIFEST_KEY}`);
   if (opts.threads !== undefined) {
     if (opts.decoder !== undefined) {
-      throw new DeltacellsError("InvalidInput", "openDataset takes either `threads` or `decoder`, not both", {
+      throw new DeltacellsError("openDataset takes either `threads` or `decoder`, not both", {
+        tag: "InvalidInput",
         field: "threads",
         expected: "threads or decoder",
         found: "both",

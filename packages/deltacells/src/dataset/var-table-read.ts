@@ -76,11 +76,11 @@ export async function decodeVarTable(bytes: Uint8Array, object = "var.parquet"):
   try {
     metadata = parquetMetadata(file);
   } catch (cause) {
-    throw new DeltacellsError(
-      "FormatError",
-      `${object} is not a readable parquet file: ${(cause as Error).message}`,
-      { object, cause },
-    );
+    throw new DeltacellsError(`${object} is not a readable parquet file: ${(cause as Error).message}`, {
+      tag: "FormatError",
+      object,
+      cause,
+    });
   }
   const kv = new Map((metadata.key_value_metadata ?? []).map((e) => [e.key, e.value ?? ""]));
   const pandas = JSON.parse(kv.get("pandas") ?? "null") as {

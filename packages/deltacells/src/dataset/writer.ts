@@ -6,7 +6,7 @@
  * size and the pool, never on the number of cells. `manifest.json` is written last.
  */
 import type { WritableStore } from "@deltacells/storage";
-import type { TileRows } from "../codec/encode.js";
+import { DEFAULT_LEVEL, DEFAULT_N_CHUNKS, type TileRows } from "../codec/encode.js";
 import { DeltacellsError } from "../errors.js";
 import { type ObsWriteOptions, prepareObs } from "../obs/prepare.js";
 import { DEFAULT_OBS_TILES_PER_FILE } from "../obs/schema.js";
@@ -36,8 +36,6 @@ export interface TileEncoder {
 export const DEFAULT_TILE_SIZE = 4096;
 /** Nonzeros a tile aims at when the writer chooses its size (see {@link autoTileSize}). */
 export const TARGET_TILE_NNZ = 1 << 20;
-export const DEFAULT_N_CHUNKS = 8;
-export const DEFAULT_LEVEL = 19;
 
 /**
  * The tile size the writer uses unless told one: as many cells (a multiple of 64, 64 .. 4096) as
@@ -99,7 +97,8 @@ function invalid(
   message: string,
   fields: { field?: string; expected?: unknown; found?: unknown } = {},
 ) {
-  return new DeltacellsError("InvalidInput", `${source.location}: ${message}`, {
+  return new DeltacellsError(`${source.location}: ${message}`, {
+    tag: "InvalidInput",
     object: source.location,
     ...fields,
   });

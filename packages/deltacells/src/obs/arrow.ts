@@ -31,7 +31,7 @@ import {
 
 export { makeVector } from "apache-arrow";
 
-import type { ObsArrowType, ObsColumnSchema } from "./schema.js";
+import { numericValues, type ObsArrowType, type ObsColumnSchema, type ObsNumericType } from "./schema.js";
 
 /** The Arrow data type of a schema column. */
 export function arrowType(t: ObsArrowType): DataType {
@@ -63,21 +63,6 @@ export function arrowType(t: ObsArrowType): DataType {
   }
 }
 
-type TypedCtor = new (n: number) => ArrayLike<number | bigint> & { [i: number]: number | bigint };
-
-const TYPED: Partial<Record<ObsArrowType, TypedCtor>> = {
-  int8: Int8Array,
-  int16: Int16Array,
-  int32: Int32Array,
-  int64: BigInt64Array,
-  uint8: Uint8Array,
-  uint16: Uint16Array,
-  uint32: Uint32Array,
-  uint64: BigUint64Array,
-  float: Float32Array,
-  double: Float64Array,
-} as unknown as Partial<Record<ObsArrowType, TypedCtor>>;
-
 /** A validity bitmap (1 = valid) for `values`, or undefined when none is null. */
 function validity(values: ArrayLike<unknown>): { bitmap: Uint8Array | undefined; nulls: number } {
   let nulls = 0;
@@ -103,20 +88,7 @@ export function columnData(col: ObsColumnSchema, values: ArrayLike<unknown>): Da
     for (let i = 0; i < length; i++) if (values[i] === true) bits[i >> 3]! |= 1 << (i & 7);
     return makeData({ type: type as Bool, length, nullCount: nulls, nullBitmap: bitmap, data: bits });
   }
-  const Ctor = TYPED[col.arrow_type]!;
-  let data: ArrayLike<number | bigint>;
-  if (nulls === 0 && values instanceof (Ctor as unknown as typeof Int8Array))
-    data = values as ArrayLike<number>;
-  else {
-    const out = new Ctor(length);
-    const big = col.arrow_type === "int64" || col.arrow_type === "uint64";
-    for (let i = 0; i < length; i++) {
-      const v = values[i];
-      if (v === null || v === undefined) continue;
-      out[i] = big ? BigInt(v as number | bigint) : Number(v);
-    }
-    data = out;
-  }
+  const data = numericValues(col.arrow_type as ObsNumericType, values);
   // biome-ignore lint/suspicious/noExplicitAny: makeData's overloads are per type; the type is chosen at run time
   return makeData({ type: type as any, length, nullCount: nulls, nullBitmap: bitmap, data: data as any });
 }

@@ -54,11 +54,8 @@ export class ObsColumn {
     const batch = this.table.batches[t];
     if (!batch)
       throw new DeltacellsError(
-        "InvalidInput",
         `tile ${t} does not exist: obs column ${JSON.stringify(this.name)} has ${this.table.batches.length} tiles`,
-        {
-          found: t,
-        },
+        { tag: "InvalidInput", found: t },
       );
     return batch.getChildAt(0)!;
   }
@@ -66,13 +63,10 @@ export class ObsColumn {
   /** Category labels of codes of this column (a category column only). */
   labels(codes: ArrayLike<number>): (string | null)[] {
     if (!this.categories)
-      throw new DeltacellsError(
-        "InvalidInput",
-        `obs column ${JSON.stringify(this.name)} is ${this.kind}, not a category`,
-        {
-          field: this.name,
-        },
-      );
+      throw new DeltacellsError(`obs column ${JSON.stringify(this.name)} is ${this.kind}, not a category`, {
+        tag: "InvalidInput",
+        field: this.name,
+      });
     return categoryLabels(this.categories, codes);
   }
 
@@ -98,9 +92,8 @@ export class ObsFrame {
     const c = this.columns.find((x) => x.name === name);
     if (!c) {
       throw new DeltacellsError(
-        "NotFound",
         `no obs column ${JSON.stringify(name)} was loaded; loaded: ${this.columns.map((x) => x.name).join(", ")}`,
-        { found: name },
+        { tag: "NotFound", found: name },
       );
     }
     return c;

@@ -8,5 +8,6 @@ export {
   type ObsArrowType,
   type ObsColumnSchema,
   type ObsKind,
+  type ObsNumericType,
   type ObsSchema,
 } from "./schema.js";

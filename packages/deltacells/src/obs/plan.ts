@@ -92,7 +92,7 @@ function numericRows(
 }
 
 function refuse(location: string, message: string, fields: { field?: string; found?: unknown } = {}) {
-  return new DeltacellsError("InvalidInput", `${location}: ${message}`, { object: location, ...fields });
+  return new DeltacellsError(`${location}: ${message}`, { tag: "InvalidInput", object: location, ...fields });
 }
 
 /** A table column as a planned obs column (a categorical over `maxCategories` becomes a string). */

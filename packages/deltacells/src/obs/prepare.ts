@@ -36,17 +36,30 @@ export interface ObsWriteOptions {
 /** A refusal of obs columns the format cannot hold: the columns in `found`, the option in `expected`. */
 export class UnsupportedObsColumns extends DeltacellsError {
   readonly columns: string[];
-  constructor(location: string, columns: string[], cause: unknown) {
-    super(
-      "InvalidInput",
+  constructor(message: string, options: { object: string; columns: string[]; cause?: unknown }) {
+    const { object, columns, cause } = options;
+    super(message, {
+      tag: "InvalidInput",
+      object,
+      field: "obs",
+      expected: { exclude: columns },
+      found: columns,
+      cause,
+    });
+    this.columns = columns;
+  }
+
+  /** The refusal of `columns` of the obs of the input at `location`. */
+  static of(location: string, columns: string[], cause: unknown): UnsupportedObsColumns {
+    const them = columns.length === 1 ? "it" : "them";
+    return new UnsupportedObsColumns(
       `${location}: obs has ${columns.length === 1 ? "a column" : "columns"} of a type deltacells cannot store (only categorical, numeric, boolean and string): ${columns
         .map((c) => JSON.stringify(c))
         .join(
           ", ",
-        )}. Skip ${columns.length === 1 ? "it" : "them"} with the obs exclude option, or convert ${columns.length === 1 ? "it" : "them"} (e.g. datetimes to strings) in Python first.`,
-      { object: location, field: "obs", expected: { exclude: columns }, found: columns, cause },
+        )}. Skip ${them} with the obs exclude option, or convert ${them} (e.g. datetimes to strings) in Python first.`,
+      { object: location, columns, cause },
     );
-    this.columns = columns;
   }
 }
 
@@ -81,7 +94,7 @@ export async function prepareObs(
     table = await source.obs({ exclude: opts.exclude ?? [] });
   } catch (err) {
     const columns = (err as { columns?: unknown }).columns;
-    if (Array.isArray(columns)) throw new UnsupportedObsColumns(source.location, columns as string[], err);
+    if (Array.isArray(columns)) throw UnsupportedObsColumns.of(source.location, columns as string[], err);
     throw err;
   }
   const excluded = new Set(opts.exclude ?? []);
@@ -97,9 +110,8 @@ export async function prepareObs(
     }
   } else if (Array.isArray(choice) && choice.length > 0) {
     throw new DeltacellsError(
-      "InvalidInput",
       `${source.location}: obsm entries ${choice.join(", ")} were asked for, but a ${source.format} input has no obsm`,
-      { object: source.location, field: "obsm", found: choice },
+      { tag: "InvalidInput", object: source.location, field: "obsm", found: choice },
     );
   }
   const columns = planObs({

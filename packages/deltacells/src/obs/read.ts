@@ -38,12 +38,8 @@ export class ObsShards {
   ) {
     if (!manifest.has_obs) {
       throw new DeltacellsError(
-        "NotFound",
         `${url} has no obs (has_obs is false): it was converted without a cell table`,
-        {
-          object: `${url}/manifest.json`,
-          field: "has_obs",
-        },
+        { tag: "NotFound", object: `${url}/manifest.json`, field: "has_obs" },
       );
     }
     this.tilesPerFile = manifest.obs_tiles_per_file!;
@@ -55,20 +51,24 @@ export class ObsShards {
       const object = `${this.url}/${OBS_SCHEMA_KEY}`;
       const bytes = await this.store.get(OBS_SCHEMA_KEY, opts);
       if (bytes === undefined)
-        throw new DeltacellsError(
-          "NotFound",
-          `${object} is missing although has_obs is true: the dataset is damaged`,
-          { object },
-        );
+        throw new DeltacellsError(`${object} is missing although has_obs is true: the dataset is damaged`, {
+          tag: "NotFound",
+          object,
+        });
       const text = new TextDecoder().decode(bytes);
       const schema = parseObsSchema(text, object);
       const m = this.manifest;
       const fp = await obsFingerprint(text, m.tile_cells, m.obs_shard_sha256!);
       if (fp !== m.obs_fingerprint) {
         throw new DeltacellsError(
-          "InconsistentManifest",
           `${object} does not belong to this manifest: with it the obs fingerprint is ${fp}, the manifest says ${m.obs_fingerprint}; the dataset was modified after conversion`,
-          { object, field: "obs_fingerprint", expected: m.obs_fingerprint, found: fp },
+          {
+            tag: "InconsistentManifest",
+            object,
+            field: "obs_fingerprint",
+            expected: m.obs_fingerprint,
+            found: fp,
+          },
         );
       }
       return schema;
@@ -90,9 +90,13 @@ export class ObsShards {
       const c = schema.columns.find((x) => x.name === n);
       if (!c) {
         throw new DeltacellsError(
-          "NotFound",
           `${this.url} has no obs column ${JSON.stringify(n)}; it has ${schema.columns.map((x) => JSON.stringify(x.name)).join(", ")}`,
-          { object: `${this.url}/${OBS_SCHEMA_KEY}`, found: n, expected: schema.columns.map((x) => x.name) },
+          {
+            tag: "NotFound",
+            object: `${this.url}/${OBS_SCHEMA_KEY}`,
+            found: n,
+            expected: schema.columns.map((x) => x.name),
+          },
         );
       }
       return c;
@@ -107,13 +111,10 @@ export class ObsShards {
       slice: async (start: number, end = size) => {
         const bytes = await this.store.getRange(key, { offset: start, length: end - start }, { signal });
         if (bytes === undefined) {
-          throw new DeltacellsError(
-            "NotFound",
-            `${this.url}/${key} is missing, although the manifest lists it`,
-            {
-              object: `${this.url}/${key}`,
-            },
-          );
+          throw new DeltacellsError(`${this.url}/${key} is missing, although the manifest lists it`, {
+            tag: "NotFound",
+            object: `${this.url}/${key}`,
+          });
         }
         return toArrayBuffer(bytes);
       },
@@ -136,7 +137,7 @@ export class ObsShards {
     const object = `${this.url}/${key}`;
     const file = this.file(s, signal);
     const bad = (message: string, cause?: unknown) =>
-      new DeltacellsError("FormatError", `${object}: ${message}`, { object, cause });
+      new DeltacellsError(`${object}: ${message}`, { tag: "FormatError", object, cause });
     if (file.byteLength < 12) throw bad(`${file.byteLength} bytes is too short for a parquet file`);
     const tail = new Uint8Array(await file.slice(file.byteLength - 8, file.byteLength));
     const view = new DataView(tail.buffer, tail.byteOffset, 8);
@@ -154,9 +155,8 @@ export class ObsShards {
     const rows = meta.row_groups.map((g) => Number(g.num_rows));
     if (rows.length !== tiles.length || rows.some((r, i) => r !== tiles[i])) {
       throw new DeltacellsError(
-        "InconsistentManifest",
         `${object} has row groups of ${JSON.stringify(rows)} rows, but must hold one row group per tile with the tile's cells: ${JSON.stringify(tiles)}`,
-        { object, expected: tiles, found: rows },
+        { tag: "InconsistentManifest", object, expected: tiles, found: rows },
       );
     }
     return meta;
@@ -180,9 +180,8 @@ export class ObsShards {
     if (!el || fields.some((f) => (el[f] ?? null) !== (want[f] ?? null))) {
       const object = `${this.url}/${obsShardKey(s)}`;
       throw new DeltacellsError(
-        "InconsistentManifest",
         `${object}: column ${JSON.stringify(col.name)} is ${el ? fields.map((f) => `${f} ${JSON.stringify(el[f] ?? null)}`).join(", ") : "missing"}, but ${OBS_SCHEMA_KEY} says ${col.kind} ${col.arrow_type}`,
-        { object, field: col.name, expected: col.arrow_type },
+        { tag: "InconsistentManifest", object, field: col.name, expected: col.arrow_type },
       );
     }
   }

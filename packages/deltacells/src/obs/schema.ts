@@ -50,18 +50,46 @@ export interface ObsSchema {
   columns: ObsColumnSchema[];
 }
 
-const NUMERIC_TYPES: ReadonlySet<string> = new Set([
-  "int8",
-  "int16",
-  "int32",
-  "int64",
-  "uint8",
-  "uint16",
-  "uint32",
-  "uint64",
-  "float",
-  "double",
-]);
+/** The numeric Arrow types, which `numeric` columns (and category codes) have. */
+export type ObsNumericType = Exclude<ObsArrowType, "bool" | "string">;
+
+type NumericArrayCtor = new (n: number) => ArrayLike<number | bigint> & { [i: number]: number | bigint };
+
+/** The typed array holding each numeric Arrow type (int64 and uint64: BigInts). */
+const TYPED_ARRAY = {
+  int8: Int8Array,
+  int16: Int16Array,
+  int32: Int32Array,
+  int64: BigInt64Array,
+  uint8: Uint8Array,
+  uint16: Uint16Array,
+  uint32: Uint32Array,
+  uint64: BigUint64Array,
+  float: Float32Array,
+  double: Float64Array,
+} as unknown as Record<ObsNumericType, NumericArrayCtor>;
+
+function isNumericType(t: string): t is ObsNumericType {
+  return Object.hasOwn(TYPED_ARRAY, t);
+}
+
+/**
+ * The values of a numeric column of Arrow type `type` in that type's typed array: null and
+ * undefined become 0 (the column's null mask says which), int64/uint64 become BigInts. A typed
+ * array of that type already (it holds no nulls) is returned as it is.
+ */
+export function numericValues(type: ObsNumericType, values: ArrayLike<unknown>): ArrayLike<number | bigint> {
+  const Ctor = TYPED_ARRAY[type];
+  if (values instanceof (Ctor as unknown as typeof Int8Array)) return values as ArrayLike<number>;
+  const out = new Ctor(values.length);
+  const big = type === "int64" || type === "uint64";
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (v === null || v === undefined) continue;
+    out[i] = big ? BigInt(v as number | bigint) : Number(v);
+  }
+  return out;
+}
 
 /** The code type of a vocabulary of `n` categories (code -1 must fit too). */
 export function categoryCodeType(n: number): "int8" | "int16" | "int32" {
@@ -74,7 +102,7 @@ function typeFits(c: ObsColumnSchema): boolean {
     case "category":
       return Array.isArray(c.categories) && c.arrow_type === categoryCodeType(c.categories.length);
     case "numeric":
-      return NUMERIC_TYPES.has(c.arrow_type) && c.categories === null;
+      return isNumericType(c.arrow_type) && c.categories === null;
     case "bool":
       return c.arrow_type === "bool" && c.categories === null;
     case "string":
@@ -87,12 +115,13 @@ function typeFits(c: ObsColumnSchema): boolean {
 /** Parse and check `obs/schema.json`; `object` names it in errors. */
 export function parseObsSchema(text: string, object: string): ObsSchema {
   const bad = (message: string, found?: unknown) =>
-    new DeltacellsError("FormatError", `${object}: ${message}`, { object, found });
+    new DeltacellsError(`${object}: ${message}`, { tag: "FormatError", object, found });
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (cause) {
-    throw new DeltacellsError("FormatError", `${object} is not valid JSON: ${(cause as Error).message}`, {
+    throw new DeltacellsError(`${object} is not valid JSON: ${(cause as Error).message}`, {
+      tag: "FormatError",
       object,
       cause,
     });
@@ -102,9 +131,8 @@ export function parseObsSchema(text: string, object: string): ObsSchema {
     throw bad(`expected an object with format "${OBS_SCHEMA_FORMAT}"`, (s as { format?: unknown })?.format);
   if (s.version !== OBS_SCHEMA_VERSION) {
     throw new DeltacellsError(
-      "UnsupportedVersion",
       `${object} is obs schema version ${JSON.stringify(s.version)}; this reader understands version ${OBS_SCHEMA_VERSION} only (upgrade deltacells)`,
-      { object, field: "version", expected: OBS_SCHEMA_VERSION, found: s.version },
+      { tag: "UnsupportedVersion", object, field: "version", expected: OBS_SCHEMA_VERSION, found: s.version },
     );
   }
   if (!Array.isArray(s.columns)) throw bad("columns must be a list", s.columns);

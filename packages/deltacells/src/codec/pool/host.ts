@@ -114,7 +114,8 @@ export function startWorkerHost(threads: number): WorkerHost {
   };
   const run = async (req: DecodeRequest | CompressRequest, transfer: ArrayBuffer[]): Promise<Response> => {
     if (closed)
-      throw new DeltacellsError("InvalidInput", "the tile pool is closed", {
+      throw new DeltacellsError("the tile pool is closed", {
+        tag: "InvalidState",
         field: "pool",
         found: "closed",
       });
@@ -134,7 +135,11 @@ export function startWorkerHost(threads: number): WorkerHost {
       closed = true;
       const s = slots ? await slots : [];
       fail(
-        new DeltacellsError("InvalidInput", "the tile pool was closed", { field: "pool", found: "closed" }),
+        new DeltacellsError("the tile pool was closed", {
+          tag: "InvalidState",
+          field: "pool",
+          found: "closed",
+        }),
       );
       // Workers are unref'd: without ref() an event loop with nothing else to do could end while
       // `await pool.close()` still waits for them to exit.

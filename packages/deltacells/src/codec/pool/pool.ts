@@ -25,7 +25,7 @@ import {
   prepareTile,
   type TileRows,
 } from "../encode.js";
-import { corrupt, HEADER_SIZE } from "../format.js";
+import { corrupt, HEADER_SIZE, hex32 } from "../format.js";
 import { checksum, inspectTile } from "../layout.js";
 import {
   BufferRecycler,
@@ -103,7 +103,8 @@ function isShared(a: ArrayBufferView): boolean {
 export function createTilePool(opts: { threads?: number } = {}): TilePool {
   const threads = opts.threads ?? hardwareThreads();
   if (!Number.isInteger(threads) || threads < 1) {
-    throw new DeltacellsError("InvalidInput", `threads must be an integer >= 1, got ${threads}`, {
+    throw new DeltacellsError(`threads must be an integer >= 1, got ${threads}`, {
+      tag: "InvalidInput",
       field: "threads",
       expected: ">= 1",
       found: threads,
@@ -252,8 +253,4 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
     encode,
     close: () => host.close(),
   };
-}
-
-function hex32(v: number): string {
-  return `0x${v.toString(16).padStart(8, "0")}`;
 }

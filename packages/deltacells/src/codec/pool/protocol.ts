@@ -73,9 +73,21 @@ function cloneable(v: unknown): unknown {
   return typeof v === "bigint" ? v.toString() : v;
 }
 
+/** A worker's failure that is not a refusal of the data: it crashed, exited or threw a bug. */
+export function workerFailed(message: string, found: unknown, cause?: unknown): DeltacellsError {
+  return new DeltacellsError(message, {
+    tag: "WorkerFailed",
+    field: "worker",
+    expected: "a running worker",
+    found,
+    cause,
+  });
+}
+
 export function deserializeError(e: SerializedError): Error {
-  if (e.tag === undefined) return new Error(`tile worker failed: ${e.message}`);
-  return new DeltacellsError(e.tag, e.message, {
+  if (e.tag === undefined) return workerFailed(`tile worker failed: ${e.message}`, e.message);
+  return new DeltacellsError(e.message, {
+    tag: e.tag,
     object: e.object,
     field: e.field,
     expected: e.expected,

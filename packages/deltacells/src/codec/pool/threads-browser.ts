@@ -1,11 +1,12 @@
 /** `#threads` in browsers: the pool's workers are module Web Workers running worker.js. */
 import { DeltacellsError } from "../../errors.js";
-import type { Request, Response } from "./protocol.js";
+import { type Request, type Response, workerFailed } from "./protocol.js";
 import type { ServeRequests, SpawnWorker } from "./threads.js";
 
 export const spawnWorker: SpawnWorker = (onMessage, onError) => {
   if (typeof Worker === "undefined") {
-    throw new DeltacellsError("UnsupportedHost", "this host has no Web Workers: use decodeTile", {
+    throw new DeltacellsError("this host has no Web Workers: use decodeTile", {
+      tag: "UnsupportedHost",
       field: "Worker",
       expected: "Web Workers",
       found: "none",
@@ -15,7 +16,8 @@ export const spawnWorker: SpawnWorker = (onMessage, onError) => {
   // webpack, esbuild) recognise to emit the worker as its own chunk.
   const w = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
   w.onmessage = (e: MessageEvent<Response>) => onMessage(e.data);
-  w.onerror = (e: ErrorEvent) => onError(new Error(`tile worker failed: ${e.message || "unknown error"}`));
+  w.onerror = (e: ErrorEvent) =>
+    onError(workerFailed(`tile worker failed: ${e.message || "unknown error"}`, e.message));
   return w;
 };
 

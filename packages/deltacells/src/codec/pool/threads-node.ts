@@ -1,6 +1,6 @@
 /** `#threads` under Node: the pool's workers are worker_threads running dist's worker.js. */
 import { parentPort, Worker } from "node:worker_threads";
-import type { Response } from "./protocol.js";
+import { type Response, workerFailed } from "./protocol.js";
 import type { ServeRequests, SpawnWorker, WorkerLike } from "./threads.js";
 
 /** Starts a worker_thread on `script` (or on code, with `eval`) and wires its events. */
@@ -12,10 +12,11 @@ export function startNodeWorker(
 ): WorkerLike {
   const w = new Worker(script, options);
   w.on("message", onMessage);
-  w.on("error", onError);
-  w.on("exit", (code: number) => {
-    if (code !== 0) onError(new Error(`tile worker exited with code ${code}`));
-  });
+  w.on("error", (e: Error) => onError(workerFailed(`tile worker failed: ${e.message}`, e.message, e)));
+  // Any exit the pool did not ask for fails the worker's jobs, code 0 included: a worker that
+  // ended quietly (terminated from outside, its script returned) would otherwise leave them
+  // pending forever. Exits of closed pools and replaced workers are ignored by the handler.
+  w.on("exit", (code: number) => onError(workerFailed(`tile worker exited with code ${code}`, code)));
   w.unref();
   return w;
 }

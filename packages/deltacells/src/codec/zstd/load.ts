@@ -24,9 +24,8 @@ export function loadZstd(): Promise<ZstdBackend> {
 export function zstdSync(): ZstdBackend {
   if (loaded === undefined) {
     throw new DeltacellsError(
-      "InvalidInput",
       "zstd is not loaded yet: `await loadZstd()` (or use the async decodeTile/encodeTile) first",
-      { field: "zstd", expected: "loaded", found: "not loaded" },
+      { tag: "InvalidState", field: "zstd", expected: "loaded", found: "not loaded" },
     );
   }
   return loaded;

@@ -1,11 +1,11 @@
-// Real servers for the storage tests, each started on a free 127.0.0.1 port by the test that
+// Real servers for the tests of every package (and the benchmarks), each started on a free 127.0.0.1 port by the test that
 // needs it and stopped in its `after` hook.
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "../../../..");
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
 
 /** A port that was free a moment ago (the OS picks it). */
 export function freePort(): Promise<number> {
