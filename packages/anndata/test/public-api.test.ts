@@ -15,7 +15,7 @@ test("@deltacells/anndata exports exactly these names", () => {
     "NotCountsError: class",
     "UnsupportedColumnsError: class",
     "UnsupportedFilterError: class",
-    "isInputError: function",
+    "isAnndataError: function",
   ]);
 });
 
@@ -27,7 +27,7 @@ test("@deltacells/anndata/node exports exactly these names", () => {
     "UnsupportedFilterError: class",
     "detectFormat: function",
     "hdf5Reason: function",
-    "isInputError: function",
+    "isAnndataError: function",
     "openInput: function",
   ]);
 });

@@ -84,7 +84,11 @@ test("@deltacells/core/node exports exactly these names", () => {
 });
 
 test("@deltacells/core/internal exports exactly these names", () => {
-  assert.deepEqual(exportsOf(internal), ["MANIFEST_KEY: string", "parseManifest: function"]);
+  assert.deepEqual(exportsOf(internal), [
+    "MANIFEST_KEY: string",
+    "numericValues: function",
+    "parseManifest: function",
+  ]);
 });
 
 test("@deltacells/core/node is a superset of @deltacells/core (its own `openDataset` replacing the browser-safe one)", () => {
