@@ -19,7 +19,7 @@ export type { FetchLike } from "./http-read.js";
 export { normalizeKey, normalizePrefix } from "./keys.js";
 export { ConcurrencyLimitStore, withConcurrencyLimit } from "./limit.js";
 export { MemoryStore } from "./memory.js";
-export { type OpenStoreOptions, openStore } from "./open.js";
+export { DEFAULT_RETRIES, DEFAULT_TIMEOUT_SECONDS, type OpenStoreOptions, openStore } from "./open.js";
 export { resolveRange } from "./range.js";
 export { type RetryOptions, RetryStore, withRetries } from "./retry.js";
 export {
@@ -30,6 +30,7 @@ export {
   type S3StoreOptions,
   s3OptionsFromEnv,
 } from "./s3.js";
+export { withStallTimeout } from "./stall.js";
 export { formatBytes, StatsStore, type StoreOperation, type StoreStats, withStats } from "./stats.js";
-export type { RangeQuery, ReadableStore, Store, StoreOptions, WritableStore } from "./types.js";
+export type { ObjectInfo, RangeQuery, ReadableStore, Store, StoreOptions, WritableStore } from "./types.js";
 export type { AnyStore } from "./wrap.js";
