@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { type Dataset, isDeltacellsError, openDataset, type TileDecoder } from "@deltacells/core";
 import type { StoreInfo } from "@deltacells/sporadik";
 import { openStore, type StatsStore, type Store, withStats } from "@deltacells/storage/node";
-import { s3Signing } from "./args.js";
+import { network, s3Signing } from "./args.js";
 
 /** The absolute local path a location names (a path or a file:// URL), or undefined for another URL. */
 export function localPath(location: string): string | undefined {
@@ -13,9 +13,16 @@ export function localPath(location: string): string | undefined {
   return /^[a-z][a-z0-9+.-]+:/i.test(location) ? undefined : resolve(location);
 }
 
-/** A local path or URL (s3://, http(s)://, file://) opened as a store, signing S3 requests unless `--no-sign-request`. */
+/**
+ * A local path or URL (s3://, http(s)://, file://) opened as a store, signing S3 requests unless
+ * `--no-sign-request`, and retrying remote reads and timing out stalls as `--retries` and
+ * `--timeout` say.
+ */
 export function openLocation(location: string): Store {
-  return openStore(location, s3Signing.signRequests ? {} : { s3: { signRequests: false } });
+  return openStore(location, {
+    ...network,
+    ...(s3Signing.signRequests ? {} : { s3: { signRequests: false } }),
+  });
 }
 
 /** A local path or URL (s3://, http(s)://, file://) opened as a store that counts its requests. */

@@ -20,7 +20,9 @@ export type DeltacellsErrorTag =
   /** Input the writer refuses (not raw counts, unsorted indices, too many exceptions ...). */
   | "InvalidInput"
   /** The host cannot run this code correctly (big-endian). */
-  | "UnsupportedHost";
+  | "UnsupportedHost"
+  /** An object of an open dataset was rewritten after the dataset was opened: reopen it. */
+  | "DatasetChanged";
 
 export interface DeltacellsErrorFields {
   /** The object concerned: a store key, a URL, a file path. */

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { closeSync, fstatSync, openSync, readFile, readSync } from "node:fs";
 import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
-import { changedError, StorageError } from "./errors.js";
+import { changedError, isStorageError, StorageError } from "./errors.js";
 import { normalizeKey, normalizePrefix } from "./keys.js";
 import { FdSlots, fdSize, readFd, SharedFiles } from "./open-files.js";
 import { resolveRange, throwIfAborted } from "./range.js";
@@ -195,9 +195,7 @@ export class FolderStore implements Store {
   }
 
   async get(key: string, opts?: StoreOptions): Promise<Uint8Array | undefined> {
-    const bytes = await this.getUnchecked(key, opts);
-    if (bytes !== undefined) await this.checkUnchanged(key, this.path(key), opts);
-    return bytes;
+    return this.checked(key, opts, () => this.getUnchecked(key, opts));
   }
 
   private async getUnchecked(key: string, opts?: StoreOptions): Promise<Uint8Array | undefined> {
@@ -246,9 +244,7 @@ export class FolderStore implements Store {
   }
 
   async getRange(key: string, range: RangeQuery, opts?: StoreOptions): Promise<Uint8Array | undefined> {
-    const bytes = await this.getRangeUnchecked(key, range, opts);
-    if (bytes !== undefined) await this.checkUnchanged(key, this.path(key), opts);
-    return bytes;
+    return this.checked(key, opts, () => this.getRangeUnchecked(key, range, opts));
   }
 
   private async getRangeUnchecked(
@@ -303,9 +299,7 @@ export class FolderStore implements Store {
     allocate: (size: number) => Uint8Array,
     opts?: StoreOptions,
   ): Promise<Uint8Array | undefined> {
-    const bytes = await this.getIntoUnchecked(key, allocate, opts);
-    if (bytes !== undefined) await this.checkUnchanged(key, this.path(key), opts);
-    return bytes;
+    return this.checked(key, opts, () => this.getIntoUnchecked(key, allocate, opts));
   }
 
   private async getIntoUnchecked(
@@ -422,6 +416,32 @@ export class FolderStore implements Store {
       }
       throw this.wrap(err, "creating", key);
     }
+  }
+
+  /**
+   * `read` of `key`, then {@link checkUnchanged}. A read that fails is checked too: a file replaced
+   * under it (another size, gone) is explained as the change it is, not as the symptom.
+   */
+  private async checked(
+    key: string,
+    opts: StoreOptions | undefined,
+    read: () => Promise<Uint8Array | undefined>,
+  ): Promise<Uint8Array | undefined> {
+    let bytes: Uint8Array | undefined;
+    try {
+      bytes = await read();
+    } catch (err) {
+      if (opts?.unchangedSince !== undefined && !opts.signal?.aborted) {
+        await this.checkUnchanged(key, this.path(key), { unchangedSince: opts.unchangedSince }).catch(
+          (changed: unknown) => {
+            if (isStorageError(changed, "Changed")) throw changed;
+          },
+        );
+      }
+      throw err;
+    }
+    if (bytes !== undefined) await this.checkUnchanged(key, this.path(key), opts);
+    return bytes;
   }
 
   /**

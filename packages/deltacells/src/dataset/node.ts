@@ -3,7 +3,12 @@ import type { ReadableStore } from "@deltacells/storage";
 import { openStore } from "@deltacells/storage/node";
 import { compress } from "zstd-napi";
 import { cacheLocalizer } from "../obs/cache-node.js";
-import { type Dataset, type OpenDatasetOptions, openDataset as openDatasetInStore } from "./reader.js";
+import {
+  type Dataset,
+  networkOptions,
+  type OpenDatasetOptions,
+  openDataset as openDatasetInStore,
+} from "./reader.js";
 import type { Compress } from "./var-table.js";
 
 /** A synchronous zstd compressor at `level` (native zstd-napi), as hyparquet-writer wants it. */
@@ -23,7 +28,8 @@ export function openDataset(
   location: string | ReadableStore,
   opts: OpenDatasetOptions = {},
 ): Promise<Dataset> {
-  return openDatasetInStore(typeof location === "string" ? openStore(location) : location, {
+  const store = typeof location === "string" ? openStore(location, networkOptions(opts)) : location;
+  return openDatasetInStore(store, {
     obsLocalizer: cacheLocalizer(),
     ...opts,
   });
