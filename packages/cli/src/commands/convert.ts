@@ -63,6 +63,10 @@ options:
   --threads N    encoding threads (default: the number of cores)
   --overwrite    replace the dataset or store already at OUTPUT (kept readable until the new
                  one is complete; objects that belong to neither are never deleted)
+  --break-lock   delete a writer lock (OUTPUT/.deltacells-lock) left by a conversion that was
+                 killed; only when no other conversion is writing to OUTPUT. A conversion takes
+                 the lock before writing and removes it when done, failed or interrupted, so two
+                 conversions into one OUTPUT never both run
   --sporadik     also write a sporadik store of the same counts at OUTPUT/sporadik/ (both layouts,
                  genes in the source's order, with maxima; named in the manifest's metadata), so
                  one gene across all cells reads in two requests (the viewer colours cells by it)
@@ -100,6 +104,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       "byte-addressable": { type: "boolean" },
       "max-nnz": { type: "string" },
       overwrite: { type: "boolean" },
+      "break-lock": { type: "boolean" },
       ...OBS_PARSE_OPTIONS,
       sporadik: { type: "boolean" },
       "tmp-dir": { type: "string" },
@@ -133,6 +138,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       byteAddressable: values["byte-addressable"] === true,
       maxNnz: intOption(values, "max-nnz", undefined, 1, MAX_NNZ_CEILING),
       overwrite: values.overwrite === true,
+      breakLock: values["break-lock"] === true,
       tmpDir: values["tmp-dir"] as string | undefined,
       threads,
       inputOptions,
@@ -149,11 +155,18 @@ export async function convert(argv: string[]): Promise<CommandResult> {
   const obs = obsOptions(values);
   const started = performance.now();
   // Before the input is read: a target that cannot be written is refused at once.
-  const target = await openTarget(input, output, values.overwrite === true);
+  const target = await openTarget(input, output, values.overwrite === true, values["break-lock"] === true);
   const store = target.store;
-  // Loaded here, not at the top: the HDF5 reader costs seconds to start, and a dataset input needs none.
-  const { openInput } = await import("@deltacells/anndata/node");
-  const source = await openInput(input, inputOptions);
+  let source: Awaited<ReturnType<typeof import("@deltacells/anndata/node").openInput>>;
+  try {
+    // Loaded here, not at the top: the HDF5 reader costs seconds to start, and a dataset input needs none.
+    const { openInput } = await import("@deltacells/anndata/node");
+    source = await openInput(input, inputOptions);
+  } catch (err) {
+    await target.abandon().catch(() => undefined);
+    await target.lock.release();
+    throw err;
+  }
   const pool = createTilePool({ threads });
   let phase = "";
   try {
@@ -211,5 +224,6 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     bar.finish();
     await pool.close();
     await source.close();
+    await target.lock.release();
   }
 }

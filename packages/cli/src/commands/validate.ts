@@ -4,6 +4,7 @@ import { createTilePool, validateDataset } from "@deltacells/core";
 import { COMMON_HELP, count, intOption, parse } from "../args.js";
 import { validateCompanion } from "../companion.js";
 import { openCountedAny } from "../io.js";
+import { findLeftovers, type Leftover } from "../leftovers.js";
 import { ProgressBar } from "../progress.js";
 import type { CommandResult } from "./types.js";
 
@@ -34,9 +35,10 @@ export async function validate(argv: string[]): Promise<CommandResult> {
   const bar = new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
   try {
     const opened = await openCountedAny(positionals[0]!, pool);
+    const leftovers = await findLeftovers(positionals[0]!, opened.store);
     if (opened.kind === "sporadik") {
       const { validateSporadik } = await import("../sporadik-info.js");
-      return await validateSporadik(opened.store, opened.info);
+      return withWarnings(await validateSporadik(opened.store, opened.info), leftovers);
     }
     const { store, ds } = opened;
     bar.phase("tiles");
@@ -55,9 +57,22 @@ export async function validate(argv: string[]): Promise<CommandResult> {
           `${ds.url}: INVALID, ${count(report.problems.length, "problem")}:`,
           ...report.problems.map((p) => `  ${p.object}: [${p.tag}] ${p.message}`),
         ].join("\n");
-    return { text, json: { url: ds.url, ...report }, store, exitCode: report.valid ? 0 : 1 };
+    return withWarnings(
+      { text, json: { url: ds.url, ...report }, store, exitCode: report.valid ? 0 : 1 },
+      leftovers,
+    );
   } finally {
     bar.finish();
     await pool.close();
   }
+}
+
+/** The result with the leftovers of killed writers as warnings (they never make the data invalid). */
+function withWarnings(result: CommandResult, leftovers: Leftover[]): CommandResult {
+  const warnings = leftovers.map((l) => `  warning: ${l.object}: ${l.message}`);
+  return {
+    ...result,
+    text: [result.text, ...warnings].join("\n"),
+    json: { ...(result.json as object), warnings: leftovers },
+  };
 }
