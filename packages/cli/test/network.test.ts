@@ -63,7 +63,7 @@ test("a stalled server fails inspect within --timeout x (--retries + 1), tagged,
   assert.equal(r.code, 1, r.stderr);
   assert.match(
     r.stderr,
-    /error \[RetriesExhausted\]: reading manifest\.json from http:\/\/127\.0\.0\.1:\d+\/ds failed 2 times/,
+    /error \[RetriesExhausted\]: reading manifest\.json from http:\/\/127\.0\.0\.1:\d+\/ds failed 2 times \(all attempts used\), last: http:\/\/127\.0\.0\.1:\d+\/ds\/manifest\.json sent nothing for 1 s/,
   );
   assert.equal(proxy!.seen.length, 2);
   assert.ok(seconds < 15, `took ${seconds} s`);

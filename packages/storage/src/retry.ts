@@ -109,7 +109,8 @@ export class RetryStore implements Store {
         if (n >= this.attempts) {
           const list = causes.map((c, i) => `  ${i + 1}. ${describe(c)}`).join("\n");
           throw new RetriesExhaustedError(
-            `${what} from ${this.url} failed ${n} times (all attempts used); the failures were:\n${list}`,
+            // The last failure on the first line: a command line shows only that one.
+            `${what} from ${this.url} failed ${n} times (all attempts used), last: ${describe(err).split("\n")[0]}; every failure:\n${list}`,
             { attempts: n, causes, key, location: this.url },
           );
         }

@@ -20,6 +20,10 @@ whole, one at a time: indptr runs from 0 to the number of values and never decre
 index lies inside the array, stored maxima match the values, and the layouts hold as many values
 with the same sum.
 
+What killed writers leave (temporary *.dctmp-* files, .deltacells-staging-* folders, a
+.deltacells-lock) is listed as warnings: readers never look at it, so it does not make the data
+invalid.
+
 options:
   --threads N    decoding threads (default: the number of cores)
   --quiet        no progress bar
