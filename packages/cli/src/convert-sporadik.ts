@@ -181,6 +181,8 @@ async function convertLocked(
   const say = (line: string) => {
     if (o.bar.enabled) process.stderr.write(`${line}\n`);
   };
+  if (target.removedTempFiles.length > 0)
+    say(`removed ${target.removedTempFiles.length} temporary file(s) left by a writer that was killed`);
   for (const s of stale) {
     say(
       s.removed

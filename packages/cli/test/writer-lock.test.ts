@@ -134,6 +134,10 @@ test("a killed conversion's lock is reported as stale and broken with --break-lo
     "16",
   );
   assert.equal(broken.code, 0, broken.stderr);
+  assert.match(
+    broken.stdout,
+    /removed 1 temporary file left by a writer that was killed \(.*tile_000000\.dct\.dctmp-0123456789ab\)/,
+  );
   assert.ok(!existsSync(temp), "the stale temporary file was removed");
   assert.ok(!existsSync(lock));
   const names = await readdir(out);

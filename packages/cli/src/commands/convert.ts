@@ -74,6 +74,12 @@ options:
 ${OBS_HELP}
 ${COMMON_HELP}`;
 
+/** The line saying which temporary files of killed writers the conversion removed, if any. */
+export function leftoverLine(removed: string[]): string {
+  if (removed.length === 0) return "";
+  return `\n  removed ${count(removed.length, "temporary file")} left by a writer that was killed (${removed[0]}${removed.length > 1 ? ", ..." : ""})`;
+}
+
 /** `--axes 0,1` as the sorted, distinct axes of a cells x genes matrix. */
 function axesOption(spec: string | undefined): number[] {
   if (spec === undefined) return [0, 1];
@@ -207,6 +213,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       has_obs: manifest.has_obs,
       tile_bytes_per_nonzero: nnz ? tileBytes / nnz : 0,
       ...(companion ? { sporadik: { path: COMPANION_PATH, bytes: companion.json.bytes } } : {}),
+      removed_temp_files: target.removedTempFiles,
       seconds,
     };
     const text = `converted ${input} (${source.format}, ${source.matrixPath}) -> ${store.url}
@@ -215,7 +222,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     companion
       ? `\n  sporadik companion: ${companion.json.output} (${companion.json.bytes.toLocaleString("en-US")} bytes, both layouts, with maxima)`
       : ""
-  }`;
+  }${leftoverLine(target.removedTempFiles)}`;
     return { text, json: summary, store };
   } catch (err) {
     await target.abandon().catch(() => undefined);
