@@ -1,5 +1,6 @@
 /** Argument parsing shared by the subcommands: node:util parseArgs plus typed conversions. */
 import { type ParseArgsConfig, parseArgs } from "node:util";
+import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_SECONDS } from "@deltacells/storage";
 import { CliError, type CliErrorOptions } from "./errors.js";
 
 /** A mistake on the command line: reported with a pointer to `--help`, exit code 2. */
@@ -17,6 +18,8 @@ export const COMMON_OPTIONS = {
   json: { type: "boolean" },
   stats: { type: "boolean" },
   "no-sign-request": { type: "boolean" },
+  retries: { type: "string" },
+  timeout: { type: "string" },
 } as const satisfies ParseArgsConfig["options"];
 
 /**
@@ -25,8 +28,32 @@ export const COMMON_OPTIONS = {
  */
 export const s3Signing = { signRequests: true };
 
+/**
+ * Retries and stall timeout of http(s):// and s3:// locations, as the last parsed command line
+ * said (`--retries`, `--timeout`). Set by {@link parse}, read when a store opens.
+ */
+export const network = { retries: DEFAULT_RETRIES, timeoutMs: DEFAULT_TIMEOUT_SECONDS * 1000 };
+
+/** `--timeout SECONDS` in milliseconds: a number >= 0 (0: none). */
+function timeoutOption(raw: string | boolean | undefined): number {
+  if (raw === undefined) return DEFAULT_TIMEOUT_SECONDS * 1000;
+  const n = Number(raw);
+  if (typeof raw !== "string" || !/^\d+(\.\d+)?$/.test(raw) || !(n <= 86_400)) {
+    throw new UsageError(
+      `--timeout must be a number of seconds in 0 .. 86400 (0: no timeout), got ${JSON.stringify(raw)}`,
+    );
+  }
+  return n * 1000;
+}
+
 export const COMMON_HELP = `  --json         print the result as JSON on stdout (for scripts)
   --stats        print the storage requests and bytes the command made
+  --retries N    http(s):// and s3:// reads: retries of a request that failed for a transient
+                 reason (5xx, 429, a reset connection, a cut body, a stall), with exponential
+                 backoff (default ${DEFAULT_RETRIES}; 0: none)
+  --timeout SECONDS
+                 http(s):// and s3:// requests: fail (and retry) one that receives nothing for
+                 this long (default ${DEFAULT_TIMEOUT_SECONDS}; 0: none); a slow transfer that keeps moving never does
   --no-sign-request  read s3:// locations unsigned (public buckets); otherwise credentials come
                  from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, ~/.aws/credentials and
                  ~/.aws/config, as for the AWS CLI
@@ -61,6 +88,8 @@ export function parse<O extends NonNullable<ParseArgsConfig["options"]>>(
   }
   const values = parsed.values as Record<string, string | boolean | undefined>;
   s3Signing.signRequests = values["no-sign-request"] !== true;
+  network.retries = intOption(values, "retries", DEFAULT_RETRIES, 0, 100)!;
+  network.timeoutMs = timeoutOption(values.timeout);
   const variadic = positionals.at(-1)?.endsWith("...") ?? false;
   const count = parsed.positionals.length;
   if (!values.help && (variadic ? count < positionals.length : count !== positionals.length)) {

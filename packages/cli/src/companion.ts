@@ -58,6 +58,7 @@ export async function writeCompanion(output: string, threads: number, bar: Progr
     axes: [0, 1],
     byteAddressable: false,
     overwrite: false,
+    breakLock: false,
     maxNnz: undefined,
     tmpDir: undefined,
     threads,

@@ -25,7 +25,7 @@ import { type StatsStore, withStats } from "@deltacells/storage/node";
 import { CliError } from "./errors.js";
 import { localPath, openCounted, openLocation } from "./io.js";
 import type { ProgressBar } from "./progress.js";
-import { openTarget } from "./target.js";
+import { type ConversionTarget, openTarget } from "./target.js";
 
 /** The hard ceiling of `--max-nnz`: what a JavaScript number counts exactly. */
 export const MAX_NNZ_CEILING = Number.MAX_SAFE_INTEGER;
@@ -79,6 +79,8 @@ export interface SporadikConvertOptions {
   maxNnz: number | undefined;
   /** Replace a dataset or store already at `output` (staged, moved into place once complete). */
   overwrite: boolean;
+  /** Delete a stale writer lock first (`--break-lock`). */
+  breakLock: boolean;
   threads: number;
   /** Where the temporary folder goes (default: beside a local output, else the system's). */
   tmpDir: string | undefined;
@@ -154,15 +156,34 @@ export async function convertToSporadik(o: SporadikConvertOptions) {
   // Before the input is read: a target that cannot be written is refused at once. A target that
   // holds a dataset or store (with --overwrite) gets the new store staged beside it, moved into
   // place only once complete; an empty one is written directly (no block until it is complete).
-  const target = await openTarget(o.input, o.output, o.overwrite);
+  // Whether a new output can be removed whole on failure: asked before the writer lock makes the folder.
+  const outPath = localPath(o.output);
+  const outputExisted = outPath !== undefined && existsSync(outPath);
+  const target = await openTarget(o.input, o.output, o.overwrite, o.breakLock);
+  try {
+    return await convertLocked(o, target, outputExisted, started);
+  } finally {
+    await target.lock.release();
+  }
+}
+
+/** {@link convertToSporadik} once the target's writer lock is held. */
+async function convertLocked(
+  o: SporadikConvertOptions,
+  target: ConversionTarget,
+  outputExisted: boolean,
+  started: number,
+) {
   const writeTo = target.replacing ? target.stagingLocation : o.output;
   const local = localPath(writeTo);
-  const existed = local !== undefined && existsSync(local);
+  const existed = target.replacing ? local !== undefined && existsSync(local) : outputExisted;
   const tmpParent = resolve(o.tmpDir ?? (local ? dirname(local) : tmpdir()));
   const stale = await sweepStaleSpills(tmpParent);
   const say = (line: string) => {
     if (o.bar.enabled) process.stderr.write(`${line}\n`);
   };
+  if (target.removedTempFiles.length > 0)
+    say(`removed ${target.removedTempFiles.length} temporary file(s) left by a writer that was killed`);
   for (const s of stale) {
     say(
       s.removed

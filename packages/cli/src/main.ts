@@ -5,6 +5,7 @@
  * 1 for anything else); `--debug` adds the stack.
  */
 import { readFileSync } from "node:fs";
+import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_SECONDS } from "@deltacells/storage";
 import { UsageError } from "./args.js";
 import type { CommandResult } from "./commands/types.js";
 import { cliHint, oneLine, stackOf, tagOf } from "./report.js";
@@ -53,7 +54,9 @@ ${Object.entries(COMMANDS)
   .join("\n")}
 
 Run \`deltacells COMMAND --help\` for a command's options. Every command takes --debug (show the
-stack of an error); \`deltacells --version\` prints the version.`;
+stack of an error), and --retries N and --timeout SECONDS for http(s):// and s3:// locations
+(transient failures are retried ${DEFAULT_RETRIES} times, a request silent for ${DEFAULT_TIMEOUT_SECONDS} s fails; 0 turns either off);
+\`deltacells --version\` prints the version.`;
 
 /** This package's version, from its package.json (beside src/ and dist/ alike). */
 function version(): string {

@@ -17,6 +17,7 @@ import { dirname, resolve } from "node:path";
 import type { RangeQuery, StatsStore, Store, StoreOptions } from "@deltacells/storage";
 import { CliError } from "./errors.js";
 import { localPath, openCounted } from "./io.js";
+import { acquireWriterLock, LOCK_KEY, removeStaleTempFiles, type WriterLock } from "./writer-lock.js";
 
 /** The prefix of staging folders inside a target. */
 export const STAGING_PREFIX = ".deltacells-staging-";
@@ -90,17 +91,24 @@ export interface ConversionTarget {
   commit(last: string): Promise<number>;
   /** Delete what was staged (after a failure); the target stays as it was. */
   abandon(): Promise<void>;
+  /** The target's writer lock, held from {@link openTarget} until `lock.release()` (call it in a `finally`). */
+  lock: WriterLock;
+  /** Temporary files of killed writers removed from the target (a folder) once the lock was taken. */
+  removedTempFiles: string[];
 }
 
 /**
  * Check `output` before anything is read or written: refused when it is `input` itself, or holds
  * anything and `overwrite` is false, or holds objects that are neither a dataset nor a store
- * (`overwrite` never deletes what it does not recognise).
+ * (`overwrite` never deletes what it does not recognise), or another conversion holds its writer
+ * lock (see writer-lock.ts; `breakLock` deletes a stale one first). The lock is taken before the
+ * target is listed, and kept (release it when done) unless this refuses.
  */
 export async function openTarget(
   input: string,
   output: string,
   overwrite: boolean,
+  breakLock = false,
 ): Promise<ConversionTarget> {
   const outPath = localPath(output);
   const inPath = localPath(input);
@@ -122,7 +130,26 @@ export async function openTarget(
       );
   }
   const store = openCounted(output);
-  const existing = await store.list();
+  const lock = await acquireWriterLock(store, output, outPath, breakLock);
+  try {
+    const removedTempFiles = outPath === undefined ? [] : await removeStaleTempFiles(outPath, lock.taken);
+    return await checkedTarget(store, output, outPath, overwrite, lock, removedTempFiles);
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
+}
+
+/** {@link openTarget} once the lock is held. */
+async function checkedTarget(
+  store: StatsStore,
+  output: string,
+  outPath: string | undefined,
+  overwrite: boolean,
+  lock: WriterLock,
+  removedTempFiles: string[],
+): Promise<ConversionTarget> {
+  const existing = (await store.list()).filter((k) => k !== LOCK_KEY);
   if (existing.length > 0) {
     const unknown = existing.filter((k) => !KNOWN_KEY.test(k));
     if (unknown.length > 0) {
@@ -197,6 +224,8 @@ export async function openTarget(
       return bytes;
     },
     abandon: removeStaging,
+    lock,
+    removedTempFiles,
   };
 }
 

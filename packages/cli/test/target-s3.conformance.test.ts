@@ -56,16 +56,16 @@ test("an s3:// dataset survives a refused convert and a killed --overwrite, then
   assert.ok(staged >= 5, `new tiles were being written when it was killed (${staged})`);
   await intact();
 
-  const replaced = await deltacellsS3(
-    "convert",
-    SMALL,
-    url,
-    "--format",
-    "sporadik",
-    "--axes",
-    "1",
-    "--overwrite",
+  // The killed run's lock (a create-only PUT) refuses the next one until broken.
+  assert.ok((await store.get(".deltacells-lock")) !== undefined, "SIGKILL leaves the lock");
+  const args = ["convert", SMALL, url, "--format", "sporadik", "--axes", "1", "--overwrite"];
+  const locked = await deltacellsS3(...args);
+  assert.equal(locked.code, 1);
+  assert.match(
+    locked.stderr,
+    /\[TargetLocked\].*the lock is stale.*aws s3 rm s3:\/\/deltacells-cli-target\/ds\/\.deltacells-lock, or run again with --break-lock/,
   );
+  const replaced = await deltacellsS3(...args, "--break-lock");
   assert.equal(replaced.code, 0, replaced.stderr);
   const keys = await store.list();
   assert.ok(keys.includes("zarr.json"));
@@ -74,6 +74,36 @@ test("an s3:// dataset survives a refused convert and a killed --overwrite, then
     [],
     "no manifest, tile, gene file or staged object is left",
   );
+  const v = await deltacellsS3("validate", url);
+  assert.equal(v.code, 0, v.stdout + v.stderr);
+});
+
+test("a second convert into an s3:// prefix is refused while the first holds the lock (If-None-Match: *)", async () => {
+  const url = `s3://${BUCKET}/locked`;
+  const store = openStore(url, { env: deltacellsS3.env() });
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", "--conditions=source", MAIN, "convert", SMALL, url, "--tile-size", "16", "--quiet"],
+    { cwd: REPO, stdio: "ignore", env: { ...process.env, ...deltacellsS3.env() } },
+  );
+  const exited = new Promise<number | null>((ok) => child.on("exit", (code) => ok(code)));
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline && (await store.get(".deltacells-lock")) === undefined)
+    await new Promise((ok) => setTimeout(ok, 20));
+  child.kill("SIGSTOP");
+  try {
+    const second = await deltacellsS3("convert", SMALL, url, "--tile-size", "16", "--quiet");
+    assert.equal(second.code, 1);
+    assert.match(
+      second.stderr,
+      /\[TargetLocked\]: s3:\/\/deltacells-cli-target\/locked is being written by another conversion/,
+    );
+    assert.match(second.stderr, /That process is still running/);
+  } finally {
+    child.kill("SIGCONT");
+  }
+  assert.equal(await exited, 0);
+  assert.equal(await store.get(".deltacells-lock"), undefined, "the lock is removed at the end");
   const v = await deltacellsS3("validate", url);
   assert.equal(v.code, 0, v.stdout + v.stderr);
 });

@@ -143,9 +143,14 @@ test("a conversion killed (SIGKILL) with --overwrite after writing tiles leaves 
   assert.ok(staged >= 5, `new tiles were being written when it was killed (${staged})`);
   await assertOldIntact(out, manifest);
 
-  // Running it again replaces the old dataset and clears the killed run's staging folder.
-  const again = await deltacells("convert", SMALL, out, "--overwrite", "--tile-size", "8");
+  // Its writer lock stays, and refuses the next run until broken; that run then replaces the old
+  // dataset and clears the killed run's staging folder.
+  const locked = await deltacells("convert", SMALL, out, "--overwrite", "--tile-size", "8");
+  assert.equal(locked.code, 1);
+  assert.match(locked.stderr, /\[TargetLocked\].*the lock is stale/);
+  const again = await deltacells("convert", SMALL, out, "--overwrite", "--tile-size", "8", "--break-lock");
   assert.equal(again.code, 0, again.stderr);
+  assert.ok(!existsSync(join(out, ".deltacells-lock")));
   assert.deepEqual(stagingDirs(out), []);
   assert.equal(readdirSync(join(out, "tiles")).length, 8);
   assert.equal((await deltacells("validate", out)).code, 0);

@@ -28,7 +28,9 @@ export type DeltacellsErrorTag =
   /** The native kernel was handed arguments that contradict each other: a bug here, not in the data. */
   | "InternalError"
   /** The host cannot run this code correctly (big-endian, no workers, a decompress-only zstd). */
-  | "UnsupportedHost";
+  | "UnsupportedHost"
+  /** An object of an open dataset was rewritten after the dataset was opened: reopen it. */
+  | "DatasetChanged";
 
 /** What a {@link DeltacellsError} is made of, besides its message. */
 export interface DeltacellsErrorOptions {

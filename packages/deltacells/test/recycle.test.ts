@@ -244,19 +244,30 @@ test("from a local folder, tiles are read into the reader's own memory and still
         [4, 4],
       );
       assert.deepEqual(await two.cells(3, 41), await one.cells(3, 41));
-      // A tile replaced by a shorter one, then removed: refused by size, then as missing.
+      // A tile replaced by a shorter one, then removed: the open handles see the dataset changed;
+      // handles opened after it refuse the tile by size, then as missing.
       const path = join(dir, tileKey(2));
       const full = await readFile(path);
+      await new Promise((r) => setTimeout(r, 20));
       await writeFile(path, full.subarray(0, full.length - 8));
-      for (const ds of [one, two]) {
-        await assert.rejects(
-          ds.tile(2),
-          (e) => isDeltacellsError(e, "CorruptTile") && (e as { field?: string }).field === "tile_bytes",
-        );
+      for (const ds of [one, two])
+        await assert.rejects(ds.tile(2), (e) => isDeltacellsError(e, "DatasetChanged"));
+      const three = await openDataset(stores[0]!);
+      const four = await openDataset(stores[1]!, { threads: 2 });
+      try {
+        for (const ds of [three, four]) {
+          await assert.rejects(
+            ds.tile(2),
+            (e) => isDeltacellsError(e, "CorruptTile") && (e as { field?: string }).field === "tile_bytes",
+          );
+        }
+        await rm(path);
+        for (const ds of [three, four])
+          await assert.rejects(ds.tile(2), (e) => isDeltacellsError(e, "NotFound"));
+        assert.deepEqual(contents(await four.tile(3)), a[3]);
+      } finally {
+        await four.close();
       }
-      await rm(path);
-      for (const ds of [one, two]) await assert.rejects(ds.tile(2), (e) => isDeltacellsError(e, "NotFound"));
-      assert.deepEqual(contents(await two.tile(3)), a[3]);
     } finally {
       await two.close();
     }

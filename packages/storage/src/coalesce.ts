@@ -61,7 +61,10 @@ export class CoalescingStore implements Store {
       !Number.isSafeInteger(range.offset) ||
       !Number.isSafeInteger(range.length) ||
       range.offset < 0 ||
-      range.length <= 0
+      range.length <= 0 ||
+      // A merged read has no one object version to check or report.
+      opts?.unchangedSince !== undefined ||
+      opts?.onInfo !== undefined
     ) {
       return this.inner.getRange(key, range, opts);
     }

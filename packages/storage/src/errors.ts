@@ -19,7 +19,9 @@ export type StorageErrorTag =
   | "ReadOnly" // a write, delete or list on a store that cannot do it
   | "UnsupportedUrl" // openStore was given a URL it cannot open
   | "NoCredentials" // an S3 store with no credentials found, and unsigned requests not asked for
-  | "RetriesExhausted"; // every attempt of a retried read failed
+  | "RetriesExhausted" // every attempt of a retried read failed
+  | "Changed" // the object changed after the time a read said it must not have (see StoreOptions.unchangedSince)
+  | "AlreadyExists"; // a create-only write found the object already there
 
 /**
  * The brand every deltacells-family error carries (storage, core, sporadik, anndata, cli), its
@@ -110,6 +112,25 @@ export class RetriesExhaustedError extends StorageError {
     this.attempts = opts.attempts;
     this.causes = opts.causes;
   }
+}
+
+/** The `Changed` error: `key` was modified at `changed`, after `since`. */
+export function changedError(
+  key: string,
+  location: string,
+  object: string,
+  changed: number,
+  since: number,
+): StorageError {
+  return new StorageError(
+    `${object} was modified at ${new Date(changed).toISOString()}, after ${new Date(since).toISOString()}, when its reader started: it was rewritten since`,
+    {
+      tag: "Changed",
+      object: objectAt(location, key),
+      expected: `unchanged since ${new Date(since).toISOString()}`,
+      found: new Date(changed).toISOString(),
+    },
+  );
 }
 
 /** True when `err` is a {@link StorageError}, optionally of the given tag. */

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { closeSync, fstatSync, openSync, readFile, readSync } from "node:fs";
-import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
+import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
-import { objectAt, StorageError } from "./errors.js";
+import { changedError, isStorageError, objectAt, StorageError } from "./errors.js";
 import { normalizeKey, normalizePrefix } from "./keys.js";
 import { fdSize, readFd, SharedFiles } from "./open-files.js";
 import { resolveRange, throwIfAborted } from "./range.js";
@@ -201,6 +201,10 @@ export class FolderStore implements Store {
   }
 
   async get(key: string, opts?: StoreOptions): Promise<Uint8Array | undefined> {
+    return this.checked(key, opts, () => this.getUnchecked(key, opts));
+  }
+
+  private async getUnchecked(key: string, opts?: StoreOptions): Promise<Uint8Array | undefined> {
     const signal = opts?.signal;
     throwIfAborted(signal);
     const path = this.path(key);
@@ -246,6 +250,14 @@ export class FolderStore implements Store {
   }
 
   async getRange(key: string, range: RangeQuery, opts?: StoreOptions): Promise<Uint8Array | undefined> {
+    return this.checked(key, opts, () => this.getRangeUnchecked(key, range, opts));
+  }
+
+  private async getRangeUnchecked(
+    key: string,
+    range: RangeQuery,
+    opts?: StoreOptions,
+  ): Promise<Uint8Array | undefined> {
     const signal = opts?.signal;
     throwIfAborted(signal);
     const path = this.path(key);
@@ -275,6 +287,14 @@ export class FolderStore implements Store {
    * shrank while being read answers what was there, as `get` does.
    */
   async getInto(
+    key: string,
+    allocate: (size: number) => Uint8Array,
+    opts?: StoreOptions,
+  ): Promise<Uint8Array | undefined> {
+    return this.checked(key, opts, () => this.getIntoUnchecked(key, allocate, opts));
+  }
+
+  private async getIntoUnchecked(
     key: string,
     allocate: (size: number) => Uint8Array,
     opts?: StoreOptions,
@@ -351,6 +371,7 @@ export class FolderStore implements Store {
   async set(key: string, value: Uint8Array, opts?: StoreOptions): Promise<void> {
     throwIfAborted(opts?.signal);
     const path = this.path(key);
+    if (opts?.createOnly) return this.create(key, path, value);
     const tmp = `${path}${TEMP_MARK}${randomBytes(6).toString("hex")}`;
     try {
       await makeFolders(dirname(path));
@@ -373,6 +394,86 @@ export class FolderStore implements Store {
       await rm(tmp, { force: true });
       if ((err as Error).name === "AbortError") throw err;
       throw this.wrap(err, "writing", key);
+    }
+  }
+
+  /**
+   * A create-only `set`: `O_EXCL` makes the creation atomic (also on NFS v3+), which a temporary
+   * file and a rename cannot be. The object is small (a lock): a reader that finds it half-written
+   * is told so by its parser.
+   */
+  private async create(key: string, path: string, value: Uint8Array): Promise<void> {
+    try {
+      await makeFolders(dirname(path));
+      const handle = await open(path, "wx");
+      try {
+        await handle.writeFile(value);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "EEXIST") {
+        throw new StorageError(`${path} already exists`, {
+          tag: "AlreadyExists",
+          object: objectAt(this.url, key),
+          cause: err,
+        });
+      }
+      throw this.wrap(err, "creating", key);
+    }
+  }
+
+  /**
+   * `read` of `key`, then {@link checkUnchanged}. A read that fails is checked too: a file replaced
+   * under it (another size, gone) is explained as the change it is, not as the symptom.
+   */
+  private async checked(
+    key: string,
+    opts: StoreOptions | undefined,
+    read: () => Promise<Uint8Array | undefined>,
+  ): Promise<Uint8Array | undefined> {
+    let bytes: Uint8Array | undefined;
+    try {
+      bytes = await read();
+    } catch (err) {
+      if (opts?.unchangedSince !== undefined && !opts.signal?.aborted) {
+        await this.checkUnchanged(key, this.path(key), { unchangedSince: opts.unchangedSince }).catch(
+          (changed: unknown) => {
+            if (isStorageError(changed, "Changed")) throw changed;
+          },
+        );
+      }
+      throw err;
+    }
+    if (bytes !== undefined) await this.checkUnchanged(key, this.path(key), opts);
+    return bytes;
+  }
+
+  /**
+   * After a read of `key`, what `opts` asks: its change time (the later of mtime and ctime: a
+   * rename into place changes only the ctime) reported, and refused after `unchangedSince`. One
+   * `stat` after the read: a file replaced before or during the read is seen.
+   */
+  private async checkUnchanged(key: string, path: string, opts: StoreOptions | undefined): Promise<void> {
+    if (opts?.onInfo === undefined && opts?.unchangedSince === undefined) return;
+    const readAt = Date.now();
+    let changed: number;
+    try {
+      const s = await stat(path);
+      changed = Math.max(s.mtimeMs, s.ctimeMs);
+    } catch (err) {
+      if (isMissing(err) && opts.unchangedSince !== undefined) {
+        throw new StorageError(`${path} was deleted while being read: it was rewritten since`, {
+          tag: "Changed",
+          object: objectAt(this.url, key),
+        });
+      }
+      throw this.wrap(err, "reading", key);
+    }
+    opts.onInfo?.({ changed, readAt });
+    if (opts.unchangedSince !== undefined && changed > opts.unchangedSince) {
+      throw changedError(key, this.url, path, changed, opts.unchangedSince);
     }
   }
 

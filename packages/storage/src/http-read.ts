@@ -1,6 +1,6 @@
-import { HttpStatusError, StorageError } from "./errors.js";
+import { changedError, HttpStatusError, StorageError } from "./errors.js";
 import { resolveRange, throwIfAborted } from "./range.js";
-import type { RangeQuery } from "./types.js";
+import type { ObjectInfo, RangeQuery, StoreOptions } from "./types.js";
 
 /**
  * The read path shared by the HTTP and S3 stores: how a Range request is sent, and how every
@@ -26,6 +26,10 @@ export interface HttpReadContext {
   /** The largest whole object taken when a server ignores a Range header and answers 200. */
   maxIgnoredRangeBytes: number;
   signal: AbortSignal | undefined;
+  /** See `StoreOptions.unchangedSince`: checked against the answer's Last-Modified. */
+  unchangedSince?: number | undefined;
+  /** See `StoreOptions.onInfo`: given Last-Modified and Date of the answer. */
+  onInfo?: ((info: ObjectInfo) => void) | undefined;
 }
 
 /** Sends one request; the store decides how (plain fetch, SigV4-signed fetch). */
@@ -183,11 +187,35 @@ export async function statusError(
 ): Promise<HttpStatusError> {
   let text = "";
   try {
-    text = (await res.text()).slice(0, 2000);
+    text = new TextDecoder().decode((await res.arrayBuffer()).slice(0, 2000));
   } catch {
     // the body is only decoration for the message
   }
   return statusErrorFrom(res, text, method, ctx);
+}
+
+/** Longest excerpt of an error body shown in a message, in printed characters. */
+const EXCERPT_CHARS = 120;
+
+/**
+ * At most {@link EXCERPT_CHARS} printed characters of a response body for a message, on one line,
+ * with control characters and undecodable bytes escaped (`\\x01`, `\\ufffd`): a server may answer
+ * an error with anything, binary included, and a message must stay short and safe for a terminal.
+ */
+export function printableExcerpt(text: string): string {
+  let out = "";
+  for (const c of text.replace(/\s+/g, " ").trim()) {
+    const code = c.codePointAt(0)!;
+    const shown =
+      code === 0xfffd
+        ? "\\ufffd"
+        : code < 0x20 || (code >= 0x7f && code < 0xa0)
+          ? `\\x${code.toString(16).padStart(2, "0")}`
+          : c;
+    if (out.length + shown.length > EXCERPT_CHARS) return `${out}...`;
+    out += shown;
+  }
+  return out;
 }
 
 function errorCode(text: string): string | undefined {
@@ -197,12 +225,12 @@ function errorCode(text: string): string | undefined {
 function statusErrorFrom(res: Response, text: string, method: string, ctx: HttpReadContext): HttpStatusError {
   const code = errorCode(text);
   const message = /<Message>([^<]*)<\/Message>/.exec(text)?.[1];
-  const detail = code !== undefined ? `${code}${message ? `: ${message}` : ""}` : text.slice(0, 200).trim();
+  const detail = printableExcerpt(code !== undefined ? `${code}${message ? `: ${message}` : ""}` : text);
   const hint =
     res.status === 403
       ? " (check the credentials; S3-style servers also answer 403 for a missing object when the caller may not list the bucket)"
       : res.status >= 500 || res.status === 429
-        ? " (a transient server error: wrap the store with withRetries to retry reads)"
+        ? " (a transient server error: reads are retried when the store has retries, as openStore's and the command line's do by default)"
         : "";
   return new HttpStatusError(
     `${method} ${ctx.url} answered ${res.status}${res.statusText ? ` ${res.statusText}` : ""}${detail ? ` [${detail}]` : ""}${hint}`,
@@ -256,12 +284,12 @@ export interface KeyRead {
 export async function readKey(
   key: string,
   range: RangeQuery | undefined,
-  signal: AbortSignal | undefined,
+  opts: StoreOptions | undefined,
   prepare: (key: string, signal: AbortSignal | undefined) => KeyRead,
 ): Promise<Uint8Array | undefined> {
-  throwIfAborted(signal);
-  const { send, ctx } = prepare(key, signal);
-  return httpRead(send, range, ctx);
+  throwIfAborted(opts?.signal);
+  const { send, ctx } = prepare(key, opts?.signal);
+  return httpRead(send, range, { ...ctx, ...versionContext(opts) });
 }
 
 /**
@@ -297,6 +325,7 @@ export async function httpRead(
       ctx,
     );
   }
+  if (res.status === 200 || res.status === 206) await checkUnchanged(res, ctx);
   if (res.status === 200) {
     // With a Content-Encoding, Content-Length counts compressed bytes, not what fetch hands us.
     const encoding = res.headers.get("content-encoding");
@@ -314,6 +343,40 @@ export async function httpRead(
   }
   if (res.status === 206 && range !== undefined) return readPartial(res, range, ctx);
   throw await statusError(res, "GET", ctx);
+}
+
+/** An HTTP date (Last-Modified, Date) in ms since the epoch, or undefined. */
+function httpDate(v: string | null): number | undefined {
+  if (v === null) return undefined;
+  const t = Date.parse(v);
+  return Number.isNaN(t) ? undefined : t;
+}
+
+/**
+ * Reports the answer's Last-Modified and Date to `ctx.onInfo`, and refuses (tag `Changed`) an
+ * object whose Last-Modified is after `ctx.unchangedSince`, before its body is read. The headers
+ * come with the very bytes they describe, so no request is added and no race is possible.
+ * Both have a resolution of one second: a change within the same second is not seen.
+ */
+async function checkUnchanged(res: Response, ctx: HttpReadContext): Promise<void> {
+  if (ctx.onInfo === undefined && ctx.unchangedSince === undefined) return;
+  const changed = httpDate(res.headers.get("last-modified"));
+  const readAt = httpDate(res.headers.get("date"));
+  ctx.onInfo?.({
+    ...(changed === undefined ? {} : { changed }),
+    ...(readAt === undefined ? {} : { readAt }),
+  });
+  if (ctx.unchangedSince !== undefined && changed !== undefined && changed > ctx.unchangedSince) {
+    await res.body?.cancel().catch(() => {});
+    throw changedError(ctx.key, ctx.location, ctx.url, changed, ctx.unchangedSince);
+  }
+}
+
+/** The read options a store passes on to {@link HttpReadContext}. */
+export function versionContext(
+  opts: StoreOptions | undefined,
+): Pick<HttpReadContext, "unchangedSince" | "onInfo"> {
+  return { unchangedSince: opts?.unchangedSince, onInfo: opts?.onInfo };
 }
 
 function totalFrom416(res: Response): number | undefined {

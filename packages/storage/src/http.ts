@@ -55,11 +55,11 @@ export class HttpStore implements Store {
   }
 
   get(key: string, opts?: StoreOptions): Promise<Uint8Array | undefined> {
-    return readKey(key, undefined, opts?.signal, this.keyRead);
+    return readKey(key, undefined, opts, this.keyRead);
   }
 
   getRange(key: string, range: RangeQuery, opts?: StoreOptions): Promise<Uint8Array | undefined> {
-    return readKey(key, range, opts?.signal, this.keyRead);
+    return readKey(key, range, opts, this.keyRead);
   }
 
   /** A read of a key: a fetch of its URL with the store's headers, asking for unencoded bytes. */

@@ -22,7 +22,7 @@ export { DEFAULT_MAX_IGNORED_RANGE_BYTES, HttpStore, type HttpStoreOptions } fro
 export type { FetchLike } from "./http-read.js";
 export { ConcurrencyLimitStore, withConcurrencyLimit } from "./limit.js";
 export { MemoryStore } from "./memory.js";
-export { type OpenStoreOptions, openStore } from "./open.js";
+export { DEFAULT_RETRIES, DEFAULT_TIMEOUT_SECONDS, type OpenStoreOptions, openStore } from "./open.js";
 export { type RetryOptions, RetryStore, withRetries } from "./retry.js";
 export {
   S3_MIN_PART_SIZE,
@@ -31,6 +31,7 @@ export {
   type S3StoreOptions,
   s3OptionsFromEnv,
 } from "./s3.js";
+export { withStallTimeout } from "./stall.js";
 export { StatsStore, type StoreOperation, type StoreStats, withStats } from "./stats.js";
-export type { RangeQuery, ReadableStore, Store, StoreOptions, WritableStore } from "./types.js";
+export type { ObjectInfo, RangeQuery, ReadableStore, Store, StoreOptions, WritableStore } from "./types.js";
 export type { AnyStore } from "./wrap.js";

@@ -1,3 +1,4 @@
+import { objectAt, StorageError } from "./errors.js";
 import { normalizeKey, normalizePrefix } from "./keys.js";
 import { resolveRange, throwIfAborted } from "./range.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
@@ -28,7 +29,14 @@ export class MemoryStore implements Store {
 
   async set(key: string, value: Uint8Array, opts?: StoreOptions): Promise<void> {
     throwIfAborted(opts?.signal);
-    this.objects.set(normalizeKey(key, this.url), value.slice());
+    const k = normalizeKey(key, this.url);
+    if (opts?.createOnly && this.objects.has(k)) {
+      throw new StorageError(`${key} already exists in ${this.url}`, {
+        tag: "AlreadyExists",
+        object: objectAt(this.url, key),
+      });
+    }
+    this.objects.set(k, value.slice());
   }
 
   async delete(key: string, opts?: StoreOptions): Promise<void> {

@@ -2,8 +2,15 @@ import { StorageError } from "./errors.js";
 import { HttpStore, type HttpStoreOptions } from "./http.js";
 import type { FetchLike } from "./http-read.js";
 import { MemoryStore } from "./memory.js";
+import { withRetries } from "./retry.js";
 import { parseS3Url, S3Store, type S3StoreOptions } from "./s3.js";
+import { withStallTimeout } from "./stall.js";
 import type { Store } from "./types.js";
+
+/** Retries of a failed read (after the first attempt) of a store opened from an http(s) or s3 URL. */
+export const DEFAULT_RETRIES = 3;
+/** Seconds without a byte after which a request of such a store fails (and is retried). */
+export const DEFAULT_TIMEOUT_SECONDS = 15;
 
 /** Options of {@link openStore}; each backend takes the part that concerns it. */
 export interface OpenStoreOptions {
@@ -16,11 +23,39 @@ export interface OpenStoreOptions {
    * nothing is read from the environment: pass credentials here, or none for a public bucket.
    */
   s3?: Omit<S3StoreOptions, "bucket" | "prefix" | "fetch">;
+  /**
+   * HTTP(S) and S3: how many times a read that failed for a transient reason (5xx, 429, a reset
+   * connection, a cut body, a stall) is tried again, with exponential backoff and jitter (default
+   * {@link DEFAULT_RETRIES}; 0 for none). Writes are never repeated.
+   */
+  retries?: number;
+  /**
+   * HTTP(S) and S3: a request that receives nothing for this many milliseconds (no answer, or a
+   * body that stops) fails with a transient `Timeout` error (default
+   * {@link DEFAULT_TIMEOUT_SECONDS} s; 0 for none). A slow transfer that keeps moving never does.
+   */
+  timeoutMs?: number;
+}
+
+/** The network defaults over a remote store: a stall timeout on its fetch, retries around it. */
+function remote(opts: OpenStoreOptions, make: (fetch: FetchLike | undefined) => Store): Store {
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_SECONDS * 1000;
+  const retries = opts.retries ?? DEFAULT_RETRIES;
+  if (!(timeoutMs >= 0) || !(retries >= 0) || !Number.isInteger(retries)) {
+    throw new StorageError(
+      `openStore: retries must be a whole number >= 0 and timeoutMs a number >= 0, got ${retries} and ${timeoutMs}`,
+    );
+  }
+  const base = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  const store = make(timeoutMs > 0 ? withStallTimeout(base, timeoutMs) : opts.fetch);
+  return retries > 0 ? withRetries(store, { attempts: retries + 1 }) : store;
 }
 
 /**
  * Opens a store from a URL: `http://` and `https://` (read-only), `s3://bucket/prefix` and
- * `memory://name`. Browser-safe; `@deltacells/storage/node` has an `openStore` that also opens
+ * `memory://name`. Remote stores come with the network defaults a user of a cloud bucket
+ * expects: transient read failures are retried and stalled requests time out (`retries`,
+ * `timeoutMs`); the answer is then a `RetryStore` over the HTTP or S3 store. Browser-safe; `@deltacells/storage/node` has an `openStore` that also opens
  * local paths and `file://` URLs and reads S3 settings from the AWS environment variables.
  */
 export function openStore(url: string, opts: OpenStoreOptions = {}): Store {
@@ -28,9 +63,12 @@ export function openStore(url: string, opts: OpenStoreOptions = {}): Store {
   switch (scheme) {
     case "http":
     case "https":
-      return new HttpStore(url, { ...opts.http, ...(opts.fetch ? { fetch: opts.fetch } : {}) });
+      return remote(opts, (fetch) => new HttpStore(url, { ...opts.http, ...(fetch ? { fetch } : {}) }));
     case "s3":
-      return new S3Store({ ...opts.s3, ...parseS3Url(url), ...(opts.fetch ? { fetch: opts.fetch } : {}) });
+      return remote(
+        opts,
+        (fetch) => new S3Store({ ...opts.s3, ...parseS3Url(url), ...(fetch ? { fetch } : {}) }),
+      );
     case "memory":
       return new MemoryStore(url);
     default:

@@ -21,6 +21,14 @@ export interface RetryOptions {
   onRetry?: (info: { key: string; attempt: number; delayMs: number; error: unknown }) => void;
 }
 
+/** `setParts` of the stores that have it (S3): one object written from parts as they come. */
+type PartsWrite = (
+  key: string,
+  byteLength: number,
+  parts: AsyncIterable<Uint8Array>,
+  opts?: StoreOptions,
+) => Promise<void>;
+
 function describe(err: unknown): string {
   if (err instanceof Error) return err.message;
   return String(err);
@@ -39,6 +47,8 @@ export class RetryStore implements Store {
   readonly inner: AnyStore;
   readonly set: Store["set"];
   readonly delete: Store["delete"];
+  /** The inner store's `setParts` (an upload of an object arriving in parts), when it has one; a write, so not retried. */
+  readonly setParts?: PartsWrite;
   private readonly attempts: number;
   private readonly base: number;
   private readonly max: number;
@@ -52,6 +62,8 @@ export class RetryStore implements Store {
     this.url = locationOf(inner);
     this.set = writeMethod(inner, "set");
     this.delete = writeMethod(inner, "delete");
+    const setParts = (inner as { setParts?: PartsWrite }).setParts;
+    if (setParts !== undefined) this.setParts = setParts.bind(inner);
     this.attempts = Math.max(1, Math.floor(opts.attempts ?? 4));
     this.base = opts.baseDelayMs ?? 100;
     this.max = opts.maxDelayMs ?? 5000;
@@ -89,7 +101,7 @@ export class RetryStore implements Store {
     for (let n = 1; ; n++) {
       signal?.throwIfAborted();
       try {
-        return await this.once(attempt, signal, key);
+        return await this.once(attempt, opts, key);
       } catch (err) {
         if (signal?.aborted) throw signal.reason;
         if (!this.retryable(err)) throw err;
@@ -97,7 +109,8 @@ export class RetryStore implements Store {
         if (n >= this.attempts) {
           const list = causes.map((c, i) => `  ${i + 1}. ${describe(c)}`).join("\n");
           throw new RetriesExhaustedError(
-            `${what} from ${this.url} failed ${n} times (all attempts used); the failures were:\n${list}`,
+            // The last failure on the first line: a command line shows only that one.
+            `${what} from ${this.url} failed ${n} times (all attempts used), last: ${describe(err).split("\n")[0]}; every failure:\n${list}`,
             { attempts: n, causes, object: objectAt(this.url, key) },
           );
         }
@@ -111,11 +124,11 @@ export class RetryStore implements Store {
   /** One attempt, aborted (and reported as a transient `Timeout`) when it outlives `timeoutMs`. */
   private async once<T>(
     attempt: (opts: StoreOptions) => Promise<T>,
-    signal: AbortSignal | undefined,
+    opts: StoreOptions | undefined,
     key: string,
   ) {
-    if (this.timeoutMs === undefined) return attempt(signal === undefined ? {} : { signal });
-    const { controller, release } = childController(signal);
+    if (this.timeoutMs === undefined) return attempt({ ...opts });
+    const { controller, release } = childController(opts?.signal);
     const timer = setTimeout(() => {
       controller.abort(
         new StorageError(`an attempt on ${key} at ${this.url} took longer than ${this.timeoutMs} ms`, {
@@ -126,7 +139,7 @@ export class RetryStore implements Store {
     }, this.timeoutMs);
     try {
       // Raced as well, in case the inner store ignores its signal.
-      return await raceAbort(attempt({ signal: controller.signal }), controller.signal);
+      return await raceAbort(attempt({ ...opts, signal: controller.signal }), controller.signal);
     } finally {
       clearTimeout(timer);
       release();

@@ -259,11 +259,11 @@ export class S3Store implements Store {
   }
 
   get(key: string, opts?: StoreOptions): Promise<Uint8Array | undefined> {
-    return readKey(key, undefined, opts?.signal, this.keyRead);
+    return readKey(key, undefined, opts, this.keyRead);
   }
 
   getRange(key: string, range: RangeQuery, opts?: StoreOptions): Promise<Uint8Array | undefined> {
-    return readKey(key, range, opts?.signal, this.keyRead);
+    return readKey(key, range, opts, this.keyRead);
   }
 
   /** A read of a key: a (signed) GET of its object. */
@@ -278,6 +278,10 @@ export class S3Store implements Store {
   async set(key: string, value: Uint8Array, opts?: StoreOptions): Promise<void> {
     throwIfAborted(opts?.signal);
     const url = this.objectUrl(key);
+    if (opts?.createOnly) {
+      await this.create(url, key, value, opts.signal);
+      return;
+    }
     if (value.length <= this.multipartThreshold) {
       await this.request("PUT", url, key, { body: value, signal: opts?.signal });
       return;
@@ -287,6 +291,32 @@ export class S3Store implements Store {
       concurrency: this.partConcurrency,
       signal: opts?.signal,
     });
+  }
+
+  /**
+   * A PUT with `If-None-Match: *`: S3 (since 2024) and moto refuse it with 412 when the key exists,
+   * and with 409 when another conditional write of it is in flight; both are `AlreadyExists`.
+   */
+  private async create(url: string, key: string, value: Uint8Array, signal: AbortSignal | undefined) {
+    if (value.length > this.multipartThreshold) {
+      throw new StorageError(
+        `${url}: a create-only write is limited to one PUT (${this.multipartThreshold} bytes)`,
+        { tag: "InvalidOption", object: objectAt(this.url, key) },
+      );
+    }
+    const res = await this.request("PUT", url, key, {
+      body: value,
+      headers: { "if-none-match": "*" },
+      signal,
+      ok: [200, 409, 412],
+    });
+    await res.body?.cancel().catch(() => {});
+    if (res.status !== 200) {
+      throw new StorageError(`${url} already exists (the create-only PUT was answered ${res.status})`, {
+        tag: "AlreadyExists",
+        object: objectAt(this.url, key),
+      });
+    }
   }
 
   /**

@@ -9,10 +9,34 @@
 /** A byte range: `length` bytes from `offset`, or the last `suffixLength` bytes of the object. */
 export type RangeQuery = { offset: number; length: number } | { suffixLength: number };
 
+/** What a read learned about the object it read, for stores that know (see `StoreOptions.onInfo`). */
+export interface ObjectInfo {
+  /** When the object was last changed (ms since the epoch): Last-Modified, or a file's mtime/ctime. */
+  changed?: number;
+  /**
+   * When the store answered, on the same clock as `changed` (the server's `Date` header, or the
+   * local clock for a folder): an object changed after this was not the one read.
+   */
+  readAt?: number;
+}
+
 /** Options every asynchronous call accepts. */
 export interface StoreOptions {
   /** Aborts the request; the call then rejects with the signal's reason. */
   signal?: AbortSignal;
+  /**
+   * Reads: refuse, with a `Changed` error, an object changed after this time (ms since the epoch,
+   * on the clock of {@link ObjectInfo.readAt}). The check uses what the answer carries anyway
+   * (Last-Modified, a file's status), so it costs no request; stores that cannot tell ignore it.
+   */
+  unchangedSince?: number;
+  /** Reads: called once with what the store learned about the object (nothing for a missing one). */
+  onInfo?: (info: ObjectInfo) => void;
+  /**
+   * `set`: create the object only if there is none (`O_EXCL` in a folder, `If-None-Match: *` on
+   * S3), else fail with an `AlreadyExists` error. Stores that cannot do it atomically refuse it.
+   */
+  createOnly?: boolean;
 }
 
 /** Read side of a store. Missing objects are `undefined`; every other failure throws. */

@@ -2,7 +2,7 @@
  * The page side of http.browser.test.ts: bundled for the browser with `@deltacells/storage` and run in
  * headless Chromium. Every export is called from Node through the harness and returns JSON.
  */
-import { HttpStore, openStore, type RangeQuery } from "@deltacells/storage";
+import { HttpStore, openStore, type RangeQuery, RetryStore } from "@deltacells/storage";
 import { caught, type ErrorInfo, errorInfo, plain } from "../../../test-utils/browser/page-helpers.js";
 
 /** `store.get(key)`: the bytes, or null for a missing object. */
@@ -62,7 +62,7 @@ export async function openAndRead(
   const whole = await store.get(key);
   const part = await store.getRange(key, range);
   return {
-    isHttpStore: store instanceof HttpStore,
+    isHttpStore: (store instanceof RetryStore ? store.inner : store) instanceof HttpStore,
     whole: whole === undefined ? null : plain(whole),
     part: part === undefined ? null : plain(part),
   };

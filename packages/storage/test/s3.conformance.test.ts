@@ -227,6 +227,37 @@ describe("an S3 store against moto_server", () => {
     assert.doesNotMatch(uploads, /short\.bin/);
   });
 
+  test("a create-only set is a PUT with If-None-Match: *, refused as AlreadyExists when the key exists", async () => {
+    const s = store();
+    await s.set("lock/one", new Uint8Array([1]), { createOnly: true });
+    await assert.rejects(
+      s.set("lock/one", new Uint8Array([2]), { createOnly: true }),
+      isTag("AlreadyExists"),
+    );
+    assert.deepEqual(await s.get("lock/one"), new Uint8Array([1]));
+    await s.delete("lock/one");
+    await s.set("lock/one", new Uint8Array([3]), { createOnly: true });
+    assert.deepEqual(await s.get("lock/one"), new Uint8Array([3]));
+  });
+
+  test("reads report Last-Modified and Date, and refuse an object changed after unchangedSince", async () => {
+    const s = store();
+    await s.set("versioned.bin", new Uint8Array([1, 2]));
+    let info: { changed?: number; readAt?: number } = {};
+    await s.get("versioned.bin", { onInfo: (i) => (info = i) });
+    assert.ok(info.changed !== undefined && info.readAt !== undefined && info.changed <= info.readAt);
+    const since = info.readAt;
+    assert.ok(
+      (await s.getRange("versioned.bin", { offset: 0, length: 1 }, { unchangedSince: since })) !== undefined,
+    );
+    await new Promise((r) => setTimeout(r, 1100)); // Last-Modified counts whole seconds
+    await s.set("versioned.bin", new Uint8Array([3, 4]));
+    await assert.rejects(
+      s.getRange("versioned.bin", { offset: 0, length: 1 }, { unchangedSince: since }),
+      isTag("Changed"),
+    );
+  });
+
   test("delete removes an object, and deleting a missing one is not an error", async () => {
     const s = store();
     await s.set("gone.bin", new Uint8Array([1, 2]));
@@ -266,7 +297,7 @@ describe("an S3 store against moto_server", () => {
       AWS_DEFAULT_REGION: "eu-west-1",
       AWS_ENDPOINT_URL: moto.url,
     };
-    const s = openStore(`s3://${BUCKET}/data/set1`, { env });
+    const s = openStore(`s3://${BUCKET}/data/set1`, { env, retries: 0 });
     assert.ok(s instanceof S3Store);
     assert.equal(s.url, `s3://${BUCKET}/data/set1`);
     assert.deepEqual(

@@ -63,12 +63,22 @@ options:
   --threads N    encoding threads (default: the number of cores)
   --overwrite    replace the dataset or store already at OUTPUT (kept readable until the new
                  one is complete; objects that belong to neither are never deleted)
+  --break-lock   delete a writer lock (OUTPUT/.deltacells-lock) left by a conversion that was
+                 killed; only when no other conversion is writing to OUTPUT. A conversion takes
+                 the lock before writing and removes it when done, failed or interrupted, so two
+                 conversions into one OUTPUT never both run
   --sporadik     also write a sporadik store of the same counts at OUTPUT/sporadik/ (both layouts,
                  genes in the source's order, with maxima; named in the manifest's metadata), so
                  one gene across all cells reads in two requests (the viewer colours cells by it)
   --quiet        no progress bar
 ${OBS_HELP}
 ${COMMON_HELP}`;
+
+/** The line saying which temporary files of killed writers the conversion removed, if any. */
+export function leftoverLine(removed: string[]): string {
+  if (removed.length === 0) return "";
+  return `\n  removed ${count(removed.length, "temporary file")} left by a writer that was killed (${removed[0]}${removed.length > 1 ? ", ..." : ""})`;
+}
 
 /** `--axes 0,1` as the sorted, distinct axes of a cells x genes matrix. */
 function axesOption(spec: string | undefined): number[] {
@@ -100,6 +110,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       "byte-addressable": { type: "boolean" },
       "max-nnz": { type: "string" },
       overwrite: { type: "boolean" },
+      "break-lock": { type: "boolean" },
       ...OBS_PARSE_OPTIONS,
       sporadik: { type: "boolean" },
       "tmp-dir": { type: "string" },
@@ -133,6 +144,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       byteAddressable: values["byte-addressable"] === true,
       maxNnz: intOption(values, "max-nnz", undefined, 1, MAX_NNZ_CEILING),
       overwrite: values.overwrite === true,
+      breakLock: values["break-lock"] === true,
       tmpDir: values["tmp-dir"] as string | undefined,
       threads,
       inputOptions,
@@ -149,11 +161,18 @@ export async function convert(argv: string[]): Promise<CommandResult> {
   const obs = obsOptions(values);
   const started = performance.now();
   // Before the input is read: a target that cannot be written is refused at once.
-  const target = await openTarget(input, output, values.overwrite === true);
+  const target = await openTarget(input, output, values.overwrite === true, values["break-lock"] === true);
   const store = target.store;
-  // Loaded here, not at the top: the HDF5 reader costs seconds to start, and a dataset input needs none.
-  const { openInput } = await import("@deltacells/anndata/node");
-  const source = await openInput(input, inputOptions);
+  let source: Awaited<ReturnType<typeof import("@deltacells/anndata/node").openInput>>;
+  try {
+    // Loaded here, not at the top: the HDF5 reader costs seconds to start, and a dataset input needs none.
+    const { openInput } = await import("@deltacells/anndata/node");
+    source = await openInput(input, inputOptions);
+  } catch (err) {
+    await target.abandon().catch(() => undefined);
+    await target.lock.release();
+    throw err;
+  }
   const pool = createTilePool({ threads });
   let phase = "";
   try {
@@ -194,6 +213,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       has_obs: manifest.has_obs,
       tile_bytes_per_nonzero: nnz ? tileBytes / nnz : 0,
       ...(companion ? { sporadik: { path: COMPANION_PATH, bytes: companion.json.bytes } } : {}),
+      removed_temp_files: target.removedTempFiles,
       seconds,
     };
     const text = `converted ${input} (${source.format}, ${source.matrixPath}) -> ${store.url}
@@ -202,7 +222,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     companion
       ? `\n  sporadik companion: ${companion.json.output} (${companion.json.bytes.toLocaleString("en-US")} bytes, both layouts, with maxima)`
       : ""
-  }`;
+  }${leftoverLine(target.removedTempFiles)}`;
     return { text, json: summary, store };
   } catch (err) {
     await target.abandon().catch(() => undefined);
@@ -211,5 +231,6 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     bar.finish();
     await pool.close();
     await source.close();
+    await target.lock.release();
   }
 }

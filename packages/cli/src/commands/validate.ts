@@ -4,6 +4,7 @@ import { createTilePool, validateDataset } from "@deltacells/core";
 import { COMMON_HELP, count, intOption, parse } from "../args.js";
 import { validateCompanion } from "../companion.js";
 import { openCountedAny } from "../io.js";
+import { findLeftovers, type Leftover } from "../leftovers.js";
 import { ProgressBar } from "../progress.js";
 import type { CommandResult } from "./types.js";
 
@@ -18,6 +19,10 @@ A sporadik store is described (every check of the format's reader), then each la
 whole, one at a time: indptr runs from 0 to the number of values and never decreases, every
 index lies inside the array, stored maxima match the values, and the layouts hold as many values
 with the same sum.
+
+What killed writers leave (temporary *.dctmp-* files, .deltacells-staging-* folders, a
+.deltacells-lock) is listed as warnings: readers never look at it, so it does not make the data
+invalid.
 
 options:
   --threads N    decoding threads (default: the number of cores)
@@ -34,9 +39,10 @@ export async function validate(argv: string[]): Promise<CommandResult> {
   const bar = new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
   try {
     const opened = await openCountedAny(positionals[0]!, pool);
+    const leftovers = await findLeftovers(positionals[0]!, opened.store);
     if (opened.kind === "sporadik") {
       const { validateSporadik } = await import("../sporadik-info.js");
-      return await validateSporadik(opened.store, opened.info);
+      return withWarnings(await validateSporadik(opened.store, opened.info), leftovers);
     }
     const { store, ds } = opened;
     bar.phase("tiles");
@@ -55,9 +61,22 @@ export async function validate(argv: string[]): Promise<CommandResult> {
           `${ds.url}: INVALID, ${count(report.problems.length, "problem")}:`,
           ...report.problems.map((p) => `  ${p.object}: [${p.tag}] ${p.message}`),
         ].join("\n");
-    return { text, json: { url: ds.url, ...report }, store, exitCode: report.valid ? 0 : 1 };
+    return withWarnings(
+      { text, json: { url: ds.url, ...report }, store, exitCode: report.valid ? 0 : 1 },
+      leftovers,
+    );
   } finally {
     bar.finish();
     await pool.close();
   }
+}
+
+/** The result with the leftovers of killed writers as warnings (they never make the data invalid). */
+function withWarnings(result: CommandResult, leftovers: Leftover[]): CommandResult {
+  const warnings = leftovers.map((l) => `  warning: ${l.object}: ${l.message}`);
+  return {
+    ...result,
+    text: [result.text, ...warnings].join("\n"),
+    json: { ...(result.json as object), warnings: leftovers },
+  };
 }

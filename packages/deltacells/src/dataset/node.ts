@@ -4,7 +4,12 @@ import type { ReadableStore } from "@deltacells/storage";
 import { openStore } from "@deltacells/storage/node";
 import type { compress as Compressor } from "zstd-napi";
 import { cacheLocalizer } from "../obs/cache-node.js";
-import { type Dataset, type OpenDatasetOptions, openDataset as openDatasetInStore } from "./reader.js";
+import {
+  type Dataset,
+  networkOptions,
+  type OpenDatasetOptions,
+  openDataset as openDatasetInStore,
+} from "./reader.js";
 import type { Compress } from "./var-table.js";
 
 /**
@@ -36,7 +41,8 @@ export function openDataset(
   location: string | ReadableStore,
   opts: OpenDatasetOptions = {},
 ): Promise<Dataset> {
-  return openDatasetInStore(typeof location === "string" ? openStore(location) : location, {
+  const store = typeof location === "string" ? openStore(location, networkOptions(opts)) : location;
+  return openDatasetInStore(store, {
     obsLocalizer: cacheLocalizer(),
     ...opts,
   });

@@ -4,7 +4,7 @@
  * cells and nonzeros. The optional gene files are read and checked when first asked for: a
  * reader that streams tiles for training never pays for them, and `validateDataset` checks them all.
  */
-import { openStore, type ReadableStore } from "@deltacells/storage";
+import { isStorageError, type ObjectInfo, openStore, type ReadableStore } from "@deltacells/storage";
 import type { Vector } from "apache-arrow";
 import type { DecodedTile } from "../codec/decode.js";
 import { createLocalDecoder } from "../codec/local-decoder.js";
@@ -81,6 +81,20 @@ export interface OpenDatasetOptions {
   /** Where `obs()` puts columns (default: memory; the Node entry's `openDataset` uses the local cache). */
   obsLocalizer?: ObsLocalizer;
   signal?: AbortSignal;
+  /**
+   * When `location` is an http(s):// or s3:// URL: retries of a read that failed for a transient
+   * reason, and the stall timeout in ms (defaults: `openStore`'s, 3 retries and 15 s).
+   */
+  retries?: number;
+  timeoutMs?: number;
+}
+
+/** The network options of {@link OpenDatasetOptions}, for `openStore`. */
+export function networkOptions(opts: OpenDatasetOptions): { retries?: number; timeoutMs?: number } {
+  return {
+    ...(opts.retries === undefined ? {} : { retries: opts.retries }),
+    ...(opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs }),
+  };
 }
 
 /** The store's location for messages. */
@@ -97,6 +111,12 @@ export class Dataset {
   /** `limits[i]` is the end (exclusive) of tile i: the cumulative sum of `tile_cells`. */
   readonly limits: Float64Array;
   readonly url: string;
+  /**
+   * When the manifest was read, on the store's clock (the server's `Date`, or the local clock for a
+   * folder), if the store told: an object changed after it belongs to another version of the
+   * dataset, and reading it is refused (`DatasetChanged`). See docs/deltacells-dataset.md.
+   */
+  readonly openedAt: number | undefined;
   private geneNamesCache: Promise<string[] | undefined> | undefined;
   private geneOrderCache: Promise<Int32Array | undefined> | undefined;
   private obsShards: ObsShards | undefined;
@@ -111,7 +131,9 @@ export class Dataset {
     private readonly decoder: TileDecoder = createLocalDecoder(),
     private readonly obsLocalizer: ObsLocalizer = memoryLocalizer,
     private readonly onClose: () => Promise<void> = async () => {},
+    manifestInfo: ObjectInfo = {},
   ) {
+    this.openedAt = manifestInfo.readAt;
     this.manifest = manifest;
     this.url = where(store);
     this.nCells = manifest.n_cells;
@@ -165,7 +187,9 @@ export class Dataset {
   /** The stored bytes of tile `i`: one GET, refused unless its size is `tile_bytes[i]`. */
   async tileBytes(i: number, opts: { signal?: AbortSignal } = {}): Promise<Uint8Array> {
     this.checkTile(i);
-    const bytes = await this.store.get(tileKey(i), { signal: opts.signal });
+    const bytes = await this.store
+      .get(tileKey(i), { signal: opts.signal, ...this.pinned() })
+      .catch((err: unknown) => this.rethrow(err, tileKey(i)));
     if (bytes === undefined) throw this.missing(i);
     if (bytes.length !== this.manifest.tile_bytes[i]!) throw this.wrongSize(i, bytes.length);
     return bytes;
@@ -209,18 +233,33 @@ export class Dataset {
           lent = lend(n);
           return lent.bytes;
         },
-        { signal },
+        { signal, ...this.pinned() },
       );
     } catch (err) {
       lent?.release();
-      if (size !== undefined && size !== expected) throw this.wrongSize(i, size);
-      throw err;
+      if (size !== undefined && size !== expected && !isStorageError(err, "Changed"))
+        throw this.wrongSize(i, size);
+      this.rethrow(err, key);
     }
     if (bytes === undefined || bytes.length !== expected) {
       lent?.release();
       throw bytes === undefined ? this.missing(i) : this.wrongSize(i, bytes.length);
     }
     return { bytes, done: () => lent?.release() };
+  }
+
+  /** The read option that refuses objects changed since the dataset was opened (when the store can tell). */
+  private pinned(): { unchangedSince?: number } {
+    return this.openedAt === undefined ? {} : { unchangedSince: this.openedAt };
+  }
+
+  /** `err` as thrown by a read of `key`; a store's `Changed` becomes `DatasetChanged`, naming the dataset. */
+  private rethrow(err: unknown, key: string): never {
+    if (!isStorageError(err, "Changed")) throw err;
+    throw new DeltacellsError(
+      `${this.url} changed since it was opened: ${key} was rewritten after the manifest was read (${err.message}). Reading on would mix two versions of the dataset: open it again`,
+      { tag: "DatasetChanged", object: `${this.url}/${key}`, cause: err },
+    );
   }
 
   private missing(i: number): DeltacellsError {
@@ -392,7 +431,7 @@ export class Dataset {
 
   private async optional(flag: boolean, key: string): Promise<Uint8Array | undefined> {
     if (!flag) return undefined;
-    const bytes = await this.store.get(key);
+    const bytes = await this.store.get(key, this.pinned()).catch((err: unknown) => this.rethrow(err, key));
     if (bytes === undefined) {
       throw new DeltacellsError(
         `${this.url}/${key} is missing although the manifest says it exists (has_* flag set): the dataset is damaged`,
@@ -551,9 +590,10 @@ export async function openDataset(
   location: string | ReadableStore,
   opts: OpenDatasetOptions = {},
 ): Promise<Dataset> {
-  const store = typeof location === "string" ? openStore(location) : location;
+  const store = typeof location === "string" ? openStore(location, networkOptions(opts)) : location;
   const url = where(store);
-  const bytes = await store.get(MANIFEST_KEY, { signal: opts.signal });
+  let info: ObjectInfo = {};
+  const bytes = await store.get(MANIFEST_KEY, { signal: opts.signal, onInfo: (i) => (info = i) });
   if (bytes === undefined) {
     throw new DeltacellsError(
       `${url} has no ${MANIFEST_KEY}: either it is not a deltacells dataset or its conversion never finished (the manifest is written last); convert it again`,
@@ -580,7 +620,7 @@ export async function openDataset(
       decode: pool.decode,
       lend: (size: number) => lendBytes(inputs, size),
     };
-    return new Dataset(store, manifest, decoder, opts.obsLocalizer, () => pool.close());
+    return new Dataset(store, manifest, decoder, opts.obsLocalizer, () => pool.close(), info);
   }
-  return new Dataset(store, manifest, opts.decoder, opts.obsLocalizer);
+  return new Dataset(store, manifest, opts.decoder, opts.obsLocalizer, undefined, info);
 }

@@ -12,7 +12,7 @@ import type { Dataset } from "./reader.js";
 export interface ValidationProblem {
   /** The object concerned (a key in the dataset). */
   object: string;
-  /** The error's tag, or "Error" for an unexpected failure. */
+  /** The error's tag (a storage error's too: `HttpStatus`, `RetriesExhausted`, ...), or "Error" for an untagged failure. */
   tag: string;
   message: string;
 }
@@ -25,10 +25,17 @@ export interface ValidationReport {
   problems: ValidationProblem[];
 }
 
+/** A tagged error's tag (deltacells' own, or a store's: `HttpStatus`, `RetriesExhausted` ...), else "Error". */
+function tagOf(err: unknown): string {
+  if (isDeltacellsError(err)) return err._tag;
+  const tag = (err as { _tag?: unknown } | null)?._tag;
+  return typeof tag === "string" ? tag : "Error";
+}
+
 function problem(object: string, err: unknown): ValidationProblem {
   return {
     object,
-    tag: isDeltacellsError(err) ? err._tag : "Error",
+    tag: tagOf(err),
     message: (err as Error).message ?? String(err),
   };
 }

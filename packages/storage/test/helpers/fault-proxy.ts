@@ -18,6 +18,9 @@ export type Fault =
   | "403"
   | "reset" // destroy the connection before any answer
   | "truncate" // forward the status and headers, send half the body, then destroy the socket
+  | "stall" // never answer (the connection stays open)
+  | "stall-body" // forward the status and headers and half the body, then send nothing more
+  | { status: number; body: Uint8Array; headers?: Record<string, string> } // answer this, without forwarding
   | { delayMs: number }; // wait, then forward
 
 export class FaultProxy {
@@ -71,11 +74,18 @@ export class FaultProxy {
       res.end(`injected ${fault}`);
       return;
     }
+    if (fault === "stall") return;
+    if (typeof fault === "object" && "status" in fault) {
+      res.writeHead(fault.status, { "content-type": "application/octet-stream", ...fault.headers });
+      res.end(fault.body);
+      return;
+    }
     if (fault === "reset") {
       req.socket.destroy();
       return;
     }
-    const forward = () => this.forward(req, res, fault === "truncate");
+    const forward = () =>
+      this.forward(req, res, fault === "truncate" ? "truncate" : fault === "stall-body" ? "stall" : "pass");
     if (typeof fault === "object") {
       // Forget the delayed forward when the client goes away, so no timer outlives the test.
       const timer = setTimeout(forward, fault.delayMs);
@@ -83,7 +93,7 @@ export class FaultProxy {
     } else forward();
   }
 
-  private forward(req: IncomingMessage, res: ServerResponse, truncate: boolean): void {
+  private forward(req: IncomingMessage, res: ServerResponse, cut: "pass" | "truncate" | "stall"): void {
     const up = httpRequest(
       {
         host: this.upstream.hostname,
@@ -94,7 +104,7 @@ export class FaultProxy {
       },
       (upRes) => {
         res.writeHead(upRes.statusCode ?? 502, upRes.headers);
-        if (!truncate) {
+        if (cut === "pass") {
           upRes.pipe(res);
           return;
         }
@@ -103,7 +113,9 @@ export class FaultProxy {
         upRes.on("end", () => {
           const body = Buffer.concat(chunks);
           // Content-Length promised body.length bytes: send half, then cut the connection.
-          res.write(body.subarray(0, Math.floor(body.length / 2)), () => res.socket?.destroy());
+          res.write(body.subarray(0, Math.floor(body.length / 2)), () => {
+            if (cut === "truncate") res.socket?.destroy();
+          });
         });
       },
     );

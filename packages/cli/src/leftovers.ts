@@ -1,0 +1,47 @@
+/**
+ * What killed writers leave in a dataset or store, for `validate` to warn about: temporary files
+ * of half-written objects (`*.dctmp-*`, which no listing shows), staging prefixes of conversions
+ * that never finished moving (`.deltacells-staging-*`), and a writer lock. None makes the data
+ * wrong (readers never look at them), so they are warnings, not problems.
+ */
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
+import type { Store } from "@deltacells/storage";
+import { localPath } from "./io.js";
+import { STAGING_PREFIX } from "./target.js";
+import { LOCK_KEY, tempFiles } from "./writer-lock.js";
+
+/** One leftover: the object (path or URL) and what to do about it. */
+export interface Leftover {
+  object: string;
+  message: string;
+}
+
+const TEMP =
+  "a temporary file of a write that never finished (its writer was killed); the next conversion into this place removes it, or delete it";
+const STAGING =
+  "the staging prefix of a conversion that never finished (killed); convert again with --overwrite to remove it, or delete it";
+const LOCK =
+  "a writer lock: a conversion is writing here now, or one was killed; if none is running, delete it (or convert with --break-lock)";
+
+/** The leftovers at `location` (a local folder, or a store that can list; HTTP cannot, and has none reported). */
+export async function findLeftovers(location: string, store: Store): Promise<Leftover[]> {
+  const root = localPath(location);
+  const base = location.replace(/\/+$/, "");
+  if (root !== undefined) {
+    const out: Leftover[] = (await tempFiles(root)).map((object) => ({ object, message: TEMP }));
+    for (const e of await readdir(root, { withFileTypes: true }).catch(() => [])) {
+      if (e.isDirectory() && e.name.startsWith(STAGING_PREFIX))
+        out.push({ object: join(root, e.name), message: STAGING });
+      if (e.name === LOCK_KEY) out.push({ object: join(root, e.name), message: LOCK });
+    }
+    return out;
+  }
+  const keys = await store.list().catch(() => undefined);
+  if (keys === undefined) return [];
+  const out: Leftover[] = [];
+  const prefixes = new Set(keys.filter((k) => k.startsWith(STAGING_PREFIX)).map((k) => k.split("/")[0]!));
+  for (const p of prefixes) out.push({ object: `${base}/${p}/`, message: STAGING });
+  if (keys.includes(LOCK_KEY)) out.push({ object: `${base}/${LOCK_KEY}`, message: LOCK });
+  return out;
+}

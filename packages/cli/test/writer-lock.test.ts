@@ -1,0 +1,173 @@
+/**
+ * Two conversions into one OUTPUT never both run (the writer lock), a lock left by a killed
+ * conversion is reported and can be broken, and what killed writers leave (temporary files,
+ * staging folders, the lock) is cleaned by the next conversion and reported by validate.
+ */
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, readdir, readFile, stat, utimes, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { test } from "node:test";
+import { deltacells, MAIN, REPO, type Run, tempDir } from "./cli-helpers.js";
+
+const INPUT = "data/anndata/csr.h5ad";
+
+/** `deltacells ARGS...` as a child process we can stop, continue and kill. */
+function start(...args: string[]): { child: ChildProcess; done: Promise<Run> } {
+  const child = spawn(process.execPath, ["--import", "tsx", "--conditions=source", MAIN, ...args], {
+    cwd: REPO,
+    env: { ...process.env, DELTACELLS_DEBUG: "" },
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (d) => (stdout += d));
+  child.stderr!.on("data", (d) => (stderr += d));
+  const done = new Promise<Run>((ok) =>
+    child.on("close", (code) => ok({ code: code ?? -1, stdout, stderr })),
+  );
+  return { child, done };
+}
+
+/** Waits until `path` exists (the writer took its lock), failing after `ms`. */
+async function appears(path: string, ms = 120_000) {
+  const deadline = Date.now() + ms;
+  while (!existsSync(path)) {
+    if (Date.now() > deadline) throw new Error(`${path} never appeared`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+test("a second convert into the same OUTPUT is refused while the first runs; the first completes", async () => {
+  const out = join(tempDir(), "ds");
+  const lock = join(out, ".deltacells-lock");
+  const first = start("convert", INPUT, out, "--tile-size", "16", "--level", "1", "--quiet");
+  await appears(lock);
+  // Frozen while holding the lock: the second really runs while the first is mid-conversion.
+  first.child.kill("SIGSTOP");
+  try {
+    const holder = JSON.parse(await readFile(lock, "utf8"));
+    assert.equal(holder.pid, first.child.pid);
+    for (const extra of [[], ["--overwrite"], ["--format", "sporadik"]]) {
+      const second = await deltacells("convert", INPUT, out, "--quiet", ...extra);
+      assert.equal(second.code, 1, second.stderr);
+      assert.match(
+        second.stderr,
+        /error \[TargetLocked\]: .*ds is being written by another conversion by deltacells convert \(pid \d+/,
+      );
+      assert.match(second.stderr, /That process is still running: wait for it to finish/);
+      assert.match(
+        second.stderr,
+        new RegExp(`rm ${lock.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}, or run again with --break-lock`),
+      );
+    }
+  } finally {
+    first.child.kill("SIGCONT");
+  }
+  const r = await first.done;
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(!existsSync(lock), "the lock is removed at the end");
+  const valid = await deltacells("validate", out);
+  assert.equal(valid.code, 0, valid.stdout + valid.stderr);
+  assert.doesNotMatch(valid.stdout, /warning/);
+});
+
+test("a failed conversion removes its lock (and the folder it made for nothing)", async () => {
+  const out = join(tempDir(), "ds");
+  const r = await deltacells("convert", "data/anndata/negative.h5ad", out, "--quiet");
+  assert.equal(r.code, 1);
+  assert.ok(!existsSync(out), "nothing is left");
+  const again = await deltacells(
+    "convert",
+    "data/anndata/negative.h5ad",
+    join(tempDir(), "other"),
+    "--format",
+    "sporadik",
+    "--quiet",
+  );
+  assert.equal(again.code, 1);
+});
+
+test("Ctrl-C (SIGINT) removes the lock", async () => {
+  const out = join(tempDir(), "ds");
+  const lock = join(out, ".deltacells-lock");
+  const run = start("convert", INPUT, out, "--tile-size", "16", "--quiet");
+  await appears(lock);
+  run.child.kill("SIGINT");
+  const r = await run.done;
+  assert.equal(r.code, 130, r.stderr);
+  assert.ok(!existsSync(lock));
+});
+
+test("a killed conversion's lock is reported as stale and broken with --break-lock; temp files and staging go", async () => {
+  const out = join(tempDir(), "ds");
+  const lock = join(out, ".deltacells-lock");
+  const killed = start("convert", INPUT, out, "--tile-size", "16", "--quiet");
+  await appears(lock);
+  killed.child.kill("SIGKILL");
+  await killed.done;
+  assert.ok(existsSync(lock), "SIGKILL leaves the lock");
+  // A half-written object such a writer leaves (FolderStore's temporary name), dated before the next run.
+  await mkdir(join(out, "tiles"), { recursive: true });
+  const temp = join(out, "tiles", "tile_000000.dct.dctmp-0123456789ab");
+  await writeFile(temp, "half");
+  const old = new Date(Date.now() - 60_000);
+  await utimes(temp, old, old);
+
+  const refused = await deltacells("convert", INPUT, out, "--quiet", "--overwrite");
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /\[TargetLocked\]/);
+  assert.match(
+    refused.stderr,
+    new RegExp(`Process ${killed.child.pid} is no longer running on this host: the lock is stale`),
+  );
+  assert.ok(existsSync(temp), "nothing is touched without the lock");
+
+  const broken = await deltacells(
+    "convert",
+    INPUT,
+    out,
+    "--quiet",
+    "--overwrite",
+    "--break-lock",
+    "--tile-size",
+    "16",
+  );
+  assert.equal(broken.code, 0, broken.stderr);
+  assert.match(
+    broken.stdout,
+    /removed 1 temporary file left by a writer that was killed \(.*tile_000000\.dct\.dctmp-0123456789ab\)/,
+  );
+  assert.ok(!existsSync(temp), "the stale temporary file was removed");
+  assert.ok(!existsSync(lock));
+  const names = await readdir(out);
+  assert.deepEqual(
+    names.filter((n) => n.startsWith(".")),
+    [],
+    `no staging folder or lock is left: ${names.join(", ")}`,
+  );
+  const valid = await deltacells("validate", out);
+  assert.equal(valid.code, 0, valid.stdout + valid.stderr);
+});
+
+test("validate warns about temporary files, staging folders and a lock, and still says valid", async () => {
+  const out = join(tempDir(), "ds");
+  const made = await deltacells("convert", INPUT, out, "--tile-size", "16", "--quiet");
+  assert.equal(made.code, 0, made.stderr);
+  await writeFile(join(out, "tiles", "tile_000001.dct.dctmp-aaaaaaaaaaaa"), "x");
+  await mkdir(join(out, ".deltacells-staging-0011223344ff", "tiles"), { recursive: true });
+  await writeFile(join(out, ".deltacells-lock"), "{}");
+  const r = await deltacells("validate", out, "--json");
+  assert.equal(r.code, 0, r.stderr);
+  const report = JSON.parse(r.stdout);
+  assert.equal(report.valid, true);
+  assert.deepEqual(report.warnings.map((w: { object: string }) => w.object.slice(out.length + 1)).sort(), [
+    ".deltacells-lock",
+    ".deltacells-staging-0011223344ff",
+    "tiles/tile_000001.dct.dctmp-aaaaaaaaaaaa",
+  ]);
+  const text = await deltacells("validate", out);
+  assert.match(text.stdout, /: valid \(/);
+  assert.match(text.stdout, /warning: .*dctmp-aaaaaaaaaaaa: a temporary file of a write that never finished/);
+  assert.ok((await stat(out)).isDirectory());
+});

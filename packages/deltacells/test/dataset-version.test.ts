@@ -1,0 +1,150 @@
+/**
+ * An open dataset never mixes versions silently: an object rewritten after the manifest was read
+ * is refused with DatasetChanged (folders: the file's ctime; HTTP: Last-Modified against the
+ * manifest's Date). S3: dataset-version-s3.conformance.test.ts. And openDataset(url) gives up on a
+ * stalled server by default.
+ */
+import assert from "node:assert/strict";
+import { copyFile, mkdtemp, rename, rm, utimes } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { DEFAULT_TIMEOUT_SECONDS, isStorageError } from "@deltacells/storage";
+import { FolderStore } from "@deltacells/storage/node";
+import send from "send";
+import { encodeTile, isDeltacellsError, openDataset, writeDataset } from "../src/index.js";
+import { openDataset as openDatasetNode, zstdCompressor } from "../src/node.js";
+import { memorySource, randomMatrix } from "./dataset-fixtures.js";
+
+let dir: string;
+let server: Server;
+let url: string;
+const sockets = new Set<Socket>();
+let stall = false;
+
+async function write(to: string, seed: number) {
+  await writeDataset(memorySource(randomMatrix(45, 20, seed)), new FolderStore(to), {
+    encoder: { encode: (rows, o) => encodeTile(rows, { ...o, level: 3 }) },
+    compress: zstdCompressor(3),
+    tileSize: 10,
+  });
+}
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), "dc-version-"));
+  // What `deltacells serve` and most static servers send: Last-Modified, ETag and Date.
+  server = createServer((req, res) => {
+    if (stall) return;
+    send(req, decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname), {
+      root: dir,
+      lastModified: true,
+      etag: true,
+    }).pipe(res);
+  });
+  server.on("connection", (s) => {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+after(async () => {
+  for (const s of sockets) s.destroy();
+  await new Promise((r) => server.close(r));
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Replaces `from`'s tile 0 by the same bytes through a rename, as `convert --overwrite` moves a staged tile in. */
+async function replaceTile0(root: string) {
+  const tile = join(root, "tiles/tile_000000.dct");
+  await copyFile(tile, `${tile}.new`);
+  // A staged file is dated when it was written, maybe before the reader opened: the rename still counts.
+  const old = new Date("2020-01-01T00:00:00Z");
+  await utimes(`${tile}.new`, old, old);
+  await rename(`${tile}.new`, tile);
+}
+
+test("a folder dataset rewritten under an open handle: the next tile read is DatasetChanged", async () => {
+  const root = join(dir, "folder-ds");
+  await write(root, 1);
+  for (const threads of [undefined, 1]) {
+    const ds = await openDatasetNode(root, threads === undefined ? {} : { threads });
+    try {
+      assert.ok(ds.openedAt !== undefined);
+      (await ds.tile(0)).release();
+      await new Promise((r) => setTimeout(r, 20));
+      await replaceTile0(root);
+      // Even identical bytes: the reader cannot know, and a real rewrite is not distinguishable.
+      await assert.rejects(ds.tile(0), (e: unknown) => {
+        assert.ok(isDeltacellsError(e, "DatasetChanged"), String(e));
+        assert.match(e.message, /changed since it was opened: tiles\/tile_000000\.dct was rewritten/);
+        assert.match(e.message, /open it again/);
+        assert.equal(e.object, `${root}/tiles/tile_000000.dct`);
+        return true;
+      });
+      (await ds.tile(1)).release(); // untouched objects still read
+      await assert.rejects(ds.cells(0, 45), (e: unknown) => isDeltacellsError(e, "DatasetChanged"));
+      const fresh = await openDatasetNode(root);
+      assert.equal((await fresh.cells(0, 45)).nCells, 45);
+    } finally {
+      await ds.close();
+    }
+  }
+});
+
+test("a whole new version written over an open folder dataset is refused, not mixed in", async () => {
+  const root = join(dir, "rewritten");
+  await write(root, 2);
+  const ds = await openDatasetNode(root);
+  const before = await ds.cells(0, 10);
+  await new Promise((r) => setTimeout(r, 20));
+  await write(root, 3); // same shape, other counts: same-sized tiles are likely
+  await assert.rejects(ds.cells(0, 10), (e: unknown) => isDeltacellsError(e, "DatasetChanged"));
+  const again = await openDatasetNode(root);
+  assert.notDeepEqual((await again.cells(0, 10)).data, before.data);
+});
+
+test("over HTTP, a tile whose Last-Modified is after the manifest's Date is DatasetChanged", async () => {
+  const root = join(dir, "http-ds");
+  await write(root, 4);
+  const ds = await openDataset(`${url}/http-ds`);
+  assert.ok(ds.openedAt !== undefined, "the server's Date was pinned");
+  (await ds.tile(0)).release();
+  await new Promise((r) => setTimeout(r, 1100)); // HTTP dates count whole seconds
+  await replaceTile0(root);
+  await utimes(join(root, "tiles/tile_000000.dct"), new Date(), new Date()); // a server dates by mtime
+  await assert.rejects(ds.tile(0), (e: unknown) => {
+    assert.ok(isDeltacellsError(e, "DatasetChanged"), String(e));
+    assert.match(e.message, /http:\/\/127\.0\.0\.1:\d+\/http-ds changed since it was opened/);
+    return true;
+  });
+  (await ds.tile(1)).release();
+});
+
+test(`openDataset(url) gives up on a stalled server after the default ${DEFAULT_TIMEOUT_SECONDS} s stall timeout`, async () => {
+  stall = true;
+  try {
+    const t0 = performance.now();
+    const err = await openDataset(`${url}/http-ds`, { retries: 0 }).catch((e: unknown) => e);
+    const seconds = (performance.now() - t0) / 1000;
+    assert.ok(isStorageError(err, "Timeout"), String(err));
+    assert.match(
+      String(err),
+      new RegExp(`/http-ds/manifest\\.json sent nothing for ${DEFAULT_TIMEOUT_SECONDS} s`),
+    );
+    assert.ok(
+      seconds >= DEFAULT_TIMEOUT_SECONDS - 1 && seconds < DEFAULT_TIMEOUT_SECONDS + 10,
+      `${seconds} s`,
+    );
+    const quick = await openDataset(`${url}/http-ds`, { retries: 1, timeoutMs: 200 }).catch(
+      (e: unknown) => e,
+    );
+    assert.ok(isStorageError(quick, "RetriesExhausted"), String(quick));
+  } finally {
+    stall = false;
+    for (const s of sockets) s.destroy();
+  }
+});
