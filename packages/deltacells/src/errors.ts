@@ -17,6 +17,8 @@ export type DeltacellsErrorTag =
   | "InconsistentManifest"
   /** A required object is missing. */
   | "NotFound"
+  /** A tile a loader needed could not be read or decoded (after the store's retries); `cause` says why. */
+  | "UnreadableTile"
   /** Input the writer refuses (not raw counts, unsorted indices, too many exceptions ...). */
   | "InvalidInput"
   /** The host cannot run this code correctly (big-endian). */
