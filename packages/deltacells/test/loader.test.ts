@@ -15,7 +15,7 @@ import {
   type LoaderOptions,
   openDataset,
 } from "../src/index.js";
-import { checkBatchValues, loaderDataset, N_CELLS } from "./loader-fixtures.js";
+import { checkBatchValues, loaderDataset, N_CELLS, wideDataset } from "./loader-fixtures.js";
 
 interface Seen {
   index: number;
@@ -206,6 +206,32 @@ test("dense rows and gene selections (names, source indices, dataset indices) eq
       assert.equal(rows, N_CELLS, `${output}, ${what}`);
     }
   }
+});
+
+test("long rows (copied by memcpy) equal the source in every column order, CSR and dense", async () => {
+  const { store, m } = await wideDataset();
+  const ds = await openDataset(store);
+  const pick = [299, 0, 150, 7, 42];
+  for (const output of ["csr", "dense"] as const)
+    for (const o of [
+      { columnOrder: "dataset" },
+      { columnOrder: "source" },
+      { genes: pick },
+      { columnOrder: "source", sortIndices: true },
+    ] satisfies LoaderOptions[]) {
+      const loader = await createLoader(ds, { batchSize: 9, output, ...o });
+      let rows = 0;
+      let longest = 0;
+      for await (const b of loader) {
+        checkBatchValues(m, b, loader.genes.sourceIndices);
+        if (b.format === "csr")
+          for (let r = 0; r < b.size; r++) longest = Math.max(longest, b.indptr[r + 1]! - b.indptr[r]!);
+        rows += b.size;
+        b.release();
+      }
+      assert.equal(rows, 40);
+      if (output === "csr" && o.genes === undefined) assert.ok(longest >= 32, `longest row ${longest}`);
+    }
 });
 
 test("CSR rows: sorted indices in the dataset's order or with sortIndices; float32 values", async () => {
