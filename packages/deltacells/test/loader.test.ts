@@ -51,8 +51,6 @@ async function epochOf(
   }
 }
 
-const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
-
 for (const threads of [undefined, 1, 2]) {
   test(`every cell exactly once per epoch across ranks, apart from the reported padding and drops (decoding ${threads ? `on ${threads} workers` : "on this thread"})`, async () => {
     const { store, m } = await loaderDataset();
