@@ -144,3 +144,45 @@ test("tiles are decoded ahead only as far as the memory cap allows, whatever the
     break;
   }
 });
+
+test("breaking out gives every tile back, reports nothing, and the next iteration goes on from there", async () => {
+  const { store } = await loaderDataset();
+  const ds = await openDataset(store);
+  const opts = { batchSize: 5, seed: 7, bufferTiles: 2, prefetch: 3, onUnreadableTile: "skip" } as const;
+  const full = (await cellsOf(ds, opts)).batches;
+  const loader = await createLoader(ds, opts);
+  const seen: number[][] = [];
+  for await (const b of loader) {
+    seen.push([...b.cells]);
+    b.release();
+    if (seen.length === 3) break;
+  }
+  assert.equal(loader.memory.tileBytes, 0, "no tile held after the loop");
+  assert.deepEqual(loader.skipped, [], "stopping is not a fault");
+  for await (const b of loader) {
+    seen.push([...b.cells]);
+    b.release();
+  }
+  assert.deepEqual(seen, full);
+});
+
+test("an aborted signal stops the iteration with its reason", async () => {
+  const { store } = await loaderDataset();
+  const ds = await openDataset(store);
+  const controller = new AbortController();
+  const loader = await createLoader(ds, { batchSize: 5, signal: controller.signal });
+  const reason = new Error("stop now");
+  let n = 0;
+  await assert.rejects(
+    (async () => {
+      for await (const b of loader) {
+        b.release();
+        if (++n === 2) controller.abort(reason);
+      }
+    })(),
+    (e) => e === reason,
+  );
+  assert.equal(n, 2);
+  assert.equal(loader.state().batchesYielded, 2);
+  assert.equal(loader.memory.tileBytes, 0);
+});

@@ -11,6 +11,7 @@ import type { BatchArrays } from "./batch.js";
 import {
   type LoadedSegment,
   type SkippedTile,
+  STOPPED,
   type TileFeed,
   type UnreadableTilePolicy,
   unreadable,
@@ -109,6 +110,7 @@ export class Assembler {
     for (const l of loaded) {
       const { segment, tile } = l;
       if (tile === undefined) {
+        if (l.error === STOPPED) throw STOPPED;
         if (this.policy === "error") throw unreadable(this.ds, segment.tile, l.error);
         this.onSkip({
           epoch: this.plan.settings.epoch,
