@@ -1,6 +1,7 @@
 /**
  * The Node loader against the decode ceiling, in one run: cells per second of `createLoader` (shuffle
- * on, CSR batches, each released) from a local folder, and time to first batch, as a ratio to
+ * on, CSR batches, each released) from a local folder, in the second epoch of a loader (the steady
+ * state; the first epoch and its time to first batch are given too), as a ratio to
  * (a) the pool decoding the same tiles from memory (the codec's full-decode ceiling: `threads`
  * workers, tiles in flight, each released) and (b) the dataset reader's `ds.tiles()` from the same
  * folder. Runs are interleaved and the medians reported, with the load average (the machine is
@@ -52,34 +53,43 @@ if (!existsSync(join(dir, "manifest.json"))) {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-async function ceiling(threads: number, tiles: Uint8Array[]): Promise<number> {
+/** CPU seconds of this process (every thread: the workers' decoding included). */
+function cpuSeconds(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+}
+
+async function ceiling(threads: number, tiles: Uint8Array[]): Promise<{ wall: number; cpu: number }> {
   const pool = createTilePool({ threads });
   try {
     await (await pool.decode(tiles[0]!)).release(); // start the workers
+    const c0 = cpuSeconds();
     const t0 = performance.now();
     let next = 0;
     const worker = async () => {
       while (next < tiles.length) (await pool.decode(tiles[next++]!)).release();
     };
     await Promise.all(Array.from({ length: threads + 2 }, worker));
-    return (performance.now() - t0) / 1000;
+    return { wall: (performance.now() - t0) / 1000, cpu: cpuSeconds() - c0 };
   } finally {
     await pool.close();
   }
 }
 
-async function reader(threads: number): Promise<number> {
+async function reader(threads: number): Promise<{ wall: number; cpu: number }> {
   await using ds = await openDataset(dir, { threads });
   (await ds.tile(0)).release();
+  const c0 = cpuSeconds();
   const t0 = performance.now();
   for await (const { tile } of ds.tiles()) tile.release();
-  return (performance.now() - t0) / 1000;
+  return { wall: (performance.now() - t0) / 1000, cpu: cpuSeconds() - c0 };
 }
 
 async function loader(
   threads: number,
   epoch: number,
-): Promise<{ seconds: number; first: number; cells: number }> {
+  columnOrder: "source" | "dataset",
+): Promise<{ seconds: number; cpu: number; first: number; firstEpoch: number; cells: number }> {
   await using ds = await openDataset(dir, { threads });
   (await ds.tile(0)).release();
   const l = await createLoader(ds, {
@@ -88,16 +98,29 @@ async function loader(
     epoch,
     bufferTiles: Number(args["buffer-tiles"]),
     memoryCap: 1024 * 1024 * 1024,
+    columnOrder,
   });
-  const t0 = performance.now();
-  let first = 0;
-  let cells = 0;
-  for await (const b of l) {
-    if (first === 0) first = performance.now() - t0;
-    cells += b.size;
-    b.release();
+  // Two epochs: the first includes warming up (the decoder's buffers are allocated as the first
+  // windows are decoded), the second is the steady state of a training run.
+  const epochs = [];
+  for (let e = 0; e < 2; e++) {
+    const c0 = cpuSeconds();
+    const t0 = performance.now();
+    let first = 0;
+    let cells = 0;
+    for await (const b of l) {
+      if (first === 0) first = performance.now() - t0;
+      cells += b.size;
+      b.release();
+    }
+    epochs.push({
+      seconds: (performance.now() - t0) / 1000,
+      cpu: cpuSeconds() - c0,
+      first: first / 1000,
+      cells,
+    });
   }
-  return { seconds: (performance.now() - t0) / 1000, first: first / 1000, cells };
+  return { ...epochs[1]!, first: epochs[0]!.first, firstEpoch: epochs[0]!.seconds };
 }
 
 const ds0 = await openDataset(dir);
@@ -112,27 +135,40 @@ console.log(
     .join(" ")}`,
 );
 for (const threads of args.threads.split(",").map(Number)) {
-  const c: number[] = [];
-  const r: number[] = [];
-  const l: number[] = [];
-  const f: number[] = [];
+  const c: { wall: number; cpu: number }[] = [];
+  const r: { wall: number; cpu: number }[] = [];
+  const runs = {
+    source: [] as { wall: number; cpu: number; first: number; firstEpoch: number }[],
+    dataset: [] as { wall: number; cpu: number; first: number; firstEpoch: number }[],
+  };
   for (let rep = 0; rep < REPS; rep++) {
     c.push(await ceiling(threads, tiles));
     r.push(await reader(threads));
-    const run = await loader(threads, rep);
-    if (run.cells < ds0.nCells) throw new Error(`the loader yielded ${run.cells} cells`);
-    l.push(run.seconds);
-    f.push(run.first);
+    for (const order of ["source", "dataset"] as const) {
+      const run = await loader(threads, rep, order);
+      if (run.cells < ds0.nCells) throw new Error(`the loader yielded ${run.cells} cells`);
+      runs[order].push({ wall: run.seconds, cpu: run.cpu, first: run.first, firstEpoch: run.firstEpoch });
+    }
   }
+  const wall = (xs: { wall: number }[]) => median(xs.map((x) => x.wall));
+  const cpu = (xs: { cpu: number }[]) => median(xs.map((x) => x.cpu));
   const rate = (s: number) => `${Math.round(ds0.nCells / s).toLocaleString("en")} cells/s`;
+  const row = (label: string, xs: { wall: number; cpu: number }[], extra = "") =>
+    console.log(
+      `  ${label.padEnd(40)} ${rate(wall(xs)).padStart(16)} ${(wall(c) / wall(xs)).toFixed(2)}x ceiling | CPU ${cpu(xs).toFixed(2)} s, ${(cpu(c) / cpu(xs)).toFixed(2)}x ceiling's${extra}`,
+    );
   console.log(`threads ${threads}:`);
-  console.log(`  pool decode from memory (ceiling)  ${rate(median(c)).padStart(18)}`);
-  console.log(
-    `  ds.tiles() from the folder         ${rate(median(r)).padStart(18)}  ${(median(c) / median(r)).toFixed(2)}x ceiling`,
-  );
-  console.log(
-    `  createLoader, shuffled batches     ${rate(median(l)).padStart(18)}  ${(median(c) / median(l)).toFixed(2)}x ceiling, ${(median(r) / median(l)).toFixed(2)}x ds.tiles(); first batch after ${(median(f) * 1000).toFixed(0)} ms`,
-  );
+  row("pool decode from memory (ceiling)", c);
+  row("ds.tiles() from the folder", r);
+  for (const order of ["source", "dataset"] as const) {
+    const first = median(runs[order].map((x) => x.first));
+    const firstEpoch = median(runs[order].map((x) => x.firstEpoch));
+    row(
+      `createLoader, shuffled, ${order} columns`,
+      runs[order],
+      `; first epoch ${rate(firstEpoch)}, its first batch after ${(first * 1000).toFixed(0)} ms`,
+    );
+  }
 }
 console.log(
   `load average at the end: ${loadavg()

@@ -90,6 +90,9 @@ export class TileFeed {
   private pump(): void {
     while (!this.closed && this.next < this.entries.length && this.inFlight < this.maxInFlight) {
       const e = this.entries[this.next]!;
+      // One window ahead of the oldest held is enough to keep the decoder busy; going further
+      // only holds more memory (and makes the decoder allocate buffers instead of reusing them).
+      if (e.window > this.oldestHeld() + 1) return;
       // Always let one tile through when nothing is held, so a budget check can never stall.
       if (this.held > 0 && this.held + e.cost > this.budget) return;
       this.next++;
@@ -102,6 +105,12 @@ export class TileFeed {
         this.wake();
       });
     }
+  }
+
+  /** The first window not yet given back. */
+  private oldestHeld(): number {
+    for (const w of this.byWindow.keys()) return w;
+    return Number.POSITIVE_INFINITY;
   }
 
   private async load(segment: Segment): Promise<LoadedSegment> {
