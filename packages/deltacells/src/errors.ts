@@ -19,6 +19,8 @@ export type DeltacellsErrorTag =
   | "InconsistentManifest"
   /** A required object is missing. */
   | "NotFound"
+  /** A tile a loader needed could not be read or decoded (after the store's retries); `cause` says why. */
+  | "UnreadableTile"
   /** Input the writer refuses (not raw counts, unsorted indices, too many exceptions ...), or an argument outside its domain. */
   | "InvalidInput"
   /** A call made in the wrong state: on a closed pool, before zstd was loaded. */

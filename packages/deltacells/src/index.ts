@@ -8,4 +8,5 @@ export {
   type DeltacellsErrorTag,
   isDeltacellsError,
 } from "./errors.js";
+export * from "./loader/index.js";
 export * from "./obs/index.js";

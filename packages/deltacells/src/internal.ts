@@ -5,5 +5,5 @@
  * @internal
  * @module
  */
-export { MANIFEST_KEY, parseManifest } from "./dataset/manifest.js";
+export { MANIFEST_KEY, parseManifest, tileKey } from "./dataset/manifest.js";
 export { numericValues } from "./obs/schema.js";

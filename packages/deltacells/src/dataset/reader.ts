@@ -610,17 +610,25 @@ export async function openDataset(
         found: "both",
       });
     }
-    const pool = createTilePool({ threads: opts.threads });
-    // Tiles read straight into shared memory reach the workers without a copy.
-    const inputs = canShareMemory()
-      ? new BufferRecycler<ArrayBuffer | SharedArrayBuffer>((n) => new SharedArrayBuffer(n))
-      : new BufferRecycler<ArrayBuffer | SharedArrayBuffer>((n) => new ArrayBuffer(n));
-    const decoder = {
-      threads: pool.threads,
-      decode: pool.decode,
-      lend: (size: number) => lendBytes(inputs, size),
-    };
-    return new Dataset(store, manifest, decoder, opts.obsLocalizer, () => pool.close(), info);
+    const { decoder, close } = poolTileDecoder(opts.threads);
+    return new Dataset(store, manifest, decoder, opts.obsLocalizer, close, info);
   }
   return new Dataset(store, manifest, opts.decoder, opts.obsLocalizer, undefined, info);
+}
+
+/**
+ * A decoder on a new pool of `threads` workers, lending shared memory to read tiles into (they
+ * then reach the workers without a copy), and the way to stop the pool.
+ */
+export function poolTileDecoder(threads: number): { decoder: TileDecoder; close(): Promise<void> } {
+  const pool = createTilePool({ threads });
+  const inputs = canShareMemory()
+    ? new BufferRecycler<ArrayBuffer | SharedArrayBuffer>((n) => new SharedArrayBuffer(n))
+    : new BufferRecycler<ArrayBuffer | SharedArrayBuffer>((n) => new ArrayBuffer(n));
+  const decoder = {
+    threads: pool.threads,
+    decode: pool.decode,
+    lend: (size: number) => lendBytes(inputs, size),
+  };
+  return { decoder, close: () => pool.close() };
 }

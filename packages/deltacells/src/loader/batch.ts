@@ -1,0 +1,229 @@
+/**
+ * Batches and the buffers behind them. A batch's arrays are views of buffers the loader keeps and
+ * lends, like the reader's tiles: `release()` gives them back for a later batch, after which the
+ * batch refuses to be read (so a kept reference fails loudly instead of showing other cells).
+ */
+import { DeltacellsError } from "../errors.js";
+import type { BatchObsColumn } from "./obs.js";
+
+interface BatchCommon {
+  /** The epoch this batch belongs to. */
+  readonly epoch: number;
+  /** Its number within the epoch (0-based; the same on every rank). */
+  readonly index: number;
+  /** Cells (rows) in the batch. */
+  readonly size: number;
+  /** Output columns: the gene selection's length, or every gene. */
+  readonly nGenes: number;
+  /**
+   * The global index of each row's cell in the dataset (exact integers: a float64 holds every
+   * index below 2^53; `int64Of` converts to a BigInt64Array for an int64 tensor or Arrow column).
+   */
+  readonly cells: Float64Array;
+  /** The last `padded` rows repeat cells this rank already yielded this epoch (see `dropLast`). */
+  readonly padded: number;
+  /** Rows left out of this batch because their tile was unreadable and skipped (`onUnreadableTile: "skip"`). */
+  readonly skipped: number;
+  /** The requested obs columns, one entry per row. */
+  readonly obs: Readonly<Record<string, BatchObsColumn>>;
+  /** Gives the arrays back to the loader; reading the batch afterwards throws. Idempotent. */
+  release(): void;
+  readonly released: boolean;
+  /** `release()`, for `using batch = ...`. */
+  [Symbol.dispose](): void;
+}
+
+/** A batch in CSR form (`output: "csr"`, the default). */
+export interface CsrBatch extends BatchCommon {
+  readonly format: "csr";
+  /** `size + 1` offsets into `indices` / `data`, starting at 0 (exact integers). */
+  readonly indptr: Float64Array;
+  /** Output column of each nonzero. */
+  readonly indices: Int32Array;
+  /** Counts: int32, or float32 with `values: "float32"`. */
+  readonly data: Int32Array | Float32Array;
+  /**
+   * Whether each row's `indices` increase. False when the output column order differs from the
+   * tiles' (source order on a dataset with `gene_order.npy`, or an unsorted selection) and
+   * `sortIndices` is off: still valid CSR (scipy, torch accept it), just not canonical.
+   */
+  readonly sortedIndices: boolean;
+}
+
+/** A batch as dense float32 rows (`output: "dense"`). */
+export interface DenseBatch extends BatchCommon {
+  readonly format: "dense";
+  /** `size x nGenes` counts, row-major (cell-major). */
+  readonly values: Float32Array;
+}
+
+export type Batch = CsrBatch | DenseBatch;
+
+/** The recycled arrays of one batch. */
+export class BatchArrays {
+  cells: Float64Array;
+  indptr: Float64Array;
+  indices: Int32Array;
+  data: Int32Array | Float32Array;
+  dense: Float32Array;
+
+  constructor(
+    readonly batchSize: number,
+    readonly nCols: number,
+    readonly format: "csr" | "dense",
+    readonly values: "int32" | "float32",
+    nnzHint: number,
+  ) {
+    this.cells = new Float64Array(batchSize);
+    this.indptr = new Float64Array(format === "csr" ? batchSize + 1 : 0);
+    const cap = format === "csr" ? Math.max(1024, nnzHint) : 0;
+    this.indices = new Int32Array(cap);
+    this.data = values === "float32" ? new Float32Array(cap) : new Int32Array(cap);
+    this.dense = new Float32Array(format === "dense" ? batchSize * nCols : 0);
+  }
+
+  /** Makes room for `need` nonzeros, keeping the first `keep`. */
+  grow(need: number, keep: number): void {
+    let cap = this.indices.length;
+    while (cap < need) cap *= 2;
+    const indices = new Int32Array(cap);
+    indices.set(this.indices.subarray(0, keep));
+    const data = this.values === "float32" ? new Float32Array(cap) : new Int32Array(cap);
+    (data as Int32Array).set((this.data as Int32Array).subarray(0, keep));
+    this.indices = indices;
+    this.data = data;
+  }
+
+  /** Bytes held. */
+  get bytes(): number {
+    return this.cells.byteLength + this.indptr.byteLength + 8 * this.indices.length + this.dense.byteLength;
+  }
+}
+
+/** Keeps released batch arrays for the next batches. */
+export class BatchRecycler {
+  private readonly free: BatchArrays[] = [];
+
+  constructor(
+    private readonly make: () => BatchArrays,
+    private readonly keep: number,
+  ) {}
+
+  acquire(): BatchArrays {
+    return this.free.pop() ?? this.make();
+  }
+
+  release(a: BatchArrays): void {
+    if (this.free.length < this.keep) this.free.push(a);
+  }
+}
+
+export interface BatchFields {
+  epoch: number;
+  index: number;
+  size: number;
+  nnz: number;
+  padded: number;
+  skipped: number;
+  sortedIndices: boolean;
+  obs: Record<string, BatchObsColumn>;
+}
+
+const disposeKey = (Symbol as { dispose?: symbol }).dispose;
+
+function releasedError(field: string, f: BatchFields): DeltacellsError {
+  return new DeltacellsError(
+    `batch ${f.index} of epoch ${f.epoch} was released and its ${field} now holds another batch: copy what you keep (e.g. .slice()) before release()`,
+    { tag: "InvalidInput", field, expected: "a batch not yet released", found: "released" },
+  );
+}
+
+/** The batch lending `arrays` (given back by `release()`). */
+export function lendBatch(arrays: BatchArrays, f: BatchFields, giveBack: (a: BatchArrays) => void): Batch {
+  let released = false;
+  const guard = <T>(field: string, value: () => T) => ({
+    enumerable: true,
+    get(): T {
+      if (released) throw releasedError(field, f);
+      return value();
+    },
+  });
+  const cells = arrays.cells.subarray(0, f.size);
+  const batch = {
+    format: arrays.format,
+    epoch: f.epoch,
+    index: f.index,
+    size: f.size,
+    nGenes: arrays.nCols,
+    padded: f.padded,
+    skipped: f.skipped,
+    get released() {
+      return released;
+    },
+    release() {
+      if (released) return;
+      released = true;
+      giveBack(arrays);
+    },
+  };
+  Object.defineProperty(
+    batch,
+    "cells",
+    guard("cells", () => cells),
+  );
+  Object.defineProperty(
+    batch,
+    "obs",
+    guard("obs", () => f.obs),
+  );
+  if (arrays.format === "csr") {
+    const indptr = arrays.indptr.subarray(0, f.size + 1);
+    const indices = arrays.indices.subarray(0, f.nnz);
+    const data = arrays.data.subarray(0, f.nnz);
+    Object.defineProperty(
+      batch,
+      "indptr",
+      guard("indptr", () => indptr),
+    );
+    Object.defineProperty(
+      batch,
+      "indices",
+      guard("indices", () => indices),
+    );
+    Object.defineProperty(
+      batch,
+      "data",
+      guard("data", () => data),
+    );
+    Object.defineProperty(batch, "sortedIndices", { value: f.sortedIndices, enumerable: true });
+  } else {
+    const values = arrays.dense.subarray(0, f.size * arrays.nCols);
+    Object.defineProperty(
+      batch,
+      "values",
+      guard("values", () => values),
+    );
+  }
+  if (disposeKey !== undefined) (batch as Record<symbol, unknown>)[disposeKey] = batch.release;
+  return batch as unknown as Batch;
+}
+
+/**
+ * `values` as a BigInt64Array (for an int64 tensor or Arrow column) without a BigInt per element:
+ * each exact integer below 2^53 is written as two 32-bit words.
+ */
+export function int64Of(values: Float64Array, out?: BigInt64Array): BigInt64Array {
+  const result = out && out.length >= values.length ? out : new BigInt64Array(values.length);
+  const words = new Uint32Array(result.buffer, result.byteOffset, 2 * values.length);
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!;
+    if (!(Number.isInteger(v) && v >= 0 && v <= Number.MAX_SAFE_INTEGER))
+      throw new DeltacellsError(`int64Of: ${v} is not an integer in 0 .. 2^53 - 1`, {
+        tag: "InvalidInput",
+        found: v,
+      });
+    words[2 * i] = v >>> 0;
+    words[2 * i + 1] = Math.floor(v / 4294967296);
+  }
+  return result.subarray(0, values.length);
+}

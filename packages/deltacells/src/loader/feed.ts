@@ -1,0 +1,184 @@
+/**
+ * Fetches and decodes the tiles of an epoch's shuffle windows in order, ahead of the batches, as
+ * far as a byte budget allows: a tile is started only when its decoded size (known exactly from
+ * the manifest: `tile_cells`, `tile_nnz`) plus its stored size fits beside the tiles held. Tiles
+ * come from the dataset's reader, whose decoders lend recycled buffers; a window's tiles are given
+ * back as soon as the batches have taken every cell of it.
+ */
+
+import { outputBytes } from "../codec/recycle.js";
+import { tileKey } from "../dataset/manifest.js";
+import type { Dataset, DatasetTile } from "../dataset/reader.js";
+import { DeltacellsError } from "../errors.js";
+import type { EpochPlan, Segment } from "./plan.js";
+
+/** What the loader does with a tile it cannot read or decode. */
+export type UnreadableTilePolicy = "error" | "skip";
+
+/** A tile left out of an epoch (`onUnreadableTile: "skip"`) and the cells it cost. */
+export interface SkippedTile {
+  epoch: number;
+  tile: number;
+  /** The tile's store key (`tiles/tile_000007.dct`). */
+  key: string;
+  /** The global cells of this rank's share that were left out (every position holding them). */
+  cells: Float64Array;
+  /** Why the tile could not be used. */
+  error: unknown;
+}
+
+/** A decoded tile of a window, or the error that kept it out. */
+export interface LoadedSegment {
+  segment: Segment;
+  tile: DatasetTile | undefined;
+  error: unknown;
+}
+
+/** What a tile or a window waited for answers once the loader has stopped (never reported as a fault). */
+export const STOPPED = new Error("the loader stopped before this tile was used");
+
+/** Bytes the loader counts for one tile while it is fetched, decoded and held. */
+export function tileCost(ds: Dataset, t: number): number {
+  const m = ds.manifest;
+  return outputBytes(m.tile_cells[t]!, m.tile_nnz[t]!) + m.tile_bytes[t]!;
+}
+
+interface Entry {
+  window: number;
+  segment: Segment;
+  cost: number;
+  result: Promise<LoadedSegment> | undefined;
+}
+
+export class TileFeed {
+  private readonly entries: Entry[] = [];
+  private readonly byWindow = new Map<number, Entry[]>();
+  private next = 0;
+  private inFlight = 0;
+  private held = 0;
+  private closed = false;
+  private readonly waiters: (() => void)[] = [];
+  /** The most bytes held at once (tiles started and not yet given back). */
+  peak = 0;
+
+  constructor(
+    private readonly ds: Dataset,
+    plan: EpochPlan,
+    windows: [number, number],
+    private readonly budget: number,
+    private readonly maxInFlight: number,
+    private readonly values: "int32" | "float32",
+    private readonly signal?: AbortSignal,
+  ) {
+    for (let w = windows[0]; w < windows[1]; w++) {
+      const list: Entry[] = [];
+      for (const segment of plan.windows[w]!.segments) {
+        const e = { window: w, segment, cost: tileCost(ds, segment.tile), result: undefined };
+        this.entries.push(e);
+        list.push(e);
+      }
+      this.byWindow.set(w, list);
+    }
+    this.pump();
+  }
+
+  /** Bytes held now. */
+  get heldBytes(): number {
+    return this.held;
+  }
+
+  private pump(): void {
+    while (!this.closed && this.next < this.entries.length && this.inFlight < this.maxInFlight) {
+      const e = this.entries[this.next]!;
+      // One window ahead of the oldest held is enough to keep the decoder busy; going further
+      // only holds more memory (and makes the decoder allocate buffers instead of reusing them).
+      if (e.window > this.oldestHeld() + 1) return;
+      // Always let one tile through when nothing is held, so a budget check can never stall.
+      if (this.held > 0 && this.held + e.cost > this.budget) return;
+      this.next++;
+      this.held += e.cost;
+      this.peak = Math.max(this.peak, this.held);
+      this.inFlight++;
+      e.result = this.load(e.segment).finally(() => {
+        this.inFlight--;
+        this.pump();
+        this.wake();
+      });
+    }
+  }
+
+  /** The first window not yet given back. */
+  private oldestHeld(): number {
+    for (const w of this.byWindow.keys()) return w;
+    return Number.POSITIVE_INFINITY;
+  }
+
+  private async load(segment: Segment): Promise<LoadedSegment> {
+    try {
+      const tile = await this.ds.tile(segment.tile, { values: this.values, signal: this.signal });
+      if (this.closed) {
+        tile.release();
+        return { segment, tile: undefined, error: STOPPED };
+      }
+      return { segment, tile, error: undefined };
+    } catch (error) {
+      return { segment, tile: undefined, error };
+    }
+  }
+
+  /** Window w's tiles, once all are decoded (or failed: see `LoadedSegment.error`). */
+  async window(w: number): Promise<LoadedSegment[]> {
+    const list = this.byWindow.get(w);
+    if (list === undefined) throw new Error(`window ${w} is not in this feed`);
+    // Tiles start in order, so every tile of this window starts once the earlier ones are given back.
+    while (list.some((e) => e.result === undefined)) {
+      if (this.closed) throw STOPPED;
+      if (this.inFlight === 0)
+        throw new Error(`the loader's budget of ${this.budget} bytes cannot hold window ${w}`);
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+    return Promise.all(list.map((e) => e.result!));
+  }
+
+  private wake(): void {
+    const waiters = this.waiters.splice(0);
+    for (const w of waiters) w();
+  }
+
+  /** Gives back window w's tiles. */
+  async releaseWindow(w: number): Promise<void> {
+    const list = this.byWindow.get(w);
+    if (list === undefined) return;
+    this.byWindow.delete(w);
+    for (const e of list) {
+      if (e.result === undefined) continue;
+      const r = await e.result;
+      r.tile?.release();
+      this.held -= e.cost;
+    }
+    this.pump();
+  }
+
+  /** Stops fetching: nothing new starts, and a wait for a window not yet started fails. */
+  stop(): void {
+    this.closed = true;
+    this.wake();
+  }
+
+  /** Stops fetching; every tile already decoded or still coming is given back. */
+  async close(): Promise<void> {
+    this.stop();
+    const windows = [...this.byWindow.keys()];
+    await Promise.all(windows.map((w) => this.releaseWindow(w)));
+  }
+}
+
+/** The tagged error for a tile the loader could not use. */
+export function unreadable(ds: Dataset, tile: number, cause: unknown): DeltacellsError {
+  const key = tileKey(tile);
+  const why = cause instanceof Error ? cause.message : String(cause);
+  return new DeltacellsError(
+    `${ds.url}/${key} could not be read or decoded: ${why}. The epoch stops here; to go on without this tile's cells pass onUnreadableTile: "skip" (they are then listed in loader.skipped), or repair the dataset`,
+    { tag: "UnreadableTile", object: `${ds.url}/${key}`, field: "tile", found: tile, cause },
+  );
+}

@@ -1,0 +1,393 @@
+/**
+ * `createLoader`: shuffled, sharded, resumable mini-batches of a dataset for training. The plan
+ * (plan.ts) decides every batch from the settings and the manifest alone; the feed (feed.ts)
+ * decodes the tiles the plan needs, ahead of the batches and within the memory cap; the
+ * assembler (assemble.ts) copies rows into recycled batch buffers (batch.ts).
+ */
+import { Dataset, poolTileDecoder } from "../dataset/reader.js";
+import { DeltacellsError } from "../errors.js";
+import { Assembler } from "./assemble.js";
+import {
+  type Batch,
+  BatchArrays,
+  BatchRecycler,
+  type CsrBatch,
+  type DenseBatch,
+  lendBatch,
+} from "./batch.js";
+import { type SkippedTile, TileFeed, tileCost } from "./feed.js";
+import { type ColumnMap, type LoaderGenes, resolveGenes } from "./genes.js";
+import { ObsGather } from "./obs.js";
+import { type LoaderOptions, type LoaderSettings, type LoaderState, settingsOf } from "./options.js";
+import { EpochPlan } from "./plan.js";
+
+/** What an epoch holds for this rank, known before reading any tile. */
+export interface EpochSummary {
+  epoch: number;
+  rank: number;
+  worldSize: number;
+  batches: number;
+  /** Cells of the dataset this rank yields in the epoch, padding excluded. */
+  cells: number;
+  /** The cells repeated as padding (at the end of the last batch). */
+  padded: Float64Array;
+  /** The cells of this rank's share that are not yielded (`dropLast`). */
+  dropped: Float64Array;
+}
+
+/** Bytes the loader accounts for. */
+export interface LoaderMemory {
+  /** The `memoryCap` option. */
+  capBytes: number;
+  /** Of which reserved for batch buffers (estimated from the densest tile). */
+  batchBytes: number;
+  /** Tile bytes (stored + decoded) held now. */
+  tileBytes: number;
+  /** The most tile bytes held at once so far. */
+  peakTileBytes: number;
+}
+
+/** Shuffled, sharded, resumable batches; see {@link createLoader}. */
+export interface Loader<B extends Batch = Batch> extends AsyncIterable<B> {
+  readonly batchSize: number;
+  readonly rank: number;
+  readonly worldSize: number;
+  /** Batches every rank yields per epoch. */
+  readonly batchesPerEpoch: number;
+  /** The output columns (names, source indices, dataset columns). */
+  readonly genes: LoaderGenes;
+  /** The obs columns attached to batches. */
+  readonly obsColumns: readonly string[];
+  /** Tiles left out so far (`onUnreadableTile: "skip"`), with the cells they cost. */
+  readonly skipped: readonly SkippedTile[];
+  readonly memory: LoaderMemory;
+  /** Where the loader is: serialisable; `createLoader(ds, { ...options, resume: state })` continues from it. */
+  state(): LoaderState;
+  /** Makes the next iteration yield epoch `epoch` from its first batch (as DistributedSampler.set_epoch). */
+  setEpoch(epoch: number): void;
+  /** The epoch's batch count and padded or dropped cells for this rank, computed without reading tiles. */
+  epochSummary(epoch?: number): EpochSummary;
+  /** Stops the worker pool the loader started (`threads`); the dataset stays open. */
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+class DatasetLoader implements Loader {
+  readonly batchSize: number;
+  readonly rank: number;
+  readonly worldSize: number;
+  readonly batchesPerEpoch: number;
+  readonly obsColumns: readonly string[];
+  readonly skipped: SkippedTile[] = [];
+  private epoch: number;
+  private position: number;
+  private iterating = false;
+  private peak = 0;
+  /** Tile bytes the last iteration still held after giving everything back (0 unless a tile leaked). */
+  private leftHeld = 0;
+  private held: TileFeed | undefined;
+  private readonly recycler: BatchRecycler;
+
+  constructor(
+    private readonly ds: Dataset,
+    private readonly tiles: Dataset,
+    private readonly s: LoaderSettings,
+    private readonly map: ColumnMap,
+    private readonly obs: ObsGather | undefined,
+    private readonly budget: number,
+    private readonly batchBytes: number,
+    private readonly maxInFlight: number,
+    private readonly onClose: () => Promise<void>,
+    private readonly signal: AbortSignal | undefined,
+  ) {
+    this.batchSize = s.batchSize;
+    this.rank = s.rank;
+    this.worldSize = s.worldSize;
+    this.epoch = s.epoch;
+    this.position = s.startBatch;
+    this.obsColumns = s.obs;
+    this.batchesPerEpoch = this.plan(s.epoch).batches;
+    if (this.position > this.batchesPerEpoch)
+      throw new DeltacellsError(
+        `loader option startBatch is ${this.position} but an epoch has ${this.batchesPerEpoch} batches on each rank`,
+        {
+          tag: "InvalidInput",
+          field: "startBatch",
+          expected: `0 .. ${this.batchesPerEpoch}`,
+          found: this.position,
+        },
+      );
+    if (this.position === this.batchesPerEpoch) this.nextEpoch();
+    const nnzHint = Math.ceil(s.batchSize * densest(ds) * (map.count / ds.nGenes));
+    this.recycler = new BatchRecycler(
+      () => new BatchArrays(s.batchSize, map.count, s.output, s.values, nnzHint),
+      s.prefetch + 2,
+    );
+  }
+
+  get genes(): LoaderGenes {
+    const { count, sourceIndices, datasetColumns, names } = this.map;
+    return { count, sourceIndices, datasetColumns, names };
+  }
+
+  get memory(): LoaderMemory {
+    return {
+      capBytes: this.s.memoryCap,
+      batchBytes: this.batchBytes,
+      tileBytes: this.held?.heldBytes ?? this.leftHeld,
+      peakTileBytes: Math.max(this.peak, this.held?.peak ?? 0),
+    };
+  }
+
+  private plan(epoch: number): EpochPlan {
+    const s = this.s;
+    return new EpochPlan({
+      tileCells: this.ds.manifest.tile_cells,
+      batchSize: s.batchSize,
+      shuffle: s.shuffle,
+      seed: s.seed,
+      epoch,
+      rank: s.rank,
+      worldSize: s.worldSize,
+      bufferTiles: s.bufferTiles,
+      dropLast: s.dropLast,
+    });
+  }
+
+  private nextEpoch(): void {
+    this.epoch++;
+    this.position = 0;
+  }
+
+  state(): LoaderState {
+    const s = this.s;
+    return {
+      seed: s.seed,
+      epoch: this.epoch,
+      batchesYielded: this.position,
+      batchSize: s.batchSize,
+      shuffle: s.shuffle,
+      bufferTiles: s.bufferTiles,
+      dropLast: s.dropLast,
+      rank: s.rank,
+      worldSize: s.worldSize,
+      nCells: this.ds.nCells,
+    };
+  }
+
+  setEpoch(epoch: number): void {
+    if (!Number.isSafeInteger(epoch) || epoch < 0)
+      throw new DeltacellsError(`setEpoch takes an integer >= 0, found ${epoch}`, {
+        tag: "InvalidInput",
+        field: "epoch",
+        expected: ">= 0",
+        found: epoch,
+      });
+    if (this.iterating) throw busy("setEpoch");
+    this.epoch = epoch;
+    this.position = 0;
+  }
+
+  epochSummary(epoch = this.epoch): EpochSummary {
+    const p = this.plan(epoch);
+    return {
+      epoch,
+      rank: this.rank,
+      worldSize: this.worldSize,
+      batches: p.batches,
+      cells: Math.min(p.real, p.length),
+      padded: p.cellsAt(p.real, p.length),
+      dropped: p.cellsAt(p.length, p.real),
+    };
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<Batch> {
+    if (this.iterating) throw busy("a second iteration");
+    this.iterating = true;
+    const s = this.s;
+    const epoch = this.epoch;
+    const plan = this.plan(epoch);
+    const feed = new TileFeed(
+      this.tiles,
+      plan,
+      plan.windowsFrom(this.position),
+      this.budget,
+      this.maxInFlight,
+      s.values,
+      this.signal,
+    );
+    this.held = feed;
+    const asm = new Assembler(
+      this.ds,
+      plan,
+      feed,
+      this.map,
+      this.obs,
+      s.sortIndices,
+      s.onUnreadableTile,
+      (skip) => this.skipped.push(skip),
+    );
+    const pending: Promise<Batch>[] = [];
+    let made = this.position;
+    let chain: Promise<unknown> = Promise.resolve();
+    const make = () => {
+      const k = made++;
+      const p = chain.then(() => this.assemble(asm, epoch, k));
+      chain = p.catch(() => {});
+      p.catch(() => {}); // observed when its turn comes
+      pending.push(p);
+    };
+    try {
+      for (let k = this.position; k < plan.batches; k++) {
+        this.signal?.throwIfAborted();
+        while (made < plan.batches && pending.length < s.prefetch + 1) make();
+        const batch = await pending.shift()!;
+        if (this.signal?.aborted) {
+          batch.release();
+          this.signal.throwIfAborted();
+        }
+        this.position = k + 1;
+        if (this.position === plan.batches) this.nextEpoch();
+        yield batch;
+      }
+      if (plan.batches === 0) this.nextEpoch();
+    } finally {
+      // Stopped early (break, error): batches made ahead were never handed out, and the windows
+      // they wait for need not be decoded.
+      feed.stop();
+      for (const r of await Promise.allSettled(pending)) if (r.status === "fulfilled") r.value.release();
+      await chain;
+      await asm.finish();
+      await feed.close();
+      this.peak = Math.max(this.peak, feed.peak);
+      this.leftHeld = feed.heldBytes;
+      this.held = undefined;
+      this.iterating = false;
+    }
+  }
+
+  private async assemble(asm: Assembler, epoch: number, k: number): Promise<Batch> {
+    const arrays = this.recycler.acquire();
+    try {
+      const f = await asm.fill(k, arrays);
+      return lendBatch(
+        arrays,
+        {
+          epoch,
+          index: k,
+          size: f.size,
+          nnz: f.nnz,
+          padded: f.padded,
+          skipped: f.skipped,
+          sortedIndices: asm.sorted,
+          obs: f.obs?.finish(f.size) ?? {},
+        },
+        (a) => this.recycler.release(a),
+      );
+    } catch (err) {
+      this.recycler.release(arrays);
+      throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.onClose();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
+
+function busy(what: string): DeltacellsError {
+  return new DeltacellsError(
+    `${what} while the loader is being iterated: finish or break out of the running loop first`,
+    { tag: "InvalidInput", found: "iterating" },
+  );
+}
+
+/** The largest mean nonzeros per cell over the tiles. */
+function densest(ds: Dataset): number {
+  let most = 0;
+  const m = ds.manifest;
+  for (let t = 0; t < ds.nTiles; t++) most = Math.max(most, m.tile_nnz[t]! / Math.max(1, m.tile_cells[t]!));
+  return most;
+}
+
+/**
+ * A loader of `dataset`'s cells in shuffled, sharded, resumable mini-batches: iterate it with
+ * `for await`, and `release()` each batch when done with it (its buffers then hold a later
+ * batch; a batch not released is garbage-collected and the loader allocates anew).
+ *
+ *     const ds = await openDataset("s3://bucket/pbmc", { threads: 2 });
+ *     const loader = await createLoader(ds, { batchSize: 4096, seed: 1, rank, worldSize, obs: ["cell_type"] });
+ *     for (let epoch = 0; epoch < 10; epoch++) {
+ *       loader.setEpoch(epoch);
+ *       for await (const batch of loader) {
+ *         train(batch.indptr, batch.indices, batch.data, batch.obs.cell_type);
+ *         batch.release();
+ *       }
+ *     }
+ *
+ * Every batch is a deterministic function of (seed, epoch, rank, worldSize, batchSize,
+ * bufferTiles, shuffle, dropLast) and the manifest: each rank reads only the tiles of its own
+ * share, all ranks yield the same number of batches, and `loader.state()` resumes exactly. See
+ * docs/loader.md for the semantics of shuffling, sharding, padding and memory. Transient storage
+ * errors are retried by the store (`withRetries` from `@deltacells/storage`); a tile that stays
+ * unreadable stops the epoch with an `UnreadableTile` error, or is skipped and reported.
+ */
+export async function createLoader(
+  dataset: Dataset,
+  options: LoaderOptions & { output: "dense" },
+): Promise<Loader<DenseBatch>>;
+export async function createLoader(
+  dataset: Dataset,
+  options?: LoaderOptions & { output?: "csr" },
+): Promise<Loader<CsrBatch>>;
+export async function createLoader(dataset: Dataset, options?: LoaderOptions): Promise<Loader>;
+export async function createLoader(dataset: Dataset, options: LoaderOptions = {}): Promise<Loader> {
+  const s = settingsOf(dataset, options);
+  const map = await resolveGenes(dataset, options.genes, s.columnOrder);
+  const frame =
+    s.obs.length > 0
+      ? await dataset.obs(s.obs, { cacheDir: options.obsCacheDir, signal: options.signal })
+      : undefined;
+  const obs = frame && new ObsGather(frame.columns, s.obsLabels);
+
+  const nnzPerCell = densest(dataset) * (map.count / dataset.nGenes);
+  const one =
+    s.output === "dense"
+      ? s.batchSize * (8 + 4 * map.count)
+      : s.batchSize * (16 + Math.ceil(8 * nnzPerCell)) + 8 * (1 + 8 * s.obs.length) * s.batchSize;
+  const batchBytes = one * (s.prefetch + 2);
+  const budget = s.memoryCap - batchBytes;
+  const costs = Array.from({ length: dataset.nTiles }, (_, t) => tileCost(dataset, t)).sort((a, b) => b - a);
+  const window = costs.slice(0, s.bufferTiles).reduce((a, b) => a + b, 0);
+  if (window > budget) {
+    throw new DeltacellsError(
+      `loader option memoryCap is ${s.memoryCap} bytes but a shuffle window of ${s.bufferTiles} tiles can need ${window} bytes and ${s.prefetch + 2} batch buffers about ${batchBytes}: raise memoryCap to at least ${window + batchBytes}, or lower bufferTiles, batchSize or prefetch`,
+      { tag: "InvalidInput", field: "memoryCap", expected: `>= ${window + batchBytes}`, found: s.memoryCap },
+    );
+  }
+
+  let tiles = dataset;
+  let onClose = async () => {};
+  if (s.threads !== undefined) {
+    const pool = poolTileDecoder(s.threads);
+    tiles = new Dataset(dataset.store, dataset.manifest, pool.decoder);
+    onClose = pool.close;
+  }
+  const maxInFlight = Math.max(4, 2 * (s.threads ?? 1));
+  return new DatasetLoader(
+    dataset,
+    tiles,
+    s,
+    map,
+    obs,
+    budget,
+    batchBytes,
+    maxInFlight,
+    onClose,
+    options.signal,
+  );
+}
