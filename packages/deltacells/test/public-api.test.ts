@@ -14,10 +14,14 @@ import { assertSuperset, exportsOf } from "../../../test-utils/public-api.js";
 
 test("@deltacells/core exports exactly these names", () => {
   assert.deepEqual(exportsOf(browser), [
+    "DEFAULT_BATCH_SIZE: number",
+    "DEFAULT_BUFFER_TILES: number",
     "DEFAULT_LEVEL: number",
     "DEFAULT_MAX_CATEGORIES: number",
+    "DEFAULT_MEMORY_CAP: number",
     "DEFAULT_N_CHUNKS: number",
     "DEFAULT_OBS_TILES_PER_FILE: number",
+    "DEFAULT_PREFETCH: number",
     "DEFAULT_TILE_SIZE: number",
     "Dataset: class",
     "DeltacellsError: class",
@@ -28,6 +32,7 @@ test("@deltacells/core exports exactly these names", () => {
     "autoTileSize: function",
     "categoryLabels: function",
     "codecInfo: function",
+    "createLoader: function",
     "createTilePool: function",
     "datasetRowBlocks: function",
     "decodeTile: function",
@@ -35,6 +40,7 @@ test("@deltacells/core exports exactly these names", () => {
     "encodeTile: function",
     "encodeTileSync: function",
     "formatCodecInfo: function",
+    "int64Of: function",
     "isDeltacellsError: function",
     "loadZstd: function",
     "memoryLocalizer: function",
@@ -48,10 +54,14 @@ test("@deltacells/core exports exactly these names", () => {
 
 test("@deltacells/core/node exports exactly these names", () => {
   assert.deepEqual(exportsOf(node), [
+    "DEFAULT_BATCH_SIZE: number",
+    "DEFAULT_BUFFER_TILES: number",
     "DEFAULT_LEVEL: number",
     "DEFAULT_MAX_CATEGORIES: number",
+    "DEFAULT_MEMORY_CAP: number",
     "DEFAULT_N_CHUNKS: number",
     "DEFAULT_OBS_TILES_PER_FILE: number",
+    "DEFAULT_PREFETCH: number",
     "DEFAULT_TILE_SIZE: number",
     "Dataset: class",
     "DeltacellsError: class",
@@ -63,6 +73,7 @@ test("@deltacells/core/node exports exactly these names", () => {
     "cacheLocalizer: function",
     "categoryLabels: function",
     "codecInfo: function",
+    "createLoader: function",
     "createTilePool: function",
     "datasetRowBlocks: function",
     "decodeTile: function",
@@ -70,6 +81,7 @@ test("@deltacells/core/node exports exactly these names", () => {
     "encodeTile: function",
     "encodeTileSync: function",
     "formatCodecInfo: function",
+    "int64Of: function",
     "isDeltacellsError: function",
     "loadZstd: function",
     "memoryLocalizer: function",
