@@ -100,6 +100,7 @@ test("@deltacells/core/internal exports exactly these names", () => {
     "MANIFEST_KEY: string",
     "numericValues: function",
     "parseManifest: function",
+    "tileKey: function",
   ]);
 });
 
