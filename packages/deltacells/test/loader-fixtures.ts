@@ -8,7 +8,7 @@ import { MemoryStore } from "@deltacells/storage";
 import { type Batch, encodeTile, writeDataset } from "../src/index.js";
 import { zstdCompressor } from "../src/node.js";
 import type { DenseMatrix } from "./dataset-fixtures.js";
-import { randomMatrix } from "./dataset-fixtures.js";
+import { memorySource, randomMatrix } from "./dataset-fixtures.js";
 import { obsSource } from "./obs-fixtures.js";
 
 export const N_CELLS = 53;
@@ -29,6 +29,22 @@ export async function loaderDataset(nCells = N_CELLS, tileSize = TILE_SIZE) {
   });
   // obsSource's matrix, spelled out again: randomMatrix(nCells, 12, 5).
   return { store, m: randomMatrix(nCells, 12, 5) };
+}
+
+/** A dataset of long rows (about 90 of 300 genes per cell: the loader's memcpy path), without obs. */
+export async function wideDataset() {
+  const store = new MemoryStore();
+  const m = randomMatrix(40, 300, 9, 0.15);
+  const encoder = {
+    encode: (rows: Parameters<typeof encodeTile>[0], o?: object) => encodeTile(rows, { ...o, level: 3 }),
+  };
+  await writeDataset(memorySource(m), store, {
+    encoder,
+    compress: zstdCompressor(3),
+    tileSize: 16,
+    nChunks: 2,
+  });
+  return { store, m };
 }
 
 /** Row `r` of a batch as [column, value] pairs sorted by column. */

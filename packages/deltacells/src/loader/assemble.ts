@@ -11,6 +11,7 @@ import type { BatchArrays } from "./batch.js";
 import {
   type LoadedSegment,
   type SkippedTile,
+  STOPPED,
   type TileFeed,
   type UnreadableTilePolicy,
   unreadable,
@@ -109,6 +110,7 @@ export class Assembler {
     for (const l of loaded) {
       const { segment, tile } = l;
       if (tile === undefined) {
+        if (l.error === STOPPED) throw STOPPED;
         if (this.policy === "error") throw unreadable(this.ds, segment.tile, l.error);
         this.onSkip({
           epoch: this.plan.settings.epoch,
@@ -134,71 +136,87 @@ export class Assembler {
   async fill(k: number, arrays: BatchArrays): Promise<Filled> {
     const plan = this.plan;
     const [from, to] = plan.batchRange(k);
-    const dense = arrays.format === "dense";
-    const nCols = arrays.nCols;
-    if (dense) arrays.dense.fill(0, 0, (to - from) * nCols);
-    const obs = this.obs?.start(to - from);
-    const map = this.map.toOutput;
-    const identity = this.map.identity;
-    const sort = this.sortIndices && !this.map.monotone;
-    let n = 0;
-    let at = 0;
-    let padded = 0;
-    let skipped = 0;
+    if (arrays.format === "dense") arrays.dense.fill(0, 0, (to - from) * arrays.nCols);
+    const run: Run = { n: 0, at: 0, skipped: 0, obs: this.obs?.start(to - from) };
     arrays.indptr[0] = 0;
-    for (let p = from; p < to; p++) {
+    let padded = 0;
+    // Runs of consecutive positions in one window go through the synchronous loops below; only
+    // moving to another window awaits (its tiles).
+    for (let p = from; p < to; ) {
       const pos = p < plan.real ? p : plan.source(p);
       if (pos < this.start || pos >= this.end || this.current < 0) await this.enter(pos);
-      const i = pos - this.start;
-      const s = this.scratch.seg[i]!;
-      if (!this.ok[s]) {
-        skipped++;
+      if (p >= plan.real) {
+        // Padding: one position at a time (at most a few per epoch).
+        const before = run.n;
+        this.copy(arrays, run, pos - this.start, pos - this.start + 1);
+        padded += run.n - before;
+        p++;
         continue;
       }
-      const row = this.scratch.row[i]!;
+      const stop = Math.min(to, plan.real, this.end);
+      this.copy(arrays, run, pos - this.start, stop - this.start);
+      p = stop;
+    }
+    return { size: run.n, nnz: run.at, padded, skipped: run.skipped, obs: run.obs };
+  }
+
+  /** Copies the cells at window indices `[i0, i1)` (stream order) into the batch. */
+  private copy(arrays: BatchArrays, run: Run, i0: number, i1: number): void {
+    const segs = this.scratch.seg;
+    const rows = this.scratch.row;
+    if (arrays.format === "dense") {
+      for (let i = i0; i < i1; i++) {
+        const s = segs[i]!;
+        if (!this.ok[s]) {
+          run.skipped++;
+          continue;
+        }
+        const row = rows[i]!;
+        const ip = this.indptrs[s]!;
+        denseRow(
+          arrays.dense,
+          run.n * arrays.nCols,
+          this.indices[s]!,
+          this.datas[s]!,
+          ip[row]!,
+          ip[row + 1]!,
+          this.map,
+        );
+        this.finishCell(arrays, run, s, row);
+      }
+      return;
+    }
+    const sort = this.sortIndices && !this.map.monotone;
+    for (let i = i0; i < i1; i++) {
+      const s = segs[i]!;
+      if (!this.ok[s]) {
+        run.skipped++;
+        continue;
+      }
+      const row = rows[i]!;
       const ip = this.indptrs[s]!;
       const a = ip[row]!;
       const b = ip[row + 1]!;
+      if (run.at + b - a > arrays.indices.length) arrays.grow(run.at + b - a, run.at);
+      const start = run.at;
       const si = this.indices[s]!;
       const sd = this.datas[s]!;
-      if (dense) {
-        const base = n * nCols;
-        const out = arrays.dense;
-        if (identity) for (let j = a; j < b; j++) out[base + si[j]!] = sd[j]!;
-        else
-          for (let j = a; j < b; j++) {
-            const o = map[si[j]!]!;
-            if (o >= 0) out[base + o] = sd[j]!;
-          }
-      } else {
-        if (at + b - a > arrays.indices.length) arrays.grow(at + b - a, at);
-        const oi = arrays.indices;
-        const od = arrays.data;
-        const rowStart = at;
-        if (identity)
-          for (let j = a; j < b; j++) {
-            oi[at] = si[j]!;
-            od[at] = sd[j]!;
-            at++;
-          }
-        else
-          for (let j = a; j < b; j++) {
-            const o = map[si[j]!]!;
-            if (o >= 0) {
-              oi[at] = o;
-              od[at] = sd[j]!;
-              at++;
-            }
-          }
-        if (sort && at - rowStart > 1) this.sortRow(oi, od, rowStart, at);
-        arrays.indptr[n + 1] = at;
-      }
-      arrays.cells[n] = this.firstCell[s]! + row;
-      if (obs) obs.put(n, this.obsTiles[s]!, row);
-      if (p >= plan.real) padded++;
-      n++;
+      const map = this.map;
+      run.at = map.identity
+        ? copyRow(arrays.indices, arrays.data, start, si, sd, a, b)
+        : map.complete
+          ? permuteRow(arrays.indices, arrays.data, start, si, sd, a, b, map.toOutput)
+          : mapRow(arrays.indices, arrays.data, start, si, sd, a, b, map.toOutput);
+      if (sort && run.at - start > 1) this.sortRow(arrays.indices, arrays.data, start, run.at);
+      arrays.indptr[run.n + 1] = run.at;
+      this.finishCell(arrays, run, s, row);
     }
-    return { size: n, nnz: at, padded, skipped, obs };
+  }
+
+  private finishCell(arrays: BatchArrays, run: Run, s: number, row: number): void {
+    arrays.cells[run.n] = this.firstCell[s]! + row;
+    if (run.obs) run.obs.put(run.n, this.obsTiles[s]!, row);
+    run.n++;
   }
 
   /** Sorts one row's nonzeros by column (the option `sortIndices`). */
@@ -229,6 +247,100 @@ export class Assembler {
   async finish(): Promise<void> {
     if (this.current >= 0) await this.feed.releaseWindow(this.current);
     this.current = -1;
+  }
+}
+
+/** Where a batch being filled is. */
+interface Run {
+  n: number;
+  at: number;
+  skipped: number;
+  obs: BatchObsBuilder | undefined;
+}
+
+/** Rows at least this long are copied with `TypedArray.set` (memcpy), shorter ones by a loop. */
+const MEMCPY_FROM = 32;
+
+/** Copies nonzeros `[a, b)` to `at`; returns the new end. */
+function copyRow(
+  oi: Int32Array,
+  od: Int32Array | Float32Array,
+  at: number,
+  si: Int32Array,
+  sd: Int32Array | Float32Array,
+  a: number,
+  b: number,
+): number {
+  if (b - a >= MEMCPY_FROM) {
+    // Two short-lived views per row, but a memcpy runs several times faster than the loop.
+    oi.set(si.subarray(a, b), at);
+    (od as Int32Array).set((sd as Int32Array).subarray(a, b), at);
+    return at + b - a;
+  }
+  for (let j = a; j < b; j++) {
+    oi[at] = si[j]!;
+    od[at] = sd[j]!;
+    at++;
+  }
+  return at;
+}
+
+/** Copies nonzeros `[a, b)` to `at` renumbered by `map`, a permutation (every column kept). */
+function permuteRow(
+  oi: Int32Array,
+  od: Int32Array | Float32Array,
+  at: number,
+  si: Int32Array,
+  sd: Int32Array | Float32Array,
+  a: number,
+  b: number,
+  map: Int32Array,
+): number {
+  if (b - a >= MEMCPY_FROM) (od as Int32Array).set((sd as Int32Array).subarray(a, b), at);
+  else for (let j = a; j < b; j++) od[at + j - a] = sd[j]!;
+  for (let j = a; j < b; j++) oi[at++] = map[si[j]!]!;
+  return at;
+}
+
+/** Copies the selected nonzeros of `[a, b)` to `at`, renumbered by `map`; returns the new end. */
+function mapRow(
+  oi: Int32Array,
+  od: Int32Array | Float32Array,
+  at: number,
+  si: Int32Array,
+  sd: Int32Array | Float32Array,
+  a: number,
+  b: number,
+  map: Int32Array,
+): number {
+  for (let j = a; j < b; j++) {
+    const o = map[si[j]!]!;
+    if (o >= 0) {
+      oi[at] = o;
+      od[at] = sd[j]!;
+      at++;
+    }
+  }
+  return at;
+}
+
+/** Scatters nonzeros `[a, b)` into the dense row at `base`. */
+function denseRow(
+  out: Float32Array,
+  base: number,
+  si: Int32Array,
+  sd: Int32Array | Float32Array,
+  a: number,
+  b: number,
+  map: ColumnMap,
+): void {
+  if (map.identity) for (let j = a; j < b; j++) out[base + si[j]!] = sd[j]!;
+  else {
+    const m = map.toOutput;
+    for (let j = a; j < b; j++) {
+      const o = m[si[j]!]!;
+      if (o >= 0) out[base + o] = sd[j]!;
+    }
   }
 }
 

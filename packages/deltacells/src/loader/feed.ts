@@ -34,6 +34,9 @@ export interface LoadedSegment {
   error: unknown;
 }
 
+/** What a tile or a window waited for answers once the loader has stopped (never reported as a fault). */
+export const STOPPED = new Error("the loader stopped before this tile was used");
+
 /** Bytes the loader counts for one tile while it is fetched, decoded and held. */
 export function tileCost(ds: Dataset, t: number): number {
   const m = ds.manifest;
@@ -65,6 +68,7 @@ export class TileFeed {
     private readonly budget: number,
     private readonly maxInFlight: number,
     private readonly values: "int32" | "float32",
+    private readonly signal?: AbortSignal,
   ) {
     for (let w = windows[0]; w < windows[1]; w++) {
       const list: Entry[] = [];
@@ -102,10 +106,10 @@ export class TileFeed {
 
   private async load(segment: Segment): Promise<LoadedSegment> {
     try {
-      const tile = await this.ds.tile(segment.tile, { values: this.values });
+      const tile = await this.ds.tile(segment.tile, { values: this.values, signal: this.signal });
       if (this.closed) {
         tile.release();
-        return { segment, tile: undefined, error: new Error("closed") };
+        return { segment, tile: undefined, error: STOPPED };
       }
       return { segment, tile, error: undefined };
     } catch (error) {
@@ -119,6 +123,7 @@ export class TileFeed {
     if (list === undefined) throw new Error(`window ${w} is not in this feed`);
     // Tiles start in order, so every tile of this window starts once the earlier ones are given back.
     while (list.some((e) => e.result === undefined)) {
+      if (this.closed) throw STOPPED;
       if (this.inFlight === 0)
         throw new Error(`the loader's budget of ${this.budget} bytes cannot hold window ${w}`);
       await new Promise<void>((resolve) => this.waiters.push(resolve));
@@ -145,9 +150,15 @@ export class TileFeed {
     this.pump();
   }
 
+  /** Stops fetching: nothing new starts, and a wait for a window not yet started fails. */
+  stop(): void {
+    this.closed = true;
+    this.wake();
+  }
+
   /** Stops fetching; every tile already decoded or still coming is given back. */
   async close(): Promise<void> {
-    this.closed = true;
+    this.stop();
     const windows = [...this.byWindow.keys()];
     await Promise.all(windows.map((w) => this.releaseWindow(w)));
   }

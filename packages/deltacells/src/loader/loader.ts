@@ -83,6 +83,8 @@ class DatasetLoader implements Loader {
   private position: number;
   private iterating = false;
   private peak = 0;
+  /** Tile bytes the last iteration still held after giving everything back (0 unless a tile leaked). */
+  private leftHeld = 0;
   private held: TileFeed | undefined;
   private readonly recycler: BatchRecycler;
 
@@ -96,6 +98,7 @@ class DatasetLoader implements Loader {
     private readonly batchBytes: number,
     private readonly maxInFlight: number,
     private readonly onClose: () => Promise<void>,
+    private readonly signal: AbortSignal | undefined,
   ) {
     this.batchSize = s.batchSize;
     this.rank = s.rank;
@@ -127,7 +130,7 @@ class DatasetLoader implements Loader {
     return {
       capBytes: this.s.memoryCap,
       batchBytes: this.batchBytes,
-      tileBytes: this.held?.heldBytes ?? 0,
+      tileBytes: this.held?.heldBytes ?? this.leftHeld,
       peakTileBytes: Math.max(this.peak, this.held?.peak ?? 0),
     };
   }
@@ -206,6 +209,7 @@ class DatasetLoader implements Loader {
       this.budget,
       this.maxInFlight,
       s.values,
+      this.signal,
     );
     this.held = feed;
     const asm = new Assembler(
@@ -230,20 +234,28 @@ class DatasetLoader implements Loader {
     };
     try {
       for (let k = this.position; k < plan.batches; k++) {
+        this.signal?.throwIfAborted();
         while (made < plan.batches && pending.length < s.prefetch + 1) make();
         const batch = await pending.shift()!;
+        if (this.signal?.aborted) {
+          batch.release();
+          this.signal.throwIfAborted();
+        }
         this.position = k + 1;
         if (this.position === plan.batches) this.nextEpoch();
         yield batch;
       }
       if (plan.batches === 0) this.nextEpoch();
     } finally {
-      // Stopped early (break, error): batches made ahead were never handed out.
+      // Stopped early (break, error): batches made ahead were never handed out, and the windows
+      // they wait for need not be decoded.
+      feed.stop();
       for (const r of await Promise.allSettled(pending)) if (r.status === "fulfilled") r.value.release();
       await chain;
       await asm.finish();
       await feed.close();
       this.peak = Math.max(this.peak, feed.peak);
+      this.leftHeld = feed.heldBytes;
       this.held = undefined;
       this.iterating = false;
     }
@@ -363,5 +375,16 @@ export async function createLoader(dataset: Dataset, options: LoaderOptions = {}
     onClose = pool.close;
   }
   const maxInFlight = Math.max(4, 2 * (s.threads ?? 1));
-  return new DatasetLoader(dataset, tiles, s, map, obs, budget, batchBytes, maxInFlight, onClose);
+  return new DatasetLoader(
+    dataset,
+    tiles,
+    s,
+    map,
+    obs,
+    budget,
+    batchBytes,
+    maxInFlight,
+    onClose,
+    options.signal,
+  );
 }

@@ -76,6 +76,7 @@ export interface LoaderOptions {
    * batches holding them are smaller, `batch.skipped` counts them) and lists it in `loader.skipped`.
    */
   onUnreadableTile?: UnreadableTilePolicy;
+  /** Aborts creating the loader and every iteration of it: the iteration rejects with the signal's reason. */
   signal?: AbortSignal;
 }
 
