@@ -104,6 +104,7 @@ def main() -> int:
     a = p.parse_args()
     adata = ad.read_h5ad(a.input)
     x = sp.csr_matrix(adata.X).astype(np.int64)
+    x.eliminate_zeros()  # stored zeros (csr.h5ad has some) are not nonzeros: a dataset holds none
     x.sort_indices()
     n, g = x.shape
     obs = [c for c in a.obs.split(",") if c]
