@@ -104,6 +104,7 @@ def stream_arguments(
     genes_file: str | None = None,
     start_batch: int = 0,
     dense: bool = False,
+    sort_indices: bool = False,
     threads: int | None = None,
 ) -> list[str]:
     """The ``deltacells stream`` arguments for these options (the command's own spelling)."""
@@ -122,6 +123,8 @@ def stream_arguments(
         args += ["--start-batch", str(start_batch)]
     if dense:
         args.append("--dense")
+    if sort_indices:
+        args.append("--sort-indices")
     if threads is not None:
         args += ["--threads", str(threads)]
     return args
@@ -168,6 +171,9 @@ def _obs_columns(batch: pa.RecordBatch) -> tuple[dict[str, np.ndarray], dict[str
 def convert(batch: pa.RecordBatch, genes: list[str], output: Output = "scipy", dtype: Any = np.float32) -> Batch:
     """One record batch of the stream as a :class:`Batch` with ``X`` of type ``output``.
 
+    A row's columns come in the dataset's order, not increasing, unless the stream was made with
+    ``sort_indices=True``: valid CSR for scipy (``X.sort_indices()`` sorts in place when needed).
+
     ``scipy``: a ``scipy.sparse.csr_matrix`` (``dense`` streams: a numpy array); ``numpy``: a dense
     array; ``arrow``: the record batch itself; ``torch_csr``/``torch_dense``: torch tensors.
     Counts are converted to ``dtype`` (float32 by default, what models take).
@@ -198,10 +204,15 @@ def convert(batch: pa.RecordBatch, genes: list[str], output: Output = "scipy", d
             rows = np.repeat(np.arange(n), np.diff(indptr))
             x[rows, indices] = data
         elif output in ("torch_csr", "torch_dense"):
+            # torch wants each row's columns increasing; scipy sorts in C (a no-op once sorted).
+            import scipy.sparse as sp
+
+            csr = sp.csr_matrix((data, indices, indptr), shape=(n, g))
+            csr.sort_indices()
             x = torch.sparse_csr_tensor(
-                torch.from_numpy(indptr.astype(np.int64)),
-                torch.from_numpy(indices.astype(np.int64)),
-                torch.from_numpy(data),
+                torch.from_numpy(csr.indptr.astype(np.int64)),
+                torch.from_numpy(csr.indices.astype(np.int64)),
+                torch.from_numpy(csr.data),
                 size=(n, g),
             )
             if output == "torch_dense":

@@ -152,6 +152,7 @@ export class ArrowBatches {
           index: batch.index,
           padded: batch.padded,
           skipped: batch.skipped,
+          ...(batch.format === "csr" && { sorted_indices: batch.sortedIndices }),
         }),
       ],
     ]);

@@ -110,7 +110,13 @@ function info(s: Streamed): Record<string, number | string | boolean> {
   return JSON.parse(s.schema!.metadata.get("deltacells.stream")!);
 }
 
-function batchMeta(b: RecordBatch): { epoch: number; index: number; padded: number; skipped: number } {
+function batchMeta(b: RecordBatch): {
+  epoch: number;
+  index: number;
+  padded: number;
+  skipped: number;
+  sorted_indices?: boolean;
+} {
   return JSON.parse(b.metadata.get("deltacells.batch")!);
 }
 
@@ -126,12 +132,20 @@ function cellsOf(b: RecordBatch): number[] {
   return Array.from(b.getChild("cell")!.toArray() as BigInt64Array, Number);
 }
 
+/** Row i's (column, count) pairs by column (the stream's rows come in the dataset's column order). */
+function pairsOf(b: RecordBatch, i: number): [number, number][] {
+  const counts = listRow(b, "counts", i);
+  return listRow(b, "indices", i)
+    .map((j, k): [number, number] => [j, counts[k]!])
+    .sort((x, y) => x[0] - y[0]);
+}
+
 function assertRowsMatch(s: Streamed): void {
   for (const b of s.batches) {
     const cells = cellsOf(b);
     cells.forEach((c, i) => {
-      assert.deepEqual(listRow(b, "indices", i), rows[c]!.indices, `cell ${c}: indices`);
-      assert.deepEqual(listRow(b, "counts", i), rows[c]!.counts, `cell ${c}: counts`);
+      const want = rows[c]!.indices.map((j, k): [number, number] => [j, rows[c]!.counts[k]!]);
+      assert.deepEqual(pairsOf(b, i), want, `cell ${c}`);
     });
   }
 }
@@ -177,6 +191,25 @@ test("every cell once over ranks, padding as reported, equal batch counts, rows 
     assert.deepEqual(seen, new Array(ds.nCells).fill(1), `world size ${worldSize}: every cell exactly once`);
     assert.equal(counts.size, 1, "every rank yields the same number of batches");
   }
+});
+
+test("--sort-indices gives each cell's indices increasing; without it the metadata says they are not", async () => {
+  const plain = await stream(DS, "--batch-size", "20", "--seed", "2");
+  const sorted = await stream(DS, "--batch-size", "20", "--seed", "2", "--sort-indices");
+  assert.equal(info(plain).sorted_indices, false, "gene_order.npy is not the identity here");
+  assert.equal(info(sorted).sorted_indices, true);
+  assert.ok(sorted.batches.every((b) => batchMeta(b).sorted_indices === true));
+  let unsortedRows = 0;
+  for (const [k, b] of sorted.batches.entries()) {
+    cellsOf(b).forEach((c, i) => {
+      assert.deepEqual(listRow(b, "indices", i), rows[c]!.indices, `cell ${c}: indices increase`);
+      assert.deepEqual(listRow(b, "counts", i), rows[c]!.counts, `cell ${c}: counts follow`);
+      const p = listRow(plain.batches[k]!, "indices", i);
+      if (p.some((j, x) => x > 0 && j < p[x - 1]!)) unsortedRows++;
+    });
+  }
+  assert.ok(unsortedRows > 0, "the default order really differs (the test can fail)");
+  assertRowsMatch(plain);
 });
 
 test("--drop-last drops the remainder of each rank's share to whole batches and reports it", async () => {
@@ -263,9 +296,8 @@ test("--genes selects and orders columns; --dense gives float32 rows of them", a
         return k < 0 ? 0 : rows[c]!.counts[k]!;
       });
       assert.deepEqual(Array.from(values.subarray(3 * i, 3 * i + 3)), row, `dense cell ${c}`);
-      const idx = listRow(sb, "indices", i);
       assert.deepEqual(
-        idx.map((j, n) => [j, listRow(sb, "counts", i)[n]]),
+        pairsOf(sb, i),
         row.flatMap((v, j) => (v ? [[j, v]] : [])),
         `sparse cell ${c}`,
       );

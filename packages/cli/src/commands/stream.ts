@@ -25,11 +25,12 @@ training job in another process (examples/python/ wraps it as a PyTorch Iterable
 is a local folder or a URL (s3://bucket/prefix, https://...). One record batch per mini-batch, one
 row per cell:
   cell      int64: the cell's index in the dataset
-  indices   list<int32>: the columns of the cell's nonzeros, increasing (not with --dense)
+  indices   list<int32>: the columns of the cell's nonzeros (not with --dense)
   counts    list<int32>: their counts; with --dense a fixed_size_list<float32> of every column
   then one column per --obs name (categories as dictionaries, numbers in their own type).
 Columns are the genes in the order of the input the dataset was converted from (gene_order.npy
-undone) or, with --genes, of that file. The schema's metadata holds "deltacells.genes" (JSON: the
+undone) or, with --genes, of that file. A cell's indices come in the dataset's column order, which
+is not increasing then (valid CSR for scipy and torch); --sort-indices sorts them, at a cost. The schema's metadata holds "deltacells.genes" (JSON: the
 gene of each column) and "deltacells.stream" (JSON: dataset, settings, batches per rank, this
 rank's padded and dropped cells); each batch's metadata "deltacells.batch" its epoch, index, and
 the padded rows at its end.
@@ -54,6 +55,7 @@ options:
   --obs A,B          obs columns to attach (see \`deltacells obs DATASET\`)
   --genes FILE       gene names, one per line: only these columns, in this order
   --start-batch K    skip the epoch's first K batches
+  --sort-indices     each cell's indices increasing (canonical CSR; slower)
   --dense            counts as dense float32 rows (pair with --genes: 4 bytes per gene and cell)
   --threads N        decoding threads (default: the number of cores)
   --buffer-tiles N   tiles whose cells are shuffled together (default ${DEFAULT_BUFFER_TILES})
@@ -99,6 +101,7 @@ export async function stream(argv: string[]): Promise<CommandResult> {
       genes: { type: "string" },
       "start-batch": { type: "string" },
       dense: { type: "boolean" },
+      "sort-indices": { type: "boolean" },
       threads: { type: "string" },
       "buffer-tiles": { type: "string" },
       "memory-cap": { type: "string" },
@@ -166,7 +169,7 @@ export async function stream(argv: string[]): Promise<CommandResult> {
       ...(memoryCap !== undefined && { memoryCap: memoryCap * 1024 * 1024 }),
       output: dense ? "dense" : "csr",
       ...(genes && { genes }),
-      sortIndices: true,
+      sortIndices: values["sort-indices"] === true,
       obs,
       ...(typeof values["cache-dir"] === "string" && { obsCacheDir: values["cache-dir"] }),
     });
@@ -176,6 +179,9 @@ export async function stream(argv: string[]): Promise<CommandResult> {
           `--dense with --batch-size ${batchSize} and ${loader.genes.count} genes is ${batchSize * loader.genes.count} values per batch, beyond Arrow's 2^31 - 1 per list column: select genes with --genes or lower --batch-size`,
         );
       const summary = loader.epochSummary(epoch);
+      const columns = loader.genes.datasetColumns;
+      let increasing = true;
+      for (let i = 1; i < columns.length && increasing; i++) increasing = columns[i]! > columns[i - 1]!;
       const arrow = new ArrowBatches(dense, loader.genes.count, obsSchemas, {
         genes: loader.genes.names ?? Array.from(loader.genes.sourceIndices, String),
         info: {
@@ -196,6 +202,7 @@ export async function stream(argv: string[]): Promise<CommandResult> {
           padded: summary.padded.length,
           dropped: summary.dropped.length,
           output: dense ? "dense" : "csr",
+          sorted_indices: dense || values["sort-indices"] === true || increasing,
           obs,
         },
       });
