@@ -90,7 +90,7 @@ def rows_equal(x: sp.csr_matrix, cells: np.ndarray, indptr: np.ndarray, indices:
                 problems.append(f"{what}: cell {cells[i]}'s indices do not increase (--sort-indices)")
                 break
     # Without --sort-indices a row comes in the dataset's column order: compare it sorted.
-    got = sp.csr_matrix((counts.astype(np.int64), indices, indptr), shape=ref.shape)
+    got = sp.csr_matrix((counts.astype(np.int64), indices.copy(), indptr.copy()), shape=ref.shape)
     got.sort_indices()
     check(np.array_equal(got.indptr, ref.indptr), f"{what}: nonzeros per cell differ from the input's")
     if np.array_equal(got.indptr, ref.indptr):
@@ -185,6 +185,7 @@ def main() -> int:
         check(batch.genes == var_names, "iter_batches: genes differ")
         real = batch.cells
         check((batch.X != x[real].astype(np.float32)).nnz == 0, "iter_batches: a scipy batch differs from the input's rows")
+        batch.X.sort_indices()  # a scipy matrix like any other: sorting in place works
         for name in obs:
             if name in batch.categories:
                 labels = np.array(batch.categories[name] + [None], dtype=object)[batch.obs[name]]

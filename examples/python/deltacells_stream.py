@@ -147,7 +147,7 @@ class Batch:
 
 
 def _list_parts(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """A list<int32> column's offsets (from 0) and values, as numpy views of the Arrow buffers."""
+    """A list<int32> column's offsets (from 0) and values, as numpy views of the (read-only) Arrow buffers."""
     offsets = column.offsets.to_numpy()
     values = column.values.to_numpy(zero_copy_only=True)
     start, end = int(offsets[0]), int(offsets[-1])
@@ -194,7 +194,8 @@ def convert(batch: pa.RecordBatch, genes: list[str], output: Output = "scipy", d
     else:
         indptr, indices = _list_parts(batch.column("indices"))
         _, data = _list_parts(counts)
-        data = data.astype(dtype)
+        # Writable copies: Arrow's buffers are read-only and scipy sorts in place (X.sort_indices()).
+        indptr, indices, data = indptr.copy(), indices.copy(), data.astype(dtype)
         if output == "scipy":
             import scipy.sparse as sp
 

@@ -29,11 +29,12 @@ row per cell:
   counts    list<int32>: their counts; with --dense a fixed_size_list<float32> of every column
   then one column per --obs name (categories as dictionaries, numbers in their own type).
 Columns are the genes in the order of the input the dataset was converted from (gene_order.npy
-undone) or, with --genes, of that file. A cell's indices come in the dataset's column order, which
-is not increasing then (valid CSR for scipy and torch); --sort-indices sorts them, at a cost. The schema's metadata holds "deltacells.genes" (JSON: the
-gene of each column) and "deltacells.stream" (JSON: dataset, settings, batches per rank, this
-rank's padded and dropped cells); each batch's metadata "deltacells.batch" its epoch, index, and
-the padded rows at its end.
+undone) or, with --genes, of that file. A cell's indices follow the dataset's column order, so
+they do not increase (valid CSR for scipy; sort before torch): --sort-indices sorts them, at a
+cost. The schema's metadata holds "deltacells.genes" (JSON: the gene of each column) and
+"deltacells.stream" (JSON: dataset, settings, batches per rank, this rank's padded and dropped
+cells, sorted_indices); each batch's metadata "deltacells.batch" its epoch, index, and the padded
+rows at its end.
 
 The batches are a function of --seed, --epoch, --batch-size, --rank/--world-size and --drop-last
 only. Each rank reads only its own tiles, every rank writes the same number of batches (a rank
