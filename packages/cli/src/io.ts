@@ -2,7 +2,13 @@
 import { readdir, stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type Dataset, isDeltacellsError, openDataset, type TileDecoder } from "@deltacells/core";
+import {
+  type Dataset,
+  isDeltacellsError,
+  type OpenDatasetOptions,
+  openDataset,
+  type TileDecoder,
+} from "@deltacells/core";
 import type { StoreInfo } from "@deltacells/sporadik";
 import { openStore, type StatsStore, type Store, withStats } from "@deltacells/storage/node";
 import { network, s3Signing } from "./args.js";
@@ -71,11 +77,15 @@ async function orNothingThere(store: StatsStore, err: unknown): Promise<unknown>
   return keys?.length === 0 ? NothingThereError.at(store.url) : err;
 }
 
-/** Open the dataset at `location` through a counting store. */
-export async function openCountedDataset(location: string, decoder?: TileDecoder) {
+/** Open the dataset at `location` through a counting store (`options`: e.g. the obs cache). */
+export async function openCountedDataset(
+  location: string,
+  decoder?: TileDecoder,
+  options: Omit<OpenDatasetOptions, "decoder"> = {},
+) {
   const store = openCounted(location);
   try {
-    const ds = await openDataset(store, decoder ? { decoder } : {});
+    const ds = await openDataset(store, decoder ? { ...options, decoder } : options);
     return { store, ds };
   } catch (err) {
     throw isDeltacellsError(err, "IncompleteDataset") ? await orNothingThere(store, err) : err;

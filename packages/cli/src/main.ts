@@ -38,6 +38,10 @@ const COMMANDS: Record<string, { load: () => Promise<Run>; summary: string }> = 
     load: async () => (await import("./commands/slice.js")).slice,
     summary: "print slices of a sporadik store along one axis",
   },
+  stream: {
+    load: async () => (await import("./commands/stream.js")).stream,
+    summary: "write shuffled mini-batches to stdout as an Arrow stream (for PyTorch)",
+  },
   serve: {
     load: async () => (await import("./commands/serve.js")).serve,
     summary: "serve datasets and stores over HTTP (ranges, CORS) with the viewer",
@@ -101,7 +105,9 @@ async function main(argv: string[], debug: boolean): Promise<number> {
   try {
     const result = await (await command.load())(rest);
     const stats = rest.includes("--stats") && result.store ? result.store : undefined;
-    if (json && result.json !== undefined) {
+    if (result.streamed) {
+      if (stats) process.stderr.write(`stats: ${stats.format()}\n`);
+    } else if (json && result.json !== undefined) {
       const out = stats ? { ...(result.json as object), stats: stats.stats } : result.json;
       process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
     } else {

@@ -6,7 +6,7 @@ import { deltacells, tempDir } from "./cli-helpers.js";
 
 const INPUT = "data/anndata/csr.h5ad";
 
-for (const command of ["convert", "inspect", "validate", "export"]) {
+for (const command of ["convert", "inspect", "validate", "export", "stream"]) {
   test(`${command} --help prints its usage and exits 0`, async () => {
     const r = await deltacells(command, "--help");
     assert.equal(r.code, 0, r.stderr);

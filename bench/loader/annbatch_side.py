@@ -1,0 +1,109 @@
+"""The Python reference of the loader benchmark: annbatch 0.3.1 (the fastest published AnnData
+mini-batch loader) on the same cells as the deltacells side.
+
+    PY=$(/path/to/annbatch-py311.sh)        # a Python 3.11 venv with annbatch (see bench/loader/README.md)
+    $PY bench/loader/annbatch_side.py write IN.h5ad OUT.zarr
+    $PY bench/loader/annbatch_side.py read OUT.zarr [--batch-size 4096] [--cells N] [--obs cell_type]
+
+``write`` builds annbatch's recommended store: a ``DatasetCollection`` (pre-shuffled, sharded zarr,
+its default chunking, shard size and lz4 Blosc compression) from the .h5ad, through the zarrs codec
+pipeline as annbatch's README asks for local folders. It writes OUT.zarr.complete (a marker) last.
+
+``read`` iterates annbatch's ``Loader`` as its README shows (batch size 4096, chunk_size 32,
+preload_nchunks 512, shuffle on, scipy CSR output on the CPU) over the collection and prints one
+JSON line: cells, batches, nonzeros, seconds to the first batch and cells per second over all of
+them (from the iterator's creation, so the first batch's cost is included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import scipy.sparse as sp
+import zarr
+
+zarr.config.set({"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"})
+
+import annbatch  # noqa: E402
+
+
+def write(src: str, out: str) -> None:
+    if os.path.exists(out + ".complete"):
+        print(f"{out} exists, nothing to do")
+        return
+    t0 = time.perf_counter()
+    annbatch.DatasetCollection(out).add_adatas([src], rng=np.random.default_rng(0))
+    open(out + ".complete", "w").close()
+    print(json.dumps({"annbatch_write_seconds": round(time.perf_counter() - t0, 1)}), flush=True)
+
+
+def read(store: str, batch_size: int, limit: int | None, obs: str | None, seed: int) -> None:
+    collection = annbatch.DatasetCollection(store, mode="r")
+    loader = annbatch.Loader(
+        batch_size=batch_size,
+        chunk_size=32,
+        preload_nchunks=512,
+        shuffle=True,
+        preload_to_gpu=False,
+        rng=np.random.default_rng(seed),
+    ).use_collection(collection)
+    t0 = time.perf_counter()
+    first = None
+    cells = nnz = batches = 0
+    labels = 0
+    for batch in loader:
+        x = batch["X"]
+        if not isinstance(x, sp.csr_matrix | sp.csr_array):
+            raise TypeError(f"annbatch yielded {type(x)}, expected a scipy CSR matrix")
+        if first is None:
+            first = time.perf_counter() - t0
+        if obs is not None:
+            labels += int(batch["obs"][obs].cat.codes.to_numpy().sum() >= 0)
+        cells += x.shape[0]
+        nnz += x.nnz
+        batches += 1
+        if limit is not None and cells >= limit:
+            break
+    seconds = time.perf_counter() - t0
+    print(
+        json.dumps(
+            {
+                "reader": f"annbatch {annbatch.__version__}",
+                "cells": cells,
+                "batches": batches,
+                "nnz": nnz,
+                "first_batch_s": round(first or 0.0, 3),
+                "seconds": round(seconds, 3),
+                "cells_per_s": round(cells / seconds, 1),
+            }
+        ),
+        flush=True,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    w = sub.add_parser("write")
+    w.add_argument("src")
+    w.add_argument("out")
+    r = sub.add_parser("read")
+    r.add_argument("store")
+    r.add_argument("--batch-size", type=int, default=4096)
+    r.add_argument("--cells", type=int, default=None)
+    r.add_argument("--obs", default=None)
+    r.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    if args.cmd == "write":
+        write(args.src, args.out)
+    else:
+        read(args.store, args.batch_size, args.cells, args.obs, args.seed)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,305 @@
+/**
+ * The training loader (issue #13) against its ceilings and against the fastest Python loader, all
+ * in one run on the same cells, batch size 4096, shuffle on:
+ *
+ *  (a) `createLoader` from a local folder, 1 and 2 decoding threads, against the codec's full
+ *      decode of the same tiles on a pool of as many threads (tile bytes already in memory, 4 in
+ *      flight, the pool's own recycled outputs: nothing but decoding);
+ *  (b) the same loader from a local S3 server (moto_server), against the folder and against the
+ *      server's own raw GET throughput (every tile object fetched, 4 in flight, nothing decoded);
+ *  (c) `deltacells stream` consumed in Python (examples/python) as scipy CSR float32 batches
+ *      with their cell_type labels;
+ *  (d) annbatch 0.3.1 over its recommended store (a pre-shuffled sharded zarr DatasetCollection
+ *      written by its own writer from the same .h5ad), scipy CSR batches with obs, as its README
+ *      shows it.
+ *
+ *   npm run build     # (c) runs the built command (bin/deltacells.js), as a user would
+ *   node --import tsx --conditions=source bench/loader/run.ts --annbatch-python "$(/path/to/annbatch-py311.sh)"
+ *
+ * Options: --dir DIR (inputs, made once: default $TMPDIR/deltacells-bench-loader), --cells N,
+ * --reps N (each row measured N times, interleaved; the median is reported), --skip a,b,c,d.
+ * Cells per second count every cell of one epoch from the moment the loader (or process) starts,
+ * so the time to the first batch is included; the time to the first batch is given separately.
+ */
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import {
+  createLoader,
+  createTilePool,
+  type Dataset,
+  openDataset as openStoreDataset,
+} from "@deltacells/core";
+import { openDataset } from "@deltacells/core/node";
+import { S3Store, type Store } from "@deltacells/storage";
+import { FolderStore } from "@deltacells/storage/node";
+import { AwsClient } from "aws4fetch";
+import { startMoto } from "../../test-utils/servers.js";
+
+const REPO = resolve(import.meta.dirname, "../..");
+const PY = join(REPO, "conformance/.venv/bin/python");
+const { values: args } = parseArgs({
+  options: {
+    dir: { type: "string", default: join(tmpdir(), "deltacells-bench-loader") },
+    cells: { type: "string", default: "100000" },
+    reps: { type: "string", default: "1" },
+    skip: { type: "string", default: "" },
+    "annbatch-python": { type: "string" },
+    "batch-size": { type: "string", default: "4096" },
+  },
+});
+const DIR = args.dir!;
+const BATCH = Number(args["batch-size"]);
+const REPS = Number(args.reps);
+const skip = new Set(args.skip!.split(",").filter(Boolean));
+const FOLDER = join(DIR, "dataset");
+const ANNBATCH = join(DIR, "annbatch.zarr");
+
+interface Row {
+  cells: number;
+  seconds: number;
+  firstBatch: number;
+}
+const rows = new Map<string, Row[]>();
+function record(name: string, r: Row): void {
+  rows.set(name, [...(rows.get(name) ?? []), r]);
+  console.error(
+    `  ${name.padEnd(22)} ${(r.cells / r.seconds).toFixed(0).padStart(8)} cells/s, first batch ${r.firstBatch.toFixed(2)} s`,
+  );
+}
+function median(name: string): Row | undefined {
+  const rs = rows.get(name);
+  if (!rs?.length) return undefined;
+  const by = [...rs].sort((a, b) => a.cells / a.seconds - b.cells / b.seconds);
+  return by[(by.length - 1) >> 1];
+}
+const rate = (r: Row | undefined) => (r ? r.cells / r.seconds : Number.NaN);
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(", ");
+
+function run(cmd: string, argv: string[], env: Record<string, string> = {}): string {
+  return execFileSync(cmd, argv, {
+    cwd: REPO,
+    env: { ...process.env, ...env },
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+}
+
+/** The inputs, made once: the .h5ad, the dataset converted from it, annbatch's collection. */
+function prepare(): void {
+  if (!existsSync(join(DIR, "meta.json"))) {
+    console.error(`generating ${args.cells} cells in ${DIR} ...`);
+    run(PY, ["bench/loader/generate.py", DIR, "--cells", args.cells!]);
+  }
+  if (!existsSync(join(FOLDER, "manifest.json"))) {
+    console.error("converting to a deltacells dataset ...");
+    run(process.execPath, [
+      "packages/cli/bin/deltacells.js",
+      "convert",
+      join(DIR, "cells.h5ad"),
+      FOLDER,
+      "--quiet",
+      "--overwrite",
+    ]);
+  }
+  if (args["annbatch-python"] && !skip.has("d") && !existsSync(`${ANNBATCH}.complete`)) {
+    console.error("writing annbatch's collection ...");
+    run(args["annbatch-python"], [
+      join(REPO, "bench/loader/annbatch_side.py"),
+      "write",
+      join(DIR, "cells.h5ad"),
+      ANNBATCH,
+    ]);
+  }
+}
+
+/** One epoch of the loader: cells/s from the start (opening included) and the time to the first batch. */
+async function loaderEpoch(open: () => Promise<Dataset>, threads: number): Promise<Row> {
+  const t0 = performance.now();
+  const ds = await open();
+  const loader = await createLoader(ds, { batchSize: BATCH, seed: 1, threads, output: "csr" });
+  let first = 0;
+  let cells = 0;
+  for await (const batch of loader) {
+    if (!first) first = performance.now() - t0;
+    cells += batch.size;
+    batch.release();
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  await loader.close();
+  await ds.close();
+  return { cells, seconds, firstBatch: first / 1000 };
+}
+
+/** The codec's full decode of every tile on a pool of `threads` (bytes in memory, 4 in flight). */
+async function ceiling(tiles: Uint8Array[], nCells: number, threads: number): Promise<Row> {
+  const pool = createTilePool({ threads });
+  await pool.decode(tiles[0]!).then((t) => t.release()); // workers started and warm
+  const t0 = performance.now();
+  let next = 0;
+  let first = 0;
+  const lane = async () => {
+    while (next < tiles.length) {
+      const tile = await pool.decode(tiles[next++]!);
+      if (!first) first = performance.now() - t0;
+      tile.release();
+    }
+  };
+  await Promise.all(Array.from({ length: 4 }, lane));
+  const seconds = (performance.now() - t0) / 1000;
+  await pool.close();
+  return { cells: nCells, seconds, firstBatch: first / 1000 };
+}
+
+/** Every tile object fetched from `store` (4 in flight, nothing decoded): the storage's own ceiling. */
+async function rawGets(store: Store, nTiles: number, nCells: number): Promise<Row & { bytes: number }> {
+  const t0 = performance.now();
+  let next = 0;
+  let bytes = 0;
+  let first = 0;
+  const lane = async () => {
+    while (next < nTiles) {
+      const t = next++;
+      const b = await store.get(`tiles/tile_${String(t).padStart(6, "0")}.dct`);
+      if (!first) first = performance.now() - t0;
+      bytes += b!.byteLength;
+    }
+  };
+  await Promise.all(Array.from({ length: 4 }, lane));
+  return { cells: nCells, seconds: (performance.now() - t0) / 1000, firstBatch: first / 1000, bytes };
+}
+
+/** A Python side: one JSON line on stdout with cells, seconds, first_batch_s. */
+function pythonSide(python: string, argv: string[], env: Record<string, string> = {}): Promise<Row> {
+  return new Promise((ok, fail) => {
+    const child = spawn(python, argv, {
+      cwd: "/",
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d) => {
+      out += d;
+    });
+    child.stderr.on("data", (d) => {
+      err += d;
+    });
+    child.on("close", (code) => {
+      const line = out.trim().split("\n").at(-1) ?? "";
+      if (code !== 0 || !line.startsWith("{"))
+        return fail(new Error(`${python} ${argv.join(" ")} failed (${code}):\n${err}`));
+      const j = JSON.parse(line) as { cells: number; seconds: number; first_batch_s: number };
+      ok({ cells: j.cells, seconds: j.seconds, firstBatch: j.first_batch_s });
+    });
+  });
+}
+
+prepare();
+const uptimeBefore = execFileSync("uptime", { encoding: "utf8" }).trim();
+console.error(`uptime: ${uptimeBefore}`);
+const probe = await openDataset(FOLDER);
+const nCells = probe.nCells;
+const tiles = await Promise.all(Array.from({ length: probe.nTiles }, (_, t) => probe.tileBytes(t)));
+const nnz = probe.manifest.tile_nnz.reduce((a, b) => a + b, 0);
+await probe.close();
+console.error(
+  `${nCells} cells x ${probe.nGenes} genes, ${nnz} nonzeros, ${probe.nTiles} tiles of ${probe.manifest.tile_size} cells`,
+);
+
+let moto: Awaited<ReturnType<typeof startMoto>> | undefined;
+let s3: (() => S3Store) | undefined;
+if (!skip.has("b")) {
+  moto = await startMoto();
+  const creds = { accessKeyId: "testing", secretAccessKey: "testing", region: "us-east-1" };
+  const url = moto.url;
+  const made = await new AwsClient({ ...creds, service: "s3", retries: 0 }).fetch(`${url}/bench`, {
+    method: "PUT",
+  });
+  if (!made.ok) throw new Error(`creating the bucket: ${made.status} ${await made.text()}`);
+  s3 = () => new S3Store({ ...creds, endpoint: url, bucket: "bench", prefix: "ds" });
+  const from = new FolderStore(FOLDER);
+  const to = s3();
+  for (const key of await from.list()) await to.set(key, (await from.get(key))!);
+}
+
+const streamEnv = { DELTACELLS: `${process.execPath} ${join(REPO, "packages/cli/bin/deltacells.js")}` };
+try {
+  for (let rep = 0; rep < REPS; rep++) {
+    console.error(`rep ${rep + 1}/${REPS}, load ${load()}`);
+    if (!skip.has("a")) {
+      for (const threads of [1, 2]) {
+        record(`ceiling ${threads}t`, await ceiling(tiles, nCells, threads));
+        record(`folder ${threads}t`, await loaderEpoch(() => openDataset(FOLDER), threads));
+      }
+    }
+    if (s3) {
+      record("s3 raw GET", await rawGets(s3(), tiles.length, nCells));
+      for (const threads of [1, 2])
+        record(`s3 ${threads}t`, await loaderEpoch(() => openStoreDataset(s3!()), threads));
+    }
+    if (!skip.has("c")) {
+      record(
+        "stream->python 2t",
+        await pythonSide(
+          PY,
+          [
+            join(REPO, "bench/loader/stream_consume.py"),
+            FOLDER,
+            "--batch-size",
+            String(BATCH),
+            "--threads",
+            "2",
+          ],
+          streamEnv,
+        ),
+      );
+    }
+    if (!skip.has("d") && args["annbatch-python"]) {
+      record(
+        "annbatch",
+        await pythonSide(args["annbatch-python"], [
+          join(REPO, "bench/loader/annbatch_side.py"),
+          "read",
+          ANNBATCH,
+          "--batch-size",
+          String(BATCH),
+          "--obs",
+          "cell_type",
+        ]),
+      );
+    }
+  }
+} finally {
+  await moto?.stop();
+}
+const uptimeAfter = execFileSync("uptime", { encoding: "utf8" }).trim();
+
+const fmt = (r: Row | undefined) => (r ? `${Math.round(rate(r)).toLocaleString("en-US")}` : "-");
+const ratio = (a: string, b: string) => {
+  const x = rate(median(a)) / rate(median(b));
+  return Number.isFinite(x) ? `${x.toFixed(2)}x` : "-";
+};
+const lines = [
+  `| row | cells/s | first batch | ratio |`,
+  `|---|---|---|---|`,
+  ...[...rows.keys()].map((name) => {
+    const r = median(name)!;
+    const ref = name.startsWith("folder")
+      ? `${ratio(name, name.replace("folder", "ceiling"))} of the codec ceiling`
+      : name.startsWith("s3 ") && name !== "s3 raw GET"
+        ? `${ratio(name, name.replace("s3", "folder"))} of the folder, ${ratio(name, "s3 raw GET")} of raw GETs`
+        : name.startsWith("stream")
+          ? `${ratio(name, "annbatch")} of annbatch`
+          : "";
+    return `| ${name} | ${fmt(r)} | ${r.firstBatch.toFixed(2)} s | ${ref} |`;
+  }),
+];
+console.log(lines.join("\n"));
+console.log(`\nuptime before: ${uptimeBefore}\nuptime after:  ${uptimeAfter}`);
+console.log(JSON.stringify(Object.fromEntries([...rows].map(([k, v]) => [k, v]))));

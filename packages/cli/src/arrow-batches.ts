@@ -1,0 +1,242 @@
+/**
+ * The loader's batches as Arrow record batches (`deltacells stream`): one row per cell, `cell`
+ * (int64), `indices` and `counts` (list<int32>, or with dense output only `counts` as a
+ * fixed_size_list<float32>), then the obs columns in their dataset types (categories as
+ * dictionaries of one shared vocabulary, so it crosses the stream once). The arrays are views of
+ * the batch's buffers, never copies of the nonzeros: the caller writes them out before releasing
+ * the batch.
+ */
+import type { Batch, BatchObsColumn, ObsColumnSchema } from "@deltacells/core";
+import { int64Of } from "@deltacells/core";
+import {
+  Bool,
+  type Data,
+  type DataType,
+  Dictionary,
+  Field,
+  FixedSizeList,
+  Float32,
+  Float64,
+  Int8,
+  Int16,
+  Int32,
+  Int64,
+  List,
+  makeData,
+  RecordBatch,
+  Schema,
+  Struct,
+  Uint8,
+  Uint16,
+  Uint32,
+  Uint64,
+  Utf8,
+  type Vector,
+  vectorFromArray,
+} from "apache-arrow";
+
+/** Arrow lists index their values with int32: a batch holds fewer than 2^31 nonzeros (or dense values). */
+export const MAX_LIST_VALUES = 2 ** 31 - 1;
+
+type NumericArray =
+  | Int8Array
+  | Int16Array
+  | Int32Array
+  | BigInt64Array
+  | Uint8Array
+  | Uint16Array
+  | Uint32Array
+  | BigUint64Array
+  | Float32Array
+  | Float64Array;
+
+const NUMERIC: Record<string, { type: () => DataType; array: (n: number) => NumericArray }> = {
+  int8: { type: () => new Int8(), array: (n) => new Int8Array(n) },
+  int16: { type: () => new Int16(), array: (n) => new Int16Array(n) },
+  int32: { type: () => new Int32(), array: (n) => new Int32Array(n) },
+  int64: { type: () => new Int64(), array: (n) => new BigInt64Array(n) },
+  uint8: { type: () => new Uint8(), array: (n) => new Uint8Array(n) },
+  uint16: { type: () => new Uint16(), array: (n) => new Uint16Array(n) },
+  uint32: { type: () => new Uint32(), array: (n) => new Uint32Array(n) },
+  uint64: { type: () => new Uint64(), array: (n) => new BigUint64Array(n) },
+  float: { type: () => new Float32(), array: (n) => new Float32Array(n) },
+  double: { type: () => new Float64(), array: (n) => new Float64Array(n) },
+};
+
+/** How one obs column is encoded: its Arrow field, and for a category the vocabulary sent once. */
+interface ObsEncoding {
+  schema: ObsColumnSchema;
+  field: Field;
+  vocabulary?: Vector<Utf8>;
+}
+
+/** What the stream's schema describes beyond the columns (JSON in the schema metadata). */
+export interface StreamDescription {
+  /** The gene of each output column (`var_names.txt`; the source index as text when there are none). */
+  genes: string[];
+  /** Everything else a consumer may check: dataset, settings, batches, padding (see the stream's help). */
+  info: Record<string, unknown>;
+}
+
+/** Builds the record batches of one stream: the schema first, then one batch per loader batch. */
+export class ArrowBatches {
+  readonly schema: Schema;
+  private readonly obs: ObsEncoding[];
+  private readonly listField = new Field("item", new Int32(), false);
+
+  constructor(
+    dense: boolean,
+    private readonly nGenes: number,
+    obs: readonly ObsColumnSchema[],
+    description: StreamDescription,
+  ) {
+    this.obs = obs.map((c, i) => obsEncoding(c, i));
+    const counts = dense
+      ? new Field("counts", new FixedSizeList(nGenes, new Field("item", new Float32(), false)), false)
+      : new Field("counts", new List(this.listField), false);
+    const fields = [
+      new Field("cell", new Int64(), false),
+      ...(dense ? [] : [new Field("indices", new List(this.listField), false)]),
+      counts,
+      ...this.obs.map((o) => o.field),
+    ];
+    this.schema = new Schema(
+      fields,
+      new Map([
+        ["deltacells.genes", JSON.stringify(description.genes)],
+        ["deltacells.stream", JSON.stringify(description.info)],
+      ]),
+    );
+  }
+
+  /** `batch` as a record batch whose buffers are views of the batch's own arrays. */
+  recordBatch(batch: Batch): RecordBatch {
+    const n = batch.size;
+    const children: Data[] = [
+      makeData({ type: new Int64(), length: n, data: int64Of(batch.cells.subarray(0, n)) }),
+    ];
+    if (batch.format === "dense") {
+      const values = batch.values.subarray(0, n * this.nGenes);
+      children.push(
+        makeData({
+          type: this.schema.fields[1]!.type as FixedSizeList<Float32>,
+          length: n,
+          nullCount: 0,
+          child: makeData({ type: new Float32(), length: values.length, data: values }),
+        }),
+      );
+    } else {
+      const nnz = batch.indptr[n]!;
+      const offsets = Int32Array.from(batch.indptr.subarray(0, n + 1));
+      const list = (values: Int32Array) =>
+        makeData({
+          type: new List(this.listField),
+          length: n,
+          nullCount: 0,
+          valueOffsets: offsets,
+          child: makeData({ type: new Int32(), length: nnz, data: values }),
+        });
+      const data = batch.data.subarray(0, nnz);
+      children.push(
+        list(batch.indices.subarray(0, nnz)),
+        // float32 counts hold exact integers below 2^24; the stream's type is int32 either way
+        list(data instanceof Int32Array ? data : Int32Array.from(data)),
+      );
+    }
+    for (const o of this.obs) children.push(obsData(o, batch.obs[o.schema.name]!, n));
+    const metadata = new Map([
+      [
+        "deltacells.batch",
+        JSON.stringify({
+          epoch: batch.epoch,
+          index: batch.index,
+          padded: batch.padded,
+          skipped: batch.skipped,
+          ...(batch.format === "csr" && { sorted_indices: batch.sortedIndices }),
+        }),
+      ],
+    ]);
+    return new RecordBatch(
+      this.schema,
+      makeData({ type: new Struct(this.schema.fields), length: n, nullCount: 0, children }),
+      metadata,
+    );
+  }
+}
+
+function obsEncoding(c: ObsColumnSchema, i: number): ObsEncoding {
+  if (c.kind === "category") {
+    const type = new Dictionary(new Utf8(), new Int32(), i, false);
+    return {
+      schema: c,
+      field: new Field(c.name, type, true),
+      vocabulary: vectorFromArray(c.categories ?? [], new Utf8()),
+    };
+  }
+  if (c.kind === "numeric")
+    return { schema: c, field: new Field(c.name, NUMERIC[c.arrow_type]!.type(), true) };
+  if (c.kind === "bool") return { schema: c, field: new Field(c.name, new Bool(), true) };
+  return { schema: c, field: new Field(c.name, new Utf8(), true) };
+}
+
+/** Nonzero entries as set bits, least significant bit first (Arrow's bit order). */
+function packBits(values: ArrayLike<number>, n: number): Uint8Array {
+  const bits = new Uint8Array((n + 7) >> 3);
+  for (let i = 0; i < n; i++) if (values[i]) bits[i >> 3]! |= 1 << (i & 7);
+  return bits;
+}
+
+/** 1 per valid entry -> an Arrow validity bitmap and null count (no bitmap when none is missing). */
+function validity(valid: ArrayLike<number> | null, n: number): { bits?: Uint8Array; nulls: number } {
+  if (valid === null) return { nulls: 0 };
+  let nulls = 0;
+  for (let i = 0; i < n; i++) if (!valid[i]) nulls++;
+  return nulls === 0 ? { nulls } : { bits: packBits(valid, n), nulls };
+}
+
+/** One batch's values of an obs column in the column's Arrow type. */
+function obsData(o: ObsEncoding, col: BatchObsColumn, n: number): Data {
+  const type = o.field.type;
+  if (col.kind === "category") {
+    const codes = col.codes.subarray(0, n);
+    let valid: Uint8Array | null = null;
+    for (let i = 0; i < n; i++) {
+      if (codes[i]! < 0) {
+        valid ??= new Uint8Array(n).fill(1);
+        valid[i] = 0;
+      }
+    }
+    const { bits, nulls } = validity(valid, n);
+    return makeData({
+      type,
+      length: n,
+      nullCount: nulls,
+      nullBitmap: bits,
+      data: codes,
+      dictionary: o.vocabulary,
+    });
+  }
+  if (col.kind === "numeric") {
+    const out = NUMERIC[o.schema.arrow_type]!.array(n);
+    const big = out instanceof BigInt64Array || out instanceof BigUint64Array;
+    // The loader gives numbers as float64 (integers beyond 2^53 refused): exact in every type here.
+    for (let i = 0; i < n; i++) {
+      const v = col.values[i]!;
+      if (big) (out as BigInt64Array)[i] = BigInt(Number.isNaN(v) ? 0 : v);
+      else (out as Float64Array)[i] = v;
+    }
+    const { bits, nulls } = validity(col.valid, n);
+    return makeData({ type, length: n, nullCount: nulls, nullBitmap: bits, data: out } as never);
+  }
+  if (col.kind === "bool") {
+    const { bits, nulls } = validity(col.valid, n);
+    return makeData({
+      type: new Bool(),
+      length: n,
+      nullCount: nulls,
+      nullBitmap: bits,
+      data: packBits(col.values, n),
+    });
+  }
+  return vectorFromArray(col.values.slice(0, n), new Utf8()).data[0]!;
+}

@@ -1,0 +1,89 @@
+/**
+ * An Arrow IPC stream written to a Node stream (stdout) with backpressure: each record batch is
+ * serialised into views of its own buffers and `write` resolves only when the destination has
+ * taken every byte, so a slow reader holds the producer back instead of growing memory, and the
+ * batch's buffers may be reused afterwards. A reader that goes away (EPIPE) ends the stream with
+ * {@link ReaderGone}, which the command treats as a normal end.
+ */
+import type { Writable } from "node:stream";
+import { AsyncByteQueue, type RecordBatch, RecordBatchStreamWriter, type Schema } from "apache-arrow";
+
+/** The reading end was closed (EPIPE): the consumer stopped early, which is not an error. */
+export class ReaderGone extends Error {
+  readonly _tag = "ReaderGone";
+  constructor(cause: unknown) {
+    super("the reader closed the stream", { cause });
+    this.name = "ReaderGone";
+  }
+}
+
+/** The writer's sink: collects the chunks of one message synchronously (views, no copies). */
+class Chunks extends AsyncByteQueue {
+  private parts: Uint8Array[] = [];
+  override write(value: Uint8Array): void {
+    if (value.byteLength > 0) this.parts.push(value);
+  }
+  take(): Uint8Array[] {
+    const parts = this.parts;
+    this.parts = [];
+    return parts;
+  }
+}
+
+export class ArrowOutput {
+  private readonly chunks = new Chunks();
+  private readonly writer = new RecordBatchStreamWriter();
+  private failure: Error | undefined;
+  private readonly onError = (err: Error) => {
+    this.failure ??= toFailure(err);
+  };
+
+  constructor(
+    private readonly out: Writable,
+    schema: Schema,
+  ) {
+    out.on("error", this.onError);
+    this.writer.reset(this.chunks as never, schema);
+  }
+
+  /** Writes the schema (and dictionaries, with the first batch) and waits until `out` took it. */
+  start(): Promise<void> {
+    return this.flush();
+  }
+
+  /** Writes one record batch; resolves once `out` has taken all of it. */
+  write(batch: RecordBatch): Promise<void> {
+    this.writer.write(batch);
+    return this.flush();
+  }
+
+  /** Writes the end-of-stream marker. */
+  async end(): Promise<void> {
+    this.writer.close();
+    await this.flush();
+  }
+
+  /** Stops listening to `out` (which stays open: it is stdout). */
+  detach(): void {
+    this.out.off("error", this.onError);
+  }
+
+  private flush(): Promise<void> {
+    const parts = this.chunks.take();
+    if (this.failure) return Promise.reject(this.failure);
+    if (parts.length === 0) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      for (let i = 0; i < parts.length - 1; i++) this.out.write(parts[i]!);
+      // Callbacks run in order: the last one means every part has been handed to the OS.
+      this.out.write(parts.at(-1)!, (err) => {
+        const failure = this.failure ?? (err ? toFailure(err) : undefined);
+        if (failure) reject(failure);
+        else resolve();
+      });
+    });
+  }
+}
+
+function toFailure(err: Error): Error {
+  return (err as NodeJS.ErrnoException).code === "EPIPE" ? new ReaderGone(err) : err;
+}

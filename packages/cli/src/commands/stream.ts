@@ -1,0 +1,236 @@
+/**
+ * `deltacells stream DATASET`: the training loader's batches on stdout as an Arrow IPC stream, so
+ * a training job in Python (examples/python/) gets shuffled, sharded, resumable mini-batches
+ * decoded at the codec's speed without a reimplementation.
+ */
+import { readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import {
+  createLoader,
+  DEFAULT_BATCH_SIZE,
+  DEFAULT_BUFFER_TILES,
+  type ObsColumnSchema,
+} from "@deltacells/core";
+import { cacheLocalizer } from "@deltacells/core/node";
+import { COMMON_HELP, intOption, parse, UsageError } from "../args.js";
+import { ArrowBatches, MAX_LIST_VALUES } from "../arrow-batches.js";
+import { ArrowOutput, ReaderGone } from "../arrow-output.js";
+import { openCountedDataset } from "../io.js";
+import type { CommandResult } from "./types.js";
+
+export const STREAM_HELP = `usage: deltacells stream DATASET [options] | CONSUMER
+
+Write one epoch of shuffled mini-batches of a dataset to stdout as an Arrow IPC stream, for a
+training job in another process (examples/python/ wraps it as a PyTorch IterableDataset). DATASET
+is a local folder or a URL (s3://bucket/prefix, https://...). One record batch per mini-batch, one
+row per cell:
+  cell      int64: the cell's index in the dataset
+  indices   list<int32>: the columns of the cell's nonzeros (not with --dense)
+  counts    list<int32>: their counts; with --dense a fixed_size_list<float32> of every column
+  then one column per --obs name (categories as dictionaries, numbers in their own type).
+Columns are the genes in the order of the input the dataset was converted from (gene_order.npy
+undone) or, with --genes, of that file. A cell's indices follow the dataset's column order, so
+they do not increase (valid CSR for scipy; sort before torch): --sort-indices sorts them, at a
+cost. The schema's metadata holds "deltacells.genes" (JSON: the gene of each column) and
+"deltacells.stream" (JSON: dataset, settings, batches per rank, this rank's padded and dropped
+cells, sorted_indices); each batch's metadata "deltacells.batch" its epoch, index, and the padded
+rows at its end.
+
+The batches are a function of --seed, --epoch, --batch-size, --rank/--world-size and --drop-last
+only. Each rank reads only its own tiles, every rank writes the same number of batches (a rank
+one cell short repeats one of its cells, or with --drop-last the remainder is dropped) and the
+ranks together cover every cell exactly once. --start-batch K continues a stopped job with the
+same batches from K on, without reading the tiles before.
+
+Errors go to stderr with exit code 1, never into the stream. A consumer that closes the stream
+early ends the command quietly (exit code 0). stdout must be a pipe or a file, not a terminal.
+
+options:
+  --batch-size N     cells per batch (default ${DEFAULT_BATCH_SIZE})
+  --no-shuffle       each rank's cells in dataset order
+  --seed S           the shuffle's seed (default 0)
+  --epoch E          the epoch (default 0); every epoch is shuffled differently
+  --rank R --world-size W
+                     write shard R of W (default 0 of 1)
+  --drop-last        drop the remainder instead of padding
+  --obs A,B          obs columns to attach (see \`deltacells obs DATASET\`)
+  --genes FILE       gene names, one per line: only these columns, in this order
+  --start-batch K    skip the epoch's first K batches
+  --sort-indices     each cell's indices increasing (canonical CSR; slower)
+  --dense            counts as dense float32 rows (pair with --genes: 4 bytes per gene and cell)
+  --threads N        decoding threads (default: the number of cores)
+  --buffer-tiles N   tiles whose cells are shuffled together (default ${DEFAULT_BUFFER_TILES})
+  --memory-cap MIB   memory for tiles in flight and batch buffers (default 512)
+  --cache-dir DIR    the obs cache (default as for \`deltacells obs\`)
+${COMMON_HELP}`;
+
+/** Gene names of a `--genes` file: one per line, blank lines ignored. */
+function readGeneNames(path: string): string[] {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new UsageError(`--genes ${path}: cannot read it (${(err as Error).message})`);
+  }
+  const names = text
+    .split("\n")
+    .map((l) => l.replace(/\r$/, ""))
+    .filter((l) => l.trim().length > 0);
+  if (names.length === 0) throw new UsageError(`--genes ${path} names no gene: give one gene name per line`);
+  return names;
+}
+
+function list(spec: string): string[] {
+  return spec
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}
+
+export async function stream(argv: string[]): Promise<CommandResult> {
+  const { values, positionals } = parse(
+    argv,
+    {
+      "batch-size": { type: "string" },
+      "no-shuffle": { type: "boolean" },
+      seed: { type: "string" },
+      epoch: { type: "string" },
+      rank: { type: "string" },
+      "world-size": { type: "string" },
+      "drop-last": { type: "boolean" },
+      obs: { type: "string" },
+      genes: { type: "string" },
+      "start-batch": { type: "string" },
+      dense: { type: "boolean" },
+      "sort-indices": { type: "boolean" },
+      threads: { type: "string" },
+      "buffer-tiles": { type: "string" },
+      "memory-cap": { type: "string" },
+      "cache-dir": { type: "string" },
+    },
+    ["DATASET"],
+  );
+  if (values.help) return { text: STREAM_HELP };
+  if (values.json) throw new UsageError("--json does not apply: the output is an Arrow stream");
+  if (process.stdout.isTTY)
+    throw new UsageError(
+      "stdout is a terminal: the batches are a binary Arrow stream, so pipe them into a program (deltacells stream DATASET | python train.py) or redirect them to a file",
+    );
+  const batchSize = intOption(values, "batch-size", DEFAULT_BATCH_SIZE, 1, 1 << 24)!;
+  const rank = intOption(values, "rank", undefined, 0);
+  const worldSize = intOption(values, "world-size", undefined, 1);
+  if ((rank === undefined) !== (worldSize === undefined))
+    throw new UsageError("--rank and --world-size go together: give both (e.g. --rank 0 --world-size 4)");
+  if (rank !== undefined && worldSize !== undefined && rank >= worldSize)
+    throw new UsageError(
+      `--rank ${rank} is not below --world-size ${worldSize}: ranks are 0 .. ${worldSize - 1}`,
+    );
+  const dense = values.dense === true;
+  const obs = typeof values.obs === "string" ? list(values.obs) : [];
+  if (typeof values.obs === "string" && obs.length === 0)
+    throw new UsageError(`--obs needs column names, got ${JSON.stringify(values.obs)}`);
+  const genes = typeof values.genes === "string" ? readGeneNames(values.genes) : undefined;
+  const threads = intOption(values, "threads", availableParallelism(), 1, 256)!;
+  const memoryCap = intOption(values, "memory-cap", undefined, 1, 1 << 30);
+
+  const { store, ds } = await openCountedDataset(positionals[0]!, undefined, {
+    obsLocalizer: cacheLocalizer(),
+  });
+  try {
+    let obsSchemas: ObsColumnSchema[] = [];
+    if (obs.length > 0) {
+      if (!ds.manifest.has_obs)
+        throw new UsageError(
+          `${ds.url} has no obs, so --obs has nothing to attach: it was converted from an input without a cell table (or with --no-obs)`,
+        );
+      const schema = await ds.obsSchema();
+      obsSchemas = obs.map((name) => {
+        const c = schema.columns.find((col) => col.name === name);
+        if (!c)
+          throw new UsageError(
+            `--obs ${name}: ${ds.url} has no obs column ${JSON.stringify(name)}; it has ${schema.columns.map((col) => col.name).join(", ")}`,
+          );
+        return c;
+      });
+    }
+    const epoch = intOption(values, "epoch", 0, 0)!;
+    const seed = intOption(values, "seed", 0, 0)!;
+    const startBatch = intOption(values, "start-batch", 0, 0)!;
+    const loader = await createLoader(ds, {
+      batchSize,
+      shuffle: values["no-shuffle"] !== true,
+      seed,
+      epoch,
+      startBatch,
+      dropLast: values["drop-last"] === true,
+      rank: rank ?? 0,
+      worldSize: worldSize ?? 1,
+      threads,
+      bufferTiles: intOption(values, "buffer-tiles", DEFAULT_BUFFER_TILES, 1),
+      ...(memoryCap !== undefined && { memoryCap: memoryCap * 1024 * 1024 }),
+      output: dense ? "dense" : "csr",
+      ...(genes && { genes }),
+      sortIndices: values["sort-indices"] === true,
+      obs,
+      ...(typeof values["cache-dir"] === "string" && { obsCacheDir: values["cache-dir"] }),
+    });
+    try {
+      if (dense && batchSize * loader.genes.count > MAX_LIST_VALUES)
+        throw new UsageError(
+          `--dense with --batch-size ${batchSize} and ${loader.genes.count} genes is ${batchSize * loader.genes.count} values per batch, beyond Arrow's 2^31 - 1 per list column: select genes with --genes or lower --batch-size`,
+        );
+      const summary = loader.epochSummary(epoch);
+      const columns = loader.genes.datasetColumns;
+      let increasing = true;
+      for (let i = 1; i < columns.length && increasing; i++) increasing = columns[i]! > columns[i - 1]!;
+      const arrow = new ArrowBatches(dense, loader.genes.count, obsSchemas, {
+        genes: loader.genes.names ?? Array.from(loader.genes.sourceIndices, String),
+        info: {
+          dataset: ds.url,
+          n_cells: ds.nCells,
+          n_genes: loader.genes.count,
+          gene_source_indices: Array.from(loader.genes.sourceIndices),
+          batch_size: batchSize,
+          shuffle: values["no-shuffle"] !== true,
+          seed,
+          epoch,
+          rank: summary.rank,
+          world_size: summary.worldSize,
+          drop_last: values["drop-last"] === true,
+          start_batch: startBatch,
+          batches: summary.batches,
+          cells: summary.cells,
+          padded: summary.padded.length,
+          dropped: summary.dropped.length,
+          output: dense ? "dense" : "csr",
+          sorted_indices: dense || values["sort-indices"] === true || increasing,
+          obs,
+        },
+      });
+      const out = new ArrowOutput(process.stdout, arrow.schema);
+      try {
+        await out.start();
+        // At --start-batch = batches the epoch is over: the loader would go on with the next one.
+        if (startBatch < summary.batches) {
+          for await (const batch of loader) {
+            try {
+              await out.write(arrow.recordBatch(batch));
+            } finally {
+              batch.release();
+            }
+          }
+        }
+        await out.end();
+      } catch (err) {
+        if (!(err instanceof ReaderGone)) throw err;
+      } finally {
+        out.detach();
+      }
+    } finally {
+      await loader.close();
+    }
+  } finally {
+    await ds.close();
+  }
+  return { text: "", streamed: true, store };
+}

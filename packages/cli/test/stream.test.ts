@@ -1,0 +1,466 @@
+/**
+ * `deltacells stream` through the real binary: the Arrow stream read back with apache-arrow and
+ * checked against the dataset reader (`ds.cells`, `gene_order.npy`, `ds.obs`), not against the
+ * loader it wraps; coverage over ranks, padding and drops as the metadata reports them, resuming,
+ * gene selections, dense rows, obs columns, refusals, a consumer leaving early, a corrupt tile, and
+ * the writer's backpressure.
+ */
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { cpSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import { after, before, test } from "node:test";
+import type { Dataset } from "@deltacells/core";
+import { openDataset } from "@deltacells/core/node";
+import { type RecordBatch, RecordBatchReader, type Schema } from "apache-arrow";
+import { type RunningServer, startServe } from "../../../test-utils/servers.js";
+import { ArrowOutput, ReaderGone } from "../src/arrow-output.js";
+import { deltacells, MAIN, REPO, tempDir } from "./cli-helpers.js";
+
+const dir = tempDir();
+const DS = join(dir, "ds");
+const CACHE = join(dir, "cache");
+let ds: Dataset;
+/** The dataset's rows in source gene order (independent of the loader: reader + gene_order.npy). */
+let rows: { indices: number[]; counts: number[] }[];
+let sourceNames: string[];
+
+before(async () => {
+  // 57 cells in tiles of 16: the last tile (9 cells) is smaller than the others.
+  const r = await deltacells(
+    "convert",
+    "data/anndata/csr.h5ad",
+    DS,
+    "--tile-size",
+    "16",
+    "--level",
+    "3",
+    "--quiet",
+  );
+  assert.equal(r.code, 0, r.stderr);
+  ds = await openDataset(DS);
+  const order = (await ds.geneOrder())!;
+  const names = (await ds.geneNames())!;
+  sourceNames = new Array<string>(ds.nGenes);
+  for (let j = 0; j < ds.nGenes; j++) sourceNames[order[j]!] = names[j]!;
+  const all = await ds.cells(0, ds.nCells);
+  rows = [];
+  for (let c = 0; c < ds.nCells; c++) {
+    const pairs: [number, number][] = [];
+    for (let k = all.indptr[c]!; k < all.indptr[c + 1]!; k++)
+      pairs.push([order[all.indices[k]!]!, all.data[k]!]);
+    pairs.sort((a, b) => a[0] - b[0]);
+    rows.push({ indices: pairs.map((p) => p[0]), counts: pairs.map((p) => p[1]) });
+  }
+});
+
+after(async () => {
+  await ds?.close();
+});
+
+interface Streamed {
+  code: number;
+  stderr: string;
+  stdout: Buffer;
+  schema?: Schema;
+  batches: RecordBatch[];
+}
+
+function spawnStream(args: string[]) {
+  return spawn(process.execPath, ["--import", "tsx", "--conditions=source", MAIN, "stream", ...args], {
+    cwd: REPO,
+    env: { ...process.env, DELTACELLS_DEBUG: "" },
+  });
+}
+
+/** `deltacells stream ARGS`, its stdout read as an Arrow stream. */
+function stream(...args: string[]): Promise<Streamed> {
+  return new Promise((ok, fail) => {
+    const child = spawnStream([...args, "--cache-dir", CACHE]);
+    const out: Buffer[] = [];
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => out.push(d));
+    child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    child.on("error", fail);
+    child.on("close", (code) => {
+      const stdout = Buffer.concat(out);
+      const result: Streamed = { code: code ?? -1, stderr, stdout, batches: [] };
+      if (code === 0) {
+        const reader = RecordBatchReader.from(stdout).open();
+        result.schema = reader.schema;
+        result.batches = batchesOf(reader);
+      }
+      ok(result);
+    });
+  });
+}
+
+/**
+ * The record batches of a stream. apache-arrow's reader yields one empty placeholder batch for a
+ * stream without batches; the command never writes an empty batch, so empty ones are left out.
+ */
+function batchesOf(reader: Iterable<RecordBatch>): RecordBatch[] {
+  return [...reader].filter((b) => b.numRows > 0);
+}
+
+function info(s: Streamed): Record<string, number | string | boolean> {
+  return JSON.parse(s.schema!.metadata.get("deltacells.stream")!);
+}
+
+function batchMeta(b: RecordBatch): {
+  epoch: number;
+  index: number;
+  padded: number;
+  skipped: number;
+  sorted_indices?: boolean;
+} {
+  return JSON.parse(b.metadata.get("deltacells.batch")!);
+}
+
+/** Row i of a list<int32> column. */
+function listRow(b: RecordBatch, name: string, i: number): number[] {
+  const data = b.getChild(name)!.data[0]!;
+  const offsets = data.valueOffsets as Int32Array;
+  const values = data.children[0]!.values as Int32Array;
+  return Array.from(values.subarray(offsets[data.offset + i]!, offsets[data.offset + i + 1]!));
+}
+
+function cellsOf(b: RecordBatch): number[] {
+  return Array.from(b.getChild("cell")!.toArray() as BigInt64Array, Number);
+}
+
+/** Row i's (column, count) pairs by column (the stream's rows come in the dataset's column order). */
+function pairsOf(b: RecordBatch, i: number): [number, number][] {
+  const counts = listRow(b, "counts", i);
+  return listRow(b, "indices", i)
+    .map((j, k): [number, number] => [j, counts[k]!])
+    .sort((x, y) => x[0] - y[0]);
+}
+
+function assertRowsMatch(s: Streamed): void {
+  for (const b of s.batches) {
+    const cells = cellsOf(b);
+    cells.forEach((c, i) => {
+      const want = rows[c]!.indices.map((j, k): [number, number] => [j, rows[c]!.counts[k]!]);
+      assert.deepEqual(pairsOf(b, i), want, `cell ${c}`);
+    });
+  }
+}
+
+test("every cell once over ranks, padding as reported, equal batch counts, rows in source gene order", async () => {
+  for (const [worldSize, batchSize] of [
+    [1, 8],
+    [4, 5],
+    [3, 4],
+  ] as const) {
+    const seen = new Array<number>(ds.nCells).fill(0);
+    const counts = new Set<number>();
+    for (let rank = 0; rank < worldSize; rank++) {
+      const s = await stream(
+        DS,
+        "--batch-size",
+        String(batchSize),
+        "--seed",
+        "7",
+        "--rank",
+        String(rank),
+        "--world-size",
+        String(worldSize),
+        "--threads",
+        "2",
+      );
+      assert.equal(s.code, 0, s.stderr);
+      const meta = info(s);
+      assert.equal(s.batches.length, meta.batches);
+      counts.add(s.batches.length);
+      assert.deepEqual(JSON.parse(s.schema!.metadata.get("deltacells.genes")!), sourceNames);
+      const flat = s.batches.flatMap(cellsOf);
+      const padded = s.batches.reduce((a, b) => a + batchMeta(b).padded, 0);
+      assert.equal(padded, meta.padded, "the batches' padded rows add up to the stream's");
+      assert.equal(flat.length, Math.ceil(ds.nCells / worldSize), "every rank yields ceil(N / W) cells");
+      for (const c of flat.slice(0, flat.length - padded)) seen[c]!++;
+      // padded rows repeat cells this rank already yielded
+      for (const c of flat.slice(flat.length - padded))
+        assert.ok(flat.slice(0, flat.length - padded).includes(c));
+      for (const [k, b] of s.batches.entries()) assert.equal(batchMeta(b).index, k);
+      assertRowsMatch(s);
+    }
+    assert.deepEqual(seen, new Array(ds.nCells).fill(1), `world size ${worldSize}: every cell exactly once`);
+    assert.equal(counts.size, 1, "every rank yields the same number of batches");
+  }
+});
+
+test("--sort-indices gives each cell's indices increasing; without it the metadata says they are not", async () => {
+  const plain = await stream(DS, "--batch-size", "20", "--seed", "2");
+  const sorted = await stream(DS, "--batch-size", "20", "--seed", "2", "--sort-indices");
+  assert.equal(info(plain).sorted_indices, false, "gene_order.npy is not the identity here");
+  assert.equal(info(sorted).sorted_indices, true);
+  assert.ok(sorted.batches.every((b) => batchMeta(b).sorted_indices === true));
+  let unsortedRows = 0;
+  for (const [k, b] of sorted.batches.entries()) {
+    cellsOf(b).forEach((c, i) => {
+      assert.deepEqual(listRow(b, "indices", i), rows[c]!.indices, `cell ${c}: indices increase`);
+      assert.deepEqual(listRow(b, "counts", i), rows[c]!.counts, `cell ${c}: counts follow`);
+      const p = listRow(plain.batches[k]!, "indices", i);
+      if (p.some((j, x) => x > 0 && j < p[x - 1]!)) unsortedRows++;
+    });
+  }
+  assert.ok(unsortedRows > 0, "the default order really differs (the test can fail)");
+  assertRowsMatch(plain);
+});
+
+test("--drop-last drops the remainder of each rank's share to whole batches and reports it", async () => {
+  const seen = new Array<number>(ds.nCells).fill(0);
+  let dropped = 0;
+  for (let rank = 0; rank < 4; rank++) {
+    const s = await stream(
+      DS,
+      "--batch-size",
+      "5",
+      "--rank",
+      String(rank),
+      "--world-size",
+      "4",
+      "--drop-last",
+    );
+    assert.equal(s.code, 0, s.stderr);
+    assert.equal(s.batches.length, 2, "floor(57 / 4) = 14 cells: 2 whole batches of 5");
+    assert.ok(s.batches.every((b) => b.numRows === 5));
+    for (const c of s.batches.flatMap(cellsOf)) seen[c]!++;
+    dropped += info(s).dropped as number;
+    assert.equal(info(s).padded, 0);
+  }
+  assert.ok(seen.every((n) => n <= 1));
+  assert.equal(
+    seen.filter((n) => n === 0).length,
+    dropped,
+    "the cells not yielded are exactly the reported drops",
+  );
+});
+
+test("a seed and epoch give the same batches, another epoch other ones; --no-shuffle is dataset order", async () => {
+  const a = await stream(DS, "--batch-size", "10", "--seed", "3", "--epoch", "2");
+  const b = await stream(DS, "--batch-size", "10", "--seed", "3", "--epoch", "2");
+  const c = await stream(DS, "--batch-size", "10", "--seed", "3", "--epoch", "3");
+  assert.deepEqual(a.stdout, b.stdout);
+  assert.notDeepEqual(a.batches.flatMap(cellsOf), c.batches.flatMap(cellsOf));
+  assert.deepEqual(
+    [...a.batches.flatMap(cellsOf)].sort((x, y) => x - y),
+    [...Array(57).keys()],
+  );
+  const plain = await stream(DS, "--batch-size", "10", "--no-shuffle");
+  assert.deepEqual(plain.batches.flatMap(cellsOf), [...Array(57).keys()]);
+  assertRowsMatch(plain);
+});
+
+test("--start-batch K gives exactly the batches from K on, for every K", async () => {
+  const args = [DS, "--batch-size", "6", "--seed", "5", "--rank", "1", "--world-size", "2"];
+  const full = await stream(...args);
+  assert.equal(full.batches.length, 5, "ceil(57 / 2) = 29 cells in batches of 6");
+  for (let k = 0; k <= full.batches.length; k++) {
+    const s = await stream(...args, "--start-batch", String(k));
+    assert.equal(s.code, 0, s.stderr);
+    assert.deepEqual(s.batches.map(cellsOf), full.batches.slice(k).map(cellsOf), `from batch ${k}`);
+    assert.deepEqual(
+      s.batches.map((b) => batchMeta(b).index),
+      full.batches.slice(k).map((b) => batchMeta(b).index),
+    );
+  }
+  const beyond = await stream(...args, "--start-batch", "6");
+  assert.equal(beyond.code, 1);
+  assert.match(beyond.stderr, /startBatch is 6 but an epoch has 5 batches/);
+});
+
+test("--genes selects and orders columns; --dense gives float32 rows of them", async () => {
+  const pick = [sourceNames[7]!, sourceNames[0]!, sourceNames[3]!];
+  const file = join(dir, "genes.txt");
+  writeFileSync(file, `${pick.join("\n")}\n\n`);
+  const sparse = await stream(DS, "--genes", file, "--batch-size", "20", "--no-shuffle");
+  assert.equal(sparse.code, 0, sparse.stderr);
+  assert.deepEqual(JSON.parse(sparse.schema!.metadata.get("deltacells.genes")!), pick);
+  const dense = await stream(DS, "--genes", file, "--batch-size", "20", "--no-shuffle", "--dense");
+  assert.equal(dense.code, 0, dense.stderr);
+  assert.deepEqual(
+    dense.schema!.fields.map((f) => `${f.name}:${f.type}`),
+    ["cell:Int64", "counts:FixedSizeList[3]<Float32>"],
+  );
+  const wanted = [7, 0, 3];
+  for (const [sb, db] of sparse.batches.map((b, i) => [b, dense.batches[i]!] as const)) {
+    const values = db.getChild("counts")!.data[0]!.children[0]!.values as Float32Array;
+    cellsOf(sb).forEach((c, i) => {
+      const row = wanted.map((g) => {
+        const k = rows[c]!.indices.indexOf(g);
+        return k < 0 ? 0 : rows[c]!.counts[k]!;
+      });
+      assert.deepEqual(Array.from(values.subarray(3 * i, 3 * i + 3)), row, `dense cell ${c}`);
+      assert.deepEqual(
+        pairsOf(sb, i),
+        row.flatMap((v, j) => (v ? [[j, v]] : [])),
+        `sparse cell ${c}`,
+      );
+    });
+  }
+  writeFileSync(file, "no-such-gene\n");
+  const bad = await stream(DS, "--genes", file);
+  assert.equal(bad.code, 1);
+  assert.match(bad.stderr, /gene "no-such-gene" is not in/);
+  assert.equal(bad.stdout.length, 0, "nothing on stdout");
+});
+
+test("--obs columns come in their types, categories as dictionaries, equal to the dataset's obs", async () => {
+  const names = ["cell_type", "maybe_int", "maybe_bool", "barcode"];
+  const s = await stream(DS, "--obs", names.join(","), "--batch-size", "16", "--seed", "1");
+  assert.equal(s.code, 0, s.stderr);
+  const frame = await ds.obs(names, { cacheDir: CACHE });
+  assert.match(
+    String(s.schema!.fields.find((f) => f.name === "cell_type")!.type),
+    /^Dictionary<Int32, Utf8>/,
+  );
+  for (const b of s.batches) {
+    cellsOf(b).forEach((c, i) => {
+      for (const name of names) {
+        const got = b.getChild(name)!.get(i);
+        const want = frame.columns.find((col) => col.name === name)!.value(c);
+        assert.deepEqual(typeof got === "bigint" ? Number(got) : got, want, `cell ${c} ${name}`);
+      }
+    });
+  }
+});
+
+test("refusals: usage mistakes exit 2, a missing column or obs exit 1, nothing on stdout", async () => {
+  const usage: [string[], RegExp][] = [
+    [["--rank", "1"], /--rank and --world-size go together/],
+    [["--rank", "2", "--world-size", "2"], /--rank 2 is not below --world-size 2/],
+    [["--json"], /--json does not apply/],
+    [["--batch-size", "0"], /--batch-size must be an integer/],
+    [["--obs", "nope"], /has no obs column "nope"; it has barcode/],
+    [["--genes", join(dir, "missing.txt")], /--genes .*missing.txt: cannot read it/],
+  ];
+  for (const [args, pattern] of usage) {
+    const s = await stream(DS, ...args);
+    assert.equal(s.code, 2, `${args}: ${s.stderr}`);
+    assert.match(s.stderr, pattern);
+    assert.equal(s.stdout.length, 0);
+  }
+  const none = await stream(join(dir, "nothing-here"));
+  assert.equal(none.code, 1);
+  assert.match(none.stderr, /nothing is there/);
+  assert.equal(none.stdout.length, 0);
+});
+
+test("stream refuses to write binary to a terminal", () => {
+  const cmd = [process.execPath, "--import", "tsx", "--conditions=source", MAIN, "stream", DS];
+  // `script` (util-linux) gives the command a pseudo-terminal, as a user's shell would.
+  const r = spawnSync("script", ["-qec", cmd.join(" "), "/dev/null"], { cwd: REPO, encoding: "utf8" });
+  assert.equal(r.status, 2, r.stdout);
+  assert.match(r.stdout, /stdout is a terminal/);
+});
+
+test("a consumer that closes the stream early ends the command quietly", async () => {
+  const child = spawnStream([DS, "--batch-size", "1", "--cache-dir", CACHE]);
+  let stderr = "";
+  child.stderr.on("data", (d) => {
+    stderr += d;
+  });
+  // Read a little (the schema and a batch or two), then close the pipe.
+  await new Promise<void>((ok) => child.stdout.once("data", () => ok()));
+  child.stdout.destroy();
+  const code = await new Promise<number | null>((ok) => child.on("close", ok));
+  assert.equal(code, 0, stderr);
+  assert.equal(stderr, "");
+});
+
+test("a corrupt tile stops the stream with exit code 1 and a message naming it; stdout holds only whole batches", async () => {
+  const bad = join(tempDir(), "ds");
+  cpSync(DS, bad, { recursive: true });
+  const tiles = readdirSync(join(bad, "tiles")).sort();
+  const victim = join(bad, "tiles", tiles[2]!);
+  const bytes = readFileSync(victim);
+  bytes[bytes.length >> 1]! ^= 0xff;
+  writeFileSync(victim, bytes);
+  const s = await stream(bad, "--batch-size", "16", "--no-shuffle");
+  assert.equal(s.code, 1);
+  assert.match(s.stderr, /UnreadableTile\]: .*tiles\/tile_000002\.dct could not be read or decoded/);
+  assert.doesNotMatch(s.stdout.toString("latin1"), /error|tile_000002/i);
+  // Batches made before the error are whole (how many depends on how far decoding ran ahead).
+  const read = batchesOf(RecordBatchReader.from(s.stdout));
+  assert.ok(read.length <= 2, "none from the corrupt tile on");
+  assert.deepEqual(read.flatMap(cellsOf), [...Array(16 * read.length).keys()]);
+  assertRowsMatch({ ...s, batches: read });
+});
+
+let server: RunningServer | undefined;
+after(async () => {
+  await server?.stop();
+});
+
+test("a dataset over HTTP streams the same bytes as from the folder", async () => {
+  server = await startServe(dir);
+  const local = await stream(DS, "--batch-size", "9", "--seed", "4", "--obs", "cell_type");
+  const remote = await stream(`${server.url}/ds`, "--batch-size", "9", "--seed", "4", "--obs", "cell_type");
+  assert.equal(remote.code, 0, remote.stderr);
+  assert.equal(local.batches.length, remote.batches.length);
+  assert.deepEqual(remote.batches.map(cellsOf), local.batches.map(cellsOf));
+  assertRowsMatch(remote);
+});
+
+test("the writer holds the producer back until the destination took each batch (backpressure)", async () => {
+  const { RecordBatch: RB, makeData, Int32, Schema: S, Field, Struct } = await import("apache-arrow");
+  const schema = new S([new Field("x", new Int32(), false)]);
+  let taken = 0;
+  let release: () => void = () => {};
+  const slow = new Writable({
+    highWaterMark: 16,
+    write(chunk: Buffer, _enc, done) {
+      // the destination takes nothing until released: a consumer that stopped reading
+      release = () => {
+        taken += chunk.length;
+        done();
+      };
+    },
+  });
+  const out = new ArrowOutput(slow, schema);
+  const batch = new RB(
+    schema,
+    makeData({
+      type: new Struct(schema.fields),
+      length: 4096,
+      nullCount: 0,
+      children: [makeData({ type: new Int32(), length: 4096, data: new Int32Array(4096) })],
+    }),
+  );
+  const start = out.start();
+  let started = false;
+  void start.then(() => {
+    started = true;
+  });
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(started, false, "the schema is not done until the destination took it");
+  while (!started) {
+    release();
+    await new Promise((r) => setImmediate(r));
+  }
+  let written = false;
+  const w = out.write(batch).then(() => {
+    written = true;
+  });
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(written, false, "a batch is not done while the destination holds back");
+  while (!written) {
+    release();
+    await new Promise((r) => setImmediate(r));
+  }
+  await w;
+  assert.ok(taken > 4096 * 4, "the whole batch reached the destination");
+  // A destination that fails with EPIPE ends the stream as ReaderGone.
+  const broken = new Writable({
+    write(_c, _e, done) {
+      done(Object.assign(new Error("write EPIPE"), { code: "EPIPE" }));
+    },
+  });
+  const out2 = new ArrowOutput(broken, schema);
+  await assert.rejects(out2.start(), ReaderGone);
+});
