@@ -18,7 +18,9 @@ export type InputErrorTag =
   /** A valid input using a feature this reader does not implement. */
   | "Unsupported"
   /** An input given as a URL in a format read from local files only (HDF5, Matrix Market). */
-  | "NotLocal";
+  | "NotLocal"
+  /** Reading the input made no progress for longer than allowed (HDF5 loops on some damaged files). */
+  | "Stalled";
 
 /**
  * What the caller could do instead, in this library's terms (matrix paths, option names of
@@ -30,7 +32,9 @@ export type InputHint =
   /** The genomes of a multi-genome Cell Ranger file, one of which must be chosen (`genome`). */
   | { kind: "choose-genome"; genomes: string[] }
   /** An option that does not apply to this input and should be left out. */
-  | { kind: "drop-option"; option: "layer" | "raw" | "transpose" | "genome" };
+  | { kind: "drop-option"; option: "layer" | "raw" | "transpose" | "genome" }
+  /** Reading stopped for want of progress: more time may help (a very slow disk), `hdf5Timeout`. */
+  | { kind: "raise-timeout"; option: "hdf5Timeout"; seconds: number };
 
 /** Base of every error the readers raise on purpose. */
 export class InputError extends Error {
@@ -130,6 +134,8 @@ export class UnsupportedFilterError extends InputError {
   override readonly _tag = "UnsupportedFilter" as const;
   readonly filterId: number;
   readonly filterName: string;
+  /** Why it cannot be decoded here. */
+  readonly why: string;
 
   constructor(location: string, dataset: string, filterId: number, filterName: string, why: string) {
     super(
@@ -141,6 +147,7 @@ export class UnsupportedFilterError extends InputError {
     );
     this.filterId = filterId;
     this.filterName = filterName;
+    this.why = why;
   }
 }
 
