@@ -143,9 +143,60 @@ def anndata_check(path, spec_path):
     print(json.dumps(report))
 
 
+def _compressors(name):
+    """The bytes-to-bytes codecs zarr-python writes for `name` (zarr v3 core and numcodecs.*)."""
+    from zarr import codecs
+    from zarr.registry import get_codec_class
+
+    core = {
+        "gzip": lambda: [codecs.GzipCodec(level=5)],
+        "zstd": lambda: [codecs.ZstdCodec(level=3)],
+        "blosc": lambda: [codecs.BloscCodec(cname="lz4", shuffle="shuffle")],
+        "crc32c": lambda: [codecs.Crc32cCodec()],
+        "zstd+crc32c": lambda: [codecs.ZstdCodec(level=3), codecs.Crc32cCodec()],
+    }
+    if name in core:
+        return core[name]()
+    if name == "numcodecs.shuffle":
+        return [get_codec_class(name)(elementsize=4), codecs.ZstdCodec(level=3)]
+    return [get_codec_class(name)()]
+
+
+def recompress(path, name):
+    """Rewrite every array of a sporadik store with zarr-python, compressed with `name`."""
+    root = zarr.open_group(path, mode="r+")
+
+    def walk(group, prefix):
+        for key, node in list(group.members()):
+            if isinstance(node, zarr.Group):
+                walk(node, f"{prefix}{key}/")
+                continue
+            values, attrs = node[...], dict(node.attrs)
+            group.create_array(
+                key,
+                shape=node.shape,
+                dtype=node.dtype,
+                chunks=node.chunks,
+                fill_value=node.fill_value,
+                compressors=_compressors(name),
+                attributes=attrs,
+                overwrite=True,
+            )[...] = values
+
+    walk(root, "")
+    print(json.dumps({"ok": True}))
+
+
 if __name__ == "__main__":
     # Library deprecation chatter goes to stderr and says nothing about the format.
     warnings.filterwarnings("ignore")
     command, *args = sys.argv[1:]
-    commands = {"read": read, "refusal": refusal, "write": write, "anndata": anndata_check, "slices": slices}
+    commands = {
+        "read": read,
+        "refusal": refusal,
+        "write": write,
+        "anndata": anndata_check,
+        "slices": slices,
+        "recompress": recompress,
+    }
     commands[command](*args)

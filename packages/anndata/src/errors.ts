@@ -22,7 +22,9 @@ export type InputErrorTag =
   /** An input given as a URL in a format read from local files only (HDF5, Matrix Market). */
   | "NotLocal"
   /** A call this library's contract rules out (more rows than announced to a block builder ...). */
-  | "InvalidArgument";
+  | "InvalidArgument"
+  /** Reading the input made no progress for longer than allowed (HDF5 loops on some damaged files). */
+  | "Stalled";
 
 /**
  * What the caller could do instead, in this library's terms (matrix paths, option names of
@@ -34,7 +36,9 @@ export type InputHint =
   /** The genomes of a multi-genome Cell Ranger file, one of which must be chosen (`genome`). */
   | { kind: "choose-genome"; genomes: string[] }
   /** An option that does not apply to this input and should be left out. */
-  | { kind: "drop-option"; option: "layer" | "raw" | "transpose" | "genome" };
+  | { kind: "drop-option"; option: "layer" | "raw" | "transpose" | "genome" }
+  /** Reading stopped for want of progress: more time may help (a very slow disk), `hdf5Timeout`. */
+  | { kind: "raise-timeout"; option: "hdf5Timeout"; seconds: number };
 
 /**
  * The brand of every deltacells-family error, its value the package (see `isDeltacellsFamilyError`
@@ -160,11 +164,17 @@ export class UnsupportedFilterError extends InputError {
   declare readonly _tag: "UnsupportedFilter";
   readonly filterId: number;
   readonly filterName: string;
+  /** Why it cannot be decoded here. */
+  readonly why: string;
 
-  constructor(message: string, options: { object: string; filterId: number; filterName: string }) {
+  constructor(
+    message: string,
+    options: { object: string; filterId: number; filterName: string; why: string },
+  ) {
     super(message, { tag: "UnsupportedFilter", object: options.object, found: options.filterId });
     this.filterId = options.filterId;
     this.filterName = options.filterName;
+    this.why = options.why;
   }
 
   /** The refusal of `dataset` of the file at `location`, compressed with filter `filterId`. */
@@ -173,7 +183,7 @@ export class UnsupportedFilterError extends InputError {
       `${location}: dataset ${dataset} is compressed with HDF5 filter ${filterId} (${filterName || "unnamed"}), ` +
         `which this reader cannot decode (${why}). Rewrite the file with gzip or no compression ` +
         `(e.g. anndata: adata.write_h5ad(path, compression="gzip")).`,
-      { object: objectIn(location, dataset), filterId, filterName },
+      { object: objectIn(location, dataset), filterId, filterName, why },
     );
   }
 }

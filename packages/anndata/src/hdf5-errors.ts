@@ -6,6 +6,8 @@
  * ("truncated file: eof = ..."), and says it in words.
  */
 
+import { InputError, objectIn } from "./errors.js";
+
 /** The part of h5wasm's module used here. */
 interface ErrorHandlers {
   activate_throwing_error_handler(): number;
@@ -33,4 +35,44 @@ export function hdf5Reason(err: unknown): string | undefined {
   }
   if (/file signature not found/.test(inner)) return "it is not an HDF5 file (no HDF5 signature)";
   return inner;
+}
+
+/**
+ * Whether `err` is the WebAssembly module aborting (`Aborted(...)`, emscripten's `abort()`): after
+ * it the module is dead, and every later call fails the same way.
+ */
+export function isWasmAbort(err: unknown): boolean {
+  const text = err instanceof Error ? err.message : typeof err === "string" ? err : "";
+  return /^Aborted\(/.test(text);
+}
+
+/**
+ * The tagged error for a failure of HDF5 (or of the h5wasm module) while reading `object` of the
+ * file at `location`: an HDF5 error stack, an h5wasm failure ("name not defined"), a WebAssembly
+ * trap ("memory access out of bounds") or an abort. Never an empty group or a partial read: the
+ * caller stops. An {@link InputError} passes through unchanged.
+ */
+export function hdf5Failure(location: string, object: string, cause: unknown): InputError {
+  if (cause instanceof InputError) return cause;
+  const what = object === "" ? "the root group" : object;
+  const text = cause instanceof Error ? cause.message : String(cause);
+  // h5wasm's own message when HDF5 failed to open an object without saying why
+  const reason =
+    hdf5Reason(cause) ??
+    (/name not defined/.test(text) ? "it cannot be opened" : text.split("\n")[0]!.trim());
+  const message = isWasmAbort(cause)
+    ? `${location}: the HDF5 reader (h5wasm) aborted while reading ${what}; the file is probably damaged. ` +
+      "Check that h5py reads it; if it does, report this with the file."
+    : `${location}: HDF5 could not read ${what}: ${reason}. The file is damaged or incompletely written: ` +
+      "copy or write it again (h5py reports the same error when it reads this object).";
+  return new InputError(message, { tag: "MalformedInput", object: objectIn(location, object), cause });
+}
+
+/** Runs `read` (h5wasm calls on `object`), turning every failure into {@link hdf5Failure}. */
+export function guarded<T>(location: string, object: string, read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    throw hdf5Failure(location, object, err);
+  }
 }

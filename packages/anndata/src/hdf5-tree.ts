@@ -1,17 +1,20 @@
 /**
- * The {@link Tree} of an HDF5 file, read with h5wasm from a path (the file is not loaded whole).
- * Node-only.
+ * The {@link Tree} of an HDF5 file, read with h5wasm from a path (the file is not loaded whole),
+ * in the calling thread. Node-only; the readers run it in a worker (hdf5-thread.ts).
  *
  * Every dataset's filter pipeline is checked before any read: h5wasm returns garbage without an
  * error for a filter it has no plugin for, and aborts the whole WebAssembly module on some read
  * failures, so nothing is read that is not known to decode.
+ *
+ * Every h5wasm call goes through {@link guarded}: a failure of HDF5 while listing a group or
+ * reading a dataset is an error naming that object, never an empty group or missing member.
  */
 
 import h5wasm, { type Dataset, type File as H5File, type Group as H5Group } from "h5wasm/node";
 import { install_local_plugins } from "h5wasm-plugins";
 import { InputError, objectIn, UnsupportedFilterError } from "./errors.js";
 import { installLzfFix, lzfFixed } from "./h5wasm-lzf.js";
-import { hdf5Reason, throwHdf5Errors } from "./hdf5-errors.js";
+import { guarded, hdf5Reason, throwHdf5Errors } from "./hdf5-errors.js";
 import type { CompoundField, ElementKind, Tree, TreeArray, TreeGroup, TreeNode } from "./tree.js";
 import type { NumericValues } from "./types.js";
 
@@ -41,8 +44,11 @@ export interface Hdf5Options {
   plugins?: boolean;
 }
 
-/** Opens an HDF5 file read-only. */
-export async function openHdf5(path: string, opts: Hdf5Options = {}): Promise<Tree> {
+/**
+ * Opens an HDF5 file read-only, read in this thread. Readers use {@link openHdf5} of
+ * hdf5-thread.ts, which runs this in a worker under a watchdog.
+ */
+export async function openHdf5InThread(path: string, opts: Hdf5Options = {}): Promise<Tree> {
   await init();
   let file: H5File;
   try {
@@ -70,24 +76,27 @@ class Hdf5Tree implements Tree {
   ) {}
 
   async get(path: string): Promise<TreeNode | undefined> {
-    if (path === "") return new Hdf5Group(this.file, "");
+    if (path === "") return new Hdf5Group(this.location, this.file, "");
     // walk down so that a missing intermediate group is "absent", never an HDF5 error
     let node: H5Group = this.file;
     const parts = path.split("/");
     for (let i = 0; i < parts.length; i++) {
       const name = parts[i] as string;
-      if (!node.keys().includes(name)) return undefined;
-      const child = node.get(name);
+      const parent = parts.slice(0, i).join("/");
+      const here = parts.slice(0, i + 1).join("/");
+      const group = node;
+      if (!guarded(this.location, parent, () => group.keys()).includes(name)) return undefined;
+      const child = guarded(this.location, here, () => group.get(name));
       if (child instanceof h5wasm.Group) {
         node = child;
         continue;
       }
       if (child instanceof h5wasm.Dataset && i === parts.length - 1) {
-        return new Hdf5Array(this.location, child, path, this.plugins);
+        return guarded(this.location, path, () => new Hdf5Array(this.location, child, path, this.plugins));
       }
       return undefined;
     }
-    return new Hdf5Group(node, path);
+    return new Hdf5Group(this.location, node, path);
   }
 
   async close(): Promise<void> {
@@ -106,14 +115,15 @@ function attrsOf(node: H5Group | Dataset): Record<string, unknown> {
 class Hdf5Group implements TreeGroup {
   readonly kind = "group" as const;
   constructor(
+    private readonly location: string,
     private readonly group: H5Group,
     readonly path: string,
   ) {}
   async attrs(): Promise<Record<string, unknown>> {
-    return attrsOf(this.group);
+    return guarded(this.location, this.path, () => attrsOf(this.group));
   }
   async keys(): Promise<string[]> {
-    return this.group.keys();
+    return guarded(this.location, this.path, () => this.group.keys());
   }
 }
 
@@ -190,7 +200,7 @@ class Hdf5Array implements TreeArray {
   }
 
   async attrs(): Promise<Record<string, unknown>> {
-    return attrsOf(this.dataset);
+    return guarded(this.location, this.path, () => attrsOf(this.dataset));
   }
 
   /** Refuses, before any read, a dataset whose filters would decode to garbage or crash h5wasm. */
@@ -250,6 +260,18 @@ class Hdf5Array implements TreeArray {
   }
 
   async read(start?: number, end?: number): Promise<NumericValues> {
+    return guarded(this.location, this.path, () => this.readNow(start, end));
+  }
+
+  async readStrings(start?: number, end?: number): Promise<string[]> {
+    return guarded(this.location, this.path, () => this.readStringsNow(start, end));
+  }
+
+  async readCompound(): Promise<Map<string, string[] | NumericValues>> {
+    return guarded(this.location, this.path, () => this.readCompoundNow());
+  }
+
+  private readNow(start?: number, end?: number): NumericValues {
     this.checkFilters();
     if (
       this.element !== "int" &&
@@ -275,7 +297,7 @@ class Hdf5Array implements TreeArray {
     });
   }
 
-  async readStrings(start?: number, end?: number): Promise<string[]> {
+  private readStringsNow(start?: number, end?: number): string[] {
     this.checkFilters();
     if (this.element !== "string") {
       throw new InputError(`${this.location}: dataset ${this.path} does not hold strings.`, {
@@ -292,7 +314,7 @@ class Hdf5Array implements TreeArray {
     );
   }
 
-  async readCompound(): Promise<Map<string, string[] | NumericValues>> {
+  private readCompoundNow(): Map<string, string[] | NumericValues> {
     this.checkFilters();
     const fields = this.fields;
     if (!fields) {

@@ -7,7 +7,7 @@ import { constants, gunzipSync } from "node:zlib";
 import { openAnnData } from "./anndata.js";
 import { InputError } from "./errors.js";
 import { LocalZarrStore } from "./folder-store.js";
-import { openHdf5 } from "./hdf5-tree.js";
+import { openHdf5 } from "./hdf5-thread.js";
 import { openMtx, openTenxMtx } from "./mtx.js";
 import { checkRemote, detectRemoteFormat, notLocal, RemoteZarrStore, remoteScheme } from "./remote.js";
 import { copyToTemp, removingOnClose, TENX_MTX_FILES } from "./remote-copy.js";
@@ -91,7 +91,7 @@ export async function openInput(location: string, opts: OpenInputOptions = {}): 
   }
   switch (format) {
     case "h5ad": {
-      const tree = await openHdf5(path);
+      const tree = await openHdf5(path, { timeoutSeconds: opts.hdf5Timeout });
       try {
         return await openAnnData(tree, format, opts);
       } catch (err) {
@@ -104,7 +104,7 @@ export async function openInput(location: string, opts: OpenInputOptions = {}): 
     case "zarr-array":
       return openZarrArray(openZarrTree(path, remote ?? new LocalZarrStore(path)), opts);
     case "10x-h5": {
-      const tree = await openHdf5(path);
+      const tree = await openHdf5(path, { timeoutSeconds: opts.hdf5Timeout });
       try {
         return await openTenxH5(tree, opts.genome);
       } catch (err) {

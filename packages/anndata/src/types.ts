@@ -156,6 +156,12 @@ export interface OpenInputOptions {
    * (e.g. `openStore` of `@deltacells/storage/node`). Without it a URL input is refused.
    */
   openStore?: (url: string) => RemoteStore;
+  /**
+   * HDF5 inputs (.h5ad, 10x .h5): seconds one HDF5 call (a group listing, one block's read) may
+   * take before reading stops with a `Stalled` error (default 60; 0 waits for ever). HDF5 reads
+   * run in a worker thread, so a damaged file that makes HDF5 loop cannot hang the process.
+   */
+  hdf5Timeout?: number;
 }
 
 /** The part of a storage-layer store a remote zarr input is read through. */

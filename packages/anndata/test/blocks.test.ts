@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { test } from "node:test";
 import { cscBlocks, denseBlocks, type SparseLayout } from "../src/blocks.js";
-import { openHdf5 } from "../src/hdf5-tree.js";
+import { openHdf5 } from "../src/hdf5-thread.js";
 import { openInput } from "../src/node.js";
 import type { TreeArray } from "../src/tree.js";
 import type { RowBlock } from "../src/types.js";

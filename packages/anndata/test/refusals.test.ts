@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { openAnnData } from "../src/anndata.js";
-import { openHdf5 } from "../src/hdf5-tree.js";
+import { openHdf5 } from "../src/hdf5-thread.js";
 import { InputError, isAnndataError, NotCountsError, UnsupportedFilterError } from "../src/index.js";
 import { openInput } from "../src/node.js";
 import { DATA, drain } from "./helpers.js";

@@ -8,7 +8,8 @@
 type Hint =
   | { kind: "other-matrices"; matrices: string[] }
   | { kind: "choose-genome"; genomes: string[] }
-  | { kind: "drop-option"; option: string };
+  | { kind: "drop-option"; option: string }
+  | { kind: "raise-timeout"; option: string; seconds: number };
 
 /** The flag that reads a matrix path of an AnnData input. */
 function flagFor(matrix: string): string {
@@ -30,6 +31,8 @@ export function cliHint(err: unknown): string | undefined {
       return `choose one with --genome NAME (${hint.genomes.join(", ")})`;
     case "drop-option":
       return `leave out --${hint.option}`;
+    case "raise-timeout":
+      return `allow more time with --hdf5-timeout SECONDS (it was ${hint.seconds}; 0 waits for ever)`;
     default:
       return undefined;
   }

@@ -269,6 +269,22 @@ test("a prefix without a manifest is refused as an incomplete dataset", async ()
   );
 });
 
+test("a binary manifest is refused showing its first 8 bytes escaped, not raw", async () => {
+  const { store } = await written();
+  // an HDF5 file's start, then more binary: JSON.parse's message quoted it raw (\r, \n, \x1a)
+  const bytes = Uint8Array.of(0x89, 0x48, 0x44, 0x46, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0x22, 0x5c, 0xff, 0x1b);
+  await store.set(MANIFEST_KEY, bytes);
+  await assert.rejects(openDataset(store, { decoder: codec }), (e) => {
+    assert.ok(isDeltacellsError(e, "FormatError"));
+    assert.match(e.message, /is not valid JSON \(it starts with "\\x89HDF\\r\\n\\x1a\\n"\.\.\.\)/);
+    assert.ok(
+      [...e.message].every((c) => c >= " " && c <= "~"),
+      "printable ASCII only, one line",
+    );
+    return true;
+  });
+});
+
 test("a manifest of another format is refused", async () => {
   const store = await withManifest((m) => {
     m.format = "something-else";

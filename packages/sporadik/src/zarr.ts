@@ -6,6 +6,7 @@
  * unless a caller plugs in a {@link Decompressor} (the Node entry plugs in a native zstd).
  */
 import { registry } from "zarrita";
+import { crc32c } from "./crc32c.js";
 import { constructorOf, type DataType, isDataType, isFloat, type NumericArray } from "./dtypes.js";
 import { DecodeWorkerError, LayoutError, SporadikError } from "./errors.js";
 
@@ -178,6 +179,31 @@ export interface BytesCodec {
 }
 
 const codecCache = new Map<string, Promise<BytesCodec>>();
+
+/**
+ * crc32c that checks the checksum: zarrita's only strips the 4 bytes, so a damaged chunk of an
+ * uncompressed array would read as wrong numbers without an error.
+ */
+const CHECKED_CRC32C = {
+  fromConfig: (): BytesCodec => ({
+    encode(data: Uint8Array): Uint8Array {
+      const out = new Uint8Array(data.length + 4);
+      out.set(data);
+      new DataView(out.buffer).setUint32(data.length, crc32c(data), true);
+      return out;
+    },
+    decode(data: Uint8Array): Uint8Array {
+      if (data.length < 4) throw new Error(`${data.length} bytes cannot hold a crc32c checksum`);
+      const body = data.subarray(0, data.length - 4);
+      const stored = new DataView(data.buffer, data.byteOffset + body.length, 4).getUint32(0, true);
+      const actual = crc32c(body);
+      if (stored !== actual) {
+        throw new Error(`crc32c is 0x${actual.toString(16)}, the chunk says 0x${stored.toString(16)}`);
+      }
+      return body;
+    },
+  }),
+};
 /** A bytes-to-bytes codec from zarrita's registry, built once per configuration. */
 function codecFor(meta: CodecMetadata): Promise<BytesCodec> {
   const cacheKey = JSON.stringify(meta);
@@ -191,7 +217,9 @@ function codecFor(meta: CodecMetadata): Promise<BytesCodec> {
         ),
       );
     }
-    codec = load().then(
+    // zarrita's loaders return a promise (numcodecs' WebAssembly codecs) or the class itself
+    // (gzip, zlib, crc32c, shuffle, ...): resolve either.
+    codec = Promise.resolve(meta.name === "crc32c" ? CHECKED_CRC32C : load()).then(
       // zarrita's registry entries take (configuration, chunk metadata); numcodecs' ignore the second.
       (entry) =>
         (entry as { fromConfig(config: unknown, meta: unknown): BytesCodec }).fromConfig(
@@ -282,7 +310,14 @@ export async function decodeChunk(
   let bytes = stored;
   for (let k = info.compressors.length - 1; k >= 0; k--) {
     const meta = info.compressors[k] as CodecMetadata;
-    const codec = await codecFor(meta);
+    let codec: BytesCodec;
+    try {
+      codec = await codecFor(meta);
+    } catch (cause) {
+      // the codec itself is the problem: name the array that uses it
+      const where = `/${info.path}`;
+      throw new LayoutError(`${where}: ${(cause as Error).message}`, { object: where, cause });
+    }
     try {
       bytes = await codec.decode(bytes);
     } catch (cause) {

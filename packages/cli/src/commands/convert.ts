@@ -60,6 +60,9 @@ options:
   --raw          AnnData: read raw/X instead of X
   --transpose    Matrix Market: the file is cells x genes (default genes x cells)
   --genome NAME  Cell Ranger v2 HDF5 with several genomes: the one to read
+  --hdf5-timeout S
+                 HDF5 inputs: stop with an error when HDF5 makes no progress for S seconds
+                 (default 60; 0 waits for ever); some damaged files make HDF5 loop
   --threads N    encoding threads (default: the number of cores)
   --overwrite    replace the dataset or store already at OUTPUT (kept readable until the new
                  one is complete; objects that belong to neither are never deleted)
@@ -103,6 +106,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       raw: { type: "boolean" },
       transpose: { type: "boolean" },
       genome: { type: "string" },
+      "hdf5-timeout": { type: "string" },
       threads: { type: "string" },
       quiet: { type: "boolean" },
       format: { type: "string" },
@@ -130,6 +134,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     raw: values.raw === true,
     transpose: values.transpose === true,
     genome: values.genome as string | undefined,
+    hdf5Timeout: intOption(values, "hdf5-timeout", undefined, 0, 86400),
     // s3:// and http(s):// zarr inputs are read through the storage layer (credentials, retries).
     openStore: (url: string) => openCounted(url),
   };

@@ -4,6 +4,7 @@
  * uses to locate cells.
  */
 import { DeltacellsError } from "../errors.js";
+import { firstBytes } from "../first-bytes.js";
 
 export const DATASET_FORMAT = "deltacells-dataset";
 export const DATASET_VERSION = 2;
@@ -65,11 +66,11 @@ export function parseManifest(bytes: Uint8Array, object: string): DatasetManifes
   try {
     json = JSON.parse(new TextDecoder().decode(bytes));
   } catch (cause) {
-    throw new DeltacellsError(`${object} is not valid JSON: ${(cause as Error).message}`, {
-      tag: "FormatError",
-      object,
-      cause,
-    });
+    // JSON.parse's own message quotes the text raw: a binary object would garble the terminal
+    throw new DeltacellsError(
+      `${object} is not valid JSON (it starts with ${firstBytes(bytes)}): it is not a dataset manifest; convert the dataset again`,
+      { tag: "FormatError", object, found: firstBytes(bytes), cause },
+    );
   }
   if (json === null || typeof json !== "object" || Array.isArray(json)) {
     throw new DeltacellsError(`${object} is not a JSON object`, {

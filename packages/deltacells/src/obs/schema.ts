@@ -4,6 +4,7 @@
  * a schema a reader could misread.
  */
 import { DeltacellsError } from "../errors.js";
+import { firstBytesOfText } from "../first-bytes.js";
 
 export const OBS_SCHEMA_KEY = "obs/schema.json";
 export const OBS_SCHEMA_FORMAT = "deltacells-obs";
@@ -120,11 +121,10 @@ export function parseObsSchema(text: string, object: string): ObsSchema {
   try {
     json = JSON.parse(text);
   } catch (cause) {
-    throw new DeltacellsError(`${object} is not valid JSON: ${(cause as Error).message}`, {
-      tag: "FormatError",
-      object,
-      cause,
-    });
+    throw new DeltacellsError(
+      `${object} is not valid JSON (it starts with ${firstBytesOfText(text)}): rewrite the obs sidecar (convert again)`,
+      { tag: "FormatError", object, found: firstBytesOfText(text), cause },
+    );
   }
   const s = json as Partial<ObsSchema> | null;
   if (s === null || typeof s !== "object" || s.format !== OBS_SCHEMA_FORMAT)
