@@ -5,6 +5,8 @@ export interface RunOptions {
   seed: number;
   /** The case counts instead of the bounded CI counts. */
   long: boolean;
+  /** Overrides the mode's number of cases (where a class draws its cases). */
+  cases?: number;
   /** Progress lines (the runner prints them; the test keeps quiet). */
   log: (line: string) => void;
 }

@@ -25,8 +25,8 @@ function sameRows(a: Row, b: Row): boolean {
   return true;
 }
 
-async function run({ seed, long, log }: RunOptions): Promise<CaseResult[]> {
-  const total = long ? 31_000 : 2_000;
+async function run({ seed, long, cases, log }: RunOptions): Promise<CaseResult[]> {
+  const total = cases ?? (long ? 31_000 : 2_000);
   const wave = 200;
   const work = workDir("concurrent");
   try {

@@ -121,8 +121,8 @@ function same(a: Reference, b: Reference): boolean {
 
 type Damage = "flip" | "zero" | "truncate";
 
-async function run({ seed, long, log }: RunOptions): Promise<CaseResult[]> {
-  const perInput = long ? 75 : 5;
+async function run({ seed, long, cases: count, log }: RunOptions): Promise<CaseResult[]> {
+  const perInput = count !== undefined ? Math.ceil(count / INPUTS.length) : long ? 75 : 5;
   const work = workDir("h5ad");
   try {
     // The deadline follows the machine: six times an undamaged conversion, at least 30 s, so a

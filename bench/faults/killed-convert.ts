@@ -60,8 +60,8 @@ async function firstWrite(
   return performance.now() - since;
 }
 
-async function run({ seed, long, log }: RunOptions): Promise<CaseResult[]> {
-  const total = long ? 135 : 2;
+async function run({ seed, long, cases: count, log }: RunOptions): Promise<CaseResult[]> {
+  const total = count ?? (long ? 135 : 2);
   const work = workDir("killed");
   try {
     const oldRef = join(work.dir, "old-ref");

@@ -124,8 +124,8 @@ function readable(err: unknown, url: string): boolean {
 type Op = "cells" | "inspect" | "export" | "validate" | "slice";
 const OPS: Op[] = ["cells", "cells", "inspect", "export", "validate", "slice", "slice"];
 
-async function run({ seed, long, log }: RunOptions): Promise<CaseResult[]> {
-  const total = long ? 300 : 36;
+async function run({ seed, long, cases: count, log }: RunOptions): Promise<CaseResult[]> {
+  const total = count ?? (long ? 300 : 36);
   const work = workDir("network");
   try {
     const dsDir = join(work.dir, "ds");

@@ -1,6 +1,6 @@
 /** The campaign's tables: one row per fault kind, one column per outcome, as markdown. */
 import type { FaultClass } from "./classes.js";
-import { EXPECTATIONS, violations } from "./expectations.js";
+import { EXPECTATIONS, standing } from "./expectations.js";
 import { type CaseResult, OUTCOMES, tally } from "./outcome.js";
 
 export function outcomeTable(results: readonly CaseResult[]): string {
@@ -15,12 +15,19 @@ export function outcomeTable(results: readonly CaseResult[]): string {
   ].join("\n");
 }
 
+/** One line: the class, its cases and the count of each outcome seen. */
+export function summaryLine(name: string, results: readonly CaseResult[], seconds: number): string {
+  const counts = tally(results.map((r) => ({ ...r, kind: "all" }))).get("all");
+  const seen = OUTCOMES.filter((o) => counts && counts[o] > 0).map((o) => `${o} ${counts![o]}`);
+  return `${name}: ${results.length} cases in ${seconds.toFixed(1)} s: ${seen.join(", ")}`;
+}
+
 /** A class's section of the report: its table, the tags seen, and what breaks the expectations. */
 export function classReport(cls: FaultClass, results: readonly CaseResult[], seconds: number): string {
   const tags = new Map<string, number>();
   for (const r of results) if (r.tag) tags.set(r.tag, (tags.get(r.tag) ?? 0) + 1);
-  const bad = violations(cls.name, results);
-  const known = results.filter((r) => !["correct", "refused"].includes(r.outcome) && !bad.includes(r));
+  const of = (s: ReturnType<typeof standing>) => results.filter((r) => standing(cls.name, r) === s);
+  const [bad, known, limits] = [of("violation"), of("known"), of("limit")];
   const expectation = EXPECTATIONS[cls.name];
   const examples = (list: CaseResult[]) =>
     list
@@ -34,6 +41,9 @@ export function classReport(cls: FaultClass, results: readonly CaseResult[], sec
     outcomeTable(results),
     "",
     `tags: ${[...tags].map(([t, n]) => `${t} ${n}`).join(", ") || "none"}`,
+    ...(limits.length
+      ? [`format limits (see expectations.ts): ${limits.length} cases, e.g.`, ...examples(limits)]
+      : []),
     ...(known.length
       ? [`known (fixed by ${expectation?.fixedBy ?? "?"}): ${known.length} cases, e.g.`, ...examples(known)]
       : []),

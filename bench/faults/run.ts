@@ -1,10 +1,10 @@
 /**
  * The fault campaign of issue 14 (see docs/reliability.md).
  *
- *   node --import tsx --conditions=source bench/faults/run.ts [--class NAME] [--seed N] [--long]
+ *   node --import tsx --conditions=source bench/faults/run.ts [--class NAME]... [--seed N] [--long] [--cases N]
  *
  * Bounded mode (the default, what CI runs through faults.test.ts) finishes in about a minute;
- * --long runs the issue's case counts. Prints one table per class and exits 1 when a class has an
+ * --long runs the issue's case counts; --cases overrides a class's number of cases. Prints one table per class and exits 1 when a class has an
  * outcome its line of expectations.ts does not allow.
  */
 import { parseArgs } from "node:util";
@@ -17,10 +17,15 @@ const { values } = parseArgs({
     class: { type: "string", multiple: true },
     seed: { type: "string", default: String(CI_SEED) },
     long: { type: "boolean", default: false },
+    cases: { type: "string" },
   },
 });
 const seed = Number(values.seed);
 if (!Number.isSafeInteger(seed)) throw new Error(`--seed must be a whole number, found ${values.seed}`);
+const cases = values.cases === undefined ? undefined : Number(values.cases);
+if (cases !== undefined && !(Number.isSafeInteger(cases) && cases > 0)) {
+  throw new Error(`--cases must be a positive whole number, found ${values.cases}`);
+}
 const chosen = values.class?.length ? CLASSES.filter((c) => values.class!.includes(c.name)) : CLASSES;
 if (chosen.length !== (values.class?.length ?? CLASSES.length)) {
   throw new Error(`--class must be one of ${CLASSES.map((c) => c.name).join(", ")}`);
@@ -29,7 +34,7 @@ console.log(`# fault campaign: seed ${seed}, ${values.long ? "long" : "bounded"}
 let failed = 0;
 for (const cls of chosen) {
   const started = performance.now();
-  const results = await cls.run({ seed, long: values.long, log: (line) => console.error(line) });
+  const results = await cls.run({ seed, long: values.long, cases, log: (line) => console.error(line) });
   console.log(classReport(cls, results, (performance.now() - started) / 1000));
   failed += violations(cls.name, results).length;
 }

@@ -149,7 +149,7 @@ async function observe(dir: string, key: string, expected: Slices[]): Promise<Ca
   return out;
 }
 
-async function run({ seed, long, log }: RunOptions): Promise<CaseResult[]> {
+async function run({ seed, long, cases: count, log }: RunOptions): Promise<CaseResult[]> {
   const work = workDir("sporadik");
   try {
     const dir = join(work.dir, "store.zarr");
@@ -161,12 +161,12 @@ async function run({ seed, long, log }: RunOptions): Promise<CaseResult[]> {
     // Long mode: every file with every mutation. Bounded: a seeded sample of them.
     let cases = files.flatMap((key) => mutationsFor(key).map((mutation) => ({ key, mutation })));
     const rnd = mulberry32(seed);
-    if (!long) {
+    if (!long || count !== undefined) {
       for (let i = cases.length - 1; i > 0; i--) {
         const j = Math.floor(rnd() * (i + 1));
         [cases[i], cases[j]] = [cases[j]!, cases[i]!];
       }
-      cases = cases.slice(0, 90);
+      cases = cases.slice(0, count ?? 90);
     }
     const results: CaseResult[] = [];
     for (const [n, { key, mutation }] of cases.entries()) {

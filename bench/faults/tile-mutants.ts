@@ -76,8 +76,8 @@ function sameRows(a: DatasetRows, b: DatasetRows): boolean {
   return true;
 }
 
-async function run({ seed, long, log }: RunOptions): Promise<CaseResult[]> {
-  const total = long ? 16_000 : 1_500;
+async function run({ seed, long, cases, log }: RunOptions): Promise<CaseResult[]> {
+  const total = cases ?? (long ? 16_000 : 1_500);
   const work = workDir("tiles");
   try {
     const dir = join(work.dir, "ds");
