@@ -12,7 +12,8 @@ export interface Expectation {
   fixedBy?: string;
   /**
    * Per fault kind, the bad outcomes tolerated until then. A key is a kind (`indices chunk/swap`),
-   * a prefix (`stall/*`: every kind starting `stall/`) or `*` (every kind of the class).
+   * a prefix (`stall/*`: every kind starting `stall/`), a suffix (a key starting with `*` and a
+   * slash, as in network's validate line: every kind ending so) or `*` (every kind of the class).
    */
   tolerate: Readonly<Record<string, readonly Outcome[]>>;
 }
@@ -28,8 +29,13 @@ export const EXPECTATIONS: Readonly<Record<string, Expectation>> = {
   // Corrupt-tile errors of ds.cells()/export that do not name the tile key.
   "tile-mutants": STRICT,
   "killed-convert": STRICT,
-  // No stall timeout (a stalled server hangs every reader); binary error bodies pasted into messages.
-  network: known("harden-net", { "stall/*": ["hang"], "500-binary/*": ["refused-unclear"] }),
+  // No stall timeout (a stalled server hangs every reader); binary error bodies pasted into
+  // messages; validate labels HTTP failures [Error].
+  network: known("harden-net", {
+    "stall/*": ["hang"],
+    "500-binary/*": ["refused-unclear"],
+    "*/validate": ["refused-unclear"],
+  }),
   "concurrent-slices": STRICT,
   // Readers (checkIndices off by default) answer from stores whose indptr chunk is missing or whose
   // indices chunk is swapped or flipped, where validate refuses them.
@@ -59,7 +65,9 @@ export const FORMAT_LIMITS: Readonly<Record<string, Readonly<Record<string, read
 };
 
 function matches(key: string, kind: string): boolean {
-  return key === "*" || key === kind || (key.endsWith("/*") && kind.startsWith(key.slice(0, -1)));
+  if (key === "*" || key === kind) return true;
+  if (key.endsWith("/*")) return kind.startsWith(key.slice(0, -1));
+  return key.startsWith("*/") && kind.endsWith(key.slice(1));
 }
 
 /**

@@ -101,23 +101,35 @@ async function run({ seed, long, cases: count, log }: RunOptions): Promise<CaseR
         const killedAt = ((wrote + delay) / 1000).toFixed(2);
         spawned.child.kill("SIGKILL");
         const exit = await spawned.done;
-        const kind = `${overwrite ? "--overwrite" : "new folder"}/${exit.signal === "SIGKILL" ? "killed" : "finished"}`;
+        // The kind says what the kill left: the table then shows where in the write kills fell.
+        const mode = `${overwrite ? "--overwrite" : "new folder"}${exit.signal === "SIGKILL" ? "" : " (finished first)"}`;
         const temps = allFiles(target).filter((p) => /\.dctmp-/.test(p)).length;
-        const id = `${n}: ${kind}, SIGKILL ${killedAt} s after start${temps ? `, ${temps} temp files left` : ""}`;
+        const staged = allFiles(target).some((p) => p.includes(".deltacells-staging"));
+        const id = `${n}: ${mode}, SIGKILL ${killedAt} s after start${temps ? `, ${temps} temp files left` : ""}${staged ? ", staging prefix left" : ""}`;
+        const left = (
+          state: string,
+          outcome: CaseResult["outcome"],
+          more: Partial<CaseResult> = {},
+        ): CaseResult => ({
+          id,
+          kind: `${mode}: ${state}`,
+          outcome,
+          ...more,
+        });
         try {
           if (allFiles(target).filter((p) => !p.includes(".deltacells-staging")).length === 0) {
-            return { id, kind, outcome: "correct", detail: "nothing written" };
+            return left("nothing (or only staging)", "correct");
           }
           const report = await validate([target, "--json", "--quiet", "--threads", "1"]);
           const valid = (report.json as { valid: boolean }).valid;
-          if (!valid) return { id, kind, outcome: "refused", detail: "validate refuses it" };
+          if (!valid) return left("refused by validate", "refused");
           const got = await contents(target);
-          if (got === expected.new) return { id, kind, outcome: "correct", detail: "the new dataset, whole" };
-          if (overwrite && got === expected.old)
-            return { id, kind, outcome: "correct", detail: "the old dataset, intact" };
-          return { id, kind, outcome: "wrong", detail: "validates but holds neither dataset" };
+          if (got === expected.new) return left("new dataset whole", "correct");
+          if (overwrite && got === expected.old) return left("old dataset intact", "correct");
+          return left("valid but neither", "wrong");
         } catch (err) {
-          return { id, kind, ...judgeError(err, [target]) };
+          const judged = judgeError(err, [target]);
+          return left(`refused (${judged.tag ?? "untagged"})`, judged.outcome, judged);
         } finally {
           rmSync(target, { recursive: true, force: true });
           if (++done % 10 === 0) log(`killed-convert: ${done}/${total}`);

@@ -34,7 +34,12 @@ interface Faulty {
 }
 
 /** Serves `root` with Range support; each response is faulty with probability `rate`. */
-async function faultyServer(root: string, fault: Fault, rate: number, rnd: () => number): Promise<Faulty> {
+export async function faultyServer(
+  root: string,
+  fault: Fault,
+  rate: number,
+  rnd: () => number,
+): Promise<Faulty> {
   const state = { requests: 0 };
   const server = createServer((req, res) => {
     state.requests++;
@@ -133,11 +138,19 @@ async function run({ seed, long, cases: count, log }: RunOptions): Promise<CaseR
     // A byte-addressable sporadik store beside it: `slice` reads it with Range requests.
     const expected = await writeSporadik(join(work.dir, "store.zarr"), seed, true);
     const reference = await openDataset(dsDir);
-    // The hang deadline follows the machine: ten times a fault-free export over HTTP, at least 6 s.
+    // The hang deadline follows the machine: five times the slowest fault-free operation over
+    // HTTP (validate, which starts a decoding worker), at least 6 s.
     const clean = await faultyServer(work.dir, "503", 0, mulberry32(seed));
-    const started = performance.now();
-    await exportCommand([`${clean.url}/ds/`, join(work.dir, "clean.mtx"), "--quiet"]);
-    const timeoutMs = Math.max(6_000, 10 * (performance.now() - started));
+    let slowest = 0;
+    for (const op of [
+      () => exportCommand([`${clean.url}/ds/`, join(work.dir, "clean.mtx"), "--quiet"]),
+      () => validate([`${clean.url}/ds/`, "--json", "--quiet", "--threads", "1"]),
+    ]) {
+      const started = performance.now();
+      await op();
+      slowest = Math.max(slowest, performance.now() - started);
+    }
+    const timeoutMs = Math.max(6_000, 5 * slowest);
     await clean.close();
     log(`network: ${(timeoutMs / 1000).toFixed(1)} s without an answer is a hang`);
     const rnd = mulberry32(seed);
@@ -236,7 +249,7 @@ async function run({ seed, long, cases: count, log }: RunOptions): Promise<CaseR
             }
           });
           return seen === "timeout"
-            ? { id, kind, outcome: "hang", detail: `no answer in ${timeoutMs / 1000} s` }
+            ? { id, kind, outcome: "hang", detail: `no answer in ${(timeoutMs / 1000).toFixed(1)} s` }
             : { id, kind, ...seen };
         } finally {
           await server.close();

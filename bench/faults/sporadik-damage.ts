@@ -104,7 +104,8 @@ function mutationsFor(key: string): string[] {
 async function observe(dir: string, key: string, expected: Slices[]): Promise<CaseResult[]> {
   // The damaged array (or group), or the layout holding it: either names what to look at.
   const array = key.replace(/\/c\/\d+$/, "").replace(/\/zarr\.json$/, "") || "zarr.json";
-  const names = [array, array.match(/^layouts\/axis\d+/)?.[0] ?? array];
+  // The root zarr.json (the block) is the store itself: naming the store names it.
+  const names = [array, array.match(/^layouts\/axis\d+/)?.[0] ?? (array === "zarr.json" ? dir : array)];
   const out: CaseResult[] = [];
   try {
     const r = await validate([dir, "--json", "--quiet", "--threads", "1"]);
