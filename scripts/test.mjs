@@ -74,7 +74,7 @@ if (listOnly) args.splice(args.indexOf("--list"), 1);
 const roots = args;
 const everything = roots.length === 0 && suite === undefined;
 
-const all = (roots.length === 0 ? ["packages", "apps", "conformance"] : roots).flatMap((r) =>
+const all = (roots.length === 0 ? ["packages", "apps", "conformance", "bench"] : roots).flatMap((r) =>
   statSync(r).isDirectory() ? testFiles(r) : [r],
 );
 const misnamed = all.flatMap((path) => {
@@ -92,7 +92,9 @@ if (misnamed.length > 0) {
 
 const files = suite === undefined ? all : all.filter((path) => suiteOf(path) === suite);
 if (files.length === 0) {
-  fail(`no ${suite ?? ""}${suite ? " " : ""}test files under ${roots.join(", ") || "packages, conformance"}`);
+  fail(
+    `no ${suite ?? ""}${suite ? " " : ""}test files under ${roots.join(", ") || "packages, apps, conformance, bench"}`,
+  );
 }
 if (listOnly) {
   for (const path of files) console.log(`${suiteOf(path).padEnd(12)} ${path}`);

@@ -1,0 +1,58 @@
+/**
+ * The fault campaign's bounded mode (docs/reliability.md), one test per class: fixed seed,
+ * about a minute in all on a quiet two-core machine. A class fails on any wrong answer, crash,
+ * hang or unclear refusal its line in expectations.ts does not list as a known defect. The
+ * .h5ad class needs Python and runs in faults.conformance.test.ts.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { EXPECTATIONS, violations } from "./expectations.js";
+import { type CaseResult, judgeError } from "./outcome.js";
+import { CLASSES, CI_SEED as SEED } from "./registry.js";
+import { summaryLine } from "./report.js";
+
+test("the harness tells a wrong answer, a crash and an unclear refusal from a clear one", () => {
+  const tagged = Object.assign(new Error("tiles/tile_000003.dct: crc32 is 0x1"), {
+    _tag: "CorruptTile",
+    object: "ds/tiles/tile_000003.dct",
+  });
+  assert.equal(judgeError(tagged, ["tile_000003"]).outcome, "refused");
+  assert.equal(judgeError(tagged, ["tile_000004"]).outcome, "refused-unclear");
+  assert.equal(judgeError(new TypeError("x.then is not a function"), ["tile_000003"]).outcome, "crash");
+  const results: CaseResult[] = [
+    { id: "1", kind: "k", outcome: "wrong" },
+    { id: "2", kind: "k", outcome: "correct" },
+  ];
+  assert.deepEqual(
+    violations("tile-mutants", results).map((r) => r.id),
+    ["1"],
+  );
+  // Tolerances match a kind, a prefix, a suffix or everything.
+  const unclear = (kind: string): CaseResult => ({ id: kind, kind, outcome: "refused-unclear" });
+  assert.deepEqual(
+    violations("network", [unclear("503/validate"), unclear("500-binary/cells"), unclear("503/cells")]).map(
+      (r) => r.id,
+    ),
+    ["503/cells"],
+  );
+  for (const name of Object.keys(EXPECTATIONS)) {
+    assert.ok(
+      CLASSES.some((c) => c.name === name),
+      `${name} in expectations.ts is a class`,
+    );
+  }
+});
+
+for (const cls of CLASSES.filter((c) => !c.needsPython)) {
+  test(`fault class ${cls.name}: no outcome beyond the known defects (seed ${SEED})`, async (t) => {
+    const started = performance.now();
+    const results = await cls.run({ seed: SEED, long: false, log: () => {} });
+    t.diagnostic(summaryLine(cls.name, results, (performance.now() - started) / 1000));
+    assert.ok(results.length > 0);
+    const bad = violations(cls.name, results);
+    assert.deepEqual(
+      bad.map((r) => `${r.outcome}: ${r.id}${r.detail ? `: ${r.detail}` : ""}`),
+      [],
+    );
+  });
+}
