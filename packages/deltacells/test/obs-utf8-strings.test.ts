@@ -6,13 +6,15 @@ test("Utf8Strings gives back every row range of ASCII strings, with nulls", () =
   const values = ["CELL1-1", null, "", "AAACCTG", null, "x"];
   const s = Utf8Strings.from(values);
   assert.equal(s.length, 6);
-  for (let a = 0; a <= 6; a++) for (let b = a; b <= 6; b++) assert.deepEqual(s.slice(a, b), values.slice(a, b));
+  for (let a = 0; a <= 6; a++)
+    for (let b = a; b <= 6; b++) assert.deepEqual(s.slice(a, b), values.slice(a, b));
 });
 
 test("Utf8Strings keeps non-ASCII text (multi-byte UTF-8, surrogate pairs) exact", () => {
   const values = ["naïve", "細胞", null, "🧬-1", "plain", "é".repeat(100)];
   const s = Utf8Strings.from(values);
-  for (let a = 0; a <= 6; a++) for (let b = a; b <= 6; b++) assert.deepEqual(s.slice(a, b), values.slice(a, b));
+  for (let a = 0; a <= 6; a++)
+    for (let b = a; b <= 6; b++) assert.deepEqual(s.slice(a, b), values.slice(a, b));
 });
 
 test("Utf8Strings grows past its first buffer", () => {

@@ -143,7 +143,7 @@ export function tableReader(table: SourceTable, location: string, nCells: number
             }
           : { name: col.name, kind: "numeric", read };
       }
-      case "string": {
+      default: {
         rowsOf(col.name, col.values.length);
         const values = Utf8Strings.from(col.values);
         return { name: col.name, kind: "string", read: async (a, b) => values.slice(a, b) };
