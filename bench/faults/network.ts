@@ -127,6 +127,9 @@ function readable(err: unknown, url: string): boolean {
 }
 
 type Op = "cells" | "inspect" | "export" | "validate" | "slice";
+/** The stall timeout the cases run with (`--timeout`, `timeoutMs`). */
+const STALL_S = 2;
+const NET = ["--timeout", String(STALL_S)];
 const OPS: Op[] = ["cells", "cells", "inspect", "export", "validate", "slice", "slice"];
 
 async function run({ seed, long, cases: count, log }: RunOptions): Promise<CaseResult[]> {
@@ -150,7 +153,9 @@ async function run({ seed, long, cases: count, log }: RunOptions): Promise<CaseR
       await op();
       slowest = Math.max(slowest, performance.now() - started);
     }
-    const timeoutMs = Math.max(6_000, 5 * slowest);
+    // Reads run with a 2 s stall timeout (the default 15 s would make every stalled case last a
+    // minute): a stalled read must give up after its 4 attempts, 2 s each plus backoff.
+    const timeoutMs = Math.max(STALL_S * 1000 * 4 + 2_000, 5 * slowest);
     await clean.close();
     log(`network: ${(timeoutMs / 1000).toFixed(1)} s without an answer is a hang`);
     const rnd = mulberry32(seed);
@@ -174,7 +179,7 @@ async function run({ seed, long, cases: count, log }: RunOptions): Promise<CaseR
           const seen = await withTimeout(timeoutMs, async (): Promise<Omit<CaseResult, "id" | "kind">> => {
             try {
               if (op === "cells") {
-                const got = await (await openDataset(url)).cells(a, b);
+                const got = await (await openDataset(url, { timeoutMs: STALL_S * 1000 })).cells(a, b);
                 const want = await reference.cells(a, b);
                 const same =
                   got.indices.length === want.indices.length &&
@@ -190,6 +195,7 @@ async function run({ seed, long, cases: count, log }: RunOptions): Promise<CaseR
                   String(axis),
                   ...positions.map(String),
                   "--json",
+                  ...NET,
                 ]);
                 const got: Slices = (
                   r.json as { slices: { indices: number[]; values: number[] }[] }
@@ -205,14 +211,14 @@ async function run({ seed, long, cases: count, log }: RunOptions): Promise<CaseR
                   : { outcome: "wrong", detail: "slices differ" };
               }
               if (op === "inspect") {
-                const r = await inspect([url, "--json"]);
+                const r = await inspect([url, "--json", ...NET]);
                 const shape = r.json as { n_cells?: number; nCells?: number };
                 return JSON.stringify(r.json).includes(String(reference.nCells)) && shape
                   ? { outcome: "correct" }
                   : { outcome: "wrong", detail: "inspect shows another dataset" };
               }
               if (op === "validate") {
-                const r = await validate([url, "--json", "--quiet", "--threads", "1"]);
+                const r = await validate([url, "--json", "--quiet", "--threads", "1", ...NET]);
                 const report = r.json as { valid: boolean; problems?: { tag: string; message: string }[] };
                 if (report.valid) return { outcome: "correct" };
                 const p = report.problems?.[0];
@@ -224,7 +230,7 @@ async function run({ seed, long, cases: count, log }: RunOptions): Promise<CaseR
                   detail: p?.message.slice(0, 200),
                 };
               }
-              await exportCommand([url, out, "--cells", `${a}:${b}`, "--quiet"]);
+              await exportCommand([url, out, "--cells", `${a}:${b}`, "--quiet", ...NET]);
               const got = readFileSync(out, "utf8");
               await exportCommand([dsDir, `${out}.want.mtx`, "--cells", `${a}:${b}`, "--quiet"]);
               // The header names the source; compare the numbers.
@@ -267,6 +273,6 @@ async function run({ seed, long, cases: count, log }: RunOptions): Promise<CaseR
 export const network: FaultClass = {
   name: "network",
   summary:
-    "a local HTTP server injecting 503s, binary 500s, resets, stalls, short bodies or a wrong Content-Range into 5%, 30% or all responses; read with openDataset(url).cells() and the inspect, export, validate and (ranged reads of a sporadik store) slice commands at their defaults",
+    "a local HTTP server injecting 503s, binary 500s, resets, stalls, short bodies or a wrong Content-Range into 5%, 30% or all responses; read with openDataset(url).cells() and the inspect, export, validate and (ranged reads of a sporadik store) slice commands with their default retries and a 2 s stall timeout",
   run,
 };

@@ -8,7 +8,7 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createTilePool, type CellRows } from "@deltacells/core";
+import { type CellRows, createTilePool } from "@deltacells/core";
 import { openDataset } from "@deltacells/core/node";
 import { exportCommand } from "../../packages/cli/src/commands/export.js";
 import { mulberry32 } from "../../test-utils/prng.js";

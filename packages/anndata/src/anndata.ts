@@ -8,13 +8,14 @@
  */
 
 import { cscBlocks, csrBlocks, denseBlocks, type MatrixShape, type SparseLayout } from "./blocks.js";
-import { readDataFrame } from "./dataframe.js";
+import { frameReader, readDataFrame } from "./dataframe.js";
 import { InputError, objectIn } from "./errors.js";
 import { obsmKeys, readObsmEntry } from "./obsm.js";
 import { BaseSource } from "./source.js";
 import { attrString, joinPath, type Tree, type TreeArray } from "./tree.js";
 import type {
   ColumnTable,
+  ColumnTableReader,
   Embedding,
   InputFormat,
   MatrixSource,
@@ -160,6 +161,14 @@ class AnnDataSource extends BaseSource {
 
   protected readObs(exclude: ReadonlySet<string>): Promise<ColumnTable> {
     return readDataFrame(this.tree, "obs", this.nCells, exclude);
+  }
+
+  protected override async readObsReader(
+    exclude: ReadonlySet<string>,
+  ): Promise<ColumnTableReader | undefined> {
+    // zarr keeps the whole-table read: a range read decodes every chunk it touches, and anndata
+    // writes obs columns in few large chunks, so reading tile by tile would decode each many times
+    return this.format === "h5ad" ? frameReader(this.tree, "obs", this.nCells, exclude) : undefined;
   }
 
   protected override readObsmKeys(): Promise<string[]> {

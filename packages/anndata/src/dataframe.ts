@@ -6,7 +6,13 @@
 
 import { InputError, objectIn, UnsupportedColumnsError } from "./errors.js";
 import { attrString, joinPath, type Tree, type TreeArray, type TreeGroup, toNumbers } from "./tree.js";
-import type { ColumnTable, NumericValues, TableColumn } from "./types.js";
+import type {
+  ColumnTable,
+  ColumnTableReader,
+  NumericValues,
+  TableColumn,
+  TableColumnReader,
+} from "./types.js";
 
 /**
  * Reads obs or var: the current group encoding or the legacy compound dataset. Columns named in
@@ -200,4 +206,159 @@ async function legacyFrame(tree: Tree, a: TreeArray, exclude: ReadonlySet<string
     }
   }
   return { indexName: "index", index, columns };
+}
+
+/**
+ * A data frame in the current group encoding read by row range: the categories and the layout are
+ * read here, the rows of a column only when asked for (h5ad reads a range without the rest).
+ * Undefined for frames this cannot read by range (absent, or the pre-0.7 compound dataset): read
+ * those whole with {@link readDataFrame}. Refuses what {@link readDataFrame} refuses.
+ */
+export async function frameReader(
+  tree: Tree,
+  path: string,
+  nRows: number,
+  exclude: ReadonlySet<string> = new Set(),
+): Promise<ColumnTableReader | undefined> {
+  const loc = tree.location;
+  const group = await tree.get(path);
+  if (group?.kind !== "group") return undefined;
+  const rows = (a: TreeArray): TreeArray => {
+    if (a.shape.length !== 1 || a.shape[0] !== nRows) {
+      throw new InputError(
+        `${loc}: ${a.path} has shape ${JSON.stringify(a.shape)}, but the matrix has ${nRows} rows along that axis.`,
+        { tag: "MalformedInput", object: objectIn(loc, a.path) },
+      );
+    }
+    return a;
+  };
+  const attrs = await group.attrs();
+  const indexKey = attrString(attrs._index) ?? "_index";
+  const indexNode = await tree.get(joinPath(group.path, indexKey));
+  if (indexNode?.kind !== "array" || indexNode.element !== "string") return undefined;
+  const index = rows(indexNode);
+  const order = attrs["column-order"];
+  const names =
+    order === undefined || order === null
+      ? []
+      : typeof order === "string"
+        ? [order]
+        : Array.from(order as ArrayLike<unknown>, (x) => attrString(x) ?? String(x));
+  const columns: TableColumnReader[] = [];
+  const unsupported: string[] = [];
+  for (const name of names) {
+    if (exclude.has(name)) continue;
+    try {
+      columns.push(await columnReader(tree, group.path, name, rows));
+    } catch (err) {
+      if (!(err instanceof InputError) || err._tag !== "Unsupported") throw err;
+      unsupported.push(name);
+    }
+  }
+  if (unsupported.length > 0) throw UnsupportedColumnsError.of(loc, group.path, unsupported);
+  return {
+    indexName: indexKey === "_index" ? null : indexKey,
+    index: (a, b) => index.readStrings(a, b),
+    columns,
+  };
+}
+
+const codesOf = (a: TreeArray) => async (s: number, e: number) =>
+  Int32Array.from(toNumbers(await a.read(s, e)));
+
+async function columnReader(
+  tree: Tree,
+  frame: string,
+  name: string,
+  rows: (a: TreeArray) => TreeArray,
+): Promise<TableColumnReader> {
+  const loc = tree.location;
+  const path = joinPath(frame, name);
+  const legacyCats = await tree.get(joinPath(frame, `__categories/${name}`));
+  const node = await tree.get(path);
+  if (legacyCats?.kind === "array" && node?.kind === "array" && node.element !== "string") {
+    const categories =
+      legacyCats.element === "string"
+        ? await legacyCats.readStrings()
+        : Array.from(toNumbers(await legacyCats.read()), String);
+    const ordered = Boolean((await legacyCats.attrs()).ordered);
+    return { name, kind: "category", categories, ordered, read: codesOf(rows(node)) };
+  }
+  if (node === undefined) {
+    throw new InputError(`${loc}: column ${path} is listed in column-order but missing.`, {
+      tag: "MalformedInput",
+      object: objectIn(loc, path),
+    });
+  }
+  if (node.kind === "array") {
+    if (node.element === "other" || node.element === "compound" || node.shape.length !== 1) {
+      throw new InputError(
+        `${node.path} has an element type or shape (${node.element}, ${JSON.stringify(node.shape)}) no table column holds.`,
+        { tag: "Unsupported" },
+      );
+    }
+    const a = rows(node);
+    if (a.element === "string") return { name, kind: "string", read: (s, e) => a.readStrings(s, e) };
+    if (a.element === "bool")
+      return {
+        name,
+        kind: "bool",
+        read: async (s, e) => ({ values: Uint8Array.from(toNumbers(await a.read(s, e))) }),
+      };
+    return { name, kind: "numeric", read: async (s, e) => ({ values: await a.read(s, e) }) };
+  }
+  const enc = attrString((await node.attrs())["encoding-type"]);
+  const child = async (n: string): Promise<TreeArray> => {
+    const a = await tree.get(joinPath(path, n));
+    if (a?.kind !== "array") {
+      throw new InputError(`${loc}: ${enc} column ${path} has no ${n} array.`, {
+        tag: "MalformedInput",
+        object: objectIn(loc, path),
+      });
+    }
+    return a;
+  };
+  if (enc === "categorical") {
+    const catNode = await child("categories");
+    const categories =
+      catNode.element === "string"
+        ? await catNode.readStrings()
+        : Array.from(toNumbers(await catNode.read()), String);
+    const ordered = Boolean((await node.attrs()).ordered);
+    return { name, kind: "category", categories, ordered, read: codesOf(rows(await child("codes"))) };
+  }
+  if (enc === "nullable-integer" || enc === "nullable-boolean" || enc === "nullable-string-array") {
+    const values = rows(await child("values"));
+    const maskNode = rows(await child("mask"));
+    const mask = async (s: number, e: number) => Uint8Array.from(toNumbers(await maskNode.read(s, e)));
+    if (enc === "nullable-string-array") {
+      return {
+        name,
+        kind: "string",
+        read: async (s, e) => {
+          const m = await mask(s, e);
+          return (await values.readStrings(s, e)).map((x, i) => (m[i] ? null : x));
+        },
+      };
+    }
+    if (enc === "nullable-boolean") {
+      return {
+        name,
+        kind: "bool",
+        read: async (s, e) => ({
+          values: Uint8Array.from(toNumbers(await values.read(s, e))),
+          nulls: await mask(s, e),
+        }),
+      };
+    }
+    return {
+      name,
+      kind: "numeric",
+      read: async (s, e) => ({ values: await values.read(s, e), nulls: await mask(s, e) }),
+    };
+  }
+  throw new InputError(
+    `${loc}: column ${path} has encoding ${JSON.stringify(enc ?? null)}, which is not supported.`,
+    { tag: "Unsupported", object: objectIn(loc, path) },
+  );
 }

@@ -18,6 +18,8 @@ import { guarded, hdf5Reason, throwHdf5Errors } from "./hdf5-errors.js";
 import type { CompoundField, ElementKind, Tree, TreeArray, TreeGroup, TreeNode } from "./tree.js";
 import type { NumericValues } from "./types.js";
 
+/** Rows of a string dataset read per h5wasm call (see readStrings). */
+const STRING_SLICE_ROWS = 65_536;
 /** Filters built into the HDF5 library: deflate, shuffle, fletcher32, nbit, scaleoffset. */
 const BUILTIN_FILTERS = new Set([1, 2, 3, 5, 6]);
 /** Lossless filters of the local h5wasm-plugins: bz2, lzf, blosc, lz4, bshuf, zstd, blosc2. */
@@ -308,10 +310,20 @@ class Hdf5Array implements TreeArray {
     if (this.shape.length === 0) return [String(this.dataset.value)];
     const [s, e] = this.range(start, end);
     if (s === e) return [];
-    const v = this.dataset.slice([[s, e]]);
-    return (Array.isArray(v) ? v : [v]).map((x) =>
-      x instanceof Uint8Array ? new TextDecoder().decode(x) : String(x),
-    );
+    // In slices: h5wasm holds a slice's variable-length strings in WebAssembly memory, which
+    // never shrinks, so a million cell names read at once would keep ~100 MB for the whole run.
+    const out = new Array<string>(e - s);
+    const decoder = new TextDecoder();
+    for (let a = s; a < e; a += STRING_SLICE_ROWS) {
+      const b = Math.min(e, a + STRING_SLICE_ROWS);
+      const v = this.dataset.slice([[a, b]]);
+      const part = Array.isArray(v) ? v : [v];
+      for (let i = 0; i < part.length; i++) {
+        const x = part[i];
+        out[a - s + i] = x instanceof Uint8Array ? decoder.decode(x) : String(x);
+      }
+    }
+    return out;
   }
 
   private readCompoundNow(): Map<string, string[] | NumericValues> {

@@ -18,6 +18,7 @@ export {
 } from "./errors.js";
 export type {
   ColumnTable,
+  ColumnTableReader,
   Embedding,
   Embeddings,
   InputFormat,
@@ -28,4 +29,5 @@ export type {
   RowBlock,
   RowBlockOptions,
   TableColumn,
+  TableColumnReader,
 } from "./types.js";

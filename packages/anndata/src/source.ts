@@ -7,6 +7,7 @@ import { BadCount, BadGeneIndex } from "./canonical.js";
 import { InputError, NotCountsError, objectIn } from "./errors.js";
 import type {
   ColumnTable,
+  ColumnTableReader,
   Embedding,
   Embeddings,
   InputFormat,
@@ -18,7 +19,6 @@ import type {
 export const DEFAULT_BLOCK_CELLS = 4096;
 
 export abstract class BaseSource implements MatrixSource {
-  private obsIndex: string[] | undefined;
   private varIndex: string[] | undefined;
 
   abstract readonly format: InputFormat;
@@ -77,9 +77,18 @@ export abstract class BaseSource implements MatrixSource {
   }
 
   async obs(opts: { exclude?: string[] } = {}): Promise<ColumnTable> {
-    const t = await this.readObs(new Set(opts.exclude));
-    this.obsIndex = t.index;
-    return t;
+    // the index is not kept: a million names would stay alive for the whole conversion; a cell's
+    // name for an error message is read again (see nameOf)
+    return this.readObs(new Set(opts.exclude));
+  }
+
+  async obsReader(opts: { exclude?: string[] } = {}): Promise<ColumnTableReader | undefined> {
+    return this.readObsReader(new Set(opts.exclude));
+  }
+
+  /** obs read by row range; inputs that cannot read ranges cheaply keep this default. */
+  protected async readObsReader(_exclude: ReadonlySet<string>): Promise<ColumnTableReader | undefined> {
+    return undefined;
   }
 
   async *rowBlocks(opts: RowBlockOptions = {}): AsyncGenerator<RowBlock> {
@@ -117,10 +126,7 @@ export abstract class BaseSource implements MatrixSource {
 
   private async nameOf(which: "obs" | "var", i: number): Promise<string | undefined> {
     try {
-      const index =
-        which === "obs"
-          ? (this.obsIndex ?? (await this.obs()).index)
-          : (this.varIndex ?? (await this.var()).index);
+      const index = which === "obs" ? (await this.obs()).index : (this.varIndex ?? (await this.var()).index);
       return index[i];
     } catch {
       return undefined;

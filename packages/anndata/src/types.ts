@@ -46,6 +46,37 @@ export type TableColumn =
       ordered: boolean;
     };
 
+/**
+ * One column of a data frame read by row range (`read(a, b)`: rows `[a, b)`): what a converter
+ * uses to hold a tile of a large cell table at a time. `nulls[i] === 1` marks a missing value.
+ */
+export type TableColumnReader =
+  | {
+      name: string;
+      kind: "numeric";
+      read(a: number, b: number): Promise<{ values: NumericValues; nulls?: Uint8Array }>;
+    }
+  | {
+      name: string;
+      kind: "bool";
+      read(a: number, b: number): Promise<{ values: Uint8Array; nulls?: Uint8Array }>;
+    }
+  | { name: string; kind: "string"; read(a: number, b: number): Promise<(string | null)[]> }
+  | {
+      name: string;
+      kind: "category";
+      categories: string[];
+      ordered: boolean;
+      read(a: number, b: number): Promise<Int32Array>;
+    };
+
+/** A data frame read by row range: its index's name, the index and the columns. */
+export interface ColumnTableReader {
+  indexName: string | null;
+  index(a: number, b: number): Promise<string[]>;
+  columns: TableColumnReader[];
+}
+
 /** A data frame as anndata holds it: a string index (with its name) and typed columns. */
 export interface ColumnTable {
   /** Name of the pandas index (`_index` attribute), or null when unnamed. */
@@ -124,6 +155,11 @@ export interface MatrixSource {
    * hold are refused together in an `UnsupportedColumnsError` naming them.
    */
   obs(opts?: { exclude?: string[] }): Promise<ColumnTable>;
+  /**
+   * The same table read by row range, for inputs that read ranges cheaply (h5ad); undefined for
+   * the others (use {@link obs}). Column types and categories are read here, rows on demand.
+   */
+  obsReader(opts?: { exclude?: string[] }): Promise<ColumnTableReader | undefined>;
   /** The keys of `obsm` (per-cell embeddings), in store order; [] for inputs without obsm. */
   obsmKeys(): Promise<string[]>;
   /**

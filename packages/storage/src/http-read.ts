@@ -199,7 +199,7 @@ const EXCERPT_CHARS = 120;
 
 /**
  * At most {@link EXCERPT_CHARS} printed characters of a response body for a message, on one line,
- * with control characters and undecodable bytes escaped (`\\x01`, `\\ufffd`): a server may answer
+ * in printable ASCII, everything else escaped (`\\x01`, `\\ufffd`, `\\u52ae`): a server may answer
  * an error with anything, binary included, and a message must stay short and safe for a terminal.
  */
 export function printableExcerpt(text: string): string {
@@ -207,10 +207,10 @@ export function printableExcerpt(text: string): string {
   for (const c of text.replace(/\s+/g, " ").trim()) {
     const code = c.codePointAt(0)!;
     const shown =
-      code === 0xfffd
-        ? "\\ufffd"
-        : code < 0x20 || (code >= 0x7f && code < 0xa0)
-          ? `\\x${code.toString(16).padStart(2, "0")}`
+      code < 0x20 || code === 0x7f
+        ? `\\x${code.toString(16).padStart(2, "0")}`
+        : code > 0x7f
+          ? `\\u${code.toString(16).padStart(4, "0")}`
           : c;
     if (out.length + shown.length > EXCERPT_CHARS) return `${out}...`;
     out += shown;

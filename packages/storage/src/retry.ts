@@ -107,10 +107,9 @@ export class RetryStore implements Store {
         if (!this.retryable(err)) throw err;
         causes.push(err);
         if (n >= this.attempts) {
-          const list = causes.map((c, i) => `  ${i + 1}. ${describe(c)}`).join("\n");
           throw new RetriesExhaustedError(
-            // The last failure on the first line: a command line shows only that one.
-            `${what} from ${this.url} failed ${n} times (all attempts used), last: ${describe(err).split("\n")[0]}; every failure:\n${list}`,
+            // One line, naming the last failure; every attempt's error is in `causes`.
+            `${what} from ${this.url} failed ${n} times (all attempts used), last: ${describe(err).split("\n")[0]}`,
             { attempts: n, causes, object: objectAt(this.url, key) },
           );
         }

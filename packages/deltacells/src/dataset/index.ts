@@ -11,7 +11,15 @@ export {
   type TileDecoder,
 } from "./reader.js";
 export { type DatasetRowBlocks, type DatasetRowBlocksOptions, datasetRowBlocks } from "./row-blocks.js";
-export type { DatasetSource, SourceColumn, SourceEmbedding, SourceRowBlock, SourceTable } from "./source.js";
+export type {
+  DatasetSource,
+  SourceColumn,
+  SourceColumnReader,
+  SourceEmbedding,
+  SourceRowBlock,
+  SourceTable,
+  SourceTableReader,
+} from "./source.js";
 export { type ValidationProblem, type ValidationReport, validateDataset } from "./validate.js";
 export type { Compress } from "./var-table.js";
 export {

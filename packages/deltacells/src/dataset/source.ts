@@ -44,6 +44,40 @@ export interface SourceTable {
   columns: SourceColumn[];
 }
 
+/** Numeric values of a table column. */
+export type SourceNumericValues = Extract<SourceColumn, { kind: "numeric" }>["values"];
+
+/**
+ * One column of a cell table read by row range (`read(a, b)`: rows `[a, b)`), so that the writer
+ * holds one tile of it at a time instead of the whole column.
+ */
+export type SourceColumnReader =
+  | {
+      name: string;
+      kind: "numeric";
+      read(a: number, b: number): Promise<{ values: SourceNumericValues; nulls?: Uint8Array }>;
+    }
+  | {
+      name: string;
+      kind: "bool";
+      read(a: number, b: number): Promise<{ values: Uint8Array; nulls?: Uint8Array }>;
+    }
+  | { name: string; kind: "string"; read(a: number, b: number): Promise<(string | null)[]> }
+  | {
+      name: string;
+      kind: "category";
+      categories: string[];
+      ordered: boolean;
+      read(a: number, b: number): Promise<Int32Array>;
+    };
+
+/** A cell table read by row range; every column has exactly one row per cell. */
+export interface SourceTableReader {
+  indexName: string | null;
+  index(a: number, b: number): Promise<string[]>;
+  columns: SourceColumnReader[];
+}
+
 /**
  * An `obsm` entry as the anndata readers hand it over; only 2-D `dense` ones (`values` row-major,
  * `shape` [cells, k]) become obs columns.
@@ -64,6 +98,12 @@ export interface DatasetSource {
   var(): Promise<SourceTable>;
   /** The cell table (obs); a source without one converts without obs. */
   obs?(opts?: { exclude?: string[] }): Promise<SourceTable>;
+  /**
+   * The cell table as columns read by row range; when present the writer uses it instead of
+   * {@link obs} and reads one tile of each column at a time (bounded memory at any cell count).
+   * Column types must be known without reading the rows (a numeric column's first row may be read).
+   */
+  obsReader?(opts?: { exclude?: string[] }): Promise<SourceTableReader | undefined>;
   /** The keys of `obsm`, in store order. */
   obsmKeys?(): Promise<string[]>;
   /** The `obsm` entries named by `keys`, each read whole. */

@@ -4,15 +4,22 @@
  * at a time, so nothing of the table is copied whole.
  */
 
-import type { SourceColumn, SourceEmbedding, SourceTable } from "../dataset/source.js";
+import type {
+  SourceColumn,
+  SourceColumnReader,
+  SourceEmbedding,
+  SourceTable,
+  SourceTableReader,
+} from "../dataset/source.js";
 import { DeltacellsError } from "../errors.js";
 import { categoryCodeType, type ObsArrowType, type ObsColumnSchema } from "./schema.js";
+import { Utf8Strings } from "./utf8-strings.js";
 
 /** One planned column: its schema entry and how to cut the rows of cells `[a, b)` for parquet. */
 export interface PlannedColumn {
   schema: ObsColumnSchema;
   /** Values of cells `[a, b)` as hyparquet-writer takes them for this column's parquet type. */
-  rows(a: number, b: number): ArrayLike<unknown>;
+  rows(a: number, b: number): Promise<ArrayLike<unknown>>;
 }
 
 /** The columns of an embedding: `KEY_0`, `KEY_1`, ... */
@@ -95,30 +102,82 @@ function refuse(location: string, message: string, fields: { field?: string; fou
   return new DeltacellsError(`${location}: ${message}`, { tag: "InvalidInput", object: location, ...fields });
 }
 
-/** A table column as a planned obs column (a categorical over `maxCategories` becomes a string). */
-function planColumn(
-  location: string,
-  col: SourceColumn,
-  nCells: number,
-  maxCategories: number,
-): PlannedColumn {
-  const length = col.kind === "category" ? col.codes.length : col.values.length;
-  if (length !== nCells)
+/**
+ * An in-memory table as a {@link SourceTableReader}; string columns and the index are copied to
+ * UTF-8 storage so that the source's JS strings can be collected once the plan is made.
+ */
+export function tableReader(table: SourceTable, location: string, nCells: number): SourceTableReader {
+  const rowsOf = (name: string, length: number) => {
+    if (length !== nCells)
+      throw refuse(
+        location,
+        `obs column ${JSON.stringify(name)} has ${length} rows, expected ${nCells} (one per cell)`,
+      );
+  };
+  if (table.index.length !== nCells)
     throw refuse(
       location,
-      `obs column ${JSON.stringify(col.name)} has ${length} rows, expected ${nCells} (one per cell)`,
+      `the obs index has ${table.index.length} entries, expected ${nCells} (one per cell)`,
     );
+  const index = Utf8Strings.from(table.index);
+  const columns = table.columns.map((col): SourceColumnReader => {
+    switch (col.kind) {
+      case "category": {
+        rowsOf(col.name, col.codes.length);
+        const { codes } = col;
+        return { ...col, read: async (a, b) => codes.subarray(a, b) };
+      }
+      case "numeric":
+      case "bool": {
+        rowsOf(col.name, col.values.length);
+        const { values, nulls } = col;
+        const read = async (a: number, b: number) => ({
+          values: values.subarray(a, b),
+          nulls: nulls?.subarray(a, b),
+        });
+        return col.kind === "bool"
+          ? {
+              name: col.name,
+              kind: "bool",
+              read: read as (a: number, b: number) => Promise<{ values: Uint8Array }>,
+            }
+          : { name: col.name, kind: "numeric", read };
+      }
+      default: {
+        rowsOf(col.name, col.values.length);
+        const values = Utf8Strings.from(col.values);
+        return { name: col.name, kind: "string", read: async (a, b) => values.slice(a, b) };
+      }
+    }
+  });
+  return { indexName: table.indexName, index: async (a, b) => index.slice(a, b) as string[], columns };
+}
+
+/** Rows of category codes checked per read, so a check never holds a whole column. */
+const CHECK_ROWS = 65_536;
+
+/** A table column as a planned obs column (a categorical over `maxCategories` becomes a string). */
+async function planColumn(
+  location: string,
+  col: SourceColumnReader,
+  nCells: number,
+  maxCategories: number,
+): Promise<PlannedColumn> {
   switch (col.kind) {
     case "category": {
-      const { codes, categories } = col;
-      for (let i = 0; i < codes.length; i++) {
-        const c = codes[i]!;
-        if (c < -1 || c >= categories.length) {
-          throw refuse(
-            location,
-            `obs column ${JSON.stringify(col.name)}: cell ${i} has category code ${c}, outside -1 .. ${categories.length - 1}`,
-            { field: col.name, found: c },
-          );
+      const { categories } = col;
+      // Checked before anything is written: a bad code is refused while an earlier dataset is intact.
+      for (let a = 0; a < nCells; a += CHECK_ROWS) {
+        const codes = await col.read(a, Math.min(nCells, a + CHECK_ROWS));
+        for (let i = 0; i < codes.length; i++) {
+          const c = codes[i]!;
+          if (c < -1 || c >= categories.length) {
+            throw refuse(
+              location,
+              `obs column ${JSON.stringify(col.name)}: cell ${a + i} has category code ${c}, outside -1 .. ${categories.length - 1}`,
+              { field: col.name, found: c },
+            );
+          }
         }
       }
       if (new Set(categories).size !== categories.length)
@@ -128,7 +187,7 @@ function planColumn(
       if (categories.length > maxCategories) {
         return {
           schema: { name: col.name, kind: "string", arrow_type: "string", categories: null },
-          rows: (a, b) => Array.from(codes.subarray(a, b), (c) => (c < 0 ? null : categories[c]!)),
+          rows: async (a, b) => Array.from(await col.read(a, b), (c) => (c < 0 ? null : categories[c]!)),
         };
       }
       return {
@@ -138,29 +197,32 @@ function planColumn(
           arrow_type: categoryCodeType(categories.length),
           categories: [...categories],
         },
-        rows: (a, b) => codes.subarray(a, b),
+        rows: (a, b) => col.read(a, b),
       };
     }
     case "numeric": {
-      const t = numericArrowType(col.values);
-      const values = col.values as ArrayLike<number | bigint>;
+      // The Arrow type is the reader's array type: the first row tells it.
+      const t = numericArrowType((await col.read(0, Math.min(1, nCells))).values);
       return {
         schema: { name: col.name, kind: "numeric", arrow_type: t, categories: null },
-        rows: (a, b) => numericRows(t, values, col.nulls, a, b),
+        rows: async (a, b) => {
+          const { values, nulls } = await col.read(a, b);
+          return numericRows(t, values as ArrayLike<number | bigint>, nulls, 0, b - a);
+        },
       };
     }
-    case "bool": {
-      const { values, nulls } = col;
+    case "bool":
       return {
         schema: { name: col.name, kind: "bool", arrow_type: "bool", categories: null },
-        rows: (a, b) =>
-          Array.from({ length: b - a }, (_, i) => (nulls?.[a + i] ? null : values[a + i] !== 0)),
+        rows: async (a, b) => {
+          const { values, nulls } = await col.read(a, b);
+          return Array.from({ length: b - a }, (_, i) => (nulls?.[i] ? null : values[i] !== 0));
+        },
       };
-    }
     case "string":
       return {
         schema: { name: col.name, kind: "string", arrow_type: "string", categories: null },
-        rows: (a, b) => col.values.slice(a, b),
+        rows: (a, b) => col.read(a, b),
       };
   }
 }
@@ -180,7 +242,7 @@ function planEmbedding(location: string, key: string, e: SourceEmbedding, nCells
     throw refuse(location, `obsm ${JSON.stringify(key)} has ${rows} rows, expected ${nCells} (one per cell)`);
   return Array.from({ length: k }, (_, j) => ({
     schema: { name: embeddingColumnName(key, j), kind: "numeric", arrow_type: "float", categories: null },
-    rows: (a: number, b: number) => {
+    rows: async (a: number, b: number) => {
       const out = new Float32Array(b - a);
       for (let i = a; i < b; i++) out[i - a] = Number(values[i * k + j]!);
       return out;
@@ -204,29 +266,23 @@ export function autoEmbeddingKeys(entries: Record<string, { kind: string; shape:
  * Plan the obs columns: the index first (named as the pandas index, or `indexColumn` when
  * unnamed), then the table's columns, then each embedding's. Refuses name clashes.
  */
-export function planObs(opts: {
+export async function planObs(opts: {
   location: string;
   nCells: number;
-  table: SourceTable;
+  table: SourceTableReader;
   indexColumn: string;
   embeddings: [string, SourceEmbedding][];
   maxCategories: number;
-}): PlannedColumn[] {
+}): Promise<PlannedColumn[]> {
   const { location, nCells, table } = opts;
-  if (table.index.length !== nCells)
-    throw refuse(
-      location,
-      `the obs index has ${table.index.length} entries, expected ${nCells} (one per cell)`,
-    );
   const indexName = table.indexName ?? opts.indexColumn;
-  const index = table.index;
   const planned: PlannedColumn[] = [
     {
       schema: { name: indexName, kind: "string", arrow_type: "string", categories: null },
-      rows: (a, b) => index.slice(a, b),
+      rows: (a, b) => table.index(a, b),
     },
   ];
-  for (const col of table.columns) planned.push(planColumn(location, col, nCells, opts.maxCategories));
+  for (const col of table.columns) planned.push(await planColumn(location, col, nCells, opts.maxCategories));
   for (const [key, e] of opts.embeddings) planned.push(...planEmbedding(location, key, e, nCells));
   const seen = new Set<string>();
   for (const p of planned) {

@@ -4,10 +4,10 @@
  * that skips them) so a caller such as the CLI can name its own flag.
  */
 
-import type { DatasetSource, SourceEmbedding } from "../dataset/source.js";
+import type { DatasetSource, SourceEmbedding, SourceTableReader } from "../dataset/source.js";
 import type { Compress } from "../dataset/var-table.js";
 import { DeltacellsError } from "../errors.js";
-import { autoEmbeddingKeys, type PlannedColumn, planObs } from "./plan.js";
+import { autoEmbeddingKeys, type PlannedColumn, planObs, tableReader } from "./plan.js";
 import { DEFAULT_MAX_CATEGORIES } from "./schema.js";
 
 /** What the writer does with obs. */
@@ -89,15 +89,19 @@ export async function prepareObs(
   opts: ObsWriteOptions = {},
 ): Promise<{ columns: PlannedColumn[]; metadata: ObsMetadata } | undefined> {
   if (opts.skip || !source.obs || NO_CELL_TABLE.has(source.format)) return undefined;
-  let table: Awaited<ReturnType<NonNullable<DatasetSource["obs"]>>>;
+  const excluded = new Set(opts.exclude ?? []);
+  let table: SourceTableReader;
   try {
-    table = await source.obs({ exclude: opts.exclude ?? [] });
+    // A reader by row range when the source has one: only a tile of each column is held at once.
+    const reader = source.nCells > 0 ? await source.obsReader?.({ exclude: opts.exclude ?? [] }) : undefined;
+    table =
+      reader ??
+      tableReader(await source.obs({ exclude: opts.exclude ?? [] }), source.location, source.nCells);
   } catch (err) {
     const columns = (err as { columns?: unknown }).columns;
     if (Array.isArray(columns)) throw UnsupportedObsColumns.of(source.location, columns as string[], err);
     throw err;
   }
-  const excluded = new Set(opts.exclude ?? []);
   table = { ...table, columns: table.columns.filter((c) => !excluded.has(c.name)) };
   let embeddings: [string, SourceEmbedding][] = [];
   const choice = opts.obsm ?? "auto";
@@ -114,7 +118,7 @@ export async function prepareObs(
       { tag: "InvalidInput", object: source.location, field: "obsm", found: choice },
     );
   }
-  const columns = planObs({
+  const columns = await planObs({
     location: source.location,
     nCells: source.nCells,
     table,

@@ -58,6 +58,8 @@ export class ObsWriter {
   private writer: ParquetWriter | undefined;
   private bytes: ByteWriter | undefined;
   private groupsInShard = 0;
+  /** Row groups are read and written one after the other, in tile order. */
+  private chain: Promise<void> = Promise.resolve();
   private nextCell = 0;
   private readonly tileCells: number[] = [];
   private readonly shardBytes: number[] = [];
@@ -77,12 +79,27 @@ export class ObsWriter {
   }
 
   /**
-   * The next tile's `nCells` rows as one row group. Returns the upload of a shard this tile
-   * completed (the caller awaits it with the tiles in flight), or undefined.
+   * The next tile's `nCells` rows as one row group, read and written after the previous tile's.
+   * Returns the work up to the upload of a shard this tile completes (the caller awaits it with
+   * the tiles in flight), or undefined; a failure of any tile surfaces there or in {@link finish}.
    */
   addTile(nCells: number): Promise<void> | undefined {
     const a = this.nextCell;
     const b = a + nCells;
+    this.nextCell = b;
+    this.tileCells.push(nCells);
+    const closes = ++this.groupsInShard === this.tilesPerFile;
+    if (closes) this.groupsInShard = 0;
+    this.chain = this.chain.then(async () => {
+      await this.writeGroup(a, b);
+      if (closes) await this.closeShard();
+    });
+    // handled here so that a failure is not an unhandled rejection before finish awaits it
+    this.chain.catch(() => {});
+    return closes ? this.chain : undefined;
+  }
+
+  private async writeGroup(a: number, b: number): Promise<void> {
     if (!this.writer) {
       this.bytes = new ByteWriter();
       this.writer = new ParquetWriter({
@@ -96,20 +113,17 @@ export class ObsWriter {
         createdBy: `${CONVERTER_NAME} ${CONVERTER_VERSION}`,
       });
     }
-    void this.writer.write({
-      columnData: this.columns.map((c) => ({
+    const columnData = [];
+    for (const c of this.columns) {
+      columnData.push({
         name: c.schema.name,
         // biome-ignore lint/suspicious/noExplicitAny: hyparquet-writer's DecodedArray is a loose union
-        data: c.rows(a, b) as any,
+        data: (await c.rows(a, b)) as any,
         statistics: false,
         offsetIndex: false,
-      })),
-      rowGroupSize: Math.max(1, nCells),
-    });
-    this.nextCell = b;
-    this.tileCells.push(nCells);
-    if (++this.groupsInShard === this.tilesPerFile) return this.closeShard();
-    return undefined;
+      });
+    }
+    void this.writer.write({ columnData, rowGroupSize: Math.max(1, b - a) });
   }
 
   private async closeShard(): Promise<void> {
@@ -118,7 +132,6 @@ export class ObsWriter {
     const index = this.shardBytes.length;
     this.writer = undefined;
     this.bytes = undefined;
-    this.groupsInShard = 0;
     this.shardBytes.push(0);
     this.shardSha.push("");
     await writer.finish();
@@ -130,6 +143,7 @@ export class ObsWriter {
 
   /** Upload the last shard and the schema; the fields the manifest needs. */
   async finish(): Promise<ObsManifestFields> {
+    await this.chain;
     if (this.writer) await this.closeShard();
     await this.put(OBS_SCHEMA_KEY, new TextEncoder().encode(this.schemaText));
     return {
