@@ -457,7 +457,9 @@ export class FolderStore implements Store {
    */
   private async checkUnchanged(key: string, path: string, opts: StoreOptions | undefined): Promise<void> {
     if (opts?.onInfo === undefined && opts?.unchangedSince === undefined) return;
-    const readAt = Date.now();
+    // The end of the current millisecond: file times are finer than Date.now(), and a file written
+    // earlier in the same millisecond as this read is not a change after it.
+    const readAt = Date.now() + 1;
     let changed: number;
     try {
       const s = await stat(path);
