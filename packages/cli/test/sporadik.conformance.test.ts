@@ -382,6 +382,22 @@ test("validate names a missing indices chunk (zarr reads it as zeros) and a dama
   );
 });
 
+test("validate reads a store zarr-python compressed with gzip, and names the array of a damaged gzip chunk", async () => {
+  const copy = join(dir, "gzip.zarr");
+  cpSync(path(STORES[1]!), copy, { recursive: true });
+  const py = await run(PYTHON, ["conformance/sporadik_interop.py", "recompress", copy, "gzip"]);
+  assert.equal(py.code, 0, py.stderr);
+  const good = await deltacells("validate", copy, "--json");
+  assert.equal(good.code, 0, good.stdout + good.stderr);
+
+  const key = join(copy, "layouts/axis0/data/c/0");
+  writeFileSync(key, readFileSync(key).subarray(0, 20)); // a gzip stream cut short
+  const bad = await deltacells("validate", copy);
+  assert.equal(bad.code, 1, bad.stdout);
+  assert.match(bad.stdout, /layouts\/axis0\/data[^\n]*\[(LayoutError|IncompleteError)\]/);
+  assert.doesNotMatch(bad.stdout, /layouts\/axis0\/(indptr|indices)[^\n]*\[/, "no other array blamed");
+});
+
 test("slice --help prints its usage and exits 0; convert --help states the temporary space and the opt-in bound", async () => {
   const r = await deltacells("slice", "--help");
   assert.equal(r.code, 0, r.stderr);
