@@ -154,8 +154,9 @@ async function run({ seed, long, cases: count, log }: RunOptions): Promise<CaseR
       slowest = Math.max(slowest, performance.now() - started);
     }
     // Reads run with a 2 s stall timeout (the default 15 s would make every stalled case last a
-    // minute): a stalled read must give up after its 4 attempts, 2 s each plus backoff.
-    const timeoutMs = Math.max(STALL_S * 1000 * 4 + 2_000, 5 * slowest);
+    // minute): a stalled request gives up after its 4 attempts, 2 s each plus backoff, and a
+    // command makes a few requests one after another (validate: manifest, gene files, tiles).
+    const timeoutMs = Math.max(STALL_S * 1000 * 4 * 4, 5 * slowest);
     await clean.close();
     log(`network: ${(timeoutMs / 1000).toFixed(1)} s without an answer is a hang`);
     const rnd = mulberry32(seed);
