@@ -49,6 +49,11 @@ export interface NativeKernel {
     data: Int32Array | Float32Array,
     nGenes: number,
   ): number;
+  /**
+   * `indices[i] = map[indices[i]]` for `i` in `[s, e)`: false if an index was outside the map.
+   * Added without a version change: absent from older builds, where the TypeScript loop runs.
+   */
+  renumber?(indices: Int32Array, s: number, e: number, map: Int32Array): boolean;
   /** This addon's zstd alone (benchmarks): bytes written, or -1. */
   decompress(src: Uint8Array, dst: Uint8Array): number;
   crc32(bytes: Uint8Array, crc: number): number;
