@@ -198,21 +198,17 @@ export function chunkContext(job: TileJob): ChunkContext {
  * renumbered right after it is decoded (see {@link DecodeOptions.columns}).
  */
 export function decodeChunksInto(cx: ChunkContext, k0: number, k1: number, columns?: Int32Array): void {
-  if (columns !== undefined) {
-    // Chunk by chunk, each renumbered while its indices are still in cache.
-    const { layout, c0, c1, base } = cx;
-    for (let k = k0; k < k1; k++) {
-      decodeChunksInto(cx, k, k + 1);
-      const ch = layout.chunks[k]!;
-      const ca = Math.max(ch.cellLo, c0);
-      const cb = Math.min(ch.cellHi, c1);
-      if (cb > ca) renumberColumns(cx.indices, layout.indptr[ca]! - base, layout.indptr[cb]! - base, columns);
-    }
-    return;
-  }
   const { layout, c0, c1, base } = cx;
   const full = c0 === 0 && c1 === layout.header.nCells;
   const native = cx.zstd.name === "zstd-napi" ? nativeKernel() : undefined;
+  if (columns !== undefined && (native === undefined || native.chunksRenumbered === undefined)) {
+    // Chunk by chunk, each renumbered while its indices are still (mostly) in cache.
+    for (let k = k0; k < k1; k++) {
+      decodeChunksInto(cx, k, k + 1);
+      renumberChunk(cx, k, columns);
+    }
+    return;
+  }
   if (native === undefined) {
     for (let k = k0; k < k1; k++) if (wanted(layout, k, c0, c1, full)) decodeChunkInto(cx, k);
     return;
@@ -236,21 +232,37 @@ export function decodeChunksInto(cx: ChunkContext, k0: number, k1: number, colum
     plan[p + 7] = Math.min(ch.cellHi, c1);
     plan[p + 8] = ch.nnzLo - base;
   }
+  const nGenes = layout.header.nGenes;
   for (let k = k0; k < k1; ) {
-    const stopped = native.chunks(
-      cx.bytes,
-      plan,
-      k,
-      k1,
-      layout.indptr,
-      cx.indices,
-      cx.data,
-      layout.header.nGenes,
-    );
+    const stopped =
+      columns === undefined
+        ? native.chunks(cx.bytes, plan, k, k1, layout.indptr, cx.indices, cx.data, nGenes)
+        : native.chunksRenumbered!(
+            cx.bytes,
+            plan,
+            k,
+            k1,
+            layout.indptr,
+            cx.indices,
+            cx.data,
+            nGenes,
+            columns,
+          );
     if (stopped === -1) return;
+    // A chunk the kernel leaves to us is decoded again whole here (and renumbered after).
     decodeChunkInto(cx, stopped);
+    if (columns !== undefined) renumberChunk(cx, stopped, columns);
     k = stopped + 1;
   }
+}
+
+/** Renumbers the decoded cells of chunk `k` (those inside `[cx.c0, cx.c1)`) through `columns`. */
+function renumberChunk(cx: ChunkContext, k: number, columns: Int32Array): void {
+  const { layout, base } = cx;
+  const ch = layout.chunks[k]!;
+  const ca = Math.max(ch.cellLo, cx.c0);
+  const cb = Math.min(ch.cellHi, cx.c1);
+  if (cb > ca) renumberColumns(cx.indices, layout.indptr[ca]! - base, layout.indptr[cb]! - base, columns);
 }
 
 /** Checks a requested cell range against the tile. */
