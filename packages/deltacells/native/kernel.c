@@ -596,6 +596,33 @@ static const uint8_t *planes_of(thread_state *st, const uint8_t *src, size_t len
   return !ZSTD_isError(got) && got == size ? st->scratch : NULL;
 }
 
+/* indices[i] = map[indices[i]] for i in [s, e); non-zero if an index was outside the map (then
+   the entry is left as it was). Written so that the compiler can vectorise it (AVX2 gathers). */
+static inline uint32_t renumber_plain_(int32_t *ix, int64_t s, int64_t e, const int32_t *map, uint32_t mlen) {
+  uint32_t bad = 0;
+  for (int64_t i = s; i < e; i++) {
+    const uint32_t v = (uint32_t)ix[i];
+    const uint32_t ok = v < mlen;
+    bad |= !ok;
+    ix[i] = ok ? map[ok ? v : 0] : ix[i];
+  }
+  return bad;
+}
+
+#ifdef DC_DISPATCH
+static DC_AVX2 uint32_t renumber_avx2(int32_t *ix, int64_t s, int64_t e, const int32_t *map, uint32_t mlen) {
+  return renumber_plain_(ix, s, e, map, mlen);
+}
+#endif
+
+/* renumber at the instruction set in use. */
+static uint32_t renumber_any(int32_t *ix, int64_t s, int64_t e, const int32_t *map, uint32_t mlen) {
+#ifdef DC_DISPATCH
+  if (isa_level >= 2) return renumber_avx2(ix, s, e, map, mlen);
+#endif
+  return renumber_plain_(ix, s, e, map, mlen);
+}
+
 /* Fields of one chunk in the plan `chunks` reads (Float64Array, PLAN_FIELDS per chunk). */
 enum { P_GAPS_OFF, P_GAPS_LEN, P_VALS_OFF, P_VALS_LEN, P_NNZ_LO, P_N, P_CA, P_CB, P_SHIFT, PLAN_FIELDS };
 
@@ -609,11 +636,11 @@ enum { P_GAPS_OFF, P_GAPS_LEN, P_VALS_OFF, P_VALS_LEN, P_NNZ_LO, P_N, P_CA, P_CB
  * go through this addon's own zstd (the library zstd-napi is built from) into a per-thread
  * scratch buffer, then through the same loops as `gaps` and `vals`.
  */
-static napi_value chunks_js(napi_env env, napi_callback_info info) {
-  size_t argc = 8;
-  napi_value a[8];
+static napi_value chunks_impl(napi_env env, napi_callback_info info, int renumbered) {
+  size_t argc = 9;
+  napi_value a[9];
   CHECK(napi_get_cb_info(env, info, &argc, a, NULL, NULL));
-  if (argc < 8) return throw_bad(env);
+  if (argc < (renumbered ? 9u : 8u)) return throw_bad(env);
   napi_typedarray_type tb, tp, ti, tx, td;
   size_t blen, plen, ilen, xlen, dlen;
   void *bp, *pp, *ip, *xp, *dp;
@@ -631,6 +658,16 @@ static napi_value chunks_js(napi_env env, napi_callback_info info) {
   CHECK(napi_get_value_double(env, a[7], &ng_));
   if (k0 < 0 || k1 < k0 || (size_t)k1 * PLAN_FIELDS > plen || xlen != dlen || !(ng_ >= 0 && ng_ <= 4294967296.0))
     return throw_bad(env);
+  /* The column map (chunksRenumbered): one entry per gene. */
+  const int32_t *map = NULL;
+  if (renumbered) {
+    napi_typedarray_type tm;
+    size_t mlen;
+    void *mp;
+    if (!get_array(env, a[8], &tm, &mlen, &mp) || tm != napi_int32_array || (double)mlen != ng_)
+      return throw_bad(env);
+    map = (const int32_t *)mp;
+  }
   thread_state *st = state_of(env);
   if (st == NULL) return num(env, k0);
   const uint8_t *bytes = (const uint8_t *)bp;
@@ -665,6 +702,9 @@ static napi_value chunks_js(napi_env env, napi_callback_info info) {
     if (g.cb > g.ca) {
       g.lo = gp, g.hi = gp + g.n;
       if (gaps_cells(&g) != -1) return num(env, k);
+      /* Renumbered now, while the chunk's indices are still in cache (all < nGenes = the map's length). */
+      if (map != NULL && renumber_any(g.out, s + g.shift, g.range_end + g.shift, map, (uint32_t)ng_))
+        return num(env, k);
     }
     const uint8_t *vp = planes_of(st, bytes + (size_t)vo, (size_t)vl, size);
     if (vp == NULL) return num(env, k);
@@ -673,6 +713,17 @@ static napi_value chunks_js(napi_env env, napi_callback_info info) {
     }
   }
   return num(env, -1);
+}
+
+static napi_value chunks_js(napi_env env, napi_callback_info info) { return chunks_impl(env, info, 0); }
+
+/*
+ * chunksRenumbered(bytes, plan, k0, k1, indptr, indices, data, nGenes, map: Int32Array) -> as
+ * `chunks`, each decoded chunk's indices then replaced by map[index] (`map` has nGenes entries)
+ * right after its gaps are summed. A chunk returned to the caller is not renumbered.
+ */
+static napi_value chunks_renumbered_js(napi_env env, napi_callback_info info) {
+  return chunks_impl(env, info, 1);
 }
 
 /*
@@ -694,6 +745,31 @@ static napi_value decompress_js(napi_env env, napi_callback_info info) {
   if (st == NULL) return num(env, -1);
   const size_t got = ZSTD_decompressDCtx(st->dctx, dp, dlen, sp, slen);
   return num(env, ZSTD_isError(got) ? -1 : (double)got);
+}
+
+/*
+ * renumber(indices: Int32Array, s, e, map: Int32Array) -> true when every index of [s, e) was
+ * inside the map and was replaced by map[index]; false if one was not (left unchanged).
+ */
+static napi_value renumber_js(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value a[4];
+  CHECK(napi_get_cb_info(env, info, &argc, a, NULL, NULL));
+  if (argc < 4) return throw_bad(env);
+  napi_typedarray_type t1, t2;
+  size_t ilen, mlen;
+  void *ip, *mp;
+  if (!get_array(env, a[0], &t1, &ilen, &ip) || t1 != napi_int32_array) return throw_bad(env);
+  if (!get_array(env, a[3], &t2, &mlen, &mp) || t2 != napi_int32_array || mlen > 0x7fffffff) return throw_bad(env);
+  double s_, e_;
+  CHECK(napi_get_value_double(env, a[1], &s_));
+  CHECK(napi_get_value_double(env, a[2], &e_));
+  const int64_t s = (int64_t)s_, e = (int64_t)e_;
+  if (s < 0 || e < s || (uint64_t)e > ilen) return throw_bad(env);
+  const uint32_t bad = renumber_any((int32_t *)ip, s, e, (const int32_t *)mp, (uint32_t)mlen);
+  napi_value r;
+  napi_get_boolean(env, bad == 0, &r);
+  return r;
 }
 
 /* isa(level?) -> the level in use, after lowering it to `level` (tests); never above the CPU's. */
@@ -740,6 +816,8 @@ NAPI_MODULE_INIT() {
       {"isa", NULL, isa_js, NULL, NULL, NULL, napi_default, NULL},
       {"chunks", NULL, chunks_js, NULL, NULL, NULL, napi_default, NULL},
       {"decompress", NULL, decompress_js, NULL, NULL, NULL, napi_default, NULL},
+      {"renumber", NULL, renumber_js, NULL, NULL, NULL, napi_default, NULL},
+      {"chunksRenumbered", NULL, chunks_renumbered_js, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

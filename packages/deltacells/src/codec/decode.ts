@@ -4,6 +4,7 @@
  * its share of a tile, over {@link decodeChunkInto}, one chunk stream by stream.
  */
 import { DeltacellsError } from "../errors.js";
+import { checkColumns, renumberColumns } from "./columns.js";
 import { type ChunkEntry, corrupt, EXCEPTION_MARK, MAX_COUNT } from "./format.js";
 import { hasZero, prefixSumInPlace, unplane } from "./kernel.js";
 import { inspectTile, type TileLayout } from "./layout.js";
@@ -44,6 +45,12 @@ export interface DecodeOptions {
   out?: DecodeOutput;
   /** Name of the tile (a store key, a path) for error messages. */
   object?: string;
+  /**
+   * Renumbers the columns: a nonzero of gene j comes out with index `columns[j]` (a permutation of
+   * `0 .. nGenes - 1`, checked once per map; it must not change afterwards). Each cell's indices
+   * then follow the tile's gene order, so they no longer increase unless the map does.
+   */
+  columns?: Int32Array;
 }
 
 /** Reusable decompression buffers: one set per thread, grown on demand, never shrunk. */
@@ -90,6 +97,7 @@ export function decodeTileSync(bytes: Uint8Array, zstd: ZstdBackend, opts: Decod
   const [c0, c1] = cellRange(opts.cells, nCells, opts.object);
   const base = layout.indptr[c0]!;
   const nnz = layout.indptr[c1]! - base;
+  if (opts.columns !== undefined) checkColumns(opts.columns, nGenes, opts.object);
   const out = allocateOutput(c1 - c0, nnz, opts);
   fillIndptr(layout.indptr, c0, c1, out.indptr);
   decodeChunksInto(
@@ -106,6 +114,7 @@ export function decodeTileSync(bytes: Uint8Array, zstd: ZstdBackend, opts: Decod
     }),
     0,
     layout.chunks.length,
+    opts.columns,
   );
   return { nCells: c1 - c0, nGenes, nnz, ...out };
 }
@@ -185,12 +194,21 @@ export function chunkContext(job: TileJob): ChunkContext {
  * {@link decodeChunkInto}). With the native kernel and native zstd, one call decodes them all
  * (zstd included) without coming back to JavaScript per stream; a chunk with exceptions, or one
  * that fails any check there, is decoded here by {@link decodeChunkInto}, which then names the
- * fault exactly as it would without the kernel.
+ * fault exactly as it would without the kernel. With `columns`, each chunk's indices are
+ * renumbered right after it is decoded (see {@link DecodeOptions.columns}).
  */
-export function decodeChunksInto(cx: ChunkContext, k0: number, k1: number): void {
+export function decodeChunksInto(cx: ChunkContext, k0: number, k1: number, columns?: Int32Array): void {
   const { layout, c0, c1, base } = cx;
   const full = c0 === 0 && c1 === layout.header.nCells;
   const native = cx.zstd.name === "zstd-napi" ? nativeKernel() : undefined;
+  if (columns !== undefined && (native === undefined || native.chunksRenumbered === undefined)) {
+    // Chunk by chunk, each renumbered while its indices are still (mostly) in cache.
+    for (let k = k0; k < k1; k++) {
+      decodeChunksInto(cx, k, k + 1);
+      renumberChunk(cx, k, columns);
+    }
+    return;
+  }
   if (native === undefined) {
     for (let k = k0; k < k1; k++) if (wanted(layout, k, c0, c1, full)) decodeChunkInto(cx, k);
     return;
@@ -214,21 +232,37 @@ export function decodeChunksInto(cx: ChunkContext, k0: number, k1: number): void
     plan[p + 7] = Math.min(ch.cellHi, c1);
     plan[p + 8] = ch.nnzLo - base;
   }
+  const nGenes = layout.header.nGenes;
   for (let k = k0; k < k1; ) {
-    const stopped = native.chunks(
-      cx.bytes,
-      plan,
-      k,
-      k1,
-      layout.indptr,
-      cx.indices,
-      cx.data,
-      layout.header.nGenes,
-    );
+    const stopped =
+      columns === undefined
+        ? native.chunks(cx.bytes, plan, k, k1, layout.indptr, cx.indices, cx.data, nGenes)
+        : native.chunksRenumbered!(
+            cx.bytes,
+            plan,
+            k,
+            k1,
+            layout.indptr,
+            cx.indices,
+            cx.data,
+            nGenes,
+            columns,
+          );
     if (stopped === -1) return;
+    // A chunk the kernel leaves to us is decoded again whole here (and renumbered after).
     decodeChunkInto(cx, stopped);
+    if (columns !== undefined) renumberChunk(cx, stopped, columns);
     k = stopped + 1;
   }
+}
+
+/** Renumbers the decoded cells of chunk `k` (those inside `[cx.c0, cx.c1)`) through `columns`. */
+function renumberChunk(cx: ChunkContext, k: number, columns: Int32Array): void {
+  const { layout, base } = cx;
+  const ch = layout.chunks[k]!;
+  const ca = Math.max(ch.cellLo, cx.c0);
+  const cb = Math.min(ch.cellHi, cx.c1);
+  if (cb > ca) renumberColumns(cx.indices, layout.indptr[ca]! - base, layout.indptr[cb]! - base, columns);
 }
 
 /** Checks a requested cell range against the tile. */

@@ -20,6 +20,8 @@ export interface LocalDecoder {
   decode(bytes: Uint8Array, opts?: Omit<DecodeOptions, "out">): Promise<RecycledTile>;
   /** Memory to read tile bytes into (given back once the tile is decoded). */
   lend(size: number): LentBytes;
+  /** `decode` applies the `columns` option. */
+  readonly renumbers: true;
 }
 
 export function createLocalDecoder(): LocalDecoder {
@@ -28,6 +30,7 @@ export function createLocalDecoder(): LocalDecoder {
   const buffers = new BufferRecycler((n) => new ArrayBuffer(n), true);
   const inputs = new BufferRecycler((n) => new ArrayBuffer(n));
   return {
+    renumbers: true,
     lend: (size) => lendBytes(inputs, size),
     async decode(bytes, opts = {}) {
       const zstd = await loadZstd();

@@ -9,6 +9,7 @@ export {
   openDataset,
   type ReadOptions,
   type TileDecoder,
+  type TileReadOptions,
 } from "./reader.js";
 export { type DatasetRowBlocks, type DatasetRowBlocksOptions, datasetRowBlocks } from "./row-blocks.js";
 export type {

@@ -6,6 +6,7 @@
  */
 import { isStorageError, type ObjectInfo, openStore, type ReadableStore } from "@deltacells/storage";
 import type { Vector } from "apache-arrow";
+import { checkColumns, renumberColumns } from "../codec/columns.js";
 import type { DecodedTile } from "../codec/decode.js";
 import { createLocalDecoder } from "../codec/local-decoder.js";
 import { createTilePool } from "../codec/pool/pool.js";
@@ -49,8 +50,13 @@ export type DatasetTile = RecycledTile;
 export interface TileDecoder {
   decode(
     bytes: Uint8Array,
-    opts?: { values?: "int32" | "float32"; cells?: [number, number]; object?: string },
+    opts?: { values?: "int32" | "float32"; cells?: [number, number]; object?: string; columns?: Int32Array },
   ): Promise<DecodedTile>;
+  /**
+   * Whether `decode` applies the `columns` option (the codec's decoders and pools do); when not,
+   * the reader renumbers the decoded tile itself.
+   */
+  readonly renumbers?: boolean;
   /** Number of workers, for a pool: `tiles()` then keeps that many tiles decoding ahead. */
   readonly threads?: number;
 }
@@ -68,6 +74,17 @@ export interface ReadOptions {
   /** Decoded counts as int32 (default) or float32 (ready for a tensor). */
   values?: "int32" | "float32";
   signal?: AbortSignal;
+}
+
+/** Options of {@link Dataset.tile}. */
+export interface TileReadOptions extends ReadOptions {
+  /**
+   * Renumbers the columns: a nonzero of dataset column j comes out with index `columns[j]` (a
+   * permutation of `0 .. nGenes - 1`; keep passing the same array, it is checked and, on a pool,
+   * sent to the workers once). Done by the decoder, on its workers when it has some. Each cell's
+   * indices then follow the dataset's column order (not increasing unless the map is).
+   */
+  columns?: Int32Array;
 }
 
 export interface OpenDatasetOptions {
@@ -286,12 +303,23 @@ export class Dataset {
   async tileFromBytes(
     i: number,
     bytes: Uint8Array,
-    opts: ReadOptions & { cells?: [number, number] } = {},
+    opts: TileReadOptions & { cells?: [number, number] } = {},
   ): Promise<DatasetTile> {
     const object = `${this.url}/${tileKey(i)}`;
     let tile: DatasetTile;
+    const { columns } = opts;
     try {
-      const d = await this.decoder.decode(bytes, { values: opts.values, cells: opts.cells, object });
+      const decoderColumns = this.decoder.renumbers ? columns : undefined;
+      if (columns !== undefined && decoderColumns === undefined) checkColumns(columns, this.nGenes, object);
+      const d = await this.decoder.decode(bytes, {
+        values: opts.values,
+        cells: opts.cells,
+        object,
+        ...(decoderColumns && { columns: decoderColumns }),
+      });
+      // A decoder that does not renumber (a caller's own): the tile it returned is renumbered here.
+      if (columns !== undefined && decoderColumns === undefined && d.nGenes === this.nGenes)
+        renumberColumns(d.indices, 0, d.nnz, columns);
       tile = typeof (d as Partial<RecycledTile>).release === "function" ? (d as RecycledTile) : ownedTile(d);
     } catch (err) {
       if (isDeltacellsError(err)) throw err;
@@ -323,7 +351,7 @@ export class Dataset {
   }
 
   /** Tile `i`, decoded: one GET. The tile is lent: `release()` it when done (see {@link DatasetTile}). */
-  async tile(i: number, opts: ReadOptions = {}): Promise<DatasetTile> {
+  async tile(i: number, opts: TileReadOptions = {}): Promise<DatasetTile> {
     const { bytes, done } = await this.fetchTile(i, opts.signal);
     try {
       return await this.tileFromBytes(i, bytes, opts);
@@ -627,6 +655,7 @@ export function poolTileDecoder(threads: number): { decoder: TileDecoder; close(
     : new BufferRecycler<ArrayBuffer | SharedArrayBuffer>((n) => new ArrayBuffer(n));
   const decoder = {
     threads: pool.threads,
+    renumbers: true,
     decode: pool.decode,
     lend: (size: number) => lendBytes(inputs, size),
   };

@@ -16,7 +16,7 @@ import {
   type UnreadableTilePolicy,
   unreadable,
 } from "./feed.js";
-import type { ColumnMap } from "./genes.js";
+import { type ColumnMap, decoderColumns } from "./genes.js";
 import type { BatchObsBuilder, ObsGather } from "./obs.js";
 import type { EpochPlan } from "./plan.js";
 
@@ -61,6 +61,8 @@ export class Assembler {
   private sortKeys = new Float64Array(0);
   private sortIdx = new Int32Array(0);
   private sortData = new Float64Array(0);
+  /** Whether the decoder already renumbered the tiles' columns (then rows are copied as they are). */
+  private readonly renumbered: boolean;
 
   constructor(
     private readonly ds: Dataset,
@@ -71,7 +73,9 @@ export class Assembler {
     private readonly sortIndices: boolean,
     private readonly policy: UnreadableTilePolicy,
     private readonly onSkip: (s: SkippedTile) => void,
-  ) {}
+  ) {
+    this.renumbered = decoderColumns(map) !== undefined;
+  }
 
   /** Whether rows come out with increasing indices. */
   get sorted(): boolean {
@@ -181,6 +185,7 @@ export class Assembler {
           ip[row]!,
           ip[row + 1]!,
           this.map,
+          this.renumbered,
         );
         this.finishCell(arrays, run, s, row);
       }
@@ -202,10 +207,10 @@ export class Assembler {
       const si = this.indices[s]!;
       const sd = this.datas[s]!;
       const map = this.map;
-      run.at = map.identity
-        ? copyRow(arrays.indices, arrays.data, start, si, sd, a, b)
-        : map.complete
-          ? permuteRow(arrays.indices, arrays.data, start, si, sd, a, b, map.toOutput)
+      // Rows come renumbered from the decoder unless columns are left out (a selection).
+      run.at =
+        map.identity || this.renumbered
+          ? copyRow(arrays.indices, arrays.data, start, si, sd, a, b)
           : mapRow(arrays.indices, arrays.data, start, si, sd, a, b, map.toOutput);
       if (sort && run.at - start > 1) this.sortRow(arrays.indices, arrays.data, start, run.at);
       arrays.indptr[run.n + 1] = run.at;
@@ -285,23 +290,6 @@ function copyRow(
   return at;
 }
 
-/** Copies nonzeros `[a, b)` to `at` renumbered by `map`, a permutation (every column kept). */
-function permuteRow(
-  oi: Int32Array,
-  od: Int32Array | Float32Array,
-  at: number,
-  si: Int32Array,
-  sd: Int32Array | Float32Array,
-  a: number,
-  b: number,
-  map: Int32Array,
-): number {
-  if (b - a >= MEMCPY_FROM) (od as Int32Array).set((sd as Int32Array).subarray(a, b), at);
-  else for (let j = a; j < b; j++) od[at + j - a] = sd[j]!;
-  for (let j = a; j < b; j++) oi[at++] = map[si[j]!]!;
-  return at;
-}
-
 /** Copies the selected nonzeros of `[a, b)` to `at`, renumbered by `map`; returns the new end. */
 function mapRow(
   oi: Int32Array,
@@ -333,8 +321,9 @@ function denseRow(
   a: number,
   b: number,
   map: ColumnMap,
+  renumbered: boolean,
 ): void {
-  if (map.identity) for (let j = a; j < b; j++) out[base + si[j]!] = sd[j]!;
+  if (map.identity || renumbered) for (let j = a; j < b; j++) out[base + si[j]!] = sd[j]!;
   else {
     const m = map.toOutput;
     for (let j = a; j < b; j++) {

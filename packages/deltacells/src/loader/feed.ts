@@ -68,6 +68,8 @@ export class TileFeed {
     private readonly budget: number,
     private readonly maxInFlight: number,
     private readonly values: "int32" | "float32",
+    /** A renumbering the decoder applies (`Dataset.tile`'s `columns`), or undefined. */
+    private readonly columns: Int32Array | undefined,
     private readonly signal?: AbortSignal,
   ) {
     for (let w = windows[0]; w < windows[1]; w++) {
@@ -115,7 +117,11 @@ export class TileFeed {
 
   private async load(segment: Segment): Promise<LoadedSegment> {
     try {
-      const tile = await this.ds.tile(segment.tile, { values: this.values, signal: this.signal });
+      const tile = await this.ds.tile(segment.tile, {
+        values: this.values,
+        signal: this.signal,
+        ...(this.columns && { columns: this.columns }),
+      });
       if (this.closed) {
         tile.release();
         return { segment, tile: undefined, error: STOPPED };

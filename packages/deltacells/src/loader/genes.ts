@@ -3,11 +3,22 @@
  * sorts them by decreasing total counts and records the permutation in `gene_order.npy`:
  * dataset column j was source column `gene_order[j]`). A training job thinks in its AnnData's
  * order, so by default output column i is source gene i; a selection picks and orders columns.
- * Everything becomes one table, dataset column -> output column (or -1), applied per nonzero.
+ * Everything becomes one table, dataset column -> output column (or -1), applied per nonzero:
+ * by the decoder, on its workers, when the table is a permutation (every gene, in another order:
+ * the default on a reordered dataset), else while rows are copied into a batch.
  */
 
 import type { Dataset } from "../dataset/reader.js";
 import { DeltacellsError } from "../errors.js";
+
+/**
+ * The renumbering the decoder applies to tiles for `map` (`Dataset.tile`'s `columns`): the whole
+ * table when it is a permutation other than the identity; else none (selections drop columns,
+ * which happens while rows are copied).
+ */
+export function decoderColumns(map: ColumnMap): Int32Array | undefined {
+  return map.complete && !map.identity ? map.toOutput : undefined;
+}
 
 /** Which column space numbers refer to, and the order of the unselected output. */
 export type ColumnOrder = "source" | "dataset";

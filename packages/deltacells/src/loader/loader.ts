@@ -16,7 +16,7 @@ import {
   lendBatch,
 } from "./batch.js";
 import { type SkippedTile, TileFeed, tileCost } from "./feed.js";
-import { type ColumnMap, type LoaderGenes, resolveGenes } from "./genes.js";
+import { type ColumnMap, decoderColumns, type LoaderGenes, resolveGenes } from "./genes.js";
 import { ObsGather } from "./obs.js";
 import { type LoaderOptions, type LoaderSettings, type LoaderState, settingsOf } from "./options.js";
 import { EpochPlan } from "./plan.js";
@@ -214,6 +214,7 @@ class DatasetLoader implements Loader {
       this.budget,
       this.maxInFlight,
       s.values,
+      decoderColumns(this.map),
       this.signal,
     );
     this.held = feed;

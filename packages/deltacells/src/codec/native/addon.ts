@@ -49,6 +49,27 @@ export interface NativeKernel {
     data: Int32Array | Float32Array,
     nGenes: number,
   ): number;
+  /**
+   * `indices[i] = map[indices[i]]` for `i` in `[s, e)`: false if an index was outside the map.
+   * Added without a version change: absent from older builds, where the TypeScript loop runs.
+   */
+  renumber?(indices: Int32Array, s: number, e: number, map: Int32Array): boolean;
+  /**
+   * `chunks`, each decoded chunk's indices then replaced by `map[index]` (`map`: nGenes entries)
+   * while still in cache; a chunk it returns to the caller is not renumbered. Absent from older
+   * builds (added without a version change), where the caller renumbers after `chunks`.
+   */
+  chunksRenumbered?(
+    bytes: Uint8Array,
+    plan: Float64Array,
+    k0: number,
+    k1: number,
+    indptr: Float64Array,
+    indices: Int32Array,
+    data: Int32Array | Float32Array,
+    nGenes: number,
+    map: Int32Array,
+  ): number;
   /** This addon's zstd alone (benchmarks): bytes written, or -1. */
   decompress(src: Uint8Array, dst: Uint8Array): number;
   crc32(bytes: Uint8Array, crc: number): number;

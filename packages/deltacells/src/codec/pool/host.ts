@@ -6,7 +6,13 @@
  */
 import { spawnWorker } from "#threads";
 import { DeltacellsError } from "../../errors.js";
-import { type CompressRequest, type DecodeRequest, deserializeError, type Response } from "./protocol.js";
+import {
+  type CompressRequest,
+  type DecodeRequest,
+  deserializeError,
+  type Response,
+  WorkerColumnMaps,
+} from "./protocol.js";
 import type { WorkerLike } from "./threads.js";
 
 /** Runs requests on a set of workers. */
@@ -26,6 +32,8 @@ interface Slot {
   jobs: Set<number>;
   /** Incremented when a crashed worker is replaced. */
   generation: number;
+  /** The column maps this worker holds (a new worker holds none). */
+  maps: WorkerColumnMaps;
 }
 
 type Job = {
@@ -34,6 +42,18 @@ type Job = {
   resolve: (r: Response) => void;
   reject: (e: Error) => void;
 };
+
+/** `req` as sent to a worker holding `maps`: a column map goes along only when the worker lacks it. */
+function withColumnMap(
+  req: DecodeRequest | CompressRequest,
+  maps: WorkerColumnMaps,
+): DecodeRequest | CompressRequest {
+  if (req.op !== "decode" || req.columns === undefined) return req;
+  const { id } = req.columns;
+  if (maps.has(id)) return { ...req, columns: { id } };
+  maps.add(id);
+  return req;
+}
 
 /** A host of `threads` workers. */
 export function startWorkerHost(threads: number): WorkerHost {
@@ -62,6 +82,7 @@ export function startWorkerHost(threads: number): WorkerHost {
   const launch = async (slot: Slot): Promise<void> => {
     const generation = ++slot.generation;
     slot.jobs.clear();
+    slot.maps = new WorkerColumnMaps();
     slot.worker = spawnWorker(
       (m) => {
         const job = pending.get(m.id);
@@ -94,6 +115,7 @@ export function startWorkerHost(threads: number): WorkerHost {
           busy: Number.POSITIVE_INFINITY,
           jobs: new Set(),
           generation: 0,
+          maps: new WorkerColumnMaps(),
         };
         await launch(slot);
         return slot;
@@ -109,7 +131,7 @@ export function startWorkerHost(threads: number): WorkerHost {
       slot.jobs.add(job.req.id);
       pending.set(job.req.id, job);
       keepAlive();
-      slot.worker.postMessage(job.req, job.transfer);
+      slot.worker.postMessage(withColumnMap(job.req, slot.maps), job.transfer);
     }
   };
   const run = async (req: DecodeRequest | CompressRequest, transfer: ArrayBuffer[]): Promise<Response> => {

@@ -8,6 +8,7 @@
  * parts on its workers (host.ts).
  */
 import { DeltacellsError } from "../../errors.js";
+import { checkColumns } from "../columns.js";
 import { crc32Combine } from "../crc32.js";
 import {
   allocateOutput,
@@ -47,7 +48,8 @@ export interface TilePool {
   /**
    * Decodes a tile (or a cell range), its chunks split across idle workers. Same checks as
    * `decodeTile`. `bytes` in shared memory reach the workers as they are; other bytes are copied
-   * into the pool's shared buffers first (small next to the output). Where the output goes
+   * into the pool's shared buffers first (small next to the output). `columns` renumbers on the
+   * workers; each map reaches each worker once (keep passing the same array). Where the output goes
    * decides the speed:
    *
    * - no `out` (the fast path): the arrays are views of shared buffers the pool keeps;
@@ -116,6 +118,23 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
   const inputs = new BufferRecycler((n) => new SharedArrayBuffer(n));
   const outputs = new BufferRecycler((n) => new SharedArrayBuffer(n));
   let nextId = 1;
+  // Column maps (`columns`) by the caller's array: an id, and the copy the workers get (shared
+  // memory where there is some, so each worker's copy is the same memory).
+  const columnMaps = new WeakMap<Int32Array, { id: number; map: Int32Array }>();
+  let nextMapId = 1;
+  const columnMap = (columns: Int32Array, nGenes: number, object: string | undefined) => {
+    checkColumns(columns, nGenes, object);
+    let m = columnMaps.get(columns);
+    if (m === undefined) {
+      const copy = canShareMemory()
+        ? new Int32Array(new SharedArrayBuffer(columns.byteLength))
+        : new Int32Array(columns.length);
+      copy.set(columns);
+      m = { id: nextMapId++, map: copy };
+      columnMaps.set(columns, m);
+    }
+    return m;
+  };
   const run = (req: DecodeRequest | CompressRequest, transfer: ArrayBuffer[]) => host.run(req, transfer);
 
   async function decode(bytes: Uint8Array, o: DecodeOptions = {}): Promise<RecycledTile> {
@@ -126,6 +145,7 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
     const [c0, c1] = cellRange(o.cells, nCells, object);
     const base = layout.indptr[c0]!;
     const nnz = layout.indptr[c1]! - base;
+    const columns = o.columns === undefined ? undefined : columnMap(o.columns, nGenes, object);
     const shared = canShareMemory();
     const values = valuesOf(o);
     // The caller's arrays (checked; any not given are allocated) when `out` is given: the result is theirs.
@@ -175,6 +195,7 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
         crcFrom: part.crcFrom,
         crcTo: part.crcTo,
         object,
+        ...(columns && { columns }),
       }),
     );
     const expectedCrc = layout.header.crc32;

@@ -20,10 +20,41 @@ export interface DecodeRequest {
   /** Shared output arrays to write into; when absent the worker returns its own (transferred). */
   indices?: Int32Array;
   data?: Int32Array | Float32Array;
+  /**
+   * Renumber the columns through the pool's map `id` (see `DecodeOptions.columns`). `map` travels
+   * only with the first request of that id to each worker (shared memory where there is some);
+   * the worker keeps it (see {@link WorkerColumnMaps}).
+   */
+  columns?: { id: number; map?: Int32Array };
   /** CRC-32 of `bytes[crcFrom, crcTo)`, returned for the pool to combine. */
   crcFrom: number;
   crcTo: number;
   object?: string;
+}
+
+/** How many column maps a worker keeps: the host and the worker evict the same oldest one. */
+export const WORKER_COLUMN_MAPS = 4;
+
+/**
+ * The column maps one worker holds, by id, as both ends see them: the host's copy decides whether
+ * a request must carry its map, the worker's holds the maps. Both see the same requests in the
+ * same order and evict first-in first, so they agree without another message.
+ */
+export class WorkerColumnMaps {
+  private readonly maps = new Map<number, Int32Array | undefined>();
+
+  has(id: number): boolean {
+    return this.maps.has(id);
+  }
+
+  get(id: number): Int32Array | undefined {
+    return this.maps.get(id);
+  }
+
+  add(id: number, map?: Int32Array): void {
+    this.maps.set(id, map);
+    if (this.maps.size > WORKER_COLUMN_MAPS) this.maps.delete(this.maps.keys().next().value!);
+  }
 }
 
 export interface CompressRequest {

@@ -7,11 +7,33 @@ import { chunkContext, decodeChunksInto } from "../decode.js";
 import { compressChunk } from "../encode.js";
 import { checksum } from "../layout.js";
 import { loadZstd } from "../zstd/load.js";
-import { type DecodeRequest, type Request, type Response, serializeError } from "./protocol.js";
+import {
+  type DecodeRequest,
+  type Request,
+  type Response,
+  serializeError,
+  WorkerColumnMaps,
+} from "./protocol.js";
 
 type Reply = (r: Response, transfer: ArrayBuffer[]) => void;
 
+/** The column maps the pool sent this worker, by id (it sends each once). */
+const columnMaps = new WorkerColumnMaps();
+
+/** Keeps a column map that came with `req`: before anything can fail, as the pool counts it as sent. */
+function keepColumnMap(req: Request): void {
+  if (req.op === "decode" && req.columns?.map !== undefined) columnMaps.add(req.columns.id, req.columns.map);
+}
+
+function columnsOf(req: DecodeRequest): Int32Array | undefined {
+  if (req.columns === undefined) return undefined;
+  const held = columnMaps.get(req.columns.id);
+  if (held === undefined) throw new Error(`column map ${req.columns.id} was never sent to this worker`);
+  return held;
+}
+
 async function handle(req: Request, reply: Reply): Promise<void> {
+  keepColumnMap(req);
   try {
     const zstd = await loadZstd();
     if (req.op === "compress") {
@@ -28,6 +50,7 @@ async function handle(req: Request, reply: Reply): Promise<void> {
 
 function decode(req: DecodeRequest, zstd: Awaited<ReturnType<typeof loadZstd>>): [Response, ArrayBuffer[]] {
   const { bytes, layout, k0, k1, c0, c1, object } = req;
+  const columns = columnsOf(req);
   const crc = req.crcTo > req.crcFrom ? checksum(bytes.subarray(req.crcFrom, req.crcTo)) : 0;
   let { indices, data, base } = req;
   const owned = indices === undefined || data === undefined;
@@ -43,6 +66,7 @@ function decode(req: DecodeRequest, zstd: Awaited<ReturnType<typeof loadZstd>>):
     chunkContext({ bytes, layout, c0, c1, indices: indices!, data: data!, base, zstd, object }),
     k0,
     k1,
+    columns,
   );
   if (!owned) return [{ id: req.id, ok: true, crc }, []];
   return [
