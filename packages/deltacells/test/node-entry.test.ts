@@ -11,7 +11,7 @@ for (const pkg of PACKAGES) {
   test(`${pkg}/node exports every name ${pkg} does`, async () => {
     const browser = Object.keys(await import(pkg));
     const node = new Set(Object.keys(await import(`${pkg}/node`)));
-    assert.ok(browser.length > 5, `${pkg} exports ${browser.length} names`);
+    assert.ok(browser.length > 0, `${pkg} exports nothing`);
     assert.deepEqual(
       browser.filter((name) => !node.has(name)),
       [],
