@@ -55,13 +55,7 @@ async function groupFrame(tree: Tree, group: TreeGroup, exclude: ReadonlySet<str
     });
   }
   const index = await indexNode.readStrings();
-  const order = attrs["column-order"];
-  const names =
-    order === undefined || order === null
-      ? []
-      : typeof order === "string"
-        ? [order]
-        : Array.from(order as ArrayLike<unknown>, (x) => attrString(x) ?? String(x));
+  const names = columnOrder(attrs["column-order"]);
   const columns: TableColumn[] = [];
   const unsupported: string[] = [];
   for (const name of names) {
@@ -237,13 +231,7 @@ export async function frameReader(
   const indexNode = await tree.get(joinPath(group.path, indexKey));
   if (indexNode?.kind !== "array" || indexNode.element !== "string") return undefined;
   const index = rows(indexNode);
-  const order = attrs["column-order"];
-  const names =
-    order === undefined || order === null
-      ? []
-      : typeof order === "string"
-        ? [order]
-        : Array.from(order as ArrayLike<unknown>, (x) => attrString(x) ?? String(x));
+  const names = columnOrder(attrs["column-order"]);
   const columns: TableColumnReader[] = [];
   const unsupported: string[] = [];
   for (const name of names) {
@@ -361,4 +349,11 @@ async function columnReader(
     `${loc}: column ${path} has encoding ${JSON.stringify(enc ?? null)}, which is not supported.`,
     { tag: "Unsupported", object: objectIn(loc, path) },
   );
+}
+
+/** The column names of a data frame's `column-order` attribute (absent, one name, or a list). */
+function columnOrder(order: unknown): string[] {
+  if (order === undefined || order === null) return [];
+  if (typeof order === "string") return [order];
+  return Array.from(order as ArrayLike<unknown>, (x) => attrString(x) ?? String(x));
 }
