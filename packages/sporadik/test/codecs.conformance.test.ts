@@ -73,9 +73,9 @@ test("a damaged chunk under crc32c is refused naming the chunk, not read as othe
   bytes[0] = (bytes[0] as number) ^ 0x01; // the first value's lowest mantissa bit: still a float
   writeFileSync(file, bytes);
   const reader = await openReader(new FolderStore(path), { axis: 0 });
-  await assert.rejects(reader.sliceAt(0), (err: Error & { _tag?: string; where?: string }) => {
+  await assert.rejects(reader.sliceAt(0), (err: Error & { _tag?: string; object?: string }) => {
     assert.equal(err._tag, "LayoutError");
-    assert.equal(err.where, `/${data}`);
+    assert.equal(err.object, `/${data}`);
     assert.match(err.message, /crc32c/);
     return true;
   });

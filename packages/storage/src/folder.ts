@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { closeSync, fstatSync, openSync, readFile, readSync } from "node:fs";
-import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
+import { link, mkdir, open, readdir, rename, rm, stat, unlink } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
 import { changedError, isStorageError, objectAt, StorageError } from "./errors.js";
 import { normalizeKey, normalizePrefix } from "./keys.js";
@@ -398,20 +398,23 @@ export class FolderStore implements Store {
   }
 
   /**
-   * A create-only `set`: `O_EXCL` makes the creation atomic (also on NFS v3+), which a temporary
-   * file and a rename cannot be. The object is small (a lock): a reader that finds it half-written
-   * is told so by its parser.
+   * A create-only `set`: the value is written whole to a temporary file, which is then hard-linked
+   * to its name. `link` fails if the name exists and is atomic (also on NFS), so the object appears
+   * complete or not at all: a second writer never reads a half-written lock, which a rename (it
+   * replaces) or an `O_EXCL` create followed by a write (empty at first) would allow.
    */
   private async create(key: string, path: string, value: Uint8Array): Promise<void> {
+    const tmp = `${path}${TEMP_MARK}${randomBytes(6).toString("hex")}`;
     try {
       await makeFolders(dirname(path));
-      const handle = await open(path, "wx");
+      const handle = await open(tmp, "wx");
       try {
         await handle.writeFile(value);
         await handle.sync();
       } finally {
         await handle.close();
       }
+      await link(tmp, path);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "EEXIST") {
         throw new StorageError(`${path} already exists`, {
@@ -421,6 +424,8 @@ export class FolderStore implements Store {
         });
       }
       throw this.wrap(err, "creating", key);
+    } finally {
+      await unlink(tmp).catch(() => {});
     }
   }
 

@@ -16,6 +16,8 @@ test("@deltacells/storage exports exactly these names", () => {
     "CoalescingStore: class",
     "ConcurrencyLimitStore: class",
     "DEFAULT_MAX_IGNORED_RANGE_BYTES: number",
+    "DEFAULT_RETRIES: number",
+    "DEFAULT_TIMEOUT_SECONDS: number",
     "DELTACELLS_ERROR: symbol",
     "HttpStatusError: class",
     "HttpStore: class",
@@ -34,6 +36,7 @@ test("@deltacells/storage exports exactly these names", () => {
     "withCoalescing: function",
     "withConcurrencyLimit: function",
     "withRetries: function",
+    "withStallTimeout: function",
     "withStats: function",
   ]);
 });
@@ -43,6 +46,8 @@ test("@deltacells/storage/node exports exactly these names", () => {
     "CoalescingStore: class",
     "ConcurrencyLimitStore: class",
     "DEFAULT_MAX_IGNORED_RANGE_BYTES: number",
+    "DEFAULT_RETRIES: number",
+    "DEFAULT_TIMEOUT_SECONDS: number",
     "DELTACELLS_ERROR: symbol",
     "FolderStore: class",
     "HttpStatusError: class",
@@ -62,6 +67,7 @@ test("@deltacells/storage/node exports exactly these names", () => {
     "withCoalescing: function",
     "withConcurrencyLimit: function",
     "withRetries: function",
+    "withStallTimeout: function",
     "withStats: function",
   ]);
 });

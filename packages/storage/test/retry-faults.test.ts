@@ -87,8 +87,10 @@ describe("reads retried through a fault-injecting proxy", () => {
       assert.equal(err.attempts, 3);
       assert.equal(err.causes.length, 3);
       assert.match(err.message, /failed 3 times/);
-      assert.match(err.message, /answered 503/);
-      assert.match(err.message, /truncated body|terminated|other side closed/);
+      // One line naming the last failure; every attempt's error is in `causes`.
+      assert.doesNotMatch(err.message, /\n/);
+      assert.match(err.message, /last: .*(truncated body|terminated|other side closed)/);
+      assert.match(String((err.causes[0] as Error).message), /answered 503/);
       return true;
     });
     assert.equal(inner.stats.requests.getRange, 3, "exactly three attempts reached the server");
