@@ -1,6 +1,6 @@
 /**
  * The writer lock of a conversion target: one object, `.deltacells-lock`, created with
- * create-only semantics (`O_EXCL` in a folder, `If-None-Match: *` on S3) before anything is
+ * create-only semantics (a hard link in a folder, `If-None-Match: *` on S3) before anything is
  * written, and deleted when the conversion ends, whether it succeeded, failed or was interrupted
  * (Ctrl-C, SIGTERM). A second conversion into the same place finds it and is refused, so two
  * writers never mix their objects. A lock left by a killed process (SIGKILL, power loss) stays:

@@ -33,8 +33,8 @@ export interface StoreOptions {
   /** Reads: called once with what the store learned about the object (nothing for a missing one). */
   onInfo?: (info: ObjectInfo) => void;
   /**
-   * `set`: create the object only if there is none (`O_EXCL` in a folder, `If-None-Match: *` on
-   * S3), else fail with an `AlreadyExists` error. Stores that cannot do it atomically refuse it.
+   * `set`: create the object only if there is none (a hard link to a
+   * complete temporary file in a folder, `If-None-Match: *` on S3), else fail with an `AlreadyExists` error. Stores that cannot do it atomically refuse it.
    */
   createOnly?: boolean;
 }
