@@ -28,7 +28,9 @@ export type CliErrorTag =
   /** A companion or staged object changed under the command (another writer at the same place). */
   | "ConcurrentChange"
   /** `serve` was given a root that is not a folder. */
-  | "NotAFolder";
+  | "NotAFolder"
+  /** Another conversion holds the target's writer lock. */
+  | "TargetLocked";
 
 /** What a {@link CliError} is made of, besides its message. */
 export interface CliErrorOptions {

@@ -67,9 +67,9 @@ export class NothingThereError extends CliError {
  * Only a folder or a listable store can tell; an HTTP location keeps the dataset's error.
  */
 async function orNothingThere(store: StatsStore, err: unknown): Promise<unknown> {
-  const path = /^[a-z][a-z0-9+.-]+:/i.test(store.url) && !/^file:/i.test(store.url) ? undefined : store.url;
+  const path = localPath(store.url);
   if (path !== undefined) {
-    const s = await stat(/^file:/i.test(path) ? fileURLToPath(path) : path).catch(() => undefined);
+    const s = await stat(path).catch(() => undefined);
     if (!s || (s.isDirectory() && (await readdir(path)).length === 0)) return NothingThereError.at(store.url);
     return err;
   }

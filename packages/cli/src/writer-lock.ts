@@ -12,6 +12,7 @@ import { readdir, rm, rmdir, stat } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { isStorageError, type Store } from "@deltacells/storage";
+import { CliError } from "./errors.js";
 
 /** The lock object's key at the root of a target. */
 export const LOCK_KEY = ".deltacells-lock";
@@ -28,8 +29,7 @@ export interface LockHolder {
 }
 
 /** Another conversion holds the target's lock. */
-export class TargetLockedError extends Error {
-  readonly _tag = "TargetLocked";
+export class TargetLockedError extends CliError {
   constructor(
     message: string,
     /** The lock object (a path or URL). */
@@ -37,7 +37,7 @@ export class TargetLockedError extends Error {
     /** What the lock says, when it could be read. */
     readonly holder: LockHolder | undefined,
   ) {
-    super(message);
+    super(message, { tag: "TargetLocked", object: lock, expected: "no writer lock", found: holder });
     this.name = "TargetLockedError";
   }
 }
