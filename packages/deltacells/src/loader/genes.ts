@@ -10,6 +10,7 @@
 
 import type { Dataset } from "../dataset/reader.js";
 import { DeltacellsError } from "../errors.js";
+import { identity } from "./random.js";
 
 /**
  * The renumbering the decoder applies to tiles for `map` (`Dataset.tile`'s `columns`): the whole
@@ -61,14 +62,14 @@ export async function resolveGenes(
   order: ColumnOrder,
 ): Promise<ColumnMap> {
   const n = ds.nGenes;
-  const geneOrder = (await ds.geneOrder()) ?? identityOrder(n);
+  const geneOrder = (await ds.geneOrder()) ?? identity(n);
   const sourceToDataset = new Int32Array(n);
   for (let j = 0; j < n; j++) sourceToDataset[geneOrder[j]!] = j;
   const datasetNames = await ds.geneNames();
 
   let datasetColumns: Int32Array;
   if (genes === undefined) {
-    datasetColumns = order === "dataset" ? identityOrder(n) : sourceToDataset.slice();
+    datasetColumns = order === "dataset" ? identity(n) : sourceToDataset.slice();
   } else if (genes.length > 0 && typeof genes[0] === "string") {
     if (datasetNames === undefined)
       throw invalid(`genes were given by name but ${ds.url} has no var_names.txt: select them by index`);
@@ -122,10 +123,6 @@ export async function resolveGenes(
     monotone,
     complete,
   };
-}
-
-function identityOrder(n: number): Int32Array {
-  return Int32Array.from({ length: n }, (_, i) => i);
 }
 
 function describe(genes: readonly string[] | ArrayLike<number> | undefined, i: number): string {

@@ -67,6 +67,8 @@ export interface TilePool {
   close(): Promise<void>;
   /** Number of workers. */
   readonly threads: number;
+  /** `decode` applies its `columns` option on the workers (see the dataset reader's `TileDecoder`). */
+  readonly renumbers: true;
 }
 
 function hardwareThreads(): number {
@@ -270,6 +272,7 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
 
   return {
     threads,
+    renumbers: true,
     decode,
     encode,
     close: () => host.close(),
