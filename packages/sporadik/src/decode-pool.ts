@@ -51,29 +51,6 @@ interface Slot {
   done: Int32Array;
 }
 
-/**
- * The Node options a worker starts with: the host's, less those that only make sense for the host's
- * own entry (`--input-type` with `-e`/`-p` code, which a worker loading a file refuses, the code
- * itself, `--test`). What loaders need (`--import tsx`, `--conditions`) is kept.
- */
-export function workerExecArgv(execArgv: readonly string[] = process.execArgv): string[] {
-  const out: string[] = [];
-  for (let k = 0; k < execArgv.length; k++) {
-    const arg = execArgv[k] as string;
-    if (/^(-e|--eval|-p|--print)$/.test(arg)) {
-      k++; // its code
-      continue;
-    }
-    if (arg === "--input-type") {
-      k++; // its value
-      continue;
-    }
-    if (/^(--input-type=|--eval=|--print=|--test$|--test-)/.test(arg)) continue;
-    out.push(arg);
-  }
-  return out;
-}
-
 /** A small pool of decode workers, started on first use, never keeping the process alive. */
 export class DecodePool {
   readonly size: number;
@@ -88,7 +65,7 @@ export class DecodePool {
 
   #start(): Slot {
     const done = new Int32Array(new SharedArrayBuffer(4));
-    const worker = startWorker("decode-worker", { workerData: done, execArgv: workerExecArgv() });
+    const worker = startWorker("decode-worker", { workerData: done });
     const slot: Slot = { worker, pending: new Map(), spares: [], sent: 0, done };
     worker.unref();
     worker.on("message", (reply: DecodeReply) => {

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { workerExecArgv } from "../src/decode-pool.js";
+import { workerExecArgv } from "../src/worker-argv.js";
 
 test("workers keep the host's loader options and drop those of its -e/-p entry", () => {
   assert.deepEqual(
