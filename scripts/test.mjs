@@ -105,4 +105,21 @@ if (everything) {
   run("npx", ["tsc", "-p", "tsconfig.browser.json"]);
   run("npx", ["biome", "check", "."]);
 }
-run(process.execPath, ["--import", "tsx", "--conditions=source", "--test", ...files]);
+// A hang must fail with a name, not run into CI's own time limit and say nothing: a test that runs
+// past TEST_TIMEOUT_MS fails as such, and a run past RUN_TIMEOUT_MS (a file whose process does not
+// exit after its tests, e.g. a leaked timer or worker) is stopped with this message. The slowest
+// test takes about 30 s and the whole run about 16 minutes on 2 cores.
+const TEST_TIMEOUT_MS = 5 * 60_000;
+const RUN_TIMEOUT_MS = 50 * 60_000;
+const result = spawnSync(
+  process.execPath,
+  ["--import", "tsx", "--conditions=source", "--test", `--test-timeout=${TEST_TIMEOUT_MS}`, ...files],
+  { stdio: "inherit", timeout: RUN_TIMEOUT_MS, killSignal: "SIGTERM" },
+);
+if (result.error?.code === "ETIMEDOUT" || result.signal === "SIGTERM") {
+  fail(
+    `the tests did not finish within ${RUN_TIMEOUT_MS / 60_000} minutes and were stopped: a test file ` +
+      "kept its process alive after its tests (the file after the last test reported above).",
+  );
+}
+process.exit(result.status ?? 1);

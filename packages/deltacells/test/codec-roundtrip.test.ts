@@ -287,6 +287,31 @@ test("a closed pool refuses work, and an idle pool that was never closed does no
   assert.equal(r.stdout.trim(), "2 3");
 });
 
+test("close() rejects queued jobs too, and a reply arriving after close() leaves nothing that holds Node", async () => {
+  // The job in flight answers after close(); the queued ones used to be posted then to a terminated
+  // worker, never answered, and their keep-alive timer held the process forever (a CI hang).
+  const script = `import { createTilePool, encodeTile } from "@deltacells/core";
+    const p = createTilePool({ threads: 1 });
+    const t = await encodeTile({ nGenes: 5, indptr: [0, 1], indices: Int32Array.of(2), data: Int32Array.of(3) });
+    await p.decode(t);
+    const jobs = Array.from({ length: 6 }, () => p.decode(t).then(() => "ok", (e) => e._tag));
+    await p.close();
+    console.log((await Promise.all(jobs)).join(" "));`;
+  const r = spawnSync(process.execPath, [...process.execArgv, "--input-type=module", "-e", script], {
+    encoding: "utf8",
+    timeout: 20_000,
+  });
+  assert.equal(r.signal, null, `the process did not exit by itself: ${r.stderr}`);
+  assert.equal(r.status, 0, r.stderr);
+  const outcomes = r.stdout.trim().split(" ");
+  assert.equal(outcomes.length, 6);
+  assert.ok(
+    outcomes.every((o) => o === "ok" || o === "InvalidState"),
+    r.stdout,
+  );
+  assert.ok(outcomes.includes("InvalidState"), `queued jobs are rejected by close(): ${r.stdout}`);
+});
+
 test("a cell with more than 65,536 nonzeros decodes the same through the native and the TypeScript loops", async () => {
   const big = 70_003;
   const indices = Int32Array.from({ length: big + 5 }, (_, i) => (i < big ? i + 2 : i - big + 3));

@@ -62,18 +62,22 @@ export function startWorkerHost(threads: number): WorkerHost {
   const queue: Job[] = [];
   let closed = false;
 
+  /** Rejects every job, running or queued (on close: a queued job would otherwise be posted later
+   * to a terminated worker, never answered, and its keep-alive timer would hold the process). */
   const fail = (err: Error) => {
     for (const job of pending.values()) job.reject(err);
+    for (const job of queue.splice(0)) job.reject(err);
     pending.clear();
     keepAlive();
   };
   // Workers stay unref'd, so that an idle pool does not keep a Node process alive; while jobs are
-  // pending a timer does. (Toggling the workers' own ref() per job stalled replies here: a reply
+  // pending or queued a timer does. (Toggling the workers' own ref() per job stalled replies here: a reply
   // already posted by a worker sat undelivered until the pool was closed.)
   let alive: ReturnType<typeof setInterval> | undefined;
   const keepAlive = () => {
-    if (pending.size > 0 && alive === undefined) alive = setInterval(() => {}, 1 << 30);
-    else if (pending.size === 0 && alive !== undefined) {
+    const jobs = pending.size + queue.length;
+    if (jobs > 0 && alive === undefined) alive = setInterval(() => {}, 1 << 30);
+    else if (jobs === 0 && alive !== undefined) {
       clearInterval(alive);
       alive = undefined;
     }
@@ -85,6 +89,8 @@ export function startWorkerHost(threads: number): WorkerHost {
     slot.maps = new WorkerColumnMaps();
     slot.worker = spawnWorker(
       (m) => {
+        // A reply after close() is for a job already rejected.
+        if (closed) return;
         const job = pending.get(m.id);
         pending.delete(m.id);
         slot.jobs.delete(m.id);
@@ -101,6 +107,7 @@ export function startWorkerHost(threads: number): WorkerHost {
           pending.get(id)?.reject(err);
           pending.delete(id);
         }
+        keepAlive();
         void slot.worker.terminate();
         void launch(slot).then(pump);
       },
@@ -123,7 +130,7 @@ export function startWorkerHost(threads: number): WorkerHost {
     ));
   let ready: Slot[] = [];
   const pump = () => {
-    while (queue.length > 0) {
+    while (!closed && queue.length > 0) {
       const slot = ready.find((s) => s.busy === 0);
       if (slot === undefined) return;
       const job = queue.shift()!;
@@ -144,6 +151,7 @@ export function startWorkerHost(threads: number): WorkerHost {
     ready = await start();
     const res = await new Promise<Response>((resolve, reject) => {
       queue.push({ req, transfer, resolve, reject });
+      keepAlive();
       pump();
     });
     if (!res.ok) throw deserializeError(res.error);
