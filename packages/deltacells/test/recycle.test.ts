@@ -9,7 +9,13 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { MemoryStore } from "@deltacells/storage";
+import {
+  MemoryStore,
+  withCoalescing,
+  withConcurrencyLimit,
+  withRetries,
+  withStats,
+} from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
 import { tileKey } from "../src/dataset/manifest.js";
 import {
@@ -270,6 +276,53 @@ test("from a local folder, tiles are read into the reader's own memory and still
       }
     } finally {
       await two.close();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("through the storage wrappers (stats, retries, a concurrency limit, coalescing), a folder's tiles still land in the pool's shared memory", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "dc-recycle-"));
+  try {
+    const memory = await dataset(50, 16);
+    const folder = new FolderStore(dir);
+    for (const key of await memory.list()) await folder.set(key, (await memory.get(key))!);
+    /** Records each read into the reader's memory: whether that memory was shared, and whether the answer is a view of it. */
+    class Counting extends FolderStore {
+      reads: { shared: boolean; inPlace: boolean }[] = [];
+      tileGets = 0;
+      override async getInto(...[key, allocate, opts]: Parameters<FolderStore["getInto"]>) {
+        let space: Uint8Array | undefined;
+        const got = await super.getInto(key, (n) => (space = allocate(n)), opts);
+        this.reads.push({
+          shared: space?.buffer instanceof SharedArrayBuffer,
+          inPlace: got !== undefined && got.buffer === space?.buffer,
+        });
+        return got;
+      }
+      override get(...args: Parameters<FolderStore["get"]>) {
+        if (args[0].startsWith("tiles/")) this.tileGets++;
+        return super.get(...args);
+      }
+    }
+    const inner = new Counting(dir);
+    const stats = withStats(withRetries(withConcurrencyLimit(withCoalescing(inner), 2), { baseDelayMs: 0 }));
+    const plain = await openDataset(memory);
+    const ds = await openDataset(stats, { threads: 1 });
+    try {
+      const want: ReturnType<typeof contents>[] = [];
+      for await (const { tile } of plain.tiles()) want.push(contents(tile));
+      const got: ReturnType<typeof contents>[] = [];
+      for await (const { tile } of ds.tiles()) {
+        got.push(contents(tile));
+        tile.release();
+      }
+      assert.deepEqual(got, want);
+      assert.equal(inner.tileGets, 0, "no tile read by get (into memory of its own, then copied)");
+      assert.deepEqual(inner.reads, Array(4).fill({ shared: true, inPlace: true }));
+    } finally {
+      await ds.close();
     }
   } finally {
     await rm(dir, { recursive: true, force: true });
