@@ -39,7 +39,7 @@ import {
 } from "../recycle.js";
 import { startWorkerHost } from "./host.js";
 import { planDecode } from "./plan.js";
-import type { CompressRequest, DecodeRequest } from "./protocol.js";
+import type { CompressRequest, DecodeRequest, Response } from "./protocol.js";
 
 /** Parallel encoding and decoding of tiles; see {@link createTilePool}. */
 export interface TilePool {
@@ -201,8 +201,20 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
       }),
     );
     const expectedCrc = layout.header.crc32;
+    // Plain arrays of the caller's: workers cannot write into unshared memory, so each part is
+    // copied in on this thread as soon as it is decoded, while the other parts still decode.
+    const copy =
+      given !== undefined && target !== undefined && target !== given ? { target, given } : undefined;
+    const copyPart = (i: number, res: Response): Response => {
+      if (copy === undefined) return res;
+      const from = plan[i]!.at;
+      const to = plan[i + 1]?.at ?? nnz;
+      copy.given.indices.set(copy.target.indices.subarray(from, to), from);
+      (copy.given.data as Int32Array).set((copy.target.data as Int32Array).subarray(from, to), from);
+      return res;
+    };
     // Wait for every part, even after a failure, so that no worker still uses the leased buffers.
-    const settled = await Promise.allSettled(reqs.map((r) => run(r, [])));
+    const settled = await Promise.allSettled(reqs.map((r, i) => run(r, []).then((res) => copyPart(i, res))));
     try {
       const results = settled.map((r) => {
         if (r.status !== "rejected") return r.value;
@@ -227,10 +239,6 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
           result.indices.set(r.indices, plan[i]!.at);
           (result.data as Int32Array).set(r.data as Int32Array, plan[i]!.at);
         });
-      } else if (given !== undefined && target !== given) {
-        // Plain arrays of the caller's: one copy (workers cannot write into unshared memory).
-        given.indices.set(target.indices);
-        (given.data as Int32Array).set(target.data as Int32Array);
       }
     } catch (err) {
       if (lease) outputs.release(lease);
