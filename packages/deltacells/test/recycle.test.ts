@@ -94,6 +94,13 @@ test("a pool copies into plain `out` arrays once, leaves them to the caller and 
       d.release(); // the caller's arrays: nothing to give back, still readable
       assertDecodedEquals(d, rows[i]!, 3, 100);
     }
+    // Whole tiles in float32, split over both workers, each part copied in as it is decoded.
+    const fout = { ...out, data: new Float32Array(10_000) };
+    for (const [i, t] of tiles.entries()) {
+      const d = await pool.decode(t, { out: fout, values: "float32" });
+      assert.equal(d.data.buffer, fout.data.buffer);
+      assertDecodedEquals(d, rows[i]!);
+    }
     assert.equal(warn.mock.callCount(), 1);
     assert.match(String(warn.mock.calls[0]!.arguments[0]), /plain \(unshared\) arrays.*SharedArrayBuffer/);
     // Lending still works after copies, in float32 too.
