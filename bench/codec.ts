@@ -269,6 +269,19 @@ async function bench(name: string) {
   const oneByOne = (p: Pool) => async () => {
     for (const t of tiles) await p.decode(t, { out: sharedOut[0]! });
   };
+  // What plain outputs add: the copy of each tile from the pool's shared buffers into the
+  // caller's arrays on this thread (TypedArray.set on contiguous ranges, as the pool does).
+  const scratch2 = {
+    indices: new Int32Array(new SharedArrayBuffer(4 * maxNnz)),
+    data: new Int32Array(new SharedArrayBuffer(4 * maxNnz)),
+  };
+  const copyOnly = () => {
+    for (const l of layouts) {
+      const n = l.header.nnz;
+      bufs.indices.set(scratch2.indices.subarray(0, n));
+      bufs.data.set(scratch2.data.subarray(0, n));
+    }
+  };
   const pools = !args["single-only"];
   // The dataset reader end to end from a local folder, as the README shows it (written once).
   const dsDir = pools ? await datasetOf(name, 19, tileCells, csr, nGenes) : undefined;
@@ -294,6 +307,7 @@ async function bench(name: string) {
     await measure("full", full);
     await measure("float", fullFloat);
     await measure("fresh", fresh);
+    await measure("copy", copyOnly);
     if (!pools) continue;
     await measure("pool1", together(pool1, sharedOut));
     await measure("pool2", together(pool2, sharedOut));
@@ -351,6 +365,15 @@ async function bench(name: string) {
   line1("full decode, this thread, int32, caller's buffers", "full");
   line1("full decode, this thread, float32, caller's buffers", "float");
   line1("full decode, this thread, int32, fresh arrays", "fresh");
+  // The copy's cost per nonzero bounds plain outputs on a pool: each nonzero costs a worker d
+  // (the decode) and this thread c (the copy), so on P cores at most P/(d+c) nonzeros/s, i.e.
+  // P*d/(d+c) x this thread's decode, and the same against 1 worker (whose copies run on a
+  // second core beside it: 1/d). CPU times: the steadiest figures on a loaded machine.
+  const nsPer = (k: string) => (1e9 * median(rows[k]!.map((x) => x.cpu))) / nnz;
+  const [d, c] = [nsPer("full"), nsPer("copy")];
+  console.log(
+    `  ${"copy shared -> plain arrays, this thread (CPU)".padEnd(52)} ${c.toFixed(2).padStart(6)} ns/nnz against ${d.toFixed(2)} ns/nnz to decode (c/d = ${(c / d).toFixed(2)}): plain outputs on 2 cores at most 2d/(d+c) = ${((2 * d) / (d + c)).toFixed(2)}x this thread and 1 worker`,
+  );
   if (pools) {
     // Each pool row against 1 worker called the same way, and against this thread (reused outputs).
     const line2 = (label: string, k: string, one: string) =>
@@ -368,6 +391,31 @@ async function bench(name: string) {
     line("ds.tiles(), folder, this thread (released)", "ds1", "full", "this thread");
     line2("ds.tiles(), folder, threads: 2 (released)", "ds2", "ds1");
     line("ds.tiles(), folder, this thread, never released", "ds1kept", "full", "this thread");
+    // The copy as it happens in the pool (the lines come from the core that decoded them): CPU per
+    // nonzero of plain outputs minus that of shared outputs, same pool, and the bound it implies.
+    for (const [workers, plain, shared] of [
+      [1, "pool1plain", "pool1"],
+      [2, "pool2plain", "pool2"],
+    ] as const) {
+      const inPool = nsPer(plain) - nsPer(shared);
+      console.log(
+        `  ${`plain outputs' extra CPU, ${workers} worker${workers > 1 ? "s" : ""}`.padEnd(52)} ${inPool.toFixed(2).padStart(6)} ns/nnz (c/d = ${(inPool / d).toFixed(2)}): at most 2d/(d+c) = ${((2 * d) / (d + Math.max(0, inPool))).toFixed(2)}x on 2 cores`,
+      );
+    }
+    // The issue's goals (#17), each ratio from pairs measured side by side in this run.
+    const goal = (label: string, r: number, min: number) =>
+      `${label} ${r.toFixed(2)}x ${r >= min ? "met" : "MISSED"} (>= ${min}x)`;
+    for (const [how, k, one] of [
+      ["shared outputs", "pool2", "pool1"],
+      ["plain outputs", "pool2plain", "pool1plain"],
+      ["no out (released)", "pool2none", "pool1none"],
+    ] as const)
+      console.log(
+        `  goal, pool of 2 workers, ${how}: ${goal("vs 1 worker", ratio(k, one), 1.7)}; ${goal("vs this thread", ratio(k, "full"), 1.4)}`,
+      );
+    console.log(
+      `  goal, ds.tiles() from a folder: ${goal("this thread vs decodeTileSync", ratio("ds1", "full"), 0.8)}; ${goal("threads: 2 vs decodeTileSync", ratio("ds2", "full"), 1.4)}`,
+    );
   }
   console.log(
     `  size: ${(tileBytes / nnz).toFixed(3)} bytes/nnz (tiles, level 19) vs ${(gz / nnz).toFixed(3)} (CSR int32+float32+int64 indptr, gzip 4) = ${(tileBytes / gz).toFixed(2)}x`,

@@ -14,14 +14,13 @@ import { dirname, join, resolve } from "node:path";
 import type { OpenInputOptions } from "@deltacells/anndata/node";
 import { createTilePool, datasetRowBlocks, openDataset } from "@deltacells/core";
 import {
-  type PartsWritableStore,
   type RowBlock,
   sweepStaleSpills,
   temporaryBytesPerNonzero,
   withFileParts,
   writeStoreFromRowBlocks,
 } from "@deltacells/sporadik/node";
-import { type StatsStore, withStats } from "@deltacells/storage/node";
+import { withStats } from "@deltacells/storage/node";
 import { CliError } from "./errors.js";
 import { localPath, openCounted, openLocation } from "./io.js";
 import type { ProgressBar } from "./progress.js";
@@ -112,28 +111,6 @@ export async function isDatasetInput(input: string): Promise<boolean> {
 
 function gib(bytes: number): string {
   return bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`;
-}
-
-function hasSetParts(store: object): store is Pick<PartsWritableStore, "setParts"> {
-  return typeof (store as Partial<PartsWritableStore>).setParts === "function";
-}
-
-/** `counted`, with objects in parts going to `raw` (the store `counted` counts), heard by `onParts`. */
-function withStoreParts(
-  counted: StatsStore,
-  raw: Pick<PartsWritableStore, "setParts">,
-  onParts: (key: string, bytes: number) => void,
-): PartsWritableStore {
-  return {
-    get: (key, options) => counted.get(key, options),
-    getRange: (key, range, options) => counted.getRange(key, range as never, options),
-    set: (key, value) => counted.set(key, value),
-    delete: (key) => counted.delete(key),
-    async setParts(key, byteLength, parts) {
-      await raw.setParts(key, byteLength, parts);
-      onParts(key, byteLength);
-    },
-  };
 }
 
 /** `blocks`, refused past `maxNnz` nonzeros (counted as they come, so a source of unknown size stops early). */
@@ -257,12 +234,9 @@ async function convertLocked(
     partsBytes += bytes;
   };
   // A byte-addressable array is one object as large as the array: written in parts (to a file, or
-  // as an S3 multipart upload as the bytes come), it is never held whole.
-  const store = local
-    ? withFileParts(counted, local, onParts)
-    : hasSetParts(raw)
-      ? withStoreParts(counted, raw, onParts)
-      : counted;
+  // as an S3 multipart upload as the bytes come), it is never held whole. The counting store
+  // passes an S3 store's `setParts` on (and counts its bytes); a folder's comes from sporadik.
+  const store = local ? withFileParts(counted, local, onParts) : counted;
   let phase = "";
   let rowsSeconds = 0;
   const timing = { rowsStart: performance.now(), columnsStart: 0 };

@@ -9,7 +9,13 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { MemoryStore } from "@deltacells/storage";
+import {
+  MemoryStore,
+  withCoalescing,
+  withConcurrencyLimit,
+  withRetries,
+  withStats,
+} from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
 import { tileKey } from "../src/dataset/manifest.js";
 import {
@@ -87,6 +93,13 @@ test("a pool copies into plain `out` arrays once, leaves them to the caller and 
       assertDecodedEquals(d, rows[i]!, 3, 100);
       d.release(); // the caller's arrays: nothing to give back, still readable
       assertDecodedEquals(d, rows[i]!, 3, 100);
+    }
+    // Whole tiles in float32, split over both workers, each part copied in as it is decoded.
+    const fout = { ...out, data: new Float32Array(10_000) };
+    for (const [i, t] of tiles.entries()) {
+      const d = await pool.decode(t, { out: fout, values: "float32" });
+      assert.equal(d.data.buffer, fout.data.buffer);
+      assertDecodedEquals(d, rows[i]!);
     }
     assert.equal(warn.mock.callCount(), 1);
     assert.match(String(warn.mock.calls[0]!.arguments[0]), /plain \(unshared\) arrays.*SharedArrayBuffer/);
@@ -270,6 +283,53 @@ test("from a local folder, tiles are read into the reader's own memory and still
       }
     } finally {
       await two.close();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("through the storage wrappers (stats, retries, a concurrency limit, coalescing), a folder's tiles still land in the pool's shared memory", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "dc-recycle-"));
+  try {
+    const memory = await dataset(50, 16);
+    const folder = new FolderStore(dir);
+    for (const key of await memory.list()) await folder.set(key, (await memory.get(key))!);
+    /** Records each read into the reader's memory: whether that memory was shared, and whether the answer is a view of it. */
+    class Counting extends FolderStore {
+      reads: { shared: boolean; inPlace: boolean }[] = [];
+      tileGets = 0;
+      override async getInto(...[key, allocate, opts]: Parameters<FolderStore["getInto"]>) {
+        let space: Uint8Array | undefined;
+        const got = await super.getInto(key, (n) => (space = allocate(n)), opts);
+        this.reads.push({
+          shared: space?.buffer instanceof SharedArrayBuffer,
+          inPlace: got !== undefined && got.buffer === space?.buffer,
+        });
+        return got;
+      }
+      override get(...args: Parameters<FolderStore["get"]>) {
+        if (args[0].startsWith("tiles/")) this.tileGets++;
+        return super.get(...args);
+      }
+    }
+    const inner = new Counting(dir);
+    const stats = withStats(withRetries(withConcurrencyLimit(withCoalescing(inner), 2), { baseDelayMs: 0 }));
+    const plain = await openDataset(memory);
+    const ds = await openDataset(stats, { threads: 1 });
+    try {
+      const want: ReturnType<typeof contents>[] = [];
+      for await (const { tile } of plain.tiles()) want.push(contents(tile));
+      const got: ReturnType<typeof contents>[] = [];
+      for await (const { tile } of ds.tiles()) {
+        got.push(contents(tile));
+        tile.release();
+      }
+      assert.deepEqual(got, want);
+      assert.equal(inner.tileGets, 0, "no tile read by get (into memory of its own, then copied)");
+      assert.deepEqual(inner.reads, Array(4).fill({ shared: true, inPlace: true }));
+    } finally {
+      await ds.close();
     }
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -1,6 +1,13 @@
 import { isStorageError } from "./errors.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
-import { type AnyStore, locationOf, writeMethod } from "./wrap.js";
+import {
+  type AnyStore,
+  type GetInto,
+  locationOf,
+  optionalMethods,
+  type PartsWrite,
+  writeMethod,
+} from "./wrap.js";
 
 /** Options of {@link withCoalescing}. */
 export interface CoalesceOptions {
@@ -28,7 +35,8 @@ interface Waiter {
  * empty ranges pass straight through. If a merged request is refused as unsatisfiable (one range
  * ran past the end), its members are retried one by one so each gets its own answer. A caller
  * whose signal aborts rejects at once; the merged request is aborted only when all its callers
- * have aborted.
+ * have aborted. Whole-object reads (`get`, and `getInto` where the inner store has it) and
+ * writes (`setParts` too) pass straight through.
  */
 export class CoalescingStore implements Store {
   readonly url: string;
@@ -36,6 +44,10 @@ export class CoalescingStore implements Store {
   readonly set: Store["set"];
   readonly delete: Store["delete"];
   readonly list: Store["list"];
+  /** The inner store's `getInto`, unchanged; absent when it has none. */
+  readonly getInto?: GetInto;
+  /** The inner store's `setParts`, unchanged; absent when it has none. */
+  readonly setParts?: PartsWrite;
   private readonly windowMs: number;
   private readonly maxMerged: number;
   private pending = new Map<string, Waiter[]>();
@@ -47,6 +59,9 @@ export class CoalescingStore implements Store {
     this.set = writeMethod(inner, "set");
     this.delete = writeMethod(inner, "delete");
     this.list = writeMethod(inner, "list");
+    const { getInto, setParts } = optionalMethods(inner);
+    if (getInto !== undefined) this.getInto = getInto;
+    if (setParts !== undefined) this.setParts = setParts;
     this.windowMs = opts.windowMs ?? 0;
     this.maxMerged = opts.maxMergedBytes ?? 16 * 1024 * 1024;
   }

@@ -1,11 +1,19 @@
 import { StorageError } from "./errors.js";
 import { Slots } from "./slots.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
-import { type AnyStore, locationOf, writeMethod } from "./wrap.js";
+import {
+  type AnyStore,
+  type GetInto,
+  locationOf,
+  optionalMethods,
+  type PartsWrite,
+  writeMethod,
+} from "./wrap.js";
 
 /**
  * Caps the number of calls in flight on the inner store (a semaphore); further calls wait in
  * FIFO order. A call whose signal aborts while it waits leaves the queue and rejects at once.
+ * The inner store's `getInto` and `setParts`, when it has them, pass through, each call taking a slot.
  */
 export class ConcurrencyLimitStore implements Store {
   readonly url: string;
@@ -15,6 +23,10 @@ export class ConcurrencyLimitStore implements Store {
   readonly set: Store["set"];
   readonly delete: Store["delete"];
   readonly list: Store["list"];
+  /** The inner store's `getInto`, limited like `get`; absent when it has none. */
+  readonly getInto?: GetInto;
+  /** The inner store's `setParts`, holding a slot until the object is written; absent when it has none. */
+  readonly setParts?: PartsWrite;
 
   constructor(inner: AnyStore, limit: number) {
     if (!Number.isInteger(limit) || limit < 1) {
@@ -35,6 +47,12 @@ export class ConcurrencyLimitStore implements Store {
     this.set = (key, value, opts) => this.run(() => set(key, value, opts), opts);
     this.delete = (key, opts) => this.run(() => del(key, opts), opts);
     this.list = (prefix, opts) => this.run(() => list(prefix, opts), opts);
+    const { getInto, setParts } = optionalMethods(inner);
+    if (getInto !== undefined)
+      this.getInto = (key, allocate, opts) => this.run(() => getInto(key, allocate, opts), opts);
+    if (setParts !== undefined)
+      this.setParts = (key, byteLength, parts, opts) =>
+        this.run(() => setParts(key, byteLength, parts, opts), opts);
   }
 
   /** Calls running on the inner store now. */

@@ -1,7 +1,14 @@
 import { isTransient, objectAt, RetriesExhaustedError, StorageError } from "./errors.js";
 import { childController, raceAbort, sleep } from "./signals.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
-import { type AnyStore, locationOf, writeMethod } from "./wrap.js";
+import {
+  type AnyStore,
+  type GetInto,
+  locationOf,
+  optionalMethods,
+  type PartsWrite,
+  writeMethod,
+} from "./wrap.js";
 
 /** Options of {@link withRetries}. */
 export interface RetryOptions {
@@ -21,14 +28,6 @@ export interface RetryOptions {
   onRetry?: (info: { key: string; attempt: number; delayMs: number; error: unknown }) => void;
 }
 
-/** `setParts` of the stores that have it (S3): one object written from parts as they come. */
-type PartsWrite = (
-  key: string,
-  byteLength: number,
-  parts: AsyncIterable<Uint8Array>,
-  opts?: StoreOptions,
-) => Promise<void>;
-
 function describe(err: unknown): string {
   if (err instanceof Error) return err.message;
   return String(err);
@@ -41,6 +40,7 @@ function describe(err: unknown): string {
  * `RetriesExhausted` error listing every cause. Other errors (4xx, invalid keys, unsatisfiable
  * ranges) are thrown at once, and an aborted signal stops everything immediately with its reason.
  * Writes pass through untouched: a failed write is reported, not repeated behind the caller's back.
+ * The inner store's `getInto` (retried like `get`) and `setParts` (a write) are kept when it has them.
  */
 export class RetryStore implements Store {
   readonly url: string;
@@ -49,6 +49,12 @@ export class RetryStore implements Store {
   readonly delete: Store["delete"];
   /** The inner store's `setParts` (an upload of an object arriving in parts), when it has one; a write, so not retried. */
   readonly setParts?: PartsWrite;
+  /**
+   * The inner store's `getInto`, retried like `get`; absent when it has none. `allocate` is still
+   * called at most once: a later attempt reads into the same memory (or, when the object grew
+   * in between, into memory of its own).
+   */
+  readonly getInto?: GetInto;
   private readonly attempts: number;
   private readonly base: number;
   private readonly max: number;
@@ -62,8 +68,17 @@ export class RetryStore implements Store {
     this.url = locationOf(inner);
     this.set = writeMethod(inner, "set");
     this.delete = writeMethod(inner, "delete");
-    const setParts = (inner as { setParts?: PartsWrite }).setParts;
-    if (setParts !== undefined) this.setParts = setParts.bind(inner);
+    const { getInto, setParts } = optionalMethods(inner);
+    if (setParts !== undefined) this.setParts = setParts;
+    if (getInto !== undefined)
+      this.getInto = (key, allocate, opts) => {
+        let space: Uint8Array | undefined;
+        const once = (size: number) => {
+          if (space === undefined) return (space = allocate(size));
+          return space.length >= size ? space : new Uint8Array(size);
+        };
+        return this.run(key, `reading ${key}`, (o) => getInto(key, once, o), opts);
+      };
     this.attempts = Math.max(1, Math.floor(opts.attempts ?? 4));
     this.base = opts.baseDelayMs ?? 100;
     this.max = opts.maxDelayMs ?? 5000;

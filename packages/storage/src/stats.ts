@@ -1,6 +1,13 @@
 import { isStorageError } from "./errors.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
-import { type AnyStore, locationOf, writeMethod } from "./wrap.js";
+import {
+  type AnyStore,
+  type GetInto,
+  locationOf,
+  optionalMethods,
+  type PartsWrite,
+  writeMethod,
+} from "./wrap.js";
 
 /** The operations a store offers. */
 export type StoreOperation = "get" | "getRange" | "set" | "delete" | "list";
@@ -12,9 +19,9 @@ export interface StoreStats {
    * except those a read-only store refuses without a request (a listing over plain HTTP).
    */
   requests: Record<StoreOperation, number>;
-  /** Bytes returned by `get` and `getRange`. */
+  /** Bytes returned by `get`, `getRange` and `getInto`. */
   bytesRead: number;
-  /** Bytes passed to `set`. */
+  /** Bytes passed to `set` and `setParts`. */
   bytesWritten: number;
   /** Reads that found no object (`undefined`). */
   missing: number;
@@ -47,7 +54,8 @@ export function formatBytes(n: number): string {
 /**
  * Counts calls and bytes through a store. Placed outside a retry wrapper it counts logical
  * requests; placed inside (`withRetries(withStats(s))`) it counts every attempt, i.e. what the
- * server saw.
+ * server saw. The inner store's `getInto` (a read into the caller's memory, counted as a `get`)
+ * and `setParts` (an object written in parts, counted as a `set`) pass through when it has them.
  */
 export class StatsStore implements Store {
   readonly url: string;
@@ -56,6 +64,10 @@ export class StatsStore implements Store {
   readonly set: Store["set"];
   readonly delete: Store["delete"];
   readonly list: Store["list"];
+  /** The inner store's `getInto`, counted as a `get`; absent when it has none. */
+  readonly getInto?: GetInto;
+  /** The inner store's `setParts`, counted as a `set` of `byteLength` bytes; absent when it has none. */
+  readonly setParts?: PartsWrite;
 
   constructor(inner: AnyStore) {
     this.inner = inner;
@@ -76,6 +88,18 @@ export class StatsStore implements Store {
       this.current.requests.list++;
       return this.track(list(prefix, opts), "list");
     };
+    const { getInto, setParts } = optionalMethods(inner);
+    if (getInto !== undefined)
+      this.getInto = (key, allocate, opts) => {
+        this.current.requests.get++;
+        return this.read(getInto(key, allocate, opts), "get");
+      };
+    if (setParts !== undefined)
+      this.setParts = (key, byteLength, parts, opts) => {
+        this.current.requests.set++;
+        this.current.bytesWritten += byteLength;
+        return this.track(setParts(key, byteLength, parts, opts), "set");
+      };
   }
 
   /** A copy of the counters. */

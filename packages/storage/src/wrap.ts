@@ -7,6 +7,27 @@ import type { ReadableStore, StoreOptions, WritableStore } from "./types.js";
  */
 export type AnyStore = ReadableStore & Partial<WritableStore> & { readonly url?: string };
 
+/** `getInto` of the stores that have it (a folder): a whole object read into the caller's memory. */
+export type GetInto = NonNullable<ReadableStore["getInto"]>;
+
+/** `setParts` of the stores that have it (S3, a folder with sporadik's `withFileParts`): one object written from parts as they come. */
+export type PartsWrite = (
+  key: string,
+  byteLength: number,
+  parts: AsyncIterable<Uint8Array>,
+  opts?: StoreOptions,
+) => Promise<void>;
+
+/**
+ * The inner store's optional methods, bound, or `undefined` where it lacks them: a wrapper has
+ * them exactly when its inner store does, so callers that test for them (the dataset reader
+ * for `getInto`, sporadik's writer for `setParts`) still find them through any stack of wrappers.
+ */
+export function optionalMethods(store: AnyStore): { getInto?: GetInto; setParts?: PartsWrite } {
+  const { getInto, setParts } = store as { getInto?: GetInto; setParts?: PartsWrite };
+  return { getInto: getInto?.bind(store), setParts: setParts?.bind(store) };
+}
+
 /** The location of a wrapped store for messages. */
 export function locationOf(store: AnyStore): string {
   return store.url ?? "(store)";

@@ -7,6 +7,7 @@ import {
   type ReadableStore,
   RetriesExhaustedError,
   StorageError,
+  type StoreOptions,
   withCoalescing,
   withConcurrencyLimit,
   withRetries,
@@ -272,5 +273,110 @@ describe("withCoalescing", () => {
       [...expected(inner, 0, 40)],
     );
     assert.equal(inner.calls.filter((c) => c.op === "getRange").length, 1);
+  });
+});
+
+describe("optional methods through the wrappers (getInto, setParts)", () => {
+  /** A store with `getInto` and `setParts` that records them; `failFirst` makes the first getInto fail transiently. */
+  class PartsStore extends ProbeStore {
+    allocations = 0;
+    parts: { key: string; byteLength: number; got: number }[] = [];
+    failFirst = false;
+    getInto(key: string, allocate: (size: number) => Uint8Array, opts?: StoreOptions) {
+      this.calls.push({ op: "getInto", key });
+      const bytes = this.objects.get(key);
+      if (bytes === undefined) return Promise.resolve(undefined);
+      const space = allocate(bytes.length);
+      this.allocations++;
+      space.set(bytes.subarray(0, this.failFirst ? 1 : bytes.length));
+      if (this.failFirst) {
+        this.failFirst = false;
+        return Promise.reject(new StorageError("reset half-way", { tag: "Network" }));
+      }
+      opts?.signal?.throwIfAborted();
+      return Promise.resolve(space.subarray(0, bytes.length));
+    }
+    async setParts(key: string, byteLength: number, parts: AsyncIterable<Uint8Array>) {
+      let got = 0;
+      for await (const p of parts) got += p.length;
+      this.parts.push({ key, byteLength, got });
+    }
+  }
+  async function* twoParts() {
+    yield new Uint8Array(3);
+    yield new Uint8Array(4);
+  }
+  const wrappers = {
+    withStats: (s: ProbeStore) => withStats(s),
+    withRetries: (s: ProbeStore) => withRetries(s, { baseDelayMs: 0 }),
+    withConcurrencyLimit: (s: ProbeStore) => withConcurrencyLimit(s, 1),
+    withCoalescing: (s: ProbeStore) => withCoalescing(s),
+  };
+  type Optional = { getInto?: PartsStore["getInto"]; setParts?: PartsStore["setParts"] };
+
+  for (const [name, wrap] of Object.entries(wrappers)) {
+    test(`${name} has getInto and setParts exactly when its inner store does, and passes them on`, async () => {
+      assert.equal((wrap(probe()) as Optional).getInto, undefined, "a store without getInto");
+      assert.equal((wrap(probe()) as Optional).setParts, undefined, "a store without setParts");
+      const inner = new PartsStore();
+      inner.objects.set("obj", new Uint8Array([1, 2, 3, 4, 5]));
+      const s = wrap(inner) as Optional;
+      const shared = new Uint8Array(new SharedArrayBuffer(16), 8);
+      const got = await s.getInto!("obj", () => shared);
+      // The inner store's own answer: a view of the caller's (shared) memory, no copy on the way.
+      assert.equal(got!.buffer, shared.buffer);
+      assert.equal(got!.byteOffset, 8);
+      assert.deepEqual([...got!], [1, 2, 3, 4, 5]);
+      assert.equal(await s.getInto!("missing", () => shared), undefined);
+      await s.setParts!("big", 7, twoParts());
+      assert.deepEqual(inner.parts, [{ key: "big", byteLength: 7, got: 7 }]);
+      assert.deepEqual(
+        inner.calls.map((c) => c.op),
+        ["getInto", "getInto"],
+        "one inner call each, not a get",
+      );
+    });
+  }
+
+  test("withStats counts getInto as a get and setParts as a set, with their bytes", async () => {
+    const inner = new PartsStore();
+    inner.objects.set("obj", new Uint8Array(10));
+    const s = withStats(inner);
+    await s.getInto!("obj", (n) => new Uint8Array(n));
+    await s.getInto!("missing", (n) => new Uint8Array(n));
+    await s.setParts!("big", 7, twoParts());
+    const st = s.stats;
+    assert.deepEqual(st.requests, { get: 2, getRange: 0, set: 1, delete: 0, list: 0 });
+    assert.equal(st.bytesRead, 10);
+    assert.equal(st.bytesWritten, 7);
+    assert.equal(st.missing, 1);
+  });
+
+  test("withRetries retries a getInto into the memory it was given: allocate is called once", async () => {
+    const inner = new PartsStore();
+    inner.objects.set("obj", new Uint8Array([9, 8, 7]));
+    inner.failFirst = true;
+    const s = withRetries(inner, { baseDelayMs: 0 });
+    let allocated = 0;
+    const shared = new Uint8Array(new SharedArrayBuffer(3));
+    const got = await s.getInto!("obj", () => {
+      allocated++;
+      return shared;
+    });
+    assert.equal(inner.allocations, 2, "two attempts");
+    assert.equal(allocated, 1);
+    assert.equal(got!.buffer, shared.buffer);
+    assert.deepEqual([...got!], [9, 8, 7]);
+  });
+
+  test("withConcurrencyLimit counts a getInto against the limit", async () => {
+    const inner = new PartsStore();
+    inner.objects.set("obj", new Uint8Array(4));
+    inner.delayMs = 1;
+    const s = withConcurrencyLimit(inner, 1);
+    const running = [s.get("obj"), s.getInto!("obj", (n) => new Uint8Array(n))];
+    assert.equal(s.inFlight, 1);
+    assert.equal(s.queued, 1, "getInto waits for the get's slot");
+    await Promise.all(running);
   });
 });

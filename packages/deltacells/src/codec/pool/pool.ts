@@ -39,7 +39,7 @@ import {
 } from "../recycle.js";
 import { startWorkerHost } from "./host.js";
 import { planDecode } from "./plan.js";
-import type { CompressRequest, DecodeRequest } from "./protocol.js";
+import type { CompressRequest, DecodeRequest, Response } from "./protocol.js";
 
 /** Parallel encoding and decoding of tiles; see {@link createTilePool}. */
 export interface TilePool {
@@ -57,10 +57,14 @@ export interface TilePool {
    *   decode reuses them. Valid until released; a released tile throws when read.
    *   Never released, they are garbage-collected and each decode allocates anew (slower).
    * - `out` arrays on `SharedArrayBuffer`: the workers write straight into them.
-   * - plain `out` arrays: the workers decode into the pool's shared buffers, copied once into
-   *   `out` on the calling thread (workers cannot write into memory that is not shared): 8
-   *   bytes per nonzero, the slow path (figures in bench/RESULTS.md), said once per process by
-   *   a warning. `release()` does nothing.
+   * - plain `out` arrays, the slow path: the workers decode into the pool's shared buffers and
+   *   each part is copied into `out` on the calling thread as soon as it is decoded (workers
+   *   cannot write into memory that is not shared). That copy, 8 bytes per nonzero, costs the
+   *   calling thread c = 0.4-0.7 of what decoding costs a worker (d), and needs a core too: on
+   *   2 cores the pool then decodes at most 2d/(d+c), 1.2-1.43x as fast as one thread and as one
+   *   worker, where shared outputs approach 2x (bench/codec.ts prints c, d and the bound; the
+   *   figures are in bench/RESULTS.md). A warning says so once per process. When the decode
+   *   fails, `out` may hold part of the tile. `release()` does nothing.
    */
   decode(bytes: Uint8Array, opts?: DecodeOptions): Promise<RecycledTile>;
   /** Stops the workers; pending work is rejected. */
@@ -83,7 +87,7 @@ function warnPlainOut(): void {
   if (warnedPlainOut) return;
   warnedPlainOut = true;
   console.warn(
-    "deltacells: pool.decode(bytes, { out }) with plain (unshared) arrays: workers cannot write into them, so every tile is copied in on this thread. For the fast path pass no `out` and release() each tile, or `out` arrays on SharedArrayBuffer (see createTilePool's TSDoc).",
+    "deltacells: pool.decode(bytes, { out }) with plain (unshared) arrays: workers cannot write into them, so every tile is copied in on this thread, at about half the cost of decoding it (on 2 cores that caps the pool at about 1.2-1.4x one thread, against nearly 2x). For the fast path pass no `out` and release() each tile, or `out` arrays on SharedArrayBuffer (see createTilePool's TSDoc).",
   );
 }
 
@@ -201,8 +205,20 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
       }),
     );
     const expectedCrc = layout.header.crc32;
+    // Plain arrays of the caller's: workers cannot write into unshared memory, so each part is
+    // copied in on this thread as soon as it is decoded, while the other parts still decode.
+    const copy =
+      given !== undefined && target !== undefined && target !== given ? { target, given } : undefined;
+    const copyPart = (i: number, res: Response): Response => {
+      if (copy === undefined) return res;
+      const from = plan[i]!.at;
+      const to = plan[i + 1]?.at ?? nnz;
+      copy.given.indices.set(copy.target.indices.subarray(from, to), from);
+      (copy.given.data as Int32Array).set((copy.target.data as Int32Array).subarray(from, to), from);
+      return res;
+    };
     // Wait for every part, even after a failure, so that no worker still uses the leased buffers.
-    const settled = await Promise.allSettled(reqs.map((r) => run(r, [])));
+    const settled = await Promise.allSettled(reqs.map((r, i) => run(r, []).then((res) => copyPart(i, res))));
     try {
       const results = settled.map((r) => {
         if (r.status !== "rejected") return r.value;
@@ -227,10 +243,6 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
           result.indices.set(r.indices, plan[i]!.at);
           (result.data as Int32Array).set(r.data as Int32Array, plan[i]!.at);
         });
-      } else if (given !== undefined && target !== given) {
-        // Plain arrays of the caller's: one copy (workers cannot write into unshared memory).
-        given.indices.set(target.indices);
-        (given.data as Int32Array).set(target.data as Int32Array);
       }
     } catch (err) {
       if (lease) outputs.release(lease);
