@@ -93,6 +93,20 @@ export function indptrScratch(bytes: Uint8Array): Float64Array | undefined {
 /** Decodes a tile (or a cell range of it) on this thread with an already-loaded zstd. */
 export function decodeTileSync(bytes: Uint8Array, zstd: ZstdBackend, opts: DecodeOptions = {}): DecodedTile {
   const layout = inspectTile(bytes, { object: opts.object, indptrBuffer: indptrScratch(bytes) });
+  return decodeLayoutSync(bytes, layout, zstd, opts);
+}
+
+/**
+ * {@link decodeTileSync} of a tile already inspected, CRC included, by {@link inspectTile}: for a
+ * caller that sizes its output from the layout first, so the tile is parsed and checksummed once.
+ * The layout must be used before this thread inspects another tile (its indptr may be scratch).
+ */
+export function decodeLayoutSync(
+  bytes: Uint8Array,
+  layout: TileLayout,
+  zstd: ZstdBackend,
+  opts: DecodeOptions = {},
+): DecodedTile {
   const { nCells, nGenes } = layout.header;
   const [c0, c1] = cellRange(opts.cells, nCells, opts.object);
   const base = layout.indptr[c0]!;
