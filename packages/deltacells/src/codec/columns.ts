@@ -40,7 +40,7 @@ export function checkColumns(columns: Int32Array, nGenes: number, object?: strin
  */
 export function renumberColumns(indices: Int32Array, s: number, e: number, columns: Int32Array): void {
   const native = nativeKernel();
-  if (native?.renumber !== undefined) {
+  if (native !== undefined) {
     if (!native.renumber(indices, s, e, columns))
       throw new DeltacellsError("deltacells: a decoded gene index is outside the column map", {
         tag: "InternalError",

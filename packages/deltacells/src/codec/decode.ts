@@ -215,7 +215,7 @@ export function decodeChunksInto(cx: ChunkContext, k0: number, k1: number, colum
   const { layout, c0, c1, base } = cx;
   const full = c0 === 0 && c1 === layout.header.nCells;
   const native = cx.zstd.name === "zstd-napi" ? nativeKernel() : undefined;
-  if (columns !== undefined && (native === undefined || native.chunksRenumbered === undefined)) {
+  if (columns !== undefined && native === undefined) {
     // Chunk by chunk, each renumbered while its indices are still (mostly) in cache.
     for (let k = k0; k < k1; k++) {
       decodeChunksInto(cx, k, k + 1);
@@ -251,17 +251,7 @@ export function decodeChunksInto(cx: ChunkContext, k0: number, k1: number, colum
     const stopped =
       columns === undefined
         ? native.chunks(cx.bytes, plan, k, k1, layout.indptr, cx.indices, cx.data, nGenes)
-        : native.chunksRenumbered!(
-            cx.bytes,
-            plan,
-            k,
-            k1,
-            layout.indptr,
-            cx.indices,
-            cx.data,
-            nGenes,
-            columns,
-          );
+        : native.chunksRenumbered(cx.bytes, plan, k, k1, layout.indptr, cx.indices, cx.data, nGenes, columns);
     if (stopped === -1) return;
     // A chunk the kernel leaves to us is decoded again whole here (and renumbered after).
     decodeChunkInto(cx, stopped);
