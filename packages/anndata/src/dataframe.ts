@@ -5,7 +5,15 @@
  */
 
 import { InputError, objectIn, UnsupportedColumnsError } from "./errors.js";
-import { attrString, joinPath, type Tree, type TreeArray, type TreeGroup, toNumbers } from "./tree.js";
+import {
+  attrString,
+  joinPath,
+  type Tree,
+  type TreeArray,
+  type TreeGroup,
+  type TreeNode,
+  toNumbers,
+} from "./tree.js";
 import type {
   ColumnTable,
   ColumnTableReader,
@@ -46,8 +54,7 @@ async function groupFrame(
 ): Promise<ColumnTable> {
   const loc = tree.location;
   const attrs = await group.attrs();
-  const indexKey = attrString(attrs._index) ?? "_index";
-  const indexNode = await tree.get(joinPath(group.path, indexKey));
+  const { indexKey, indexNode } = await indexOf(tree, group, attrs);
   if (indexNode?.kind !== "array") {
     throw new InputError(`${loc}: data frame ${group.path} has no index array ${indexKey}.`, {
       tag: "MalformedInput",
@@ -60,6 +67,33 @@ async function groupFrame(
   const columns: TableColumn[] = [];
   for (const r of readers) columns.push(await wholeColumn(r, nRows));
   return { indexName: indexKey === "_index" ? null : indexKey, index, columns };
+}
+
+/** A group frame's index: its name (the `_index` attribute, `_index` by default) and node. */
+async function indexOf(
+  tree: Tree,
+  group: TreeGroup,
+  attrs: Record<string, unknown>,
+): Promise<{ indexKey: string; indexNode: TreeNode | undefined }> {
+  const indexKey = attrString(attrs._index) ?? "_index";
+  return { indexKey, indexNode: await tree.get(joinPath(group.path, indexKey)) };
+}
+
+/**
+ * The name of row `i` of the frame at `path` (for an error message), reading only that index
+ * entry where the frame is a group; undefined when the frame has no such row or no index.
+ */
+export async function rowName(tree: Tree, path: string, i: number): Promise<string | undefined> {
+  const node = await tree.get(path);
+  if (node === undefined) return String(i); // as readDataFrame names the rows of an absent frame
+  if (node.kind === "array") {
+    // Pre-0.7 record array: its fields cannot be read one by one.
+    const index = node.fields ? (await node.readCompound()).get("index") : undefined;
+    return Array.isArray(index) ? index[i] : undefined;
+  }
+  const { indexNode } = await indexOf(tree, node, await node.attrs());
+  if (indexNode?.kind !== "array" || !(i >= 0 && i < (indexNode.shape[0] ?? 0))) return undefined;
+  return (await indexNode.readStrings(i, i + 1))[0];
 }
 
 function wrongRows(loc: string, path: string, found: number, nRows: number): InputError {
@@ -151,8 +185,7 @@ export async function frameReader(
   const group = await tree.get(path);
   if (group?.kind !== "group") return undefined;
   const attrs = await group.attrs();
-  const indexKey = attrString(attrs._index) ?? "_index";
-  const indexNode = await tree.get(joinPath(group.path, indexKey));
+  const { indexKey, indexNode } = await indexOf(tree, group, attrs);
   if (indexNode?.kind !== "array" || indexNode.element !== "string") return undefined;
   const index = rowsOf(loc, indexNode, nRows);
   return {

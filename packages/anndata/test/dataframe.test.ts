@@ -8,34 +8,8 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { frameReader, readDataFrame } from "../src/dataframe.js";
 import { openHdf5 } from "../src/hdf5-thread.js";
-import type { Tree, TreeNode } from "../src/tree.js";
 import type { ColumnTable, ColumnTableReader } from "../src/types.js";
-import { DATA } from "./helpers.js";
-
-/** `tree`, counting its `get` and its nodes' `attrs` calls in `calls`. */
-function counting(tree: Tree, calls: { get: number; attrs: number }): Tree {
-  const wrap = (node: TreeNode): TreeNode =>
-    new Proxy(node, {
-      get(target, prop) {
-        if (prop === "attrs")
-          return () => {
-            calls.attrs++;
-            return target.attrs();
-          };
-        const v = Reflect.get(target, prop, target);
-        return typeof v === "function" ? v.bind(target) : v;
-      },
-    });
-  return {
-    location: tree.location,
-    close: () => tree.close(),
-    get: async (path) => {
-      calls.get++;
-      const node = await tree.get(path);
-      return node && wrap(node);
-    },
-  };
-}
+import { counting, DATA } from "./helpers.js";
 
 /** A frame read by range, read whole through its readers. */
 async function readAll(r: ColumnTableReader, n: number): Promise<ColumnTable> {
