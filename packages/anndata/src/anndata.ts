@@ -8,7 +8,7 @@
  */
 
 import { cscBlocks, csrBlocks, denseBlocks, type MatrixShape, type SparseLayout } from "./blocks.js";
-import { frameReader, readDataFrame } from "./dataframe.js";
+import { frameReader, readDataFrame, rowName } from "./dataframe.js";
 import { InputError, objectIn } from "./errors.js";
 import { obsmKeys, readObsmEntry } from "./obsm.js";
 import { BaseSource } from "./source.js";
@@ -161,6 +161,10 @@ class AnnDataSource extends BaseSource {
 
   protected readObs(exclude: ReadonlySet<string>): Promise<ColumnTable> {
     return readDataFrame(this.tree, "obs", this.nCells, exclude);
+  }
+
+  protected override cellName(i: number): Promise<string | undefined> {
+    return rowName(this.tree, "obs", i);
   }
 
   protected override async readObsReader(

@@ -5,7 +5,15 @@
  */
 
 import { InputError, objectIn, UnsupportedColumnsError } from "./errors.js";
-import { attrString, joinPath, type Tree, type TreeArray, type TreeGroup, toNumbers } from "./tree.js";
+import {
+  attrString,
+  joinPath,
+  type Tree,
+  type TreeArray,
+  type TreeGroup,
+  type TreeNode,
+  toNumbers,
+} from "./tree.js";
 import type {
   ColumnTable,
   ColumnTableReader,
@@ -32,22 +40,21 @@ export async function readDataFrame(
     // anndata allows a missing raw/var only in broken files; an absent obs/var means no names
     return { indexName: null, index: Array.from({ length: nRows }, (_, i) => String(i)), columns: [] };
   }
-  const table =
-    node.kind === "array" ? await legacyFrame(tree, node, exclude) : await groupFrame(tree, node, exclude);
-  if (table.index.length !== nRows) {
-    throw new InputError(
-      `${loc}: ${path} has ${table.index.length} rows, but the matrix has ${nRows} along that axis.`,
-      { tag: "MalformedInput", object: objectIn(loc, path) },
-    );
-  }
+  if (node.kind === "group") return groupFrame(tree, node, nRows, exclude);
+  const table = await legacyFrame(tree, node, exclude);
+  if (table.index.length !== nRows) throw wrongRows(loc, path, table.index.length, nRows);
   return table;
 }
 
-async function groupFrame(tree: Tree, group: TreeGroup, exclude: ReadonlySet<string>): Promise<ColumnTable> {
+async function groupFrame(
+  tree: Tree,
+  group: TreeGroup,
+  nRows: number,
+  exclude: ReadonlySet<string>,
+): Promise<ColumnTable> {
   const loc = tree.location;
   const attrs = await group.attrs();
-  const indexKey = attrString(attrs._index) ?? "_index";
-  const indexNode = await tree.get(joinPath(group.path, indexKey));
+  const { indexKey, indexNode } = await indexOf(tree, group, attrs);
   if (indexNode?.kind !== "array") {
     throw new InputError(`${loc}: data frame ${group.path} has no index array ${indexKey}.`, {
       tag: "MalformedInput",
@@ -55,103 +62,66 @@ async function groupFrame(tree: Tree, group: TreeGroup, exclude: ReadonlySet<str
     });
   }
   const index = await indexNode.readStrings();
-  const names = columnOrder(attrs["column-order"]);
+  if (index.length !== nRows) throw wrongRows(loc, group.path, index.length, nRows);
+  const readers = await columnReaders(tree, group.path, columnOrder(attrs["column-order"]), exclude, nRows);
   const columns: TableColumn[] = [];
-  const unsupported: string[] = [];
-  for (const name of names) {
-    if (exclude.has(name)) continue;
-    try {
-      const legacy = await legacyCategorical(tree, group.path, name);
-      columns.push(legacy ?? (await readColumn(tree, joinPath(group.path, name), name)));
-    } catch (err) {
-      if (!(err instanceof InputError) || err._tag !== "Unsupported") throw err;
-      unsupported.push(name);
-    }
-  }
-  if (unsupported.length > 0) throw UnsupportedColumnsError.of(loc, group.path, unsupported);
+  for (const r of readers) columns.push(await wholeColumn(r, nRows));
   return { indexName: indexKey === "_index" ? null : indexKey, index, columns };
 }
 
+/** A group frame's index: its name (the `_index` attribute, `_index` by default) and node. */
+async function indexOf(
+  tree: Tree,
+  group: TreeGroup,
+  attrs: Record<string, unknown>,
+): Promise<{ indexKey: string; indexNode: TreeNode | undefined }> {
+  const indexKey = attrString(attrs._index) ?? "_index";
+  return { indexKey, indexNode: await tree.get(joinPath(group.path, indexKey)) };
+}
+
 /**
- * anndata 0.7 (data frame encoding 0.1.0) stored a categorical column as its codes, with the
- * categories in `<frame>/__categories/<name>` (and `ordered` as an attribute there).
+ * The name of row `i` of the frame at `path` (for an error message), reading only that index
+ * entry where the frame is a group; undefined when the frame has no such row or no index.
  */
-async function legacyCategorical(tree: Tree, frame: string, name: string): Promise<TableColumn | undefined> {
-  const cats = await tree.get(joinPath(frame, `__categories/${name}`));
-  const codes = await tree.get(joinPath(frame, name));
-  if (cats?.kind !== "array" || codes?.kind !== "array" || codes.element === "string") return undefined;
-  const categories =
-    cats.element === "string" ? await cats.readStrings() : Array.from(toNumbers(await cats.read()), String);
-  const ordered = Boolean((await cats.attrs()).ordered);
-  return {
-    name,
-    kind: "category",
-    codes: Int32Array.from(toNumbers(await codes.read())),
-    categories,
-    ordered,
-  };
-}
-
-async function readColumn(tree: Tree, path: string, name: string): Promise<TableColumn> {
-  const loc = tree.location;
+export async function rowName(tree: Tree, path: string, i: number): Promise<string | undefined> {
   const node = await tree.get(path);
-  if (node === undefined) {
-    throw new InputError(`${loc}: column ${path} is listed in column-order but missing.`, {
-      tag: "MalformedInput",
-      object: objectIn(loc, path),
-    });
+  if (node === undefined) return String(i); // as readDataFrame names the rows of an absent frame
+  if (node.kind === "array") {
+    // Pre-0.7 record array: its fields cannot be read one by one.
+    const index = node.fields ? (await node.readCompound()).get("index") : undefined;
+    return Array.isArray(index) ? index[i] : undefined;
   }
-  if (node.kind === "array") return arrayColumn(node, name);
-  const enc = attrString((await node.attrs())["encoding-type"]);
-  const child = async (n: string): Promise<TreeArray> => {
-    const a = await tree.get(joinPath(path, n));
-    if (a?.kind !== "array") {
-      throw new InputError(`${loc}: ${enc} column ${path} has no ${n} array.`, {
-        tag: "MalformedInput",
-        object: objectIn(loc, path),
-      });
-    }
-    return a;
-  };
-  if (enc === "categorical") {
-    const codesRaw = toNumbers(await (await child("codes")).read());
-    const catNode = await child("categories");
-    const categories =
-      catNode.element === "string"
-        ? await catNode.readStrings()
-        : Array.from(toNumbers(await catNode.read()), String);
-    const ordered = Boolean((await node.attrs()).ordered);
-    return { name, kind: "category", codes: Int32Array.from(codesRaw), categories, ordered };
-  }
-  if (enc === "nullable-integer" || enc === "nullable-boolean" || enc === "nullable-string-array") {
-    const values = await child("values");
-    const mask = Uint8Array.from(toNumbers(await (await child("mask")).read()));
-    if (enc === "nullable-string-array") {
-      const strings = await values.readStrings();
-      return { name, kind: "string", values: strings.map((s, i) => (mask[i] ? null : s)) };
-    }
-    const v = await values.read();
-    if (enc === "nullable-boolean")
-      return { name, kind: "bool", values: Uint8Array.from(toNumbers(v)), nulls: mask };
-    return { name, kind: "numeric", values: v, nulls: mask };
-  }
-  throw new InputError(
-    `${loc}: column ${path} has encoding ${JSON.stringify(enc ?? null)}, which is not supported.`,
-    { tag: "Unsupported", object: objectIn(loc, path) },
-  );
+  const { indexNode } = await indexOf(tree, node, await node.attrs());
+  if (indexNode?.kind !== "array" || !(i >= 0 && i < (indexNode.shape[0] ?? 0))) return undefined;
+  return (await indexNode.readStrings(i, i + 1))[0];
 }
 
-async function arrayColumn(a: TreeArray, name: string): Promise<TableColumn> {
-  if (a.element === "other" || a.element === "compound" || a.shape.length !== 1) {
-    throw new InputError(
-      `${a.path} has an element type or shape (${a.element}, ${JSON.stringify(a.shape)}) no table column holds.`,
-      { tag: "Unsupported" },
-    );
+function wrongRows(loc: string, path: string, found: number, nRows: number): InputError {
+  return new InputError(`${loc}: ${path} has ${found} rows, but the matrix has ${nRows} along that axis.`, {
+    tag: "MalformedInput",
+    object: objectIn(loc, path),
+  });
+}
+
+/** All `nRows` rows of a column read by range. */
+async function wholeColumn(r: TableColumnReader, nRows: number): Promise<TableColumn> {
+  const { name } = r;
+  switch (r.kind) {
+    case "category":
+      return {
+        name,
+        kind: "category",
+        codes: await r.read(0, nRows),
+        categories: r.categories,
+        ordered: r.ordered,
+      };
+    case "string":
+      return { name, kind: "string", values: await r.read(0, nRows) };
+    case "bool":
+      return { name, kind: "bool", ...(await r.read(0, nRows)) };
+    case "numeric":
+      return { name, kind: "numeric", ...(await r.read(0, nRows)) };
   }
-  if (a.element === "string") return { name, kind: "string", values: await a.readStrings() };
-  const v = await a.read();
-  if (a.element === "bool") return { name, kind: "bool", values: Uint8Array.from(toNumbers(v)) };
-  return { name, kind: "numeric", values: v };
 }
 
 /** Pre-0.7 anndata: a compound dataset; categorical columns keep codes, categories in uns. */
@@ -182,10 +152,7 @@ async function legacyFrame(tree: Tree, a: TreeArray, exclude: ReadonlySet<string
     }
     const cats = await tree.get(`uns/${f.name}_categories`);
     if (cats?.kind === "array" && (f.kind === "int" || f.kind === "uint")) {
-      const categories =
-        cats.element === "string"
-          ? await cats.readStrings()
-          : Array.from(toNumbers(await cats.read()), String);
+      const categories = await categoriesOf(cats);
       columns.push({
         name: f.name,
         kind: "category",
@@ -217,61 +184,83 @@ export async function frameReader(
   const loc = tree.location;
   const group = await tree.get(path);
   if (group?.kind !== "group") return undefined;
-  const rows = (a: TreeArray): TreeArray => {
-    if (a.shape.length !== 1 || a.shape[0] !== nRows) {
-      throw new InputError(
-        `${loc}: ${a.path} has shape ${JSON.stringify(a.shape)}, but the matrix has ${nRows} rows along that axis.`,
-        { tag: "MalformedInput", object: objectIn(loc, a.path) },
-      );
-    }
-    return a;
-  };
   const attrs = await group.attrs();
-  const indexKey = attrString(attrs._index) ?? "_index";
-  const indexNode = await tree.get(joinPath(group.path, indexKey));
+  const { indexKey, indexNode } = await indexOf(tree, group, attrs);
   if (indexNode?.kind !== "array" || indexNode.element !== "string") return undefined;
-  const index = rows(indexNode);
-  const names = columnOrder(attrs["column-order"]);
+  const index = rowsOf(loc, indexNode, nRows);
+  return {
+    indexName: indexKey === "_index" ? null : indexKey,
+    index: (a, b) => index.readStrings(a, b),
+    columns: await columnReaders(tree, group.path, columnOrder(attrs["column-order"]), exclude, nRows),
+  };
+}
+
+/** `a`, refused unless it is 1-d with `nRows` rows. */
+function rowsOf(loc: string, a: TreeArray, nRows: number): TreeArray {
+  if (a.shape.length !== 1 || a.shape[0] !== nRows) {
+    throw new InputError(
+      `${loc}: ${a.path} has shape ${JSON.stringify(a.shape)}, but the matrix has ${nRows} rows along that axis.`,
+      { tag: "MalformedInput", object: objectIn(loc, a.path) },
+    );
+  }
+  return a;
+}
+
+/**
+ * The readers of the columns `names` of the frame at `frame` (those in `exclude` left out);
+ * columns of an encoding or element type that has no {@link TableColumn} (datetimes, nested
+ * frames, complex numbers ...) are refused together, by name, in one {@link UnsupportedColumnsError}.
+ */
+async function columnReaders(
+  tree: Tree,
+  frame: string,
+  names: string[],
+  exclude: ReadonlySet<string>,
+  nRows: number,
+): Promise<TableColumnReader[]> {
+  // anndata 0.7's categories folder, looked up once: most files have none, and then no column
+  // costs a lookup there (each is a round trip to the HDF5 thread). Not listed: a zarr store read
+  // over HTTP cannot list.
+  const legacy = (await tree.get(joinPath(frame, "__categories")))?.kind === "group";
   const columns: TableColumnReader[] = [];
   const unsupported: string[] = [];
   for (const name of names) {
     if (exclude.has(name)) continue;
     try {
-      columns.push(await columnReader(tree, group.path, name, rows));
+      columns.push(await columnReader(tree, frame, name, nRows, legacy));
     } catch (err) {
       if (!(err instanceof InputError) || err._tag !== "Unsupported") throw err;
       unsupported.push(name);
     }
   }
-  if (unsupported.length > 0) throw UnsupportedColumnsError.of(loc, group.path, unsupported);
-  return {
-    indexName: indexKey === "_index" ? null : indexKey,
-    index: (a, b) => index.readStrings(a, b),
-    columns,
-  };
+  if (unsupported.length > 0) throw UnsupportedColumnsError.of(tree.location, frame, unsupported);
+  return columns;
+}
+
+/** A categorical column's categories, as strings (numbers formatted as pandas prints them). */
+async function categoriesOf(a: TreeArray): Promise<string[]> {
+  return a.element === "string" ? a.readStrings() : Array.from(toNumbers(await a.read()), String);
 }
 
 const codesOf = (a: TreeArray) => async (s: number, e: number) =>
   Int32Array.from(toNumbers(await a.read(s, e)));
 
+/**
+ * One column's reader: its layout and categories read here, its rows when asked for. `legacy`:
+ * the frame has a `__categories` folder (anndata 0.7, data frame encoding 0.1.0: a categorical
+ * column stored as its codes, the categories there under its name, `ordered` as their attribute).
+ */
 async function columnReader(
   tree: Tree,
   frame: string,
   name: string,
-  rows: (a: TreeArray) => TreeArray,
+  nRows: number,
+  legacy: boolean,
 ): Promise<TableColumnReader> {
   const loc = tree.location;
+  const rows = (a: TreeArray) => rowsOf(loc, a, nRows);
   const path = joinPath(frame, name);
-  const legacyCats = await tree.get(joinPath(frame, `__categories/${name}`));
   const node = await tree.get(path);
-  if (legacyCats?.kind === "array" && node?.kind === "array" && node.element !== "string") {
-    const categories =
-      legacyCats.element === "string"
-        ? await legacyCats.readStrings()
-        : Array.from(toNumbers(await legacyCats.read()), String);
-    const ordered = Boolean((await legacyCats.attrs()).ordered);
-    return { name, kind: "category", categories, ordered, read: codesOf(rows(node)) };
-  }
   if (node === undefined) {
     throw new InputError(`${loc}: column ${path} is listed in column-order but missing.`, {
       tag: "MalformedInput",
@@ -279,6 +268,20 @@ async function columnReader(
     });
   }
   if (node.kind === "array") {
+    const cats =
+      legacy && node.element !== "string"
+        ? await tree.get(joinPath(frame, `__categories/${name}`))
+        : undefined;
+    if (cats?.kind === "array") {
+      const ordered = Boolean((await cats.attrs()).ordered);
+      return {
+        name,
+        kind: "category",
+        categories: await categoriesOf(cats),
+        ordered,
+        read: codesOf(rows(node)),
+      };
+    }
     if (node.element === "other" || node.element === "compound" || node.shape.length !== 1) {
       throw new InputError(
         `${node.path} has an element type or shape (${node.element}, ${JSON.stringify(node.shape)}) no table column holds.`,
@@ -295,7 +298,8 @@ async function columnReader(
       };
     return { name, kind: "numeric", read: async (s, e) => ({ values: await a.read(s, e) }) };
   }
-  const enc = attrString((await node.attrs())["encoding-type"]);
+  const attrs = await node.attrs();
+  const enc = attrString(attrs["encoding-type"]);
   const child = async (n: string): Promise<TreeArray> => {
     const a = await tree.get(joinPath(path, n));
     if (a?.kind !== "array") {
@@ -307,12 +311,8 @@ async function columnReader(
     return a;
   };
   if (enc === "categorical") {
-    const catNode = await child("categories");
-    const categories =
-      catNode.element === "string"
-        ? await catNode.readStrings()
-        : Array.from(toNumbers(await catNode.read()), String);
-    const ordered = Boolean((await node.attrs()).ordered);
+    const categories = await categoriesOf(await child("categories"));
+    const ordered = Boolean(attrs.ordered);
     return { name, kind: "category", categories, ordered, read: codesOf(rows(await child("codes"))) };
   }
   if (enc === "nullable-integer" || enc === "nullable-boolean" || enc === "nullable-string-array") {

@@ -58,6 +58,18 @@ export class RemoteZarrStore implements ZarrReadable {
     return this.store.get(key.slice(1));
   }
 
+  /**
+   * Whether an object exists, without downloading it where the store reads ranges: zero bytes
+   * are asked for (a HEAD over HTTP and S3), so a 10x folder's matrix is fetched once, by the copy.
+   */
+  async has(key: `/${string}`): Promise<boolean> {
+    const name = key.slice(1);
+    const found = this.store.getRange
+      ? this.store.getRange(name, { offset: 0, length: 0 })
+      : this.store.get(name);
+    return (await found) !== undefined;
+  }
+
   async children(path: string): Promise<string[]> {
     if (!this.store.list) return [];
     const prefix = path.replace(/^\/+|\/+$/g, "");
@@ -78,7 +90,7 @@ export class RemoteZarrStore implements ZarrReadable {
 
 /** The format of a remote zarr input, from its metadata objects; anything else is refused. */
 export async function detectRemoteFormat(store: RemoteZarrStore, url: string): Promise<InputFormat> {
-  const has = async (key: `/${string}`) => (await store.get(key)) !== undefined;
+  const has = (key: `/${string}`) => store.has(key);
   const v3 = await store.get("/zarr.json");
   if (v3 !== undefined) {
     let nodeType: unknown;

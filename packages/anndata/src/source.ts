@@ -78,8 +78,16 @@ export abstract class BaseSource implements MatrixSource {
 
   async obs(opts: { exclude?: string[] } = {}): Promise<ColumnTable> {
     // the index is not kept: a million names would stay alive for the whole conversion; a cell's
-    // name for an error message is read again (see nameOf)
+    // name for an error message is read again (see cellName)
     return this.readObs(new Set(opts.exclude));
+  }
+
+  /**
+   * The name of cell `i`, for an error message. This default reads obs, which is only its index
+   * in inputs without obs columns; AnnData inputs read the one index entry.
+   */
+  protected async cellName(i: number): Promise<string | undefined> {
+    return (await this.readObs(new Set())).index[i];
   }
 
   async obsReader(opts: { exclude?: string[] } = {}): Promise<ColumnTableReader | undefined> {
@@ -126,8 +134,8 @@ export abstract class BaseSource implements MatrixSource {
 
   private async nameOf(which: "obs" | "var", i: number): Promise<string | undefined> {
     try {
-      const index = which === "obs" ? (await this.obs()).index : (this.varIndex ?? (await this.var()).index);
-      return index[i];
+      if (which === "obs") return await this.cellName(i);
+      return (this.varIndex ?? (await this.var()).index)[i];
     } catch {
       return undefined;
     }

@@ -203,6 +203,12 @@ export interface OpenInputOptions {
 /** The part of a storage-layer store a remote zarr input is read through. */
 export interface RemoteStore {
   get(key: string): Promise<Uint8Array | undefined>;
+  /**
+   * A byte range of an object, `undefined` when it does not exist. Format detection asks for zero
+   * bytes to learn whether an object exists (a HEAD request, or a file's status, in the storage
+   * layer) rather than downloading it; a store without it is asked with `get`.
+   */
+  getRange?(key: string, range: { offset: number; length: number }): Promise<Uint8Array | undefined>;
   /** Every key under a prefix; used to list group members (obsm, layers) where the store can. */
   list?(prefix?: string): Promise<string[]>;
 }

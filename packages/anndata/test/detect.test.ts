@@ -146,6 +146,47 @@ function folderAsStore(folder: string) {
   };
 }
 
+/** {@link folderAsStore} with ranged reads, logging each call as `op key` (a zero-length range as `exists key`). */
+function countingFolderStore(folder: string, log: string[]) {
+  const whole = folderAsStore(folder);
+  return {
+    get: (key: string) => {
+      log.push(`get ${key}`);
+      return whole.get(key);
+    },
+    getRange: async (key: string, range: { offset: number; length: number } | { suffixLength: number }) => {
+      const empty = "length" in range && range.length === 0;
+      log.push(`${empty ? "exists" : "getRange"} ${key}`);
+      const bytes = await whole.get(key);
+      if (bytes === undefined || empty) return bytes && new Uint8Array(0);
+      return "suffixLength" in range
+        ? bytes.slice(bytes.length - range.suffixLength)
+        : bytes.slice(range.offset, range.offset + range.length);
+    },
+  };
+}
+
+test("a remote 10x folder is detected without reading its matrix: each file is fetched once, by the copy", async () => {
+  const log: string[] = [];
+  const served = join(DATA, "10x-v3-chr21", "filtered_feature_bc_matrix");
+  const src = await openInput("s3://bucket/runs/filtered_feature_bc_matrix", {
+    openStore: () => countingFolderStore(served, log),
+  });
+  try {
+    assert.equal(src.format, "10x-mtx");
+    const fetched = log.filter((line) => !line.startsWith("exists "));
+    assert.deepEqual(fetched, [
+      "get zarr.json",
+      "get matrix.mtx.gz",
+      "get features.tsv.gz",
+      "get barcodes.tsv.gz",
+    ]);
+    assert.ok(log.includes("exists matrix.mtx.gz"), log.join(", "));
+  } finally {
+    await src.close();
+  }
+});
+
 test("Matrix Market URLs (a file, a 10x folder) are read through the store, as their local copies", async () => {
   const cases: [string, string, string][] = [
     [

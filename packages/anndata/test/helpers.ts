@@ -13,6 +13,7 @@ import type {
   RowBlock,
 } from "../src/index.js";
 import { openInput } from "../src/node.js";
+import type { Tree, TreeNode } from "../src/tree.js";
 
 export const REPO = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
 export const DATA = join(REPO, "data");
@@ -209,4 +210,33 @@ export function assertObsmMatch(ours: Embeddings, theirs: Record<string, PyObsmE
       assertTablesMatch(e.table, py.columns);
     }
   }
+}
+
+/**
+ * `tree`, counting its `get` and its nodes' `attrs` calls in `calls` (each is a round trip to the
+ * HDF5 worker thread), and the paths it was asked for in `calls.paths` when given.
+ */
+export function counting(tree: Tree, calls: { get: number; attrs: number; paths?: string[] }): Tree {
+  const wrap = (node: TreeNode): TreeNode =>
+    new Proxy(node, {
+      get(target, prop) {
+        if (prop === "attrs")
+          return () => {
+            calls.attrs++;
+            return target.attrs();
+          };
+        const v = Reflect.get(target, prop, target);
+        return typeof v === "function" ? v.bind(target) : v;
+      },
+    });
+  return {
+    location: tree.location,
+    close: () => tree.close(),
+    get: async (path) => {
+      calls.get++;
+      calls.paths?.push(path);
+      const node = await tree.get(path);
+      return node && wrap(node);
+    },
+  };
 }

@@ -9,7 +9,7 @@ import { openAnnData } from "../src/anndata.js";
 import { openHdf5 } from "../src/hdf5-thread.js";
 import { InputError, isAnndataError, NotCountsError, UnsupportedFilterError } from "../src/index.js";
 import { openInput } from "../src/node.js";
-import { DATA, drain } from "./helpers.js";
+import { counting, DATA, drain } from "./helpers.js";
 
 const LEGACY = join(DATA, "legacy-anndata", "pbmc68k_reduced.h5ad");
 const A = (f: string) => join(DATA, "anndata", f);
@@ -31,6 +31,28 @@ test("a scaled X (legacy pbmc68k) is refused naming the cell and gene, suggestin
     assert.doesNotMatch(err.message, /--/, "a library message names no command-line flag");
     return true;
   });
+});
+
+test("the cell named by a NotCounts error is read alone: obs index entry only, no obs column", async () => {
+  const tree = await openHdf5(A("negative.h5ad"));
+  const calls = { get: 0, attrs: 0, paths: [] as string[] };
+  try {
+    const src = await openAnnData(counting(tree, calls), "h5ad", {});
+    calls.paths.length = 0; // what opening read is not the point
+    await assert.rejects(
+      async () => {
+        for await (const _ of src.rowBlocks()) {
+          // reading is the point
+        }
+      },
+      (err: unknown) =>
+        err instanceof NotCountsError && err.cellName !== undefined && err.geneName !== undefined,
+    );
+    const obs = calls.paths.filter((p) => p === "obs" || p.startsWith("obs/"));
+    assert.deepEqual(obs, ["obs", "obs/barcode"]);
+  } finally {
+    await tree.close();
+  }
 });
 
 test("a log-normalised raw.X (legacy pbmc68k) is refused as not integer, at the cell's first offending gene", async () => {

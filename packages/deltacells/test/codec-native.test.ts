@@ -200,7 +200,7 @@ test("codecInfo names the kernel, its instruction set and zstd, and why the nati
   }
 });
 
-test("an addon built from older sources (no or another version) is refused with the reason, not called", async () => {
+test("an addon built from older sources (no or another version, a function missing) is refused with the reason, not called", async () => {
   const dir = await mkdtemp(join(tmpdir(), "deltacells-addon-"));
   try {
     // Stand-ins for stale builds: CommonJS modules load through the same require as a .node file.
@@ -217,6 +217,19 @@ test("an addon built from older sources (no or another version) is refused with 
     const v9 = loadAddon(pathToFileURL(other));
     assert.equal(v9.kernel, undefined);
     assert.match(v9.unavailable!, /is version 9, these sources need version 2/);
+    // Version 2 before renumber and chunksRenumbered were added (without a version change).
+    const early = join(dir, "v2-early.cjs");
+    const v2Functions = ["gaps", "vals", "chunks", "decompress", "crc32", "isa", "indptr"];
+    await writeFile(
+      early,
+      `module.exports = { version: 2, ${v2Functions.map((f) => `${f}() {}`).join(", ")} };`,
+    );
+    const v2 = loadAddon(pathToFileURL(early));
+    assert.equal(v2.kernel, undefined);
+    assert.match(
+      v2.unavailable!,
+      /v2-early\.cjs has no renumber, chunksRenumbered \(built from older sources\): rebuild/,
+    );
     assert.match(
       loadAddon(pathToFileURL(join(dir, "absent.node"))).unavailable!,
       /absent\.node did not load/,

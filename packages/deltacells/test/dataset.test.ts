@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { MemoryStore, withStats } from "@deltacells/storage";
 import { MANIFEST_KEY, tileKey } from "../src/dataset/manifest.js";
+import { encodeNpyInt32 } from "../src/dataset/npy.js";
 import { orderGenesByTotal } from "../src/dataset/writer.js";
 import {
   autoTileSize,
@@ -369,6 +370,29 @@ test("a has_gene_order flag without gene_order.npy is refused when the order is 
   await store.delete("gene_order.npy");
   const ds = await openDataset(store, { decoder: codec });
   await assert.rejects(ds.geneOrder(), (e) => isDeltacellsError(e, "InconsistentManifest"));
+});
+
+test("a gene_order.npy that is not a permutation of the genes is refused when the order is read", async () => {
+  const cases: [string, (order: Int32Array) => Int32Array, RegExp][] = [
+    ["a repeated gene", (o) => o.with(3, o[2]!), /gene_order\[3\] = \d+/],
+    ["a gene out of range", (o) => o.with(0, 31), /gene_order\[0\] = 31/],
+    ["a negative gene", (o) => o.with(5, -1), /gene_order\[5\] = -1/],
+    ["a gene too few", (o) => o.subarray(1), /30 entries/],
+  ];
+  for (const [what, damage, says] of cases) {
+    const { store } = await written();
+    const order = (await (await openDataset(store, { decoder: codec })).geneOrder())!;
+    await store.set("gene_order.npy", encodeNpyInt32(damage(order)));
+    const ds = await openDataset(store, { decoder: codec });
+    await assert.rejects(
+      ds.geneOrder(),
+      (e) =>
+        isDeltacellsError(e, "InconsistentManifest") &&
+        /gene_order\.npy is not a permutation of 0 \.\. 30/.test(e.message) &&
+        says.test(e.message),
+      what,
+    );
+  }
 });
 
 test("a tile whose size differs from tile_bytes is refused", async () => {

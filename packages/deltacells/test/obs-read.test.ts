@@ -8,10 +8,16 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { MemoryStore, type RangeQuery, type ReadableStore, withStats } from "@deltacells/storage";
+import {
+  MemoryStore,
+  type RangeQuery,
+  type ReadableStore,
+  StorageError,
+  withStats,
+} from "@deltacells/storage";
 import { parquetMetadata } from "hyparquet";
 import { columnTable, encodeColumnFile } from "../src/arrow.js";
-import { categoryLabels, encodeTile, openDataset, writeDataset } from "../src/index.js";
+import { categoryLabels, encodeTile, isDeltacellsError, openDataset, writeDataset } from "../src/index.js";
 import { openDataset as openNode, zstdCompressor } from "../src/node.js";
 import { obsCachePath, quoteColumnName } from "../src/obs/cache-node.js";
 import { obsShardKey } from "../src/obs/schema.js";
@@ -137,6 +143,55 @@ test("obsTile(t) reads one shard's footer and one chunk per column, nothing of o
   assert.equal(first.flag!.get(7), null);
   assert.equal(first.flag!.get(1), true);
   assert.equal(first.donor!.get(3), null);
+});
+
+test("a shard whose footer is damaged is refused as a FormatError naming it, one test per damage", async () => {
+  const cases: [string, (b: Uint8Array) => void][] = [
+    ["no PAR1 at the end", (b) => b.fill(0, b.length - 4)],
+    [
+      "a footer length past the start",
+      (b) => new DataView(b.buffer, b.byteOffset).setUint32(b.length - 8, b.length, true),
+    ],
+    [
+      "footer bytes that are not thrift",
+      (b) => {
+        const len = new DataView(b.buffer, b.byteOffset).getUint32(b.length - 8, true);
+        b.fill(0xff, b.length - 8 - len, b.length - 8);
+      },
+    ],
+  ];
+  for (const [what, damage] of cases) {
+    const { store } = await written();
+    const bytes = (await store.get(obsShardKey(1)))!.slice();
+    damage(bytes);
+    await store.set(obsShardKey(1), bytes);
+    const ds = await openDataset(store);
+    await assert.rejects(
+      ds.obsTile(3, ["donor"]),
+      (e: { _tag?: string; object?: string; message: string }) =>
+        e._tag === "FormatError" &&
+        /obs\/obs_0001\.parquet$/.test(e.object ?? "") &&
+        /no readable parquet footer at the end \(.+\): the shard is truncated or replaced$/.test(e.message),
+      what,
+    );
+  }
+});
+
+test("a store failure while a shard's footer is read is that failure, not a damaged footer", async () => {
+  const { store } = await written();
+  const failing: ReadableStore = {
+    get: (k, o) => store.get(k, o),
+    getRange: async (k, r, o) => {
+      // The footer itself (after its 8-byte tail): as if the connection dropped.
+      if (k === obsShardKey(1) && "offset" in r && r.length !== 8) throw new StorageError("connection reset");
+      return store.getRange(k, r, o);
+    },
+  };
+  const ds = await openDataset(Object.assign(failing, { url: "memory://failing" }));
+  await assert.rejects(
+    ds.obsTile(3, ["donor"]),
+    (e: unknown) => e instanceof StorageError && !isDeltacellsError(e),
+  );
 });
 
 test("rows(a, b) prints labels, nulls and numbers across tiles", async () => {

@@ -7,7 +7,7 @@
  * Region from `AWS_REGION` / `AWS_DEFAULT_REGION`, else the profile's `region`; endpoint from
  * `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL`, else the profile's `endpoint_url`.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { StorageError } from "./errors.js";
@@ -37,19 +37,40 @@ export function parseAwsIni(text: string): Map<string, Section> {
   return sections;
 }
 
+/**
+ * The files parsed so far, by path, with the status they had: every `openStore` of an `s3://`
+ * URL looks its settings up, and a job opens many stores, so a file is read again only once its
+ * modification time or size changed (a `stat` per lookup instead of a read and a parse).
+ */
+const parsed = new Map<string, { mtimeMs: number; size: number; sections: Map<string, Section> }>();
+
 /** A file's sections, or undefined when it does not exist; any other failure is an error. */
 function readIni(path: string): Map<string, Section> | undefined {
+  const fail = (cause: unknown) =>
+    new StorageError(`cannot read the AWS file ${path}: ${(cause as Error).message}`, {
+      object: path,
+      cause,
+    });
+  let status: { mtimeMs: number; size: number };
+  try {
+    status = statSync(path);
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code !== "ENOENT") throw fail(cause);
+    parsed.delete(path);
+    return undefined;
+  }
+  const known = parsed.get(path);
+  if (known?.mtimeMs === status.mtimeMs && known.size === status.size) return known.sections;
   let text: string;
   try {
     text = readFileSync(path, "utf8");
   } catch (cause) {
     if ((cause as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw new StorageError(`cannot read the AWS file ${path}: ${(cause as Error).message}`, {
-      object: path,
-      cause,
-    });
+    throw fail(cause);
   }
-  return parseAwsIni(text);
+  const sections = parseAwsIni(text);
+  parsed.set(path, { mtimeMs: status.mtimeMs, size: status.size, sections });
+  return sections;
 }
 
 /** Ways a profile can get credentials that this reader does not implement. */

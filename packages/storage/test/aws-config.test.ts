@@ -3,7 +3,7 @@
  * source wins, what a request is signed with (seen at a fake fetch), and the refusals.
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -152,4 +152,34 @@ test("the browser-safe S3Store refuses to open without credentials unless told t
     message: /no credentials.*signRequests: false/,
   });
   assert.ok(new S3Store({ bucket: "b", signRequests: false }) instanceof S3Store);
+});
+
+test("the AWS files are read once per process while unchanged, and again once changed", async () => {
+  const dir = home();
+  const file = join(dir, ".aws", "credentials");
+  const keys = (id: string) => `[default]\naws_access_key_id = ${id}\naws_secret_access_key = s\n`;
+  const env = { HOME: dir };
+  // Fixed times: the test does not depend on the clock or on the file system's time resolution.
+  const write = (id: string, mtime: number) => {
+    writeFileSync(file, keys(id));
+    utimesSync(file, mtime, mtime);
+  };
+  try {
+    write("AKIAFIRST", 1_700_000_000);
+    assert.match((await signedWith(env)).authorization ?? "", /Credential=AKIAFIRST\//);
+    // New bytes of the same size under the same time: the parsed file is used, not read again.
+    write("AKIALATER", 1_700_000_000);
+    assert.match((await signedWith(env)).authorization ?? "", /Credential=AKIAFIRST\//);
+    // Touched (as any editor or `aws configure` does): read again.
+    write("AKIALATER", 1_700_000_060);
+    assert.match((await signedWith(env)).authorization ?? "", /Credential=AKIALATER\//);
+    // Removed: no stale keys from the cache.
+    rmSync(file);
+    assert.throws(
+      () => openStore("s3://bucket/prefix", { env }),
+      (e: unknown) => isStorageError(e, "NoCredentials"),
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -12,6 +12,24 @@ import { nativeKernel } from "./native.js";
 const checked = new WeakSet<Int32Array>();
 
 /**
+ * Why `values` is not a permutation of `0 .. n - 1`: its length, or its first entry that is out of
+ * range or repeated (`at`); undefined when it is one.
+ */
+export function permutationFault(
+  values: Int32Array,
+  n: number,
+): { length: number } | { at: number; value: number } | undefined {
+  if (values.length !== n) return { length: values.length };
+  const seen = new Uint8Array(n);
+  for (let j = 0; j < n; j++) {
+    const c = values[j]!;
+    if (!(c >= 0 && c < n) || seen[c] !== 0) return { at: j, value: c };
+    seen[c] = 1;
+  }
+  return undefined;
+}
+
+/**
  * Refuses a `columns` map that is not a permutation of `0 .. nGenes - 1` (a renumbering that left
  * out or merged columns would silently change the numbers). Checked once per map.
  */
@@ -23,14 +41,9 @@ export function checkColumns(columns: Int32Array, nGenes: number, object?: strin
       { tag: "InvalidInput", object, field: "columns", expected, found },
     );
   if (!(columns instanceof Int32Array)) throw fail("an Int32Array", typeof columns);
-  if (columns.length !== nGenes) throw fail(`${nGenes} entries`, columns.length);
-  const seen = new Uint8Array(nGenes);
-  for (let j = 0; j < nGenes; j++) {
-    const c = columns[j]!;
-    if (!(c >= 0 && c < nGenes) || seen[c] !== 0)
-      throw fail(`every column once, in range`, `columns[${j}] = ${c}`);
-    seen[c] = 1;
-  }
+  const fault = permutationFault(columns, nGenes);
+  if (fault !== undefined && "length" in fault) throw fail(`${nGenes} entries`, fault.length);
+  if (fault !== undefined) throw fail("every column once, in range", `columns[${fault.at}] = ${fault.value}`);
   checked.add(columns);
 }
 
@@ -40,7 +53,7 @@ export function checkColumns(columns: Int32Array, nGenes: number, object?: strin
  */
 export function renumberColumns(indices: Int32Array, s: number, e: number, columns: Int32Array): void {
   const native = nativeKernel();
-  if (native?.renumber !== undefined) {
+  if (native !== undefined) {
     if (!native.renumber(indices, s, e, columns))
       throw new DeltacellsError("deltacells: a decoded gene index is outside the column map", {
         tag: "InternalError",

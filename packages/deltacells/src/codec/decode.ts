@@ -93,6 +93,20 @@ export function indptrScratch(bytes: Uint8Array): Float64Array | undefined {
 /** Decodes a tile (or a cell range of it) on this thread with an already-loaded zstd. */
 export function decodeTileSync(bytes: Uint8Array, zstd: ZstdBackend, opts: DecodeOptions = {}): DecodedTile {
   const layout = inspectTile(bytes, { object: opts.object, indptrBuffer: indptrScratch(bytes) });
+  return decodeLayoutSync(bytes, layout, zstd, opts);
+}
+
+/**
+ * {@link decodeTileSync} of a tile already inspected, CRC included, by {@link inspectTile}: for a
+ * caller that sizes its output from the layout first, so the tile is parsed and checksummed once.
+ * The layout must be used before this thread inspects another tile (its indptr may be scratch).
+ */
+export function decodeLayoutSync(
+  bytes: Uint8Array,
+  layout: TileLayout,
+  zstd: ZstdBackend,
+  opts: DecodeOptions = {},
+): DecodedTile {
   const { nCells, nGenes } = layout.header;
   const [c0, c1] = cellRange(opts.cells, nCells, opts.object);
   const base = layout.indptr[c0]!;
@@ -201,7 +215,7 @@ export function decodeChunksInto(cx: ChunkContext, k0: number, k1: number, colum
   const { layout, c0, c1, base } = cx;
   const full = c0 === 0 && c1 === layout.header.nCells;
   const native = cx.zstd.name === "zstd-napi" ? nativeKernel() : undefined;
-  if (columns !== undefined && (native === undefined || native.chunksRenumbered === undefined)) {
+  if (columns !== undefined && native === undefined) {
     // Chunk by chunk, each renumbered while its indices are still (mostly) in cache.
     for (let k = k0; k < k1; k++) {
       decodeChunksInto(cx, k, k + 1);
@@ -237,17 +251,7 @@ export function decodeChunksInto(cx: ChunkContext, k0: number, k1: number, colum
     const stopped =
       columns === undefined
         ? native.chunks(cx.bytes, plan, k, k1, layout.indptr, cx.indices, cx.data, nGenes)
-        : native.chunksRenumbered!(
-            cx.bytes,
-            plan,
-            k,
-            k1,
-            layout.indptr,
-            cx.indices,
-            cx.data,
-            nGenes,
-            columns,
-          );
+        : native.chunksRenumbered(cx.bytes, plan, k, k1, layout.indptr, cx.indices, cx.data, nGenes, columns);
     if (stopped === -1) return;
     // A chunk the kernel leaves to us is decoded again whole here (and renumbered after).
     decodeChunkInto(cx, stopped);

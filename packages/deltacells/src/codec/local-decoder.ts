@@ -2,7 +2,7 @@
  * Decoding on the calling thread into buffers kept for reuse: what a dataset reader does without
  * threads. Each tile is lent as a {@link RecycledTile}; released buffers decode the next tiles.
  */
-import { cellRange, type DecodeOptions, decodeTileSync, indptrScratch, valuesOf } from "./decode.js";
+import { cellRange, type DecodeOptions, decodeLayoutSync, indptrScratch, valuesOf } from "./decode.js";
 import { inspectTile } from "./layout.js";
 import {
   BufferRecycler,
@@ -34,18 +34,15 @@ export function createLocalDecoder(): LocalDecoder {
     lend: (size) => lendBytes(inputs, size),
     async decode(bytes, opts = {}) {
       const zstd = await loadZstd();
-      // Sizes come from a checked layout, never from an unchecked header field.
-      const layout = inspectTile(bytes, {
-        object: opts.object,
-        skipCrc: true,
-        indptrBuffer: indptrScratch(bytes),
-      });
+      // Sizes come from a checked layout (CRC included), never from an unchecked header field;
+      // the same layout is decoded, so the tile is parsed and checksummed once.
+      const layout = inspectTile(bytes, { object: opts.object, indptrBuffer: indptrScratch(bytes) });
       const [c0, c1] = cellRange(opts.cells, layout.header.nCells, opts.object);
       const nnz = layout.indptr[c1]! - layout.indptr[c0]!;
       const buffer = buffers.acquire(outputBytes(c1 - c0, nnz));
       try {
         const out = outputViews(buffer, c1 - c0, nnz, valuesOf(opts));
-        const tile = decodeTileSync(bytes, zstd, { ...opts, out });
+        const tile = decodeLayoutSync(bytes, layout, zstd, { ...opts, out });
         return recycledTile(tile, () => buffers.release(buffer), opts.object);
       } catch (err) {
         buffers.release(buffer);

@@ -6,7 +6,7 @@
  */
 import { isStorageError, type ObjectInfo, openStore, type ReadableStore } from "@deltacells/storage";
 import type { Vector } from "apache-arrow";
-import { checkColumns, renumberColumns } from "../codec/columns.js";
+import { checkColumns, permutationFault, renumberColumns } from "../codec/columns.js";
 import type { DecodedTile } from "../codec/decode.js";
 import { createLocalDecoder } from "../codec/local-decoder.js";
 import { createTilePool } from "../codec/pool/pool.js";
@@ -499,20 +499,14 @@ export class Dataset {
       if (!bytes) return undefined;
       const object = `${this.url}/${GENE_ORDER_KEY}`;
       const order = decodeNpyInt32(bytes, object);
-      const seen = new Uint8Array(this.nGenes);
-      let bad = order.length !== this.nGenes;
-      for (let j = 0; j < order.length && !bad; j++) {
-        const g = order[j]!;
-        bad = g < 0 || g >= this.nGenes || seen[g] !== 0;
-        seen[g] = 1;
-      }
-      if (bad) {
-        throw new DeltacellsError(`${object} is not a permutation of 0 .. ${this.nGenes - 1}`, {
-          tag: "InconsistentManifest",
-          object,
-          expected: `a permutation of ${this.nGenes} genes`,
-          found: order.length,
-        });
+      const fault = permutationFault(order, this.nGenes);
+      if (fault !== undefined) {
+        const found =
+          "length" in fault ? `${fault.length} entries` : `gene_order[${fault.at}] = ${fault.value}`;
+        throw new DeltacellsError(
+          `${object} is not a permutation of 0 .. ${this.nGenes - 1}: ${found}; rewrite the dataset`,
+          { tag: "InconsistentManifest", object, expected: `a permutation of ${this.nGenes} genes`, found },
+        );
       }
       return order;
     })();

@@ -16,7 +16,7 @@ import {
   type UnreadableTilePolicy,
   unreadable,
 } from "./feed.js";
-import { type ColumnMap, decoderColumns } from "./genes.js";
+import type { ColumnMap } from "./genes.js";
 import type { BatchObsBuilder, ObsGather } from "./obs.js";
 import type { EpochPlan } from "./plan.js";
 
@@ -61,8 +61,6 @@ export class Assembler {
   private sortKeys = new Float64Array(0);
   private sortIdx = new Int32Array(0);
   private sortData = new Float64Array(0);
-  /** Whether the decoder already renumbered the tiles' columns (then rows are copied as they are). */
-  private readonly renumbered: boolean;
 
   constructor(
     private readonly ds: Dataset,
@@ -73,9 +71,7 @@ export class Assembler {
     private readonly sortIndices: boolean,
     private readonly policy: UnreadableTilePolicy,
     private readonly onSkip: (s: SkippedTile) => void,
-  ) {
-    this.renumbered = decoderColumns(map) !== undefined;
-  }
+  ) {}
 
   /** Whether rows come out with increasing indices. */
   get sorted(): boolean {
@@ -185,7 +181,6 @@ export class Assembler {
           ip[row]!,
           ip[row + 1]!,
           this.map,
-          this.renumbered,
         );
         this.finishCell(arrays, run, s, row);
       }
@@ -207,11 +202,10 @@ export class Assembler {
       const si = this.indices[s]!;
       const sd = this.datas[s]!;
       const map = this.map;
-      // Rows come renumbered from the decoder unless columns are left out (a selection).
-      run.at =
-        map.identity || this.renumbered
-          ? copyRow(arrays.indices, arrays.data, start, si, sd, a, b)
-          : mapRow(arrays.indices, arrays.data, start, si, sd, a, b, map.toOutput);
+      // Rows come in output columns unless columns are left out (a selection; see decoderColumns).
+      run.at = map.complete
+        ? copyRow(arrays.indices, arrays.data, start, si, sd, a, b)
+        : mapRow(arrays.indices, arrays.data, start, si, sd, a, b, map.toOutput);
       if (sort && run.at - start > 1) this.sortRow(arrays.indices, arrays.data, start, run.at);
       arrays.indptr[run.n + 1] = run.at;
       this.finishCell(arrays, run, s, row);
@@ -321,9 +315,8 @@ function denseRow(
   a: number,
   b: number,
   map: ColumnMap,
-  renumbered: boolean,
 ): void {
-  if (map.identity || renumbered) for (let j = a; j < b; j++) out[base + si[j]!] = sd[j]!;
+  if (map.complete) for (let j = a; j < b; j++) out[base + si[j]!] = sd[j]!;
   else {
     const m = map.toOutput;
     for (let j = a; j < b; j++) {

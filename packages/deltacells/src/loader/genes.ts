@@ -15,7 +15,8 @@ import { identity } from "./random.js";
 /**
  * The renumbering the decoder applies to tiles for `map` (`Dataset.tile`'s `columns`): the whole
  * table when it is a permutation other than the identity; else none (selections drop columns,
- * which happens while rows are copied).
+ * which happens while rows are copied). So a tile's rows are in output columns exactly when
+ * `map.complete`.
  */
 export function decoderColumns(map: ColumnMap): Int32Array | undefined {
   return map.complete && !map.identity ? map.toOutput : undefined;

@@ -1,11 +1,11 @@
 /**
  * Reading obs shards column by column with ranged reads: a shard's footer (two reads: its last
- * 8 bytes, then the footer they announce) and, for each requested column, only that column's
+ * 8 bytes, then the footer they announce, by hyparquet) and, for each requested column, only that column's
  * chunk in each row group. Browser-safe (hyparquet, pure-JS decompressors).
  */
 import type { ReadableStore } from "@deltacells/storage";
 import type { Data } from "apache-arrow";
-import { type AsyncBuffer, type FileMetaData, parquetMetadata, parquetRead } from "hyparquet";
+import { type AsyncBuffer, type FileMetaData, parquetMetadataAsync, parquetRead } from "hyparquet";
 import { compressors } from "hyparquet-compressors";
 import type { DatasetManifest } from "../dataset/manifest.js";
 import { DeltacellsError } from "../errors.js";
@@ -139,16 +139,27 @@ export class ObsShards {
     const bad = (message: string, cause?: unknown) =>
       new DeltacellsError(`${object}: ${message}`, { tag: "FormatError", object, cause });
     if (file.byteLength < 12) throw bad(`${file.byteLength} bytes is too short for a parquet file`);
-    const tail = new Uint8Array(await file.slice(file.byteLength - 8, file.byteLength));
-    const view = new DataView(tail.buffer, tail.byteOffset, 8);
-    const len = view.getUint32(0, true);
-    if (view.getUint32(4, true) !== 0x31524150 || len + 12 > file.byteLength)
-      throw bad("no parquet footer (PAR1) at the end: the shard is truncated or replaced");
     let meta: FileMetaData;
+    let reading = false; // a failure while reading is the store's, not a damaged footer
+    const source: AsyncBuffer = {
+      byteLength: file.byteLength,
+      slice: async (start, end) => {
+        reading = true;
+        const bytes = await file.slice(start, end);
+        reading = false;
+        return bytes;
+      },
+    };
     try {
-      meta = parquetMetadata(await file.slice(file.byteLength - 8 - len, file.byteLength));
+      // An 8-byte first read (the footer's length and PAR1), then the footer: the library's
+      // default first read is the last 512 KiB, most or all of a shard, for a tile's few chunks.
+      meta = await parquetMetadataAsync(source, { initialFetchSize: 8 });
     } catch (err) {
-      throw bad(`the parquet footer cannot be read: ${(err as Error).message}`, err);
+      if (reading) throw err;
+      throw bad(
+        `no readable parquet footer at the end (${(err as Error).message}): the shard is truncated or replaced`,
+        err,
+      );
     }
     const k = this.tilesPerFile;
     const tiles = this.manifest.tile_cells.slice(s * k, (s + 1) * k);

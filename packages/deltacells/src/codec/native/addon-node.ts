@@ -1,11 +1,12 @@
 /**
  * `#native` under Node: loads the kernel addon (native/kernel.c) that node-gyp built at install,
- * and refuses one whose version is not the one these sources call (a stale build), so that
- * decoding falls back to the TypeScript loops instead of calling functions that are not there.
+ * and refuses one whose version is not the one these sources call, or that lacks one of their
+ * functions (a stale build), so that decoding falls back to the TypeScript loops instead of
+ * calling functions that are not there.
  */
 import { createRequire } from "node:module";
 import type { AddonLoad } from "./addon.js";
-import { NATIVE_KERNEL_VERSION, type NativeKernel } from "./addon.js";
+import { NATIVE_KERNEL_FUNCTIONS, NATIVE_KERNEL_VERSION, type NativeKernel } from "./addon.js";
 
 /** Where node-gyp puts the addon: src/codec/native/ and dist/codec/native/ are three levels down. */
 const ADDON = new URL("../../../build/Release/deltacells_kernel.node", import.meta.url);
@@ -25,6 +26,12 @@ export function loadAddon(file: URL = ADDON): AddonLoad {
       unavailable:
         `${path} is version ${addon.version ?? "1 (no version field)"}, these sources need ` +
         `version ${NATIVE_KERNEL_VERSION}: rebuild it (npm rebuild @deltacells/core)`,
+    };
+  }
+  const lacking = NATIVE_KERNEL_FUNCTIONS.filter((name) => typeof addon[name] !== "function");
+  if (lacking.length > 0) {
+    return {
+      unavailable: `${path} has no ${lacking.join(", ")} (built from older sources): rebuild it (npm rebuild @deltacells/core)`,
     };
   }
   return { kernel: addon as NativeKernel };

@@ -49,17 +49,13 @@ export interface NativeKernel {
     data: Int32Array | Float32Array,
     nGenes: number,
   ): number;
-  /**
-   * `indices[i] = map[indices[i]]` for `i` in `[s, e)`: false if an index was outside the map.
-   * Added without a version change: absent from older builds, where the TypeScript loop runs.
-   */
-  renumber?(indices: Int32Array, s: number, e: number, map: Int32Array): boolean;
+  /** `indices[i] = map[indices[i]]` for `i` in `[s, e)`: false if an index was outside the map. */
+  renumber(indices: Int32Array, s: number, e: number, map: Int32Array): boolean;
   /**
    * `chunks`, each decoded chunk's indices then replaced by `map[index]` (`map`: nGenes entries)
-   * while still in cache; a chunk it returns to the caller is not renumbered. Absent from older
-   * builds (added without a version change), where the caller renumbers after `chunks`.
+   * while still in cache; a chunk it returns to the caller is not renumbered.
    */
-  chunksRenumbered?(
+  chunksRenumbered(
     bytes: Uint8Array,
     plan: Float64Array,
     k0: number,
@@ -82,6 +78,22 @@ export interface NativeKernel {
   /** Copies and checks the int64 indptr at `off`: -1 if fine, else the first bad entry. */
   indptr(bytes: Uint8Array, off: number, nCells: number, nnz: number, out: Float64Array): number;
 }
+
+/**
+ * Every function of {@link NativeKernel}. Some were added without a version change, so an addon is
+ * checked for each of them too: one built before any of them is refused like a stale version.
+ */
+export const NATIVE_KERNEL_FUNCTIONS = [
+  "gaps",
+  "vals",
+  "chunks",
+  "renumber",
+  "chunksRenumbered",
+  "decompress",
+  "crc32",
+  "isa",
+  "indptr",
+] as const satisfies readonly (keyof NativeKernel)[];
 
 /** The outcome of loading the addon: the kernel, or why there is none. */
 export type AddonLoad =
