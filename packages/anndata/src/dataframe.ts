@@ -128,12 +128,12 @@ async function readColumn(tree: Tree, path: string, name: string): Promise<Table
     const mask = Uint8Array.from(toNumbers(await (await child("mask")).read()));
     if (enc === "nullable-string-array") {
       const strings = await values.readStrings();
-      return { name, kind: "string", values: strings.map((s, i) => (mask[i] ? null : s)) };
+      return { name, kind: "string", values: strings.map((s, i) => (mask[i] ? null : s)), nullable: true };
     }
     const v = await values.read();
     if (enc === "nullable-boolean")
-      return { name, kind: "bool", values: Uint8Array.from(toNumbers(v)), nulls: mask };
-    return { name, kind: "numeric", values: v, nulls: mask };
+      return { name, kind: "bool", values: Uint8Array.from(toNumbers(v)), nulls: mask, nullable: true };
+    return { name, kind: "numeric", values: v, nulls: mask, nullable: true };
   }
   throw new InputError(
     `${loc}: column ${path} has encoding ${JSON.stringify(enc ?? null)}, which is not supported.`,
@@ -323,6 +323,7 @@ async function columnReader(
       return {
         name,
         kind: "string",
+        nullable: true,
         read: async (s, e) => {
           const m = await mask(s, e);
           return (await values.readStrings(s, e)).map((x, i) => (m[i] ? null : x));
@@ -333,6 +334,7 @@ async function columnReader(
       return {
         name,
         kind: "bool",
+        nullable: true,
         read: async (s, e) => ({
           values: Uint8Array.from(toNumbers(await values.read(s, e))),
           nulls: await mask(s, e),
@@ -342,6 +344,7 @@ async function columnReader(
     return {
       name,
       kind: "numeric",
+      nullable: true,
       read: async (s, e) => ({ values: await values.read(s, e), nulls: await mask(s, e) }),
     };
   }

@@ -139,18 +139,21 @@ export function tableReader(table: SourceTable, location: string, nCells: number
           values: values.subarray(a, b),
           nulls: nulls?.subarray(a, b),
         });
+        const nullable = col.nullable ? { nullable: true } : {};
         return col.kind === "bool"
           ? {
               name: col.name,
               kind: "bool",
               read: read as (a: number, b: number) => Promise<{ values: Uint8Array }>,
+              ...nullable,
             }
-          : { name: col.name, kind: "numeric", read };
+          : { name: col.name, kind: "numeric", read, ...nullable };
       }
       default: {
         rowsOf(col.name, col.values.length);
         const values = Utf8Strings.from(col.values);
-        return { name: col.name, kind: "string", read: async (a, b) => values.slice(a, b) };
+        const nullable = col.nullable ? { nullable: true } : {};
+        return { name: col.name, kind: "string", read: async (a, b) => values.slice(a, b), ...nullable };
       }
     }
   });
