@@ -5,6 +5,7 @@
  */
 
 import { InputError, objectIn, UnsupportedColumnsError } from "./errors.js";
+import { chunkWindowed } from "./row-window.js";
 import { attrString, joinPath, type Tree, type TreeArray, type TreeGroup, toNumbers } from "./tree.js";
 import type {
   ColumnTable,
@@ -204,7 +205,8 @@ async function legacyFrame(tree: Tree, a: TreeArray, exclude: ReadonlySet<string
 
 /**
  * A data frame in the current group encoding read by row range: the categories and the layout are
- * read here, the rows of a column only when asked for (h5ad reads a range without the rest).
+ * read here, the rows of a column only when asked for (h5ad reads a range without the rest; zarr
+ * keeps the chunks under the last range, so increasing ranges decode each chunk once).
  * Undefined for frames this cannot read by range (absent, or the pre-0.7 compound dataset): read
  * those whole with {@link readDataFrame}. Refuses what {@link readDataFrame} refuses.
  */
@@ -224,7 +226,7 @@ export async function frameReader(
         { tag: "MalformedInput", object: objectIn(loc, a.path) },
       );
     }
-    return a;
+    return chunkWindowed(a);
   };
   const attrs = await group.attrs();
   const indexKey = attrString(attrs._index) ?? "_index";
