@@ -8,15 +8,22 @@ once by hand: conformance/.venv/bin/python conformance/obs_fixtures.py).
   (record) datasets, categoricals as integer codes with their categories in `uns/<name>_categories`
   (copied from data/legacy-anndata/pbmc68k_reduced.h5ad, written by such an anndata), with the
   raw counts of data/pbmc68k-counts as X.
+- obs-encodings.h5ad and obs-encodings.zarr (zarr v3): an obs with every column encoding anndata
+  0.12 writes and deltacells keeps: categoricals (unordered with missing values, ordered), numpy
+  integers of every width, floats with NaN, bool, pandas nullable integers of every width with and
+  without missing values, nullable booleans with and without, object strings, pandas strings
+  with and without missing values; a named index.
 - obs-unsupported.h5ad: a valid file plus two obs columns obs cannot hold: `when` (numpy
   datetime64 stored by h5py as an opaque type) and `nested` (an awkward-array group).
 """
 
 import os
+import shutil
 
 import anndata as ad
 import h5py
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -98,7 +105,57 @@ def compound():
     assert back.obs["bulk_labels"].dtype == "category", back.obs.dtypes
 
 
+def encodings():
+    n = 40
+    rng = np.random.default_rng(12)
+    i = np.arange(n)
+    gaps = i % 7 == 3
+    obs = pd.DataFrame(
+        {
+            "cat": pd.Categorical(np.where(gaps, None, np.array(["B", "T", "NK"])[i % 3])),
+            "cat_ordered": pd.Categorical(np.array(["lo", "mid", "hi"])[i % 3], categories=["lo", "mid", "hi"], ordered=True),
+            "i8": (i - 20).astype(np.int8),
+            "i16": (i * 300).astype(np.int16),
+            "i32": (i * 70000).astype(np.int32),
+            "i64": (i * 2**40).astype(np.int64),
+            "u8": (i + 200).astype(np.uint8),
+            "u16": (i * 1000).astype(np.uint16),
+            "u32": (i * 100000000).astype(np.uint32),
+            "f32": rng.random(n).astype(np.float32),
+            "f64": np.where(gaps, np.nan, rng.random(n)),
+            "flag": i % 2 == 0,
+            "Int8": pd.array(np.where(gaps, None, i - 20), dtype="Int8"),
+            "Int16": pd.array(np.where(gaps, None, i * 300), dtype="Int16"),
+            "Int32": pd.array(np.where(gaps, None, i * 70000), dtype="Int32"),
+            "Int64": pd.array(np.where(gaps, None, i * 2**40), dtype="Int64"),
+            "UInt8": pd.array(np.where(gaps, None, i + 200), dtype="UInt8"),
+            "UInt16": pd.array(np.where(gaps, None, i * 1000), dtype="UInt16"),
+            "UInt32": pd.array(np.where(gaps, None, i * 100000000), dtype="UInt32"),
+            "Int64_full": pd.array(i * 3, dtype="Int64"),
+            "boolean": pd.array(np.where(gaps, None, i % 3 == 0), dtype="boolean"),
+            "boolean_full": pd.array(i % 3 == 1, dtype="boolean"),
+            "text": np.array([f"cell text {k} é" for k in i], dtype=object),
+            "string": pd.array(np.where(gaps, None, np.array([f"s{k}" for k in i], dtype=object)), dtype="string"),
+            "string_full": pd.array([f"t{k}" for k in i], dtype="string"),
+        },
+        index=pd.Index([f"c{k:03d}" for k in i], name="cell_id"),
+    )
+    x = sp.random(n, 12, density=0.3, format="csr", random_state=12, dtype=np.float32)
+    x.data = np.ceil(x.data * 9)
+    a = ad.AnnData(X=x, obs=obs)
+    a.obsm["X_umap"] = rng.random((n, 2)).astype(np.float32)
+    ad.settings.allow_write_nullable_strings = True
+    a.write_h5ad(os.path.join(OUT, "obs-encodings.h5ad"), convert_strings_to_categoricals=False)
+    zpath = os.path.join(OUT, "obs-encodings.zarr")
+    shutil.rmtree(zpath, ignore_errors=True)
+    ad.settings.zarr_write_format = 3
+    a.write_zarr(zpath, convert_strings_to_categoricals=False)
+    for back in (ad.read_h5ad(os.path.join(OUT, "obs-encodings.h5ad")), ad.read_zarr(zpath)):
+        pd.testing.assert_frame_equal(back.obs, obs, check_exact=True)
+
+
 if __name__ == "__main__":
     compound()
     legacy_07()
     unsupported()
+    encodings()

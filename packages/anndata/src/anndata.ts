@@ -170,9 +170,8 @@ class AnnDataSource extends BaseSource {
   protected override async readObsReader(
     exclude: ReadonlySet<string>,
   ): Promise<ColumnTableReader | undefined> {
-    // zarr keeps the whole-table read: a range read decodes every chunk it touches, and anndata
-    // writes obs columns in few large chunks, so reading tile by tile would decode each many times
-    return this.format === "h5ad" ? frameReader(this.tree, "obs", this.nCells, exclude) : undefined;
+    // zarr too: its columns are read through a window of whole chunks (see row-window.ts)
+    return frameReader(this.tree, "obs", this.nCells, exclude);
   }
 
   protected override readObsmKeys(): Promise<string[]> {

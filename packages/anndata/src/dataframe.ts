@@ -5,6 +5,7 @@
  */
 
 import { InputError, objectIn, UnsupportedColumnsError } from "./errors.js";
+import { chunkWindowed } from "./row-window.js";
 import {
   attrString,
   joinPath,
@@ -106,6 +107,7 @@ function wrongRows(loc: string, path: string, found: number, nRows: number): Inp
 /** All `nRows` rows of a column read by range. */
 async function wholeColumn(r: TableColumnReader, nRows: number): Promise<TableColumn> {
   const { name } = r;
+  const nullable = r.kind !== "category" && r.nullable ? { nullable: true } : {};
   switch (r.kind) {
     case "category":
       return {
@@ -116,11 +118,11 @@ async function wholeColumn(r: TableColumnReader, nRows: number): Promise<TableCo
         ordered: r.ordered,
       };
     case "string":
-      return { name, kind: "string", values: await r.read(0, nRows) };
+      return { name, kind: "string", values: await r.read(0, nRows), ...nullable };
     case "bool":
-      return { name, kind: "bool", ...(await r.read(0, nRows)) };
+      return { name, kind: "bool", ...(await r.read(0, nRows)), ...nullable };
     case "numeric":
-      return { name, kind: "numeric", ...(await r.read(0, nRows)) };
+      return { name, kind: "numeric", ...(await r.read(0, nRows)), ...nullable };
   }
 }
 
@@ -171,7 +173,8 @@ async function legacyFrame(tree: Tree, a: TreeArray, exclude: ReadonlySet<string
 
 /**
  * A data frame in the current group encoding read by row range: the categories and the layout are
- * read here, the rows of a column only when asked for (h5ad reads a range without the rest).
+ * read here, the rows of a column only when asked for (h5ad reads a range without the rest; zarr
+ * keeps the chunks under the last range, so increasing ranges decode each chunk once).
  * Undefined for frames this cannot read by range (absent, or the pre-0.7 compound dataset): read
  * those whole with {@link readDataFrame}. Refuses what {@link readDataFrame} refuses.
  */
@@ -203,7 +206,7 @@ function rowsOf(loc: string, a: TreeArray, nRows: number): TreeArray {
       { tag: "MalformedInput", object: objectIn(loc, a.path) },
     );
   }
-  return a;
+  return chunkWindowed(a);
 }
 
 /**
@@ -323,6 +326,7 @@ async function columnReader(
       return {
         name,
         kind: "string",
+        nullable: true,
         read: async (s, e) => {
           const m = await mask(s, e);
           return (await values.readStrings(s, e)).map((x, i) => (m[i] ? null : x));
@@ -333,6 +337,7 @@ async function columnReader(
       return {
         name,
         kind: "bool",
+        nullable: true,
         read: async (s, e) => ({
           values: Uint8Array.from(toNumbers(await values.read(s, e))),
           nulls: await mask(s, e),
@@ -342,6 +347,7 @@ async function columnReader(
     return {
       name,
       kind: "numeric",
+      nullable: true,
       read: async (s, e) => ({ values: await values.read(s, e), nulls: await mask(s, e) }),
     };
   }

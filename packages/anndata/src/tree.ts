@@ -31,6 +31,11 @@ export interface TreeArray {
   readonly itemSize: number;
   /** Fields, for compound element types. */
   readonly fields?: CompoundField[];
+  /**
+   * Rows per chunk along the first axis when a read decodes every chunk it touches whole (zarr);
+   * undefined where a range costs only its rows (HDF5).
+   */
+  readonly chunkRows?: number;
   attrs(): Promise<Record<string, unknown>>;
   /** Numeric/bool values of rows `[start, end)` (first dimension; the whole array by default), row-major. */
   read(start?: number, end?: number): Promise<NumericValues>;

@@ -32,11 +32,15 @@ export type NumericValues =
   | Uint32Array
   | BigInt64Array;
 
-/** One column of an obs/var table. `nulls[i] === 1` marks a missing value (pandas NA). */
+/**
+ * One column of an obs/var table. `nulls[i] === 1` marks a missing value (pandas NA); `nullable`
+ * marks a column stored as a pandas nullable array (nullable-integer, -boolean, -string-array),
+ * which may have no missing value at all.
+ */
 export type TableColumn =
-  | { name: string; kind: "numeric"; values: NumericValues; nulls?: Uint8Array }
-  | { name: string; kind: "bool"; values: Uint8Array; nulls?: Uint8Array }
-  | { name: string; kind: "string"; values: (string | null)[] }
+  | { name: string; kind: "numeric"; values: NumericValues; nulls?: Uint8Array; nullable?: boolean }
+  | { name: string; kind: "bool"; values: Uint8Array; nulls?: Uint8Array; nullable?: boolean }
+  | { name: string; kind: "string"; values: (string | null)[]; nullable?: boolean }
   | {
       name: string;
       kind: "category";
@@ -55,13 +59,20 @@ export type TableColumnReader =
       name: string;
       kind: "numeric";
       read(a: number, b: number): Promise<{ values: NumericValues; nulls?: Uint8Array }>;
+      nullable?: boolean;
     }
   | {
       name: string;
       kind: "bool";
       read(a: number, b: number): Promise<{ values: Uint8Array; nulls?: Uint8Array }>;
+      nullable?: boolean;
     }
-  | { name: string; kind: "string"; read(a: number, b: number): Promise<(string | null)[]> }
+  | {
+      name: string;
+      kind: "string";
+      read(a: number, b: number): Promise<(string | null)[]>;
+      nullable?: boolean;
+    }
   | {
       name: string;
       kind: "category";

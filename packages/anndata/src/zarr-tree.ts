@@ -83,6 +83,7 @@ class ZarrArray implements TreeArray {
   readonly shape: number[];
   readonly element: ElementKind;
   readonly itemSize: number;
+  readonly chunkRows: number | undefined;
 
   constructor(
     private readonly location: string,
@@ -90,6 +91,7 @@ class ZarrArray implements TreeArray {
     readonly path: string,
   ) {
     this.shape = array.shape;
+    this.chunkRows = array.chunks[0];
     this.element = kindOf(array.dtype);
     this.itemSize = Number(/\d+/.exec(array.dtype)?.[0] ?? 8) / 8;
   }

@@ -7,6 +7,7 @@ import type { SourceColumn, SourceTable } from "@deltacells/core";
 import h5wasm, { type Group } from "h5wasm/node";
 import type { ExportedObs } from "./export-obs.js";
 import type { ExportPlan } from "./export-rows.js";
+import { BoolDatasets } from "./h5-bool.js";
 
 function encoding(g: Group, type: string, version: string): void {
   g.create_attribute("encoding-type", type);
@@ -25,16 +26,48 @@ function codesArray(codes: Int32Array, n: number): Int8Array | Int16Array | Int3
   return codes;
 }
 
-/** One dataframe column in anndata's encoding. */
-function column(g: Group, col: SourceColumn): void {
+/**
+ * A data frame column to write; `nullable` marks one that came from a pandas nullable array
+ * (Int32, boolean, string), which keeps its nullable encoding even with no value missing.
+ */
+export type FrameColumn = SourceColumn & { nullable?: boolean };
+
+const anyMissing = (nulls: Uint8Array | undefined): nulls is Uint8Array =>
+  nulls?.some((x) => x !== 0) === true;
+
+/** anndata's nullable-* group: `values` as `write(values)` makes it, `mask` a bool array. */
+function nullable(
+  g: Group,
+  name: string,
+  type: string,
+  mask: Uint8Array,
+  bools: BoolDatasets,
+  write: (c: Group) => void,
+): void {
+  const c = g.create_group(name);
+  encoding(c, type, "0.1.0");
+  write(c);
+  encoding(bools.create(c, "mask", mask) as unknown as Group, "array", "0.2.0");
+}
+
+function array(g: Group, name: string, data: Extract<SourceColumn, { kind: "numeric" }>["values"]): void {
+  const ds = g.create_dataset({ name, data: data as Float64Array });
+  encoding(ds as unknown as Group, "array", "0.2.0");
+}
+
+/** One dataframe column in anndata's encoding, as anndata writes its dtype. */
+function column(g: Group, col: FrameColumn, bools: BoolDatasets): void {
   switch (col.kind) {
-    case "string":
-      stringArray(
-        g,
-        col.name,
-        col.values.map((v) => v ?? ""),
-      );
+    case "string": {
+      const values = col.values.map((v) => v ?? "");
+      if (!col.nullable && !col.values.includes(null)) {
+        stringArray(g, col.name, values);
+        return;
+      }
+      const mask = Uint8Array.from(col.values, (v) => (v === null ? 1 : 0));
+      nullable(g, col.name, "nullable-string-array", mask, bools, (c) => stringArray(c, "values", values));
       return;
+    }
     case "category": {
       const c = g.create_group(col.name);
       encoding(c, "categorical", "0.2.0");
@@ -45,30 +78,38 @@ function column(g: Group, col: SourceColumn): void {
       return;
     }
     case "bool": {
-      // h5wasm cannot write HDF5's bool enum: the column reads back as uint8 (0/1), or as float64
-      // with NaN for the missing values when it has any (nullable-boolean needs a bool mask).
-      const nulls = col.nulls;
-      const data =
-        nulls?.some((x) => x !== 0) === true
-          ? Float64Array.from(col.values, (v, i) => (nulls[i] ? Number.NaN : v))
-          : col.values;
-      const ds = g.create_dataset({ name: col.name, data });
-      encoding(ds as unknown as Group, "array", "0.2.0");
+      const { nulls, values } = col;
+      if (!col.nullable && !anyMissing(nulls)) {
+        encoding(bools.create(g, col.name, values) as unknown as Group, "array", "0.2.0");
+        return;
+      }
+      // pandas writes False under a missing value
+      const mask = nulls ?? new Uint8Array(values.length);
+      const data = values.map((v, i) => (mask[i] ? 0 : v));
+      nullable(g, col.name, "nullable-boolean", mask, bools, (c) =>
+        encoding(bools.create(c, "values", data) as unknown as Group, "array", "0.2.0"),
+      );
       return;
     }
     case "numeric": {
-      // anndata's nullable-integer encoding needs an HDF5 bool mask, which h5wasm cannot write:
-      // a column with missing values is written as float64 with NaN for them.
-      let values: typeof col.values | Float64Array = col.values;
-      if (col.nulls) {
-        const src = col.values;
-        const nulls = col.nulls;
-        values = Float64Array.from({ length: src.length }, (_, i) =>
-          nulls[i] ? Number.NaN : Number(src[i]!),
-        );
+      const { nulls, values } = col;
+      const integer = !(values instanceof Float32Array || values instanceof Float64Array);
+      if (integer && (col.nullable || anyMissing(nulls))) {
+        // pandas writes 0 under a missing value
+        const mask = nulls ?? new Uint8Array(values.length);
+        const data = values.slice() as typeof values;
+        for (let i = 0; i < data.length; i++) if (mask[i]) data[i] = typeof data[i] === "bigint" ? 0n : 0;
+        nullable(g, col.name, "nullable-integer", mask, bools, (c) => array(c, "values", data));
+        return;
       }
-      const ds = g.create_dataset({ name: col.name, data: values });
-      encoding(ds as unknown as Group, "array", "0.2.0");
+      if (!anyMissing(nulls)) {
+        array(g, col.name, values);
+        return;
+      }
+      // a float column's missing values are NaN in numpy
+      const data = values.slice() as Float32Array | Float64Array;
+      for (let i = 0; i < data.length; i++) if (nulls[i]) data[i] = Number.NaN;
+      array(g, col.name, data);
       return;
     }
   }
@@ -78,7 +119,8 @@ function dataframe(
   file: Group,
   name: string,
   index: string[],
-  columns: SourceColumn[] = [],
+  bools: BoolDatasets,
+  columns: FrameColumn[] = [],
   indexName: string | null = null,
 ): void {
   const g = file.create_group(name);
@@ -95,7 +137,7 @@ function dataframe(
     );
   else g.create_attribute("column-order", new Float64Array(0), [0]);
   stringArray(g, indexKey, index);
-  for (const col of columns) column(g, col);
+  for (const col of columns) column(g, col, bools);
 }
 
 const CHUNK = 1 << 16;
@@ -109,15 +151,21 @@ export async function writeH5ad(
   plan: ExportPlan,
   obsNames: string[],
   varNames: string[],
-  varColumns: SourceColumn[] = [],
+  varColumns: FrameColumn[] = [],
   varIndexName: string | null = null,
   obs?: ExportedObs,
 ): Promise<void> {
   // HDF5 failures then throw (summarised by the command) instead of printing their whole stack.
   (await h5wasm.ready).activate_throwing_error_handler();
   const file = new h5wasm.File(path, "w");
+  const bools = new BoolDatasets();
   try {
     encoding(file, "anndata", "0.1.0");
+    // The data frames first: their bool placeholders then sit near the start of the file, where
+    // the patch after close finds them without reading the matrix.
+    if (obs) dataframe(file, "obs", obs.index, bools, obs.columns, obs.indexName);
+    else dataframe(file, "obs", obsNames, bools);
+    dataframe(file, "var", varNames, bools, varColumns, varIndexName);
     const X = file.create_group("X");
     encoding(X, "csr_matrix", "0.1.0");
     X.create_attribute("shape", BigInt64Array.from([BigInt(plan.nCells), BigInt(plan.nGenes)]));
@@ -156,9 +204,6 @@ export async function writeH5ad(
       at += n;
       row += part.nCells;
     }
-    if (obs) dataframe(file, "obs", obs.index, obs.columns, obs.indexName);
-    else dataframe(file, "obs", obsNames);
-    dataframe(file, "var", varNames, varColumns, varIndexName);
     for (const name of ["obsm", "varm", "obsp", "varp", "layers", "uns"])
       encoding(file.create_group(name), "dict", "0.1.0");
     for (const e of obs?.obsm ?? []) {
@@ -172,6 +217,7 @@ export async function writeH5ad(
   } finally {
     file.close();
   }
+  await bools.patch(path);
 }
 
 /** The table's rows reordered: row k of the result is row `rows[k]` of `table`. */

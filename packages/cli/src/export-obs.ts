@@ -3,13 +3,14 @@
  * named in `metadata.obs_index` (with the pandas index name of `metadata.obs_index_name`), the
  * embedding columns `KEY_0..` back into float32 `obsm[KEY]`, every other column as a table column.
  */
-import type { Dataset, ObsColumn, ObsNumericType, SourceColumn } from "@deltacells/core";
+import type { Dataset, ObsColumn, ObsNumericType } from "@deltacells/core";
 import { numericValues } from "@deltacells/core/internal";
+import type { FrameColumn } from "./export-h5ad.js";
 
 export interface ExportedObs {
   indexName: string | null;
   index: string[];
-  columns: SourceColumn[];
+  columns: FrameColumn[];
   obsm: { name: string; k: number; values: Float32Array }[];
 }
 
@@ -36,7 +37,7 @@ function slice(col: ObsColumn, a: number, b: number): { values: unknown[]; nulls
   return { values, nulls };
 }
 
-function tableColumn(col: ObsColumn, a: number, b: number): SourceColumn {
+function tableColumn(col: ObsColumn, a: number, b: number): FrameColumn {
   const { values, nulls } = slice(col, a, b);
   switch (col.kind) {
     case "category":
@@ -54,24 +55,30 @@ function tableColumn(col: ObsColumn, a: number, b: number): SourceColumn {
         values: Uint8Array.from(values, (v) => (v ? 1 : 0)),
         ...(nulls && { nulls }),
       };
-    case "string": {
-      if (!nulls) return { name: col.name, kind: "string", values: values as string[] };
-      // h5wasm cannot write anndata's nullable-string mask (an HDF5 bool): a categorical keeps the nulls.
-      const categories = [...new Set(values.filter((v): v is string => typeof v === "string"))].sort();
-      const code = new Map(categories.map((c, i) => [c, i]));
+    case "string":
       return {
         name: col.name,
-        kind: "category",
-        codes: Int32Array.from(values, (v) => (typeof v === "string" ? code.get(v)! : -1)),
-        categories,
-        ordered: false,
+        kind: "string",
+        values: values.map((v) => (typeof v === "string" ? v : null)),
       };
-    }
     default: {
       const out = numericValues(col.arrowType as ObsNumericType, values);
       return { name: col.name, kind: "numeric", values: out as never, ...(nulls && { nulls }) };
     }
   }
+}
+
+/**
+ * The index labels of cells `[a, b)`: a category column's labels (not its codes), any other
+ * column's values as text, a missing one as "".
+ */
+function indexLabels(col: ObsColumn, a: number, b: number): string[] {
+  const { values } = slice(col, a, b);
+  if (col.kind === "category") {
+    const categories = col.categories!;
+    return values.map((c) => (c === null || c === undefined || Number(c) < 0 ? "" : categories[Number(c)]!));
+  }
+  return values.map((v) => (v === null || v === undefined ? "" : String(v)));
 }
 
 /** obs of cells `[a, b)`, or undefined when the dataset has none. */
@@ -89,12 +96,14 @@ export async function exportObs(ds: Dataset, a: number, b: number): Promise<Expo
     embeddings.flatMap(([key, k]) => Array.from({ length: k }, (_, j) => `${key}_${j}`)),
   );
   const ordered = new Set((ds.manifest.metadata.obs_ordered as string[] | undefined) ?? []);
-  const index = slice(frame.column(indexColumn), a, b).values.map((v) => String(v ?? ""));
+  const nullable = new Set((ds.manifest.metadata.obs_nullable as string[] | undefined) ?? []);
+  const index = indexLabels(frame.column(indexColumn), a, b);
   const columns = frame.columns
     .filter((c) => c.name !== indexColumn && !embedded.has(c.name))
-    .map((c) => {
+    .map((c): FrameColumn => {
       const t = tableColumn(c, a, b);
-      return t.kind === "category" && c.kind === "category" ? { ...t, ordered: ordered.has(c.name) } : t;
+      if (t.kind === "category") return { ...t, ordered: ordered.has(c.name) };
+      return nullable.has(c.name) ? { ...t, nullable: true } : t;
     });
   const obsm = embeddings.map(([name, k]) => {
     const values = new Float32Array((b - a) * k);

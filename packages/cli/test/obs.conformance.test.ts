@@ -27,6 +27,19 @@ interface Case {
 
 const CASES: Case[] = [
   { kind: "h5ad", input: "data/anndata/csr.h5ad", label: "anndata 0.12: every column encoding, obsm X_pca" },
+  {
+    kind: "h5ad",
+    input: "data/anndata/obs-encodings.h5ad",
+    opts: ["--tile-size", "16", "--obs-tiles-per-file", "2"],
+    label:
+      "every column encoding: numpy ints/floats/bool, nullable Int*/UInt*/boolean/string with and without missing values, 3 tiles",
+  },
+  {
+    kind: "anndata-zarr",
+    input: "data/anndata/obs-encodings.zarr",
+    opts: ["--tile-size", "16"],
+    label: "zarr v3, every column encoding",
+  },
   { kind: "anndata-zarr", input: "data/anndata/csr-v2.zarr" },
   { kind: "anndata-zarr", input: "data/anndata/csr-v3.zarr" },
   { kind: "h5ad", input: "data/anndata/obs-0.7.h5ad", label: "anndata 0.7 __categories" },

@@ -32,9 +32,11 @@ export type SourceColumn =
         | BigInt64Array
         | BigUint64Array;
       nulls?: Uint8Array;
+      /** From a pandas nullable array (anndata's nullable-* encodings): exported as one again. */
+      nullable?: boolean;
     }
-  | { name: string; kind: "bool"; values: Uint8Array; nulls?: Uint8Array }
-  | { name: string; kind: "string"; values: (string | null)[] }
+  | { name: string; kind: "bool"; values: Uint8Array; nulls?: Uint8Array; nullable?: boolean }
+  | { name: string; kind: "string"; values: (string | null)[]; nullable?: boolean }
   | { name: string; kind: "category"; codes: Int32Array; categories: string[]; ordered: boolean };
 
 /** A table with a string index (a pandas DataFrame as stored by anndata). */
@@ -56,13 +58,21 @@ export type SourceColumnReader =
       name: string;
       kind: "numeric";
       read(a: number, b: number): Promise<{ values: SourceNumericValues; nulls?: Uint8Array }>;
+      /** From a pandas nullable array (anndata's nullable-* encodings): exported as one again. */
+      nullable?: boolean;
     }
   | {
       name: string;
       kind: "bool";
       read(a: number, b: number): Promise<{ values: Uint8Array; nulls?: Uint8Array }>;
+      nullable?: boolean;
     }
-  | { name: string; kind: "string"; read(a: number, b: number): Promise<(string | null)[]> }
+  | {
+      name: string;
+      kind: "string";
+      read(a: number, b: number): Promise<(string | null)[]>;
+      nullable?: boolean;
+    }
   | {
       name: string;
       kind: "category";

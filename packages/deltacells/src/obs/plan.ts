@@ -71,6 +71,11 @@ function numericRows(
 ): ArrayLike<unknown> {
   const phys = parquetPhysical(t);
   const n = b - a;
+  if (t === "uint32") {
+    // hyparquet-writer takes a UINT_32 column's values unsigned (it wraps them into INT32 itself,
+    // but only from a plain array: a typed array reaches the int32 check unwrapped)
+    return Array.from({ length: n }, (_, i) => (nulls?.[a + i] ? null : Number(values[a + i]!)));
+  }
   if (nulls?.subarray(a, b).some((x) => x !== 0)) {
     const out = new Array<unknown>(n);
     for (let i = 0; i < n; i++) {
@@ -94,8 +99,7 @@ function numericRows(
   if (phys === "FLOAT") return (values as Float32Array).subarray(a, b);
   if (phys === "DOUBLE") return Float64Array.from({ length: n }, (_, i) => Number(values[a + i]!));
   if (values instanceof Int32Array) return values.subarray(a, b);
-  // uint32 keeps its bit pattern in INT32, as parquet's UINT_32 annotation says.
-  return Int32Array.from({ length: n }, (_, i) => Number(values[a + i]!) | 0);
+  return Int32Array.from({ length: n }, (_, i) => Number(values[a + i]!));
 }
 
 function refuse(location: string, message: string, fields: { field?: string; found?: unknown } = {}) {
@@ -135,18 +139,21 @@ export function tableReader(table: SourceTable, location: string, nCells: number
           values: values.subarray(a, b),
           nulls: nulls?.subarray(a, b),
         });
+        const nullable = col.nullable ? { nullable: true } : {};
         return col.kind === "bool"
           ? {
               name: col.name,
               kind: "bool",
               read: read as (a: number, b: number) => Promise<{ values: Uint8Array }>,
+              ...nullable,
             }
-          : { name: col.name, kind: "numeric", read };
+          : { name: col.name, kind: "numeric", read, ...nullable };
       }
       default: {
         rowsOf(col.name, col.values.length);
         const values = Utf8Strings.from(col.values);
-        return { name: col.name, kind: "string", read: async (a, b) => values.slice(a, b) };
+        const nullable = col.nullable ? { nullable: true } : {};
+        return { name: col.name, kind: "string", read: async (a, b) => values.slice(a, b), ...nullable };
       }
     }
   });

@@ -81,6 +81,11 @@ export interface ObsMetadata {
   obs_embeddings: Record<string, number>;
   /** Categorical columns whose categories are ordered (the schema has no place for it). */
   obs_ordered: string[];
+  /**
+   * Columns that were pandas nullable arrays (Int32, boolean, string ...): exported as such again,
+   * also when no value is missing (the schema has no place for it).
+   */
+  obs_nullable: string[];
 }
 
 /** The planned obs columns of `source` and their metadata, or undefined when it gets no obs. */
@@ -131,6 +136,7 @@ export async function prepareObs(
     obs_index_name: table.indexName,
     obs_embeddings: Object.fromEntries(embeddings.map(([k, e]) => [k, e.shape[1]!])),
     obs_ordered: table.columns.filter((c) => c.kind === "category" && c.ordered).map((c) => c.name),
+    obs_nullable: table.columns.filter((c) => c.kind !== "category" && c.nullable).map((c) => c.name),
   };
   return { columns, metadata };
 }
