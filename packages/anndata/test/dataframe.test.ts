@@ -18,10 +18,11 @@ async function readAll(r: ColumnTableReader, n: number): Promise<ColumnTable> {
     if (c.kind === "category") {
       const { read, ...rest } = c;
       columns.push({ ...rest, codes: await read(0, n) });
-    } else if (c.kind === "string") {
-      columns.push({ name: c.name, kind: c.kind, values: await c.read(0, n) });
     } else {
-      columns.push({ name: c.name, kind: c.kind, ...(await c.read(0, n)) });
+      const nullable = c.nullable ? { nullable: true } : {};
+      if (c.kind === "string")
+        columns.push({ name: c.name, kind: c.kind, values: await c.read(0, n), ...nullable });
+      else columns.push({ name: c.name, kind: c.kind, ...(await c.read(0, n)), ...nullable });
     }
   }
   return { indexName: r.indexName, index: await r.index(0, n), columns } as ColumnTable;
