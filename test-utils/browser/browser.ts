@@ -92,6 +92,9 @@ export interface ModulePageOptions {
   ignoreConsole?: RegExp[];
 }
 
+/** Limit of opening a page and importing its module: only there to turn a hang into a failure. */
+const OPEN_TIMEOUT_MS = 60_000;
+
 /** The module's exports live on this global in the page. */
 const MODULE_GLOBAL = "__browserTestModule";
 
@@ -118,7 +121,9 @@ export async function openModulePage(browser: Browser, opts: ModulePageOptions):
     throw new Error(`the page reported errors during ${what}:\n${list}`);
   };
 
-  await page.goto(opts.pageUrl, { waitUntil: "load" });
+  // Opening the page is not the call under test: a short callTimeoutMs (a test of the timeout
+  // itself) must not apply to it, or a loaded machine fails the navigation instead.
+  await page.goto(opts.pageUrl, { waitUntil: "load", timeout: OPEN_TIMEOUT_MS });
   await withTimeout(
     page.evaluate(
       async ([url, key]) => {
@@ -126,7 +131,7 @@ export async function openModulePage(browser: Browser, opts: ModulePageOptions):
       },
       [opts.moduleUrl, MODULE_GLOBAL] as const,
     ),
-    opts.callTimeoutMs ?? 10_000,
+    OPEN_TIMEOUT_MS,
     `importing ${opts.moduleUrl}`,
   );
   failIfProblems(`the import of ${opts.moduleUrl}`);

@@ -55,8 +55,27 @@ export interface BrowserSession {
   close(): Promise<void>;
 }
 
+/** The sessions of this process, started or still starting, for {@link closeBrowserSessions}. */
+const sessions = new Set<Promise<BrowserSession>>();
+
 /** Bundles the entries, starts the server and Chromium. Cleans up after itself if any step fails. */
-export async function startBrowserSession(opts: BrowserSessionOptions): Promise<BrowserSession> {
+export function startBrowserSession(opts: BrowserSessionOptions): Promise<BrowserSession> {
+  const starting = start(opts);
+  sessions.add(starting);
+  starting.catch(() => sessions.delete(starting));
+  return starting;
+}
+
+/**
+ * Closes every session of this process, waiting for one still starting: what a test file's `after`
+ * hook calls. A `before` hook that timed out leaves its session starting, unassigned: closed only
+ * here, or its Chromium would keep the file's process alive for ever.
+ */
+export async function closeBrowserSessions(): Promise<void> {
+  await Promise.allSettled([...sessions].map(async (starting) => (await starting).close()));
+}
+
+async function start(opts: BrowserSessionOptions): Promise<BrowserSession> {
   const dir = mkdtempSync(join(tmpdir(), "deltacells-browser-"));
   const servers: StaticServer[] = [];
   const pages: ModulePage[] = [];
@@ -76,33 +95,37 @@ export async function startBrowserSession(opts: BrowserSessionOptions): Promise<
     servers.push(s);
     return s;
   };
-  try {
-    const [server, browser] = await Promise.all([
-      serveDirectory(dir, { route: opts.route }).then(track),
-      launchChromium().then((b) => (chromium = b)),
-      bundleForBrowser({ entryPoints: opts.entryPoints, outdir: dir }),
-    ]);
-    const isolatedServer = () =>
-      (isolated ??= serveDirectory(dir, { route: opts.route, crossOriginIsolated: true }).then(track));
-    return {
-      dir,
-      server,
-      isolatedServer,
-      close,
-      async open(entry, o = {}) {
-        const base = o.crossOriginIsolated ? (await isolatedServer()).url : server.url;
-        const page = await openModulePage(browser.browser, {
-          pageUrl: base + BLANK_PAGE,
-          moduleUrl: `${base}/${entry}.js`,
-          ignoreConsole: o.ignoreConsole,
-          callTimeoutMs: o.callTimeoutMs,
-        });
-        pages.push(page);
-        return page;
-      },
-    };
-  } catch (err) {
+  // Every step is waited for, even after one failed: a server or Chromium that started after the
+  // cleanup ran would never be closed and would keep the test file's process alive for ever.
+  const steps = await Promise.allSettled([
+    serveDirectory(dir, { route: opts.route }).then(track),
+    launchChromium().then((b) => (chromium = b)),
+    bundleForBrowser({ entryPoints: opts.entryPoints, outdir: dir }),
+  ]);
+  const failed = steps.find((s) => s.status === "rejected");
+  if (failed) {
     await close();
-    throw err;
+    throw failed.reason;
   }
+  const server = servers[0]!;
+  const browser = chromium!;
+  const isolatedServer = () =>
+    (isolated ??= serveDirectory(dir, { route: opts.route, crossOriginIsolated: true }).then(track));
+  return {
+    dir,
+    server,
+    isolatedServer,
+    close,
+    async open(entry, o = {}) {
+      const base = o.crossOriginIsolated ? (await isolatedServer()).url : server.url;
+      const page = await openModulePage(browser.browser, {
+        pageUrl: base + BLANK_PAGE,
+        moduleUrl: `${base}/${entry}.js`,
+        ignoreConsole: o.ignoreConsole,
+        callTimeoutMs: o.callTimeoutMs,
+      });
+      pages.push(page);
+      return page;
+    },
+  };
 }

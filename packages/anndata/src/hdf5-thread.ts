@@ -154,9 +154,27 @@ class ThreadTree implements Tree {
       }),
     );
 
-  /** Sends one request; the watchdog runs while any request is unanswered. */
+  /**
+   * Sends one request; the watchdog runs while any request is unanswered. After `close()` every
+   * call is refused at once: this tree no longer listens to the worker (which may be reading the
+   * next file already), so a request sent then would never be answered, and the worker, held for
+   * it, would keep the process alive for ever.
+   */
   call(req: HdfCall, object: string): Promise<unknown> {
     if (this.dead) return Promise.reject(this.dead);
+    if (this.closed) {
+      const what = object === "" ? "anything" : object;
+      return Promise.reject(
+        new InputError(
+          `${this.location}: the file was closed, so ${what} cannot be read from it; open the input again to read it.`,
+          { tag: "InvalidArgument", object: objectIn(this.location, object || undefined), found: "closed" },
+        ),
+      );
+    }
+    return this.send(req, object);
+  }
+
+  private send(req: HdfCall, object: string): Promise<unknown> {
     const id = ++this.ids;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject, object });
@@ -228,7 +246,7 @@ class ThreadTree implements Tree {
     this.closed = true;
     if (this.dead) return;
     try {
-      await this.call({ op: "close" }, "");
+      await this.send({ op: "close" }, "");
     } catch {
       this.tainted = true;
     }

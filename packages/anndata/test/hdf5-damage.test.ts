@@ -107,5 +107,7 @@ test("an HDF5 read that makes no progress is stopped after the timeout, naming t
   } catch {
     // no reader left
   }
-  assert.ok(seconds < 30, `stopped in ${seconds.toFixed(1)} s`);
+  // The watchdog stopped it (the message names its 1 s limit), not the FIFO giving way: never
+  // sooner than the limit. No upper bound: it would fail on a loaded machine.
+  assert.ok(seconds >= 1, `stopped in ${seconds.toFixed(1)} s`);
 });

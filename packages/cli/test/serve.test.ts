@@ -4,6 +4,7 @@
  * 127.0.0.1 (raw HTTP requests, so nothing normalises the hostile paths before the server sees them).
  */
 import assert from "node:assert/strict";
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
@@ -278,6 +279,22 @@ test("the command prints its URL and links, binds to 127.0.0.1, and stops on SIG
     ],
     { cwd: REPO },
   );
+  const exited = new Promise<number | null>((ok) => child.on("exit", ok));
+  try {
+    await checkServing(child);
+    child.kill("SIGTERM");
+    assert.equal(await exited, 0);
+  } finally {
+    // A server left running after a failed assertion would keep this file's process alive for ever.
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGKILL");
+      await exited;
+    }
+  }
+});
+
+/** The served URL and links the command prints, and a range read through them. */
+async function checkServing(child: ChildProcessWithoutNullStreams) {
   const line = await new Promise<string>((ok, fail) => {
     let out = "";
     child.stdout.on("data", (d) => {
@@ -292,10 +309,7 @@ test("the command prints its URL and links, binds to 127.0.0.1, and stops on SIG
   assert.deepEqual(info.links, [`${info.url}?data=/ds/`]);
   const r = await get(info.url, "/ds/tiles/tile_000000.dct", { Range: "bytes=1-2" });
   assert.deepEqual(r.body, BYTES.subarray(1, 3));
-  const exited = new Promise<number | null>((ok) => child.on("exit", ok));
-  child.kill("SIGTERM");
-  assert.equal(await exited, 0);
-});
+}
 
 test("a DIR that is not a folder is a usage error", async () => {
   const r = await deltacells("serve", join(root, "toplevel.txt"));

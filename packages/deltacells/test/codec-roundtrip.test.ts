@@ -10,7 +10,9 @@ import {
   readTileHeader,
   setZstdBackend,
 } from "@deltacells/core";
+import { prepareTile } from "../src/codec/encode.js";
 import { useNativeKernel } from "../src/codec/native.js";
+import { startWorkerHost } from "../src/codec/pool/host.js";
 import { loadWasmZstd } from "../src/codec/zstd/wasm.js";
 import { assertDecodedEquals, prng, randomCsr } from "./codec-helpers.js";
 
@@ -310,6 +312,27 @@ test("close() rejects queued jobs too, and a reply arriving after close() leaves
     r.stdout,
   );
   assert.ok(outcomes.includes("InvalidState"), `queued jobs are rejected by close(): ${r.stdout}`);
+});
+
+test("a job that cannot be sent to its worker fails alone: its worker stays free, nothing holds Node", async () => {
+  // postMessage threw after the job was counted as running: the worker was never free again (every
+  // later job waited for ever) and the keep-alive timer of the pending job held the process.
+  const host = startWorkerHost(1);
+  try {
+    const rows = { nGenes: 5, indptr: [0, 1], indices: Int32Array.of(2), data: Int32Array.of(3) };
+    const chunk = () => prepareTile(rows).chunks[0]!;
+    const first = chunk();
+    const twice = [first.gaps.buffer, first.gaps.buffer] as ArrayBuffer[]; // a buffer moves once
+    await assert.rejects(
+      host.run({ op: "compress", id: 1, chunk: first, level: 1 }, twice),
+      (e: { _tag?: string; field?: string }) => e._tag === "InvalidInput" && e.field === "transfer",
+    );
+    assert.equal(host.load(), 0, "the job that was not sent is not counted as running");
+    const res = await host.run({ op: "compress", id: 2, chunk: chunk(), level: 1 }, []);
+    assert.ok(res.ok, "the next job runs on the same worker");
+  } finally {
+    await host.close();
+  }
 });
 
 test("a cell with more than 65,536 nonzeros decodes the same through the native and the TypeScript loops", async () => {

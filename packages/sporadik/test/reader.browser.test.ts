@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { FolderStore } from "@deltacells/storage/node";
 import {
   type BrowserSession,
+  closeBrowserSessions,
   type ModulePage,
   startBrowserSession,
 } from "../../../test-utils/browser/index.js";
@@ -89,7 +90,7 @@ before(
   { timeout: 30_000 },
 );
 
-after(() => session?.close());
+after(closeBrowserSessions);
 
 for (const c of CASES) {
   test(`a ${c.name.replace(".zarr", "").replace("-", " ")} store reads the same in the page as in Node, along every axis`, async () => {

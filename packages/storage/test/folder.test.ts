@@ -255,8 +255,16 @@ describe("a folder store's shared descriptors", () => {
         i % 10 === 9 ? { suffixLength: i } : { offset: (i * 7919) % (bytes.length - 600), length: i % 600 };
       asks.push({ key, bytes, range });
     }
+    const t0 = performance.now();
     const pending = asks.map(({ key, range }) => s.getRange(key, range));
-    assert.equal(s.openFiles, 2, "300 reads on two keys should hold two descriptors");
+    const spent = performance.now() - t0;
+    // One descriptor per key, unless issuing the reads outlasted the store's share window (100 ms:
+    // a descriptor older than that takes no new readers), as on a loaded machine: then one more
+    // per key for each window the loop spanned. The same clock as the store's, no margin.
+    const windows = Math.floor(spent / 100) + 1;
+    if (windows === 1) assert.equal(s.openFiles, 2, "300 reads on two keys should hold two descriptors");
+    else
+      assert.ok(s.openFiles <= 2 * windows, `${s.openFiles} descriptors for reads issued over ${spent} ms`);
     const got = await Promise.all(pending);
     for (const [i, { bytes, range }] of asks.entries()) {
       const want =

@@ -11,6 +11,7 @@ import {
   BrowserBundleError,
   type BrowserSession,
   bundleForBrowser,
+  closeBrowserSessions,
   type ModulePage,
   startBrowserSession,
 } from "../../../test-utils/browser/index.js";
@@ -51,7 +52,7 @@ before(
   { timeout: 30_000 },
 );
 
-after(() => session?.close());
+after(closeBrowserSessions);
 
 const requestsFor = (path: string) => session.server.requests.filter((r) => r.path === path);
 

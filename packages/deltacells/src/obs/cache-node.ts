@@ -83,13 +83,37 @@ async function isStale(path: string, text: string, staleMs: number): Promise<boo
   }
 }
 
-/** Hold `<path>.lock` while `work` runs; waits for another holder and breaks stale locks. */
-async function withLock<T>(path: string, opts: ObsCacheLockOptions, work: () => Promise<T>): Promise<T> {
+/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/**
+ * Hold `<path>.lock` while `work` runs; waits for another holder and breaks stale locks. An abort
+ * of `signal` ends the wait at once (a live holder may keep its lock for as long as its fetch takes).
+ */
+async function withLock<T>(
+  path: string,
+  opts: ObsCacheLockOptions & { signal?: AbortSignal | undefined },
+  work: () => Promise<T>,
+): Promise<T> {
   const lock = `${path}.lock`;
   const staleMs = opts.staleMs ?? 60_000;
   const pollMs = opts.pollMs ?? 50;
+  const signal = opts.signal;
   const me = JSON.stringify({ pid: process.pid, host: hostname(), since: new Date().toISOString() });
   for (;;) {
+    signal?.throwIfAborted();
     try {
       const fh = await open(lock, "wx");
       await fh.writeFile(me);
@@ -110,7 +134,7 @@ async function withLock<T>(path: string, opts: ObsCacheLockOptions, work: () => 
       if (again === text) await unlink(lock).catch(() => {});
       continue;
     }
-    await new Promise((r) => setTimeout(r, pollMs));
+    await pause(pollMs, signal);
   }
   const heartbeat = setInterval(
     () => {

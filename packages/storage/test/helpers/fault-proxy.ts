@@ -21,7 +21,8 @@ export type Fault =
   | "stall" // never answer (the connection stays open)
   | "stall-body" // forward the status and headers and half the body, then send nothing more
   | { status: number; body: Uint8Array; headers?: Record<string, string> } // answer this, without forwarding
-  | { delayMs: number }; // wait, then forward
+  | { delayMs: number } // wait, then forward
+  | { parts: number; everyMs: number }; // forward the status and headers, then the body in parts, one every everyMs
 
 export class FaultProxy {
   readonly url: string;
@@ -32,6 +33,7 @@ export class FaultProxy {
   /** Every request seen: method, path and the fault applied. */
   readonly seen: { method: string; path: string; range: string | undefined; fault: Fault }[] = [];
   private readonly sockets = new Set<Socket>();
+  private waiters: { count: number; resolve: () => void }[] = [];
 
   private constructor(
     private readonly server: Server,
@@ -60,6 +62,12 @@ export class FaultProxy {
     this.seen.length = 0;
   }
 
+  /** Resolves once `count` requests have arrived since the last reset: wait on that, not on a clock. */
+  arrived(count: number): Promise<void> {
+    if (this.seen.length >= count) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ count, resolve }));
+  }
+
   async stop(): Promise<void> {
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
@@ -69,6 +77,9 @@ export class FaultProxy {
     const fault = this.plan.shift() ?? this.otherwise;
     const range = req.headers.range;
     this.seen.push({ method: req.method ?? "GET", path: req.url ?? "", range, fault });
+    const ready = this.waiters.filter((w) => w.count <= this.seen.length);
+    this.waiters = this.waiters.filter((w) => w.count > this.seen.length);
+    for (const w of ready) w.resolve();
     if (fault === "503" || fault === "429" || fault === "500" || fault === "403") {
       res.writeHead(Number(fault), fault === "429" ? { "retry-after": "0" } : {});
       res.end(`injected ${fault}`);
@@ -84,6 +95,10 @@ export class FaultProxy {
       req.socket.destroy();
       return;
     }
+    if (typeof fault === "object" && "parts" in fault) {
+      this.forward(req, res, fault);
+      return;
+    }
     const forward = () =>
       this.forward(req, res, fault === "truncate" ? "truncate" : fault === "stall-body" ? "stall" : "pass");
     if (typeof fault === "object") {
@@ -93,7 +108,11 @@ export class FaultProxy {
     } else forward();
   }
 
-  private forward(req: IncomingMessage, res: ServerResponse, cut: "pass" | "truncate" | "stall"): void {
+  private forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    cut: "pass" | "truncate" | "stall" | { parts: number; everyMs: number },
+  ): void {
     const up = httpRequest(
       {
         host: this.upstream.hostname,
@@ -112,6 +131,23 @@ export class FaultProxy {
         upRes.on("data", (c: Buffer) => chunks.push(c));
         upRes.on("end", () => {
           const body = Buffer.concat(chunks);
+          if (typeof cut === "object") {
+            // A slow but moving body: part k goes out k * everyMs after the headers.
+            const size = Math.ceil(body.length / cut.parts);
+            let k = 0;
+            const next = () => {
+              const part = body.subarray(k * size, (k + 1) * size);
+              k++;
+              if (k >= cut.parts) res.end(part);
+              else res.write(part, () => timers.push(setTimeout(next, cut.everyMs)));
+            };
+            const timers: ReturnType<typeof setTimeout>[] = [];
+            res.on("close", () => {
+              for (const t of timers) clearTimeout(t);
+            });
+            next();
+            return;
+          }
           // Content-Length promised body.length bytes: send half, then cut the connection.
           res.write(body.subarray(0, Math.floor(body.length / 2)), () => {
             if (cut === "truncate") res.socket?.destroy();

@@ -134,11 +134,29 @@ export function startWorkerHost(threads: number): WorkerHost {
       const slot = ready.find((s) => s.busy === 0);
       if (slot === undefined) return;
       const job = queue.shift()!;
+      const sent = withColumnMap(job.req, slot.maps);
+      try {
+        slot.worker.postMessage(sent, job.transfer);
+      } catch (err) {
+        // Not sent (a buffer that cannot be moved or copied): this job fails, the worker stays free.
+        // Counted busy first, a job that never reaches its worker would hold it, and the process, for ever.
+        // A column map counted as sent with it never arrived: forget what was counted (the maps the
+        // worker does hold are sent again when needed, which it accepts).
+        slot.maps = new WorkerColumnMaps();
+        keepAlive();
+        const why = err instanceof Error ? err.message : String(err);
+        job.reject(
+          new DeltacellsError(
+            `a tile job could not be sent to its worker (${why}): its buffers must be transferable, each listed once`,
+            { tag: "InvalidInput", field: "transfer", cause: err },
+          ),
+        );
+        continue;
+      }
       slot.busy++;
       slot.jobs.add(job.req.id);
       pending.set(job.req.id, job);
       keepAlive();
-      slot.worker.postMessage(withColumnMap(job.req, slot.maps), job.transfer);
     }
   };
   const run = async (req: DecodeRequest | CompressRequest, transfer: ArrayBuffer[]): Promise<Response> => {
