@@ -26,7 +26,7 @@ const cpuAtStart = cpu();
 const t0 = performance.now();
 const pool = new EncodePool();
 const spill = await FileSpill.create(dirname(output));
-const store = withFileParts(new FolderStore(output), output);
+const store = withFileParts(new FolderStore(output), output, undefined, { deferSync: true });
 let rowsDone = 0;
 const writer = await StreamWriter.open(store, {
   shape: [meta.nRows, meta.nCols],

@@ -259,7 +259,7 @@ async function convertLocked(
   // A byte-addressable array is one object as large as the array: written in parts (to a file, or
   // as an S3 multipart upload as the bytes come), it is never held whole.
   const store = local
-    ? withFileParts(counted, local, onParts)
+    ? withFileParts(counted, local, onParts, { deferSync: true })
     : hasSetParts(raw)
       ? withStoreParts(counted, raw, onParts)
       : counted;
