@@ -1,12 +1,14 @@
 /**
  * Objects written to a folder piece by piece (Node only), so a byte-addressable array (one raw
  * object, as large as the array) never has to be held whole. Each object is written to a temporary
- * name beside its final one and renamed into place, as the folder store writes objects; it is
- * synced before the rename, or, with `deferSync`, all together at {@link FolderParts.flush}.
+ * name beside its final one, synced and renamed into place, as the folder store writes objects;
+ * or, with `deferSync`, written under its own name and synced with all others at
+ * {@link FolderParts.flush}.
  *
  * @module
  */
 import { randomBytes } from "node:crypto";
+import { writeFile as writeFileCallback } from "node:fs";
 import { mkdir, open, rename, rm } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
 import type { PartsWritableStore } from "./array-stream.js";
@@ -17,11 +19,13 @@ import type { WritableStore } from "./store.js";
 /** Options of {@link withFileParts}. */
 export interface FilePartsOptions {
   /**
-   * Write every object (`set` too) straight to its file, unsynced, and make them all durable at
-   * once in {@link FolderParts.flush} (each file, then each folder, synced). A writer that lands
-   * its completion marker only after `flush` (the streaming writer's block) loses nothing to a
-   * crash, and saves a sync per chunk on the way. `set`s then bypass `store` (they are heard by
-   * `onWritten`). Default false: every object synced before it is renamed into place.
+   * Write every object (`set` too) straight under its own name, unsynced, and make them all
+   * durable at once in {@link FolderParts.flush} (each file, then each folder, synced). Only for a
+   * writer that says "complete" last and only after `flush` (the streaming writer's block): a
+   * reader refuses the store while an object may be half written, a crash loses nothing that was
+   * declared, and the write saves a sync, a rename and a file handle per chunk. `set`s then bypass
+   * `store` (`onWritten` hears them). Default false: every object synced under a temporary name
+   * and renamed into place.
    */
   deferSync?: boolean;
 }
@@ -100,10 +104,14 @@ export function withFileParts(
     // The renames are entries of the folders: synced after the files, so no name points to nothing.
     await Promise.all(dirs.map(syncPath));
   };
-  /** Write `parts` to a temporary file and rename it to `key`'s path; returns the bytes written. */
+  /**
+   * Write `parts` to `key`'s file: synced under a temporary name and renamed into place; with
+   * deferred syncs, straight under its own name (the store has no block while it is written, so
+   * a reader refuses it whole; a rename per chunk would only cost time).
+   */
   const write = async (key: string, parts: AsyncIterable<Uint8Array> | Iterable<Uint8Array>) => {
     const path = pathOf(key);
-    const temporary = `${path}.sporadik-part-${randomBytes(6).toString("hex")}`;
+    const temporary = deferred ? path : `${path}.sporadik-part-${randomBytes(6).toString("hex")}`;
     await folder(dirname(path));
     let written = 0;
     try {
@@ -123,12 +131,23 @@ export function withFileParts(
       throw failed(key, path, error);
     }
   };
+  /** An object whole in memory, written with deferred syncs: one `writeFile`, no file handle. */
+  const writeWhole = async (key: string, value: Uint8Array) => {
+    const path = pathOf(key);
+    await folder(dirname(path));
+    await new Promise<void>((resolve, reject) =>
+      writeFileCallback(path, value, (error) => (error ? reject(failed(key, path, error)) : resolve())),
+    );
+    return { path, temporary: path, written: value.byteLength };
+  };
   const land = async (key: string, done: { path: string; temporary: string; written: number }) => {
-    try {
-      await rename(done.temporary, done.path);
-    } catch (error) {
-      await rm(done.temporary, { force: true });
-      throw failed(key, done.path, error);
+    if (done.temporary !== done.path) {
+      try {
+        await rename(done.temporary, done.path);
+      } catch (error) {
+        await rm(done.temporary, { force: true });
+        throw failed(key, done.path, error);
+      }
     }
     if (deferred) {
       unsynced.push(done.path);
@@ -141,7 +160,7 @@ export function withFileParts(
     get: (key, opts) => store.get(key, opts),
     ...(store.getRange ? { getRange: store.getRange.bind(store) } : {}),
     set: deferred
-      ? async (key, value) => land(key, await write(key, [value]))
+      ? async (key, value) => land(key, await writeWhole(key, value))
       : (key, value) => store.set(key, value),
     ...(store.delete ? { delete: store.delete.bind(store) } : {}),
     async setParts(key, byteLength, parts) {
