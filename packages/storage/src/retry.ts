@@ -49,6 +49,8 @@ export class RetryStore implements Store {
   readonly delete: Store["delete"];
   /** The inner store's `setParts` (an upload of an object arriving in parts), when it has one; a write, so not retried. */
   readonly setParts?: PartsWrite;
+  /** The inner store's server-side `copy`, when it has one; a write, so not retried. */
+  readonly copy?: Store["copy"];
   private readonly attempts: number;
   private readonly base: number;
   private readonly max: number;
@@ -64,6 +66,7 @@ export class RetryStore implements Store {
     this.delete = writeMethod(inner, "delete");
     const setParts = (inner as { setParts?: PartsWrite }).setParts;
     if (setParts !== undefined) this.setParts = setParts.bind(inner);
+    if (inner.copy !== undefined) this.copy = inner.copy.bind(inner);
     this.attempts = Math.max(1, Math.floor(opts.attempts ?? 4));
     this.base = opts.baseDelayMs ?? 100;
     this.max = opts.maxDelayMs ?? 5000;

@@ -56,6 +56,11 @@ export class StatsStore implements Store {
   readonly set: Store["set"];
   readonly delete: Store["delete"];
   readonly list: Store["list"];
+  /**
+   * The inner store's server-side `copy`, when it has one: counted as a `set` (it is one write
+   * request), its bytes not as written (they never pass through).
+   */
+  readonly copy?: Store["copy"];
 
   constructor(inner: AnyStore) {
     this.inner = inner;
@@ -76,6 +81,13 @@ export class StatsStore implements Store {
       this.current.requests.list++;
       return this.track(list(prefix, opts), "list");
     };
+    const copy = inner.copy?.bind(inner);
+    if (copy !== undefined) {
+      this.copy = (from, to, opts) => {
+        this.current.requests.set++;
+        return this.track(copy(from, to, opts), "set");
+      };
+    }
   }
 
   /** A copy of the counters. */
