@@ -14,6 +14,7 @@ import { dirname, join, resolve } from "node:path";
 import type { OpenInputOptions } from "@deltacells/anndata/node";
 import { createTilePool, datasetRowBlocks, openDataset } from "@deltacells/core";
 import {
+  type FolderParts,
   type PartsWritableStore,
   type RowBlock,
   sweepStaleSpills,
@@ -136,6 +137,18 @@ function withStoreParts(
   };
 }
 
+/** `counted` (a stats wrapper around `files`), with `files`' objects in parts and its flush. */
+function withFolderParts(counted: StatsStore, files: FolderParts): FolderParts {
+  return {
+    get: (key, options) => counted.get(key, options),
+    getRange: (key, range, options) => counted.getRange(key, range as never, options),
+    set: (key, value) => counted.set(key, value),
+    delete: (key) => counted.delete(key),
+    setParts: (key, byteLength, parts) => files.setParts(key, byteLength, parts),
+    flush: () => files.flush(),
+  };
+}
+
 /** `blocks`, refused past `maxNnz` nonzeros (counted as they come, so a source of unknown size stops early). */
 async function* bounded(
   blocks: AsyncIterable<RowBlock>,
@@ -251,15 +264,29 @@ async function convertLocked(
   );
 
   const raw = openLocation(writeTo);
-  const counted = withStats(raw);
   let partsBytes = 0;
   const onParts = (_key: string, bytes: number) => {
     partsBytes += bytes;
   };
-  // A byte-addressable array is one object as large as the array: written in parts (to a file, or
-  // as an S3 multipart upload as the bytes come), it is never held whole.
-  const store = local
-    ? withFileParts(counted, local, onParts, { deferSync: true })
+  // A folder output: chunks written straight to their files and synced all at once before the
+  // block (counted by the stats wrapper around them). A byte-addressable array is one object as
+  // large as the array: written in parts (to a file, or as an S3 multipart upload as the bytes
+  // come), it is never held whole.
+  const files = local ? withFileParts(raw, local, onParts, { deferSync: true }) : undefined;
+  const counted = withStats(
+    files
+      ? {
+          url: raw.url,
+          get: (key, options) => raw.get(key, options),
+          getRange: (key, range, options) => raw.getRange(key, range, options),
+          set: (key, value) => files.set(key, value),
+          delete: (key, options) => raw.delete(key, options),
+          list: (prefix, options) => raw.list(prefix, options),
+        }
+      : raw,
+  );
+  const store = files
+    ? withFolderParts(counted, files)
     : hasSetParts(raw)
       ? withStoreParts(counted, raw, onParts)
       : counted;

@@ -24,8 +24,8 @@ export interface FilePartsOptions {
    * writer that says "complete" last and only after `flush` (the streaming writer's block): a
    * reader refuses the store while an object may be half written, a crash loses nothing that was
    * declared, and the write saves a sync, a rename and a file handle per chunk. `set`s then bypass
-   * `store` (`onWritten` hears them). Default false: every object synced under a temporary name
-   * and renamed into place.
+   * `store` (wrap the result to count them). Default false: every object synced under a temporary
+   * name and renamed into place.
    */
   deferSync?: boolean;
 }
@@ -55,7 +55,7 @@ const MAX_UNSYNCED = 8192;
 /**
  * `store` (a folder store rooted at `root`) with `setParts`: every other call goes to `store`
  * unchanged (but `set` with `deferSync`, see {@link FilePartsOptions}). `onWritten` hears the bytes
- * of each object written here (which `store`'s own counters, if any, never see).
+ * of each object written in parts (which `store`'s own counters, if any, never see).
  */
 export function withFileParts(
   store: WritableStore,
@@ -140,7 +140,11 @@ export function withFileParts(
     );
     return { path, temporary: path, written: value.byteLength };
   };
-  const land = async (key: string, done: { path: string; temporary: string; written: number }) => {
+  const land = async (
+    key: string,
+    done: { path: string; temporary: string; written: number },
+    inParts: boolean,
+  ) => {
     if (done.temporary !== done.path) {
       try {
         await rename(done.temporary, done.path);
@@ -154,13 +158,13 @@ export function withFileParts(
       folders.add(dirname(done.path));
       if (unsynced.length >= MAX_UNSYNCED) await flush();
     }
-    onWritten?.(key, done.written);
+    if (inParts) onWritten?.(key, done.written);
   };
   return {
     get: (key, opts) => store.get(key, opts),
     ...(store.getRange ? { getRange: store.getRange.bind(store) } : {}),
     set: deferred
-      ? async (key, value) => land(key, await writeWhole(key, value))
+      ? async (key, value) => land(key, await writeWhole(key, value), false)
       : (key, value) => store.set(key, value),
     ...(store.delete ? { delete: store.delete.bind(store) } : {}),
     async setParts(key, byteLength, parts) {
@@ -176,7 +180,7 @@ export function withFileParts(
           },
         );
       }
-      await land(key, done);
+      await land(key, done, true);
     },
     flush,
   };
