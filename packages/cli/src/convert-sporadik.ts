@@ -209,6 +209,8 @@ async function convertLocked(
   let nRows: number;
   let nCols: number;
   let nnzKnown: number | undefined;
+  /** An input's stored entries: at least its nonzeros (explicit zeros are left out of the rows). */
+  let nnzAtMost: number | undefined;
   let blocks: AsyncIterable<RowBlock>;
   let source: { format: string; matrixPath: string };
   let geneOrder: "source" | "dataset" | "input" = "input";
@@ -234,16 +236,18 @@ async function convertLocked(
     const input = await openInput(o.input, o.inputOptions);
     close = () => input.close();
     [nRows, nCols] = [input.nCells, input.nGenes];
+    nnzAtMost = input.nnz;
     blocks = input.rowBlocks();
     source = { format: input.format, matrixPath: input.matrixPath };
   }
 
   // The writer's spill, and a byte-addressable output's arrays (by default on the same disk).
-  const perNonzero = temporaryBytesPerNonzero({ axes: o.axes, nnz: nnzKnown, dtype: "int32" });
+  const perNonzero = temporaryBytesPerNonzero({ axes: o.axes, nnz: nnzKnown, nnzAtMost, dtype: "int32" });
+  const sizing = nnzKnown ?? nnzAtMost;
   const needed =
-    nnzKnown === undefined
+    sizing === undefined
       ? undefined
-      : nnzKnown * perNonzero + (o.byteAddressable ? nnzKnown * 8 * o.axes.length : 0);
+      : sizing * perNonzero + (o.byteAddressable ? sizing * 8 * o.axes.length : 0);
   const available = (() => {
     try {
       const fs = statfsSync(existsSync(tmpParent) ? tmpParent : dirname(tmpParent));
@@ -301,6 +305,7 @@ async function convertLocked(
       byteAddressable: o.byteAddressable,
       dtype: "int32",
       ...(nnzKnown !== undefined ? { nnz: nnzKnown } : {}),
+      ...(nnzAtMost !== undefined ? { nnzAtMost } : {}),
       tmpDir: tmpParent,
       threads: o.threads,
       removeOnSignal: true,

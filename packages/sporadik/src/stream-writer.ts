@@ -62,6 +62,13 @@ export interface StreamWriteOptions {
    * without it they are spooled to temporary space until the count is known. Checked at the end.
    */
   nnz?: number;
+  /**
+   * An upper bound on the nonzeros, when only that is known (the stored entries of an input whose
+   * explicit zeros the rows leave out, `MatrixSource.nnz`): below 2^31 it fixes `int32` indices
+   * up front as `nnz` would (the count is below it too), and it sizes the transposition. Checked
+   * at the end.
+   */
+  nnzAtMost?: number;
   /** Elements per chunk for every array (as {@link WriteOptions.chunk}). */
   chunk?: number;
   /** One uncompressed chunk per array (as {@link WriteOptions.byteAddressable}). */
@@ -109,16 +116,17 @@ function spillBytesPerNonzero(dtype: DataType): number {
 /**
  * Bytes of temporary space ({@link StreamWriteOptions.spill}) a {@link StreamWriter} takes per
  * nonzero with these options, to check a disk has room before the first row is read: for axis 1,
- * each nonzero's column, row and value; for axis 0 without a known `nnz`, its `indices` spooled
- * until the count decides their width.
+ * each nonzero's column, row and value; for axis 0 without a known `nnz` (or a bound below 2^31),
+ * its `indices` spooled until the count decides their width.
  */
 export function temporaryBytesPerNonzero(
-  options: Pick<StreamWriteOptions, "axes" | "nnz"> & { dtype: DataType },
+  options: Pick<StreamWriteOptions, "axes" | "nnz" | "nnzAtMost"> & { dtype: DataType },
 ): number {
   const axes = options.axes ?? [0, 1];
+  const widthKnown =
+    options.nnz !== undefined || (options.nnzAtMost !== undefined && options.nnzAtMost < 2 ** 31);
   return (
-    (axes.includes(1) ? spillBytesPerNonzero(options.dtype) : 0) +
-    (options.nnz === undefined && axes.includes(0) ? 4 : 0)
+    (axes.includes(1) ? spillBytesPerNonzero(options.dtype) : 0) + (!widthKnown && axes.includes(0) ? 4 : 0)
   );
 }
 
@@ -228,6 +236,10 @@ export class StreamWriter {
     if (options.nnz !== undefined && !(Number.isSafeInteger(options.nnz) && options.nnz >= 0)) {
       throw new LayoutError(`nnz must be the number of nonzeros, a whole number, not ${options.nnz}.`);
     }
+    const bound = options.nnzAtMost;
+    if (bound !== undefined && !(Number.isSafeInteger(bound) && bound >= 0)) {
+      throw new LayoutError(`nnzAtMost must be a bound on the nonzeros, a whole number, not ${bound}.`);
+    }
     positiveInteger(options.chunk, "chunk", 1);
     this.#store = store;
     this.#options = options;
@@ -245,7 +257,9 @@ export class StreamWriter {
       ? true
       : options.nnz !== undefined
         ? needsInt64(options.shape, [1], options.nnz)
-        : undefined;
+        : bound !== undefined && !needsInt64(options.shape, [1], bound)
+          ? false
+          : undefined;
   }
 
   /**
@@ -292,8 +306,8 @@ export class StreamWriter {
       const wanted =
         this.#options.spillFiles !== undefined
           ? positiveInteger(this.#options.spillFiles, "spillFiles", 1)
-          : this.#options.nnz !== undefined
-            ? Math.ceil((2 * this.#options.nnz) / assembly)
+          : (this.#options.nnz ?? this.#options.nnzAtMost) !== undefined
+            ? Math.ceil((2 * ((this.#options.nnz ?? this.#options.nnzAtMost) as number)) / assembly)
             : 256;
       const buckets = Math.max(1, Math.min(wanted, this.#nCols));
       this.#perBucket = Math.max(1, Math.ceil(this.#nCols / buckets));
@@ -533,6 +547,11 @@ export class StreamWriter {
       if (this.#options.nnz !== undefined && this.#options.nnz !== this.#nnz) {
         throw new LayoutError(
           `${this.#nnz} nonzeros were written, but ${this.#options.nnz} were declared. The store has no block and readers refuse it; declare the count the source has, or none.`,
+        );
+      }
+      if (this.#options.nnzAtMost !== undefined && this.#nnz > this.#options.nnzAtMost) {
+        throw new LayoutError(
+          `${this.#nnz} nonzeros were written, above the bound of ${this.#options.nnzAtMost} declared (nnzAtMost). The store has no block and readers refuse it; declare a bound the source keeps, or none.`,
         );
       }
       if (!this.#begun) this.#begin(this.#dtype ?? "float32");
