@@ -9,8 +9,9 @@
  *   ... --writers ours --modes both:chunked     (only ours, only one mode: the large sizes)
  *   ... --python-limit-gib 4                    (Python under `prlimit --as`, to show where it stops)
  *
- * Our writer runs from the packages' dist (`npm run build` first). Output: one JSON line per run,
- * then a Markdown table.
+ * Our writer runs from the TypeScript sources (tsx). `--reps N` repeats every mode N times, the
+ * writers interleaved (ours, Python, ours, ...), and the table shows the median of each. Output:
+ * one JSON line per run, then a Markdown table.
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { rmSync } from "node:fs";
@@ -28,6 +29,7 @@ const { values } = parseArgs({
     writers: { type: "string", default: "ours,python" },
     modes: { type: "string", default: "0:chunked,both:chunked,0:ranged,both:ranged" },
     "python-limit-gib": { type: "string" },
+    reps: { type: "string", default: "1" },
   },
 });
 const here = resolve(import.meta.dirname);
@@ -53,7 +55,8 @@ interface Run {
 }
 
 const runs: Run[] = [];
-for (const mode of (values.modes as string).split(",")) {
+const reps = Math.max(1, Number(values.reps));
+for (const mode of (values.modes as string).split(",").flatMap((m) => Array<string>(reps).fill(m))) {
   const [axesName, layout] = mode.split(":") as [string, string];
   const axes = axesName === "both" ? "0,1" : axesName;
   const ba = layout === "ranged" ? "1" : "0";
@@ -98,11 +101,22 @@ for (const mode of (values.modes as string).split(",")) {
   }
 }
 
-const byMode = new Map<string, Map<string, Run>>();
+/** The run of median wall time among a writer's runs of one mode (failed runs only if all failed). */
+const median = (list: Run[]): Run => {
+  const done = list
+    .filter((r) => r.seconds !== undefined)
+    .sort((a, b) => (a.seconds ?? 0) - (b.seconds ?? 0));
+  return done.length > 0 ? (done[Math.floor((done.length - 1) / 2)] as Run) : (list[0] as Run);
+};
+const grouped = new Map<string, Map<string, Run[]>>();
 for (const run of runs) {
-  if (!byMode.has(run.mode)) byMode.set(run.mode, new Map());
-  byMode.get(run.mode)?.set(run.writer, run);
+  if (!grouped.has(run.mode)) grouped.set(run.mode, new Map());
+  const byWriter = grouped.get(run.mode) as Map<string, Run[]>;
+  byWriter.set(run.writer, [...(byWriter.get(run.writer) ?? []), run]);
 }
+const byMode = new Map<string, Map<string, Run>>(
+  [...grouped].map(([mode, writers]) => [mode, new Map([...writers].map(([w, list]) => [w, median(list)]))]),
+);
 const cell = (run: Run | undefined) =>
   run === undefined
     ? "-"

@@ -155,6 +155,10 @@ class AnnDataSource extends BaseSource {
     return this.tree.location;
   }
 
+  override get nnz(): number | undefined {
+    return this.layout.kind === "dense" ? undefined : this.layout.data.shape[0];
+  }
+
   protected readVar(): Promise<ColumnTable> {
     return readDataFrame(this.tree, this.varPath, this.nGenes);
   }

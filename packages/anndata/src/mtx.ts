@@ -322,6 +322,11 @@ export class MtxSource extends BaseSource {
     super();
   }
 
+  /** The size line's entry count (a general coordinate file lists each entry once). */
+  override get nnz(): number {
+    return this.header.nnz;
+  }
+
   get matrixPath(): string {
     return this.format === "10x-mtx" ? (this.file.split("/").pop() ?? this.file) : "matrix";
   }

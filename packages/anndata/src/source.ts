@@ -26,6 +26,10 @@ export abstract class BaseSource implements MatrixSource {
   abstract readonly matrixPath: string;
   abstract readonly nCells: number;
   abstract readonly nGenes: number;
+  /** Stored entries of a sparse matrix (see {@link MatrixSource.nnz}); undefined for a dense one. */
+  get nnz(): number | undefined {
+    return undefined;
+  }
   /** Other matrices of the input that may hold raw counts, as CLI options. */
   protected alternatives: string[] = [];
 

@@ -113,6 +113,10 @@ export class TenxH5Source extends BaseSource {
     return this.tree.location;
   }
 
+  override get nnz(): number {
+    return this.layout.data.shape[0] as number;
+  }
+
   private async strings(path: string, n: number): Promise<string[]> {
     const a = await this.tree.get(path);
     if (a?.kind !== "array" || a.shape[0] !== n) {

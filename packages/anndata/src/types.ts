@@ -157,6 +157,13 @@ export interface MatrixSource {
   readonly nCells: number;
   readonly nGenes: number;
   /**
+   * The entries a sparse matrix stores, known without reading it (scipy's `nnz`: explicit zeros
+   * and duplicates count), so an upper bound on the nonzeros {@link rowBlocks} yields (its
+   * canonical blocks drop zeros and sum duplicates): size temporary space and index widths by it.
+   * Undefined for a dense matrix.
+   */
+  readonly nnz?: number;
+  /**
    * One row per gene, in source order. For 10x inputs the index holds gene symbols (not made
    * unique) and the columns are gene_ids, feature_types (and genome), as scanpy's read_10x_* make them.
    */

@@ -14,13 +14,14 @@ import { dirname, join, resolve } from "node:path";
 import type { OpenInputOptions } from "@deltacells/anndata/node";
 import { createTilePool, datasetRowBlocks, openDataset } from "@deltacells/core";
 import {
+  type FolderParts,
   type RowBlock,
   sweepStaleSpills,
   temporaryBytesPerNonzero,
   withFileParts,
   writeStoreFromRowBlocks,
 } from "@deltacells/sporadik/node";
-import { withStats } from "@deltacells/storage/node";
+import { type StatsStore, withStats } from "@deltacells/storage/node";
 import { CliError } from "./errors.js";
 import { localPath, openCounted, openLocation } from "./io.js";
 import type { ProgressBar } from "./progress.js";
@@ -113,6 +114,18 @@ function gib(bytes: number): string {
   return bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 }
 
+/** `counted` (a stats wrapper around `files`), with `files`' objects in parts and its flush. */
+function withFolderParts(counted: StatsStore, files: FolderParts): FolderParts {
+  return {
+    get: (key, options) => counted.get(key, options),
+    getRange: (key, range, options) => counted.getRange(key, range as never, options),
+    set: (key, value) => counted.set(key, value),
+    delete: (key) => counted.delete(key),
+    setParts: (key, byteLength, parts) => files.setParts(key, byteLength, parts),
+    flush: () => files.flush(),
+  };
+}
+
 /** `blocks`, refused past `maxNnz` nonzeros (counted as they come, so a source of unknown size stops early). */
 async function* bounded(
   blocks: AsyncIterable<RowBlock>,
@@ -173,6 +186,8 @@ async function convertLocked(
   let nRows: number;
   let nCols: number;
   let nnzKnown: number | undefined;
+  /** An input's stored entries: at least its nonzeros (explicit zeros are left out of the rows). */
+  let nnzAtMost: number | undefined;
   let blocks: AsyncIterable<RowBlock>;
   let source: { format: string; matrixPath: string };
   let geneOrder: "source" | "dataset" | "input" = "input";
@@ -198,16 +213,18 @@ async function convertLocked(
     const input = await openInput(o.input, o.inputOptions);
     close = () => input.close();
     [nRows, nCols] = [input.nCells, input.nGenes];
+    nnzAtMost = input.nnz;
     blocks = input.rowBlocks();
     source = { format: input.format, matrixPath: input.matrixPath };
   }
 
   // The writer's spill, and a byte-addressable output's arrays (by default on the same disk).
-  const perNonzero = temporaryBytesPerNonzero({ axes: o.axes, nnz: nnzKnown, dtype: "int32" });
+  const perNonzero = temporaryBytesPerNonzero({ axes: o.axes, nnz: nnzKnown, nnzAtMost, dtype: "int32" });
+  const sizing = nnzKnown ?? nnzAtMost;
   const needed =
-    nnzKnown === undefined
+    sizing === undefined
       ? undefined
-      : nnzKnown * perNonzero + (o.byteAddressable ? nnzKnown * 8 * o.axes.length : 0);
+      : sizing * perNonzero + (o.byteAddressable ? sizing * 8 * o.axes.length : 0);
   const available = (() => {
     try {
       const fs = statfsSync(existsSync(tmpParent) ? tmpParent : dirname(tmpParent));
@@ -228,15 +245,29 @@ async function convertLocked(
   );
 
   const raw = openLocation(writeTo);
-  const counted = withStats(raw);
   let partsBytes = 0;
   const onParts = (_key: string, bytes: number) => {
     partsBytes += bytes;
   };
-  // A byte-addressable array is one object as large as the array: written in parts (to a file, or
-  // as an S3 multipart upload as the bytes come), it is never held whole. The counting store
-  // passes an S3 store's `setParts` on (and counts its bytes); a folder's comes from sporadik.
-  const store = local ? withFileParts(counted, local, onParts) : counted;
+  // A folder output: chunks written straight to their files and synced all at once before the
+  // block (counted by the stats wrapper around them). A byte-addressable array is one object as
+  // large as the array: written in parts (to a file, or as an S3 multipart upload as the bytes
+  // come), it is never held whole.
+  const files = local ? withFileParts(raw, local, onParts, { deferSync: true }) : undefined;
+  const counted = withStats(
+    files
+      ? {
+          url: raw.url,
+          get: (key, options) => raw.get(key, options),
+          getRange: (key, range, options) => raw.getRange(key, range, options),
+          set: (key, value) => files.set(key, value),
+          delete: (key, options) => raw.delete(key, options),
+          list: (prefix, options) => raw.list(prefix, options),
+        }
+      : raw,
+  );
+  // An S3 store's `setParts` (multipart upload) is passed on and counted by the stats wrapper.
+  const store = files ? withFolderParts(counted, files) : counted;
   let phase = "";
   let rowsSeconds = 0;
   const timing = { rowsStart: performance.now(), columnsStart: 0 };
@@ -248,6 +279,7 @@ async function convertLocked(
       byteAddressable: o.byteAddressable,
       dtype: "int32",
       ...(nnzKnown !== undefined ? { nnz: nnzKnown } : {}),
+      ...(nnzAtMost !== undefined ? { nnzAtMost } : {}),
       tmpDir: tmpParent,
       threads: o.threads,
       removeOnSignal: true,

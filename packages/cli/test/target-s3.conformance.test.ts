@@ -5,6 +5,7 @@ import { test } from "node:test";
 import { validateDataset } from "@deltacells/core";
 import { openDataset } from "@deltacells/core/node";
 import { openStore } from "@deltacells/storage/node";
+import { FaultProxy } from "../../storage/test/helpers/fault-proxy.js";
 import { MAIN, REPO } from "./cli-helpers.js";
 import { motoBucket } from "./s3-helpers.js";
 
@@ -104,6 +105,40 @@ test("a second convert into an s3:// prefix is refused while the first holds the
   }
   assert.equal(await exited, 0);
   assert.equal(await store.get(".deltacells-lock"), undefined, "the lock is removed at the end");
+  const v = await deltacellsS3("validate", url);
+  assert.equal(v.code, 0, v.stdout + v.stderr);
+});
+
+test("--overwrite onto s3:// moves the staged store into place by server-side copies, never reading it back", async () => {
+  const url = `s3://${BUCKET}/copied`;
+  const first = await deltacellsS3("convert", SMALL, url, "--format", "sporadik", "--byte-addressable");
+  assert.equal(first.code, 0, first.stderr);
+  const proxy = await FaultProxy.start(deltacellsS3.env().AWS_ENDPOINT_URL as string);
+  try {
+    const args = ["convert", SMALL, url, "--format", "sporadik", "--byte-addressable", "--axes", "0"];
+    const second = await deltacellsS3.withEnv({ AWS_ENDPOINT_URL: proxy.url })(...args, "--overwrite");
+    assert.equal(second.code, 0, second.stderr);
+    const staged = proxy.seen.filter(
+      (r) => r.path.includes(".deltacells-staging-") && !r.path.includes("list-type"),
+    );
+    const writes = new Set(staged.filter((r) => r.method === "PUT").map((r) => r.path)).size;
+    assert.ok(writes > 0, "the new store was staged");
+    assert.deepEqual(
+      staged.filter((r) => r.method === "GET").map((r) => r.path),
+      [],
+      "no staged object is read back to be moved",
+    );
+    // Each staged object: a HEAD (its size), then one CopyObject PUT onto its final key.
+    assert.equal(staged.filter((r) => r.method === "HEAD").length, writes);
+  } finally {
+    await proxy.stop();
+  }
+  const store = openStore(url, { env: deltacellsS3.env() });
+  assert.deepEqual(
+    (await store.list()).filter((k) => k.startsWith("layouts/axis1/") || k.includes("staging")),
+    [],
+    "nothing of the old layout or the staging prefix is left",
+  );
   const v = await deltacellsS3("validate", url);
   assert.equal(v.code, 0, v.stdout + v.stderr);
 });

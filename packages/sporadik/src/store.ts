@@ -23,6 +23,12 @@ export interface ReadableStore {
 export interface WritableStore extends ReadableStore {
   set(key: string, value: Uint8Array): Promise<void>;
   delete?(key: string): Promise<unknown>;
+  /**
+   * Make every object written so far durable, for stores that defer it (a folder written with
+   * deferred syncs): the writer calls it before it writes the block, so a crash never leaves a
+   * block over chunks that were not on disk yet.
+   */
+  flush?(): Promise<void>;
 }
 
 /** The store key of `path` under `prefix` (both without leading `/`). */

@@ -4,12 +4,12 @@
  *
  * - Axis 0 (cells contiguous, CSR) is written as rows arrive, chunk by chunk.
  * - Axis 1 (genes contiguous, CSC) is an out-of-core transposition: every nonzero is spilled, as
- *   (gene, row, value), to the temporary file of its gene block (a bounded number of files, each
- *   appended to in large frames); once every row is in, each gene block is read back in order,
+ *   (gene, row, value), to one temporary file. Rows are spilled in batches, each counting-sorted by
+ *   gene block and appended as one large write (its genes, rows and values, each sorted by block),
+ *   so the file is written front to back in a few large writes whatever the number of blocks.
+ *   Once every row is in, each gene block reads its segment of every batch, in order, and is
  *   counting-sorted by gene (rows stay ascending, since they were spilled in order) and written.
- *   Rows are spilled in batches: each batch is counting-sorted by gene block first, so every file
- *   gets one contiguous append per batch and the scatter stays within the CPU's caches.
- *   A block too large for the assembly budget is assembled in several passes over its file.
+ *   A block too large for the assembly budget is assembled in several passes over its segments.
  * - `maxima` of both layouts are kept on the fly (one value per row, streamed; one per gene).
  *
  * The root is written first without a block and the block last, so a run that stops anywhere in
@@ -62,6 +62,13 @@ export interface StreamWriteOptions {
    * without it they are spooled to temporary space until the count is known. Checked at the end.
    */
   nnz?: number;
+  /**
+   * An upper bound on the nonzeros, when only that is known (the stored entries of an input whose
+   * explicit zeros the rows leave out, `MatrixSource.nnz`): below 2^31 it fixes `int32` indices
+   * up front as `nnz` would (the count is below it too), and it sizes the transposition. Checked
+   * at the end.
+   */
+  nnzAtMost?: number;
   /** Elements per chunk for every array (as {@link WriteOptions.chunk}). */
   chunk?: number;
   /** One uncompressed chunk per array (as {@link WriteOptions.byteAddressable}). */
@@ -76,9 +83,14 @@ export interface StreamWriteOptions {
   encoder?: ChunkEncoder;
   /** Temporary space. Default: memory (fine for small matrices; use files in Node for large ones). */
   spill?: SpillSpace;
-  /** Gene blocks, each one spill file. Default 256 (capped at the number of columns). */
+  /**
+   * Gene blocks of the transposition (each read back as one segment per batch). Default: with a
+   * known `nnz`, few enough for large segments, enough that a typical block is half the assembly
+   * budget (`2 nnz / assembly`, at least 1);
+   * else 256. Capped at the number of columns.
+   */
   spillFiles?: number;
-  /** Nonzeros sorted by gene block at once before they are appended to the files. Default 1,048,576. */
+  /** Nonzeros sorted by gene block at once before they are appended to the spill. Default 2,097,152. */
   spillFrame?: number;
   /** Nonzeros of axis 1 assembled in memory at once. Default 8,388,608 (~64 MiB at 4+4 bytes). */
   assembly?: number;
@@ -104,25 +116,32 @@ function spillBytesPerNonzero(dtype: DataType): number {
 /**
  * Bytes of temporary space ({@link StreamWriteOptions.spill}) a {@link StreamWriter} takes per
  * nonzero with these options, to check a disk has room before the first row is read: for axis 1,
- * each nonzero's column, row and value; for axis 0 without a known `nnz`, its `indices` spooled
- * until the count decides their width.
+ * each nonzero's column, row and value; for axis 0 without a known `nnz` (or a bound below 2^31),
+ * its `indices` spooled until the count decides their width.
  */
 export function temporaryBytesPerNonzero(
-  options: Pick<StreamWriteOptions, "axes" | "nnz"> & { dtype: DataType },
+  options: Pick<StreamWriteOptions, "axes" | "nnz" | "nnzAtMost"> & { dtype: DataType },
 ): number {
   const axes = options.axes ?? [0, 1];
+  const widthKnown =
+    options.nnz !== undefined || (options.nnzAtMost !== undefined && options.nnzAtMost < 2 ** 31);
   return (
-    (axes.includes(1) ? spillBytesPerNonzero(options.dtype) : 0) +
-    (options.nnz === undefined && axes.includes(0) ? 4 : 0)
+    (axes.includes(1) ? spillBytesPerNonzero(options.dtype) : 0) + (!widthKnown && axes.includes(0) ? 4 : 0)
   );
 }
 
 const encoder = new TextEncoder();
+/** Default {@link StreamWriteOptions.assembly}. */
+const ASSEMBLY = 8_388_608;
 
-interface Bucket {
-  file: SpillFile | undefined;
-  /** Nonzeros in each frame appended, in order. */
-  frames: number[];
+/** One batch of nonzeros in the spill file: its genes, rows and values, each sorted by gene block. */
+interface Batch {
+  /** Byte offset of the batch in the spill file. */
+  offset: number;
+  /** Nonzeros in the batch. */
+  n: number;
+  /** Where each gene block's segment starts (in nonzeros), and the end: `blocks + 1` entries. */
+  starts: Float64Array;
 }
 
 /** The arrays of one layout while it is written. */
@@ -174,8 +193,12 @@ export class StreamWriter {
   /** Axis 1: nonzeros per column, largest |value| per column, the gene blocks. */
   #counts: Float64Array | undefined;
   #colMax: NumericArray | undefined;
-  #buckets: Bucket[] = [];
+  /** Gene blocks, and the columns in each. */
+  #blocks = 0;
   #perBucket = 1;
+  /** The spill file of axis 1, and the batches in it, in row order. */
+  #spillFile: SpillFile | undefined;
+  #batches: Batch[] = [];
   /** Gene block of every column. */
   #bucketOf = new Uint32Array(0);
   /** Nonzeros per batch, and the batch's scratch (sorted by gene block). */
@@ -213,6 +236,10 @@ export class StreamWriter {
     if (options.nnz !== undefined && !(Number.isSafeInteger(options.nnz) && options.nnz >= 0)) {
       throw new LayoutError(`nnz must be the number of nonzeros, a whole number, not ${options.nnz}.`);
     }
+    const bound = options.nnzAtMost;
+    if (bound !== undefined && !(Number.isSafeInteger(bound) && bound >= 0)) {
+      throw new LayoutError(`nnzAtMost must be a bound on the nonzeros, a whole number, not ${bound}.`);
+    }
     positiveInteger(options.chunk, "chunk", 1);
     this.#store = store;
     this.#options = options;
@@ -230,7 +257,9 @@ export class StreamWriter {
       ? true
       : options.nnz !== undefined
         ? needsInt64(options.shape, [1], options.nnz)
-        : undefined;
+        : bound !== undefined && !needsInt64(options.shape, [1], bound)
+          ? false
+          : undefined;
   }
 
   /**
@@ -273,21 +302,20 @@ export class StreamWriter {
     await this.#store.set(keyOf(layouts, "zarr.json"), encoder.encode(groupMetadataText({})));
     if (this.#axes.includes(1)) {
       this.#counts = new Float64Array(this.#nCols);
-      const buckets = Math.max(
-        1,
-        Math.min(positiveInteger(this.#options.spillFiles, "spillFiles", 256), this.#nCols),
-      );
+      const assembly = positiveInteger(this.#options.assembly, "assembly", ASSEMBLY);
+      const wanted =
+        this.#options.spillFiles !== undefined
+          ? positiveInteger(this.#options.spillFiles, "spillFiles", 1)
+          : (this.#options.nnz ?? this.#options.nnzAtMost) !== undefined
+            ? Math.ceil((2 * ((this.#options.nnz ?? this.#options.nnzAtMost) as number)) / assembly)
+            : 256;
+      const buckets = Math.max(1, Math.min(wanted, this.#nCols));
       this.#perBucket = Math.max(1, Math.ceil(this.#nCols / buckets));
-      const used = Math.max(1, Math.ceil(this.#nCols / this.#perBucket));
-      this.#buckets = Array.from({ length: used }, () => ({
-        file: undefined,
-        frames: [],
-        tail: Promise.resolve(),
-      }));
+      this.#blocks = Math.max(1, Math.ceil(this.#nCols / this.#perBucket));
       this.#bucketOf = new Uint32Array(this.#nCols);
       for (let g = 0; g < this.#nCols; g++) this.#bucketOf[g] = Math.floor(g / this.#perBucket);
-      this.#frame = positiveInteger(this.#options.spillFrame, "spillFrame", 1_048_576);
-      this.#starts = new Float64Array(used + 1);
+      this.#frame = positiveInteger(this.#options.spillFrame, "spillFrame", 2_097_152);
+      this.#starts = new Float64Array(this.#blocks + 1);
     }
   }
 
@@ -366,41 +394,21 @@ export class StreamWriter {
     const rowMax = this.#axis0?.maxima ? new (constructorOf(this.#dtype as DataType))(nRows) : undefined;
     const lead = this.#axis0 !== undefined && !this.#indptrStarted;
     const offsets = this.#axis0 ? new Float64Array(lead ? nRows + 1 : nRows) : undefined;
-    let o = 0;
-    if (offsets && lead) offsets[o++] = 0;
+    if (offsets && lead) offsets[0] = 0;
     this.#indptrStarted ||= lead;
-    const counts = this.#counts;
-    const colMax = this.#colMax as Float64Array | undefined;
-    const nCols = this.#nCols;
-    const values = data as Float64Array;
-    for (let r = 0; r < nRows; r++) {
-      const lo = indptr[r] as number;
-      const hi = indptr[r + 1] as number;
-      if (!(hi >= lo)) {
-        throw new LayoutError(
-          `indptr decreases at row ${this.#rows + r} (${lo} then ${hi}); each row must start where the previous one ended.`,
-        );
+    // Axis 1 takes the rows in batches of about a frame (the spill's scratch); axis 0 alone, at once.
+    const spilling = this.#counts !== undefined;
+    for (let r = 0; r < nRows; ) {
+      let r1 = nRows;
+      if (spilling) {
+        const lo = indptr[r] as number;
+        r1 = r + 1;
+        while (r1 < nRows && (indptr[r1 + 1] as number) - lo <= this.#frame) r1++;
       }
-      let best = 0;
-      for (let k = lo; k < hi; k++) {
-        const g = indices[k] as number;
-        if (!(g >= 0 && g < nCols)) {
-          throw new LayoutError(
-            `Row ${this.#rows + r} has a value in column ${g}, but the matrix has ${nCols} columns. Nothing was finished; check the declared shape.`,
-          );
-        }
-        const v = values[k] as number;
-        const a = Math.abs(v);
-        if (a > best || Number.isNaN(a)) best = a;
-        if (counts !== undefined && colMax !== undefined) {
-          counts[g] = (counts[g] as number) + 1;
-          if (a > (colMax[g] as number) || Number.isNaN(a)) colMax[g] = a;
-        }
-      }
-      if (rowMax) rowMax[r] = best;
-      if (offsets) offsets[o++] = this.#nnz + hi - base;
+      this.#take(indptr, indices, data, r, r1, base, rowMax, offsets, lead ? 1 : 0);
+      if (spilling) await this.#spillBatch(indptr, indices, data, r, r1);
+      r = r1;
     }
-    if (counts !== undefined) await this.#spillRows(indptr, indices, data, nRows);
     if (this.#axis0) {
       const { data: dataOut, indices: indicesOut, indptr: indptrOut, maxima } = this.#axis0;
       await dataOut.append(data.subarray(base, end));
@@ -418,74 +426,109 @@ export class StreamWriter {
   }
 
   /**
-   * Spill a block's nonzeros for axis 1, a batch of rows at a time: a counting sort of the batch by
-   * gene block into scratch, then one append per gene block, all awaited before the scratch is
-   * reused (so each file's frames land in row order).
+   * One pass over rows `[r0, r1)` of a block: checks every column, keeps each row's largest |value|
+   * and axis 0's offsets, and for axis 1 counts nonzeros per column and per gene block (the batch's
+   * counting sort, into `#starts`) and keeps each column's largest |value|.
    */
-  async #spillRows(
+  #take(
     indptr: ArrayLike<number>,
     indices: Int32Array | Uint32Array,
     data: NumericArray,
-    nRows: number,
-  ): Promise<void> {
-    const bucketOf = this.#bucketOf;
+    r0: number,
+    r1: number,
+    base: number,
+    rowMax: NumericArray | undefined,
+    offsets: Float64Array | undefined,
+    lead: number,
+  ): void {
+    const counts = this.#counts;
+    const colMax = this.#colMax as Float64Array | undefined;
     const starts = this.#starts;
-    const used = this.#buckets.length;
+    const bucketOf = this.#bucketOf;
+    const nCols = this.#nCols;
     const values = data as Float64Array;
-    for (let r = 0; r < nRows; ) {
+    const maxima = rowMax as Float64Array | undefined;
+    if (counts !== undefined) starts.fill(0);
+    for (let r = r0; r < r1; r++) {
       const lo = indptr[r] as number;
-      let r1 = r + 1;
-      while (r1 < nRows && (indptr[r1 + 1] as number) - lo <= this.#frame) r1++;
-      const hi = indptr[r1] as number;
-      const n = hi - lo;
-      if (this.#frameGenes.length < n) {
-        const size = Math.max(n, this.#frame);
-        this.#frameGenes = new Uint32Array(size);
-        this.#frameRows = new Uint32Array(size);
-        this.#frameValues = new (constructorOf(this.#dtype as DataType))(size);
+      const hi = indptr[r + 1] as number;
+      if (!(hi >= lo)) {
+        throw new LayoutError(
+          `indptr decreases at row ${this.#rows + r} (${lo} then ${hi}); each row must start where the previous one ended.`,
+        );
       }
-      const genes = this.#frameGenes;
-      const rows = this.#frameRows;
-      const vals = this.#frameValues as Float64Array;
-      starts.fill(0);
+      let best = 0;
       for (let k = lo; k < hi; k++) {
-        const b = (bucketOf[indices[k] as number] as number) + 1;
-        starts[b] = (starts[b] as number) + 1;
-      }
-      for (let b = 0; b < used; b++) starts[b + 1] = (starts[b + 1] as number) + (starts[b] as number);
-      const next = starts.slice(0, used);
-      const row0 = this.#rows;
-      for (let row = r; row < r1; row++) {
-        const end = indptr[row + 1] as number;
-        for (let k = indptr[row] as number; k < end; k++) {
-          const g = indices[k] as number;
-          const b = bucketOf[g] as number;
-          const at = next[b] as number;
-          next[b] = at + 1;
-          genes[at] = g;
-          rows[at] = row0 + row;
-          vals[at] = values[k] as number;
+        const g = indices[k] as number;
+        if (!(g >= 0 && g < nCols)) {
+          throw new LayoutError(
+            `Row ${this.#rows + r} has a value in column ${g}, but the matrix has ${nCols} columns. Nothing was finished; check the declared shape.`,
+          );
+        }
+        const a = Math.abs(values[k] as number);
+        if (a > best || Number.isNaN(a)) best = a;
+        if (counts !== undefined && colMax !== undefined) {
+          counts[g] = (counts[g] as number) + 1;
+          if (a > (colMax[g] as number) || Number.isNaN(a)) colMax[g] = a;
+          const b = (bucketOf[g] as number) + 1;
+          starts[b] = (starts[b] as number) + 1;
         }
       }
-      const appends: Promise<void>[] = [];
-      for (let b = 0; b < used; b++) {
-        const from = starts[b] as number;
-        const to = starts[b + 1] as number;
-        if (to > from)
-          appends.push(
-            this.#append(b, genes.subarray(from, to), rows.subarray(from, to), vals.subarray(from, to)),
-          );
-      }
-      await Promise.all(appends);
-      r = r1;
+      if (maxima) maxima[r] = best;
+      if (offsets) offsets[r + lead] = this.#nnz + hi - base;
     }
   }
 
-  async #append(bucket: number, genes: Uint32Array, rows: Uint32Array, vals: NumericArray): Promise<void> {
-    const entry = this.#buckets[bucket] as Bucket;
-    entry.frames.push(genes.length);
-    entry.file ??= await this.#spill.create(`genes-${bucket}`);
-    await entry.file.append([bytes(genes), bytes(rows), bytes(vals)]);
+  /**
+   * Spill rows `[r0, r1)` of a block for axis 1 (their gene blocks counted by `#take`): a
+   * counting sort by gene block into scratch, then one append of the batch to the spill file,
+   * awaited before the scratch is reused.
+   */
+  async #spillBatch(
+    indptr: ArrayLike<number>,
+    indices: Int32Array | Uint32Array,
+    data: NumericArray,
+    r0: number,
+    r1: number,
+  ): Promise<void> {
+    const bucketOf = this.#bucketOf;
+    const starts = this.#starts;
+    const used = this.#blocks;
+    const values = data as Float64Array;
+    const n = (indptr[r1] as number) - (indptr[r0] as number);
+    if (n === 0) return;
+    if (this.#frameGenes.length < n) {
+      const size = Math.max(n, this.#frame);
+      this.#frameGenes = new Uint32Array(size);
+      this.#frameRows = new Uint32Array(size);
+      this.#frameValues = new (constructorOf(this.#dtype as DataType))(size);
+    }
+    const genes = this.#frameGenes;
+    const rows = this.#frameRows;
+    const vals = this.#frameValues as Float64Array;
+    for (let b = 0; b < used; b++) starts[b + 1] = (starts[b + 1] as number) + (starts[b] as number);
+    const next = starts.slice(0, used);
+    const row0 = this.#rows;
+    for (let row = r0; row < r1; row++) {
+      const end = indptr[row + 1] as number;
+      for (let k = indptr[row] as number; k < end; k++) {
+        const g = indices[k] as number;
+        const b = bucketOf[g] as number;
+        const at = next[b] as number;
+        next[b] = at + 1;
+        genes[at] = g;
+        rows[at] = row0 + row;
+        vals[at] = values[k] as number;
+      }
+    }
+    this.#spillFile ??= await this.#spill.create("columns");
+    const file = this.#spillFile;
+    this.#batches.push({ offset: file.bytes, n, starts: starts.slice() });
+    await file.append([
+      bytes(genes.subarray(0, n)),
+      bytes(rows.subarray(0, n)),
+      bytes(vals.subarray(0, n) as NumericArray),
+    ]);
   }
 
   /**
@@ -506,11 +549,18 @@ export class StreamWriter {
           `${this.#nnz} nonzeros were written, but ${this.#options.nnz} were declared. The store has no block and readers refuse it; declare the count the source has, or none.`,
         );
       }
+      if (this.#options.nnzAtMost !== undefined && this.#nnz > this.#options.nnzAtMost) {
+        throw new LayoutError(
+          `${this.#nnz} nonzeros were written, above the bound of ${this.#options.nnzAtMost} declared (nnzAtMost). The store has no block and readers refuse it; declare a bound the source keeps, or none.`,
+        );
+      }
       if (!this.#begun) this.#begin(this.#dtype ?? "float32");
       const width = needsInt64([this.#nRows, this.#nCols], [1], this.#nnz) ? "int64" : "int32";
       if (this.#axis0) await this.#finishAxis0(this.#axis0, width);
       if (this.#axes.includes(1)) await this.#finishAxis1(width);
       await this.#inFlight.drain();
+      // Every chunk durable before the block says the store is complete.
+      await this.#store.flush?.();
       const layouts = new Map(this.#axes.map((axis) => [axis, { indexOrder: [1 - axis] }]));
       const block = blockFor([this.#nRows, this.#nCols], layouts);
       await this.#store.set(
@@ -565,9 +615,8 @@ export class StreamWriter {
     const group = this.#group(1);
     const data = this.#array(`${group}/data`, dtype, this.#nnz);
     const indices = this.#array(`${group}/indices`, width, this.#nnz);
-    const budget = positiveInteger(this.#options.assembly, "assembly", 8_388_608);
-    for (let b = 0; b < this.#buckets.length; b++) {
-      const bucket = this.#buckets[b] as Bucket;
+    const budget = positiveInteger(this.#options.assembly, "assembly", ASSEMBLY);
+    for (let b = 0; b < this.#blocks; b++) {
       const first = b * this.#perBucket;
       const last = Math.min(first + this.#perBucket, this.#nCols);
       // Gene ranges of at most `budget` nonzeros (a single gene may exceed it: it is one column).
@@ -580,7 +629,7 @@ export class StreamWriter {
           hi++;
         }
         if (total > 0) {
-          const [rows, vals] = await this.#assemble(bucket, lo, hi, total, Ctor);
+          const [rows, vals] = await this.#assemble(b, lo, hi, total, Ctor);
           await data.append(vals);
           await indices.append(
             width === "int32" ? new Int32Array(rows.buffer, rows.byteOffset, rows.length) : toBig(rows),
@@ -588,10 +637,10 @@ export class StreamWriter {
         }
         lo = hi;
       }
-      await bucket.file?.remove();
-      bucket.file = undefined;
       this.#options.onProgress?.({ phase: "columns", done: last, total: this.#nCols });
     }
+    await this.#spillFile?.remove();
+    this.#spillFile = undefined;
     await data.finish();
     await indices.finish();
     const offsets = new Float64Array(this.#nCols + 1);
@@ -607,11 +656,11 @@ export class StreamWriter {
   }
 
   /**
-   * Columns `[lo, hi)` of one gene block, `total` nonzeros, in column order: a counting sort of
-   * its file's frames, read in order, so each column's rows stay ascending.
+   * Columns `[lo, hi)` of gene block `block`, `total` nonzeros, in column order: a counting sort of
+   * the block's segment of every batch, read in order, so each column's rows stay ascending.
    */
   async #assemble(
-    bucket: Bucket,
+    block: number,
     lo: number,
     hi: number,
     total: number,
@@ -622,15 +671,33 @@ export class StreamWriter {
     for (let g = lo + 1; g < hi; g++) next[g - lo] = (next[g - lo - 1] as number) + (counts[g - 1] as number);
     const rows = new Uint32Array(total);
     const vals = new Ctor(total) as Float64Array;
-    const file = bucket.file as SpillFile;
+    const file = this.#spillFile as SpillFile;
     const width = Ctor.BYTES_PER_ELEMENT;
-    let offset = 0;
-    for (const n of bucket.frames) {
-      const raw = await file.read(offset, n * (8 + width));
-      offset += n * (8 + width);
-      const genes = new Uint32Array(raw.buffer, raw.byteOffset, n);
-      const frameRows = new Uint32Array(raw.buffer, raw.byteOffset + 4 * n, n);
-      const frameVals = new Ctor(raw.buffer, raw.byteOffset + 8 * n, n) as Float64Array;
+    const whole = lo === block * this.#perBucket && hi === Math.min(lo + this.#perBucket, this.#nCols);
+    for (const batch of this.#batches) {
+      const from = batch.starts[block] as number;
+      const n = (batch.starts[block + 1] as number) - from;
+      if (n === 0) continue;
+      // The batch is [genes][rows][values] of `batch.n` each; the block's segment of each is read.
+      const [geneBytes, rowBytes, valueBytes] = await Promise.all([
+        file.read(batch.offset + 4 * from, 4 * n),
+        file.read(batch.offset + 4 * (batch.n + from), 4 * n),
+        file.read(batch.offset + 8 * batch.n + width * from, width * n),
+      ]);
+      const genes = new Uint32Array(geneBytes.buffer, geneBytes.byteOffset, n);
+      const frameRows = new Uint32Array(rowBytes.buffer, rowBytes.byteOffset, n);
+      const frameVals = new Ctor(valueBytes.buffer, valueBytes.byteOffset, n) as Float64Array;
+      if (whole) {
+        // The whole block in one pass: every nonzero of the segment belongs here.
+        for (let i = 0; i < n; i++) {
+          const g = (genes[i] as number) - lo;
+          const at = next[g] as number;
+          next[g] = at + 1;
+          rows[at] = frameRows[i] as number;
+          vals[at] = frameVals[i] as number;
+        }
+        continue;
+      }
       for (let i = 0; i < n; i++) {
         const g = genes[i] as number;
         if (g < lo || g >= hi) continue;

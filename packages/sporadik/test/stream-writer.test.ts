@@ -266,3 +266,33 @@ for (const [nRows, nCols] of [
     assertSameObjects(streamed, reference);
   });
 }
+
+test("nnzAtMost, a bound above the nonzeros, writes writeStore's bytes with axis 0's indices streamed, not spooled", async () => {
+  const m = randomCsr(120, 40, 0.3, 21);
+  const reference = new MemoryStore();
+  await writeStore(reference, layoutsOf(m, [0, 1]));
+  const bounded = new MemoryStore();
+  const result = await writeStoreFromRows(bounded, blocksOf(m, 25), {
+    shape: [m.nRows, m.nCols],
+    axes: [0, 1],
+    nnzAtMost: m.data.length + 17,
+  });
+  assertSameObjects(bounded, reference);
+  // Only axis 1's nonzeros went to temporary space: the indices' width was known from the bound.
+  assert.equal(result.bytesSpilled, m.data.length * 12);
+  const unbounded = await writeStoreFromRows(new MemoryStore(), blocksOf(m, 25), {
+    shape: [m.nRows, m.nCols],
+    axes: [0, 1],
+  });
+  assert.ok(unbounded.bytesSpilled > m.data.length * 12, "without a bound the indices are spooled");
+});
+
+test("nnzAtMost below the nonzeros written is refused at finish, with no block", async () => {
+  const m = randomCsr(30, 10, 0.5, 22);
+  const store = new MemoryStore();
+  await assert.rejects(
+    writeStoreFromRows(store, blocksOf(m, 7), { shape: [30, 10], nnzAtMost: m.data.length - 1 }),
+    /above the bound of/,
+  );
+  await assert.rejects(openReader(store), { _tag: "IncompleteError" });
+});

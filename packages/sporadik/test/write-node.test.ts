@@ -105,4 +105,6 @@ test("temporaryBytesPerNonzero: column, row and value for axis 1; spooled indice
   assert.equal(temporaryBytesPerNonzero({ axes: [0], dtype: "int32", nnz: 10 }), 0);
   assert.equal(temporaryBytesPerNonzero({ axes: [0], dtype: "int32" }), 4);
   assert.equal(temporaryBytesPerNonzero({ dtype: "int32" }), 16);
+  assert.equal(temporaryBytesPerNonzero({ axes: [0], dtype: "int32", nnzAtMost: 10 }), 0);
+  assert.equal(temporaryBytesPerNonzero({ axes: [0], dtype: "int32", nnzAtMost: 2 ** 31 }), 4);
 });

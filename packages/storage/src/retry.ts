@@ -55,6 +55,8 @@ export class RetryStore implements Store {
    * in between, into memory of its own).
    */
   readonly getInto?: GetInto;
+  /** The inner store's server-side `copy`, when it has one; a write, so not retried. */
+  readonly copy?: Store["copy"];
   private readonly attempts: number;
   private readonly base: number;
   private readonly max: number;
@@ -79,6 +81,7 @@ export class RetryStore implements Store {
         };
         return this.run(key, `reading ${key}`, (o) => getInto(key, once, o), opts);
       };
+    if (inner.copy !== undefined) this.copy = inner.copy.bind(inner);
     this.attempts = Math.max(1, Math.floor(opts.attempts ?? 4));
     this.base = opts.baseDelayMs ?? 100;
     this.max = opts.maxDelayMs ?? 5000;

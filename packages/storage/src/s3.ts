@@ -12,6 +12,7 @@ import {
 } from "./http-read.js";
 import { normalizeKey, normalizePrefix } from "./keys.js";
 import { throwIfAborted } from "./range.js";
+import { multipartCopy, S3_MAX_COPY_OBJECT } from "./s3-copy.js";
 import { multipartUpload } from "./s3-multipart.js";
 import { multipartUploadParts } from "./s3-multipart-parts.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
@@ -54,6 +55,13 @@ export interface S3StoreOptions extends S3Connection {
   partSize?: number;
   /** Parts uploaded at the same time (default 4). */
   partConcurrency?: number;
+  /**
+   * Objects larger than this are copied (by {@link S3Store.copy}) in parts with UploadPartCopy
+   * rather than by one CopyObject (default and at most 5 GiB, S3's CopyObject limit).
+   */
+  copyThreshold?: number;
+  /** Size of each part of a copy in parts (default 512 MiB; at least 5 MiB, at most 5 GiB). */
+  copyPartSize?: number;
   /** Keys asked for per ListObjectsV2 page (`max-keys`, default and S3's maximum 1000). */
   listPageSize?: number;
   /** See {@link HttpStoreOptions.maxIgnoredRangeBytes}. */
@@ -113,6 +121,8 @@ export class S3Store implements Store {
   private readonly partSize: number;
   private readonly partConcurrency: number;
   private readonly listPageSize: number;
+  private readonly copyThreshold: number;
+  private readonly copyPartSize: number;
   private readonly maxIgnoredRangeBytes: number;
   private static readonly MISSING: ReadonlySet<number> = new Set([404]);
   private static readonly NOT_MISSING: ReadonlySet<string> = new Set(["NoSuchBucket"]);
@@ -166,6 +176,19 @@ export class S3Store implements Store {
       );
     }
     this.partConcurrency = Math.max(1, opts.partConcurrency ?? 4);
+    this.copyThreshold = Math.min(opts.copyThreshold ?? S3_MAX_COPY_OBJECT, S3_MAX_COPY_OBJECT);
+    this.copyPartSize = opts.copyPartSize ?? 512 * 1024 * 1024;
+    if (!(this.copyPartSize >= S3_MIN_PART_SIZE && this.copyPartSize <= S3_MAX_COPY_OBJECT)) {
+      throw new StorageError(
+        `S3 store ${this.url}: copyPartSize ${this.copyPartSize} is outside S3's 5 MiB to 5 GiB`,
+        {
+          tag: "InvalidOption",
+          object: this.url,
+          expected: `${S3_MIN_PART_SIZE} to ${S3_MAX_COPY_OBJECT}`,
+          found: this.copyPartSize,
+        },
+      );
+    }
     this.listPageSize = Math.min(1000, Math.max(1, opts.listPageSize ?? 1000));
     this.maxIgnoredRangeBytes = opts.maxIgnoredRangeBytes ?? DEFAULT_MAX_IGNORED_RANGE_BYTES;
   }
@@ -354,6 +377,53 @@ export class S3Store implements Store {
       );
     }
     await this.request("PUT", url, key, { body: whole, signal: opts?.signal });
+  }
+
+  /**
+   * Copy object `from` to `to` inside the bucket, server-side: the bytes never pass through this
+   * process, so a gigabyte object costs no memory here. One CopyObject up to `copyThreshold`
+   * (5 GiB, S3's limit), else a multipart upload of UploadPartCopy parts (aborted on failure, so
+   * nothing half-copied appears under `to`). A HEAD of `from` first learns its size: a missing
+   * `from` is a `StorageError`, never an empty copy. Returns the bytes copied.
+   */
+  async copy(from: string, to: string, opts?: StoreOptions): Promise<number> {
+    throwIfAborted(opts?.signal);
+    const fromUrl = this.objectUrl(from);
+    const head = await this.request("HEAD", fromUrl, from, { signal: opts?.signal, ok: [200, 404] });
+    await head.body?.cancel().catch(() => {});
+    if (head.status === 404) {
+      throw new StorageError(`${fromUrl} cannot be copied to ${to}: there is no such object`, {
+        object: objectAt(this.url, from),
+        expected: "an object",
+        found: "none",
+      });
+    }
+    const size = Number(head.headers.get("content-length"));
+    if (!Number.isSafeInteger(size) || size < 0) {
+      throw new StorageError(
+        `${fromUrl} answered HEAD without a usable Content-Length; it cannot be copied`,
+        {
+          object: objectAt(this.url, from),
+        },
+      );
+    }
+    const url = this.objectUrl(to);
+    const source = `/${encodeURIComponent(this.bucket)}/${encodeKeyPath(this.objectKey(from))}`;
+    if (size > this.copyThreshold) {
+      await multipartCopy(this, url, to, source, size, {
+        partSize: this.copyPartSize,
+        concurrency: this.partConcurrency,
+        signal: opts?.signal,
+      });
+      return size;
+    }
+    const res = await this.request("PUT", url, to, {
+      headers: { "x-amz-copy-source": source },
+      signal: opts?.signal,
+    });
+    // S3 may answer 200 and still fail: the error is then in the body.
+    await this.xml(res, url, to, opts?.signal);
+    return size;
   }
 
   async delete(key: string, opts?: StoreOptions): Promise<void> {

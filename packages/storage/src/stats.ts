@@ -68,6 +68,11 @@ export class StatsStore implements Store {
   readonly getInto?: GetInto;
   /** The inner store's `setParts`, counted as a `set` of `byteLength` bytes; absent when it has none. */
   readonly setParts?: PartsWrite;
+  /**
+   * The inner store's server-side `copy`, when it has one: counted as a `set` (it is one write
+   * request), its bytes not as written (they never pass through).
+   */
+  readonly copy?: Store["copy"];
 
   constructor(inner: AnyStore) {
     this.inner = inner;
@@ -100,6 +105,13 @@ export class StatsStore implements Store {
         this.current.bytesWritten += byteLength;
         return this.track(setParts(key, byteLength, parts, opts), "set");
       };
+    const copy = inner.copy?.bind(inner);
+    if (copy !== undefined) {
+      this.copy = (from, to, opts) => {
+        this.current.requests.set++;
+        return this.track(copy(from, to, opts), "set");
+      };
+    }
   }
 
   /** A copy of the counters. */

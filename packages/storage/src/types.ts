@@ -67,6 +67,12 @@ export interface WritableStore {
   delete(key: string, opts?: StoreOptions): Promise<void>;
   /** Every key that starts with `prefix` (no leading `/`), in lexicographic order. */
   list(prefix?: string, opts?: StoreOptions): Promise<string[]>;
+  /**
+   * Optional: copy object `from` to `to` inside the store without its bytes passing through the
+   * caller (S3 CopyObject, UploadPartCopy above 5 GiB); resolves to the bytes copied. A missing
+   * `from` is an error. Callers fall back to `get` and `set` where a store lacks it.
+   */
+  copy?(from: string, to: string, opts?: StoreOptions): Promise<number>;
 }
 
 /** A store that can be read and written: what converters and writers take. */

@@ -227,6 +227,80 @@ describe("an S3 store against moto_server", () => {
     assert.doesNotMatch(uploads, /short\.bin/);
   });
 
+  test("copy is server-side: a HEAD and one CopyObject, no byte read, the source kept", async () => {
+    const s = new S3Store({ ...creds, endpoint: proxy.url, bucket: BUCKET, prefix: "cp" });
+    const value = randomBytes(300_000);
+    await s.set("staged/odd key+1.bin", value);
+    proxy.reset();
+    assert.equal(await s.copy("staged/odd key+1.bin", "final/odd key+1.bin"), value.length);
+    assert.deepEqual(
+      proxy.seen.map((r) => `${r.method} ${r.path}`),
+      [
+        "HEAD /deltacells-test/cp/staged/odd%20key%2B1.bin",
+        "PUT /deltacells-test/cp/final/odd%20key%2B1.bin",
+      ],
+    );
+    const back = await s.get("final/odd key+1.bin");
+    assert.ok(back !== undefined && Buffer.compare(Buffer.from(back), value) === 0, "copy differs");
+    assert.equal((await s.get("staged/odd key+1.bin"))?.length, value.length);
+  });
+
+  test("copy above copyThreshold is a multipart upload of UploadPartCopy ranges", async () => {
+    const big = randomBytes(11 * 1024 * 1024 + 77);
+    const s = new S3Store({
+      ...creds,
+      endpoint: proxy.url,
+      bucket: BUCKET,
+      prefix: "cp",
+      copyThreshold: 1024 * 1024,
+      copyPartSize: 5 * 1024 * 1024,
+    });
+    await s.set("big-src.bin", big);
+    proxy.reset();
+    assert.equal(await s.copy("big-src.bin", "big-dst.bin"), big.length);
+    const requests = proxy.seen.map((r) => `${r.method} ${r.path.replace(/uploadId=[^&]+/, "uploadId=U")}`);
+    const path = "/deltacells-test/cp/big-dst.bin";
+    assert.equal(requests[0], "HEAD /deltacells-test/cp/big-src.bin");
+    assert.equal(requests[1], `POST ${path}?uploads`);
+    assert.deepEqual(
+      requests.slice(2, -1).sort(),
+      [1, 2, 3].map((n) => `PUT ${path}?partNumber=${n}&uploadId=U`),
+    );
+    assert.equal(requests[requests.length - 1], `POST ${path}?uploadId=U`);
+    assert.ok(!requests.some((r) => r.startsWith("GET")), "no byte of the object was read");
+    const back = await s.get("big-dst.bin");
+    assert.ok(back !== undefined && Buffer.compare(Buffer.from(back), big) === 0, "part copy differs");
+  });
+
+  test("copy of a missing object is refused and writes nothing", async () => {
+    const s = store({ prefix: "cp" });
+    await assert.rejects(s.copy("nothing-here.bin", "target.bin"), /no such object/);
+    assert.equal(await s.get("target.bin"), undefined);
+  });
+
+  test("a copy in parts that fails is aborted and leaves no object", async () => {
+    const s = new S3Store({
+      ...creds,
+      endpoint: proxy.url,
+      bucket: BUCKET,
+      prefix: "cp",
+      copyThreshold: 1024 * 1024,
+      copyPartSize: 5 * 1024 * 1024,
+      partConcurrency: 1,
+    });
+    await s.set("fail-src.bin", randomBytes(11 * 1024 * 1024));
+    // HEAD, initiate, part 1 pass; part 2 refused.
+    proxy.reset(["pass", "pass", "pass", "403"]);
+    await assert.rejects(
+      s.copy("fail-src.bin", "fail-dst.bin"),
+      (err: unknown) => err instanceof HttpStatusError && err.status === 403,
+    );
+    const last = proxy.seen[proxy.seen.length - 1]!;
+    assert.equal(last.method, "DELETE");
+    assert.match(last.path, /uploadId=/);
+    assert.equal(await store({ prefix: "cp" }).get("fail-dst.bin"), undefined);
+  });
+
   test("a create-only set is a PUT with If-None-Match: *, refused as AlreadyExists when the key exists", async () => {
     const s = store();
     await s.set("lock/one", new Uint8Array([1]), { createOnly: true });
