@@ -23,7 +23,7 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { Page } from "playwright-core";
-import { buildPbmc, buildViewer, VIEWER_DIST } from "../apps/viewer/test/fixtures.js";
+import { buildPbmc, buildViewer } from "../apps/viewer/test/fixtures.js";
 import { startServer } from "../packages/cli/src/serve-http.js";
 import { launchChromium } from "../test-utils/browser/index.js";
 import { buildSynthetic } from "./viewer-data.js";
@@ -44,14 +44,14 @@ mkdirSync(root, { recursive: true });
 
 const t0 = performance.now();
 await Promise.all([
-  buildViewer(),
+  buildViewer(join(root, "viewer-dist")),
   existsSync(join(root, "pbmc68k")) ? undefined : buildPbmc(root),
   ...sizes.map((n) =>
     existsSync(join(root, `synthetic-${n}`)) ? undefined : buildSynthetic(root, n, `synthetic-${n}`),
   ),
 ]);
 console.error(`datasets ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-const server = await startServer({ root, viewerDir: VIEWER_DIST, port: 0 });
+const server = await startServer({ root, viewerDir: join(root, "viewer-dist"), port: 0 });
 const chromium = await launchChromium();
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;

@@ -16,7 +16,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { buildPbmc, buildViewer, VIEWER_DIST } from "../apps/viewer/test/fixtures.js";
+import { buildPbmc, buildViewer } from "../apps/viewer/test/fixtures.js";
 import { startServer } from "../packages/cli/src/serve-http.js";
 import { launchChromium } from "../test-utils/browser/index.js";
 import { buildSynthetic } from "./viewer-data.js";
@@ -36,12 +36,12 @@ const synthetic = `synthetic-${nCells}`;
 
 const t0 = performance.now();
 await Promise.all([
-  buildViewer(),
+  buildViewer(join(root, "viewer-dist")),
   existsSync(join(root, "pbmc68k")) ? undefined : buildPbmc(root),
   existsSync(join(root, synthetic)) ? undefined : buildSynthetic(root, nCells, synthetic),
 ]);
 console.error(`datasets built in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-const server = await startServer({ root, viewerDir: VIEWER_DIST, port: 0 });
+const server = await startServer({ root, viewerDir: join(root, "viewer-dist"), port: 0 });
 const chromium = await launchChromium();
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;

@@ -88,8 +88,9 @@ export function createScatter(
   const valueA = new Float32Array(n);
   const valueB = new Float32Array(n);
   // Colourings are drawn one after the other (regl-scatterplot refuses a draw while one runs).
-  let drawn = plot.draw({ x: coords.x, y: coords.y, valueA, valueB });
-  let pending = 0;
+  /** Draws (the first one and colourings) and resizes not yet applied. */
+  let pending = 1;
+  let drawn = plot.draw({ x: coords.x, y: coords.y, valueA, valueB }).finally(() => pending--);
   let spatialIndex: ArrayBuffer | undefined;
   let size = [width, height];
 
@@ -99,7 +100,9 @@ export function createScatter(
     size = [r.width, r.height];
     // The renderer first: the plot copies the centre of the renderer's canvas, which must cover it.
     renderer.resize(r.width, r.height);
-    plot.set({ width: r.width, height: r.height });
+    // The plot takes its new aspect ratio (what maps cells to the screen) in the next frame.
+    pending++;
+    void plot.set({ width: r.width, height: r.height }).finally(() => pending--);
   });
   resize.observe(box);
 

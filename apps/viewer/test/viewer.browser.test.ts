@@ -17,7 +17,7 @@ import { type RunningServer, startServer } from "../../../packages/cli/src/serve
 import type { RunningBrowser } from "../../../test-utils/browser/browser.js";
 import { launchChromium, serveDirectory } from "../../../test-utils/browser/index.js";
 import type { StaticServer } from "../../../test-utils/browser/server.js";
-import { buildPbmc, buildViewer, deltacells, PBMC, REPO, VIEWER_DIST } from "./fixtures.js";
+import { buildPbmc, buildViewer, deltacells, PBMC, REPO } from "./fixtures.js";
 
 /** 50 pbmc68k cells with their obs (cell types) and no obsm: no embedding. */
 const NO_EMBEDDING = join(REPO, "data/anndata/obs-compound.h5ad");
@@ -30,37 +30,26 @@ let chromium: RunningBrowser;
 
 before(async () => {
   root = mkdtempSync(join(tmpdir(), "deltacells-viewer-"));
+  const chr21 = join(REPO, "data/10x-v3-chr21/filtered_feature_bc_matrix.h5");
+  const convert = (input: string, name: string, ...flags: string[]) =>
+    deltacells("convert", input, join(root, name), ...flags, "--quiet", "--threads", "1");
+  // All at once: the file has 5 minutes in all, and on a loaded machine the fixtures take most of it.
   const [, dir] = await Promise.all([
-    buildViewer(),
+    buildViewer(join(root, "viewer-dist")),
     buildPbmc(root),
     launchChromium().then((c) => (chromium = c)),
+    // No obs, so no embedding.
+    convert(chr21, "chr21", "--sporadik"),
+    // Obs (cell types) but no embedding: the fallback's table.
+    convert(NO_EMBEDDING, "no-umap", "--sporadik"),
+    // No companion: genes come from the tiles.
+    convert(chr21, "chr21-plain"),
   ]);
   pbmc = dir;
   // A torn copy: the companion's completion block never written.
   cpSync(pbmc, join(root, "torn"), { recursive: true });
   rmSync(join(root, "torn/sporadik/zarr.json"));
-  // No obs, so no embedding.
-  await deltacells(
-    "convert",
-    join(REPO, "data/10x-v3-chr21/filtered_feature_bc_matrix.h5"),
-    join(root, "chr21"),
-    "--sporadik",
-    "--quiet",
-    "--threads",
-    "1",
-  );
-  // Obs (cell types) but no embedding: the fallback's table.
-  await deltacells("convert", NO_EMBEDDING, join(root, "no-umap"), "--sporadik", "--quiet", "--threads", "1");
-  // No companion: genes come from the tiles.
-  await deltacells(
-    "convert",
-    join(REPO, "data/10x-v3-chr21/filtered_feature_bc_matrix.h5"),
-    join(root, "chr21-plain"),
-    "--quiet",
-    "--threads",
-    "1",
-  );
-  server = await startServer({ root, viewerDir: VIEWER_DIST, port: 0 });
+  server = await startServer({ root, viewerDir: join(root, "viewer-dist"), port: 0 });
   // Another origin: the same files without CORS, and a path that always answers 403 (with CORS, so
   // the page can see the status).
   plain = await serveDirectory(root, {
@@ -274,11 +263,27 @@ test("pbmc68k over serve: embedding, gene search, obs colouring, a clicked cell,
   );
   const box = (await page.locator("#scatter").boundingBox())!;
   await page.mouse.click(box.x + pos[0], box.y + pos[1]);
-  await page.waitForFunction(
-    () =>
-      (window as unknown as { __viewer: { state: { topGenes: unknown[] } } }).__viewer.state.topGenes.length >
-      0,
-  );
+  await page
+    .waitForFunction(
+      () =>
+        (window as unknown as { __viewer: { state: { topGenes: unknown[] } } }).__viewer.state.topGenes
+          .length > 0,
+    )
+    .catch(async (err: unknown) => {
+      // Say where the click went and what the page holds (a dropped click is otherwise mute).
+      const now = await snapshot(page);
+      const where = await page.evaluate(
+        (i) =>
+          (window as unknown as { __viewer: { screenPosition(i: number): unknown } }).__viewer.screenPosition(
+            i,
+          ),
+        cell,
+      );
+      throw new Error(
+        `the click on cell ${cell} at ${pos} selected nothing (it is drawn at ${where} now; box ${JSON.stringify(box)}; selection ${JSON.stringify(now.selection)}; error ${now.error})`,
+        { cause: err },
+      );
+    });
   await idle(page);
   s = await snapshot(page);
   assert.deepEqual(s.selection, [cell]);
