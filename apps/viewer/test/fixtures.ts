@@ -49,6 +49,9 @@ export async function buildViewer(outDir: string): Promise<string> {
       "--outDir",
       outDir,
       "--emptyOutDir",
+      // Vite 8 refuses a second build of the same project while one runs (a lock in the project);
+      // the builds write to folders of their own, so test files and benches may build at once.
+      "--bypass-lock",
     ],
     join(REPO, "apps/viewer"),
   );
