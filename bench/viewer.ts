@@ -8,81 +8,40 @@
  * the JS bundle and WebGL set-up: the floor of "open"), and two sequential fetches of a small object
  * (two round trips: the floor of "one gene in two reads").
  *
- *   node --import tsx --conditions=source bench/viewer.ts [--cells 200000] [--reps 5]
+ *   node --import tsx --conditions=source bench/viewer.ts [--cells 200000] [--reps 5] [--data DIR]
+ *
+ * `--data DIR` keeps the datasets in DIR and reuses them on the next run.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { createTilePool, type DatasetSource, writeDataset } from "@deltacells/core";
-import { zstdCompressor } from "@deltacells/core/node";
-import { FolderStore } from "@deltacells/storage/node";
-import { buildPbmc, buildViewer, VIEWER_DIST } from "../apps/viewer/test/fixtures.js";
-import { writeCompanion } from "../packages/cli/src/companion.js";
-import { ProgressBar } from "../packages/cli/src/progress.js";
+import { buildPbmc, buildViewer } from "../apps/viewer/test/fixtures.js";
 import { startServer } from "../packages/cli/src/serve-http.js";
 import { launchChromium } from "../test-utils/browser/index.js";
-import { mulberry32 } from "../test-utils/prng.js";
-import { syntheticSource } from "./synthetic-source.js";
+import { buildSynthetic } from "./viewer-data.js";
 
 const { values } = parseArgs({
-  options: { cells: { type: "string", default: "200000" }, reps: { type: "string", default: "5" } },
+  options: {
+    cells: { type: "string", default: "200000" },
+    reps: { type: "string", default: "5" },
+    data: { type: "string" },
+  },
 });
 const nCells = Number(values.cells);
 const reps = Number(values.reps);
-const root = mkdtempSync(join(tmpdir(), "deltacells-bench-viewer-"));
-
-async function buildSynthetic(): Promise<void> {
-  const dir = join(root, "synthetic");
-  // 12 Gaussian clusters as the embedding, the cluster as a category: given to the writer as the
-  // source's obs and obsm, which it writes as the obs sidecar (`cluster`, `X_umap_0`, `X_umap_1`).
-  const rand = mulberry32(7);
-  const gauss = () => Math.sqrt(-2 * Math.log(rand() + 1e-300)) * Math.cos(2 * Math.PI * rand());
-  const centres = Array.from({ length: 12 }, () => [gauss() * 8, gauss() * 8] as const);
-  const umap = new Float32Array(nCells * 2);
-  const codes = new Int32Array(nCells);
-  for (let i = 0; i < nCells; i++) {
-    const k = Math.floor(rand() * 12);
-    codes[i] = k;
-    umap[2 * i] = centres[k]![0] + gauss();
-    umap[2 * i + 1] = centres[k]![1] + gauss();
-  }
-  const source: DatasetSource = {
-    ...syntheticSource({ nCells, nGenes: 2000, genesPerCell: 50 }),
-    obs: async () => ({
-      indexName: null,
-      index: Array.from({ length: nCells }, (_, i) => `cell${i}`),
-      columns: [
-        {
-          name: "cluster",
-          kind: "category",
-          codes,
-          categories: centres.map((_, k) => `c${k}`),
-          ordered: false,
-        },
-      ],
-    }),
-    obsmKeys: async () => ["X_umap"],
-    obsm: async () => ({ X_umap: { kind: "dense", shape: [nCells, 2], values: umap } }),
-  };
-  const pool = createTilePool({ threads: 2 });
-  try {
-    await writeDataset(source, new FolderStore(dir), {
-      encoder: pool,
-      compress: zstdCompressor(3),
-      level: 3,
-      inFlight: 4,
-    });
-  } finally {
-    await pool.close();
-  }
-  await writeCompanion(dir, 2, new ProgressBar(process.stderr, false));
-}
+const root = values.data ?? mkdtempSync(join(tmpdir(), "deltacells-bench-viewer-"));
+mkdirSync(root, { recursive: true });
+const synthetic = `synthetic-${nCells}`;
 
 const t0 = performance.now();
-await Promise.all([buildViewer(), buildPbmc(root), buildSynthetic()]);
+await Promise.all([
+  buildViewer(join(root, "viewer-dist")),
+  existsSync(join(root, "pbmc68k")) ? undefined : buildPbmc(root),
+  existsSync(join(root, synthetic)) ? undefined : buildSynthetic(root, nCells, synthetic),
+]);
 console.error(`datasets built in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-const server = await startServer({ root, viewerDir: VIEWER_DIST, port: 0 });
+const server = await startServer({ root, viewerDir: join(root, "viewer-dist"), port: 0 });
 const chromium = await launchChromium();
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -106,7 +65,7 @@ try {
   const rows: string[] = [];
   for (const [name, genes] of [
     ["pbmc68k", ["CD74", "LYZ", "NKG7", "MS4A1", "FTL"]],
-    ["synthetic", ["SYN0", "SYN17", "SYN500", "SYN1234", "SYN1999"]],
+    [synthetic, ["SYN0", "SYN17", "SYN500", "SYN1234", "SYN1999"]],
   ] as const) {
     const open: number[] = [];
     const blank: number[] = [];
@@ -175,7 +134,9 @@ try {
     );
   }
   console.log(
-    `cells (synthetic): ${nCells.toLocaleString("en-US")}, reps: ${reps} (medians; gene: ${reps} x 5 genes)\n\n` +
+    `cells (synthetic): ${nCells.toLocaleString("en-US")}, reps: ${reps} (medians; gene: ${reps} x 5 genes); load average at the end ${loadavg()
+      .map((x) => x.toFixed(1))
+      .join(" ")}\n\n` +
       "| dataset | open to first draw (ms) | blank page (ms) | ratio | open cost | gene to colours (ms) | two round trips (ms) | ratio | gene cost | frame while zooming (ms) | per wheel step (ms) |\n" +
       "|---|--:|--:|--:|---|--:|--:|--:|---|--:|--:|\n" +
       rows.join("\n"),
@@ -183,5 +144,5 @@ try {
 } finally {
   await chromium.close();
   await server.close();
-  rmSync(root, { recursive: true, force: true });
+  if (!values.data) rmSync(root, { recursive: true, force: true });
 }

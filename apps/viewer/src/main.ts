@@ -30,6 +30,8 @@ interface ViewerState {
   selection: number[];
   topGenes: { name: string; mean: number }[];
   categoryMeans: { label: string; value: number }[];
+  /** The fallback table without an embedding: per category, cells, cells expressing the gene, mean. */
+  table: { label: string; cells: number; expressing: number; mean: number }[];
   hovered: number | undefined;
   history: ActionCost[];
   busy: number;
@@ -50,6 +52,7 @@ const state: ViewerState = {
   selection: [],
   topGenes: [],
   categoryMeans: [],
+  table: [],
   hovered: undefined,
   history: meter.history,
   busy: 0,
@@ -76,6 +79,8 @@ const api = {
   colourBy: (name: string) => colourBy(name),
   select: (cells: number[]) => selectCells(cells),
   screenPosition: (cell: number) => scatter?.screenPosition(cell),
+  /** The plot shows its latest colouring at its final size: positions hold, clicks land. */
+  plotSettled: () => scatter?.settled() ?? false,
   cancel: () => meter.cancel(),
 };
 (window as unknown as { __viewer: typeof api }).__viewer = api;
@@ -267,7 +272,10 @@ async function searchGene(name: string): Promise<void> {
   drawHistogram($<HTMLCanvasElement>("histogram"), histogram(g.stored, g.max), `${name}, nonzero counts`);
   const select = $<HTMLSelectElement>("color-by");
   if (select.value === "") await paint();
-  else await updateCategoryMeans();
+  else {
+    renderTable();
+    await updateCategoryMeans();
+  }
   state.geneMs = performance.now() - typed;
 }
 
@@ -321,10 +329,12 @@ function renderTable(): void {
   const c = colourValues;
   const target = $("table");
   if (scatter || c?.kind !== "category") {
+    state.table = [];
     target.replaceChildren();
     return;
   }
   const g = state.gene;
+  state.table = [];
   const rows = c.categories.map((name, k) => {
     let n = 0;
     let expressing = 0;
@@ -336,6 +346,7 @@ function renderTable(): void {
       if (v > 0) expressing++;
       sum += v;
     }
+    state.table.push({ label: name, cells: n, expressing, mean: sum / Math.max(1, n) });
     return `<tr><td>${escapeHtml(name)}</td><td>${n}</td><td>${g ? `${((100 * expressing) / Math.max(1, n)).toFixed(1)}%` : "–"}</td><td>${g ? fmt(sum / Math.max(1, n)) : "–"}</td></tr>`;
   });
   target.innerHTML = `<table><thead><tr><th>${escapeHtml(c.name)}</th><th>cells</th><th>expressing</th><th>mean</th></tr></thead><tbody>${rows.join("")}</tbody></table>`;

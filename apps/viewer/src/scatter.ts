@@ -3,7 +3,7 @@
  * millions of points). Positions are set once; colouring only replaces the per-point values and
  * reuses the spatial index, so a new gene redraws without rebuilding anything.
  */
-import createScatterplot from "regl-scatterplot";
+import createScatterplot, { createRenderer } from "regl-scatterplot";
 import { categoryColours, viridis } from "./colors.js";
 
 export type Colouring =
@@ -16,6 +16,12 @@ export interface Scatter {
   /** Selects cells as a click or lasso would (the test drives clicks through screen positions). */
   select(cells: number[]): void;
   screenPosition(cell: number): [number, number] | undefined;
+  /**
+   * No colouring is being drawn and the plot has the size of its box (no resize pending): screen
+   * positions are final and a click reaches the points (regl-scatterplot ignores the mouse while
+   * it replaces the points).
+   */
+  settled(): boolean;
   destroy(): void;
 }
 
@@ -52,7 +58,16 @@ export function createScatter(
   const box = canvas.parentElement ?? canvas;
   const { width, height } = box.getBoundingClientRect();
   const n = coords.x.length;
+  // The WebGL canvas the points are drawn on, then copied to `canvas`, is made the plot's size.
+  // regl-scatterplot's own is the window's size, and every frame clears, resolves (a gamma pass
+  // over a float framebuffer) and copies all of its pixels: without a GPU (SwiftShader) that
+  // fixed cost was most of a frame at small sizes (bench/viewer-interaction.ts).
+  const glCanvas = document.createElement("canvas");
+  glCanvas.width = Math.floor(width * devicePixelRatio);
+  glCanvas.height = Math.floor(height * devicePixelRatio);
+  const renderer = createRenderer({ canvas: glCanvas });
   const plot = createScatterplot({
+    renderer,
     canvas,
     width,
     height,
@@ -72,40 +87,59 @@ export function createScatter(
   plot.subscribe("draw", () => on.drawn?.());
   const valueA = new Float32Array(n);
   const valueB = new Float32Array(n);
-  let drawn = plot.draw({ x: coords.x, y: coords.y, valueA, valueB });
+  // Colourings are drawn one after the other (regl-scatterplot refuses a draw while one runs).
+  /** Draws (the first one and colourings) and resizes not yet applied. */
+  let pending = 1;
+  let drawn = plot.draw({ x: coords.x, y: coords.y, valueA, valueB }).finally(() => pending--);
   let spatialIndex: ArrayBuffer | undefined;
+  let size = [width, height];
 
   const resize = new ResizeObserver(() => {
     const r = box.getBoundingClientRect();
-    if (r.width > 0 && r.height > 0) plot.set({ width: r.width, height: r.height });
+    if (r.width <= 0 || r.height <= 0) return;
+    size = [r.width, r.height];
+    // The renderer first: the plot copies the centre of the renderer's canvas, which must cover it.
+    renderer.resize(r.width, r.height);
+    // The plot takes its new aspect ratio (what maps cells to the screen) in the next frame.
+    pending++;
+    void plot.set({ width: r.width, height: r.height }).finally(() => pending--);
   });
   resize.observe(box);
 
+  async function colour(c: Colouring): Promise<void> {
+    spatialIndex ??= plot.get("spatialIndex") as ArrayBuffer | undefined;
+    if (c.kind === "continuous") {
+      const scale = c.max > 0 ? 1 / c.max : 0;
+      for (let i = 0; i < n; i++) valueB[i] = Math.min(1, Math.max(0, c.values[i]! * scale));
+      plot.set({ colorBy: "valueB", pointColor: viridis(256) });
+    } else if (c.kind === "category") {
+      // Missing (-1) takes the grey after the last category.
+      for (let i = 0; i < n; i++) valueA[i] = c.codes[i]! < 0 ? c.nCategories : c.codes[i]!;
+      plot.set({ colorBy: "valueA", pointColor: categoryColours(c.nCategories) });
+    } else {
+      plot.set({ colorBy: null, pointColor: "#4a78b5" });
+    }
+    const opts = spatialIndex
+      ? {
+          spatialIndex,
+          zDataType: "categorical" as const,
+          wDataType: "continuous" as const,
+          preventFilterReset: true,
+        }
+      : { zDataType: "categorical" as const, wDataType: "continuous" as const, preventFilterReset: true };
+    await plot.draw({ x: coords.x, y: coords.y, valueA, valueB }, opts);
+  }
+
   return {
     async setColouring(c) {
-      await drawn;
-      spatialIndex ??= plot.get("spatialIndex") as ArrayBuffer | undefined;
-      if (c.kind === "continuous") {
-        const scale = c.max > 0 ? 1 / c.max : 0;
-        for (let i = 0; i < n; i++) valueB[i] = Math.min(1, Math.max(0, c.values[i]! * scale));
-        plot.set({ colorBy: "valueB", pointColor: viridis(256) });
-      } else if (c.kind === "category") {
-        // Missing (-1) takes the grey after the last category.
-        for (let i = 0; i < n; i++) valueA[i] = c.codes[i]! < 0 ? c.nCategories : c.codes[i]!;
-        plot.set({ colorBy: "valueA", pointColor: categoryColours(c.nCategories) });
-      } else {
-        plot.set({ colorBy: null, pointColor: "#4a78b5" });
+      pending++;
+      const mine = drawn.then(() => colour(c));
+      drawn = mine.catch(() => undefined);
+      try {
+        await mine;
+      } finally {
+        pending--;
       }
-      const opts = spatialIndex
-        ? {
-            spatialIndex,
-            zDataType: "categorical" as const,
-            wDataType: "continuous" as const,
-            preventFilterReset: true,
-          }
-        : { zDataType: "categorical" as const, wDataType: "continuous" as const, preventFilterReset: true };
-      drawn = plot.draw({ x: coords.x, y: coords.y, valueA, valueB }, opts);
-      await drawn;
     },
     select(cells) {
       plot.select(cells);
@@ -113,9 +147,14 @@ export function createScatter(
     screenPosition(cell) {
       return plot.getScreenPosition(cell) as [number, number] | undefined;
     },
+    settled() {
+      const r = box.getBoundingClientRect();
+      return pending === 0 && r.width === size[0] && r.height === size[1];
+    },
     destroy() {
       resize.disconnect();
       plot.destroy();
+      renderer.destroy();
     },
   };
 }

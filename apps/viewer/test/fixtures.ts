@@ -7,7 +7,6 @@ import { spawn } from "node:child_process";
 import { join, resolve } from "node:path";
 
 export const REPO = resolve(import.meta.dirname, "../../..");
-export const VIEWER_DIST = join(REPO, "apps/viewer/dist");
 export const PBMC = join(REPO, "data/pbmc68k-counts/pbmc68k_counts.h5ad");
 const MAIN = join(REPO, "packages/cli/src/main.ts");
 
@@ -34,13 +33,30 @@ export async function deltacells(...args: string[]): Promise<string> {
   return r.stdout;
 }
 
-/** Builds the viewer with Vite into apps/viewer/dist (what `deltacells serve` hands out). */
-export async function buildViewer(): Promise<void> {
+/**
+ * Builds the viewer with Vite into `outDir` (what `deltacells serve` hands out) and returns it. Each
+ * test file and bench builds into a folder of its own: a build into a shared one replaces the
+ * bundle under a page another process is loading.
+ */
+export async function buildViewer(outDir: string): Promise<string> {
   const r = await run(
-    [process.execPath, join(REPO, "node_modules/vite/bin/vite.js"), "build", "--logLevel", "warn"],
+    [
+      process.execPath,
+      join(REPO, "node_modules/vite/bin/vite.js"),
+      "build",
+      "--logLevel",
+      "warn",
+      "--outDir",
+      outDir,
+      "--emptyOutDir",
+      // Vite 8 refuses a second build of the same project while one runs (a lock in the project);
+      // the builds write to folders of their own, so test files and benches may build at once.
+      "--bypass-lock",
+    ],
     join(REPO, "apps/viewer"),
   );
   if (r.code !== 0) throw new Error(`vite build failed: ${r.stderr}${r.stdout}`);
+  return outDir;
 }
 
 /** The pbmc68k demo: converted with its companion, obs and UMAP, at `<root>/pbmc68k`. */

@@ -15,7 +15,7 @@ import { type RunningServer, startServer } from "../../../packages/cli/src/serve
 import type { RunningBrowser } from "../../../test-utils/browser/browser.js";
 import { launchChromium } from "../../../test-utils/browser/index.js";
 import { type RunningServer as Moto, startMoto } from "../../../test-utils/servers.js";
-import { buildPbmc, buildViewer, VIEWER_DIST } from "./fixtures.js";
+import { buildPbmc, buildViewer } from "./fixtures.js";
 
 const BUCKET = "deltacells-viewer";
 const client = new AwsClient({
@@ -44,7 +44,7 @@ async function ok(res: Response): Promise<void> {
 
 before(async () => {
   root = mkdtempSync(join(tmpdir(), "deltacells-viewer-s3-"));
-  const [m, dir] = await Promise.all([startMoto(), buildPbmc(root), buildViewer()]);
+  const [m, dir] = await Promise.all([startMoto(), buildPbmc(root), buildViewer(join(root, "viewer-dist"))]);
   moto = m;
   pbmc = dir;
   await ok(await client.fetch(`${moto.url}/${BUCKET}`, { method: "PUT" }));
@@ -68,7 +68,7 @@ before(async () => {
   }
   // The page is served from another origin; nothing but the viewer is served there.
   mkdirSync(join(root, "empty"));
-  server = await startServer({ root: join(root, "empty"), viewerDir: VIEWER_DIST, port: 0 });
+  server = await startServer({ root: join(root, "empty"), viewerDir: join(root, "viewer-dist"), port: 0 });
   chromium = await launchChromium();
 });
 

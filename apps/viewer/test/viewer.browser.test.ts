@@ -5,7 +5,7 @@
  * own answers, taken here from the tiles (an independent path from the companion the page reads).
  */
 import assert from "node:assert/strict";
-import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,7 +17,10 @@ import { type RunningServer, startServer } from "../../../packages/cli/src/serve
 import type { RunningBrowser } from "../../../test-utils/browser/browser.js";
 import { launchChromium, serveDirectory } from "../../../test-utils/browser/index.js";
 import type { StaticServer } from "../../../test-utils/browser/server.js";
-import { buildPbmc, buildViewer, deltacells, PBMC, REPO, VIEWER_DIST } from "./fixtures.js";
+import { buildPbmc, buildViewer, deltacells, PBMC, REPO } from "./fixtures.js";
+
+/** 50 pbmc68k cells with their obs (cell types) and no obsm: no embedding. */
+const NO_EMBEDDING = join(REPO, "data/anndata/obs-compound.h5ad");
 
 let root: string;
 let pbmc: string;
@@ -27,35 +30,26 @@ let chromium: RunningBrowser;
 
 before(async () => {
   root = mkdtempSync(join(tmpdir(), "deltacells-viewer-"));
+  const chr21 = join(REPO, "data/10x-v3-chr21/filtered_feature_bc_matrix.h5");
+  const convert = (input: string, name: string, ...flags: string[]) =>
+    deltacells("convert", input, join(root, name), ...flags, "--quiet", "--threads", "1");
+  // All at once: the file has 5 minutes in all, and on a loaded machine the fixtures take most of it.
   const [, dir] = await Promise.all([
-    buildViewer(),
+    buildViewer(join(root, "viewer-dist")),
     buildPbmc(root),
     launchChromium().then((c) => (chromium = c)),
+    // No obs, so no embedding.
+    convert(chr21, "chr21", "--sporadik"),
+    // Obs (cell types) but no embedding: the fallback's table.
+    convert(NO_EMBEDDING, "no-umap", "--sporadik"),
+    // No companion: genes come from the tiles.
+    convert(chr21, "chr21-plain"),
   ]);
   pbmc = dir;
   // A torn copy: the companion's completion block never written.
   cpSync(pbmc, join(root, "torn"), { recursive: true });
   rmSync(join(root, "torn/sporadik/zarr.json"));
-  // No obs, so no embedding.
-  await deltacells(
-    "convert",
-    join(REPO, "data/10x-v3-chr21/filtered_feature_bc_matrix.h5"),
-    join(root, "chr21"),
-    "--sporadik",
-    "--quiet",
-    "--threads",
-    "1",
-  );
-  // No companion: genes come from the tiles.
-  await deltacells(
-    "convert",
-    join(REPO, "data/10x-v3-chr21/filtered_feature_bc_matrix.h5"),
-    join(root, "chr21-plain"),
-    "--quiet",
-    "--threads",
-    "1",
-  );
-  server = await startServer({ root, viewerDir: VIEWER_DIST, port: 0 });
+  server = await startServer({ root, viewerDir: join(root, "viewer-dist"), port: 0 });
   // Another origin: the same files without CORS, and a path that always answers 403 (with CORS, so
   // the page can see the status).
   plain = await serveDirectory(root, {
@@ -108,6 +102,7 @@ interface Snapshot {
   selection: number[];
   topGenes: { name: string; mean: number }[];
   categoryMeans: { label: string; value: number }[];
+  table: { label: string; cells: number; expressing: number; mean: number }[];
   history: { action: string; requests: number; waves: number; bytes: number; outcome: string }[];
   busy: number;
 }
@@ -140,6 +135,12 @@ async function openViewer(data: string): Promise<{ page: Page; errors: string[] 
   );
   return { page, errors };
 }
+
+/** Waits until the plot shows its latest colouring at its final size (positions hold, clicks land). */
+const plotSettled = (page: Page) =>
+  page.waitForFunction(() =>
+    (window as unknown as { __viewer: { plotSettled(): boolean } }).__viewer.plotSettled(),
+  );
 
 const idle = (page: Page) =>
   page.waitForFunction(
@@ -230,7 +231,28 @@ test("pbmc68k over serve: embedding, gene search, obs colouring, a clicked cell,
   assert.equal(await page.locator("#legend li").count(), 10);
   assert.ok(s.categoryMeans.length > 0);
 
-  // Click one cell on the canvas, where the plot says it is drawn.
+  // CD74's mean per cell type over all cells (no selection yet), against the tiles and the h5ad.
+  const means =
+    obs.kind === "category"
+      ? obs.categories.map((label, k) => {
+          const cells = [...obs.codes.keys()].filter((c) => obs.codes[c] === k);
+          return {
+            label,
+            value: cells.reduce((a, c) => a + expected[c]!, 0) / cells.length,
+            n: cells.length,
+          };
+        })
+      : [];
+  assert.deepEqual(
+    s.categoryMeans.map(({ label, value }) => ({ label, value })),
+    means.filter((m) => m.n > 0).map(({ label, value }) => ({ label, value })),
+  );
+  assert.equal(await page.locator("#category-means .bar").count(), s.categoryMeans.length);
+
+  // Click one cell on the canvas, where the plot says it is drawn, once the new colours and the
+  // legend below the plot (which resizes it) are in place: regl-scatterplot ignores a press while
+  // it replaces the points, and a resize moves every cell.
+  await plotSettled(page);
   const cell = 123;
   const pos = await page.evaluate(
     (i) =>
@@ -240,19 +262,28 @@ test("pbmc68k over serve: embedding, gene search, obs colouring, a clicked cell,
     cell,
   );
   const box = (await page.locator("#scatter").boundingBox())!;
-  // The new colours and the legend below the plot (which resizes it) are drawn over several frames;
-  // regl-scatterplot drops a press that comes while it redraws, so the click waits until the plot
-  // has drawn nothing for 300 ms.
-  await page.waitForFunction(() => {
-    const draws = (window as unknown as { __viewer: { state: { draws: number[] } } }).__viewer.state.draws;
-    return draws.length > 0 && performance.now() - draws.at(-1)! > 300;
-  });
   await page.mouse.click(box.x + pos[0], box.y + pos[1]);
-  await page.waitForFunction(
-    () =>
-      (window as unknown as { __viewer: { state: { topGenes: unknown[] } } }).__viewer.state.topGenes.length >
-      0,
-  );
+  await page
+    .waitForFunction(
+      () =>
+        (window as unknown as { __viewer: { state: { topGenes: unknown[] } } }).__viewer.state.topGenes
+          .length > 0,
+    )
+    .catch(async (err: unknown) => {
+      // Say where the click went and what the page holds (a dropped click is otherwise mute).
+      const now = await snapshot(page);
+      const where = await page.evaluate(
+        (i) =>
+          (window as unknown as { __viewer: { screenPosition(i: number): unknown } }).__viewer.screenPosition(
+            i,
+          ),
+        cell,
+      );
+      throw new Error(
+        `the click on cell ${cell} at ${pos} selected nothing (it is drawn at ${where} now; box ${JSON.stringify(box)}; selection ${JSON.stringify(now.selection)}; error ${now.error})`,
+        { cause: err },
+      );
+    });
   await idle(page);
   s = await snapshot(page);
   assert.deepEqual(s.selection, [cell]);
@@ -274,11 +305,14 @@ test("pbmc68k over serve: embedding, gene search, obs colouring, a clicked cell,
     /top genes of 1 cell: \d+ requests in 2 waves/,
   );
 
-  // The picture is not blank, and it is the one the docs show.
+  // The picture is not blank, and neither is the one the docs show (VIEWER_SCREENSHOT=docs/viewer.png
+  // writes this one there).
   const shot = await page.screenshot();
   const plot = await page.locator("#scatter").screenshot();
   const ink = await inkOf(page, plot);
   assert.ok(ink.ink > 2000 && ink.colours > 10, JSON.stringify(ink));
+  const docs = await inkOf(page, readFileSync(join(REPO, "docs/viewer.png")));
+  assert.ok(docs.ink > 20_000 && docs.colours > 50, `docs/viewer.png: ${JSON.stringify(docs)}`);
   if (process.env.VIEWER_SCREENSHOT)
     (await import("node:fs")).writeFileSync(process.env.VIEWER_SCREENSHOT, shot);
   assert.deepEqual(errors, []);
@@ -287,6 +321,7 @@ test("pbmc68k over serve: embedding, gene search, obs colouring, a clicked cell,
 
 test("hover shows a cell, shift-drag lassoes cells (one batch), a numeric column gets a colour bar", async () => {
   const { page, errors } = await openViewer("/pbmc68k/");
+  await plotSettled(page);
   type W = {
     __viewer: {
       screenPosition(i: number): [number, number];
@@ -368,6 +403,62 @@ test("a dataset without an embedding falls back to the histogram and tables", as
   assert.equal(s.error, undefined);
   assert.equal(s.gene!.name, name);
   assert.ok(s.gene!.nonzero > 0);
+  const hist = await inkOf(page, await page.locator("#histogram").screenshot());
+  assert.ok(hist.ink > 100, JSON.stringify(hist));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("without an embedding, a category column is a table of cells, cells expressing and mean", async () => {
+  const { page, errors } = await openViewer("/no-umap/");
+  assert.equal(await page.locator("#no-embedding").isVisible(), true);
+  assert.equal(await page.locator("#scatter-wrap").isVisible(), false);
+  const ds = await openDataset(join(root, "no-umap"));
+  const names = (await ds.geneNames())!;
+  const rows = await ds.cells(0, ds.nCells);
+  const j = names.indexOf("CD74");
+  const counts = Array.from({ length: ds.nCells }, (_, c) => {
+    for (let k = rows.indptr[c]!; k < rows.indptr[c + 1]!; k++)
+      if (rows.indices[k] === j) return Number(rows.data[k]);
+    return 0;
+  });
+  const obs = (await sourceObs(NO_EMBEDDING)).columns.find((c) => c.name === "bulk_labels")!;
+  assert.equal(obs.kind, "category");
+  if (obs.kind !== "category") return;
+  type W = { __viewer: { colourBy(n: string): Promise<void>; searchGene(n: string): Promise<void> } };
+  // The column first, then the gene: the table follows the gene.
+  await page.evaluate(() => (window as unknown as W).__viewer.colourBy("bulk_labels"));
+  let s = await snapshot(page);
+  assert.deepEqual(
+    s.table.map((r) => [r.label, r.cells]),
+    obs.categories.map((label, k) => [label, obs.codes.filter((c) => c === k).length]),
+  );
+  await page.evaluate(() => (window as unknown as W).__viewer.searchGene("CD74"));
+  s = await snapshot(page);
+  assert.equal(s.error, undefined);
+  const expected = obs.categories.map((label, k) => {
+    const cells = [...obs.codes.keys()].filter((c) => obs.codes[c] === k);
+    const sum = cells.reduce((a, c) => a + counts[c]!, 0);
+    return {
+      label,
+      cells: cells.length,
+      expressing: cells.filter((c) => counts[c]! > 0).length,
+      mean: sum / Math.max(1, cells.length),
+    };
+  });
+  assert.ok(expected.some((r) => r.expressing > 0));
+  assert.deepEqual(s.table, expected);
+  assert.equal(await page.locator("#table tbody tr").count(), obs.categories.length);
+  // The first row as shown (the mean to the 3 significant digits the page prints).
+  const first = expected[0]!;
+  const shown = await page.locator("#table tbody tr").first().locator("td").allTextContents();
+  assert.deepEqual(shown.slice(0, 3), [
+    first.label,
+    String(first.cells),
+    `${((100 * first.expressing) / first.cells).toFixed(1)}%`,
+  ]);
+  assert.equal(Number(shown[3]), Number(first.mean.toPrecision(3)));
+  // The histogram of CD74's nonzero counts is drawn.
   const hist = await inkOf(page, await page.locator("#histogram").screenshot());
   assert.ok(hist.ink > 100, JSON.stringify(hist));
   assert.deepEqual(errors, []);

@@ -1,0 +1,62 @@
+/**
+ * The synthetic dataset the viewer's benches open: `nCells` cells x 2,000 genes (~50 per cell,
+ * `bench/synthetic-source.ts`), 12 Gaussian clusters as its `X_umap` and the cluster as the
+ * category `cluster`, written with its sporadik companion (as `deltacells convert --sporadik` does).
+ */
+import { join } from "node:path";
+import { createTilePool, type DatasetSource, writeDataset } from "@deltacells/core";
+import { zstdCompressor } from "@deltacells/core/node";
+import { FolderStore } from "@deltacells/storage/node";
+import { writeCompanion } from "../packages/cli/src/companion.js";
+import { ProgressBar } from "../packages/cli/src/progress.js";
+import { mulberry32 } from "../test-utils/prng.js";
+import { syntheticSource } from "./synthetic-source.js";
+
+/** Writes the dataset at `<root>/<name>` (default `synthetic`) and returns its path. */
+export async function buildSynthetic(root: string, nCells: number, name = "synthetic"): Promise<string> {
+  const dir = join(root, name);
+  // Given to the writer as the source's obs and obsm, which it writes as the obs sidecar
+  // (`cluster`, `X_umap_0`, `X_umap_1`).
+  const rand = mulberry32(7);
+  const gauss = () => Math.sqrt(-2 * Math.log(rand() + 1e-300)) * Math.cos(2 * Math.PI * rand());
+  const centres = Array.from({ length: 12 }, () => [gauss() * 8, gauss() * 8] as const);
+  const umap = new Float32Array(nCells * 2);
+  const codes = new Int32Array(nCells);
+  for (let i = 0; i < nCells; i++) {
+    const k = Math.floor(rand() * 12);
+    codes[i] = k;
+    umap[2 * i] = centres[k]![0] + gauss();
+    umap[2 * i + 1] = centres[k]![1] + gauss();
+  }
+  const source: DatasetSource = {
+    ...syntheticSource({ nCells, nGenes: 2000, genesPerCell: 50 }),
+    obs: async () => ({
+      indexName: null,
+      index: Array.from({ length: nCells }, (_, i) => `cell${i}`),
+      columns: [
+        {
+          name: "cluster",
+          kind: "category",
+          codes,
+          categories: centres.map((_, k) => `c${k}`),
+          ordered: false,
+        },
+      ],
+    }),
+    obsmKeys: async () => ["X_umap"],
+    obsm: async () => ({ X_umap: { kind: "dense", shape: [nCells, 2], values: umap } }),
+  };
+  const pool = createTilePool({ threads: 2 });
+  try {
+    await writeDataset(source, new FolderStore(dir), {
+      encoder: pool,
+      compress: zstdCompressor(3),
+      level: 3,
+      inFlight: 4,
+    });
+  } finally {
+    await pool.close();
+  }
+  await writeCompanion(dir, 2, new ProgressBar(process.stderr, false));
+  return dir;
+}
