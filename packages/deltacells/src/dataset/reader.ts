@@ -235,9 +235,10 @@ export class Dataset {
    * Tile `i`'s bytes for a decode that lets go of them when it resolves: read straight into memory
    * the reader's own decoder lends (shared memory for its pool, so no copy on the way to the
    * workers) when the store can read into the caller's memory (`getInto`: local folders), else
-   * {@link tileBytes}. `done()` gives the memory back.
+   * {@link tileBytes}. `done()` gives the memory back (the loader holds them until a tile is
+   * decoded into its batches: {@link scatterTile}).
    */
-  private async fetchTile(i: number, signal?: AbortSignal): Promise<{ bytes: Uint8Array; done(): void }> {
+  async fetchTile(i: number, signal?: AbortSignal): Promise<{ bytes: Uint8Array; done(): void }> {
     const lend = (this.decoder as { lend?: (size: number) => LentBytes }).lend;
     const getInto = this.store.getInto;
     if (lend === undefined || getInto === undefined)

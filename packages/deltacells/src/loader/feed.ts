@@ -33,7 +33,7 @@ export interface LoadedSegment {
   segment: Segment;
   tile: DatasetTile | undefined;
   /** The stored tile, checked up to its frames (a feed of `stored` tiles). */
-  stored?: { bytes: Uint8Array; layout: TileLayout };
+  stored?: { bytes: Uint8Array; layout: TileLayout; done(): void };
   error: unknown;
 }
 
@@ -128,10 +128,20 @@ export class TileFeed {
   private async load(segment: Segment): Promise<LoadedSegment> {
     if (this.stored) {
       try {
-        const bytes = await this.ds.tileBytes(segment.tile, { signal: this.signal });
-        const layout = this.ds.tileLayout(segment.tile, bytes);
-        if (this.closed) return { segment, tile: undefined, error: STOPPED };
-        return { segment, tile: undefined, stored: { bytes, layout }, error: undefined };
+        // Read into memory the decoder lends (for a pool: shared, so it reaches the workers as is).
+        const { bytes, done } = await this.ds.fetchTile(segment.tile, this.signal);
+        let layout: TileLayout;
+        try {
+          layout = this.ds.tileLayout(segment.tile, bytes);
+        } catch (error) {
+          done();
+          throw error;
+        }
+        if (this.closed) {
+          done();
+          return { segment, tile: undefined, error: STOPPED };
+        }
+        return { segment, tile: undefined, stored: { bytes, layout, done }, error: undefined };
       } catch (error) {
         return { segment, tile: undefined, error };
       }
@@ -180,6 +190,7 @@ export class TileFeed {
       if (e.result === undefined) continue;
       const r = await e.result;
       r.tile?.release();
+      r.stored?.done();
       this.held -= e.cost;
     }
     this.pump();

@@ -128,7 +128,8 @@ class DatasetLoader implements Loader {
     // them is decoded: those batches' buffers are held at once (they take the place of the
     // window's decoded tiles), and kept for the next ones.
     const maxTile = Math.max(0, ...ds.manifest.tile_cells);
-    const windowBatches = this.slots ? Math.ceil((s.bufferTiles * maxTile) / s.batchSize) + 1 : 0;
+    // Two windows: one being decoded for the batches being made, the next one ahead.
+    const windowBatches = this.slots ? 2 * (Math.ceil((s.bufferTiles * maxTile) / s.batchSize) + 1) : 0;
     this.recycler = new BatchRecycler(
       () => new BatchArrays(s.batchSize, map.count, s.output, s.values, nnzHint, shared),
       s.prefetch + 2 + windowBatches,
@@ -234,7 +235,7 @@ class DatasetLoader implements Loader {
           this.tiles,
           plan,
           feed,
-          plan.windowsFrom(this.position)[0],
+          plan.windowsFrom(this.position),
           plan.batchRange(this.position)[0],
           this.map,
           s.output,

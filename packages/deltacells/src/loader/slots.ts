@@ -59,6 +59,9 @@ interface OpenBatch {
 
 export class SlotAssembler {
   private next: number;
+  /** Each window's layout, by window (settled once its tiles are decoding). */
+  private readonly laidOut: Promise<void>[] = [];
+  private chain: Promise<void> = Promise.resolve();
   private readonly open = new Map<number, OpenBatch>();
   private readonly windowsDone: Promise<unknown>[] = [];
   // Reused scratch of one window's positions.
@@ -73,7 +76,7 @@ export class SlotAssembler {
     private readonly ds: Dataset,
     private readonly plan: EpochPlan,
     private readonly feed: TileFeed,
-    firstWindow: number,
+    [firstWindow, endWindow]: [number, number],
     /** Stream position of the first batch made (a resumed loader skips the ones before). */
     private readonly firstPos: number,
     map: ColumnMap,
@@ -83,10 +86,12 @@ export class SlotAssembler {
     private readonly giveBack: (a: BatchArrays) => void,
   ) {
     this.next = firstWindow;
+    this.endWindow = endWindow;
     this.columns = decoderColumns(map);
     this.sorted = map.monotone;
   }
 
+  private readonly endWindow: number;
   /** Whether rows come out with increasing indices (the slot path never sorts them). */
   readonly sorted: boolean;
 
@@ -96,7 +101,12 @@ export class SlotAssembler {
     const [from, to] = plan.batchRange(k);
     // Padding reads the last window; else the window of the batch's last position.
     const last = to > plan.real ? plan.windows.length - 1 : plan.windowOf(to - 1);
-    while (this.next <= last) await this.dispatch(this.next++);
+    while (this.next <= last) this.dispatchNext();
+    await this.laidOut[last];
+    // One window ahead: its tiles decode while this batch's last ones finish (else the workers
+    // would wait for the next fill at every window's end). A failure there belongs to the
+    // batches of that window: it is seen when they are filled.
+    if (this.next === last + 1 && this.next < this.endWindow) this.dispatchNext();
     const b = this.open.get(k);
     if (b === undefined) throw new Error(`deltacells loader: batch ${k} was never laid out`);
     this.open.delete(k);
@@ -124,6 +134,15 @@ export class SlotAssembler {
     b = { arrays, from, n: 0, at: 0, padded: 0, obs: this.obs?.start(to - from), jobs: [] };
     this.open.set(k, b);
     return b;
+  }
+
+  /** Lays the next window out once the one before is (windows are laid out in order). */
+  private dispatchNext(): void {
+    const w = this.next++;
+    this.chain = this.chain.then(() => this.dispatch(w));
+    this.laidOut[w] = this.chain;
+    // Awaited by the fills that need it; a window laid out ahead may never be.
+    this.chain.catch(() => {});
   }
 
   /** Lays window w out over its batches and starts decoding its tiles into them. */
@@ -263,6 +282,7 @@ export class SlotAssembler {
 
   /** Waits for every tile still writing and gives back the batches never handed out. */
   async finish(): Promise<void> {
+    await this.chain.catch(() => {});
     for (const b of this.open.values()) {
       await Promise.all(b.jobs);
       this.giveBack(b.arrays);
