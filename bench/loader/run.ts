@@ -131,8 +131,15 @@ async function loaderEpoch(open: () => Promise<Dataset>, threads: number, copy =
   const t0 = performance.now();
   const pool = copy ? createTilePool({ threads }) : undefined;
   const ds = await open();
-  const on = pool ? new Dataset(ds.store, ds.manifest, { threads, renumbers: true, decode: pool.decode }) : ds;
-  const loader = await createLoader(on, { batchSize: BATCH, seed: 1, threads: pool ? undefined : threads, output: "csr" });
+  const on = pool
+    ? new Dataset(ds.store, ds.manifest, { threads, renumbers: true, decode: pool.decode })
+    : ds;
+  const loader = await createLoader(on, {
+    batchSize: BATCH,
+    seed: 1,
+    threads: pool ? undefined : threads,
+    output: "csr",
+  });
   let first = 0;
   let firstCells = 0;
   let cells = 0;
@@ -148,7 +155,12 @@ async function loaderEpoch(open: () => Promise<Dataset>, threads: number, copy =
   await loader.close();
   await ds.close();
   await pool?.close();
-  return { cells, seconds, firstBatch: first / 1000, steady: after(cells, seconds, firstCells, first / 1000) };
+  return {
+    cells,
+    seconds,
+    firstBatch: first / 1000,
+    steady: after(cells, seconds, firstCells, first / 1000),
+  };
 }
 
 /** The codec's full decode of every tile on a pool of `threads` (bytes in memory, 4 in flight). */
@@ -169,7 +181,12 @@ async function ceiling(tiles: Uint8Array[], nCells: number, threads: number): Pr
   const seconds = (performance.now() - t0) / 1000;
   await pool.close();
   const firstCells = nCells / tiles.length;
-  return { cells: nCells, seconds, firstBatch: first / 1000, steady: after(nCells, seconds, firstCells, first / 1000) };
+  return {
+    cells: nCells,
+    seconds,
+    firstBatch: first / 1000,
+    steady: after(nCells, seconds, firstCells, first / 1000),
+  };
 }
 
 /** Every tile object fetched from `store` (4 in flight, nothing decoded): the storage's own ceiling. */
