@@ -1,17 +1,21 @@
 /**
  * The Node loader against the decode ceiling, in one run: cells per second of `createLoader` (shuffle
  * on, CSR batches, each released) from a local folder, in the second epoch of a loader (the steady
- * state; the first epoch and its time to first batch are given too), as a ratio to
+ * state; the first epoch and its time to first batch are given too), on its slot path (decoders
+ * write rows straight into the batches, the default) and on its copying path (whole tiles decoded,
+ * rows copied on the loader's thread: what a decoder without `scatter` gets; the loader before the
+ * slot path), as a ratio to
  * (a) the pool decoding the same tiles from memory (the codec's full-decode ceiling: `threads`
  * workers, tiles in flight, each released) and (b) the dataset reader's `ds.tiles()` from the same
  * folder. Runs are interleaved and the medians reported, with the load average (the machine is
  * shared: ratios, not absolute figures, are what to read).
  *
- *   node --import tsx --conditions=source bench/loader-node.ts [--cells 20000] [--threads 1,2] [--reps 3]
+ *   node --import tsx --conditions=source bench/loader-node.ts [--cells 20000] [--threads 1,2] [--reps 3] [--dir DATASET]
  *
  * The synthetic dataset (bench/synthetic-source.ts: 33,538 genes, ~1,500 expressed per cell) is
  * written once to bench/out/loader-<cells>-l<level>/ (zstd level 9 by default: decoding speed hardly
- * depends on the level, writing at 19 takes long).
+ * depends on the level, writing at 19 takes long); `--dir` reads an existing dataset instead (e.g.
+ * bench/loader's 100,000 cells, `$TMPDIR/deltacells-bench-loader/dataset`).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -32,12 +36,14 @@ const { values: args } = parseArgs({
     batch: { type: "string", default: "4096" },
     level: { type: "string", default: "9" },
     "buffer-tiles": { type: "string", default: "8" },
+    dir: { type: "string" },
   },
 });
 const nCells = Number(args.cells);
 const REPS = Number(args.reps);
 const BATCH = Number(args.batch);
-const dir = join(fileURLToPath(new URL("./out/", import.meta.url)), `loader-${nCells}-l${args.level}`);
+const dir =
+  args.dir ?? join(fileURLToPath(new URL("./out/", import.meta.url)), `loader-${nCells}-l${args.level}`);
 
 if (!existsSync(join(dir, "manifest.json"))) {
   const pool = createTilePool({ threads: 2 });
@@ -86,12 +92,28 @@ async function reader(threads: number): Promise<{ wall: number; cpu: number }> {
   return { wall: (performance.now() - t0) / 1000, cpu: cpuSeconds() - c0 };
 }
 
+type Path = "slots" | "copy";
+
+/** A dataset on a pool of `threads`; on the copying path its decoder cannot scatter. */
+async function openOn(threads: number, path: Path) {
+  if (path === "slots") return openDataset(dir, { threads });
+  const pool = createTilePool({ threads });
+  const decoder = { threads, renumbers: true, decode: pool.decode };
+  const ds = await openDataset(dir, { decoder });
+  return Object.assign(ds, {
+    async [Symbol.asyncDispose]() {
+      await pool.close();
+    },
+  });
+}
+
 async function loader(
   threads: number,
   epoch: number,
   columnOrder: "source" | "dataset",
+  path: Path,
 ): Promise<{ seconds: number; cpu: number; first: number; firstEpoch: number; cells: number }> {
-  await using ds = await openDataset(dir, { threads });
+  await using ds = await openOn(threads, path);
   (await ds.tile(0)).release();
   const l = await createLoader(ds, {
     batchSize: BATCH,
@@ -138,17 +160,25 @@ console.log(
 for (const threads of args.threads.split(",").map(Number)) {
   const c: { wall: number; cpu: number }[] = [];
   const r: { wall: number; cpu: number }[] = [];
-  const runs = {
-    source: [] as { wall: number; cpu: number; first: number; firstEpoch: number }[],
-    dataset: [] as { wall: number; cpu: number; first: number; firstEpoch: number }[],
-  };
+  type Run = { wall: number; cpu: number; first: number; firstEpoch: number };
+  const variants = [
+    ["source", "slots"],
+    ["source", "copy"],
+    ["dataset", "slots"],
+    ["dataset", "copy"],
+  ] as const;
+  const runs = new Map<string, Run[]>(variants.map(([o, p]) => [`${o} ${p}`, []]));
   for (let rep = 0; rep < REPS; rep++) {
     c.push(await ceiling(threads, tiles));
     r.push(await reader(threads));
-    for (const order of ["source", "dataset"] as const) {
-      const run = await loader(threads, rep, order);
+    // Interleaved: each path right after the other, in alternating order.
+    const order = rep % 2 === 0 ? variants : [...variants].reverse();
+    for (const [columns, path] of order) {
+      const run = await loader(threads, rep, columns, path);
       if (run.cells < ds0.nCells) throw new Error(`the loader yielded ${run.cells} cells`);
-      runs[order].push({ wall: run.seconds, cpu: run.cpu, first: run.first, firstEpoch: run.firstEpoch });
+      runs
+        .get(`${columns} ${path}`)!
+        .push({ wall: run.seconds, cpu: run.cpu, first: run.first, firstEpoch: run.firstEpoch });
     }
   }
   const wall = (xs: { wall: number }[]) => median(xs.map((x) => x.wall));
@@ -161,12 +191,13 @@ for (const threads of args.threads.split(",").map(Number)) {
   console.log(`threads ${threads}:`);
   row("pool decode from memory (ceiling)", c);
   row("ds.tiles() from the folder", r);
-  for (const order of ["source", "dataset"] as const) {
-    const first = median(runs[order].map((x) => x.first));
-    const firstEpoch = median(runs[order].map((x) => x.firstEpoch));
+  for (const [columns, path] of variants) {
+    const xs = runs.get(`${columns} ${path}`)!;
+    const first = median(xs.map((x) => x.first));
+    const firstEpoch = median(xs.map((x) => x.firstEpoch));
     row(
-      `createLoader, shuffled, ${order} columns`,
-      runs[order],
+      `createLoader, ${columns} columns, ${path === "slots" ? "slot path" : "copying path"}`,
+      xs,
       `; first epoch ${rate(firstEpoch)}, its first batch after ${(first * 1000).toFixed(0)} ms`,
     );
   }

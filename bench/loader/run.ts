@@ -19,19 +19,17 @@
  * Options: --dir DIR (inputs, made once: default $TMPDIR/deltacells-bench-loader), --cells N,
  * --reps N (each row measured N times, interleaved; the median is reported), --skip a,b,c,d.
  * Cells per second count every cell of one epoch from the moment the loader (or process) starts,
- * so the time to the first batch is included; the time to the first batch is given separately.
+ * so the time to the first batch is included; the time to the first batch is given separately,
+ * and so is the rate after it (the steady state: worker start-up and the first shuffle window
+ * left out). `folder Nt copying` is the same loader on its copying path (the loader before the
+ * slot path: whole tiles decoded, rows copied on its thread), interleaved with `folder Nt`.
  */
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import {
-  createLoader,
-  createTilePool,
-  type Dataset,
-  openDataset as openStoreDataset,
-} from "@deltacells/core";
+import { createLoader, createTilePool, Dataset, openDataset as openStoreDataset } from "@deltacells/core";
 import { openDataset } from "@deltacells/core/node";
 import { S3Store, type Store } from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
@@ -61,12 +59,14 @@ interface Row {
   cells: number;
   seconds: number;
   firstBatch: number;
+  /** Cells per second after the first batch (worker start-up and the first window left out). */
+  steady: number;
 }
 const rows = new Map<string, Row[]>();
 function record(name: string, r: Row): void {
   rows.set(name, [...(rows.get(name) ?? []), r]);
   console.error(
-    `  ${name.padEnd(22)} ${(r.cells / r.seconds).toFixed(0).padStart(8)} cells/s, first batch ${r.firstBatch.toFixed(2)} s`,
+    `  ${name.padEnd(22)} ${(r.cells / r.seconds).toFixed(0).padStart(8)} cells/s, first batch ${r.firstBatch.toFixed(2)} s, then ${r.steady.toFixed(0)} cells/s`,
   );
 }
 function median(name: string): Row | undefined {
@@ -118,22 +118,49 @@ function prepare(): void {
   }
 }
 
-/** One epoch of the loader: cells/s from the start (opening included) and the time to the first batch. */
-async function loaderEpoch(open: () => Promise<Dataset>, threads: number): Promise<Row> {
+/** Cells per second after the first batch (of `firstCells`) came at `first` seconds. */
+const after = (cells: number, seconds: number, firstCells: number, first: number) =>
+  (cells - firstCells) / Math.max(1e-9, seconds - first);
+
+/**
+ * One epoch of the loader: cells/s from the start (opening included), the time to the first
+ * batch and the rate after it. `copy`: on the copying path (a pool decoder without `scatter`:
+ * whole tiles decoded, rows copied on the loader's thread; the loader before the slot path).
+ */
+async function loaderEpoch(open: () => Promise<Dataset>, threads: number, copy = false): Promise<Row> {
   const t0 = performance.now();
+  const pool = copy ? createTilePool({ threads }) : undefined;
   const ds = await open();
-  const loader = await createLoader(ds, { batchSize: BATCH, seed: 1, threads, output: "csr" });
+  const on = pool
+    ? new Dataset(ds.store, ds.manifest, { threads, renumbers: true, decode: pool.decode })
+    : ds;
+  const loader = await createLoader(on, {
+    batchSize: BATCH,
+    seed: 1,
+    threads: pool ? undefined : threads,
+    output: "csr",
+  });
   let first = 0;
+  let firstCells = 0;
   let cells = 0;
   for await (const batch of loader) {
-    if (!first) first = performance.now() - t0;
+    if (!first) {
+      first = performance.now() - t0;
+      firstCells = batch.size;
+    }
     cells += batch.size;
     batch.release();
   }
   const seconds = (performance.now() - t0) / 1000;
   await loader.close();
   await ds.close();
-  return { cells, seconds, firstBatch: first / 1000 };
+  await pool?.close();
+  return {
+    cells,
+    seconds,
+    firstBatch: first / 1000,
+    steady: after(cells, seconds, firstCells, first / 1000),
+  };
 }
 
 /** The codec's full decode of every tile on a pool of `threads` (bytes in memory, 4 in flight). */
@@ -153,7 +180,13 @@ async function ceiling(tiles: Uint8Array[], nCells: number, threads: number): Pr
   await Promise.all(Array.from({ length: 4 }, lane));
   const seconds = (performance.now() - t0) / 1000;
   await pool.close();
-  return { cells: nCells, seconds, firstBatch: first / 1000 };
+  const firstCells = nCells / tiles.length;
+  return {
+    cells: nCells,
+    seconds,
+    firstBatch: first / 1000,
+    steady: after(nCells, seconds, firstCells, first / 1000),
+  };
 }
 
 /** Every tile object fetched from `store` (4 in flight, nothing decoded): the storage's own ceiling. */
@@ -171,7 +204,9 @@ async function rawGets(store: Store, nTiles: number, nCells: number): Promise<Ro
     }
   };
   await Promise.all(Array.from({ length: 4 }, lane));
-  return { cells: nCells, seconds: (performance.now() - t0) / 1000, firstBatch: first / 1000, bytes };
+  const seconds = (performance.now() - t0) / 1000;
+  const steady = after(nCells, seconds, nCells / nTiles, first / 1000);
+  return { cells: nCells, seconds, firstBatch: first / 1000, steady, bytes };
 }
 
 /** A Python side: one JSON line on stdout with cells, seconds, first_batch_s. */
@@ -195,7 +230,9 @@ function pythonSide(python: string, argv: string[], env: Record<string, string> 
       if (code !== 0 || !line.startsWith("{"))
         return fail(new Error(`${python} ${argv.join(" ")} failed (${code}):\n${err}`));
       const j = JSON.parse(line) as { cells: number; seconds: number; first_batch_s: number };
-      ok({ cells: j.cells, seconds: j.seconds, firstBatch: j.first_batch_s });
+      // The first batch is a full one (the datasets here hold many batches).
+      const steady = after(j.cells, j.seconds, Math.min(BATCH, j.cells), j.first_batch_s);
+      ok({ cells: j.cells, seconds: j.seconds, firstBatch: j.first_batch_s, steady });
     });
   });
 }
@@ -235,7 +272,13 @@ try {
     if (!skip.has("a")) {
       for (const threads of [1, 2]) {
         record(`ceiling ${threads}t`, await ceiling(tiles, nCells, threads));
-        record(`folder ${threads}t`, await loaderEpoch(() => openDataset(FOLDER), threads));
+        // The copying path next to the slot path, in alternating order (interleaved pairs).
+        const paths = rep % 2 === 0 ? [false, true] : [true, false];
+        for (const copy of paths)
+          record(
+            `folder ${threads}t${copy ? " copying" : ""}`,
+            await loaderEpoch(() => openDataset(FOLDER), threads, copy),
+          );
       }
     }
     if (s3) {
@@ -285,19 +328,23 @@ const ratio = (a: string, b: string) => {
   const x = rate(median(a)) / rate(median(b));
   return Number.isFinite(x) ? `${x.toFixed(2)}x` : "-";
 };
+const steadyRatio = (a: string, b: string) => {
+  const x = (median(a)?.steady ?? Number.NaN) / (median(b)?.steady ?? Number.NaN);
+  return Number.isFinite(x) ? `${x.toFixed(2)}x` : "-";
+};
 const lines = [
-  `| row | cells/s | first batch | ratio |`,
-  `|---|---|---|---|`,
+  `| row | cells/s (epoch) | first batch | cells/s after it | ratio (epoch; after the first batch) |`,
+  `|---|---|---|---|---|`,
   ...[...rows.keys()].map((name) => {
     const r = median(name)!;
     const ref = name.startsWith("folder")
-      ? `${ratio(name, name.replace("folder", "ceiling"))} of the codec ceiling`
+      ? `${ratio(name, name.replace(" copying", "").replace("folder", "ceiling"))} of the codec ceiling; ${steadyRatio(name, name.replace(" copying", "").replace("folder", "ceiling"))}`
       : name.startsWith("s3 ") && name !== "s3 raw GET"
         ? `${ratio(name, name.replace("s3", "folder"))} of the folder, ${ratio(name, "s3 raw GET")} of raw GETs`
         : name.startsWith("stream")
-          ? `${ratio(name, "annbatch")} of annbatch`
+          ? `${ratio(name, "annbatch")} of annbatch; ${steadyRatio(name, "annbatch")}`
           : "";
-    return `| ${name} | ${fmt(r)} | ${r.firstBatch.toFixed(2)} s | ${ref} |`;
+    return `| ${name} | ${fmt(r)} | ${r.firstBatch.toFixed(2)} s | ${Math.round(r.steady).toLocaleString("en-US")} | ${ref} |`;
   }),
 ];
 console.log(lines.join("\n"));

@@ -76,11 +76,15 @@ test("transient errors on a tile are retried by the store and the epoch is uncha
   assert.deepEqual(r.cells, clean.cells);
 });
 
-for (const fault of ["down", "corrupt"] as const) {
-  test(`a tile that is ${fault === "down" ? "unreadable after the retries" : "corrupt"} stops the epoch with an UnreadableTile error naming it`, async () => {
+for (const [fault, threads] of [
+  ["down", undefined],
+  ["corrupt", undefined],
+  ["corrupt", 2], // found by a worker writing the tile into its batches (the slot path)
+] as const) {
+  test(`a tile that is ${fault === "down" ? "unreadable after the retries" : "corrupt"} stops the epoch with an UnreadableTile error naming it${threads ? ` (${threads} workers)` : ""}`, async () => {
     const { store, m } = await loaderDataset();
     const f = faulty(store, tileKey(BAD), fault);
-    const ds = await openDataset(f.store);
+    await using ds = await openDataset(f.store, { threads });
     const r = await run(ds, opts, m);
     const err = r.error as DeltacellsError;
     assert.ok(isDeltacellsError(err, "UnreadableTile"), String(err));

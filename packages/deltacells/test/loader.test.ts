@@ -311,19 +311,44 @@ test("obs columns come with each batch: codes and vocabulary, labels, numbers, b
 test("a released batch refuses to be read, and its buffers hold a later batch", async () => {
   const { store } = await loaderDataset();
   const ds = await openDataset(store);
+  // Windows of one tile (8 cells): a batch of 10 spans at most two windows, and the slot path
+  // lays one window out ahead, so at most three batches are held at once.
+  for (const onUnreadableTile of ["error", "skip"] as const) {
+    const loader = await createLoader(ds, { batchSize: 10, prefetch: 0, bufferTiles: 1, onUnreadableTile });
+    const buffers = new Set<ArrayBufferLike>();
+    for await (const b of loader) {
+      if (b.format === "csr") buffers.add(b.indices.buffer);
+      b.release();
+    }
+    const firstEpoch = buffers.size;
+    assert.ok(firstEpoch <= 3, `${firstEpoch} sets of buffers for one epoch`);
+    let first: Batch | undefined;
+    for await (const b of loader) {
+      if (b.format === "csr") buffers.add(b.indices.buffer);
+      b.release();
+      first ??= b;
+    }
+    assert.equal(buffers.size, firstEpoch, "the next epoch reuses the same buffers");
+    assert.throws(
+      () => first!.cells,
+      (e) => isDeltacellsError(e, "InvalidInput") && /was released/.test(e.message),
+    );
+  }
+});
+
+test("a loader holds the buffers of the batches one window fills, and reuses them", async () => {
+  const { store } = await loaderDataset();
+  const ds = await openDataset(store);
+  // One window of every tile (53 cells) fills all 6 batches of 10: laid out at once.
   const loader = await createLoader(ds, { batchSize: 10, prefetch: 0 });
   const buffers = new Set<ArrayBufferLike>();
-  let first: Batch | undefined;
-  for await (const b of loader) {
-    if (b.format === "csr") buffers.add(b.indices.buffer);
-    b.release();
-    first ??= b;
+  for (let epoch = 0; epoch < 2; epoch++) {
+    for await (const b of loader) {
+      if (b.format === "csr") buffers.add(b.indices.buffer);
+      b.release();
+    }
   }
-  assert.equal(buffers.size, 1, "one set of buffers, reused for every batch");
-  assert.throws(
-    () => first!.cells,
-    (e) => isDeltacellsError(e, "InvalidInput") && /was released/.test(e.message),
-  );
+  assert.equal(buffers.size, 6, "one set per batch of the window, reused in the next epoch");
 });
 
 test("refusals: bad options, a rank outside the world, a cap too small for one window", async () => {

@@ -2,8 +2,9 @@
  * Decoding on the calling thread into buffers kept for reuse: what a dataset reader does without
  * threads. Each tile is lent as a {@link RecycledTile}; released buffers decode the next tiles.
  */
+import { checkColumns } from "./columns.js";
 import { cellRange, type DecodeOptions, decodeLayoutSync, indptrScratch, valuesOf } from "./decode.js";
-import { inspectTile } from "./layout.js";
+import { inspectTile, type TileLayout } from "./layout.js";
 import {
   BufferRecycler,
   type LentBytes,
@@ -13,6 +14,7 @@ import {
   type RecycledTile,
   recycledTile,
 } from "./recycle.js";
+import { type ScatterJob, scatterTileSync } from "./scatter.js";
 import { loadZstd } from "./zstd/load.js";
 
 /** A decoder on this thread whose tiles are views of recycled buffers (see {@link RecycledTile}). */
@@ -20,6 +22,8 @@ export interface LocalDecoder {
   decode(bytes: Uint8Array, opts?: Omit<DecodeOptions, "out">): Promise<RecycledTile>;
   /** Memory to read tile bytes into (given back once the tile is decoded). */
   lend(size: number): LentBytes;
+  /** Decodes a whole tile and writes its rows to their slots (see `scatterTileSync`). */
+  scatter(bytes: Uint8Array, layout: TileLayout, job: ScatterJob): Promise<void>;
   /** `decode` applies the `columns` option. */
   readonly renumbers: true;
 }
@@ -32,6 +36,11 @@ export function createLocalDecoder(): LocalDecoder {
   return {
     renumbers: true,
     lend: (size) => lendBytes(inputs, size),
+    async scatter(bytes, layout, job) {
+      const zstd = await loadZstd();
+      if (job.columns !== undefined) checkColumns(job.columns, layout.header.nGenes, job.object);
+      scatterTileSync(bytes, layout, zstd, job);
+    },
     async decode(bytes, opts = {}) {
       const zstd = await loadZstd();
       // Sizes come from a checked layout (CRC included), never from an unchecked header field;

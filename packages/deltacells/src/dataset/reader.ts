@@ -8,6 +8,7 @@ import { isStorageError, type ObjectInfo, openStore, type ReadableStore } from "
 import type { Vector } from "apache-arrow";
 import { checkColumns, permutationFault, renumberColumns } from "../codec/columns.js";
 import type { DecodedTile } from "../codec/decode.js";
+import { inspectTile, type TileLayout } from "../codec/layout.js";
 import { createLocalDecoder } from "../codec/local-decoder.js";
 import { createTilePool } from "../codec/pool/pool.js";
 import {
@@ -18,6 +19,7 @@ import {
   ownedTile,
   type RecycledTile,
 } from "../codec/recycle.js";
+import type { ScatterJob } from "../codec/scatter.js";
 import { DeltacellsError, isDeltacellsError } from "../errors.js";
 import { loadArrow } from "../obs/arrow-load.js";
 import { ObsFrame } from "../obs/frame.js";
@@ -59,6 +61,13 @@ export interface TileDecoder {
   readonly renumbers?: boolean;
   /** Number of workers, for a pool: `tiles()` then keeps that many tiles decoding ahead. */
   readonly threads?: number;
+  /**
+   * Decodes a whole tile straight into the rows of other arrays (the codec's decoders and pools;
+   * see `scatterTileSync`). The training loader uses it when present, else `decode`.
+   */
+  scatter?(bytes: Uint8Array, layout: TileLayout, job: ScatterJob): Promise<void>;
+  /** Whether `scatter`'s targets must be shared memory (a pool's workers write into them). */
+  readonly scatterShared?: boolean;
 }
 
 /** Consecutive cells' rows of the matrix in CSR form, as {@link Dataset.cells} returns them; `indptr` starts at 0. */
@@ -226,9 +235,10 @@ export class Dataset {
    * Tile `i`'s bytes for a decode that lets go of them when it resolves: read straight into memory
    * the reader's own decoder lends (shared memory for its pool, so no copy on the way to the
    * workers) when the store can read into the caller's memory (`getInto`: local folders), else
-   * {@link tileBytes}. `done()` gives the memory back.
+   * {@link tileBytes}. `done()` gives the memory back (the loader holds them until a tile is
+   * decoded into its batches: {@link scatterTile}).
    */
-  private async fetchTile(i: number, signal?: AbortSignal): Promise<{ bytes: Uint8Array; done(): void }> {
+  async fetchTile(i: number, signal?: AbortSignal): Promise<{ bytes: Uint8Array; done(): void }> {
     const lend = (this.decoder as { lend?: (size: number) => LentBytes }).lend;
     const getInto = this.store.getInto;
     if (lend === undefined || getInto === undefined)
@@ -358,6 +368,68 @@ export class Dataset {
     } finally {
       done();
     }
+  }
+
+  /** Whether {@link scatterTile} works here, and whether its targets must be shared memory. */
+  get scatters(): { shared: boolean } | undefined {
+    return this.decoder.scatter === undefined ? undefined : { shared: this.decoder.scatterShared === true };
+  }
+
+  /**
+   * The checked layout of tile `i` from its stored bytes (header, chunk table and indptr: every
+   * row's length, before anything is decompressed), with the same manifest checks as {@link tile}.
+   */
+  tileLayout(i: number, bytes: Uint8Array): TileLayout {
+    const object = `${this.url}/${tileKey(i)}`;
+    let layout: TileLayout;
+    try {
+      layout = inspectTile(bytes, { object, skipCrc: true });
+    } catch (err) {
+      throw this.asCorrupt(err, object);
+    }
+    const h = layout.header;
+    const check = (field: string, expected: number, found: number) => {
+      if (expected !== found)
+        throw new DeltacellsError(`${object} holds ${found} ${field} but the manifest says ${expected}`, {
+          tag: "InconsistentManifest",
+          object,
+          field,
+          expected,
+          found,
+        });
+    };
+    check("cells", this.manifest.tile_cells[i]!, h.nCells);
+    check("genes", this.nGenes, h.nGenes);
+    check("nonzeros", this.manifest.tile_nnz[i]!, layout.indptr[h.nCells]!);
+    return layout;
+  }
+
+  /**
+   * Decodes tile `i` (its stored bytes and {@link tileLayout}) straight into the rows of other
+   * arrays: see `ScatterJob`. Only where {@link scatters} says so.
+   */
+  async scatterTile(i: number, bytes: Uint8Array, layout: TileLayout, job: ScatterJob): Promise<void> {
+    const object = `${this.url}/${tileKey(i)}`;
+    if (this.decoder.scatter === undefined)
+      throw new DeltacellsError(`this dataset's decoder cannot scatter rows (${object})`, {
+        tag: "InvalidInput",
+        field: "decoder",
+        found: "no scatter",
+      });
+    try {
+      await this.decoder.scatter(bytes, layout, { ...job, object });
+    } catch (err) {
+      throw this.asCorrupt(err, object);
+    }
+  }
+
+  private asCorrupt(err: unknown, object: string): unknown {
+    if (isDeltacellsError(err)) return err;
+    return new DeltacellsError(`${object} could not be decoded: ${(err as Error).message}`, {
+      tag: "CorruptTile",
+      object,
+      cause: err,
+    });
   }
 
   /** Cells `a .. b-1` as CSR, fetching each tile they touch once. */
@@ -652,6 +724,8 @@ export function poolTileDecoder(threads: number): { decoder: TileDecoder; close(
     renumbers: true,
     decode: pool.decode,
     lend: (size: number) => lendBytes(inputs, size),
+    // Workers write into shared memory only: pages without it decode whole tiles instead.
+    ...(canShareMemory() && { scatter: pool.scatter, scatterShared: true }),
   };
   return { decoder, close: () => pool.close() };
 }

@@ -73,22 +73,32 @@ export class BatchArrays {
     readonly format: "csr" | "dense",
     readonly values: "int32" | "float32",
     nnzHint: number,
+    /** Rows and values in shared memory (a pool's workers write them; see the slot path). */
+    readonly shared = false,
   ) {
     this.cells = new Float64Array(batchSize);
     this.indptr = new Float64Array(format === "csr" ? batchSize + 1 : 0);
     const cap = format === "csr" ? Math.max(1024, nnzHint) : 0;
-    this.indices = new Int32Array(cap);
-    this.data = values === "float32" ? new Float32Array(cap) : new Int32Array(cap);
-    this.dense = new Float32Array(format === "dense" ? batchSize * nCols : 0);
+    this.indices = this.ints(cap);
+    this.data = values === "float32" ? this.floats(cap) : this.ints(cap);
+    this.dense = this.floats(format === "dense" ? batchSize * nCols : 0);
+  }
+
+  private ints(n: number): Int32Array {
+    return this.shared ? new Int32Array(new SharedArrayBuffer(4 * n)) : new Int32Array(n);
+  }
+
+  private floats(n: number): Float32Array {
+    return this.shared ? new Float32Array(new SharedArrayBuffer(4 * n)) : new Float32Array(n);
   }
 
   /** Makes room for `need` nonzeros, keeping the first `keep`. */
   grow(need: number, keep: number): void {
     let cap = this.indices.length;
     while (cap < need) cap *= 2;
-    const indices = new Int32Array(cap);
+    const indices = this.ints(cap);
     indices.set(this.indices.subarray(0, keep));
-    const data = this.values === "float32" ? new Float32Array(cap) : new Int32Array(cap);
+    const data = this.values === "float32" ? this.floats(cap) : this.ints(cap);
     (data as Int32Array).set((this.data as Int32Array).subarray(0, keep));
     this.indices = indices;
     this.data = data;

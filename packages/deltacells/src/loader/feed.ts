@@ -6,6 +6,7 @@
  * back as soon as the batches have taken every cell of it.
  */
 
+import type { TileLayout } from "../codec/layout.js";
 import { outputBytes } from "../codec/recycle.js";
 import { tileKey } from "../dataset/manifest.js";
 import type { Dataset, DatasetTile } from "../dataset/reader.js";
@@ -27,10 +28,12 @@ export interface SkippedTile {
   error: unknown;
 }
 
-/** A decoded tile of a window, or the error that kept it out. */
+/** A decoded tile of a window (or, for a feed of stored tiles, its bytes and layout), or the error that kept it out. */
 export interface LoadedSegment {
   segment: Segment;
   tile: DatasetTile | undefined;
+  /** The stored tile, checked up to its frames (a feed of `stored` tiles). */
+  stored?: { bytes: Uint8Array; layout: TileLayout; done(): void };
   error: unknown;
 }
 
@@ -55,6 +58,8 @@ export class TileFeed {
   private readonly byWindow = new Map<number, Entry[]>();
   private next = 0;
   private inFlight = 0;
+  /** Windows to be given back once their tiles are decoded (`releaseWhenDone`). */
+  private releasing = 0;
   private held = 0;
   private closed = false;
   private readonly waiters: (() => void)[] = [];
@@ -71,6 +76,11 @@ export class TileFeed {
     /** A renumbering the decoder applies (`Dataset.tile`'s `columns`), or undefined. */
     private readonly columns: Int32Array | undefined,
     private readonly signal?: AbortSignal,
+    /**
+     * Fetch the stored tiles and check their layouts instead of decoding them (the slot path:
+     * the tiles are decoded later, straight into the batches). The same bytes are counted.
+     */
+    private readonly stored = false,
   ) {
     for (let w = windows[0]; w < windows[1]; w++) {
       const list: Entry[] = [];
@@ -116,6 +126,26 @@ export class TileFeed {
   }
 
   private async load(segment: Segment): Promise<LoadedSegment> {
+    if (this.stored) {
+      try {
+        // Read into memory the decoder lends (for a pool: shared, so it reaches the workers as is).
+        const { bytes, done } = await this.ds.fetchTile(segment.tile, this.signal);
+        let layout: TileLayout;
+        try {
+          layout = this.ds.tileLayout(segment.tile, bytes);
+        } catch (error) {
+          done();
+          throw error;
+        }
+        if (this.closed) {
+          done();
+          return { segment, tile: undefined, error: STOPPED };
+        }
+        return { segment, tile: undefined, stored: { bytes, layout, done }, error: undefined };
+      } catch (error) {
+        return { segment, tile: undefined, error };
+      }
+    }
     try {
       const tile = await this.ds.tile(segment.tile, {
         values: this.values,
@@ -139,7 +169,7 @@ export class TileFeed {
     // Tiles start in order, so every tile of this window starts once the earlier ones are given back.
     while (list.some((e) => e.result === undefined)) {
       if (this.closed) throw STOPPED;
-      if (this.inFlight === 0)
+      if (this.inFlight === 0 && this.releasing === 0)
         throw new Error(`the loader's budget of ${this.budget} bytes cannot hold window ${w}`);
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
@@ -160,9 +190,22 @@ export class TileFeed {
       if (e.result === undefined) continue;
       const r = await e.result;
       r.tile?.release();
+      r.stored?.done();
       this.held -= e.cost;
     }
     this.pump();
+  }
+
+  /** Gives back window w's tiles once `done` settles (their decoding into the batches). */
+  async releaseWhenDone(w: number, done: Promise<unknown>): Promise<void> {
+    this.releasing++;
+    try {
+      await done.catch(() => {});
+      await this.releaseWindow(w);
+    } finally {
+      this.releasing--;
+      this.wake();
+    }
   }
 
   /** Stops fetching: nothing new starts, and a wait for a window not yet started fails. */

@@ -6,7 +6,7 @@
  */
 import { Dataset, poolTileDecoder } from "../dataset/reader.js";
 import { DeltacellsError } from "../errors.js";
-import { Assembler } from "./assemble.js";
+import { Assembler, type Filled } from "./assemble.js";
 import {
   type Batch,
   BatchArrays,
@@ -20,6 +20,7 @@ import { type ColumnMap, decoderColumns, type LoaderGenes, resolveGenes } from "
 import { ObsGather } from "./obs.js";
 import { type LoaderOptions, type LoaderSettings, type LoaderState, settingsOf } from "./options.js";
 import { EpochPlan } from "./plan.js";
+import { SlotAssembler, slotsApply } from "./slots.js";
 
 /** What an epoch holds for this rank, known before reading any tile. */
 export interface EpochSummary {
@@ -87,6 +88,8 @@ class DatasetLoader implements Loader {
   private leftHeld = 0;
   private held: TileFeed | undefined;
   private readonly recycler: BatchRecycler;
+  /** Whether decoders write rows straight into the batches (slots.ts) instead of this thread copying them. */
+  private readonly slots: boolean;
 
   constructor(
     private readonly ds: Dataset,
@@ -119,9 +122,17 @@ class DatasetLoader implements Loader {
       );
     if (this.position === this.batchesPerEpoch) this.nextEpoch();
     const nnzHint = Math.ceil(s.batchSize * densest(ds) * (map.count / ds.nGenes));
+    this.slots = slotsApply(tiles, map, s);
+    const shared = this.slots && tiles.scatters!.shared;
+    // On the slot path a window's tiles are laid out over every batch they fill before any of
+    // them is decoded: those batches' buffers are held at once (they take the place of the
+    // window's decoded tiles), and kept for the next ones.
+    const maxTile = Math.max(0, ...ds.manifest.tile_cells);
+    // Two windows: one being decoded for the batches being made, the next one ahead.
+    const windowBatches = this.slots ? 2 * (Math.ceil((s.bufferTiles * maxTile) / s.batchSize) + 1) : 0;
     this.recycler = new BatchRecycler(
-      () => new BatchArrays(s.batchSize, map.count, s.output, s.values, nnzHint),
-      s.prefetch + 2,
+      () => new BatchArrays(s.batchSize, map.count, s.output, s.values, nnzHint, shared),
+      s.prefetch + 2 + windowBatches,
     );
   }
 
@@ -216,18 +227,25 @@ class DatasetLoader implements Loader {
       s.values,
       decoderColumns(this.map),
       this.signal,
+      this.slots,
     );
     this.held = feed;
-    const asm = new Assembler(
-      this.ds,
-      plan,
-      feed,
-      this.map,
-      this.obs,
-      s.sortIndices,
-      s.onUnreadableTile,
-      (skip) => this.skipped.push(skip),
-    );
+    const asm = this.slots
+      ? new SlotAssembler(
+          this.tiles,
+          plan,
+          feed,
+          plan.windowsFrom(this.position),
+          plan.batchRange(this.position)[0],
+          this.map,
+          s.output,
+          this.obs,
+          () => this.recycler.acquire(),
+          (a) => this.recycler.release(a),
+        )
+      : new Assembler(this.ds, plan, feed, this.map, this.obs, s.sortIndices, s.onUnreadableTile, (skip) =>
+          this.skipped.push(skip),
+        );
     const pending: Promise<Batch>[] = [];
     let made = this.position;
     let chain: Promise<unknown> = Promise.resolve();
@@ -267,28 +285,35 @@ class DatasetLoader implements Loader {
     }
   }
 
-  private async assemble(asm: Assembler, epoch: number, k: number): Promise<Batch> {
+  private async assemble(asm: Assembler | SlotAssembler, epoch: number, k: number): Promise<Batch> {
+    if (asm instanceof SlotAssembler) {
+      const { arrays, filled } = await asm.fill(k);
+      return this.lend(arrays, filled, epoch, k, asm.sorted);
+    }
     const arrays = this.recycler.acquire();
     try {
-      const f = await asm.fill(k, arrays);
-      return lendBatch(
-        arrays,
-        {
-          epoch,
-          index: k,
-          size: f.size,
-          nnz: f.nnz,
-          padded: f.padded,
-          skipped: f.skipped,
-          sortedIndices: asm.sorted,
-          obs: f.obs?.finish(f.size) ?? {},
-        },
-        (a) => this.recycler.release(a),
-      );
+      return this.lend(arrays, await asm.fill(k, arrays), epoch, k, asm.sorted);
     } catch (err) {
       this.recycler.release(arrays);
       throw err;
     }
+  }
+
+  private lend(arrays: BatchArrays, f: Filled, epoch: number, k: number, sorted: boolean): Batch {
+    return lendBatch(
+      arrays,
+      {
+        epoch,
+        index: k,
+        size: f.size,
+        nnz: f.nnz,
+        padded: f.padded,
+        skipped: f.skipped,
+        sortedIndices: sorted,
+        obs: f.obs?.finish(f.size) ?? {},
+      },
+      (a) => this.recycler.release(a),
+    );
   }
 
   async close(): Promise<void> {

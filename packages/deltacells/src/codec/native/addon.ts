@@ -66,6 +66,18 @@ export interface NativeKernel {
     nGenes: number,
     map: Int32Array,
   ): number;
+  /**
+   * `dst[at ..] = src[s .. e)` (both Int32Array or both Float32Array) by memcpy, shared memory
+   * included (where `TypedArray#set` is several times slower); false on out-of-range arguments.
+   * Absent from older builds (added without a version change): callers then use `set`.
+   */
+  copy?(
+    dst: Int32Array | Float32Array,
+    at: number,
+    src: Int32Array | Float32Array,
+    s: number,
+    e: number,
+  ): boolean;
   /** This addon's zstd alone (benchmarks): bytes written, or -1. */
   decompress(src: Uint8Array, dst: Uint8Array): number;
   crc32(bytes: Uint8Array, crc: number): number;

@@ -6,19 +6,13 @@
  */
 import { spawnWorker } from "#threads";
 import { DeltacellsError } from "../../errors.js";
-import {
-  type CompressRequest,
-  type DecodeRequest,
-  deserializeError,
-  type Response,
-  WorkerColumnMaps,
-} from "./protocol.js";
+import { deserializeError, type Request, type Response, WorkerColumnMaps } from "./protocol.js";
 import type { WorkerLike } from "./threads.js";
 
 /** Runs requests on a set of workers. */
 export interface WorkerHost {
   /** Runs `req` on the first idle worker (queued until one is); rejects with the worker's error. */
-  run(req: DecodeRequest | CompressRequest, transfer: ArrayBuffer[]): Promise<Response>;
+  run(req: Request, transfer: ArrayBuffer[]): Promise<Response>;
   /** Jobs running or queued. */
   load(): number;
   /** Stops the workers; pending jobs are rejected. */
@@ -37,18 +31,15 @@ interface Slot {
 }
 
 type Job = {
-  req: DecodeRequest | CompressRequest;
+  req: Request;
   transfer: ArrayBuffer[];
   resolve: (r: Response) => void;
   reject: (e: Error) => void;
 };
 
 /** `req` as sent to a worker holding `maps`: a column map goes along only when the worker lacks it. */
-function withColumnMap(
-  req: DecodeRequest | CompressRequest,
-  maps: WorkerColumnMaps,
-): DecodeRequest | CompressRequest {
-  if (req.op !== "decode" || req.columns === undefined) return req;
+function withColumnMap(req: Request, maps: WorkerColumnMaps): Request {
+  if (req.op === "compress" || req.columns === undefined) return req;
   const { id } = req.columns;
   if (maps.has(id)) return { ...req, columns: { id } };
   maps.add(id);
@@ -159,7 +150,7 @@ export function startWorkerHost(threads: number): WorkerHost {
       keepAlive();
     }
   };
-  const run = async (req: DecodeRequest | CompressRequest, transfer: ArrayBuffer[]): Promise<Response> => {
+  const run = async (req: Request, transfer: ArrayBuffer[]): Promise<Response> => {
     if (closed)
       throw new DeltacellsError("the tile pool is closed", {
         tag: "InvalidState",

@@ -27,7 +27,7 @@ import {
   type TileRows,
 } from "../encode.js";
 import { corrupt, HEADER_SIZE, hex32 } from "../format.js";
-import { checksum, inspectTile } from "../layout.js";
+import { checksum, inspectTile, type TileLayout } from "../layout.js";
 import {
   BufferRecycler,
   canShareMemory,
@@ -37,9 +37,10 @@ import {
   type RecycledTile,
   recycledTile,
 } from "../recycle.js";
+import type { ScatterJob } from "../scatter.js";
 import { startWorkerHost } from "./host.js";
 import { planDecode } from "./plan.js";
-import type { CompressRequest, DecodeRequest, Response } from "./protocol.js";
+import type { DecodeRequest, Request, Response } from "./protocol.js";
 
 /** Parallel encoding and decoding of tiles; see {@link createTilePool}. */
 export interface TilePool {
@@ -67,6 +68,12 @@ export interface TilePool {
    *   fails, `out` may hold part of the tile. `release()` does nothing.
    */
   decode(bytes: Uint8Array, opts?: DecodeOptions): Promise<RecycledTile>;
+  /**
+   * Decodes a whole tile on one worker and writes its rows to their slots (see
+   * `scatterTileSync`); the targets must be shared memory. `layout` is the tile's layout as
+   * `inspectTile(bytes, { skipCrc: true })` returned it (the worker checks the CRC).
+   */
+  scatter(bytes: Uint8Array, layout: TileLayout, job: ScatterJob): Promise<void>;
   /** Stops the workers; pending work is rejected. */
   close(): Promise<void>;
   /** Number of workers. */
@@ -141,7 +148,7 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
     }
     return m;
   };
-  const run = (req: DecodeRequest | CompressRequest, transfer: ArrayBuffer[]) => host.run(req, transfer);
+  const run = (req: Request, transfer: ArrayBuffer[]) => host.run(req, transfer);
 
   async function decode(bytes: Uint8Array, o: DecodeOptions = {}): Promise<RecycledTile> {
     const object = o.object;
@@ -260,6 +267,50 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
     return recycledTile(tile, () => outputs.release(lent), object);
   }
 
+  async function scatter(bytes: Uint8Array, layout: TileLayout, job: ScatterJob): Promise<void> {
+    const object = job.object;
+    for (const t of job.targets) {
+      const shared = t.dense !== undefined ? isShared(t.dense) : isShared(t.indices) && isShared(t.data);
+      if (!shared)
+        throw new DeltacellsError(
+          "pool.scatter writes into shared memory only: its targets must be on SharedArrayBuffer",
+          {
+            tag: "InvalidInput",
+            field: "targets",
+            expected: "SharedArrayBuffer",
+            found: "ArrayBuffer",
+          },
+        );
+    }
+    const columns =
+      job.columns === undefined ? undefined : columnMap(job.columns, layout.header.nGenes, object);
+    let src = bytes;
+    let input: SharedArrayBuffer | undefined;
+    if (!(bytes.buffer instanceof SharedArrayBuffer)) {
+      input = inputs.acquire(bytes.length);
+      src = new Uint8Array(input, 0, bytes.length);
+      src.set(bytes);
+    }
+    try {
+      await run(
+        {
+          op: "scatter",
+          id: nextId++,
+          bytes: src,
+          layout,
+          values: job.values,
+          slots: job.slots,
+          targets: job.targets,
+          object,
+          ...(columns && { columns }),
+        },
+        [],
+      );
+    } finally {
+      if (input) inputs.release(input);
+    }
+  }
+
   async function encode(rows: TileRows, o: EncodeOptions = {}): Promise<Uint8Array> {
     const level = levelOf(o);
     const p = prepareTile(rows, o);
@@ -286,6 +337,7 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
     threads,
     renumbers: true,
     decode,
+    scatter,
     encode,
     close: () => host.close(),
   };

@@ -2,6 +2,7 @@
 import { DeltacellsError, type DeltacellsErrorTag } from "../../errors.js";
 import type { PreparedChunk } from "../encode.js";
 import type { TileLayout } from "../layout.js";
+import type { ScatterTarget } from "../scatter.js";
 
 /** Decode chunks `[k0, k1)` of a tile (restricted to cells `[c0, c1)`) and checksum some bytes. */
 export interface DecodeRequest {
@@ -57,6 +58,22 @@ export class WorkerColumnMaps {
   }
 }
 
+/** Decode a whole tile and write its rows to their slots (see `scatterTileSync`). */
+export interface ScatterRequest {
+  op: "scatter";
+  id: number;
+  bytes: Uint8Array;
+  /** The tile's layout, checked by the caller (CRC excepted: the worker checks it). */
+  layout: TileLayout;
+  values: "int32" | "float32";
+  slots: Float64Array;
+  /** Shared memory only (the worker writes into it). */
+  targets: ScatterTarget[];
+  /** As {@link DecodeRequest.columns}. */
+  columns?: { id: number; map?: Int32Array };
+  object?: string;
+}
+
 export interface CompressRequest {
   op: "compress";
   id: number;
@@ -64,7 +81,7 @@ export interface CompressRequest {
   level: number;
 }
 
-export type Request = DecodeRequest | CompressRequest;
+export type Request = DecodeRequest | ScatterRequest | CompressRequest;
 
 export interface SerializedError {
   tag?: DeltacellsErrorTag;

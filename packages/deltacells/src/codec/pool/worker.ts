@@ -6,11 +6,13 @@ import { serveRequests } from "#threads";
 import { chunkContext, decodeChunksInto } from "../decode.js";
 import { compressChunk } from "../encode.js";
 import { checksum } from "../layout.js";
+import { scatterTileSync } from "../scatter.js";
 import { loadZstd } from "../zstd/load.js";
 import {
   type DecodeRequest,
   type Request,
   type Response,
+  type ScatterRequest,
   serializeError,
   WorkerColumnMaps,
 } from "./protocol.js";
@@ -22,10 +24,11 @@ const columnMaps = new WorkerColumnMaps();
 
 /** Keeps a column map that came with `req`: before anything can fail, as the pool counts it as sent. */
 function keepColumnMap(req: Request): void {
-  if (req.op === "decode" && req.columns?.map !== undefined) columnMaps.add(req.columns.id, req.columns.map);
+  if (req.op !== "compress" && req.columns?.map !== undefined)
+    columnMaps.add(req.columns.id, req.columns.map);
 }
 
-function columnsOf(req: DecodeRequest): Int32Array | undefined {
+function columnsOf(req: DecodeRequest | ScatterRequest): Int32Array | undefined {
   if (req.columns === undefined) return undefined;
   const held = columnMaps.get(req.columns.id);
   if (held === undefined) throw new Error(`column map ${req.columns.id} was never sent to this worker`);
@@ -40,6 +43,12 @@ async function handle(req: Request, reply: Reply): Promise<void> {
       const f = compressChunk(req.chunk, zstd, req.level);
       const transfer = [f.gaps, f.vals, f.vexc, f.gexc].flatMap((b) => (b ? [b.buffer as ArrayBuffer] : []));
       reply({ id: req.id, ok: true, frames: f }, transfer);
+      return;
+    }
+    if (req.op === "scatter") {
+      const { bytes, layout, values, slots, targets, object } = req;
+      scatterTileSync(bytes, layout, zstd, { values, slots, targets, columns: columnsOf(req), object });
+      reply({ id: req.id, ok: true }, []);
       return;
     }
     reply(...decode(req, zstd));

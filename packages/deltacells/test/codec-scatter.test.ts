@@ -1,0 +1,155 @@
+/**
+ * Scattering a tile's rows into other arrays (`scatterTileSync`, what the loader's slot path asks
+ * a decoder for): rows land exactly where the slots say, with the native memcpy and with
+ * `TypedArray#set`, on this thread and on a pool's workers, with exceptions (counts and gaps above
+ * 65535) and renumbered columns; a damaged tile is refused with the CRC named, and slots that do
+ * not fit their targets are refused instead of writing out of bounds.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { createTilePool, decodeTile, encodeTile, isDeltacellsError } from "@deltacells/core";
+import { inspectTile } from "../src/codec/layout.js";
+import { createLocalDecoder } from "../src/codec/local-decoder.js";
+import { useNativeKernel } from "../src/codec/native.js";
+import { copyRange, type ScatterJob, scatterTileSync } from "../src/codec/scatter.js";
+import { loadZstd } from "../src/codec/zstd/load.js";
+import { prng, randomCsr } from "./codec-helpers.js";
+
+const N_CELLS = 40;
+const N_GENES = 70_000;
+
+async function tile() {
+  const rows = randomCsr(prng(5), {
+    nCells: N_CELLS,
+    nGenes: N_GENES,
+    perCell: 60,
+    bigValueRate: 0.01,
+    bigGapRate: 0.01,
+  });
+  const bytes = await encodeTile(rows, { level: 3, nChunks: 3 });
+  return { rows, bytes };
+}
+
+const shared = (n: number) => new Int32Array(new SharedArrayBuffer(4 * n));
+
+/** Every row to two targets, in reverse order in the first and at odd rows only in the second. */
+function slotsFor(indptr: Float64Array) {
+  const len = (r: number) => indptr[r + 1]! - indptr[r]!;
+  const nnz = indptr[N_CELLS]!;
+  const triples: number[] = [];
+  let at = 0;
+  const start0: number[] = [];
+  for (let r = N_CELLS - 1; r >= 0; r--) {
+    start0[r] = at;
+    at += len(r);
+  }
+  let at1 = 5; // an offset into the second target
+  const start1: number[] = [];
+  for (let r = 0; r < N_CELLS; r++) {
+    triples.push(r, 0, start0[r]!);
+    if (r % 2 === 1) {
+      triples.push(r, 1, at1);
+      start1[r] = at1;
+      at1 += len(r);
+    }
+  }
+  return { slots: Float64Array.from(triples), start0, start1, size0: nnz, size1: at1 };
+}
+
+test("rows land where their slots say (native memcpy, TypedArray#set, a pool; renumbered)", async () => {
+  const { bytes } = await tile();
+  const whole = await decodeTile(bytes);
+  const map = Int32Array.from({ length: N_GENES }, (_, j) => N_GENES - 1 - j);
+  const layout = inspectTile(bytes, { skipCrc: true });
+  const { slots, start0, start1, size0, size1 } = slotsFor(layout.indptr);
+  const pool = createTilePool({ threads: 2 });
+  try {
+    for (const how of ["native", "set", "pool"] as const) {
+      for (const columns of [undefined, map]) {
+        const targets = [
+          { indices: shared(size0), data: shared(size0) },
+          { indices: shared(size1), data: shared(size1) },
+        ];
+        const job: ScatterJob = { values: "int32", slots, targets, ...(columns && { columns }) };
+        if (how === "pool") await pool.scatter(bytes, layout, job);
+        else {
+          const was = useNativeKernel(how === "native");
+          try {
+            scatterTileSync(bytes, layout, await loadZstd(), job);
+          } finally {
+            useNativeKernel(was);
+          }
+        }
+        for (let r = 0; r < N_CELLS; r++) {
+          const a = whole.indptr[r]!;
+          const b = whole.indptr[r + 1]!;
+          const want = [...whole.indices.subarray(a, b)].map((j) => (columns ? columns[j]! : j));
+          const got0 = targets[0]!.indices.subarray(start0[r]!, start0[r]! + b - a);
+          assert.deepEqual([...got0], want, `${how} row ${r}`);
+          assert.deepEqual(
+            [...targets[0]!.data.subarray(start0[r]!, start0[r]! + b - a)],
+            [...whole.data.subarray(a, b)],
+          );
+          if (r % 2 === 1)
+            assert.deepEqual([...targets[1]!.indices.subarray(start1[r]!, start1[r]! + b - a)], want);
+        }
+        assert.deepEqual(
+          [...targets[1]!.indices.subarray(0, 5)],
+          [0, 0, 0, 0, 0],
+          "nothing before the first slot",
+        );
+      }
+    }
+  } finally {
+    await pool.close();
+  }
+});
+
+test("dense targets get each row's counts at its columns", async () => {
+  const { bytes } = await tile();
+  const whole = await decodeTile(bytes);
+  const layout = inspectTile(bytes, { skipCrc: true });
+  const dense = new Float32Array(2 * N_GENES);
+  const job: ScatterJob = {
+    values: "float32",
+    slots: Float64Array.of(3, 0, N_GENES, 7, 0, 0),
+    targets: [{ dense, nCols: N_GENES }],
+  };
+  await createLocalDecoder().scatter(bytes, layout, job);
+  for (const [row, r] of [
+    [1, 3],
+    [0, 7],
+  ] as const) {
+    const want = new Float32Array(N_GENES);
+    for (let p = whole.indptr[r]!; p < whole.indptr[r + 1]!; p++) want[whole.indices[p]!] = whole.data[p]!;
+    assert.deepEqual(dense.subarray(row * N_GENES, (row + 1) * N_GENES), want, `row ${row}`);
+  }
+});
+
+test("refusals: a damaged tile (its CRC named) and slots outside their targets or the tile", async () => {
+  const { bytes } = await tile();
+  const layout = inspectTile(bytes, { skipCrc: true });
+  const zstd = await loadZstd();
+  const damaged = bytes.slice();
+  damaged[damaged.length - 20]! ^= 0x10;
+  const small = { indices: new Int32Array(4), data: new Int32Array(4) };
+  const longest = Math.max(
+    ...Array.from({ length: N_CELLS }, (_, r) => layout.indptr[r + 1]! - layout.indptr[r]!),
+  );
+  const row = [...Array(N_CELLS).keys()].find((r) => layout.indptr[r + 1]! - layout.indptr[r]! === longest)!;
+  for (const [what, b, slots, tag, pattern] of [
+    ["damaged bytes", damaged, Float64Array.of(0, 0, 0), "CorruptTile", /crc32/],
+    ["a row longer than its target", bytes, Float64Array.of(row, 0, 0), "InternalError", /inconsistent/],
+    ["a row beyond the tile", bytes, Float64Array.of(N_CELLS, 0, 0), "InternalError", /beyond the tile/],
+    ["a missing target", bytes, Float64Array.of(0, 3, 0), "InternalError", /target 3 missing/],
+  ] as const) {
+    assert.throws(
+      () => scatterTileSync(b, layout, zstd, { values: "int32", slots, targets: [small] }),
+      (e) => isDeltacellsError(e, tag) && pattern.test(e.message),
+      what,
+    );
+  }
+  assert.deepEqual([...small.indices], [0, 0, 0, 0], "nothing written out of bounds");
+  // The kernel's memcpy refuses ranges outside either array.
+  assert.throws(() => copyRange(new Int32Array(2), 1, Int32Array.of(1, 2, 3), 0, 2), RangeError);
+});
