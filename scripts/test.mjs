@@ -109,7 +109,7 @@ if (everything) {
 // --test-timeout to each test file as a whole (the file is one test of the runner): a file that runs
 // past FILE_TIMEOUT_MS, e.g. one whose process does not exit after its tests (a leaked timer or
 // worker), fails under its own name and the run goes on. RUN_TIMEOUT_MS stops everything else. The
-// slowest file takes about 2 minutes and the whole run about 16 on 2 idle cores.
+// slowest file takes about 2 minutes and the whole run about 19 on 2 idle cores.
 const FILE_TIMEOUT_MS = 15 * 60_000;
 const RUN_TIMEOUT_MS = 50 * 60_000;
 const result = spawnSync(
