@@ -25,36 +25,31 @@ export async function initiateUpload(
 }
 
 /**
- * Uploads `value` as an S3 multipart upload: initiate, upload parts (a few at a time), complete.
- * Any failure, including an abort, aborts the upload so no orphaned parts keep costing storage,
- * and no object (old or half) appears under the key from this call.
+ * A multipart upload of `count` parts: initiate, send the parts (`putPart(i, idParam)` answers
+ * part i's ETag; `concurrency` at once), complete. Any failure, including an abort, aborts the
+ * upload so no orphaned parts keep costing storage, and no object (old or half) appears under the
+ * key from this call. `partName` names a part in the error for a missing ETag.
  */
-export async function multipartUpload(
+export async function uploadInParts(
   store: S3Store,
   url: string,
   key: string,
-  value: Uint8Array,
-  opts: { partSize: number; concurrency: number; signal: AbortSignal | undefined },
+  count: number,
+  putPart: (i: number, idParam: string) => Promise<string | null | undefined>,
+  opts: { concurrency: number; signal: AbortSignal | undefined; partName: string },
 ): Promise<void> {
   const { signal } = opts;
   const idParam = await initiateUpload(store, url, key, signal);
   try {
-    const count = Math.ceil(value.length / opts.partSize);
     const etags: string[] = new Array(count);
     let next = 0;
     let failed = false;
     const worker = async () => {
       while (!failed && next < count) {
         const i = next++;
-        const body = value.subarray(i * opts.partSize, Math.min(value.length, (i + 1) * opts.partSize));
-        const res = await store.request("PUT", `${url}?partNumber=${i + 1}&${idParam}`, key, {
-          body,
-          signal,
-        });
-        await res.body?.cancel().catch(() => {});
-        const etag = res.headers.get("etag");
+        const etag = await putPart(i, idParam);
         if (!etag) {
-          throw new StorageError(`${url}: part ${i + 1} was accepted without an ETag`, {
+          throw new StorageError(`${url}: ${opts.partName} ${i + 1} was accepted without an ETag`, {
             object: objectAt(store.url, key),
           });
         }
@@ -90,4 +85,29 @@ export async function multipartUpload(
       .catch(() => {});
     throw err;
   }
+}
+
+/** Uploads `value` as an S3 multipart upload of parts of `partSize` bytes (see {@link uploadInParts}). */
+export function multipartUpload(
+  store: S3Store,
+  url: string,
+  key: string,
+  value: Uint8Array,
+  opts: { partSize: number; concurrency: number; signal: AbortSignal | undefined },
+): Promise<void> {
+  const { partSize, signal } = opts;
+  const count = Math.ceil(value.length / partSize);
+  return uploadInParts(
+    store,
+    url,
+    key,
+    count,
+    async (i, idParam) => {
+      const body = value.subarray(i * partSize, Math.min(value.length, (i + 1) * partSize));
+      const res = await store.request("PUT", `${url}?partNumber=${i + 1}&${idParam}`, key, { body, signal });
+      await res.body?.cancel().catch(() => {});
+      return res.headers.get("etag");
+    },
+    { concurrency: opts.concurrency, signal, partName: "part" },
+  );
 }
