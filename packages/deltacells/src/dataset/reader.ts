@@ -59,7 +59,7 @@ export interface TileDecoder {
    * the reader renumbers the decoded tile itself.
    */
   readonly renumbers?: boolean;
-  /** Number of workers, for a pool: `tiles()` then keeps that many tiles decoding ahead. */
+  /** Number of workers, for a pool: `tiles()` then keeps twice that many tiles decoding ahead. */
   readonly threads?: number;
   /**
    * Decodes a whole tile straight into the rows of other arrays (the codec's decoders and pools;
@@ -489,8 +489,9 @@ export class Dataset {
 
   /**
    * The tiles in order, each with its first cell; the next tiles' GETs and decodes start while the
-   * caller works on the current one (`prefetch` tiles decoded ahead, default 1 or the pool's number
-   * of workers; GETs run 3 tiles further ahead, none with `prefetch: 0`). Leaving the loop (break,
+   * caller works on the current one (`prefetch` tiles decoded ahead: default 1 on this thread,
+   * twice the workers on a pool, so that each worker has a whole tile queued and no tile is split
+   * for want of work; GETs run 3 tiles further ahead, none with `prefetch: 0`). Leaving the loop (break,
    * throw, or `signal` aborted, which stops it at the next tile) gives back what was read or
    * decoded ahead. Each tile is lent: `release()` it once done with it (or `using tile = ...`) and
    * the loop runs without allocating; a tile kept unreleased stays valid (see {@link DatasetTile}).
@@ -505,7 +506,7 @@ export class Dataset {
   ): AsyncGenerator<{ index: number; cellStart: number; tile: DatasetTile }> {
     const start = opts.start ?? 0;
     const end = opts.end ?? this.nTiles;
-    const ahead = Math.max(0, opts.prefetch ?? Math.max(1, this.decoder.threads ?? 1));
+    const ahead = Math.max(0, opts.prefetch ?? Math.max(1, 2 * (this.decoder.threads ?? 0)));
     // GETs run further ahead than decodes: a tile's bytes are small next to its decoded arrays,
     // and a read from a folder takes several event-loop turns (open, fstat, read, stat), which
     // a busy decoding thread hands out only between tiles.
