@@ -514,10 +514,14 @@ export class Dataset {
     // Tiles i, i+1, ... from the current one: each read started, its decode once within `ahead`.
     const slots: { read: Promise<{ bytes: Uint8Array; done(): void }>; tile?: Promise<DatasetTile> }[] = [];
     let nextRead = start;
+    let reading = 0;
     const fill = (i: number) => {
       while (nextRead < end && nextRead - i <= readAhead) {
         const read = this.fetchTile(nextRead++, opts.signal);
-        read.catch(() => {}); // observed when its turn comes; avoids an unhandled rejection meanwhile
+        reading++;
+        // Observed when its turn comes; the handler also avoids an unhandled rejection meanwhile.
+        const settled = () => void reading--;
+        read.then(settled, settled);
         slots.push({ read });
       }
       for (let k = 0; k < slots.length && k <= ahead; k++) {
@@ -539,9 +543,9 @@ export class Dataset {
         // Aborted: stop at the next tile, even one already read and decoded.
         opts.signal?.throwIfAborted();
         fill(i);
-        // One event-loop turn per tile: the reads ahead advance even while every tile is ready
-        // (an awaited promise that is already settled never lets the I/O callbacks run).
-        if (readAhead > ahead) await ioTurn();
+        // One event-loop turn per tile while reads are under way: they advance even when every
+        // tile is ready (awaiting a settled promise never lets the I/O callbacks run).
+        if (reading > 0) await ioTurn();
         const tile = await slots.shift()!.tile!;
         yield { index: i, cellStart: this.tileStart(i), tile };
       }
