@@ -512,7 +512,11 @@ export class Dataset {
     // a busy decoding thread hands out only between tiles.
     const readAhead = ahead === 0 ? 0 : ahead + READ_AHEAD;
     // Tiles i, i+1, ... from the current one: each read started, its decode once within `ahead`.
-    const slots: { read: Promise<{ bytes: Uint8Array; done(): void }>; tile?: Promise<DatasetTile> }[] = [];
+    const slots: {
+      read: Promise<{ bytes: Uint8Array; done(): void }>;
+      tile?: Promise<DatasetTile>;
+      settled?: boolean;
+    }[] = [];
     let nextRead = start;
     let reading = 0;
     const fill = (i: number) => {
@@ -535,7 +539,8 @@ export class Dataset {
             done();
           }
         });
-        slot.tile.catch(() => {});
+        const settled = () => void (slot.settled = true);
+        slot.tile.then(settled, settled);
       }
     };
     try {
@@ -543,10 +548,11 @@ export class Dataset {
         // Aborted: stop at the next tile, even one already read and decoded.
         opts.signal?.throwIfAborted();
         fill(i);
-        // One event-loop turn per tile while reads are under way: they advance even when every
-        // tile is ready (awaiting a settled promise never lets the I/O callbacks run).
-        if (reading > 0) await ioTurn();
-        const tile = await slots.shift()!.tile!;
+        // An event-loop turn while reads are under way and the tile is ready: they advance even
+        // when every tile is (awaiting a settled promise never lets the I/O callbacks run).
+        const slot = slots.shift()!;
+        if (reading > 0 && slot.settled) await ioTurn();
+        const tile = await slot.tile!;
         yield { index: i, cellStart: this.tileStart(i), tile };
       }
     } finally {
