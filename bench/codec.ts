@@ -205,7 +205,7 @@ async function time(fn: () => unknown): Promise<{ wall: number; cpu: number; mai
  * This thread's CPU time in seconds (Linux: /proc/thread-self/schedstat; NaN elsewhere). For
  * `ds.tiles()` on this thread it bounds the wall time on idle cores from below (the reads run on
  * libuv's threads, on the other core, when they overlap the decodes): a single-thread figure
- * that holds under load.
+ * far steadier under load than the wall clock, though cache and memory contention still move it.
  */
 function threadCpu(): number {
   try {
@@ -436,7 +436,7 @@ async function bench(name: string) {
     console.log(
       `  goal, ds.tiles() from a folder: ${goal("this thread vs decodeTileSync", ratio("ds1", "full"), 0.8)}; ${goal("threads: 2 vs decodeTileSync", ratio("ds2", "full"), 1.4)}`,
     );
-    // The calling thread's own CPU time (Linux), steady under load: for ds.tiles() on this thread,
+    // The calling thread's own CPU time (Linux), steadier under load: for ds.tiles() on this thread,
     // decodeTileSync's over it is the best wall ratio idle cores can give (reads fully overlapped);
     // with threads, it is what the calling thread spends per nonzero beside the workers.
     console.log(
