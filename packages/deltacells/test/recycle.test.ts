@@ -17,7 +17,10 @@ import {
   withStats,
 } from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
+import { createLocalDecoder } from "../src/codec/local-decoder.js";
+import type { LentBytes, RecycledTile } from "../src/codec/recycle.js";
 import { tileKey } from "../src/dataset/manifest.js";
+import { poolTileDecoder, type TileDecoder } from "../src/dataset/reader.js";
 import {
   createTilePool,
   type DatasetTile,
@@ -333,5 +336,118 @@ test("through the storage wrappers (stats, retries, a concurrency limit, coalesc
     }
   } finally {
     await rm(dir, { recursive: true, force: true });
+  }
+});
+
+/** A memory store that reads into the reader's memory (as a folder does) and records which tiles it was asked for, in order. */
+class IntoStore extends MemoryStore {
+  tileReads: number[] = [];
+  async getInto(key: string, allocate: (size: number) => Uint8Array, opts?: { signal?: AbortSignal }) {
+    if (key.startsWith("tiles/")) this.tileReads.push(Number(/(\d+)\.dct$/.exec(key)![1]));
+    const bytes = await this.get(key, opts);
+    if (bytes === undefined) return undefined;
+    const space = allocate(bytes.length).subarray(0, bytes.length);
+    space.set(bytes);
+    return space;
+  }
+}
+
+/**
+ * `inner` counting what it lends (tile bytes) and the tiles it decodes until they are given back;
+ * `idle()` resolves once nothing is out any more.
+ */
+function countingDecoder(inner: TileDecoder & { lend(size: number): LentBytes }) {
+  let out = 0;
+  let waiting: (() => void) | undefined;
+  const back = () => {
+    out--;
+    if (out === 0) waiting?.();
+  };
+  const counts = { reads: 0, decodes: 0 };
+  const decoder: TileDecoder & { lend(size: number): LentBytes } = {
+    threads: inner.threads,
+    renumbers: inner.renumbers,
+    lend(size) {
+      const lent = inner.lend(size);
+      counts.reads++;
+      out++;
+      let given = false;
+      return {
+        bytes: lent.bytes,
+        release() {
+          assert.equal(given, false, "tile bytes given back twice");
+          given = true;
+          lent.release();
+          back();
+        },
+      };
+    },
+    async decode(bytes, opts) {
+      counts.decodes++;
+      out++;
+      let tile: RecycledTile;
+      try {
+        tile = (await inner.decode(bytes, opts)) as RecycledTile;
+      } catch (err) {
+        back();
+        throw err;
+      }
+      const release = tile.release;
+      tile.release = () => {
+        if (!tile.released) back();
+        release();
+      };
+      return tile;
+    },
+  };
+  const idle = () => (out === 0 ? Promise.resolve() : new Promise<void>((r) => (waiting = r)));
+  return { decoder, counts, idle };
+}
+
+test("ds.tiles() reads further ahead than it decodes, and leaving early (break, abort) gives back every read and decoded tile", async () => {
+  const store = new IntoStore();
+  const written = await dataset(150, 16); // 10 tiles
+  for (const key of await written.list()) await store.set(key, (await written.get(key))!);
+  for (const threads of [0, 2]) {
+    const pool = threads ? poolTileDecoder(threads) : undefined;
+    try {
+      const plain = await openDataset(store);
+      const want: ReturnType<typeof contents>[] = [];
+      for await (const { tile } of plain.tiles()) want.push(contents(tile));
+      // Whole loops, a break and an abort, each on a fresh count.
+      for (const stop of ["none", "break", "abort"] as const) {
+        const { decoder, counts, idle } = countingDecoder(pool?.decoder ?? createLocalDecoder());
+        const ds = await openDataset(store, { decoder });
+        store.tileReads = [];
+        const abort = new AbortController();
+        const got: ReturnType<typeof contents>[] = [];
+        const loop = async () => {
+          for await (const { index, tile } of ds.tiles({ prefetch: 1, signal: abort.signal })) {
+            if (index === 0) {
+              // The first tile in hand: one tile decoded ahead, three more read ahead of that.
+              assert.deepEqual(store.tileReads, [0, 1, 2, 3, 4], `threads ${threads}`);
+              assert.ok(counts.decodes <= 2, `${counts.decodes} decodes started`);
+            }
+            got.push(contents(tile));
+            tile.release();
+            if (index === 2 && stop === "break") break;
+            if (index === 2 && stop === "abort") abort.abort(new Error("stop"));
+          }
+        };
+        if (stop === "abort") await assert.rejects(loop(), /stop/);
+        else await loop();
+        await idle();
+        assert.deepEqual(got, stop === "none" ? want : want.slice(0, 3), `${stop}, threads ${threads}`);
+        // Each tile read once, in order; after a stop at tile 2, nothing past tile 2 + 1 + 3.
+        const last = stop === "none" ? 9 : 6;
+        assert.deepEqual(
+          store.tileReads,
+          Array.from({ length: last + 1 }, (_, i) => i),
+        );
+        assert.equal(counts.reads, last + 1);
+      }
+    } finally {
+      await pool?.close();
+    }
   }
 });

@@ -59,7 +59,7 @@ export interface TileDecoder {
    * the reader renumbers the decoded tile itself.
    */
   readonly renumbers?: boolean;
-  /** Number of workers, for a pool: `tiles()` then keeps that many tiles decoding ahead. */
+  /** Number of workers, for a pool: `tiles()` then keeps twice that many tiles decoding ahead. */
   readonly threads?: number;
   /**
    * Decodes a whole tile straight into the rows of other arrays (the codec's decoders and pools;
@@ -489,8 +489,11 @@ export class Dataset {
 
   /**
    * The tiles in order, each with its first cell; the next tiles' GETs and decodes start while the
-   * caller works on the current one (`prefetch` tiles ahead; default 1, or the pool's number of
-   * workers). Each tile is lent: `release()` it once done with it (or `using tile = ...`) and
+   * caller works on the current one (`prefetch` tiles decoded ahead: default 1 on this thread,
+   * twice the workers on a pool, so that each worker has a whole tile queued and no tile is split
+   * for want of work; GETs run 3 tiles further ahead, none with `prefetch: 0`). Leaving the loop (break,
+   * throw, or `signal` aborted, which stops it at the next tile) gives back what was read or
+   * decoded ahead. Each tile is lent: `release()` it once done with it (or `using tile = ...`) and
    * the loop runs without allocating; a tile kept unreleased stays valid (see {@link DatasetTile}).
    *
    *     for await (const { cellStart, tile } of ds.tiles()) {
@@ -503,29 +506,69 @@ export class Dataset {
   ): AsyncGenerator<{ index: number; cellStart: number; tile: DatasetTile }> {
     const start = opts.start ?? 0;
     const end = opts.end ?? this.nTiles;
-    const ahead = Math.max(0, opts.prefetch ?? Math.max(1, this.decoder.threads ?? 1));
-    const queue: Promise<DatasetTile>[] = [];
-    let next = start;
-    const fill = () => {
-      while (next < end && queue.length <= ahead) {
-        const p = this.tile(next++, opts);
-        p.catch(() => {}); // observed when its turn comes; avoids an unhandled rejection meanwhile
-        queue.push(p);
+    const ahead = Math.max(0, opts.prefetch ?? Math.max(1, 2 * (this.decoder.threads ?? 0)));
+    // GETs run further ahead than decodes: a tile's bytes are small next to its decoded arrays,
+    // and a read from a folder takes several event-loop turns (open, fstat, read, stat), which
+    // a busy decoding thread hands out only between tiles.
+    const readAhead = ahead === 0 ? 0 : ahead + READ_AHEAD;
+    // Tiles i, i+1, ... from the current one: each read started, its decode once within `ahead`.
+    const slots: {
+      read: Promise<{ bytes: Uint8Array; done(): void }>;
+      tile?: Promise<DatasetTile>;
+      settled?: boolean;
+    }[] = [];
+    let nextRead = start;
+    let reading = 0;
+    const fill = (i: number) => {
+      while (nextRead < end && nextRead - i <= readAhead) {
+        const read = this.fetchTile(nextRead++, opts.signal);
+        reading++;
+        // Observed when its turn comes; the handler also avoids an unhandled rejection meanwhile.
+        const settled = () => void reading--;
+        read.then(settled, settled);
+        slots.push({ read });
+      }
+      for (let k = 0; k < slots.length && k <= ahead; k++) {
+        const slot = slots[k]!;
+        if (slot.tile !== undefined) continue;
+        const t = i + k;
+        slot.tile = slot.read.then(async ({ bytes, done }) => {
+          try {
+            return await this.tileFromBytes(t, bytes, opts);
+          } finally {
+            done();
+          }
+        });
+        const settled = () => void (slot.settled = true);
+        slot.tile.then(settled, settled);
       }
     };
     try {
       for (let i = start; i < end; i++) {
-        fill();
-        const tile = await queue.shift()!;
+        // Aborted: stop at the next tile, even one already read and decoded.
+        opts.signal?.throwIfAborted();
+        fill(i);
+        // An event-loop turn while reads are under way and the tile is ready: they advance even
+        // when every tile is (awaiting a settled promise never lets the I/O callbacks run).
+        const slot = slots.shift()!;
+        if (reading > 0 && slot.settled) await ioTurn();
+        const tile = await slot.tile!;
         yield { index: i, cellStart: this.tileStart(i), tile };
       }
     } finally {
-      // Stopped early (break, throw): the tiles read ahead were never handed out.
-      for (const p of queue)
-        p.then(
-          (t) => t.release(),
-          () => {},
-        );
+      // Stopped early (break, throw): the tiles read or decoded ahead were never handed out.
+      for (const slot of slots) {
+        if (slot.tile !== undefined)
+          slot.tile.then(
+            (t) => t.release(),
+            () => {},
+          );
+        else
+          slot.read.then(
+            (r) => r.done(),
+            () => {},
+          );
+      }
     }
   }
 
@@ -649,6 +692,24 @@ export class Dataset {
   }
 }
 
+/** Tiles {@link Dataset.tiles} reads beyond those it decodes ahead. */
+const READ_AHEAD = 3;
+
+/** Resolves after the event loop has run its pending I/O callbacks (a macrotask, not a microtask). */
+function ioTurn(): Promise<void> {
+  const immediate = (globalThis as { setImmediate?: (f: () => void) => unknown }).setImmediate;
+  if (immediate !== undefined) return new Promise((resolve) => immediate(resolve));
+  // Browsers: a message is a task too, without setTimeout's 4 ms clamp.
+  const channel = new MessageChannel();
+  return new Promise((resolve) => {
+    channel.port1.onmessage = () => {
+      channel.port1.close();
+      resolve();
+    };
+    channel.port2.postMessage(undefined);
+  });
+}
+
 /** The parts copied into new arrays (always: the parts are lent tiles, about to be released). */
 function concatRows(parts: DecodedTile[], nGenes: number, float: boolean): CellRows {
   let nCells = 0;
@@ -714,7 +775,10 @@ export async function openDataset(
  * A decoder on a new pool of `threads` workers, lending shared memory to read tiles into (they
  * then reach the workers without a copy), and the way to stop the pool.
  */
-export function poolTileDecoder(threads: number): { decoder: TileDecoder; close(): Promise<void> } {
+export function poolTileDecoder(threads: number): {
+  decoder: TileDecoder & { lend(size: number): LentBytes };
+  close(): Promise<void>;
+} {
   const pool = createTilePool({ threads });
   const inputs = canShareMemory()
     ? new BufferRecycler<ArrayBuffer | SharedArrayBuffer>((n) => new SharedArrayBuffer(n))
