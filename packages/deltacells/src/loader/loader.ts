@@ -414,13 +414,7 @@ export async function createLoader(
 export async function createLoader(dataset: Dataset, options?: LoaderOptions): Promise<Loader>;
 export async function createLoader(dataset: Dataset, options: LoaderOptions = {}): Promise<Loader> {
   const s = settingsOf(dataset, options);
-  const map = await resolveGenes(dataset, options.genes, s.columnOrder);
-  const frame =
-    s.obs.length > 0
-      ? await dataset.obs(s.obs, { cacheDir: options.obsCacheDir, signal: options.signal })
-      : undefined;
-  const obs = frame && new ObsGather(frame.columns, s.obsLabels);
-
+  // The pool's workers start up (load the codec) while the genes and obs columns are read.
   let tiles = dataset;
   let onClose = async () => {};
   if (s.threads !== undefined) {
@@ -428,6 +422,20 @@ export async function createLoader(dataset: Dataset, options: LoaderOptions = {}
     tiles = new Dataset(dataset.store, dataset.manifest, pool.decoder);
     onClose = pool.close;
   }
+  let map: ColumnMap;
+  let obs: ObsGather | undefined;
+  try {
+    map = await resolveGenes(dataset, options.genes, s.columnOrder);
+    const frame =
+      s.obs.length > 0
+        ? await dataset.obs(s.obs, { cacheDir: options.obsCacheDir, signal: options.signal })
+        : undefined;
+    obs = frame && new ObsGather(frame.columns, s.obsLabels);
+  } catch (err) {
+    await onClose();
+    throw err;
+  }
+
   // What each path holds at most (tiles and batch buffers); the slot path holds more batch
   // buffers and no decoded tiles: where only the copying path fits the cap, it is taken.
   const needs = (slots: boolean) => {
