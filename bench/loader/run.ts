@@ -13,8 +13,12 @@
  *      written by its own writer from the same .h5ad), scipy CSR batches with obs, as its README
  *      shows it.
  *
- *   npm run build     # (c) runs the built command (bin/deltacells.js), as a user would
- *   node --import tsx --conditions=source bench/loader/run.ts --annbatch-python "$(/path/to/annbatch-py311.sh)"
+ *   npm run build     # the packages' dist, as a user runs them (tsx only compiles this script)
+ *   node --import tsx bench/loader/run.ts --annbatch-python "$(/path/to/annbatch-py311.sh)"
+ *
+ * (With `--conditions=source` the loader rows run the TypeScript sources instead: every pool worker
+ * then compiles them through tsx before its first tile, which adds about a second to each first
+ * batch. (c) always runs the built command, bin/deltacells.js.)
  *
  * Options: --dir DIR (inputs, made once: default $TMPDIR/deltacells-bench-loader), --cells N,
  * --reps N (each row measured N times, interleaved; the median is reported), --skip a,b,c,d.
