@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import time
 
@@ -42,6 +43,12 @@ def write(src: str, out: str) -> None:
     print(json.dumps({"annbatch_write_seconds": round(time.perf_counter() - t0, 1)}), flush=True)
 
 
+def _cpu() -> float:
+    """CPU seconds of this process (every thread) and of any children waited for."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def read(store: str, batch_size: int, limit: int | None, obs: str | None, seed: int) -> None:
     collection = annbatch.DatasetCollection(store, mode="r")
     loader = annbatch.Loader(
@@ -52,6 +59,7 @@ def read(store: str, batch_size: int, limit: int | None, obs: str | None, seed: 
         preload_to_gpu=False,
         rng=np.random.default_rng(seed),
     ).use_collection(collection)
+    cpu0 = _cpu()
     t0 = time.perf_counter()
     first = None
     cells = nnz = batches = 0
@@ -70,6 +78,7 @@ def read(store: str, batch_size: int, limit: int | None, obs: str | None, seed: 
         if limit is not None and cells >= limit:
             break
     seconds = time.perf_counter() - t0
+    cpu = _cpu() - cpu0
     print(
         json.dumps(
             {
@@ -80,6 +89,7 @@ def read(store: str, batch_size: int, limit: int | None, obs: str | None, seed: 
                 "first_batch_s": round(first or 0.0, 3),
                 "seconds": round(seconds, 3),
                 "cells_per_s": round(cells / seconds, 1),
+                "cpu_s": round(cpu, 3),
             }
         ),
         flush=True,

@@ -13,8 +13,12 @@
  *      written by its own writer from the same .h5ad), scipy CSR batches with obs, as its README
  *      shows it.
  *
- *   npm run build     # (c) runs the built command (bin/deltacells.js), as a user would
- *   node --import tsx --conditions=source bench/loader/run.ts --annbatch-python "$(/path/to/annbatch-py311.sh)"
+ *   npm run build     # the packages' dist, as a user runs them (tsx only compiles this script)
+ *   node --import tsx bench/loader/run.ts --annbatch-python "$(/path/to/annbatch-py311.sh)"
+ *
+ * (With `--conditions=source` the loader rows run the TypeScript sources instead: every pool worker
+ * then compiles them through tsx before its first tile, which adds about a second to each first
+ * batch. (c) always runs the built command, bin/deltacells.js.)
  *
  * Options: --dir DIR (inputs, made once: default $TMPDIR/deltacells-bench-loader), --cells N,
  * --reps N (each row measured N times, interleaved; the median is reported), --skip a,b,c,d.
@@ -61,12 +65,14 @@ interface Row {
   firstBatch: number;
   /** Cells per second after the first batch (worker start-up and the first window left out). */
   steady: number;
+  /** CPU seconds of the epoch, every process and thread (the Python rows: less sensitive to the load than seconds). */
+  cpu?: number;
 }
 const rows = new Map<string, Row[]>();
 function record(name: string, r: Row): void {
   rows.set(name, [...(rows.get(name) ?? []), r]);
   console.error(
-    `  ${name.padEnd(22)} ${(r.cells / r.seconds).toFixed(0).padStart(8)} cells/s, first batch ${r.firstBatch.toFixed(2)} s, then ${r.steady.toFixed(0)} cells/s`,
+    `  ${name.padEnd(22)} ${(r.cells / r.seconds).toFixed(0).padStart(8)} cells/s, first batch ${r.firstBatch.toFixed(2)} s, then ${r.steady.toFixed(0)} cells/s${r.cpu === undefined ? "" : `, CPU ${r.cpu.toFixed(2)} s`}`,
   );
 }
 function median(name: string): Row | undefined {
@@ -229,10 +235,10 @@ function pythonSide(python: string, argv: string[], env: Record<string, string> 
       const line = out.trim().split("\n").at(-1) ?? "";
       if (code !== 0 || !line.startsWith("{"))
         return fail(new Error(`${python} ${argv.join(" ")} failed (${code}):\n${err}`));
-      const j = JSON.parse(line) as { cells: number; seconds: number; first_batch_s: number };
+      const j = JSON.parse(line) as { cells: number; seconds: number; first_batch_s: number; cpu_s: number };
       // The first batch is a full one (the datasets here hold many batches).
       const steady = after(j.cells, j.seconds, Math.min(BATCH, j.cells), j.first_batch_s);
-      ok({ cells: j.cells, seconds: j.seconds, firstBatch: j.first_batch_s, steady });
+      ok({ cells: j.cells, seconds: j.seconds, firstBatch: j.first_batch_s, steady, cpu: j.cpu_s });
     });
   });
 }
@@ -332,9 +338,24 @@ const steadyRatio = (a: string, b: string) => {
   const x = (median(a)?.steady ?? Number.NaN) / (median(b)?.steady ?? Number.NaN);
   return Number.isFinite(x) ? `${x.toFixed(2)}x` : "-";
 };
+/** Cells per CPU second of a against b (medians of each; the Python rows only). */
+const cpuRatio = (a: string, b: string) => {
+  const per = (name: string) => {
+    const rs = rows.get(name) ?? [];
+    const v = rs.map((r) => r.cells / (r.cpu ?? Number.NaN)).sort((x, y) => x - y);
+    return v[(v.length - 1) >> 1] ?? Number.NaN;
+  };
+  const x = per(a) / per(b);
+  return Number.isFinite(x) ? `; per CPU second ${x.toFixed(2)}x` : "";
+};
+const cpuOf = (name: string) => {
+  const v = (rows.get(name) ?? []).map((r) => r.cpu ?? Number.NaN).sort((x, y) => x - y);
+  const m = v[(v.length - 1) >> 1];
+  return m === undefined || Number.isNaN(m) ? "" : `${m.toFixed(2)} s`;
+};
 const lines = [
-  `| row | cells/s (epoch) | first batch | cells/s after it | ratio (epoch; after the first batch) |`,
-  `|---|---|---|---|---|`,
+  `| row | cells/s (epoch) | first batch | cells/s after it | CPU (epoch) | ratio (epoch; after the first batch) |`,
+  `|---|---|---|---|---|---|`,
   ...[...rows.keys()].map((name) => {
     const r = median(name)!;
     const ref = name.startsWith("folder")
@@ -342,9 +363,9 @@ const lines = [
       : name.startsWith("s3 ") && name !== "s3 raw GET"
         ? `${ratio(name, name.replace("s3", "folder"))} of the folder, ${ratio(name, "s3 raw GET")} of raw GETs`
         : name.startsWith("stream")
-          ? `${ratio(name, "annbatch")} of annbatch; ${steadyRatio(name, "annbatch")}`
+          ? `${ratio(name, "annbatch")} of annbatch; ${steadyRatio(name, "annbatch")}${cpuRatio(name, "annbatch")}`
           : "";
-    return `| ${name} | ${fmt(r)} | ${r.firstBatch.toFixed(2)} s | ${Math.round(r.steady).toLocaleString("en-US")} | ${ref} |`;
+    return `| ${name} | ${fmt(r)} | ${r.firstBatch.toFixed(2)} s | ${Math.round(r.steady).toLocaleString("en-US")} | ${cpuOf(name)} | ${ref} |`;
   }),
 ];
 console.log(lines.join("\n"));

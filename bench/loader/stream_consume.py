@@ -5,7 +5,8 @@ obs labels, as a training loop would take them.
 Usage: conformance/.venv/bin/python bench/loader/stream_consume.py DATASET [--batch-size 4096]
        [--threads N] [--obs cell_type] [--seed S]
 The command is $DELTACELLS (see the module). Prints one JSON line: cells, batches, nonzeros, seconds
-to the first batch and cells per second over the epoch, both from the moment the command starts.
+to the first batch and cells per second over the epoch, both from the moment the command starts,
+and the CPU seconds of the epoch (this process and the command, every thread of both).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import time
 
@@ -20,6 +22,12 @@ import scipy.sparse as sp
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "python"))
 from deltacells_stream import iter_batches  # noqa: E402
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and of its children waited for (the command, once it exits)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def main() -> None:
@@ -31,6 +39,7 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
     obs = [c for c in a.obs.split(",") if c]
+    cpu0 = _cpu()
     t0 = time.perf_counter()
     first = None
     cells = nnz = batches = labelled = 0
@@ -45,6 +54,7 @@ def main() -> None:
         for name in obs:
             labelled += int(len(batch.obs[name]) == batch.X.shape[0])
     seconds = time.perf_counter() - t0
+    cpu = _cpu() - cpu0
     print(
         json.dumps(
             {
@@ -55,6 +65,7 @@ def main() -> None:
                 "first_batch_s": round(first or 0.0, 3),
                 "seconds": round(seconds, 3),
                 "cells_per_s": round(cells / seconds, 1),
+                "cpu_s": round(cpu, 3),
             }
         ),
         flush=True,

@@ -7,8 +7,10 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { RangeQuery, ReadableStore } from "@deltacells/storage";
+import { createLocalDecoder } from "../src/codec/local-decoder.js";
 import { tileKey } from "../src/dataset/manifest.js";
 import {
+  type Batch,
   createLoader,
   type Dataset,
   decodeTile,
@@ -127,7 +129,8 @@ function countingDecoder() {
 test("tiles are decoded ahead only as far as the memory cap allows, whatever the dataset's size", async () => {
   const { store } = await loaderDataset(400);
   const opts = { batchSize: 6, seed: 2, bufferTiles: 8, prefetch: 1 };
-  const probe = await openDataset(store);
+  // The copying path (a decoder without scatter), whose batch buffers are those reserved here.
+  const probe = await openDataset(store, { decoder: countingDecoder().decoder });
   const { batchBytes } = (await createLoader(probe, opts)).memory;
   const m = probe.manifest;
   const costs = m.tile_cells.map((c, t) => 8 * (c + 1) + 8 * m.tile_nnz[t]! + m.tile_bytes[t]!);
@@ -160,6 +163,64 @@ test("tiles are decoded ahead only as far as the memory cap allows, whatever the
   // With the default cap the same loader holds more at once (so the bound above can fail).
   const loose = await run();
   assert.ok(loose.live.peak > budget, `${loose.live.peak} <= ${budget}`);
+});
+
+/** The bytes of every distinct buffer behind a batch's arrays (views of the loader's recycled buffers). */
+function batchBuffers(b: Batch, seen: Set<ArrayBufferLike>): void {
+  const views = b.format === "csr" ? [b.cells, b.indptr, b.indices, b.data] : [b.cells, b.values];
+  for (const v of views) seen.add(v.buffer);
+}
+
+test("every batch buffer the loader allocates is counted against the cap, on both paths, CSR and dense", async () => {
+  const { store } = await loaderDataset(400);
+  // Small batches from windows of 64 cells: on the slot path a window spans many batches, and
+  // their buffers are held at once.
+  const opts = { batchSize: 6, seed: 2, bufferTiles: 8, prefetch: 1 } as const;
+  const local = createLocalDecoder();
+  const decoders = {
+    slots: { ...local, renumbers: true } as TileDecoder,
+    copying: { decode: local.decode, renumbers: true } as TileDecoder,
+  };
+  for (const [path, decoder] of Object.entries(decoders))
+    for (const output of ["csr", "dense"] as const) {
+      const what = `${path}, ${output}`;
+      const ds = await openDataset(store, { decoder });
+      // The least cap the loader accepts, as its refusal says.
+      const refusal = await createLoader(ds, { ...opts, output, memoryCap: 1 }).then(
+        () => assert.fail("a cap of 1 byte is refused"),
+        (e: unknown) => e,
+      );
+      assert.ok(isDeltacellsError(refusal, "InvalidInput"));
+      const least = Number(/^>= (\d+)$/.exec(String(refusal.expected))?.[1]);
+      assert.ok(least > 0, String(refusal.expected));
+      for (const cap of [undefined, least]) {
+        const loader = await createLoader(ds, { ...opts, output, memoryCap: cap });
+        const seen = new Set<ArrayBufferLike>();
+        let cells = 0;
+        for await (const b of loader) {
+          batchBuffers(b, seen);
+          cells += b.size;
+          b.release();
+        }
+        assert.equal(cells, 400);
+        const allocated = [...seen].reduce((n, buf) => n + buf.byteLength, 0);
+        const m = loader.memory;
+        assert.ok(
+          allocated <= m.batchBytes,
+          `${what}: ${allocated} bytes of batch buffers, ${m.batchBytes} reserved`,
+        );
+        assert.ok(
+          allocated <= m.peakBatchBytes,
+          `${what}: the loader counted ${m.peakBatchBytes} of ${allocated}`,
+        );
+        assert.ok(
+          allocated + m.peakTileBytes <= m.capBytes,
+          `${what}: ${allocated} bytes of batch buffers and up to ${m.peakTileBytes} of tiles, cap ${m.capBytes}`,
+        );
+        assert.ok(m.peakBytes <= m.capBytes, `${what}: ${m.peakBytes} held at once, cap ${m.capBytes}`);
+        await loader.close();
+      }
+    }
 });
 
 test("breaking out gives every tile back, reports nothing, and the next iteration goes on from there", async () => {

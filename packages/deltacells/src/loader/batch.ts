@@ -4,6 +4,7 @@
  * batch refuses to be read (so a kept reference fails loudly instead of showing other cells).
  */
 import { DeltacellsError } from "../errors.js";
+import type { MemoryLedger } from "./memory.js";
 import type { BatchObsColumn } from "./obs.js";
 
 interface BatchCommon {
@@ -59,7 +60,10 @@ export interface DenseBatch extends BatchCommon {
 
 export type Batch = CsrBatch | DenseBatch;
 
-/** The recycled arrays of one batch. */
+/** Nonzeros a CSR batch's arrays start with: at least this, else the hint. */
+const MIN_NNZ = 1024;
+
+/** The recycled arrays of one batch, counted in the loader's memory ledger as allocated and grown. */
 export class BatchArrays {
   cells: Float64Array;
   indptr: Float64Array;
@@ -75,13 +79,22 @@ export class BatchArrays {
     nnzHint: number,
     /** Rows and values in shared memory (a pool's workers write them; see the slot path). */
     readonly shared = false,
+    private readonly ledger?: MemoryLedger,
   ) {
     this.cells = new Float64Array(batchSize);
     this.indptr = new Float64Array(format === "csr" ? batchSize + 1 : 0);
-    const cap = format === "csr" ? Math.max(1024, nnzHint) : 0;
+    const cap = format === "csr" ? Math.max(MIN_NNZ, nnzHint) : 0;
     this.indices = this.ints(cap);
     this.data = values === "float32" ? this.floats(cap) : this.ints(cap);
     this.dense = this.floats(format === "dense" ? batchSize * nCols : 0);
+    ledger?.addBatches(this.bytes);
+  }
+
+  /** The bytes the constructor allocates for these arguments (what `bytes` is until a `grow`). */
+  static bytesFor(batchSize: number, nCols: number, format: "csr" | "dense", nnzHint: number): number {
+    return format === "csr"
+      ? 8 * batchSize + 8 * (batchSize + 1) + 8 * Math.max(MIN_NNZ, nnzHint)
+      : 8 * batchSize + 4 * batchSize * nCols;
   }
 
   private ints(n: number): Int32Array {
@@ -92,16 +105,21 @@ export class BatchArrays {
     return this.shared ? new Float32Array(new SharedArrayBuffer(4 * n)) : new Float32Array(n);
   }
 
-  /** Makes room for `need` nonzeros, keeping the first `keep`. */
+  /**
+   * Makes room for `need` nonzeros, keeping the first `keep`. By a quarter at least (copied rows
+   * come one at a time), not doubling: the buffer is kept for later batches and counted against
+   * the memory cap.
+   */
   grow(need: number, keep: number): void {
-    let cap = this.indices.length;
-    while (cap < need) cap *= 2;
+    const before = this.bytes;
+    const cap = Math.max(need, Math.ceil(1.25 * this.indices.length));
     const indices = this.ints(cap);
     indices.set(this.indices.subarray(0, keep));
     const data = this.values === "float32" ? this.floats(cap) : this.ints(cap);
     (data as Int32Array).set((this.data as Int32Array).subarray(0, keep));
     this.indices = indices;
     this.data = data;
+    this.ledger?.addBatches(this.bytes - before);
   }
 
   /** Bytes held. */
@@ -110,13 +128,14 @@ export class BatchArrays {
   }
 }
 
-/** Keeps released batch arrays for the next batches. */
+/** Keeps released batch arrays for the next batches (at most as many as the loader can hold at once). */
 export class BatchRecycler {
   private readonly free: BatchArrays[] = [];
 
   constructor(
     private readonly make: () => BatchArrays,
     private readonly keep: number,
+    private readonly ledger?: MemoryLedger,
   ) {}
 
   acquire(): BatchArrays {
@@ -125,6 +144,7 @@ export class BatchRecycler {
 
   release(a: BatchArrays): void {
     if (this.free.length < this.keep) this.free.push(a);
+    else this.ledger?.addBatches(-a.bytes);
   }
 }
 

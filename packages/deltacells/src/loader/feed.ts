@@ -1,7 +1,9 @@
 /**
  * Fetches and decodes the tiles of an epoch's shuffle windows in order, ahead of the batches, as
- * far as a byte budget allows: a tile is started only when its decoded size (known exactly from
- * the manifest: `tile_cells`, `tile_nnz`) plus its stored size fits beside the tiles held. Tiles
+ * far as the memory cap allows: a tile of a later window is started only when its decoded size
+ * (known exactly from the manifest: `tile_cells`, `tile_nnz`) plus its stored size fits beside
+ * everything the loader holds (memory.ts); the tiles of the oldest window held always start (the
+ * batches wait for them; the loader was refused at creation if a window could not fit). Tiles
  * come from the dataset's reader, whose decoders lend recycled buffers; a window's tiles are given
  * back as soon as the batches have taken every cell of it.
  */
@@ -11,6 +13,7 @@ import { outputBytes } from "../codec/recycle.js";
 import { tileKey } from "../dataset/manifest.js";
 import type { Dataset, DatasetTile } from "../dataset/reader.js";
 import { DeltacellsError } from "../errors.js";
+import type { MemoryLedger } from "./memory.js";
 import type { EpochPlan, Segment } from "./plan.js";
 
 /** What the loader does with a tile it cannot read or decode. */
@@ -40,10 +43,13 @@ export interface LoadedSegment {
 /** What a tile or a window waited for answers once the loader has stopped (never reported as a fault). */
 export const STOPPED = new Error("the loader stopped before this tile was used");
 
-/** Bytes the loader counts for one tile while it is fetched, decoded and held. */
-export function tileCost(ds: Dataset, t: number): number {
+/**
+ * Bytes the loader counts for one tile while it is fetched, decoded and held; `stored`: only
+ * fetched (the slot path decodes it straight into the batch buffers, counted on their own).
+ */
+export function tileCost(ds: Dataset, t: number, stored = false): number {
   const m = ds.manifest;
-  return outputBytes(m.tile_cells[t]!, m.tile_nnz[t]!) + m.tile_bytes[t]!;
+  return (stored ? 0 : outputBytes(m.tile_cells[t]!, m.tile_nnz[t]!)) + m.tile_bytes[t]!;
 }
 
 interface Entry {
@@ -63,6 +69,8 @@ export class TileFeed {
   private held = 0;
   private closed = false;
   private readonly waiters: (() => void)[] = [];
+  /** Windows being given back, or given back. */
+  private readonly releases = new Map<number, Promise<void>>();
   /** The most bytes held at once (tiles started and not yet given back). */
   peak = 0;
 
@@ -70,7 +78,7 @@ export class TileFeed {
     private readonly ds: Dataset,
     plan: EpochPlan,
     windows: [number, number],
-    private readonly budget: number,
+    private readonly ledger: MemoryLedger,
     private readonly maxInFlight: number,
     private readonly values: "int32" | "float32",
     /** A renumbering the decoder applies (`Dataset.tile`'s `columns`), or undefined. */
@@ -78,14 +86,14 @@ export class TileFeed {
     private readonly signal?: AbortSignal,
     /**
      * Fetch the stored tiles and check their layouts instead of decoding them (the slot path:
-     * the tiles are decoded later, straight into the batches). The same bytes are counted.
+     * the tiles are decoded later, straight into the batches). Only the stored bytes are counted.
      */
     private readonly stored = false,
   ) {
     for (let w = windows[0]; w < windows[1]; w++) {
       const list: Entry[] = [];
       for (const segment of plan.windows[w]!.segments) {
-        const e = { window: w, segment, cost: tileCost(ds, segment.tile), result: undefined };
+        const e = { window: w, segment, cost: tileCost(ds, segment.tile, stored), result: undefined };
         this.entries.push(e);
         list.push(e);
       }
@@ -105,10 +113,11 @@ export class TileFeed {
       // One window ahead of the oldest held is enough to keep the decoder busy; going further
       // only holds more memory (and makes the decoder allocate buffers instead of reusing them).
       if (e.window > this.oldestHeld() + 1) return;
-      // Always let one tile through when nothing is held, so a budget check can never stall.
-      if (this.held > 0 && this.held + e.cost > this.budget) return;
+      // The oldest window always goes through, so the cap can never stall the batches.
+      if (e.window > this.oldestHeld() && !this.ledger.fits(e.cost)) return;
       this.next++;
       this.held += e.cost;
+      this.ledger.addTiles(e.cost);
       this.peak = Math.max(this.peak, this.held);
       this.inFlight++;
       e.result = this.load(e.segment).finally(() => {
@@ -170,7 +179,7 @@ export class TileFeed {
     while (list.some((e) => e.result === undefined)) {
       if (this.closed) throw STOPPED;
       if (this.inFlight === 0 && this.releasing === 0)
-        throw new Error(`the loader's budget of ${this.budget} bytes cannot hold window ${w}`);
+        throw new Error(`the loader's memory cap of ${this.ledger.cap} bytes cannot hold window ${w}`);
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
     return Promise.all(list.map((e) => e.result!));
@@ -182,17 +191,28 @@ export class TileFeed {
   }
 
   /** Gives back window w's tiles. */
-  async releaseWindow(w: number): Promise<void> {
+  releaseWindow(w: number): Promise<void> {
+    let p = this.releases.get(w);
+    if (p === undefined) {
+      p = this.release(w);
+      this.releases.set(w, p);
+    }
+    return p;
+  }
+
+  private async release(w: number): Promise<void> {
     const list = this.byWindow.get(w);
     if (list === undefined) return;
-    this.byWindow.delete(w);
     for (const e of list) {
       if (e.result === undefined) continue;
       const r = await e.result;
       r.tile?.release();
       r.stored?.done();
       this.held -= e.cost;
+      this.ledger.addTiles(-e.cost);
     }
+    // Only now is the next window the oldest held (whose tiles start whatever the cap says).
+    this.byWindow.delete(w);
     this.pump();
   }
 

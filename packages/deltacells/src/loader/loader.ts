@@ -17,6 +17,7 @@ import {
 } from "./batch.js";
 import { type SkippedTile, TileFeed, tileCost } from "./feed.js";
 import { type ColumnMap, decoderColumns, type LoaderGenes, resolveGenes } from "./genes.js";
+import { MemoryLedger } from "./memory.js";
 import { ObsGather } from "./obs.js";
 import { type LoaderOptions, type LoaderSettings, type LoaderState, settingsOf } from "./options.js";
 import { EpochPlan } from "./plan.js";
@@ -40,12 +41,22 @@ export interface EpochSummary {
 export interface LoaderMemory {
   /** The `memoryCap` option. */
   capBytes: number;
-  /** Of which reserved for batch buffers (estimated from the densest tile). */
+  /**
+   * Of which reserved for batch buffers: as many as the loader can hold at once (the prefetched
+   * batches, the one being consumed and, on the slot path, those of the two shuffle windows being
+   * decoded), sized for the densest tile.
+   */
   batchBytes: number;
-  /** Tile bytes (stored + decoded) held now. */
+  /** Tile bytes held now (stored, plus decoded on the copying path). */
   tileBytes: number;
   /** The most tile bytes held at once so far. */
   peakTileBytes: number;
+  /** Batch buffer bytes held now (lent to batches not yet released, or kept for the next ones). */
+  heldBatchBytes: number;
+  /** The most batch buffer bytes held at once so far. */
+  peakBatchBytes: number;
+  /** The most bytes held at once so far, tiles and batch buffers together. */
+  peakBytes: number;
 }
 
 /** Shuffled, sharded, resumable batches; see {@link createLoader}. */
@@ -88,8 +99,6 @@ class DatasetLoader implements Loader {
   private leftHeld = 0;
   private held: TileFeed | undefined;
   private readonly recycler: BatchRecycler;
-  /** Whether decoders write rows straight into the batches (slots.ts) instead of this thread copying them. */
-  private readonly slots: boolean;
 
   constructor(
     private readonly ds: Dataset,
@@ -97,8 +106,10 @@ class DatasetLoader implements Loader {
     private readonly s: LoaderSettings,
     private readonly map: ColumnMap,
     private readonly obs: ObsGather | undefined,
-    private readonly budget: number,
-    private readonly batchBytes: number,
+    /** Whether decoders write rows straight into the batches (slots.ts) instead of this thread copying them. */
+    private readonly slots: boolean,
+    buffers: BatchBuffers,
+    private readonly ledger: MemoryLedger,
     private readonly maxInFlight: number,
     private readonly onClose: () => Promise<void>,
     private readonly signal: AbortSignal | undefined,
@@ -121,18 +132,11 @@ class DatasetLoader implements Loader {
         },
       );
     if (this.position === this.batchesPerEpoch) this.nextEpoch();
-    const nnzHint = Math.ceil(s.batchSize * densest(ds) * (map.count / ds.nGenes));
-    this.slots = slotsApply(tiles, map, s);
-    const shared = this.slots && tiles.scatters!.shared;
-    // On the slot path a window's tiles are laid out over every batch they fill before any of
-    // them is decoded: those batches' buffers are held at once (they take the place of the
-    // window's decoded tiles), and kept for the next ones.
-    const maxTile = Math.max(0, ...ds.manifest.tile_cells);
-    // Two windows: one being decoded for the batches being made, the next one ahead.
-    const windowBatches = this.slots ? 2 * (Math.ceil((s.bufferTiles * maxTile) / s.batchSize) + 1) : 0;
+    const shared = slots && tiles.scatters!.shared;
     this.recycler = new BatchRecycler(
-      () => new BatchArrays(s.batchSize, map.count, s.output, s.values, nnzHint, shared),
-      s.prefetch + 2 + windowBatches,
+      () => new BatchArrays(s.batchSize, map.count, s.output, s.values, buffers.nnzHint, shared, ledger),
+      buffers.count,
+      ledger,
     );
   }
 
@@ -142,11 +146,15 @@ class DatasetLoader implements Loader {
   }
 
   get memory(): LoaderMemory {
+    const l = this.ledger;
     return {
       capBytes: this.s.memoryCap,
-      batchBytes: this.batchBytes,
+      batchBytes: l.reservedBatches,
       tileBytes: this.held?.heldBytes ?? this.leftHeld,
       peakTileBytes: Math.max(this.peak, this.held?.peak ?? 0),
+      heldBatchBytes: l.batches,
+      peakBatchBytes: l.peakBatches,
+      peakBytes: l.peak,
     };
   }
 
@@ -222,7 +230,7 @@ class DatasetLoader implements Loader {
       this.tiles,
       plan,
       plan.windowsFrom(this.position),
-      this.budget,
+      this.ledger,
       this.maxInFlight,
       s.values,
       decoderColumns(this.map),
@@ -332,6 +340,39 @@ function busy(what: string): DeltacellsError {
   );
 }
 
+/** The batch buffers a loader can hold at once: how many, their nonzeros, their bytes. */
+interface BatchBuffers {
+  count: number;
+  nnzHint: number;
+  /** All of them, plus the obs arrays each batch carries. */
+  bytes: number;
+}
+
+/**
+ * The batch buffers a loader holds at most at once. Copying path: the `prefetch` batches made
+ * ahead, the one being made and the one being consumed. Slot path: a window's tiles are laid out
+ * over every batch they fill before any is decoded, and the next window is laid out while this
+ * one decodes; while batch j (the last made ahead, window w) is being made, the batches from the
+ * one consumed (j - prefetch - 1) to the last one window w + 1 writes into are held: those after
+ * j hold the cells of at most two windows from inside batch j, `ceil(2C / B)` more batches.
+ */
+function batchBuffers(ds: Dataset, s: LoaderSettings, map: ColumnMap, slots: boolean): BatchBuffers {
+  // Sized for the densest tile, with room for a batch somewhat denser than that (a buffer that
+  // grows is counted as grown; see memory.ts).
+  const nnzHint = Math.ceil(1.1 * s.batchSize * densest(ds) * (map.count / ds.nGenes));
+  const maxWindow = s.bufferTiles * Math.max(0, ...ds.manifest.tile_cells);
+  const count = s.prefetch + 2 + (slots ? Math.ceil((2 * maxWindow) / s.batchSize) : 0);
+  const obs = 8 * (1 + 8 * s.obs.length) * s.batchSize;
+  const one = BatchArrays.bytesFor(s.batchSize, map.count, s.output, nnzHint) + obs;
+  return { count, nnzHint, bytes: count * one };
+}
+
+/** The bytes of the `bufferTiles` largest tiles: a shuffle window at most. */
+function windowBytes(ds: Dataset, s: LoaderSettings, slots: boolean): number {
+  const costs = Array.from({ length: ds.nTiles }, (_, t) => tileCost(ds, t, slots)).sort((a, b) => b - a);
+  return costs.slice(0, s.bufferTiles).reduce((a, b) => a + b, 0);
+}
+
 /** The largest mean nonzeros per cell over the tiles. */
 function densest(ds: Dataset): number {
   let most = 0;
@@ -373,29 +414,7 @@ export async function createLoader(
 export async function createLoader(dataset: Dataset, options?: LoaderOptions): Promise<Loader>;
 export async function createLoader(dataset: Dataset, options: LoaderOptions = {}): Promise<Loader> {
   const s = settingsOf(dataset, options);
-  const map = await resolveGenes(dataset, options.genes, s.columnOrder);
-  const frame =
-    s.obs.length > 0
-      ? await dataset.obs(s.obs, { cacheDir: options.obsCacheDir, signal: options.signal })
-      : undefined;
-  const obs = frame && new ObsGather(frame.columns, s.obsLabels);
-
-  const nnzPerCell = densest(dataset) * (map.count / dataset.nGenes);
-  const one =
-    s.output === "dense"
-      ? s.batchSize * (8 + 4 * map.count)
-      : s.batchSize * (16 + Math.ceil(8 * nnzPerCell)) + 8 * (1 + 8 * s.obs.length) * s.batchSize;
-  const batchBytes = one * (s.prefetch + 2);
-  const budget = s.memoryCap - batchBytes;
-  const costs = Array.from({ length: dataset.nTiles }, (_, t) => tileCost(dataset, t)).sort((a, b) => b - a);
-  const window = costs.slice(0, s.bufferTiles).reduce((a, b) => a + b, 0);
-  if (window > budget) {
-    throw new DeltacellsError(
-      `loader option memoryCap is ${s.memoryCap} bytes but a shuffle window of ${s.bufferTiles} tiles can need ${window} bytes and ${s.prefetch + 2} batch buffers about ${batchBytes}: raise memoryCap to at least ${window + batchBytes}, or lower bufferTiles, batchSize or prefetch`,
-      { tag: "InvalidInput", field: "memoryCap", expected: `>= ${window + batchBytes}`, found: s.memoryCap },
-    );
-  }
-
+  // The pool's workers start up (load the codec) while the genes and obs columns are read.
   let tiles = dataset;
   let onClose = async () => {};
   if (s.threads !== undefined) {
@@ -403,6 +422,41 @@ export async function createLoader(dataset: Dataset, options: LoaderOptions = {}
     tiles = new Dataset(dataset.store, dataset.manifest, pool.decoder);
     onClose = pool.close;
   }
+  let map: ColumnMap;
+  let obs: ObsGather | undefined;
+  try {
+    map = await resolveGenes(dataset, options.genes, s.columnOrder);
+    const frame =
+      s.obs.length > 0
+        ? await dataset.obs(s.obs, { cacheDir: options.obsCacheDir, signal: options.signal })
+        : undefined;
+    obs = frame && new ObsGather(frame.columns, s.obsLabels);
+  } catch (err) {
+    await onClose();
+    throw err;
+  }
+
+  // What each path holds at most (tiles and batch buffers); the slot path holds more batch
+  // buffers and no decoded tiles: where only the copying path fits the cap, it is taken.
+  const needs = (slots: boolean) => {
+    const buffers = batchBuffers(dataset, s, map, slots);
+    const window = windowBytes(dataset, s, slots);
+    return { slots, buffers, window, total: window + buffers.bytes };
+  };
+  const copying = needs(false);
+  const slotted = slotsApply(tiles, map, s) ? needs(true) : undefined;
+  const chosen = slotted && slotted.total <= s.memoryCap ? slotted : copying;
+  if (chosen.total > s.memoryCap) {
+    await onClose();
+    // The path that needs least says how much is enough.
+    const least = slotted && slotted.total < copying.total ? slotted : copying;
+    const { window, buffers } = least;
+    throw new DeltacellsError(
+      `loader option memoryCap is ${s.memoryCap} bytes but a shuffle window of ${s.bufferTiles} tiles can need ${window} bytes and the ${buffers.count} batch buffers the loader holds at once about ${buffers.bytes}: raise memoryCap to at least ${least.total}, or lower bufferTiles, batchSize or prefetch`,
+      { tag: "InvalidInput", field: "memoryCap", expected: `>= ${least.total}`, found: s.memoryCap },
+    );
+  }
+  const ledger = new MemoryLedger(s.memoryCap, chosen.buffers.bytes);
   const maxInFlight = Math.max(4, 2 * (s.threads ?? 1));
   return new DatasetLoader(
     dataset,
@@ -410,8 +464,9 @@ export async function createLoader(dataset: Dataset, options: LoaderOptions = {}
     s,
     map,
     obs,
-    budget,
-    batchBytes,
+    chosen.slots,
+    chosen.buffers,
+    ledger,
     maxInFlight,
     onClose,
     options.signal,

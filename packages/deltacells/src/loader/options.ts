@@ -42,9 +42,10 @@ export interface LoaderOptions {
   prefetch?: number;
   /**
    * Bytes the loader may hold (default 512 MiB): tiles being fetched, decoded and kept for the
-   * shuffle, counted exactly from the manifest, plus the batch buffers (estimated from the densest
-   * tile). Tiles are decoded ahead only as far as this allows. A cap too small for one shuffle
-   * window and the prefetched batches is refused when the loader is created.
+   * shuffle, counted exactly from the manifest, plus every batch buffer it can hold at once
+   * (reserved from the densest tile, counted as allocated). Tiles are fetched ahead only as far as
+   * this allows. A cap too small for one shuffle window and those batch buffers is refused when
+   * the loader is created (see docs/loader.md, "Memory and prefetch").
    */
   memoryCap?: number;
   /** `"csr"` (default): `indptr` / `indices` / `data`; `"dense"`: float32 rows. */
