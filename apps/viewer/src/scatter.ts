@@ -304,6 +304,11 @@ export function createScatter(
   function settle(): void {
     settleTimer = undefined;
     if (buttonDown) return; // a drag still holds the view; its release settles it
+    // Not before the subset has been drawn once (a starved page may not have drawn a frame yet).
+    if (subset && lastFrame === 0) {
+      settleTimer = setTimeout(settle, settleMs());
+      return;
+    }
     full();
   }
 
