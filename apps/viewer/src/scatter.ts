@@ -64,7 +64,8 @@ export interface PlotState {
 export const LOD_POINTS = 40_000;
 /**
  * The view counts as settled this long after the last wheel or drag step, or two subset frames if
- * longer (on a loaded machine a frame can outlast the pause between two steps of one gesture).
+ * longer, and only once two animation frames have passed without a step: counted in frames, not
+ * by a timer, a page starved of CPU (whose input waits with its frames) does not settle mid-gesture.
  */
 const SETTLE_MS = 200;
 
@@ -278,15 +279,18 @@ export function createScatter(
   let lodCells: Int32Array | undefined;
   /** Cells the filter lets through. */
   let drawing = n;
-  let settleTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When the latest wheel or drag step came, animation frames since, the frame that checks. */
+  let lastInput = 0;
+  let quietFrames = 0;
+  let settleFrame = 0;
   let buttonDown = false;
   let downAt = [0, 0];
 
   /** The view is about to move: draw the subset (and the selection) until it settles. */
   function moving(): void {
     setHover(undefined); // the ring would stay where the cell was
-    if (settleTimer !== undefined) clearTimeout(settleTimer);
-    settleTimer = setTimeout(settle, settleMs());
+    lastInput = performance.now();
+    quietFrames = 0;
     // Not while a colouring replaces the points (its draw resets the filter).
     if (subset || n <= lodPoints || replacing > 0) return;
     lodCells ??= sample(n, lodPoints);
@@ -297,25 +301,26 @@ export function createScatter(
     lastFrame = 0;
     drawing = cells.length;
     void plot.filter(cells, { preventEvent: true });
+    settleFrame ||= requestAnimationFrame(settle);
   }
 
   const settleMs = () => Math.max(SETTLE_MS, 2 * frameMs);
 
+  /** Each animation frame while the subset is drawn: back to every cell once the view is still. */
   function settle(): void {
-    settleTimer = undefined;
-    if (buttonDown) return; // a drag still holds the view; its release settles it
-    // Not before the subset has been drawn once (a starved page may not have drawn a frame yet).
-    if (subset && lastFrame === 0) {
-      settleTimer = setTimeout(settle, settleMs());
-      return;
-    }
-    full();
+    settleFrame = 0;
+    if (!subset) return;
+    quietFrames++;
+    // Not while a drag holds the view, nor before the subset has been drawn once.
+    const still = !buttonDown && lastFrame > 0 && quietFrames >= 2;
+    if (still && performance.now() - lastInput >= settleMs()) full();
+    else settleFrame = requestAnimationFrame(settle);
   }
 
   /** Back to every cell, at once: the index buffer and the picking set are replaced synchronously. */
   function full(): void {
-    if (settleTimer !== undefined) clearTimeout(settleTimer);
-    settleTimer = undefined;
+    if (settleFrame) cancelAnimationFrame(settleFrame);
+    settleFrame = 0;
     if (!subset) return;
     subset = false;
     pending++;
@@ -336,7 +341,8 @@ export function createScatter(
   const onUp = () => {
     if (!buttonDown) return;
     buttonDown = false;
-    if (subset && settleTimer === undefined) settleTimer = setTimeout(settle, settleMs());
+    lastInput = performance.now();
+    quietFrames = 0;
   };
   // A click picks a cell (among all of them); the click that ends a drag does not (as the plot's own).
   const onClick = (e: MouseEvent) => {
@@ -414,7 +420,7 @@ export function createScatter(
       };
     },
     destroy() {
-      if (settleTimer !== undefined) clearTimeout(settleTimer);
+      if (settleFrame) cancelAnimationFrame(settleFrame);
       if (pickFrame) cancelAnimationFrame(pickFrame);
       canvas.removeEventListener("mousemove", onHoverMove);
       canvas.removeEventListener("mouseleave", onLeave, { capture: true });
