@@ -8,8 +8,11 @@
  *   between animation frames while it runs, and the plot must redraw in every frame.
  * - **pan**: a mouse drag across the plot, one move per frame.
  * - **hover**: real pointer moves (CDP input) onto a cell; the latency runs from the event's own
- *   timestamp to the animation frame after the plot has drawn the hovered cell.
+ *   timestamp to the animation frame after the page has the hovered cell (its ring and values are
+ *   elements over the plot: the plot does not redraw for a hover).
  * - **idle**: the frame interval with nothing happening (the reference: the browser's own pace).
+ * - **settle**: after a zoom or pan, ms from the last input to the frame that draws every cell again
+ *   (the page draws a subset of the cells while the view moves; `apps/viewer/src/scatter.ts`).
  * Long-animation-frame entries split each interval into the page's script and the rest (style,
  * layout, paint; WebGL work runs in the GPU process and shows as waiting).
  * The pbmc68k demo (700 cells) is measured in the same run as a second reference.
@@ -69,6 +72,8 @@ type V = {
     };
     searchGene(n: string): Promise<void>;
     screenPosition(i: number): [number, number] | undefined;
+    plotSettled(): boolean;
+    plotState(): { drawn: number; subset: boolean } | undefined;
   };
 };
 
@@ -117,6 +122,10 @@ interface Frames {
   intervals: number[];
   draws: number;
   script: number;
+  /** The most cells one frame drew while the view moved. */
+  drawnMoving: number;
+  /** ms from the last input to the frame that drew every cell again. */
+  settle: number;
   /** CPU ms of the GPU process and of the renderers over the run (set in Node). */
   gpu?: number;
   renderer?: number;
@@ -148,6 +157,7 @@ function drive(page: Page, kind: "idle" | "zoom" | "pan", n: number): Promise<Fr
       });
       obs.observe({ type: "long-animation-frame", buffered: false });
       const before = v.state.draws.length > 0 ? v.state.draws.at(-1)! : 0;
+      let drawnMoving = 0;
       const times: number[] = [];
       if (kind === "pan")
         canvas.dispatchEvent(
@@ -157,6 +167,8 @@ function drive(page: Page, kind: "idle" | "zoom" | "pan", n: number): Promise<Fr
         const step = (t: number) => {
           times.push(t);
           const i = times.length;
+          // What the plot draws once the gesture has begun (the first step's input comes below).
+          if (i > 1) drawnMoving = Math.max(drawnMoving, v.plotState()!.drawn);
           if (kind === "zoom")
             canvas.dispatchEvent(
               new WheelEvent("wheel", {
@@ -184,17 +196,31 @@ function drive(page: Page, kind: "idle" | "zoom" | "pan", n: number): Promise<Fr
         };
         requestAnimationFrame(step);
       });
+      const last = performance.now();
       if (kind === "pan") window.dispatchEvent(new MouseEvent("mouseup", { bubbles: true }));
+      // Every cell drawn again: the plot is settled, and the draw that did it is the latest.
+      await new Promise<void>((done) => {
+        const check = () => (v.plotSettled() ? done() : requestAnimationFrame(check));
+        check();
+      });
+      // Without a subset (the demo) the last step's own frame drew every cell.
+      const settle = kind === "idle" ? 0 : Math.max(0, v.state.draws.at(-1)! - last);
       obs.disconnect();
       const draws = v.state.draws.filter((d) => d > before && d <= times.at(-1)!).length;
-      return { intervals: times.slice(1).map((t, i) => t - times[i]!), draws, script };
+      return {
+        intervals: times.slice(1).map((t, i) => t - times[i]!),
+        draws,
+        script,
+        drawnMoving,
+        settle,
+      };
     },
     { kind, n },
   );
 }
 
 /**
- * Moves the real pointer onto `cell`; ms from the event to the frame after the hover is drawn. In a
+ * Moves the real pointer onto `cell`; ms from the event to the frame after the hover is shown. In a
  * dense cloud the plot may pick a neighbour drawn at the same pixel: any hovered cell counts.
  */
 async function hoverLatency(page: Page, cell: number): Promise<number | undefined> {
@@ -216,8 +242,7 @@ async function hoverLatency(page: Page, cell: number): Promise<number | undefine
         const check = () => {
           const s = w.__viewer.state;
           const moved = w.__lastMove;
-          if (moved !== undefined && s.hovered !== undefined && s.draws.at(-1)! > moved)
-            requestAnimationFrame((t) => done(t - moved));
+          if (moved !== undefined && s.hovered !== undefined) requestAnimationFrame((t) => done(t - moved));
           else requestAnimationFrame(check);
         };
         check();
@@ -274,7 +299,8 @@ try {
       const drawn = fs.reduce((a, f) => a + f.draws, 0);
       const script = fs.reduce((a, f) => a + f.script, 0) / nFrames;
       const perDraw = (k: "gpu" | "renderer") => fs.reduce((a, f) => a + f[k]!, 0) / Math.max(1, drawn);
-      return `${median(all).toFixed(0)} / ${quantile(all, 0.9).toFixed(0)} | ${script.toFixed(1)} | ${(drawn / nFrames).toFixed(2)} | ${perDraw("renderer").toFixed(1)} | ${perDraw("gpu").toFixed(1)}`;
+      const most = Math.max(...fs.map((f) => f.drawnMoving));
+      return `${median(all).toFixed(0)} / ${quantile(all, 0.9).toFixed(0)} | ${script.toFixed(1)} | ${(drawn / nFrames).toFixed(2)} | ${most.toLocaleString("en-US")} | ${perDraw("renderer").toFixed(1)} | ${perDraw("gpu").toFixed(1)} | ${median(fs.map((f) => f.settle)).toFixed(0)}`;
     };
     rows.push(
       `| ${name} (${cells.toLocaleString("en-US")}) | ${median(results.idle!.flatMap((f) => f.intervals)).toFixed(0)} (${results.idle!.reduce((a, f) => a + f.draws, 0)} draws) | ${col(results.zoom!)} | ${col(results.pan!)} | ${hovers.length ? `${median(hovers).toFixed(0)} / ${quantile(hovers, 0.9).toFixed(0)}` : "–"} |`,
@@ -285,8 +311,8 @@ try {
     `WebGL: ${renderer}; ${frames} frames per measure, ${reps} page loads per dataset; load average at the end ${loadavg()
       .map((x) => x.toFixed(1))
       .join(" ")}\n\n` +
-      "| dataset (cells) | idle frame (ms) | zoom: frame median / p90 (ms) | script per frame (ms) | draws per frame | renderer CPU per draw (ms) | GPU process CPU per draw (ms) | pan: frame median / p90 (ms) | script per frame (ms) | draws per frame | renderer CPU per draw (ms) | GPU process CPU per draw (ms) | hover to drawn, median / p90 (ms) |\n" +
-      "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n" +
+      "| dataset (cells) | idle frame (ms) | zoom: frame median / p90 (ms) | script per frame (ms) | draws per frame | most cells drawn in a frame while moving | renderer CPU per draw (ms) | GPU process CPU per draw (ms) | to all cells after the last step (ms) | pan: frame median / p90 (ms) | script per frame (ms) | draws per frame | most cells drawn in a frame while moving | renderer CPU per draw (ms) | GPU process CPU per draw (ms) | to all cells after the last step (ms) | hover to shown, median / p90 (ms) |\n" +
+      "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n" +
       rows.join("\n"),
   );
 } finally {

@@ -77,10 +77,16 @@ const api = {
   },
   searchGene: (name: string) => searchGene(name),
   colourBy: (name: string) => colourBy(name),
-  select: (cells: number[]) => selectCells(cells),
+  /** Selects cells as a click or lasso on the plot would (the plot's own selection too). */
+  select: (cells: number[]) => (scatter ? scatter.select(cells) : selectCells(cells)),
   screenPosition: (cell: number) => scatter?.screenPosition(cell),
   /** The plot shows its latest colouring at its final size: positions hold, clicks land. */
   plotSettled: () => scatter?.settled() ?? false,
+  /**
+   * What the plot draws: cells drawn now (all, or the subset while the view moves), swaps to the
+   * subset; with `full`, the plot's own per-cell colour values and selection.
+   */
+  plotState: (full = false) => scatter?.inspect(full),
   cancel: () => meter.cancel(),
 };
 (window as unknown as { __viewer: typeof api }).__viewer = api;
@@ -170,14 +176,21 @@ async function openData(locs: Locations): Promise<void> {
     if (cols) {
       const x = cols.get(emb.x) as Extract<ObsValues, { kind: "numeric" }>;
       const y = cols.get(emb.y) as Extract<ObsValues, { kind: "numeric" }>;
-      scatter = createScatter($<HTMLCanvasElement>("scatter"), normalise(x.values, y.values), {
-        hover: (cell) => onHover(cell),
-        select: (cells) => void selectCells(cells),
-        drawn: () => {
-          state.draws.push(performance.now());
-          if (state.draws.length > 500) state.draws.shift();
+      // `?lod=N`: draw N cells while the view moves (tests use a small N on small data).
+      const lod = Number(new URLSearchParams(location.search).get("lod") ?? Number.NaN);
+      scatter = createScatter(
+        $<HTMLCanvasElement>("scatter"),
+        normalise(x.values, y.values),
+        {
+          hover: (cell) => onHover(cell),
+          select: (cells) => void selectCells(cells),
+          drawn: () => {
+            state.draws.push(performance.now());
+            if (state.draws.length > 500) state.draws.shift();
+          },
         },
-      });
+        lod > 0 ? { lodPoints: lod } : {},
+      );
       await scatter.setColouring({ kind: "none" });
       state.embedding = emb.name;
       state.firstDrawMs = performance.now() - pageStart;

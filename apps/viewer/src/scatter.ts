@@ -2,6 +2,18 @@
  * The embedding as a WebGL scatter (regl-scatterplot: pan, zoom, hover, click, shift-drag lasso,
  * millions of points). Positions are set once; colouring only replaces the per-point values and
  * reuses the spatial index, so a new gene redraws without rebuilding anything.
+ *
+ * Level of detail: while the view moves (wheel, drag), only a fixed random subset of the cells is
+ * drawn (plus the selection), through regl-scatterplot's own point filter; once the view has been
+ * still for a moment every cell is drawn again. Without a GPU (SwiftShader) a frame costs about
+ * 2 us of CPU per point, so 500,000 cells are 1 s a frame and the subset is what keeps a gesture
+ * interactive. Nothing that reads cells (click, lasso, programmatic selection, colouring) runs on
+ * the subset: each of them first returns to all cells.
+ *
+ * Hover is the page's own: regl-scatterplot redraws every point on each pointer move over a point
+ * (to outline it), a full frame per move. The page instead finds the nearest cell itself (one pass
+ * over the positions, ~2 ms at 500,000 cells) and rings it with an element over the canvas; the
+ * plot never learns the pointer is over it (its enter and leave events are kept from it).
  */
 import createScatterplot, { createRenderer } from "regl-scatterplot";
 import { categoryColours, viridis } from "./colors.js";
@@ -17,12 +29,62 @@ export interface Scatter {
   select(cells: number[]): void;
   screenPosition(cell: number): [number, number] | undefined;
   /**
-   * No colouring is being drawn and the plot has the size of its box (no resize pending): screen
-   * positions are final and a click reaches the points (regl-scatterplot ignores the mouse while
-   * it replaces the points).
+   * No colouring is being drawn, every cell is drawn again after a pan or zoom, and the plot has
+   * the size of its box (no resize pending): screen positions are final and a click reaches the
+   * points (regl-scatterplot ignores the mouse while it replaces the points).
    */
   settled(): boolean;
+  /**
+   * What the plot itself holds and draws now (for tests: compared with the page's own state);
+   * the per-cell values and the selection only when asked (500,000 of them are not free).
+   */
+  inspect(full?: boolean): PlotState;
   destroy(): void;
+}
+
+export interface PlotState {
+  /** Cells drawn in the latest frames: all of them, or the subset while the view moves. */
+  drawn: number;
+  /** The subset is drawn (the view is moving or has not settled yet). */
+  subset: boolean;
+  /** Times the plot switched to the subset. */
+  swaps: number;
+  /** Frames drawn with the subset. */
+  subsetFrames: number;
+  /** Cells the latest subset frame drew, and the selected cells the plot held in it. */
+  subsetCells: number;
+  subsetSelected: number;
+  selected: number[];
+  colorBy: string | null;
+  /** Per cell, the value the plot colours it by (its `valueZ` or `valueW`; empty without colouring). */
+  values: number[];
+}
+
+/** Cells drawn while the view moves: ~100 ms a frame in software GL (bench/viewer-interaction.ts). */
+export const LOD_POINTS = 40_000;
+/**
+ * The view counts as settled this long after the last wheel or drag step, or two subset frames if
+ * longer, and only once two animation frames have passed without a step: counted in frames, not
+ * by a timer, a page starved of CPU (whose input waits with its frames) does not settle mid-gesture.
+ */
+const SETTLE_MS = 200;
+
+/** A sorted random sample of `k` of `0..n-1` (seeded: the same subset every time). */
+export function sample(n: number, k: number): Int32Array {
+  const all = new Int32Array(n);
+  for (let i = 0; i < n; i++) all[i] = i;
+  let seed = 0x9e3779b9;
+  for (let i = 0; i < k; i++) {
+    // xorshift32; a partial Fisher-Yates shuffle of the first k.
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    const j = i + ((seed >>> 0) % (n - i));
+    const t = all[i]!;
+    all[i] = all[j]!;
+    all[j] = t;
+  }
+  return all.subarray(0, k).sort();
 }
 
 /** Scales both axes by the larger extent, so the embedding keeps its aspect ratio. */
@@ -52,6 +114,7 @@ export function createScatter(
   canvas: HTMLCanvasElement,
   coords: { x: Float32Array; y: Float32Array },
   on: { hover(cell: number | undefined): void; select(cells: number[]): void; drawn?(): void },
+  options: { lodPoints?: number } = {},
 ): Scatter {
   // Sized from the container: regl-scatterplot pins the canvas's own CSS size, so the canvas
   // cannot tell when the legend below it grows.
@@ -66,12 +129,13 @@ export function createScatter(
   glCanvas.width = Math.floor(width * devicePixelRatio);
   glCanvas.height = Math.floor(height * devicePixelRatio);
   const renderer = createRenderer({ canvas: glCanvas });
+  const pointSize = n > 100_000 ? 1.5 : n > 10_000 ? 3 : 5;
   const plot = createScatterplot({
     renderer,
     canvas,
     width,
     height,
-    pointSize: n > 100_000 ? 1.5 : n > 10_000 ? 3 : 5,
+    pointSize,
     pointSizeSelected: 2,
     pointColor: "#4a78b5",
     backgroundColor: "#ffffff",
@@ -80,17 +144,39 @@ export function createScatter(
     // Square points without alpha blending: regl-scatterplot's mode for millions of points.
     performanceMode: n > 200_000,
   });
-  plot.subscribe("pointOver", (i: number) => on.hover(i));
-  plot.subscribe("pointOut", () => on.hover(undefined));
   plot.subscribe("select", ({ points }: { points: number[] }) => on.select([...points]));
   plot.subscribe("deselect", () => on.select([]));
-  plot.subscribe("draw", () => on.drawn?.());
+  // Level of detail (below): the subset is drawn, how often it was switched to and drawn.
+  let subset = false;
+  let swaps = 0;
+  let subsetFrames = 0;
+  let subsetCells = 0;
+  let subsetSelected = 0;
+  /** The latest interval between two subset frames, and when the latest was drawn. */
+  let frameMs = 0;
+  let lastFrame = 0;
+  plot.subscribe("draw", () => {
+    if (subset) {
+      const now = performance.now();
+      if (lastFrame > 0) frameMs = now - lastFrame;
+      lastFrame = now;
+      subsetFrames++;
+      subsetCells = plot.get("isPointsFiltered") ? drawing : n;
+      subsetSelected = (plot.get("selectedPoints") as number[]).length;
+    }
+    on.drawn?.();
+  });
   const valueA = new Float32Array(n);
   const valueB = new Float32Array(n);
   // Colourings are drawn one after the other (regl-scatterplot refuses a draw while one runs).
-  /** Draws (the first one and colourings) and resizes not yet applied. */
+  /** Draws (the first one and colourings), resizes and returns to all cells not yet applied. */
   let pending = 1;
-  let drawn = plot.draw({ x: coords.x, y: coords.y, valueA, valueB }).finally(() => pending--);
+  /** Draws that replace the points (the first one and colourings): they reset the point filter. */
+  let replacing = 1;
+  let drawn = plot.draw({ x: coords.x, y: coords.y, valueA, valueB }).finally(() => {
+    pending--;
+    replacing--;
+  });
   let spatialIndex: ArrayBuffer | undefined;
   let size = [width, height];
 
@@ -105,6 +191,168 @@ export function createScatter(
     void plot.set({ width: r.width, height: r.height }).finally(() => pending--);
   });
   resize.observe(box);
+
+  // ---- hover ----
+  const ring = document.createElement("div");
+  ring.className = "hover-ring";
+  ring.hidden = true;
+  box.appendChild(ring);
+  let hovered: number | undefined;
+  let pointer: [number, number] | undefined;
+  let pickFrame = 0;
+  const radius = pointSize + 4; // as regl-scatterplot's own picking: the point and 4 px
+
+  /** The screen transform regl-scatterplot applies (its getScreenPosition, as one affine map). */
+  function screenMap(): [number, number, number, number, number, number] {
+    const v = plot.get("cameraView") as Float32Array;
+    const [w, h] = size as [number, number];
+    const a = plot.get("aspectRatio") as number; // the data's, a scale on x
+    const k = w / 2 / (w / h); // clip x to pixels, with the view's aspect ratio
+    return [
+      v[0]! * a * k,
+      v[4]! * k,
+      (v[12]! / (w / h) + 1) * (w / 2),
+      (-v[1]! * a * h) / 2,
+      (-v[5]! * h) / 2,
+      h * (0.5 - v[13]! / 2),
+    ];
+  }
+
+  /** The cell nearest to the pointer within `radius` px, over every cell. */
+  function pick(px: number, py: number): number | undefined {
+    const [ax, bx, ox, ay, by, oy] = screenMap();
+    let best = radius * radius;
+    let found = -1;
+    const { x, y } = coords;
+    for (let i = 0; i < n; i++) {
+      const dx = ax * x[i]! + bx * y[i]! + ox - px;
+      if (dx > radius || dx < -radius) continue;
+      const dy = ay * x[i]! + by * y[i]! + oy - py;
+      const d = dx * dx + dy * dy;
+      if (d < best) {
+        best = d;
+        found = i;
+      }
+    }
+    return found < 0 ? undefined : found;
+  }
+
+  function setHover(cell: number | undefined): void {
+    if (cell !== undefined) {
+      const [ax, bx, ox, ay, by, oy] = screenMap();
+      const [x, y] = [coords.x[cell]!, coords.y[cell]!];
+      ring.style.transform = `translate(${ax * x + bx * y + ox}px, ${ay * x + by * y + oy}px)`;
+    }
+    ring.hidden = cell === undefined;
+    if (cell === hovered) return;
+    hovered = cell;
+    on.hover(cell);
+  }
+
+  // One pick per frame, with the latest pointer position; none while a button is down (a drag).
+  const onHoverMove = (e: MouseEvent) => {
+    if (e.buttons !== 0) return;
+    const r = canvas.getBoundingClientRect();
+    pointer = [e.clientX - r.left, e.clientY - r.top];
+    pickFrame ||= requestAnimationFrame(() => {
+      pickFrame = 0;
+      if (pointer && !subset) setHover(pick(...pointer));
+    });
+  };
+  const onLeave = (e: MouseEvent) => {
+    if (e.isTrusted) e.stopImmediatePropagation();
+    pointer = undefined;
+    setHover(undefined);
+  };
+  // Kept from the plot (see the top): it then never hovers, nor redraws on a pointer move.
+  const onEnter = (e: MouseEvent) => e.stopImmediatePropagation();
+  canvas.addEventListener("mousemove", onHoverMove);
+  canvas.addEventListener("mouseleave", onLeave, { capture: true });
+  canvas.addEventListener("mouseenter", onEnter, { capture: true });
+  // The plot takes the pointer as outside until told otherwise; after a blur it looks again.
+  const outside = () => canvas.dispatchEvent(new MouseEvent("mouseleave"));
+  outside();
+  window.addEventListener("blur", outside);
+
+  // ---- level of detail ----
+  const lodPoints = options.lodPoints ?? LOD_POINTS;
+  let lodCells: Int32Array | undefined;
+  /** Cells the filter lets through. */
+  let drawing = n;
+  /** When the latest wheel or drag step came, animation frames since, the frame that checks. */
+  let lastInput = 0;
+  let quietFrames = 0;
+  let settleFrame = 0;
+  let buttonDown = false;
+  let downAt = [0, 0];
+
+  /** The view is about to move: draw the subset (and the selection) until it settles. */
+  function moving(): void {
+    setHover(undefined); // the ring would stay where the cell was
+    lastInput = performance.now();
+    quietFrames = 0;
+    // Not while a colouring replaces the points (its draw resets the filter).
+    if (subset || n <= lodPoints || replacing > 0) return;
+    lodCells ??= sample(n, lodPoints);
+    const selected = plot.get("selectedPoints") as number[];
+    const cells = selected.length ? union(lodCells, selected) : Array.from(lodCells);
+    subset = true;
+    swaps++;
+    lastFrame = 0;
+    drawing = cells.length;
+    void plot.filter(cells, { preventEvent: true });
+    settleFrame ||= requestAnimationFrame(settle);
+  }
+
+  const settleMs = () => Math.max(SETTLE_MS, 2 * frameMs);
+
+  /** Each animation frame while the subset is drawn: back to every cell once the view is still. */
+  function settle(): void {
+    settleFrame = 0;
+    if (!subset) return;
+    quietFrames++;
+    // Not while a drag holds the view, nor before the subset has been drawn once.
+    const still = !buttonDown && lastFrame > 0 && quietFrames >= 2;
+    if (still && performance.now() - lastInput >= settleMs()) full();
+    else settleFrame = requestAnimationFrame(settle);
+  }
+
+  /** Back to every cell, at once: the index buffer and the picking set are replaced synchronously. */
+  function full(): void {
+    if (settleFrame) cancelAnimationFrame(settleFrame);
+    settleFrame = 0;
+    if (!subset) return;
+    subset = false;
+    pending++;
+    void plot.unfilter({ preventEvent: true }).finally(() => pending--);
+  }
+
+  // Capture on the plot's box: these run before regl-scatterplot's and its camera's own handlers.
+  const onWheel = () => moving();
+  const onDown = (e: MouseEvent) => {
+    buttonDown = e.buttons === 1;
+    downAt = [e.clientX, e.clientY];
+    // A lasso (shift) picks among all cells; a drag may go on with the subset, a click ends it.
+    if (e.shiftKey) full();
+  };
+  const onMove = (e: MouseEvent) => {
+    if (buttonDown && e.buttons === 1 && !e.shiftKey) moving();
+  };
+  const onUp = () => {
+    if (!buttonDown) return;
+    buttonDown = false;
+    lastInput = performance.now();
+    quietFrames = 0;
+  };
+  // A click picks a cell (among all of them); the click that ends a drag does not (as the plot's own).
+  const onClick = (e: MouseEvent) => {
+    if (Math.hypot(e.clientX - downAt[0]!, e.clientY - downAt[1]!) < 3) full();
+  };
+  box.addEventListener("wheel", onWheel, { capture: true, passive: true });
+  box.addEventListener("mousedown", onDown, { capture: true });
+  box.addEventListener("click", onClick, { capture: true });
+  window.addEventListener("mousemove", onMove, { capture: true });
+  window.addEventListener("mouseup", onUp, { capture: true });
 
   async function colour(c: Colouring): Promise<void> {
     spatialIndex ??= plot.get("spatialIndex") as ArrayBuffer | undefined;
@@ -132,16 +380,20 @@ export function createScatter(
 
   return {
     async setColouring(c) {
+      full();
       pending++;
+      replacing++;
       const mine = drawn.then(() => colour(c));
       drawn = mine.catch(() => undefined);
       try {
         await mine;
       } finally {
         pending--;
+        replacing--;
       }
     },
     select(cells) {
+      full();
       plot.select(cells);
     },
     screenPosition(cell) {
@@ -149,12 +401,47 @@ export function createScatter(
     },
     settled() {
       const r = box.getBoundingClientRect();
-      return pending === 0 && r.width === size[0] && r.height === size[1];
+      return pending === 0 && !subset && r.width === size[0] && r.height === size[1];
+    },
+    inspect(all = false) {
+      const colorBy = plot.get("colorBy") as string | null;
+      // regl-scatterplot names valueA and valueB valueZ and valueW (the 3rd and 4th coordinates).
+      const k = colorBy === "valueZ" ? 2 : colorBy === "valueW" ? 3 : -1;
+      return {
+        drawn: plot.get("isPointsFiltered") ? (plot.get("filteredPoints") as number[]).length : n,
+        subset,
+        swaps,
+        subsetFrames,
+        subsetCells,
+        subsetSelected,
+        selected: all ? (plot.get("selectedPoints") as number[]) : [],
+        colorBy,
+        values: all && k >= 0 ? (plot.get("points") as number[][]).map((p) => p[k]!) : [],
+      };
     },
     destroy() {
+      if (settleFrame) cancelAnimationFrame(settleFrame);
+      if (pickFrame) cancelAnimationFrame(pickFrame);
+      canvas.removeEventListener("mousemove", onHoverMove);
+      canvas.removeEventListener("mouseleave", onLeave, { capture: true });
+      canvas.removeEventListener("mouseenter", onEnter, { capture: true });
+      window.removeEventListener("blur", outside);
+      ring.remove();
+      box.removeEventListener("wheel", onWheel, { capture: true });
+      box.removeEventListener("mousedown", onDown, { capture: true });
+      box.removeEventListener("click", onClick, { capture: true });
+      window.removeEventListener("mousemove", onMove, { capture: true });
+      window.removeEventListener("mouseup", onUp, { capture: true });
       resize.disconnect();
       plot.destroy();
       renderer.destroy();
     },
   };
+}
+
+/** The sorted subset with the selected cells added (the selection stays drawn while moving). */
+function union(sorted: Int32Array, extra: number[]): number[] {
+  const set = new Set<number>(sorted);
+  for (const c of extra) set.add(c);
+  return [...set].sort((a, b) => a - b);
 }

@@ -120,12 +120,12 @@ async function sourceObs(path: string) {
 const snapshot = (page: Page) =>
   page.evaluate(() => (window as unknown as { __viewer: { snapshot(): Snapshot } }).__viewer.snapshot());
 
-/** Opens the viewer on `data`; fails on any uncaught page error. */
-async function openViewer(data: string): Promise<{ page: Page; errors: string[] }> {
+/** Opens the viewer on `data` (`query`: more of the page's parameters); fails on any uncaught page error. */
+async function openViewer(data: string, query = ""): Promise<{ page: Page; errors: string[] }> {
   const page = await chromium.browser.newPage({ viewport: { width: 1200, height: 760 } });
   const errors: string[] = [];
   page.on("pageerror", (e) => errors.push(e.message));
-  await page.goto(`${server.url}?data=${encodeURIComponent(data)}`);
+  await page.goto(`${server.url}?data=${encodeURIComponent(data)}${query}`);
   await page.waitForFunction(
     () =>
       (window as unknown as { __viewer?: { state: { ready: boolean; error?: string } } }).__viewer?.state
@@ -385,6 +385,115 @@ test("hover shows a cell, shift-drag lassoes cells (one batch), a numeric column
   );
   assert.equal((await snapshot(page)).colourBy!.kind, "numeric");
   assert.equal(await page.locator("#legend .colour-bar").count(), 1);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+/** What the plot itself holds (`__viewer.plotState`). */
+interface PlotState {
+  drawn: number;
+  subset: boolean;
+  swaps: number;
+  subsetFrames: number;
+  subsetCells: number;
+  subsetSelected: number;
+  selected: number[];
+  colorBy: string | null;
+  values: number[];
+}
+const plotState = (page: Page, full = false) =>
+  page.evaluate(
+    (f) => (window as unknown as { __viewer: { plotState(f: boolean): PlotState } }).__viewer.plotState(f),
+    full,
+  );
+
+test("while the view moves a subset of the cells is drawn; once still, every cell with its colour and the selection", async () => {
+  // `lod=200`: the 700 cells are drawn as 200 while the view moves (500,000 as 40,000 by default).
+  const { page, errors } = await openViewer("/pbmc68k/", "&lod=200");
+  type W = {
+    __viewer: {
+      searchGene(g: string): Promise<void>;
+      select(cells: number[]): void;
+      screenPosition(i: number): [number, number] | undefined;
+      state: { hovered?: number; selection: number[] };
+    };
+  };
+  await page.evaluate(() => (window as unknown as W).__viewer.searchGene("CD74"));
+  await page.evaluate(() => (window as unknown as W).__viewer.select([5, 123, 400]));
+  await page.waitForFunction(() => (window as unknown as W).__viewer.state.selection.length === 3);
+  await idle(page);
+  await plotSettled(page);
+  assert.equal((await plotState(page)).swaps, 0);
+
+  // Zoom with the wheel over the plot, then drag it: the plot switches to the subset and back.
+  const box = (await page.locator("#scatter").boundingBox())!;
+  const [cx, cy] = [box.x + box.width / 2, box.y + box.height / 2];
+  await page.mouse.move(cx, cy);
+  for (let k = 0; k < 5; k++) await page.mouse.wheel(0, -120);
+  await page.waitForFunction(
+    () =>
+      (window as unknown as { __viewer: { plotState(): PlotState } }).__viewer.plotState().subsetFrames > 0,
+  );
+  let p = await plotState(page);
+  assert.ok(p.swaps >= 1, JSON.stringify(p));
+  // 200 sampled cells and the 3 selected ones (some may be both), the selection kept while moving.
+  assert.ok(p.subsetCells >= 200 && p.subsetCells <= 203, JSON.stringify(p));
+  assert.equal(p.subsetSelected, 3);
+  await plotSettled(page);
+  const swaps = (await plotState(page)).swaps;
+  await page.mouse.down();
+  for (let k = 1; k <= 5; k++) await page.mouse.move(cx + 10 * k, cy + 5 * k);
+  await page.mouse.up();
+  await page.waitForFunction(
+    (n) => (window as unknown as { __viewer: { plotState(): PlotState } }).__viewer.plotState().swaps > n,
+    swaps,
+  );
+
+  // Still again: every cell drawn, coloured by CD74's counts over its stored maximum (the values the
+  // plot itself holds, against the tiles), and the same three cells selected.
+  await plotSettled(page);
+  p = await plotState(page, true);
+  assert.equal(p.subset, false);
+  assert.equal(p.drawn, 700);
+  assert.deepEqual(
+    [...p.selected].sort((a, b) => a - b),
+    [5, 123, 400],
+  );
+  assert.deepEqual((await snapshot(page)).selection, [5, 123, 400]);
+  const ds = await openDataset(pbmc);
+  const j = (await ds.geneNames())!.indexOf("CD74");
+  const rows = await ds.cells(0, ds.nCells);
+  const counts = new Float64Array(ds.nCells);
+  for (let c = 0; c < ds.nCells; c++)
+    for (let k = rows.indptr[c]!; k < rows.indptr[c + 1]!; k++)
+      if (rows.indices[k] === j) counts[c] = Number(rows.data[k]);
+  const max = Math.max(...counts);
+  assert.equal(p.colorBy, "valueW"); // the page's valueB
+  assert.deepEqual(
+    p.values,
+    Array.from(counts, (v) => Math.fround(Math.min(1, v * (1 / max)))),
+  );
+
+  // Hover in the moved view names the cell under the pointer: one with no other cell near it.
+  const target = await page.evaluate(
+    ({ w, h }) => {
+      const v = (window as unknown as W).__viewer;
+      const at = Array.from({ length: 700 }, (_, i) => v.screenPosition(i)!);
+      return at.findIndex(
+        ([x, y], i) =>
+          x > 20 &&
+          y > 20 &&
+          x < w - 20 &&
+          y < h - 20 &&
+          at.every(([x2, y2], k) => k === i || Math.hypot(x2 - x, y2 - y) > 12),
+      );
+    },
+    { w: box.width, h: box.height },
+  );
+  assert.ok(target >= 0, "an isolated cell in view");
+  const [hx, hy] = (await page.evaluate((c) => (window as unknown as W).__viewer.screenPosition(c), target))!;
+  await page.mouse.move(box.x + hx, box.y + hy);
+  await page.waitForFunction((c) => (window as unknown as W).__viewer.state.hovered === c, target);
   assert.deepEqual(errors, []);
   await page.close();
 });
