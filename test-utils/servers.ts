@@ -1,5 +1,5 @@
 // Real servers for the tests of every package (and the benchmarks), each started on a free 127.0.0.1 port by the test that
-// needs it and stopped in its `after` hook.
+// needs it and stopped in its `after` hook, or killed when the test process dies (see tied-child.mjs).
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
@@ -23,6 +23,7 @@ export function freePort(): Promise<number> {
 export interface RunningServer {
   url: string;
   port: number;
+  /** The process the test holds: tied-child.mjs, which runs the server and kills it when it goes. */
   process: ChildProcess;
   stop(): Promise<void>;
 }
@@ -49,19 +50,17 @@ async function startChild(
   port: number,
   env: NodeJS.ProcessEnv = {},
 ): Promise<RunningServer> {
-  const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
+  // Never leave a server behind, even when the test process dies without running `after`: the
+  // server runs under tied-child.mjs, which kills it when the pipe on its stdin (never written,
+  // held only by this process) closes.
+  const child = spawn(process.execPath, [join(repoRoot, "test-utils/tied-child.mjs"), cmd, ...args], {
+    stdio: ["pipe", "pipe", "pipe"],
+    env: { ...process.env, ...env },
+  });
   let output = "";
   child.stdout?.on("data", (d) => (output = (output + d).slice(-4000)));
   child.stderr?.on("data", (d) => (output = (output + d).slice(-4000)));
-  // Never leave a server behind, even when the test process ends without running `after`.
-  const killOnExit = () => child.kill("SIGKILL");
-  process.once("exit", killOnExit);
-  const exited = new Promise<void>((resolve) =>
-    child.once("exit", () => {
-      process.off("exit", killOnExit);
-      resolve();
-    }),
-  );
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");

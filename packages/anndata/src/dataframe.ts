@@ -64,10 +64,16 @@ async function groupFrame(
   }
   const index = await indexNode.readStrings();
   if (index.length !== nRows) throw wrongRows(loc, group.path, index.length, nRows);
-  const readers = await columnReaders(tree, group.path, columnOrder(attrs["column-order"]), exclude, nRows);
+  const names = columnOrder(attrs["column-order"]);
+  const readers = await columnReaders(tree, group.path, names, exclude, nRows);
   const columns: TableColumn[] = [];
   for (const r of readers) columns.push(await wholeColumn(r, nRows));
-  return { indexName: indexKey === "_index" ? null : indexKey, index, columns };
+  return {
+    indexName: indexKey === "_index" ? null : indexKey,
+    index,
+    columns,
+    excluded: names.filter((n) => exclude.has(n)),
+  };
 }
 
 /** A group frame's index: its name (the `_index` attribute, `_index` by default) and node. */
@@ -144,8 +150,13 @@ async function legacyFrame(tree: Tree, a: TreeArray, exclude: ReadonlySet<string
     });
   }
   const columns: TableColumn[] = [];
+  const excluded: string[] = [];
   for (const f of a.fields) {
-    if (f.name === "index" || f.shape || exclude.has(f.name)) continue;
+    if (f.name === "index" || f.shape) continue;
+    if (exclude.has(f.name)) {
+      excluded.push(f.name);
+      continue;
+    }
     const v = cols.get(f.name);
     if (v === undefined) continue;
     if (Array.isArray(v)) {
@@ -168,7 +179,7 @@ async function legacyFrame(tree: Tree, a: TreeArray, exclude: ReadonlySet<string
       columns.push({ name: f.name, kind: "numeric", values: v });
     }
   }
-  return { indexName: "index", index, columns };
+  return { indexName: "index", index, columns, excluded };
 }
 
 /**
@@ -191,10 +202,12 @@ export async function frameReader(
   const { indexKey, indexNode } = await indexOf(tree, group, attrs);
   if (indexNode?.kind !== "array" || indexNode.element !== "string") return undefined;
   const index = rowsOf(loc, indexNode, nRows);
+  const names = columnOrder(attrs["column-order"]);
   return {
     indexName: indexKey === "_index" ? null : indexKey,
     index: (a, b) => index.readStrings(a, b),
-    columns: await columnReaders(tree, group.path, columnOrder(attrs["column-order"]), exclude, nRows),
+    columns: await columnReaders(tree, group.path, names, exclude, nRows),
+    excluded: names.filter((n) => exclude.has(n)),
   };
 }
 

@@ -9,8 +9,9 @@
  * moved, not copied, so a conversion costs one message per array read, not a copy of the data.
  *
  * One worker whose file closed cleanly is kept (not keeping the process alive) for the next file,
- * so detecting a format and then opening the file start h5wasm once. A worker that reported any
- * error is not reused: HDF5 may hold the damaged file open after a failed call.
+ * so detecting a format and then opening the file start h5wasm once; one that dies while it
+ * idles is forgotten, and the next file starts a fresh one. A worker that reported any error is
+ * not reused: HDF5 may hold the damaged file open after a failed call.
  *
  * @module
  */
@@ -83,12 +84,41 @@ function workerExecArgv(execArgv: readonly string[]): string[] {
 }
 
 /** A worker whose last file closed without any error, ready for the next one. */
-let idle: Thread | undefined;
+let idle: { thread: Thread; unwatch(): void } | undefined;
+
+/**
+ * Keeps `thread` for the next file. A worker that exits or fails while it idles is forgotten: the
+ * next file would otherwise be sent to a dead worker and wait for the watchdog (no tree listens
+ * for its exit then).
+ */
+function keepIdle(thread: Thread): void {
+  const { worker } = thread;
+  const forget = () => {
+    unwatch();
+    if (idle?.thread === thread) idle = undefined;
+    void worker.terminate();
+  };
+  const unwatch = () => {
+    worker.off("exit", forget);
+    worker.off("error", forget);
+  };
+  worker.on("exit", forget);
+  worker.on("error", forget);
+  worker.unref();
+  idle = { thread, unwatch };
+}
+
+/** The idle worker, if any, no longer watched as idle (its tree listens to it from now). */
+function takeIdle(): Thread | undefined {
+  const kept = idle;
+  idle = undefined;
+  kept?.unwatch();
+  return kept?.thread;
+}
 
 /** Opens an HDF5 file read-only, read by a worker thread under a watchdog. */
 export async function openHdf5(path: string, opts: Hdf5ThreadOptions = {}): Promise<Tree> {
-  const thread = idle ?? startThread();
-  idle = undefined;
+  const thread = takeIdle() ?? startThread();
   const tree = new ThreadTree(path, thread, opts.timeoutSeconds ?? DEFAULT_HDF5_TIMEOUT);
   try {
     await tree.call({ op: "open", path, plugins: opts.plugins ?? true }, "");
@@ -258,8 +288,7 @@ class ThreadTree implements Tree {
     if (this.tainted || idle) {
       await this.worker.terminate();
     } else {
-      this.worker.unref();
-      idle = this.thread;
+      keepIdle(this.thread);
     }
   }
 }

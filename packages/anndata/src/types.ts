@@ -86,6 +86,8 @@ export interface ColumnTableReader {
   indexName: string | null;
   index(a: number, b: number): Promise<string[]>;
   columns: TableColumnReader[];
+  /** The columns left out, unread, because `exclude` named them. */
+  excluded?: string[];
 }
 
 /** A data frame as anndata holds it: a string index (with its name) and typed columns. */
@@ -94,6 +96,8 @@ export interface ColumnTable {
   indexName: string | null;
   index: string[];
   columns: TableColumn[];
+  /** The columns left out, unread, because `exclude` named them. */
+  excluded?: string[];
 }
 
 /**

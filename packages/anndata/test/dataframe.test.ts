@@ -25,7 +25,7 @@ async function readAll(r: ColumnTableReader, n: number): Promise<ColumnTable> {
       else columns.push({ name: c.name, kind: c.kind, ...(await c.read(0, n)), ...nullable });
     }
   }
-  return { indexName: r.indexName, index: await r.index(0, n), columns } as ColumnTable;
+  return { indexName: r.indexName, index: await r.index(0, n), columns, excluded: r.excluded } as ColumnTable;
 }
 
 test("a data frame costs one tree call per node it needs, whole or by range, and both reads agree", async () => {

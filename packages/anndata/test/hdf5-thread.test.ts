@@ -6,8 +6,10 @@
  */
 
 import assert from "node:assert/strict";
+import { once } from "node:events";
 import { join } from "node:path";
 import { test } from "node:test";
+import { Worker } from "node:worker_threads";
 import { openHdf5 } from "../src/hdf5-thread.js";
 import { InputError } from "../src/index.js";
 import { openInput } from "../src/node.js";
@@ -80,4 +82,33 @@ test("row blocks asked for after an input is closed are refused, not waited for"
     assert.match(err.message, /the file was closed/);
     return true;
   });
+});
+
+test("an idle worker that dies is not handed the next file: that file opens on a fresh one", async () => {
+  // The worker reading CSR, caught as the tree sends it the file (hdf5-thread.ts keeps it private).
+  const post = Worker.prototype.postMessage;
+  let worker: Worker | undefined;
+  Worker.prototype.postMessage = function (this: Worker, ...args: Parameters<Worker["postMessage"]>) {
+    worker = this;
+    return post.apply(this, args);
+  };
+  let tree: Awaited<ReturnType<typeof openHdf5>>;
+  try {
+    tree = await openHdf5(CSR);
+  } finally {
+    Worker.prototype.postMessage = post;
+  }
+  await tree.close();
+  assert.ok(worker, "the worker was seen");
+  // The worker idles, kept for the next file; it dies (as when h5wasm aborts or memory runs out).
+  const exited = once(worker, "exit");
+  await worker.terminate();
+  await exited;
+  // Handed the dead worker, the open waited for the watchdog (60 s) and failed as Stalled.
+  const next = await openHdf5(DENSE);
+  try {
+    assert.deepEqual(((await next.get("X")) as TreeArray).shape, [57, 41]);
+  } finally {
+    await next.close();
+  }
 });

@@ -21,7 +21,8 @@ import {
   withFileParts,
   writeStoreFromRowBlocks,
 } from "@deltacells/sporadik/node";
-import { type StatsStore, withStats } from "@deltacells/storage/node";
+import type { Store } from "@deltacells/storage";
+import { withStats } from "@deltacells/storage/node";
 import { CliError } from "./errors.js";
 import { localPath, openCounted, openLocation } from "./io.js";
 import type { ProgressBar } from "./progress.js";
@@ -112,18 +113,6 @@ export async function isDatasetInput(input: string): Promise<boolean> {
 
 function gib(bytes: number): string {
   return bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`;
-}
-
-/** `counted` (a stats wrapper around `files`), with `files`' objects in parts and its flush. */
-function withFolderParts(counted: StatsStore, files: FolderParts): FolderParts {
-  return {
-    get: (key, options) => counted.get(key, options),
-    getRange: (key, range, options) => counted.getRange(key, range as never, options),
-    set: (key, value) => counted.set(key, value),
-    delete: (key) => counted.delete(key),
-    setParts: (key, byteLength, parts) => files.setParts(key, byteLength, parts),
-    flush: () => files.flush(),
-  };
 }
 
 /** `blocks`, refused past `maxNnz` nonzeros (counted as they come, so a source of unknown size stops early). */
@@ -245,29 +234,25 @@ async function convertLocked(
   );
 
   const raw = openLocation(writeTo);
-  let partsBytes = 0;
-  const onParts = (_key: string, bytes: number) => {
-    partsBytes += bytes;
-  };
   // A folder output: chunks written straight to their files and synced all at once before the
   // block (counted by the stats wrapper around them). A byte-addressable array is one object as
   // large as the array: written in parts (to a file, or as an S3 multipart upload as the bytes
-  // come), it is never held whole.
-  const files = local ? withFileParts(raw, local, onParts, { deferSync: true }) : undefined;
-  const counted = withStats(
-    files
-      ? {
-          url: raw.url,
-          get: (key, options) => raw.get(key, options),
-          getRange: (key, range, options) => raw.getRange(key, range, options),
-          set: (key, value) => files.set(key, value),
-          delete: (key, options) => raw.delete(key, options),
-          list: (prefix, options) => raw.list(prefix, options),
-        }
-      : raw,
-  );
-  // An S3 store's `setParts` (multipart upload) is passed on and counted by the stats wrapper.
-  const store = files ? withFolderParts(counted, files) : counted;
+  // come), it is never held whole; the stats wrapper counts it as a set of its length.
+  const files = local ? withFileParts(raw, local, undefined, { deferSync: true }) : undefined;
+  const inner: (Store & Pick<FolderParts, "setParts">) | Store = files
+    ? {
+        url: raw.url,
+        get: (key, options) => raw.get(key, options),
+        getRange: (key, range, options) => raw.getRange(key, range, options),
+        set: (key, value) => files.set(key, value),
+        setParts: (key, byteLength, parts) => files.setParts(key, byteLength, parts),
+        delete: (key, options) => raw.delete(key, options),
+        list: (prefix, options) => raw.list(prefix, options),
+      }
+    : raw;
+  const counted = withStats(inner);
+  // The folder's unsynced files are made durable by the writer's flush, before its block.
+  const store = files ? Object.assign(counted, { flush: () => files.flush() }) : counted;
   let phase = "";
   let rowsSeconds = 0;
   const timing = { rowsStart: performance.now(), columnsStart: 0 };
@@ -299,7 +284,7 @@ async function convertLocked(
     if (target.replacing) await target.commit("zarr.json");
     o.bar.finish();
     const seconds = (performance.now() - started) / 1000;
-    const bytes = counted.stats.bytesWritten + partsBytes;
+    const bytes = counted.stats.bytesWritten;
     const columnsSeconds = timing.columnsStart ? (performance.now() - timing.columnsStart) / 1000 : 0;
     const json = {
       input: o.input,

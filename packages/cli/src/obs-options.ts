@@ -53,8 +53,22 @@ export function obsOptions(values: Record<string, unknown>): ObsWriteOptions {
   };
 }
 
-/** The library's refusal of obs columns, reworded with the flag that skips them. */
+/** The library's refusals of obs columns, reworded with the flag that skips them. */
 export function explainObsError(err: unknown): unknown {
+  if (err instanceof DeltacellsError && err.field === "obs" && !(err instanceof UnsupportedObsColumns)) {
+    // An --obs-exclude name that is no column: the same error, naming the flag.
+    const message = err.message.replace("the obs exclude option", "--obs-exclude");
+    if (message !== err.message) {
+      return new DeltacellsError(message, {
+        tag: err._tag,
+        object: err.object,
+        field: "obs",
+        expected: err.expected,
+        found: err.found,
+        cause: err,
+      });
+    }
+  }
   if (!(err instanceof UnsupportedObsColumns)) return err;
   const them = err.columns.length === 1 ? "it" : "them";
   const message = err.message.replace(

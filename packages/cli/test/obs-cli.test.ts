@@ -134,6 +134,24 @@ test("convert refuses obs columns it cannot store, names them and the flag, and 
   assert.equal(ok.code, 0, ok.stderr);
 });
 
+test("convert --obs-exclude refuses a name that is no obs column, names it and the columns there are", async () => {
+  const out = join(dir, "typo");
+  const r = await deltacells(
+    "convert",
+    "data/anndata/csr.h5ad",
+    out,
+    "--quiet",
+    "--obs-exclude",
+    "cell_type,celltype",
+  );
+  assert.equal(r.code, 1);
+  assert.match(
+    r.stderr,
+    /\[InvalidInput\].*obs has no column "celltype" to exclude; its columns are "cell_type", .*"maybe_int".*Correct the name in --obs-exclude/,
+  );
+  assert.equal(existsSync(join(out, "manifest.json")), false);
+});
+
 test("convert --obsm refuses an entry that is not a 2-D dense embedding, and --no-obs writes none", async () => {
   const r = await deltacells(
     "convert",

@@ -4,8 +4,17 @@
  * staging folders, the lock) is cleaned by the next conversion and reported by validate.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import {
+  closeSync,
+  constants,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  writeSync,
+} from "node:fs";
 import { mkdir, readdir, readFile, stat, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -29,22 +38,53 @@ function start(...args: string[]): { child: ChildProcess; done: Promise<Run> } {
   return { child, done };
 }
 
-/** Waits until `path` exists (the writer took its lock), failing after `ms`. */
-async function appears(path: string, ms = 120_000) {
-  const deadline = Date.now() + ms;
-  while (!existsSync(path)) {
-    if (Date.now() > deadline) throw new Error(`${path} never appeared`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+/**
+ * A 10x folder whose barcodes.tsv.gz is a FIFO: a conversion reads it once, after taking its
+ * lock, and cannot finish until `release()` writes the barcodes. `reading()` waits until the
+ * conversion has opened it (its lock is then held, fully written); `close()` ends the FIFO after a
+ * conversion that was killed instead.
+ */
+function gatedInput(): { dir: string; reading(): Promise<void>; release(): void; close(): void } {
+  const from = join(REPO, "data/10x-v3-chr21/filtered_feature_bc_matrix");
+  const dir = join(tempDir(), "gated");
+  mkdirSync(dir);
+  for (const name of ["matrix.mtx.gz", "features.tsv.gz"]) copyFileSync(join(from, name), join(dir, name));
+  const fifo = join(dir, "barcodes.tsv.gz");
+  execFileSync("mkfifo", [fifo]);
+  let fd: number | undefined;
+  return {
+    dir,
+    async reading() {
+      // Opening a FIFO to write without blocking fails (ENXIO) until a reader has it open.
+      while (fd === undefined) {
+        try {
+          fd = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== "ENXIO") throw err;
+          await new Promise((r) => setTimeout(r, 10));
+        }
+      }
+    },
+    release() {
+      // A few KB: within the pipe's buffer, so the write completes whatever the reader does.
+      writeSync(fd as number, readFileSync(join(from, "barcodes.tsv.gz")));
+      this.close();
+    },
+    close() {
+      if (fd !== undefined) closeSync(fd);
+      fd = undefined;
+    },
+  };
 }
 
 test("a second convert into the same OUTPUT is refused while the first runs; the first completes", async () => {
   const out = join(tempDir(), "ds");
   const lock = join(out, ".deltacells-lock");
-  const first = start("convert", INPUT, out, "--tile-size", "16", "--level", "1", "--quiet");
-  await appears(lock);
-  // Frozen while holding the lock: the second really runs while the first is mid-conversion.
-  first.child.kill("SIGSTOP");
+  // The first blocks on its input's barcodes with the lock held: the second really runs while
+  // the first is mid-conversion, however fast the machine.
+  const input = gatedInput();
+  const first = start("convert", input.dir, out, "--tile-size", "16", "--level", "1", "--quiet");
+  await input.reading();
   try {
     const holder = JSON.parse(await readFile(lock, "utf8"));
     assert.equal(holder.pid, first.child.pid);
@@ -62,7 +102,7 @@ test("a second convert into the same OUTPUT is refused while the first runs; the
       );
     }
   } finally {
-    first.child.kill("SIGCONT");
+    input.release();
   }
   const r = await first.done;
   assert.equal(r.code, 0, r.stderr);
@@ -91,9 +131,16 @@ test("a failed conversion removes its lock (and the folder it made for nothing)"
 test("Ctrl-C (SIGINT) removes the lock", async () => {
   const out = join(tempDir(), "ds");
   const lock = join(out, ".deltacells-lock");
-  const run = start("convert", INPUT, out, "--tile-size", "16", "--quiet");
-  await appears(lock);
+  // Blocked on its input with the lock held: the signal comes mid-conversion, however fast the machine.
+  const input = gatedInput();
+  const run = start("convert", input.dir, out, "--tile-size", "16", "--quiet");
+  await input.reading();
+  assert.ok(existsSync(lock));
   run.child.kill("SIGINT");
+  // The handler removes the lock at once; the process exits once its blocked read returns (Node
+  // waits for its I/O threads at exit), so the barcodes are written only then.
+  while (existsSync(lock)) await new Promise((r) => setTimeout(r, 10));
+  input.release();
   const r = await run.done;
   assert.equal(r.code, 130, r.stderr);
   assert.ok(!existsSync(lock));
@@ -102,10 +149,13 @@ test("Ctrl-C (SIGINT) removes the lock", async () => {
 test("a killed conversion's lock is reported as stale and broken with --break-lock; temp files and staging go", async () => {
   const out = join(tempDir(), "ds");
   const lock = join(out, ".deltacells-lock");
-  const killed = start("convert", INPUT, out, "--tile-size", "16", "--quiet");
-  await appears(lock);
+  // Blocked on its input with the lock held: killed mid-conversion, however fast the machine.
+  const input = gatedInput();
+  const killed = start("convert", input.dir, out, "--tile-size", "16", "--quiet");
+  await input.reading();
   killed.child.kill("SIGKILL");
   await killed.done;
+  input.close();
   assert.ok(existsSync(lock), "SIGKILL leaves the lock");
   // A half-written object such a writer leaves (FolderStore's temporary name), dated before the next run.
   await mkdir(join(out, "tiles"), { recursive: true });

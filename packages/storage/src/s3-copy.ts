@@ -24,9 +24,8 @@ export function multipartCopy(
     store,
     url,
     key,
-    count,
-    async (i, idParam) => {
-      const first = i * partSize;
+    Array.from({ length: count }, (_, i) => i * partSize),
+    async (i, first, idParam) => {
       const last = Math.min(size, first + partSize) - 1;
       const res = await store.request("PUT", `${url}?partNumber=${i + 1}&${idParam}`, key, {
         headers: { "x-amz-copy-source": source, "x-amz-copy-source-range": `bytes=${first}-${last}` },

@@ -25,29 +25,33 @@ export async function initiateUpload(
 }
 
 /**
- * A multipart upload of `count` parts: initiate, send the parts (`putPart(i, idParam)` answers
- * part i's ETag; `concurrency` at once), complete. Any failure, including an abort, aborts the
- * upload so no orphaned parts keep costing storage, and no object (old or half) appears under the
- * key from this call. `partName` names a part in the error for a missing ETag.
+ * A multipart upload of the parts `parts` yields: initiate, send them (`putPart(i, part, idParam)`
+ * answers part i's ETag; `concurrency` at once, each taking the next part as it is free, so at most
+ * `concurrency` parts are held besides the one `parts` is producing), complete. Any failure,
+ * including an abort or an error from `parts`, aborts the upload so no orphaned parts keep costing
+ * storage, and no object (old or half) appears under the key from this call. `partName` names a
+ * part in the error for a missing ETag.
  */
-export async function uploadInParts(
+export async function uploadInParts<T>(
   store: S3Store,
   url: string,
   key: string,
-  count: number,
-  putPart: (i: number, idParam: string) => Promise<string | null | undefined>,
+  parts: Iterable<T> | AsyncIterable<T>,
+  putPart: (i: number, part: T, idParam: string) => Promise<string | null | undefined>,
   opts: { concurrency: number; signal: AbortSignal | undefined; partName: string },
 ): Promise<void> {
   const { signal } = opts;
   const idParam = await initiateUpload(store, url, key, signal);
+  const source = numbered(parts);
   try {
-    const etags: string[] = new Array(count);
-    let next = 0;
+    const etags: string[] = [];
     let failed = false;
     const worker = async () => {
-      while (!failed && next < count) {
-        const i = next++;
-        const etag = await putPart(i, idParam);
+      while (!failed) {
+        const next = await source.next();
+        if (next.done || failed) return;
+        const [i, part] = next.value;
+        const etag = await putPart(i, part, idParam);
         if (!etag) {
           throw new StorageError(`${url}: ${opts.partName} ${i + 1} was accepted without an ETag`, {
             object: objectAt(store.url, key),
@@ -62,29 +66,50 @@ export async function uploadInParts(
         failed = true;
         throw err;
       });
-    const results = await Promise.allSettled(
-      Array.from({ length: Math.min(opts.concurrency, count) }, guarded),
-    );
+    const results = await Promise.allSettled(Array.from({ length: opts.concurrency }, guarded));
     const firstFailure = results.find((r) => r.status === "rejected");
     if (firstFailure !== undefined) throw firstFailure.reason;
-    const parts = etags
+    const list = etags
       .map((etag, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${escapeXml(etag)}</ETag></Part>`)
       .join("");
     const done = await store.request("POST", `${url}?${idParam}`, key, {
-      body: `<CompleteMultipartUpload>${parts}</CompleteMultipartUpload>`,
+      body: `<CompleteMultipartUpload>${list}</CompleteMultipartUpload>`,
       headers: { "content-type": "application/xml" },
       signal,
     });
     // S3 may answer 200 and still fail: the error is then in the body.
     await store.xml(done, url, key, signal);
   } catch (err) {
-    // Best effort and deliberately without the caller's signal, which may be the reason we are here.
+    // Close the caller's source (its `finally` runs), then abort: best effort and deliberately
+    // without the caller's signal, which may be the reason we are here.
+    await source.return(undefined).catch(() => {});
     await store
       .request("DELETE", `${url}?${idParam}`, key, { ok: [200, 204, 404] })
       .then((r) => r.body?.cancel())
       .catch(() => {});
     throw err;
   }
+}
+
+/** `parts` with their indexes, pulled one at a time whoever asks (async generators queue calls). */
+async function* numbered<T>(parts: Iterable<T> | AsyncIterable<T>): AsyncGenerator<[number, T]> {
+  let i = 0;
+  for await (const part of parts) yield [i++, part];
+}
+
+/** Sends `body` as part `i + 1` of the upload `idParam`; answers its ETag. */
+async function putBody(
+  store: S3Store,
+  url: string,
+  key: string,
+  i: number,
+  body: Uint8Array,
+  idParam: string,
+  signal: AbortSignal | undefined,
+): Promise<string | null> {
+  const res = await store.request("PUT", `${url}?partNumber=${i + 1}&${idParam}`, key, { body, signal });
+  await res.body?.cancel().catch(() => {});
+  return res.headers.get("etag");
 }
 
 /** Uploads `value` as an S3 multipart upload of parts of `partSize` bytes (see {@link uploadInParts}). */
@@ -96,18 +121,78 @@ export function multipartUpload(
   opts: { partSize: number; concurrency: number; signal: AbortSignal | undefined },
 ): Promise<void> {
   const { partSize, signal } = opts;
-  const count = Math.ceil(value.length / partSize);
+  function* slices() {
+    for (let at = 0; at < value.length; at += partSize) yield value.subarray(at, at + partSize);
+  }
   return uploadInParts(
     store,
     url,
     key,
-    count,
-    async (i, idParam) => {
-      const body = value.subarray(i * partSize, Math.min(value.length, (i + 1) * partSize));
-      const res = await store.request("PUT", `${url}?partNumber=${i + 1}&${idParam}`, key, { body, signal });
-      await res.body?.cancel().catch(() => {});
-      return res.headers.get("etag");
+    slices(),
+    (i, body, idParam) => putBody(store, url, key, i, body, idParam, signal),
+    {
+      concurrency: opts.concurrency,
+      signal,
+      partName: "part",
     },
-    { concurrency: opts.concurrency, signal, partName: "part" },
+  );
+}
+
+/**
+ * Uploads an object of `byteLength` bytes that arrives as a sequence of parts of any size, as an
+ * S3 multipart upload, without holding it whole: the bytes are cut into `partSize` parts as they
+ * come, at most `concurrency` parts upload at once (so at most `concurrency + 1` parts are held).
+ * Any failure, a length other than `byteLength` included, aborts the upload (see
+ * {@link uploadInParts}): no parts are left behind and no object appears under the key.
+ */
+export function multipartUploadParts(
+  store: S3Store,
+  url: string,
+  key: string,
+  byteLength: number,
+  parts: AsyncIterable<Uint8Array>,
+  opts: { partSize: number; concurrency: number; signal: AbortSignal | undefined },
+): Promise<void> {
+  const { partSize, signal } = opts;
+  // The bytes re-cut into parts of `partSize` (the last shorter; one empty part for no bytes).
+  async function* cut() {
+    let total = 0;
+    let count = 0;
+    let buffer = new Uint8Array(partSize);
+    let fill = 0;
+    for await (const part of parts) {
+      total += part.byteLength;
+      for (let at = 0; at < part.byteLength; ) {
+        const take = Math.min(partSize - fill, part.byteLength - at);
+        buffer.set(part.subarray(at, at + take), fill);
+        fill += take;
+        at += take;
+        if (fill === partSize) {
+          count++;
+          yield buffer;
+          buffer = new Uint8Array(partSize);
+          fill = 0;
+        }
+      }
+    }
+    if (total !== byteLength) {
+      throw new StorageError(
+        `${url}: ${total} bytes arrived for an object declared as ${byteLength}; the upload was aborted and nothing was written.`,
+        { object: objectAt(store.url, key) },
+      );
+    }
+    if (fill > 0 || count === 0) yield buffer.subarray(0, fill);
+  }
+  return uploadInParts(
+    store,
+    url,
+    key,
+    cut(),
+    (i, body, idParam) => putBody(store, url, key, i, body, idParam, signal),
+    {
+      concurrency: opts.concurrency,
+      signal,
+      partName: "part",
+    },
   );
 }

@@ -13,8 +13,7 @@ import {
 import { normalizeKey, normalizePrefix } from "./keys.js";
 import { throwIfAborted } from "./range.js";
 import { multipartCopy, S3_MAX_COPY_OBJECT } from "./s3-copy.js";
-import { multipartUpload } from "./s3-multipart.js";
-import { multipartUploadParts } from "./s3-multipart-parts.js";
+import { multipartUpload, multipartUploadParts } from "./s3-multipart.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
 import { child, childrenNamed, childText, parseXml } from "./xml.js";
 

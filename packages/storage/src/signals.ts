@@ -20,15 +20,24 @@ export function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefine
   });
 }
 
-/** Waits `ms` milliseconds, or rejects with the signal's reason when it aborts first. */
+/**
+ * Waits `ms` milliseconds, or rejects with the signal's reason when it aborts first. Its one abort
+ * listener is removed when the wait ends, so retries on a long-lived signal do not pile them up.
+ */
 export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return raceAbort(
-    new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, ms);
-      signal?.addEventListener("abort", () => clearTimeout(t), { once: true });
-    }),
-    signal,
-  );
+  if (signal === undefined) return new Promise<void>((resolve) => setTimeout(resolve, ms));
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
 }
 
 /**

@@ -44,6 +44,11 @@ export interface SourceTable {
   indexName: string | null;
   index: string[];
   columns: SourceColumn[];
+  /**
+   * The columns left out, unread, because `exclude` named them: a source that honours `exclude`
+   * lists them here, since the writer refuses an excluded name that is in neither list.
+   */
+  excluded?: string[];
 }
 
 /** Numeric values of a table column. */
@@ -86,6 +91,8 @@ export interface SourceTableReader {
   indexName: string | null;
   index(a: number, b: number): Promise<string[]>;
   columns: SourceColumnReader[];
+  /** As in {@link SourceTable.excluded}. */
+  excluded?: string[];
 }
 
 /**

@@ -157,7 +157,12 @@ export function tableReader(table: SourceTable, location: string, nCells: number
       }
     }
   });
-  return { indexName: table.indexName, index: async (a, b) => index.slice(a, b) as string[], columns };
+  return {
+    indexName: table.indexName,
+    index: async (a, b) => index.slice(a, b) as string[],
+    columns,
+    ...(table.excluded ? { excluded: table.excluded } : {}),
+  };
 }
 
 /** Rows of category codes checked per read, so a check never holds a whole column. */

@@ -63,6 +63,24 @@ export class UnsupportedObsColumns extends DeltacellsError {
   }
 }
 
+/**
+ * Refuses names in `exclude` that are no column of `table` (read with them excluded): a typo
+ * would otherwise keep the column silently, or fail later on the column it meant to skip.
+ */
+function refuseUnknownExcluded(location: string, table: SourceTableReader, exclude: string[]): void {
+  const available = [...(table.excluded ?? []), ...table.columns.map((c) => c.name)];
+  const known = new Set(available);
+  const unknown = exclude.filter((n) => !known.has(n));
+  if (unknown.length === 0) return;
+  const names = (list: string[]) => list.map((n) => JSON.stringify(n)).join(", ");
+  throw new DeltacellsError(
+    `${location}: obs has no column ${names(unknown)} to exclude; ${
+      available.length > 0 ? `its columns are ${names(available)}` : "it has no columns"
+    }. Correct the name${unknown.length === 1 ? "" : "s"} in the obs exclude option (names are case-sensitive), or drop ${unknown.length === 1 ? "it" : "them"}.`,
+    { tag: "InvalidInput", object: location, field: "obs", expected: { columns: available }, found: unknown },
+  );
+}
+
 /** The name the obs index column gets when the index is unnamed. */
 export function defaultIndexColumn(format: string): string {
   return format === "10x-h5" || format === "10x-mtx" ? "barcode" : "obs_names";
@@ -107,6 +125,7 @@ export async function prepareObs(
     if (Array.isArray(columns)) throw UnsupportedObsColumns.of(source.location, columns as string[], err);
     throw err;
   }
+  refuseUnknownExcluded(source.location, table, opts.exclude ?? []);
   table = { ...table, columns: table.columns.filter((c) => !excluded.has(c.name)) };
   let embeddings: [string, SourceEmbedding][] = [];
   const choice = opts.obsm ?? "auto";
