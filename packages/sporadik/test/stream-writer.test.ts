@@ -344,3 +344,46 @@ test("nnzAtMost below the nonzeros written is refused at finish, with no block",
   );
   await assert.rejects(openReader(store), { _tag: "IncompleteError" });
 });
+
+test("an object written in parts takes each part from the caller's memory only until writeRows resolves", async () => {
+  const m = randomCsr(90, 25, 0.3, 15);
+  const reference = new MemoryStore();
+  await writeStore(reference, layoutsOf(m, [0, 1]), { byteAddressable: true });
+  // A store that copies each part a turn of the event loop after it got it, as a file write does.
+  const streamed = new MemoryStore();
+  const store = Object.assign(streamed, {
+    async setParts(key: string, byteLength: number, parts: AsyncIterable<Uint8Array>): Promise<void> {
+      const whole = new Uint8Array(byteLength);
+      let at = 0;
+      for await (const part of parts) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        whole.set(part, at);
+        at += part.byteLength;
+      }
+      await streamed.set(key, whole);
+    },
+  });
+  // Blocks in one pair of buffers, overwritten for the next block once writeRows resolved (as
+  // input readers reuse theirs).
+  const indices = new Int32Array(m.indices.length);
+  const data = new Int32Array(m.data.length);
+  async function* reused(): AsyncGenerator<RowBlock> {
+    for (let r = 0; r < m.nRows; r += 10) {
+      const n = Math.min(10, m.nRows - r);
+      const lo = m.indptr[r] as number;
+      const hi = m.indptr[r + n] as number;
+      indices.fill(-1);
+      data.fill(-7);
+      indices.set(m.indices.subarray(lo, hi));
+      data.set(m.data.subarray(lo, hi) as Int32Array);
+      const indptr = Int32Array.from(m.indptr.subarray(r, r + n + 1), (v) => v - lo);
+      yield { nRows: n, indptr, indices: indices.subarray(0, hi - lo), data: data.subarray(0, hi - lo) };
+    }
+  }
+  await writeStoreFromRows(store, reused(), {
+    shape: [m.nRows, m.nCols],
+    byteAddressable: true,
+    nnz: m.data.length,
+  });
+  assertSameObjects(streamed, reference);
+});
