@@ -16,9 +16,16 @@ import { arrayMetadataText, type CodecMetadata, DEFAULT_COMPRESSOR, encodeChunk 
 
 /**
  * Turns one chunk's raw little-endian bytes into its stored bytes. It may take ownership of `raw`
- * (move it to a worker thread, say): the caller never touches it again.
+ * (move it to a worker thread, say): the caller never touches it again. `allocate`, when present,
+ * hands out memory for the next chunks (buffers it took before and is done with, old bytes in
+ * them), so a writer does not allocate a buffer per chunk.
  */
-export type ChunkEncoder = (raw: Uint8Array, compressors: readonly CodecMetadata[]) => Promise<Uint8Array>;
+export type ChunkEncoder = ((
+  raw: Uint8Array,
+  compressors: readonly CodecMetadata[],
+) => Promise<Uint8Array>) & {
+  allocate?: (byteLength: number) => ArrayBuffer;
+};
 
 /** The WebAssembly encoder of {@link writeStore}: runs anywhere, on the calling thread. */
 export const wasmEncoder: ChunkEncoder = (raw, compressors) =>
@@ -125,7 +132,13 @@ export class ArrayWriter {
       );
     }
     this.#full = context.chunk ?? chunkFor(dtype, Number.MAX_SAFE_INTEGER);
-    this.#pending = context.byteAddressable ? new this.#Ctor(0) : new this.#Ctor(this.#full);
+    this.#pending = context.byteAddressable ? new this.#Ctor(0) : this.#fresh();
+  }
+
+  /** Memory for the next chunk: the encoder's recycled buffers when it has them (old bytes in them). */
+  #fresh(): NumericArray {
+    const recycled = this.context.encoder.allocate?.(this.#full * this.#Ctor.BYTES_PER_ELEMENT);
+    return recycled ? new this.#Ctor(recycled) : new this.#Ctor(this.#full);
   }
 
   /**
@@ -151,7 +164,7 @@ export class ArrayWriter {
       at += take;
       if (this.#fill === this.#full) {
         const full = this.#pending;
-        this.#pending = new this.#Ctor(this.#full);
+        this.#pending = this.#fresh();
         this.#fill = 0;
         await this.#emit(this.#flushed++, full);
       }
@@ -186,8 +199,10 @@ export class ArrayWriter {
       chunk = this.length;
       await this.#emit(0, this.#pending.subarray(0, this.length));
     } else if (this.#fill > 0) {
-      // The edge chunk is stored whole, padded with the fill value (the buffer is still zeros there).
-      await this.#emit(this.#flushed++, this.#pending);
+      // The edge chunk is stored whole, padded with the fill value (zeros; a recycled buffer has old bytes).
+      const pending = this.#pending;
+      new Uint8Array(pending.buffer, pending.byteOffset + this.#fill * pending.BYTES_PER_ELEMENT).fill(0);
+      await this.#emit(this.#flushed++, pending);
     }
     this.#pending = new this.#Ctor(0);
     await store.set(
