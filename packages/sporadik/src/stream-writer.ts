@@ -731,11 +731,25 @@ export class StreamWriter {
     const from0 = lo - first;
     const to0 = hi - first;
     const whole = from0 === 0 && hi === Math.min(first + this.#perBucket, this.#nCols);
-    for (const batch of this.#batches) {
+    const segment = (batch: Batch) => {
       const from = batch.starts[block] as number;
       const n = (batch.starts[block + 1] as number) - from;
-      if (n === 0) continue;
-      const [segmentVals, codes] = await this.#segment(batch, from, n, Ctor, width);
+      if (n === 0) return undefined;
+      const read = this.#segment(batch, from, n, Ctor, width);
+      // Awaited below; marked handled so a failure while an earlier one is thrown is not unhandled.
+      read.catch(() => undefined);
+      return read;
+    };
+    const batches = this.#batches;
+    // The next batch's segment is read (when spilled) while this one is scattered.
+    let ahead = batches.length > 0 ? segment(batches[0] as Batch) : undefined;
+    for (let index = 0; index < batches.length; index++) {
+      const batch = batches[index] as Batch;
+      const current = ahead;
+      ahead = index + 1 < batches.length ? segment(batches[index + 1] as Batch) : undefined;
+      if (current === undefined) continue;
+      const [segmentVals, codes] = await current;
+      const n = codes.length;
       const row0 = batch.row0;
       if (whole) {
         // The whole block in one pass: every nonzero of the segment belongs here.
