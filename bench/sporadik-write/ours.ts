@@ -9,7 +9,14 @@
 import { readFileSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { EncodePool, FileSpill, nativeEncoder, StreamWriter, withFileParts } from "@deltacells/sporadik/node";
+import {
+  EncodePool,
+  FileSpill,
+  nativeEncoder,
+  StreamWriter,
+  TRANSPOSE_MEMORY,
+  withFileParts,
+} from "@deltacells/sporadik/node";
 import { FolderStore } from "@deltacells/storage/node";
 import type { MatrixMeta } from "./generate.js";
 
@@ -21,10 +28,15 @@ const BLOCK = 4096;
 
 /** CPU spent so far (every thread), in seconds. */
 const cpu = () => (process.resourceUsage().userCPUTime + process.resourceUsage().systemCPUTime) / 1e6;
-// Startup (loading modules) is not the writer's work; Python's import is excluded the same way.
+// Startup (loading modules, starting the compression threads, which compile the worker's sources
+// through tsx here) is not the writer's work; Python's import is excluded the same way.
+const pool = new EncodePool();
+// Byte-addressable arrays are not compressed: that run never starts the threads.
+if (!byteAddressable) {
+  await Promise.all(Array.from({ length: pool.size }, () => pool.encode(new Uint8Array(64), 1)));
+}
 const cpuAtStart = cpu();
 const t0 = performance.now();
-const pool = new EncodePool();
 const spill = await FileSpill.create(dirname(output));
 const folder = withFileParts(new FolderStore(output), output, undefined, { deferSync: true });
 // The one sync pass before the block, timed on its own: the durability the format needs.
@@ -46,6 +58,8 @@ const writer = await StreamWriter.open(store, {
   dtype: "int32",
   spill,
   encoder: nativeEncoder(pool),
+  // As writeStoreFromRowBlocks (the CLI): the transposition in memory up to its default bound.
+  transposeMemory: TRANSPOSE_MEMORY,
   // Many writes in flight: a folder store syncs every object, and the syncs overlap.
   concurrency: 32,
   onProgress: (p) => {
@@ -94,6 +108,7 @@ console.log(
     // CPU of every thread (main and workers): on a shared, loaded box, the figure load does not inflate.
     cpuSeconds: cpu() - cpuAtStart,
     bytesSpilled: result.bytesSpilled,
+    bytesInMemory: result.bytesInMemory,
     peakSpillBytes: result.peakSpillBytes,
     rows: rowsDone,
     phases: {

@@ -4,8 +4,9 @@
  * by `writeStoreFromRowBlocks` of @deltacells/sporadik/node (one layout per requested axis, with
  * maxima) in bounded memory whatever the number of nonzeros. This file is the command's part: the
  * target (staging, --overwrite), the temporary space check and messages, --max-nnz, the report.
- * Axis 1 goes through temporary files (about 12 bytes per nonzero, in `--tmp-dir` or beside the
- * output), announced before the first row is read and removed on success, failure and Ctrl-C.
+ * Axis 1 is transposed in memory up to 64 MiB and through temporary files past that (8 bytes per
+ * int32 nonzero at most, in `--tmp-dir` or beside the output), announced before the first row is
+ * read and removed on success, failure and Ctrl-C.
  */
 import { existsSync, statfsSync, statSync } from "node:fs";
 import { rm } from "node:fs/promises";
@@ -302,6 +303,7 @@ async function convertLocked(
       bytes_per_nonzero: result.nnz ? bytes / result.nnz : 0,
       temp_bytes_spilled: result.bytesSpilled,
       temp_peak_bytes: result.peakSpillBytes,
+      transposed_in_memory_bytes: result.bytesInMemory,
       temp_dir: tmpParent,
       seconds,
       seconds_rows: rowsSeconds,
@@ -316,7 +318,7 @@ async function convertLocked(
     const text = `converted ${o.input} (${source.format}, ${source.matrixPath}) -> ${target.store.url} (sporadik${o.byteAddressable ? ", byte-addressable" : ""})
   ${nRows.toLocaleString("en-US")} cells x ${nCols.toLocaleString("en-US")} genes, ${result.nnz.toLocaleString("en-US")} nonzeros; layouts along axes ${o.axes.join(", ")} (${o.axes.map((a) => (a === 0 ? "cells contiguous" : "genes contiguous")).join(", ")}), with maxima${order}
   ${bytes.toLocaleString("en-US")} bytes written in ${seconds.toFixed(1)} s (cell and gene names are not stored: sporadik has no place for them)`;
-    const statsDetail = `temporary: ${result.bytesSpilled.toLocaleString("en-US")} bytes spilled (peak ${result.peakSpillBytes.toLocaleString("en-US")}) in ${tmpParent}; rows ${rowsSeconds.toFixed(1)} s, genes ${columnsSeconds.toFixed(1)} s`;
+    const statsDetail = `temporary: ${result.bytesSpilled.toLocaleString("en-US")} bytes spilled (peak ${result.peakSpillBytes.toLocaleString("en-US")}) in ${tmpParent}, ${result.bytesInMemory.toLocaleString("en-US")} transposed in memory; rows ${rowsSeconds.toFixed(1)} s, genes ${columnsSeconds.toFixed(1)} s`;
     return { text, json, store: counted, statsDetail };
   } catch (error) {
     o.bar.finish();

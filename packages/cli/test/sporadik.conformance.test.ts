@@ -405,7 +405,7 @@ test("slice --help prints its usage and exits 0; convert --help states the tempo
   const c = await deltacells("convert", "--help");
   assert.match(c.stdout, /--max-nnz N +sporadik: refuse a matrix with more nonzeros \(default: no bound\)/);
   assert.match(c.stdout, /--tmp-dir DIR +sporadik: where the temporary files go/);
-  assert.match(c.stdout, /about 12 bytes per nonzero/);
+  assert.match(c.stdout, /about 8 bytes per nonzero/);
 });
 
 test("slice on a deltacells dataset says to convert it to sporadik first", async () => {

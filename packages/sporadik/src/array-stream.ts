@@ -16,9 +16,16 @@ import { arrayMetadataText, type CodecMetadata, DEFAULT_COMPRESSOR, encodeChunk 
 
 /**
  * Turns one chunk's raw little-endian bytes into its stored bytes. It may take ownership of `raw`
- * (move it to a worker thread, say): the caller never touches it again.
+ * (move it to a worker thread, say): the caller never touches it again. `allocate`, when present,
+ * hands out memory for the next chunks (buffers it took before and is done with, old bytes in
+ * them), so a writer does not allocate a buffer per chunk.
  */
-export type ChunkEncoder = (raw: Uint8Array, compressors: readonly CodecMetadata[]) => Promise<Uint8Array>;
+export type ChunkEncoder = ((
+  raw: Uint8Array,
+  compressors: readonly CodecMetadata[],
+) => Promise<Uint8Array>) & {
+  allocate?: (byteLength: number) => ArrayBuffer;
+};
 
 /** The WebAssembly encoder of {@link writeStore}: runs anywhere, on the calling thread. */
 export const wasmEncoder: ChunkEncoder = (raw, compressors) =>
@@ -26,7 +33,8 @@ export const wasmEncoder: ChunkEncoder = (raw, compressors) =>
 
 /**
  * A store that can take one object as a sequence of parts of known total length, without the
- * whole object in memory (a file written piece by piece, an S3 multipart upload).
+ * whole object in memory (a file written piece by piece, an S3 multipart upload). It is done with
+ * a part (written, or copied) when it asks for the next one: the writer reuses its memory then.
  */
 export interface PartsWritableStore extends WritableStore {
   setParts(key: string, byteLength: number, parts: AsyncIterable<Uint8Array>): Promise<void>;
@@ -124,14 +132,24 @@ export class ArrayWriter {
       );
     }
     this.#full = context.chunk ?? chunkFor(dtype, Number.MAX_SAFE_INTEGER);
-    this.#pending = context.byteAddressable ? new this.#Ctor(0) : new this.#Ctor(this.#full);
+    this.#pending = context.byteAddressable ? new this.#Ctor(0) : this.#fresh();
   }
 
-  /** Append `values` (of this array's type). Resolves once they are copied; writes may still run. */
+  /** Memory for the next chunk: the encoder's recycled buffers when it has them (old bytes in them). */
+  #fresh(): NumericArray {
+    const recycled = this.context.encoder.allocate?.(this.#full * this.#Ctor.BYTES_PER_ELEMENT);
+    return recycled ? new this.#Ctor(recycled) : new this.#Ctor(this.#full);
+  }
+
+  /**
+   * Append `values` (of this array's type). Resolves once they are copied (or, straight into an
+   * object written in parts, written); writes may still run.
+   */
   async append(values: NumericArray): Promise<void> {
     if (values.length === 0) return;
     this.length += values.length;
-    if (this.#direct) return this.#direct.push(bytesOf(values).slice());
+    // Not copied: the store is done with a part when it asks for the next, and push waits for that.
+    if (this.#direct) return this.#direct.push(bytesOf(values));
     if (this.context.byteAddressable) {
       this.#spoolReady ??= this.context.spill.create(this.path);
       this.#spool = await this.#spoolReady;
@@ -146,7 +164,7 @@ export class ArrayWriter {
       at += take;
       if (this.#fill === this.#full) {
         const full = this.#pending;
-        this.#pending = new this.#Ctor(this.#full);
+        this.#pending = this.#fresh();
         this.#fill = 0;
         await this.#emit(this.#flushed++, full);
       }
@@ -181,8 +199,10 @@ export class ArrayWriter {
       chunk = this.length;
       await this.#emit(0, this.#pending.subarray(0, this.length));
     } else if (this.#fill > 0) {
-      // The edge chunk is stored whole, padded with the fill value (the buffer is still zeros there).
-      await this.#emit(this.#flushed++, this.#pending);
+      // The edge chunk is stored whole, padded with the fill value (zeros; a recycled buffer has old bytes).
+      const pending = this.#pending;
+      new Uint8Array(pending.buffer, pending.byteOffset + this.#fill * pending.BYTES_PER_ELEMENT).fill(0);
+      await this.#emit(this.#flushed++, pending);
     }
     this.#pending = new this.#Ctor(0);
     await store.set(
@@ -215,36 +235,49 @@ export class ArrayWriter {
   }
 }
 
-/** Bytes queued to one object being written in parts, with a bound on what waits in memory. */
+/**
+ * One object being written in parts, straight from the caller's memory: {@link push} resolves once
+ * the store asked for the part after it (so it has written or copied this one), one part at a time.
+ */
 class DirectObject {
-  readonly #queue: Uint8Array[] = [];
-  #queued = 0;
+  #part: { bytes: Uint8Array; taken: () => void } | undefined;
   #closed = false;
   #aborted = false;
   #wake: (() => void) | undefined;
-  #drained: (() => void) | undefined;
   #error: { cause: unknown } | undefined;
   readonly #writing: Promise<void>;
-  static readonly LIMIT = 16 * 2 ** 20;
 
   constructor(store: PartsWritableStore, key: string, byteLength: number) {
     this.#writing = store.setParts(key, byteLength, this.#parts()).catch((cause: unknown) => {
       this.#error = { cause };
-      this.#drained?.();
+      this.#release();
     });
   }
 
+  /** Let the pusher of the current part go on: the store is done with it, or failed. */
+  #release(): void {
+    const part = this.#part;
+    this.#part = undefined;
+    part?.taken();
+  }
+
   async *#parts(): AsyncGenerator<Uint8Array> {
-    for (;;) {
-      const next = this.#aborted ? undefined : this.#queue.shift();
-      if (next !== undefined) {
-        this.#queued -= next.byteLength;
-        if (this.#queued <= DirectObject.LIMIT) this.#drained?.();
-        yield next;
-      } else if (this.#aborted)
-        throw new SporadikError("the write was abandoned before the object was whole", { tag: "StateError" });
-      else if (this.#closed) return;
-      else await new Promise<void>((resolve) => (this.#wake = resolve));
+    try {
+      for (;;) {
+        const next = this.#aborted ? undefined : this.#part;
+        if (next !== undefined) {
+          yield next.bytes;
+          // Resumed: the store asked for the next part, so this one is written or copied.
+          this.#release();
+        } else if (this.#aborted)
+          throw new SporadikError("the write was abandoned before the object was whole", {
+            tag: "StateError",
+          });
+        else if (this.#closed) return;
+        else await new Promise<void>((resolve) => (this.#wake = resolve));
+      }
+    } finally {
+      this.#release();
     }
   }
 
@@ -254,12 +287,10 @@ class DirectObject {
 
   async push(bytes: Uint8Array): Promise<void> {
     this.#check();
-    this.#queue.push(bytes);
-    this.#queued += bytes.byteLength;
-    this.#wake?.();
-    while (this.#queued > DirectObject.LIMIT && this.#error === undefined) {
-      await new Promise<void>((resolve) => (this.#drained = resolve));
-    }
+    await new Promise<void>((taken) => {
+      this.#part = { bytes, taken };
+      this.#wake?.();
+    });
     this.#check();
   }
 
@@ -273,7 +304,7 @@ class DirectObject {
   /** Stop: the store drops the partial object (its temporary file), nothing lands under the key. */
   async abort(): Promise<void> {
     this.#aborted = true;
-    this.#queue.length = 0;
+    this.#release();
     this.#wake?.();
     await this.#writing;
   }

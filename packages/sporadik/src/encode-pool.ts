@@ -22,9 +22,12 @@ export interface EncodeJob {
   level: number;
 }
 
-/** A worker's answer: the compressed bytes (moved back, the first `length` count) or an error. */
+/**
+ * A worker's answer: the compressed bytes (moved back, the first `length` count) and the raw
+ * chunk's buffer (moved back for the next chunks), or an error.
+ */
 export type EncodeReply =
-  | { id: number; encoded: ArrayBuffer; length: number }
+  | { id: number; encoded: ArrayBuffer; length: number; raw: ArrayBuffer }
   | { id: number; error: string };
 
 interface Pending {
@@ -51,6 +54,10 @@ export class EncodePool {
   readonly size: number;
   #slots: Slot[] = [];
   #ids = 0;
+  /** Raw chunk buffers the workers gave back, by byte length, for {@link buffer}. */
+  readonly #spare = new Map<number, ArrayBuffer[]>();
+  /** Spare buffers kept per length: about the chunks in flight (more would only hold memory). */
+  static readonly SPARE = 64;
 
   constructor(size = Math.max(1, availableParallelism())) {
     this.size = size;
@@ -69,7 +76,12 @@ export class EncodePool {
         job.reject(
           new SporadikError(`zstd compression failed: ${reply.error}`, { tag: "EncodeWorkerError" }),
         );
-      else job.resolve(new Uint8Array(reply.encoded, 0, reply.length));
+      else {
+        const spare = this.#spare.get(reply.raw.byteLength) ?? [];
+        if (spare.length < EncodePool.SPARE) spare.push(reply.raw);
+        this.#spare.set(reply.raw.byteLength, spare);
+        job.resolve(new Uint8Array(reply.encoded, 0, reply.length));
+      }
     });
     const fail = (error: Error) => {
       this.#slots = this.#slots.filter((s) => s !== slot);
@@ -99,6 +111,11 @@ export class EncodePool {
       this.#slots.push(best);
     }
     return best as Slot;
+  }
+
+  /** A buffer of `byteLength` bytes for a chunk: one a worker gave back (old bytes in it), or new. */
+  buffer(byteLength: number): ArrayBuffer {
+    return this.#spare.get(byteLength)?.pop() ?? new ArrayBuffer(byteLength);
   }
 
   /** Compress `raw` at `level`. `raw`'s buffer is moved to the worker when it is the whole buffer. */
@@ -132,7 +149,7 @@ export class EncodePool {
  */
 export function nativeEncoder(pool: EncodePool): ChunkEncoder {
   if (napi === undefined) return wasmEncoder;
-  return (raw, compressors) => {
+  const encode: ChunkEncoder = (raw, compressors) => {
     if (compressors.length === 0) return Promise.resolve(raw);
     const only = compressors.length === 1 ? compressors[0] : undefined;
     if (
@@ -144,4 +161,7 @@ export function nativeEncoder(pool: EncodePool): ChunkEncoder {
     }
     return wasmEncoder(raw, compressors);
   };
+  // Chunk buffers come back from the workers and are handed out again.
+  encode.allocate = (byteLength) => pool.buffer(byteLength);
+  return encode;
 }

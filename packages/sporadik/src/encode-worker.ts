@@ -15,8 +15,9 @@ port?.on("message", (job: EncodeJob) => {
     const raw = new Uint8Array(job.raw, job.offset, job.length);
     const out = new Uint8Array(zstd.compressBound(job.length));
     const written = context.compress(out, raw, job.level);
-    const reply: EncodeReply = { id: job.id, encoded: out.buffer, length: written };
-    port.postMessage(reply, [out.buffer]);
+    // The raw buffer goes back too: the pool hands it out for a later chunk.
+    const reply: EncodeReply = { id: job.id, encoded: out.buffer, length: written, raw: job.raw };
+    port.postMessage(reply, [out.buffer, job.raw]);
   } catch (cause) {
     const reply: EncodeReply = { id: job.id, error: cause instanceof Error ? cause.message : String(cause) };
     port.postMessage(reply);

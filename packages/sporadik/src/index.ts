@@ -49,6 +49,7 @@ export {
   type StreamWriteOptions,
   type StreamWriteResult,
   StreamWriter,
+  TRANSPOSE_MEMORY,
   temporaryBytesPerNonzero,
   writeStoreFromRows,
 } from "./stream-writer.js";

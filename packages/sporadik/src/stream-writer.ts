@@ -3,12 +3,14 @@
  * same bytes {@link writeStore} writes for the whole matrix.
  *
  * - Axis 0 (cells contiguous, CSR) is written as rows arrive, chunk by chunk.
- * - Axis 1 (genes contiguous, CSC) is an out-of-core transposition: every nonzero is spilled, as
- *   (gene, row, value), to one temporary file. Rows are spilled in batches, each counting-sorted by
- *   gene block and appended as one large write (its genes, rows and values, each sorted by block),
- *   so the file is written front to back in a few large writes whatever the number of blocks.
- *   Once every row is in, each gene block reads its segment of every batch, in order, and is
- *   counting-sorted by gene (rows stay ascending, since they were spilled in order) and written.
+ * - Axis 1 (genes contiguous, CSC) is a transposition in batches of rows: each batch is
+ *   counting-sorted by gene block into one record per nonzero, its value and a 32-bit code (the
+ *   gene's offset in its block, high 16 bits; the row's offset in the batch, low 16 bits), so a
+ *   nonzero takes 4 bytes plus its value. Batches are kept in memory up to
+ *   {@link StreamWriteOptions.transposeMemory} bytes (a matrix that fits is transposed without
+ *   touching a disk), and past it appended to one temporary file, one large write per batch. Once
+ *   every row is in, each gene block takes its segment of every batch, in order, and is
+ *   counting-sorted by gene (rows stay ascending, since batches are in row order) and written.
  *   A block too large for the assembly budget is assembled in several passes over its segments.
  * - `maxima` of both layouts are kept on the fly (one value per row, streamed; one per gene).
  *
@@ -94,6 +96,13 @@ export interface StreamWriteOptions {
   spillFrame?: number;
   /** Nonzeros of axis 1 assembled in memory at once. Default 8,388,608 (~64 MiB at 4+4 bytes). */
   assembly?: number;
+  /**
+   * Bytes of the transposition (4 bytes plus the value per nonzero) kept in memory before the rest
+   * goes to {@link spill}: a matrix whose nonzeros fit is transposed without a disk, a larger one
+   * spills only what is past this. Default 0 (every nonzero to `spill`);
+   * `writeStoreFromRowBlocks` in Node defaults to {@link TRANSPOSE_MEMORY}.
+   */
+  transposeMemory?: number;
   /** Called as rows are taken and as gene blocks are written. */
   onProgress?: (progress: StreamProgress) => void;
 }
@@ -104,20 +113,33 @@ export interface StreamWriteResult {
   nnz: number;
   /** Bytes spilled to temporary space in all (nonzeros for axis 1, spooled arrays). */
   bytesSpilled: number;
+  /** Bytes of the transposition kept in memory instead ({@link StreamWriteOptions.transposeMemory}). */
+  bytesInMemory: number;
   /** The most temporary bytes held at once. */
   peakSpillBytes: number;
 }
 
-/** Bytes of temporary space one nonzero takes for axis 1: gene and row (4 bytes each) and the value. */
+/** Bytes one nonzero takes in the transposition: its code (gene in block, row in batch) and value. */
 function spillBytesPerNonzero(dtype: DataType): number {
-  return 8 + constructorOf(dtype).BYTES_PER_ELEMENT;
+  return 4 + constructorOf(dtype).BYTES_PER_ELEMENT;
 }
+
+/**
+ * Bytes of the transposition `writeStoreFromRowBlocks` keeps in memory by default: 64 MiB, about
+ * 8.4 M int32 nonzeros (8 bytes each). Measured at 202 M nonzeros, both layouts: 96 MiB put the
+ * conversion's peak at 482 MiB, too near its 512 MiB bound (input blocks, compression threads and
+ * the 64 MiB assembly buffer of a large matrix come on top).
+ */
+export const TRANSPOSE_MEMORY = 64 * 2 ** 20;
+/** Genes per block and rows per batch that a record's 16-bit offsets can hold. */
+const OFFSETS = 65_536;
 
 /**
  * Bytes of temporary space ({@link StreamWriteOptions.spill}) a {@link StreamWriter} takes per
  * nonzero with these options, to check a disk has room before the first row is read: for axis 1,
- * each nonzero's column, row and value; for axis 0 without a known `nnz` (or a bound below 2^31),
- * its `indices` spooled until the count decides their width.
+ * each nonzero's value and a 4-byte code (gene in its block, row in its batch), at most (what
+ * {@link StreamWriteOptions.transposeMemory} keeps in memory is not spilled); for axis 0 without
+ * a known `nnz` (or a bound below 2^31), its `indices` spooled until the count decides their width.
  */
 export function temporaryBytesPerNonzero(
   options: Pick<StreamWriteOptions, "axes" | "nnz" | "nnzAtMost"> & { dtype: DataType },
@@ -134,12 +156,19 @@ const encoder = new TextEncoder();
 /** Default {@link StreamWriteOptions.assembly}. */
 const ASSEMBLY = 8_388_608;
 
-/** One batch of nonzeros in the spill file: its genes, rows and values, each sorted by gene block. */
+/**
+ * One batch of nonzeros, sorted by gene block: `n` values, then `n` codes (gene offset in its block
+ * << 16 | row offset in the batch), in memory or in the spill file.
+ */
 interface Batch {
-  /** Byte offset of the batch in the spill file. */
+  /** Byte offset of the batch in the spill file (when not in memory). */
   offset: number;
+  /** The batch itself, when kept in memory. */
+  memory: ArrayBuffer | undefined;
   /** Nonzeros in the batch. */
   n: number;
+  /** The batch's first row. */
+  row0: number;
   /** Where each gene block's segment starts (in nonzeros), and the end: `blocks + 1` entries. */
   starts: Float64Array;
 }
@@ -199,14 +228,16 @@ export class StreamWriter {
   /** The spill file of axis 1, and the batches in it, in row order. */
   #spillFile: SpillFile | undefined;
   #batches: Batch[] = [];
-  /** Gene block of every column. */
+  /** Gene block of every column, and its offset in the block shifted to a record's high 16 bits. */
   #bucketOf = new Uint32Array(0);
-  /** Nonzeros per batch, and the batch's scratch (sorted by gene block). */
+  #codeOf = new Uint32Array(0);
+  /** Nonzeros per batch, and the scratch of a batch bound for the spill file. */
   #frame = 0;
-  #frameGenes = new Uint32Array(0);
-  #frameRows = new Uint32Array(0);
-  #frameValues: NumericArray = new Float64Array(0);
+  #scratch = new ArrayBuffer(0);
   #starts = new Float64Array(0);
+  /** Bytes of batches in memory, and the most allowed. */
+  #inMemory = 0;
+  #memoryBudget = 0;
 
   private constructor(store: WritableStore, options: StreamWriteOptions) {
     const [nRows, nCols] = options.shape;
@@ -310,10 +341,20 @@ export class StreamWriter {
             ? Math.ceil((2 * ((this.#options.nnz ?? this.#options.nnzAtMost) as number)) / assembly)
             : 256;
       const buckets = Math.max(1, Math.min(wanted, this.#nCols));
-      this.#perBucket = Math.max(1, Math.ceil(this.#nCols / buckets));
+      // A record holds the gene's offset in its block in 16 bits.
+      this.#perBucket = Math.min(OFFSETS, Math.max(1, Math.ceil(this.#nCols / buckets)));
       this.#blocks = Math.max(1, Math.ceil(this.#nCols / this.#perBucket));
       this.#bucketOf = new Uint32Array(this.#nCols);
-      for (let g = 0; g < this.#nCols; g++) this.#bucketOf[g] = Math.floor(g / this.#perBucket);
+      this.#codeOf = new Uint32Array(this.#nCols);
+      for (let g = 0; g < this.#nCols; g++) {
+        const b = Math.floor(g / this.#perBucket);
+        this.#bucketOf[g] = b;
+        this.#codeOf[g] = ((g - b * this.#perBucket) << 16) >>> 0;
+      }
+      this.#memoryBudget =
+        this.#options.transposeMemory === undefined || this.#options.transposeMemory === 0
+          ? 0
+          : positiveInteger(this.#options.transposeMemory, "transposeMemory", 0);
       this.#frame = positiveInteger(this.#options.spillFrame, "spillFrame", 2_097_152);
       this.#starts = new Float64Array(this.#blocks + 1);
     }
@@ -352,10 +393,7 @@ export class StreamWriter {
         maxima: this.#maxima ? this.#array(`${group}/maxima`, dtype, this.#nRows) : undefined,
       };
     }
-    if (this.#axes.includes(1)) {
-      this.#colMax = new Ctor(this.#nCols);
-      this.#frameValues = new Ctor(0);
-    }
+    if (this.#axes.includes(1)) this.#colMax = new Ctor(this.#nCols);
   }
 
   /** Take the next rows, in order. Resolves once they are copied or spilled. */
@@ -401,9 +439,11 @@ export class StreamWriter {
     for (let r = 0; r < nRows; ) {
       let r1 = nRows;
       if (spilling) {
+        // At most a frame of nonzeros (or one row past it) and the rows a record's 16 bits hold.
         const lo = indptr[r] as number;
+        const most = Math.min(nRows, r + OFFSETS);
         r1 = r + 1;
-        while (r1 < nRows && (indptr[r1 + 1] as number) - lo <= this.#frame) r1++;
+        while (r1 < most && (indptr[r1 + 1] as number) - lo <= this.#frame) r1++;
       }
       this.#take(indptr, indices, data, r, r1, base, rowMax, offsets, lead ? 1 : 0);
       if (spilling) await this.#spillBatch(indptr, indices, data, r, r1);
@@ -480,9 +520,9 @@ export class StreamWriter {
   }
 
   /**
-   * Spill rows `[r0, r1)` of a block for axis 1 (their gene blocks counted by `#take`): a
-   * counting sort by gene block into scratch, then one append of the batch to the spill file,
-   * awaited before the scratch is reused.
+   * Batch rows `[r0, r1)` of a block for axis 1 (their gene blocks counted by `#take`): a counting
+   * sort by gene block into records, in a buffer of their own while the memory budget allows, else
+   * in scratch appended to the spill file (awaited before the scratch is reused).
    */
   async #spillBatch(
     indptr: ArrayLike<number>,
@@ -492,43 +532,49 @@ export class StreamWriter {
     r1: number,
   ): Promise<void> {
     const bucketOf = this.#bucketOf;
+    const codeOf = this.#codeOf;
     const starts = this.#starts;
     const used = this.#blocks;
     const values = data as Float64Array;
     const n = (indptr[r1] as number) - (indptr[r0] as number);
     if (n === 0) return;
-    if (this.#frameGenes.length < n) {
-      const size = Math.max(n, this.#frame);
-      this.#frameGenes = new Uint32Array(size);
-      this.#frameRows = new Uint32Array(size);
-      this.#frameValues = new (constructorOf(this.#dtype as DataType))(size);
+    const Ctor = constructorOf(this.#dtype as DataType);
+    const width = Ctor.BYTES_PER_ELEMENT;
+    const size = codesAt(n, width) + 4 * n;
+    const keep = this.#inMemory + size <= this.#memoryBudget;
+    if (!keep && this.#scratch.byteLength < size) {
+      const room = Math.max(n, this.#frame);
+      this.#scratch = new ArrayBuffer(codesAt(room, width) + 4 * room);
     }
-    const genes = this.#frameGenes;
-    const rows = this.#frameRows;
-    const vals = this.#frameValues as Float64Array;
+    const buffer = keep ? new ArrayBuffer(size) : this.#scratch;
+    // Values first: a float64 value is 8-byte aligned there; codes follow at a multiple of 4.
+    const vals = new Ctor(buffer, 0, n) as Float64Array;
+    const codes = new Uint32Array(buffer, codesAt(n, width), n);
     for (let b = 0; b < used; b++) starts[b + 1] = (starts[b + 1] as number) + (starts[b] as number);
     const next = starts.slice(0, used);
-    const row0 = this.#rows;
     for (let row = r0; row < r1; row++) {
       const end = indptr[row + 1] as number;
+      const offset = row - r0;
       for (let k = indptr[row] as number; k < end; k++) {
         const g = indices[k] as number;
         const b = bucketOf[g] as number;
         const at = next[b] as number;
         next[b] = at + 1;
-        genes[at] = g;
-        rows[at] = row0 + row;
+        codes[at] = (codeOf[g] as number) | offset;
         vals[at] = values[k] as number;
       }
     }
+    const batch: Batch = { offset: 0, memory: undefined, n, row0: this.#rows + r0, starts: starts.slice() };
+    this.#batches.push(batch);
+    if (keep) {
+      batch.memory = buffer;
+      this.#inMemory += size;
+      return;
+    }
     this.#spillFile ??= await this.#spill.create("columns");
     const file = this.#spillFile;
-    this.#batches.push({ offset: file.bytes, n, starts: starts.slice() });
-    await file.append([
-      bytes(genes.subarray(0, n)),
-      bytes(rows.subarray(0, n)),
-      bytes(vals.subarray(0, n) as NumericArray),
-    ]);
+    batch.offset = file.bytes;
+    await file.append([new Uint8Array(buffer, 0, size)]);
   }
 
   /**
@@ -571,6 +617,7 @@ export class StreamWriter {
         block,
         nnz: this.#nnz,
         bytesSpilled: this.#spill.bytesSpilled,
+        bytesInMemory: this.#inMemory,
         peakSpillBytes: this.#spill.peakBytes,
       };
     } catch (error) {
@@ -608,39 +655,45 @@ export class StreamWriter {
     const dtype = this.#dtype as DataType;
     const Ctor = constructorOf(dtype);
     const counts = this.#counts as Float64Array;
-    this.#frameGenes = new Uint32Array(0);
-    this.#frameRows = new Uint32Array(0);
-    this.#frameValues = new Ctor(0);
+    this.#scratch = new ArrayBuffer(0);
     await this.#groupMetadata(1);
     const group = this.#group(1);
     const data = this.#array(`${group}/data`, dtype, this.#nnz);
     const indices = this.#array(`${group}/indices`, width, this.#nnz);
     const budget = positiveInteger(this.#options.assembly, "assembly", ASSEMBLY);
+    // Each gene block in ranges of at most `budget` nonzeros (a single gene may exceed it: it is
+    // one column), and one assembly buffer for all, as large as the largest range.
+    const ranges: { block: number; lo: number; hi: number; total: number; last: boolean }[] = [];
+    let room = 0;
     for (let b = 0; b < this.#blocks; b++) {
       const first = b * this.#perBucket;
       const last = Math.min(first + this.#perBucket, this.#nCols);
-      // Gene ranges of at most `budget` nonzeros (a single gene may exceed it: it is one column).
-      let lo = first;
-      while (lo < last) {
+      for (let lo = first; lo < last; ) {
         let hi = lo;
         let total = 0;
         while (hi < last && (hi === lo || total + (counts[hi] as number) <= budget)) {
           total += counts[hi] as number;
           hi++;
         }
-        if (total > 0) {
-          const [rows, vals] = await this.#assemble(b, lo, hi, total, Ctor);
-          await data.append(vals);
-          await indices.append(
-            width === "int32" ? new Int32Array(rows.buffer, rows.byteOffset, rows.length) : toBig(rows),
-          );
-        }
+        ranges.push({ block: b, lo, hi, total, last: hi === last });
+        room = Math.max(room, total);
         lo = hi;
       }
-      this.#options.onProgress?.({ phase: "columns", done: last, total: this.#nCols });
+    }
+    const assembly = { rows: new Uint32Array(room), vals: new Ctor(room) };
+    for (const { block, lo, hi, total, last } of ranges) {
+      if (total > 0) {
+        const [rows, vals] = await this.#assemble(block, lo, hi, total, Ctor, assembly);
+        await data.append(vals);
+        await indices.append(
+          width === "int32" ? new Int32Array(rows.buffer, rows.byteOffset, rows.length) : toBig(rows),
+        );
+      }
+      if (last) this.#options.onProgress?.({ phase: "columns", done: hi, total: this.#nCols });
     }
     await this.#spillFile?.remove();
     this.#spillFile = undefined;
+    this.#batches = [];
     await data.finish();
     await indices.finish();
     const offsets = new Float64Array(this.#nCols + 1);
@@ -656,8 +709,9 @@ export class StreamWriter {
   }
 
   /**
-   * Columns `[lo, hi)` of gene block `block`, `total` nonzeros, in column order: a counting sort of
-   * the block's segment of every batch, read in order, so each column's rows stay ascending.
+   * Columns `[lo, hi)` of gene block `block`, `total` nonzeros, in column order, into `into`: a
+   * counting sort of the block's segment of every batch, in order, so each column's rows stay
+   * ascending.
    */
   async #assemble(
     block: number,
@@ -665,54 +719,93 @@ export class StreamWriter {
     hi: number,
     total: number,
     Ctor: ReturnType<typeof constructorOf>,
+    into: { rows: Uint32Array; vals: NumericArray },
   ): Promise<[Uint32Array, NumericArray]> {
     const counts = this.#counts as Float64Array;
     const next = new Float64Array(hi - lo);
     for (let g = lo + 1; g < hi; g++) next[g - lo] = (next[g - lo - 1] as number) + (counts[g - 1] as number);
-    const rows = new Uint32Array(total);
-    const vals = new Ctor(total) as Float64Array;
-    const file = this.#spillFile as SpillFile;
+    const rows = into.rows;
+    const vals = into.vals as Float64Array;
     const width = Ctor.BYTES_PER_ELEMENT;
-    const whole = lo === block * this.#perBucket && hi === Math.min(lo + this.#perBucket, this.#nCols);
-    for (const batch of this.#batches) {
+    const first = block * this.#perBucket;
+    // Codes hold the gene's offset in the block; the range's columns are [lo - first, hi - first).
+    const from0 = lo - first;
+    const to0 = hi - first;
+    const whole = from0 === 0 && hi === Math.min(first + this.#perBucket, this.#nCols);
+    const segment = (batch: Batch) => {
       const from = batch.starts[block] as number;
       const n = (batch.starts[block + 1] as number) - from;
-      if (n === 0) continue;
-      // The batch is [genes][rows][values] of `batch.n` each; the block's segment of each is read.
-      const [geneBytes, rowBytes, valueBytes] = await Promise.all([
-        file.read(batch.offset + 4 * from, 4 * n),
-        file.read(batch.offset + 4 * (batch.n + from), 4 * n),
-        file.read(batch.offset + 8 * batch.n + width * from, width * n),
-      ]);
-      const genes = new Uint32Array(geneBytes.buffer, geneBytes.byteOffset, n);
-      const frameRows = new Uint32Array(rowBytes.buffer, rowBytes.byteOffset, n);
-      const frameVals = new Ctor(valueBytes.buffer, valueBytes.byteOffset, n) as Float64Array;
+      if (n === 0) return undefined;
+      const read = this.#segment(batch, from, n, Ctor, width);
+      // Awaited below; marked handled so a failure while an earlier one is thrown is not unhandled.
+      read.catch(() => undefined);
+      return read;
+    };
+    const batches = this.#batches;
+    // The next batch's segment is read (when spilled) while this one is scattered.
+    let ahead = batches.length > 0 ? segment(batches[0] as Batch) : undefined;
+    for (let index = 0; index < batches.length; index++) {
+      const batch = batches[index] as Batch;
+      const current = ahead;
+      ahead = index + 1 < batches.length ? segment(batches[index + 1] as Batch) : undefined;
+      if (current === undefined) continue;
+      const [segmentVals, codes] = await current;
+      const n = codes.length;
+      const row0 = batch.row0;
       if (whole) {
         // The whole block in one pass: every nonzero of the segment belongs here.
         for (let i = 0; i < n; i++) {
-          const g = (genes[i] as number) - lo;
+          const code = codes[i] as number;
+          const g = code >>> 16;
           const at = next[g] as number;
           next[g] = at + 1;
-          rows[at] = frameRows[i] as number;
-          vals[at] = frameVals[i] as number;
+          rows[at] = row0 + (code & 0xffff);
+          vals[at] = segmentVals[i] as number;
         }
         continue;
       }
       for (let i = 0; i < n; i++) {
-        const g = genes[i] as number;
-        if (g < lo || g >= hi) continue;
-        const at = next[g - lo] as number;
-        next[g - lo] = at + 1;
-        rows[at] = frameRows[i] as number;
-        vals[at] = frameVals[i] as number;
+        const code = codes[i] as number;
+        const g = code >>> 16;
+        if (g < from0 || g >= to0) continue;
+        const at = next[g - from0] as number;
+        next[g - from0] = at + 1;
+        rows[at] = row0 + (code & 0xffff);
+        vals[at] = segmentVals[i] as number;
       }
     }
-    return [rows, vals];
+    return [rows.subarray(0, total), vals.subarray(0, total)];
+  }
+
+  /** The values and codes of `n` records of `batch` from record `from`: views in memory, or read. */
+  async #segment(
+    batch: Batch,
+    from: number,
+    n: number,
+    Ctor: ReturnType<typeof constructorOf>,
+    width: number,
+  ): Promise<[Float64Array, Uint32Array]> {
+    if (batch.memory !== undefined) {
+      return [
+        new Ctor(batch.memory, width * from, n) as Float64Array,
+        new Uint32Array(batch.memory, codesAt(batch.n, width) + 4 * from, n),
+      ];
+    }
+    const file = this.#spillFile as SpillFile;
+    const [valueBytes, codeBytes] = await Promise.all([
+      file.read(batch.offset + width * from, width * n),
+      file.read(batch.offset + codesAt(batch.n, width) + 4 * from, 4 * n),
+    ]);
+    return [
+      new Ctor(valueBytes.buffer, valueBytes.byteOffset, n) as Float64Array,
+      new Uint32Array(codeBytes.buffer, codeBytes.byteOffset, n),
+    ];
   }
 }
 
-function bytes(values: NumericArray): Uint8Array {
-  return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+/** Where a batch of `n` values of `width` bytes has its codes: after the values, 4-byte aligned. */
+function codesAt(n: number, width: number): number {
+  return Math.ceil((n * width) / 4) * 4;
 }
 
 function asInt32(values: Int32Array | Uint32Array): Int32Array {

@@ -15,6 +15,7 @@ import {
   type StreamWriteOptions,
   type StreamWriteResult,
   StreamWriter,
+  TRANSPOSE_MEMORY,
 } from "./stream-writer.js";
 
 /** Options of {@link writeStoreFromRowBlocks}: the streaming writer's, with Node's spill and encoder. */
@@ -37,7 +38,8 @@ export interface RowBlocksWriteOptions extends Omit<StreamWriteOptions, "spill" 
 /**
  * Write a sporadik store from CSR row blocks (in row order, each row's columns ascending), as
  * {@link writeStoreFromRows} does, on Node's machinery: chunks compressed by native zstd on
- * `threads` worker threads, nonzeros for axis 1 spilled to files under `tmpDir`. The store gets its
+ * `threads` worker threads, nonzeros for axis 1 transposed in memory up to {@link TRANSPOSE_MEMORY}
+ * bytes and spilled past it to files under `tmpDir`. The store gets its
  * block last, once every chunk is written; after a failure it has none (every reader refuses it) and
  * the temporary folder is gone. Chunk writes in flight default to 32 (a folder store syncs each
  * object, an S3 store waits on each PUT).
@@ -63,6 +65,7 @@ export async function writeStoreFromRowBlocks(
   try {
     writer = await StreamWriter.open(store, {
       concurrency: 32,
+      transposeMemory: TRANSPOSE_MEMORY,
       ...writeOptions,
       spill,
       encoder: nativeEncoder(pool),

@@ -12,7 +12,7 @@ interface Csr {
   nCols: number;
   indptr: Int32Array;
   indices: Int32Array;
-  data: Int32Array | Float32Array | Float64Array;
+  data: Int32Array | Int16Array | Float32Array | Float64Array;
 }
 
 /** A random CSR with empty rows and columns, sorted columns, values of `dtype` (negatives too). */
@@ -33,13 +33,20 @@ function randomCsr(
       for (let c = 0; c < nCols; c++) {
         if (c % 3 === 2 || next() >= density) continue;
         indices.push(c);
-        const magnitude = dtype === "int32" ? 1 + Math.floor(next() * 40) : next() * 9;
+        const magnitude = dtype.startsWith("int") ? 1 + Math.floor(next() * 40) : next() * 9;
         values.push(next() < 0.1 ? -magnitude : magnitude);
       }
     }
     indptr[r + 1] = indices.length;
   }
-  const Data = dtype === "float64" ? Float64Array : dtype === "float32" ? Float32Array : Int32Array;
+  const Data =
+    dtype === "float64"
+      ? Float64Array
+      : dtype === "float32"
+        ? Float32Array
+        : dtype === "int16"
+          ? Int16Array
+          : Int32Array;
   return { nRows, nCols, indptr, indices: Int32Array.from(indices), data: Data.from(values) };
 }
 
@@ -99,6 +106,7 @@ interface Case {
   spillFiles?: number;
   spillFrame?: number;
   assembly?: number;
+  transposeMemory?: number;
 }
 
 const cases: Case[] = [
@@ -142,6 +150,38 @@ const cases: Case[] = [
     byteAddressable: true,
   },
   { name: "chunks larger than the default", m: randomCsr(300, 200, 0.6, 7), axes: [0, 1], block: 64 },
+  {
+    name: "transposed in memory (transposeMemory above the nonzeros), float64",
+    m: randomCsr(150, 70, 0.3, 11, "float64"),
+    axes: [0, 1],
+    block: 20,
+    chunk: 90,
+    spillFrame: 100,
+    transposeMemory: 2 ** 20,
+  },
+  {
+    name: "partly in memory, partly spilled; int16 values (codes aligned past odd batches)",
+    m: randomCsr(151, 70, 0.3, 12, "int16"),
+    axes: [0, 1],
+    block: 19,
+    chunk: 77,
+    spillFrame: 37,
+    spillFiles: 3,
+    transposeMemory: 1000,
+  },
+  {
+    name: "a batch of more rows than a record's 16-bit row offset holds",
+    m: randomCsr(70_003, 3, 0.02, 13),
+    axes: [1],
+    block: 70_003,
+  },
+  {
+    name: "a gene block of more columns than a record's 16-bit gene offset holds",
+    m: randomCsr(6, 70_001, 0.01, 14),
+    axes: [1],
+    block: 6,
+    spillFiles: 1,
+  },
 ];
 
 for (const c of cases) {
@@ -162,11 +202,19 @@ for (const c of cases) {
       ...(c.spillFiles ? { spillFiles: c.spillFiles } : {}),
       ...(c.spillFrame ? { spillFrame: c.spillFrame } : {}),
       ...(c.assembly ? { assembly: c.assembly } : {}),
+      ...(c.transposeMemory ? { transposeMemory: c.transposeMemory } : {}),
       spill,
     });
     assert.equal(result.nnz, c.m.data.length);
     assertSameObjects(streamed, reference);
-    if (c.axes.includes(1)) assert.ok(result.bytesSpilled >= c.m.data.length * 12);
+    // Axis 1 takes each nonzero's value and its 4-byte code (gene in block, row in batch): in
+    // memory up to transposeMemory, the rest spilled.
+    const records = c.axes.includes(1) ? c.m.data.length * (4 + c.m.data.BYTES_PER_ELEMENT) : 0;
+    assert.ok(result.bytesInMemory <= (c.transposeMemory ?? 0));
+    assert.ok(result.bytesSpilled + result.bytesInMemory >= records);
+    if (c.transposeMemory === 2 ** 20) assert.equal(result.bytesInMemory, records);
+    if (c.transposeMemory === 1000)
+      assert.ok(result.bytesInMemory > 0 && result.bytesSpilled >= records - 1000);
   });
 }
 
@@ -279,12 +327,12 @@ test("nnzAtMost, a bound above the nonzeros, writes writeStore's bytes with axis
   });
   assertSameObjects(bounded, reference);
   // Only axis 1's nonzeros went to temporary space: the indices' width was known from the bound.
-  assert.equal(result.bytesSpilled, m.data.length * 12);
+  assert.equal(result.bytesSpilled, m.data.length * 8);
   const unbounded = await writeStoreFromRows(new MemoryStore(), blocksOf(m, 25), {
     shape: [m.nRows, m.nCols],
     axes: [0, 1],
   });
-  assert.ok(unbounded.bytesSpilled > m.data.length * 12, "without a bound the indices are spooled");
+  assert.ok(unbounded.bytesSpilled > m.data.length * 8, "without a bound the indices are spooled");
 });
 
 test("nnzAtMost below the nonzeros written is refused at finish, with no block", async () => {
@@ -295,4 +343,47 @@ test("nnzAtMost below the nonzeros written is refused at finish, with no block",
     /above the bound of/,
   );
   await assert.rejects(openReader(store), { _tag: "IncompleteError" });
+});
+
+test("an object written in parts takes each part from the caller's memory only until writeRows resolves", async () => {
+  const m = randomCsr(90, 25, 0.3, 15);
+  const reference = new MemoryStore();
+  await writeStore(reference, layoutsOf(m, [0, 1]), { byteAddressable: true });
+  // A store that copies each part a turn of the event loop after it got it, as a file write does.
+  const streamed = new MemoryStore();
+  const store = Object.assign(streamed, {
+    async setParts(key: string, byteLength: number, parts: AsyncIterable<Uint8Array>): Promise<void> {
+      const whole = new Uint8Array(byteLength);
+      let at = 0;
+      for await (const part of parts) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        whole.set(part, at);
+        at += part.byteLength;
+      }
+      await streamed.set(key, whole);
+    },
+  });
+  // Blocks in one pair of buffers, overwritten for the next block once writeRows resolved (as
+  // input readers reuse theirs).
+  const indices = new Int32Array(m.indices.length);
+  const data = new Int32Array(m.data.length);
+  async function* reused(): AsyncGenerator<RowBlock> {
+    for (let r = 0; r < m.nRows; r += 10) {
+      const n = Math.min(10, m.nRows - r);
+      const lo = m.indptr[r] as number;
+      const hi = m.indptr[r + n] as number;
+      indices.fill(-1);
+      data.fill(-7);
+      indices.set(m.indices.subarray(lo, hi));
+      data.set(m.data.subarray(lo, hi) as Int32Array);
+      const indptr = Int32Array.from(m.indptr.subarray(r, r + n + 1), (v) => v - lo);
+      yield { nRows: n, indptr, indices: indices.subarray(0, hi - lo), data: data.subarray(0, hi - lo) };
+    }
+  }
+  await writeStoreFromRows(store, reused(), {
+    shape: [m.nRows, m.nCols],
+    byteAddressable: true,
+    nnz: m.data.length,
+  });
+  assertSameObjects(streamed, reference);
 });

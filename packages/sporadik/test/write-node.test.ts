@@ -99,12 +99,12 @@ test("a source failing midway leaves a store without a block and no temporary fo
   }
 });
 
-test("temporaryBytesPerNonzero: column, row and value for axis 1; spooled indices for axis 0 without nnz", () => {
-  assert.equal(temporaryBytesPerNonzero({ axes: [1], dtype: "int32" }), 12);
-  assert.equal(temporaryBytesPerNonzero({ axes: [1], dtype: "float64" }), 16);
+test("temporaryBytesPerNonzero: a 4-byte code and the value for axis 1; spooled indices for axis 0 without nnz", () => {
+  assert.equal(temporaryBytesPerNonzero({ axes: [1], dtype: "int32" }), 8);
+  assert.equal(temporaryBytesPerNonzero({ axes: [1], dtype: "float64" }), 12);
   assert.equal(temporaryBytesPerNonzero({ axes: [0], dtype: "int32", nnz: 10 }), 0);
   assert.equal(temporaryBytesPerNonzero({ axes: [0], dtype: "int32" }), 4);
-  assert.equal(temporaryBytesPerNonzero({ dtype: "int32" }), 16);
+  assert.equal(temporaryBytesPerNonzero({ dtype: "int32" }), 12);
   assert.equal(temporaryBytesPerNonzero({ axes: [0], dtype: "int32", nnzAtMost: 10 }), 0);
   assert.equal(temporaryBytesPerNonzero({ axes: [0], dtype: "int32", nnzAtMost: 2 ** 31 }), 4);
 });

@@ -41,7 +41,7 @@ With --format sporadik, OUTPUT is a sporadik store (cells x genes, one layout pe
 with maxima; the block is written last) and INPUT may also be a deltacells dataset (a folder with
 manifest.json, or a URL), whose genes go back to the source's order. The matrix is streamed: memory
 stays bounded whatever the number of nonzeros. The genes-contiguous layout (axis 1) is built through
-temporary files (about 12 bytes per nonzero, announced before the first row is read, removed on
+temporary files (about 8 bytes per nonzero, announced before the first row is read, removed on
 success, failure and Ctrl-C; ones left by a killed run are removed by the next). Cell and gene names
 are not written, nor obs (the cell table of a deltacells dataset): the format has no place for
 them.
