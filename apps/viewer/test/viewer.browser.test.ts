@@ -13,6 +13,7 @@ import { after, before, test } from "node:test";
 import { openInput } from "@deltacells/anndata/node";
 import { openDataset } from "@deltacells/core/node";
 import type { Page } from "playwright-core";
+import type { PlotState } from "../src/scatter.js";
 import { type RunningServer, startServer } from "../../../packages/cli/src/serve-http.js";
 import type { RunningBrowser } from "../../../test-utils/browser/browser.js";
 import { launchChromium, serveDirectory } from "../../../test-utils/browser/index.js";
@@ -389,18 +390,6 @@ test("hover shows a cell, shift-drag lassoes cells (one batch), a numeric column
   await page.close();
 });
 
-/** What the plot itself holds (`__viewer.plotState`). */
-interface PlotState {
-  drawn: number;
-  subset: boolean;
-  swaps: number;
-  subsetFrames: number;
-  subsetCells: number;
-  subsetSelected: number;
-  selected: number[];
-  colorBy: string | null;
-  values: number[];
-}
 const plotState = (page: Page, full = false) =>
   page.evaluate(
     (f) => (window as unknown as { __viewer: { plotState(f: boolean): PlotState } }).__viewer.plotState(f),
