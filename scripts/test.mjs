@@ -5,6 +5,8 @@
 //   node scripts/test.mjs packages/storage       every test file under these paths (files work too)
 //   node scripts/test.mjs --suite unit [paths]   only one suite's files
 //   node scripts/test.mjs --list [...]           print the files that would run, with their suites
+//   node scripts/test.mjs --jobs N [...]         run N test files at a time (node's default: one
+//                                                fewer than the cores, so one at a time on 2 cores)
 //
 // A test file's suite is in its name, so a new test is classified by what it is called:
 //   *.browser.test.ts       drives headless Chromium (test-utils/browser)
@@ -69,6 +71,14 @@ if (suiteAt >= 0) {
     fail(`--suite must be one of ${SUITES.join(", ")}; found ${suite ?? "nothing"}`);
   args.splice(suiteAt, 2);
 }
+let jobs;
+const jobsAt = args.indexOf("--jobs");
+if (jobsAt >= 0) {
+  jobs = Number(args[jobsAt + 1]);
+  if (!Number.isInteger(jobs) || jobs < 1)
+    fail(`--jobs must be a whole number of files, found ${args[jobsAt + 1]}`);
+  args.splice(jobsAt, 2);
+}
 const listOnly = args.includes("--list");
 if (listOnly) args.splice(args.indexOf("--list"), 1);
 const roots = args;
@@ -114,7 +124,15 @@ const FILE_TIMEOUT_MS = 15 * 60_000;
 const RUN_TIMEOUT_MS = 50 * 60_000;
 const result = spawnSync(
   process.execPath,
-  ["--import", "tsx", "--conditions=source", "--test", `--test-timeout=${FILE_TIMEOUT_MS}`, ...files],
+  [
+    "--import",
+    "tsx",
+    "--conditions=source",
+    "--test",
+    `--test-timeout=${FILE_TIMEOUT_MS}`,
+    ...(jobs === undefined ? [] : [`--test-concurrency=${jobs}`]),
+    ...files,
+  ],
   { stdio: "inherit", timeout: RUN_TIMEOUT_MS, killSignal: "SIGTERM" },
 );
 if (result.error?.code === "ETIMEDOUT" || result.signal === "SIGTERM") {

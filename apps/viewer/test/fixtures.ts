@@ -1,14 +1,14 @@
 /**
  * What the viewer's tests and bench serve: the viewer built by Vite, and datasets converted by the
- * real CLI with `--sporadik`, obs included (the input's obs columns and its `X_umap` as
+ * CLI with `--sporadik`, obs included (the input's obs columns and its `X_umap` as
  * `X_umap_0`/`X_umap_1` float32 columns, as `deltacells convert` writes them).
  */
 import { spawn } from "node:child_process";
 import { join, resolve } from "node:path";
+import { run as runCommand } from "../../../packages/cli/src/run.js";
 
 export const REPO = resolve(import.meta.dirname, "../../..");
 export const PBMC = join(REPO, "data/pbmc68k-counts/pbmc68k_counts.h5ad");
-const MAIN = join(REPO, "packages/cli/src/main.ts");
 
 function run(args: string[], cwd = REPO): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((ok, fail) => {
@@ -26,11 +26,21 @@ function run(args: string[], cwd = REPO): Promise<{ code: number; stdout: string
   });
 }
 
-/** `deltacells ARGS` from the sources; rejects on a non-zero exit. */
+/**
+ * `deltacells ARGS` from the sources, in this process (no child process's start-up to pay, and runs
+ * may overlap); rejects on a non-zero exit. Paths are absolute: the command runs in this process's
+ * folder.
+ */
 export async function deltacells(...args: string[]): Promise<string> {
-  const r = await run([process.execPath, "--import", "tsx", "--conditions=source", MAIN, ...args]);
-  if (r.code !== 0) throw new Error(`deltacells ${args.join(" ")} failed (${r.code}): ${r.stderr}`);
-  return r.stdout;
+  let stdout = "";
+  let stderr = "";
+  const code = await runCommand(args, {
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+    debug: true,
+  });
+  if (code !== 0) throw new Error(`deltacells ${args.join(" ")} failed (${code}): ${stderr}`);
+  return stdout;
 }
 
 /**

@@ -1,9 +1,13 @@
-/** Spawning the CLI from its sources (as `npm test` runs it) and the conformance Python. */
+/**
+ * Running the CLI from its sources (as `npm test` runs it), in this process or as a child process,
+ * and the conformance Python.
+ */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { run as runCommand } from "../src/run.js";
 
 export const REPO = resolve(import.meta.dirname, "../../..");
 export const PYTHON = join(REPO, "conformance/.venv/bin/python");
@@ -31,18 +35,85 @@ export function run(cmd: string, args: string[], env: Record<string, string> = {
   });
 }
 
-/** `deltacells ARGS...` from the TypeScript sources. */
+/** `deltacells ARGS...` from the TypeScript sources, as a child process. */
 export function deltacells(...args: string[]): Promise<Run> {
   return run(process.execPath, ["--import", "tsx", "--conditions=source", MAIN, ...args], {
     DELTACELLS_DEBUG: "1",
   });
 }
 
-/** `deltacells ARGS...` as a user runs it: no stacks unless `--debug` is among the arguments. */
+/**
+ * `deltacells ARGS...` as a user runs it, as a child process: no stacks unless `--debug` is among the
+ * arguments.
+ */
 export function deltacellsPlain(...args: string[]): Promise<Run> {
   return run(process.execPath, ["--import", "tsx", "--conditions=source", MAIN, ...args], {
     DELTACELLS_DEBUG: "",
   });
+}
+
+let running = false;
+
+/**
+ * `deltacells ARGS...` run in this process (src/run.ts, what main.ts runs): the output and exit code
+ * the command gives, without a child process through tsx, whose start-up (loading the command's
+ * modules) costs seconds of CPU per command. `env` is set in `process.env` for the run (an empty
+ * string as in a child's environment), and what reaches `process.stderr` meanwhile (an HDF5
+ * worker's output, a warning) is part of the run's stderr, as in the command's. Runs do not
+ * overlap. A child process ({@link deltacells}) is still needed for what belongs to a process:
+ * `stream` and `serve` (but their `--help`), which write to the process's stdout and run until a
+ * signal; signals; an error no handler catches; a terminal; a lock held by another process.
+ */
+async function inProcess(args: string[], debug: boolean, env: Record<string, string>): Promise<Run> {
+  assert.ok(
+    (args[0] !== "stream" && args[0] !== "serve") || args.includes("--help"),
+    `deltacells ${args[0]} writes to the process's stdout: run it as a child process (deltacells())`,
+  );
+  assert.ok(!running, "in-process runs of the command do not overlap: await one before the next");
+  running = true;
+  // The child process ran in the repository: relative paths mean the same here.
+  if (process.cwd() !== REPO) process.chdir(REPO);
+  const saved = Object.keys(env).map((k) => [k, process.env[k]] as const);
+  Object.assign(process.env, env);
+  let stdout = "";
+  let stderr = "";
+  const write = process.stderr.write;
+  process.stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+    stderr += typeof chunk === "string" ? chunk : Buffer.from(chunk).toString();
+    const done = rest.find((r) => typeof r === "function") as (() => void) | undefined;
+    if (done) process.nextTick(done);
+    return true;
+  }) as typeof process.stderr.write;
+  try {
+    const code = await runCommand(args, {
+      stdout: { write: (text: string) => (stdout += text) },
+      stderr: { write: (text: string) => (stderr += text) },
+      debug,
+    });
+    return { code, stdout, stderr };
+  } finally {
+    process.stderr.write = write;
+    for (const [k, v] of saved) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    running = false;
+  }
+}
+
+/** {@link deltacells} in this process (see `inProcess` for what needs a child process). */
+export function cli(...args: string[]): Promise<Run> {
+  return inProcess(args, true, {});
+}
+
+/** {@link deltacellsPlain} in this process: no stacks unless `--debug` is among the arguments. */
+export function cliPlain(...args: string[]): Promise<Run> {
+  return inProcess(args, false, {});
+}
+
+/** {@link cliPlain} with `env` over the process's environment for the run. */
+export function cliWithEnv(env: Record<string, string>): (...args: string[]) => Promise<Run> {
+  return (...args) => inProcess(args, false, env);
 }
 
 /** An error as the command shows it: exit code 1, one or two lines on stderr, no stack, no HDF5 dump. */

@@ -1,21 +1,25 @@
+/**
+ * The commands together, run in this process (cli-helpers' `cli`); a usage error and an error
+ * exit also through the real command (a child process), where main.ts sets the exit code.
+ */
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { deltacells, tempDir } from "./cli-helpers.js";
+import { cli, deltacells, tempDir } from "./cli-helpers.js";
 
 const INPUT = "data/anndata/csr.h5ad";
 
 for (const command of ["convert", "inspect", "validate", "export", "stream"]) {
   test(`${command} --help prints its usage and exits 0`, async () => {
-    const r = await deltacells(command, "--help");
+    const r = await cli(command, "--help");
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, new RegExp(`^usage: deltacells ${command} `));
   });
 }
 
 test("deltacells without a command prints the command list and exits 2", async () => {
-  const r = await deltacells();
+  const r = await cli();
   assert.equal(r.code, 2);
   assert.match(r.stdout, /convert .*\n.*inspect/s);
 });
@@ -29,7 +33,7 @@ test("an unknown option is a usage error on stderr with exit code 2", async () =
 });
 
 test("a bad --tile-size is refused before anything is read", async () => {
-  const r = await deltacells("convert", INPUT, join(tempDir(), "out"), "--tile-size", "0");
+  const r = await cli("convert", INPUT, join(tempDir(), "out"), "--tile-size", "0");
   assert.equal(r.code, 2);
   assert.match(r.stderr, /--tile-size must be an integer/);
 });
@@ -37,7 +41,7 @@ test("a bad --tile-size is refused before anything is read", async () => {
 test("convert, inspect, validate and export work together, with --json and --stats", async () => {
   const dir = tempDir();
   const out = join(dir, "ds");
-  const conv = await deltacells(
+  const conv = await cli(
     "convert",
     INPUT,
     out,
@@ -56,7 +60,7 @@ test("convert, inspect, validate and export work together, with --json and --sta
   assert.equal(summary.n_tiles, 4);
   assert.ok(summary.stats.requests.set >= 8, "tiles, gene files and manifest were written through the store");
 
-  const insp = await deltacells("inspect", out, "--json", "--stats");
+  const insp = await cli("inspect", out, "--json", "--stats");
   assert.equal(insp.code, 0, insp.stderr);
   const info = JSON.parse(insp.stdout);
   assert.equal(info.n_tiles, 4);
@@ -72,9 +76,9 @@ test("convert, inspect, validate and export work together, with --json and --sta
   // --stats also says what decodes tiles here (the native kernel was built for the tests).
   assert.equal(info.codec.kernel, process.env.DELTACELLS_NATIVE === "0" ? "typescript" : "native");
   assert.equal(info.codec.zstd, "zstd-napi");
-  assert.equal((await deltacells("inspect", out, "--json")).stdout.includes('"codec"'), false);
+  assert.equal((await cli("inspect", out, "--json")).stdout.includes('"codec"'), false);
 
-  const human = await deltacells("inspect", out, "--stats");
+  const human = await cli("inspect", out, "--stats");
   assert.match(human.stdout, /57 cells x 41 genes/);
   assert.match(human.stderr, /^stats: 3 requests \(get 3\)/m);
   assert.match(
@@ -82,12 +86,12 @@ test("convert, inspect, validate and export work together, with --json and --sta
     /^stats: codec: (native kernel \([a-z0-9+]+\)|typescript kernel .*), zstd: zstd-napi/m,
   );
 
-  const val = await deltacells("validate", out, "--json");
+  const val = await cli("validate", out, "--json");
   assert.equal(val.code, 0, val.stdout + val.stderr);
   assert.equal(JSON.parse(val.stdout).tilesChecked, 4);
 
   const mtx = join(dir, "part.mtx");
-  const exp = await deltacells("export", out, mtx, "--cells", "10:40");
+  const exp = await cli("export", out, mtx, "--cells", "10:40");
   assert.equal(exp.code, 0, exp.stderr);
   const lines = readFileSync(mtx, "utf8").split("\n");
   assert.equal(lines[0], "%%MatrixMarket matrix coordinate integer general");
@@ -96,12 +100,12 @@ test("convert, inspect, validate and export work together, with --json and --sta
 
 test("validate exits 1 and names the tile when a tile is corrupt", async () => {
   const out = join(tempDir(), "ds");
-  assert.equal((await deltacells("convert", INPUT, out, "--tile-size", "16", "--level", "3")).code, 0);
+  assert.equal((await cli("convert", INPUT, out, "--tile-size", "16", "--level", "3")).code, 0);
   const path = join(out, "tiles/tile_000001.dct");
   const bytes = readFileSync(path);
   bytes[bytes.length - 3]! ^= 0xff;
   writeFileSync(path, bytes);
-  const r = await deltacells("validate", out);
+  const r = await cli("validate", out);
   assert.equal(r.code, 1);
   assert.match(r.stdout, /INVALID, 1 problem/);
   assert.match(r.stdout, /tiles\/tile_000001\.dct: \[CorruptTile\]/);
@@ -117,13 +121,13 @@ test("a folder without a manifest is refused with an error on stderr and exit co
 });
 
 test("export refuses an output whose format it cannot tell", async () => {
-  const r = await deltacells("export", tempDir(), "out.csv");
+  const r = await cli("export", tempDir(), "out.csv");
   assert.equal(r.code, 2);
   assert.match(r.stderr, /\.mtx, \*\.mtx\.gz or \*\.h5ad/);
 });
 
 test("an input that does not hold raw counts is refused with the reader's advice and exit code 1", async () => {
-  const r = await deltacells("convert", "data/legacy-anndata/pbmc68k_reduced.h5ad", join(tempDir(), "out"));
+  const r = await cli("convert", "data/legacy-anndata/pbmc68k_reduced.h5ad", join(tempDir(), "out"));
   assert.equal(r.code, 1);
   assert.match(r.stderr, /^deltacells convert: error \[\w+\]: .*not a matrix of raw counts.*cell 0/m);
 });

@@ -9,7 +9,7 @@ import { after, before, test } from "node:test";
 import { openDataset } from "@deltacells/core/node";
 import { openArrayReader } from "@deltacells/sporadik/node";
 import { openStore } from "@deltacells/storage/node";
-import { deltacells, REPO, tempDir } from "./cli-helpers.js";
+import { cli, REPO, tempDir } from "./cli-helpers.js";
 
 const H5 = join(REPO, "data/10x-v3-chr21/filtered_feature_bc_matrix.h5");
 let dir: string;
@@ -18,7 +18,7 @@ let out: string;
 before(async () => {
   dir = tempDir();
   out = join(dir, "chr21");
-  const r = await deltacells("convert", H5, out, "--sporadik", "--quiet", "--threads", "1", "--json");
+  const r = await cli("convert", H5, out, "--sporadik", "--quiet", "--threads", "1", "--json");
   assert.equal(r.code, 0, r.stderr);
   assert.equal((JSON.parse(r.stdout) as { sporadik: { path: string } }).sporadik.path, "sporadik");
 });
@@ -57,14 +57,14 @@ test("the manifest names the companion, which holds the dataset's counts in the 
 });
 
 test("validate checks the companion: valid, then a torn one is named", async () => {
-  const ok = await deltacells("validate", out);
+  const ok = await cli("validate", out);
   assert.equal(ok.code, 0, ok.stderr);
   assert.match(ok.stdout, /sporadik companion valid/);
   const block = join(out, "sporadik/zarr.json");
   const saved = readFileSync(block);
   rmSync(block);
   try {
-    const torn = await deltacells("validate", out);
+    const torn = await cli("validate", out);
     assert.equal(torn.code, 1);
     assert.match(torn.stdout, /sporadik companion at "sporadik", which cannot be read/);
   } finally {
@@ -73,7 +73,7 @@ test("validate checks the companion: valid, then a torn one is named", async () 
 });
 
 test("--sporadik with --format sporadik is a usage error", async () => {
-  const r = await deltacells("convert", H5, join(dir, "x.zarr"), "--format", "sporadik", "--sporadik");
+  const r = await cli("convert", H5, join(dir, "x.zarr"), "--format", "sporadik", "--sporadik");
   assert.equal(r.code, 2);
   assert.match(r.stderr, /--sporadik applies to --format deltacells only/);
 });

@@ -1,10 +1,13 @@
-/** `export` writes all or nothing: a failed export never replaces an existing file, and says why in a line or two. */
+/**
+ * `export` writes all or nothing: a failed export never replaces an existing file, and says why in a
+ * line or two. The commands run in this process, but on a terminal and piped, where the process matters.
+ */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { before, test } from "node:test";
-import { assertShortError, deltacells, deltacellsPlain, tempDir } from "./cli-helpers.js";
+import { assertShortError, cli, cliPlain, deltacells, tempDir } from "./cli-helpers.js";
 
 let dir = "";
 let good = "";
@@ -14,7 +17,7 @@ let missing = "";
 before(async () => {
   dir = tempDir();
   good = join(dir, "good");
-  const r = await deltacells("convert", "data/anndata/csr.h5ad", good, "--tile-size", "16", "--level", "3");
+  const r = await cli("convert", "data/anndata/csr.h5ad", good, "--tile-size", "16", "--level", "3");
   assert.equal(r.code, 0, r.stderr);
   corrupt = join(dir, "corrupt");
   cpSync(good, corrupt, { recursive: true });
@@ -36,7 +39,7 @@ for (const ext of ["mtx", "mtx.gz", "h5ad"]) {
     ] as const) {
       const out = join(tempDir(), `part.${ext}`);
       writeFileSync(out, "a good file from before");
-      assertShortError(await deltacellsPlain("export", source, out), why);
+      assertShortError(await cliPlain("export", source, out), why);
       assert.equal(readFileSync(out, "utf8"), "a good file from before", `${source} -> ${out}`);
       assert.deepEqual(readdirSync(join(out, "..")), [`part.${ext}`]);
     }
@@ -46,24 +49,21 @@ for (const ext of ["mtx", "mtx.gz", "h5ad"]) {
 test("export into a missing folder says so in one line, for Matrix Market and .h5ad alike", async () => {
   for (const name of ["part.mtx", "part.h5ad"]) {
     const out = join(dir, "no", "such", "folder", name);
-    assertShortError(
-      await deltacellsPlain("export", good, out),
-      /the folder .*no\/such\/folder does not exist/,
-    );
+    assertShortError(await cliPlain("export", good, out), /the folder .*no\/such\/folder does not exist/);
   }
 });
 
 test("export into a folder it may not write (sysfs, even for root) says so in one line", async (t) => {
   if (process.platform !== "linux") return t.skip("needs /sys");
-  assertShortError(await deltacellsPlain("export", good, "/sys/part.mtx"), /permission denied in \/sys/);
+  assertShortError(await cliPlain("export", good, "/sys/part.mtx"), /permission denied in \/sys/);
 });
 
 test("export into a folder path is refused, and a successful export replaces the file", async () => {
   const folder = tempDir();
-  assertShortError(await deltacellsPlain("export", good, folder, "--format", "mtx"), /it is a folder/);
+  assertShortError(await cliPlain("export", good, folder, "--format", "mtx"), /it is a folder/);
   const out = join(folder, "part.mtx");
   writeFileSync(out, "old");
-  const r = await deltacells("export", good, out, "--cells", "0:10");
+  const r = await cli("export", good, out, "--cells", "0:10");
   assert.equal(r.code, 0, r.stderr);
   assert.match(readFileSync(out, "utf8"), /^%%MatrixMarket/);
   assert.deepEqual(readdirSync(folder), ["part.mtx"]);

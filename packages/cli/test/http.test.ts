@@ -3,14 +3,14 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { type RunningServer, startServe } from "../../../test-utils/servers.js";
-import { deltacells, tempDir } from "./cli-helpers.js";
+import { cli, tempDir } from "./cli-helpers.js";
 
 let server: RunningServer | undefined;
 let dir = "";
 
 before(async () => {
   dir = tempDir();
-  const r = await deltacells(
+  const r = await cli(
     "convert",
     "data/anndata/csr.h5ad",
     join(dir, "ds"),
@@ -28,7 +28,7 @@ after(async () => {
 });
 
 test("validate --stats of a valid dataset over HTTP counts no error for the listing HTTP cannot do", async () => {
-  const r = await deltacells("validate", `${server!.url}/ds`, "--json", "--stats");
+  const r = await cli("validate", `${server!.url}/ds`, "--json", "--stats");
   assert.equal(r.code, 0, r.stdout + r.stderr);
   const report = JSON.parse(r.stdout);
   assert.equal(report.valid, true);

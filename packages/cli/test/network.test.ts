@@ -1,10 +1,13 @@
-/** The command against a misbehaving HTTP server: retries and the stall timeout by default, and their flags. */
+/**
+ * The command (run in this process) against a misbehaving HTTP server: retries and the stall
+ * timeout by default, and their flags.
+ */
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { type RunningServer, startServe } from "../../../test-utils/servers.js";
 import { FaultProxy } from "../../storage/test/helpers/fault-proxy.js";
-import { deltacells, tempDir } from "./cli-helpers.js";
+import { cli, tempDir } from "./cli-helpers.js";
 
 let server: RunningServer | undefined;
 let proxy: FaultProxy | undefined;
@@ -12,7 +15,7 @@ let dir = "";
 
 before(async () => {
   dir = tempDir();
-  const r = await deltacells(
+  const r = await cli(
     "convert",
     "data/anndata/csr.h5ad",
     join(dir, "ds"),
@@ -39,18 +42,18 @@ function every3rd503(n = 300) {
 test("inspect, validate and export succeed when a third of the requests are answered 503", async () => {
   const url = `${proxy!.url}/ds`;
   proxy!.reset(every3rd503());
-  const inspect = await deltacells("inspect", url);
+  const inspect = await cli("inspect", url);
   assert.equal(inspect.code, 0, inspect.stderr);
   proxy!.reset(every3rd503());
-  const validate = await deltacells("validate", url);
+  const validate = await cli("validate", url);
   assert.equal(validate.code, 0, validate.stdout + validate.stderr);
   proxy!.reset(every3rd503());
   const out = join(dir, "out.mtx");
-  const exp = await deltacells("export", url, out);
+  const exp = await cli("export", url, out);
   assert.equal(exp.code, 0, exp.stderr);
   assert.ok(proxy!.seen.some((s) => s.fault === "503"));
   proxy!.reset(every3rd503());
-  const none = await deltacells("inspect", url, "--retries", "0");
+  const none = await cli("inspect", url, "--retries", "0");
   assert.equal(none.code, 1);
   assert.match(none.stderr, /error \[HttpStatus\]: GET .*\/ds\/manifest\.json answered 503/);
 });
@@ -58,7 +61,7 @@ test("inspect, validate and export succeed when a third of the requests are answ
 test("a stalled server fails inspect within --timeout x (--retries + 1), tagged, naming the URL", async () => {
   proxy!.reset([], "stall");
   const t0 = performance.now();
-  const r = await deltacells("inspect", `${proxy!.url}/ds`, "--timeout", "1", "--retries", "1");
+  const r = await cli("inspect", `${proxy!.url}/ds`, "--timeout", "1", "--retries", "1");
   const seconds = (performance.now() - t0) / 1000;
   assert.equal(r.code, 1, r.stderr);
   assert.match(
@@ -70,7 +73,7 @@ test("a stalled server fails inspect within --timeout x (--retries + 1), tagged,
   assert.equal(proxy!.seen.length, 2);
   assert.ok(seconds >= 2, `took ${seconds} s`);
   proxy!.reset([], "stall");
-  const once = await deltacells("inspect", `${proxy!.url}/ds`, "--timeout", "0.5", "--retries", "0");
+  const once = await cli("inspect", `${proxy!.url}/ds`, "--timeout", "0.5", "--retries", "0");
   assert.match(
     once.stderr,
     /error \[Timeout\]: http:\/\/127\.0\.0\.1:\d+\/ds\/manifest\.json sent nothing for 0\.5 s/,
@@ -83,7 +86,7 @@ test("validate tags a failed HTTP read with the storage error's tag, not [Error]
   const plan: ("pass" | "500")[] = ["pass"];
   for (let i = 0; i < 200; i++) plan.push("500");
   proxy!.reset(plan);
-  const r = await deltacells("validate", `${proxy!.url}/ds`, "--retries", "0", "--json");
+  const r = await cli("validate", `${proxy!.url}/ds`, "--retries", "0", "--json");
   assert.equal(r.code, 1, r.stderr);
   const report = JSON.parse(r.stdout);
   assert.ok(report.problems.length > 0);
@@ -92,13 +95,13 @@ test("validate tags a failed HTTP read with the storage error's tag, not [Error]
 
 test("--retries and --timeout are documented in every command's help and refuse bad values", async () => {
   for (const command of ["inspect", "validate", "export", "convert", "obs", "slice"]) {
-    const help = await deltacells(command, "--help");
+    const help = await cli(command, "--help");
     assert.match(help.stdout, /--retries N/, command);
     assert.match(help.stdout, /--timeout SECONDS/, command);
   }
-  const bad = await deltacells("inspect", "x", "--timeout", "soon");
+  const bad = await cli("inspect", "x", "--timeout", "soon");
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /--timeout must be a number of seconds/);
-  const neg = await deltacells("inspect", "x", "--retries", "-1");
+  const neg = await cli("inspect", "x", "--retries", "-1");
   assert.equal(neg.code, 2);
 });

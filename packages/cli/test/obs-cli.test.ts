@@ -1,45 +1,36 @@
 /**
- * `deltacells obs`, `inspect` and `validate` on datasets with obs, through the real binary; and
- * convert refusing obs columns it cannot store without touching the output.
+ * `deltacells obs`, `inspect` and `validate` on datasets with obs, run in this process (cli-helpers'
+ * `cli`); and convert refusing obs columns it cannot store without touching the output.
  */
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { before, test } from "node:test";
-import { deltacells, tempDir } from "./cli-helpers.js";
+import { cli, tempDir } from "./cli-helpers.js";
 
 const dir = tempDir();
 const ds = join(dir, "ds");
 const cache = join(dir, "cache");
 
 before(async () => {
-  const r = await deltacells(
-    "convert",
-    "data/anndata/csr.h5ad",
-    ds,
-    "--tile-size",
-    "16",
-    "--level",
-    "3",
-    "--quiet",
-  );
+  const r = await cli("convert", "data/anndata/csr.h5ad", ds, "--tile-size", "16", "--level", "3", "--quiet");
   assert.equal(r.code, 0, r.stderr);
 });
 
 test("obs without --columns prints the schema; --json gives schema.json", async () => {
-  const text = await deltacells("obs", ds, "--cache-dir", cache);
+  const text = await cli("obs", ds, "--cache-dir", cache);
   assert.equal(text.code, 0, text.stderr);
   assert.match(text.stdout, /12 obs columns, 57 cells in 1 shards/);
   assert.match(text.stdout, /cell_type\s+category\s+int8\s+3 categories/);
   assert.match(text.stdout, /maybe_int\s+numeric\s+int32/);
   assert.match(text.stdout, /X_pca_2\s+numeric\s+float/);
-  const json = JSON.parse((await deltacells("obs", ds, "--json")).stdout);
+  const json = JSON.parse((await cli("obs", ds, "--json")).stdout);
   assert.equal(json.format, "deltacells-obs");
   assert.equal(json.columns[0].name, "barcode");
 });
 
 test("obs --columns --cells prints labels and nulls, as TSV and as JSON", async () => {
-  const r = await deltacells(
+  const r = await cli(
     "obs",
     ds,
     "--columns",
@@ -67,7 +58,7 @@ test("obs --columns --cells prints labels and nulls, as TSV and as JSON", async 
   assert.equal(out.rows[1][1], null);
   assert.ok(["B", "T", "NK"].includes(out.rows[0][1]));
   assert.equal(typeof out.rows[0][4], "number");
-  const tsv = await deltacells(
+  const tsv = await cli(
     "obs",
     ds,
     "--columns",
@@ -85,19 +76,19 @@ test("obs --columns --cells prints labels and nulls, as TSV and as JSON", async 
 });
 
 test("obs refuses an unknown column (listing the columns) and a dataset without obs", async () => {
-  const bad = await deltacells("obs", ds, "--columns", "nope", "--cache-dir", cache);
+  const bad = await cli("obs", ds, "--columns", "nope", "--cache-dir", cache);
   assert.equal(bad.code, 1);
   assert.match(bad.stderr, /\[NotFound\].*no obs column "nope"; it has "barcode", "cell_type"/);
   const plain = join(dir, "plain");
-  const c = await deltacells("convert", "data/seurat-pbmc-small/pbmc_small_counts.mtx", plain, "--quiet");
+  const c = await cli("convert", "data/seurat-pbmc-small/pbmc_small_counts.mtx", plain, "--quiet");
   assert.equal(c.code, 0, c.stderr);
-  const none = await deltacells("obs", plain);
+  const none = await cli("obs", plain);
   assert.equal(none.code, 2);
   assert.match(none.stderr, /has no obs/);
 });
 
 test("inspect lists the obs columns and kinds; validate checks the shards", async () => {
-  const r = await deltacells("inspect", ds, "--json");
+  const r = await cli("inspect", ds, "--json");
   const info = JSON.parse(r.stdout);
   assert.equal(info.has_obs, true);
   assert.deepEqual(info.obs_columns[1], {
@@ -106,24 +97,24 @@ test("inspect lists the obs columns and kinds; validate checks the shards", asyn
     arrow_type: "int8",
     n_categories: 3,
   });
-  const text = await deltacells("inspect", ds);
+  const text = await cli("inspect", ds);
   assert.match(text.stdout, /obs +12 columns in 1 shard .*cell_type \(category, 3\)/);
-  const v = await deltacells("validate", ds);
+  const v = await cli("validate", ds);
   assert.equal(v.code, 0, v.stdout + v.stderr);
 });
 
 test("convert refuses obs columns it cannot store, names them and the flag, and leaves the output untouched", async () => {
   const out = join(dir, "refused");
-  const r = await deltacells("convert", "data/anndata/obs-unsupported.h5ad", out, "--quiet");
+  const r = await cli("convert", "data/anndata/obs-unsupported.h5ad", out, "--quiet");
   assert.equal(r.code, 1);
   assert.match(r.stderr, /\[InvalidInput\].*"when", "nested".*--obs-exclude when,nested/);
   assert.equal(existsSync(join(out, "manifest.json")), false);
   // over an existing dataset: the refusal comes before anything is deleted
   const before = readFileSync(join(ds, "manifest.json"));
-  const again = await deltacells("convert", "data/anndata/obs-unsupported.h5ad", ds, "--quiet");
+  const again = await cli("convert", "data/anndata/obs-unsupported.h5ad", ds, "--quiet");
   assert.equal(again.code, 1);
   assert.deepEqual(readFileSync(join(ds, "manifest.json")), before);
-  const ok = await deltacells(
+  const ok = await cli(
     "convert",
     "data/anndata/obs-unsupported.h5ad",
     out,
@@ -153,7 +144,7 @@ test("convert --obs-exclude refuses a name that is no obs column, names it and t
 });
 
 test("convert --obsm refuses an entry that is not a 2-D dense embedding, and --no-obs writes none", async () => {
-  const r = await deltacells(
+  const r = await cli(
     "convert",
     "data/anndata/obsm.h5ad",
     join(dir, "obsm"),
@@ -170,13 +161,7 @@ test("convert --obsm refuses an entry that is not a 2-D dense embedding, and --n
     r.stderr,
     /\n {2}hint: choose the obsm entries with --obsm KEYS, or store none with --obsm none\n/,
   );
-  const none = await deltacells(
-    "convert",
-    "data/anndata/csr.h5ad",
-    join(dir, "no-obs"),
-    "--quiet",
-    "--no-obs",
-  );
+  const none = await cli("convert", "data/anndata/csr.h5ad", join(dir, "no-obs"), "--quiet", "--no-obs");
   assert.equal(none.code, 0, none.stderr);
   assert.equal(JSON.parse(readFileSync(join(dir, "no-obs", "manifest.json"), "utf8")).has_obs, false);
   assert.equal(existsSync(join(dir, "no-obs", "obs")), false);

@@ -2,7 +2,7 @@
  * Round trips for every input kind: input -> `deltacells convert` -> `deltacells export` equals
  * the input exactly, as read by anndata/scipy/h5py; the dataset's files are read by numpy and
  * pandas and every tile by the spec-written Python decoder (conformance/dataset_roundtrip.py).
- * The commands run in-process here (cli.test.ts spawns the real binary); the Python checks run
+ * The commands run in-process here (their command functions); the Python checks run
  * in one batch so anndata is imported once.
  */
 import assert from "node:assert/strict";

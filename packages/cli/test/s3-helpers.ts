@@ -5,14 +5,15 @@ import { S3Store } from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
 import { AwsClient } from "aws4fetch";
 import { type RunningServer, startMoto } from "../../../test-utils/servers.js";
-import { type Run, run } from "./cli-helpers.js";
+import { cliWithEnv, type Run } from "./cli-helpers.js";
 
 const creds = { accessKeyId: "testing", secretAccessKey: "testing", region: "us-east-1" };
 
 /**
  * Starts moto_server with an empty `bucket` before the calling file's tests and stops it after
- * them. Returns `deltacells ARGS...` run from the sources with the credentials and endpoint of
- * that server in its environment. Call it at the top level of a test file.
+ * them. Returns `deltacells ARGS...` run from the sources, in this process (cli-helpers'
+ * `cliWithEnv`), with the credentials and endpoint of that server in its environment. Call it at
+ * the top level of a test file.
  */
 export function motoBucket(bucket: string): ((...args: string[]) => Promise<Run>) & {
   /** The AWS environment that reaches the server (for a child process or `openStore`). */
@@ -49,10 +50,7 @@ export function motoBucket(bucket: string): ((...args: string[]) => Promise<Run>
   const withEnv =
     (extra: Record<string, string>) =>
     (...args: string[]) =>
-      run(process.execPath, ["--import", "tsx", "--conditions=source", "packages/cli/src/main.ts", ...args], {
-        ...env(),
-        ...extra,
-      });
+      cliWithEnv({ ...env(), ...extra })(...args);
   const makePublic = async (prefix: string) => {
     assert.ok(moto, "moto_server is not running");
     const policy = {

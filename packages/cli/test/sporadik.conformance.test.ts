@@ -1,14 +1,14 @@
 /**
  * `deltacells convert --format sporadik`, `deltacells slice`, and `inspect`/`validate` on sporadik
- * stores, through the real binary. Every store is read back by Python sporadik (describe, the whole
- * layouts against the input as independent readers load it, slices_at against `slice --json`), in
- * one Python process for the file (conformance/cli_sporadik.py).
+ * stores, run in this process (cli-helpers' `cli`). Every store is read back by Python sporadik
+ * (describe, the whole layouts against the input as independent readers load it, slices_at against
+ * `slice --json`), in one Python process for the file (conformance/cli_sporadik.py).
  */
 import assert from "node:assert/strict";
 import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { before, test } from "node:test";
-import { deltacells, PYTHON, run, tempDir } from "./cli-helpers.js";
+import { cli, PYTHON, run, tempDir } from "./cli-helpers.js";
 
 const H5 = "data/10x-v3-chr21/filtered_feature_bc_matrix.h5";
 const MTX = "data/anndata/cells-by-genes.mtx";
@@ -81,12 +81,12 @@ interface PyResult {
 }
 
 const converted = new Map<string, Record<string, unknown>>();
-const cli = new Map<string, { slices: unknown[] }>();
+const sliced = new Map<string, { slices: unknown[] }>();
 const python = new Map<string, PyResult>();
 
 /** Convert one store, then slice it along each of its axes with `--json`. */
 async function convertAndSlice(s: Store): Promise<void> {
-  const r = await deltacells(
+  const r = await cli(
     "convert",
     s.from,
     path(s),
@@ -100,7 +100,7 @@ async function convertAndSlice(s: Store): Promise<void> {
   assert.equal(r.code, 0, `${s.name}: ${r.stderr}`);
   converted.set(s.name, JSON.parse(r.stdout));
   for (const axis of s.axes) {
-    const sl = await deltacells(
+    const sl = await cli(
       "slice",
       path(s),
       "--axis",
@@ -109,19 +109,14 @@ async function convertAndSlice(s: Store): Promise<void> {
       "--json",
     );
     assert.equal(sl.code, 0, `${s.name} axis ${axis}: ${sl.stderr}`);
-    cli.set(`${s.name}/${axis}`, JSON.parse(sl.stdout));
+    sliced.set(`${s.name}/${axis}`, JSON.parse(sl.stdout));
   }
 }
 
 before(async () => {
-  const ds = await deltacells("convert", H5, DATASET, "--tile-size", "100", "--level", "3", "--threads", "1");
+  const ds = await cli("convert", H5, DATASET, "--tile-size", "100", "--level", "3", "--threads", "1");
   assert.equal(ds.code, 0, ds.stderr);
-  // Two stores at a time: the runs are mostly process start-up.
-  const queue = [...STORES];
-  const worker = async () => {
-    for (let s = queue.shift(); s; s = queue.shift()) await convertAndSlice(s);
-  };
-  await Promise.all([worker(), worker()]);
+  for (const s of STORES) await convertAndSlice(s);
   const jobs = STORES.map((s) => ({
     store: path(s),
     input: s.input,
@@ -157,7 +152,7 @@ for (const s of STORES) {
   for (const axis of s.axes) {
     test(`slice --json on ${s.name} along axis ${axis} answers what Python's slices_at answers`, () => {
       const py = python.get(s.name)!.slices.find((x) => x.axis === axis)!;
-      const ours = cli.get(`${s.name}/${axis}`)!;
+      const ours = sliced.get(`${s.name}/${axis}`)!;
       assert.deepEqual(ours.slices, py.slices);
       assert.ok(
         py.slices.some((x) => x.values.length > 0),
@@ -169,15 +164,7 @@ for (const s of STORES) {
 
 test("slice --dense prints what Python's Selection.to_dense gives", async () => {
   const s = STORES[1]!;
-  const r = await deltacells(
-    "slice",
-    path(s),
-    "--axis",
-    "1",
-    ...POSITIONS[1]!.map(String),
-    "--dense",
-    "--json",
-  );
+  const r = await cli("slice", path(s), "--axis", "1", ...POSITIONS[1]!.map(String), "--dense", "--json");
   assert.equal(r.code, 0, r.stderr);
   const out = JSON.parse(r.stdout);
   assert.deepEqual(out.dense_shape, [POSITIONS[1]!.length, 1107]);
@@ -190,21 +177,21 @@ test("slice --dense prints what Python's Selection.to_dense gives", async () => 
 
 test("a range A:B is the positions A to B-1, in place among the others", async () => {
   const s = STORES[0]!;
-  const r = await deltacells("slice", path(s), "--axis", "0", "10:13", "2", "1105:", "--json");
+  const r = await cli("slice", path(s), "--axis", "0", "10:13", "2", "1105:", "--json");
   assert.equal(r.code, 0, r.stderr);
   const out = JSON.parse(r.stdout);
   assert.deepEqual(
     out.slices.map((x: { position: number }) => x.position),
     [10, 11, 12, 2, 1105, 1106],
   );
-  const single = JSON.parse((await deltacells("slice", path(s), "--axis", "0", "11", "--json")).stdout);
+  const single = JSON.parse((await cli("slice", path(s), "--axis", "0", "11", "--json")).stdout);
   assert.deepEqual(out.slices[1], single.slices[0]);
 });
 
 test("slice --stats on a byte-addressable store shows two waves: a bracket per position, then an indices and a data run", async () => {
   const s = STORES[1]!;
   const positions = [3, 100, 500, 900]; // far apart, so nothing merges
-  const r = await deltacells("slice", path(s), "--axis", "0", ...positions.map(String), "--json", "--stats");
+  const r = await cli("slice", path(s), "--axis", "0", ...positions.map(String), "--json", "--stats");
   assert.equal(r.code, 0, r.stderr);
   const out = JSON.parse(r.stdout);
   const nnz = out.slices.reduce((a: number, x: { values: number[] }) => a + x.values.length, 0);
@@ -220,14 +207,14 @@ test("slice --stats on a byte-addressable store shows two waves: a bracket per p
   assert.equal(out.reads.describe.requests.getRange, 0);
   assert.equal(out.stats.requests.getRange, 3 * positions.length);
 
-  const text = await deltacells("slice", path(s), "--axis", "0", ...positions.map(String), "--stats");
+  const text = await cli("slice", path(s), "--axis", "0", ...positions.map(String), "--stats");
   assert.match(text.stderr, /^stats: \d+ requests/m);
   assert.match(text.stderr, /slices 12 requests \(get 0, getRange 12\), \d+ bytes, 2 waves/);
 });
 
 test("slice --stats on a chunked store shows two waves, each chunk fetched once", async () => {
   const s = STORES[0]!;
-  const r = await deltacells("slice", path(s), "--axis", "1", "5", "6", "300", "5", "--json", "--stats");
+  const r = await cli("slice", path(s), "--axis", "1", "5", "6", "300", "5", "--json", "--stats");
   assert.equal(r.code, 0, r.stderr);
   const reads = JSON.parse(r.stdout).reads.slices;
   // this small store has one chunk per array: indptr, then indices and data
@@ -236,7 +223,7 @@ test("slice --stats on a chunked store shows two waves, each chunk fetched once"
 });
 
 test("slice prints each position's nonzeros for people", async () => {
-  const r = await deltacells("slice", path(STORES[0]!), "--axis", "0", "3");
+  const r = await cli("slice", path(STORES[0]!), "--axis", "0", "3");
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /axis 0 of \[1107, 507\] \(int32\), 1 position, 11 nonzeros/);
   assert.match(r.stdout, /^ {2}3: 11 nonzeros: 138=1 164=1 214=2 /m);
@@ -244,7 +231,7 @@ test("slice prints each position's nonzeros for people", async () => {
 
 test("slice without --axis is a usage error, even on a store with one layout", async () => {
   for (const s of [STORES[0]!, STORES[3]!]) {
-    const r = await deltacells("slice", path(s), "3");
+    const r = await cli("slice", path(s), "3");
     assert.equal(r.code, 2);
     assert.match(r.stderr, /--axis is required/);
     assert.equal(r.stdout, "");
@@ -252,24 +239,24 @@ test("slice without --axis is a usage error, even on a store with one layout", a
 });
 
 test("slice along an axis the store has no layout for is refused with sporadik's error", async () => {
-  const r = await deltacells("slice", path(STORES[3]!), "--axis", "0", "3");
+  const r = await cli("slice", path(STORES[3]!), "--axis", "0", "3");
   assert.equal(r.code, 1);
   assert.match(r.stderr, /^deltacells slice: error \[LayoutError\]: .*compresses \[1\], not axis 0/m);
   assert.equal(r.stdout, "");
 });
 
 test("a position outside the axis is refused with the reader's range error, before any slice is read", async () => {
-  const r = await deltacells("slice", path(STORES[1]!), "--axis", "1", "3", "507", "--stats");
+  const r = await cli("slice", path(STORES[1]!), "--axis", "1", "3", "507", "--stats");
   assert.equal(r.code, 1);
   assert.match(r.stderr, /\[PositionError\]: 507 is not a position along axis 1 of shape \[1107, 507\]/);
-  const range = await deltacells("slice", path(STORES[1]!), "--axis", "1", "500:600");
+  const range = await cli("slice", path(STORES[1]!), "--axis", "1", "500:600");
   assert.equal(range.code, 1);
   assert.match(range.stderr, /\[PositionError\]: 507 is not a position along axis 1/);
 });
 
 test("a malformed position is a usage error", async () => {
   for (const bad of ["x", "3:1", "1.5"]) {
-    const r = await deltacells("slice", path(STORES[0]!), "--axis", "0", bad);
+    const r = await cli("slice", path(STORES[0]!), "--axis", "0", bad);
     assert.equal(r.code, 2, bad);
     assert.match(r.stderr, /POSITION|range/);
   }
@@ -277,21 +264,12 @@ test("a malformed position is a usage error", async () => {
 
 test("convert --format sporadik refuses a matrix above --max-nnz before writing anything, naming the bound", async () => {
   const out = join(dir, "too-big.zarr");
-  const r = await deltacells("convert", H5, out, "--format", "sporadik", "--max-nnz", "1000");
+  const r = await cli("convert", H5, out, "--format", "sporadik", "--max-nnz", "1000");
   assert.equal(r.code, 1);
   assert.match(r.stderr, /\[TooManyNonzeros\]: .* holds at least [\d,]+ nonzeros, above the bound of 1,000 /);
   assert.ok(!existsSync(out));
   // a dataset states its nonzeros: refused from the manifest, before any tile is read
-  const d = await deltacells(
-    "convert",
-    DATASET,
-    out,
-    "--format",
-    "sporadik",
-    "--max-nnz",
-    "23865",
-    "--stats",
-  );
+  const d = await cli("convert", DATASET, out, "--format", "sporadik", "--max-nnz", "23865", "--stats");
   assert.equal(d.code, 1);
   assert.match(d.stderr, /holds 23,866 nonzeros, above the bound of 23,865/);
   assert.ok(!existsSync(out));
@@ -306,7 +284,7 @@ test("sporadik and deltacells options are refused with the other format", async 
     ["--format", "sporadik", "--axes", "2"],
     ["--format", "parquet"],
   ]) {
-    const r = await deltacells("convert", H5, out, ...args);
+    const r = await cli("convert", H5, out, ...args);
     assert.equal(r.code, 2, args.join(" "));
     assert.match(r.stderr, /Run `deltacells convert --help`/);
   }
@@ -315,7 +293,7 @@ test("sporadik and deltacells options are refused with the other format", async 
 
 test("inspect describes a sporadik store from its metadata alone", async () => {
   const s = STORES[3]!;
-  const r = await deltacells("inspect", path(s), "--json", "--stats");
+  const r = await cli("inspect", path(s), "--json", "--stats");
   assert.equal(r.code, 0, r.stderr);
   const info = JSON.parse(r.stdout);
   assert.equal(info.format, "sporadik");
@@ -328,19 +306,19 @@ test("inspect describes a sporadik store from its metadata alone", async () => {
   // the root, then the layout group and its four arrays' metadata
   assert.equal(info.stats.requests.get, 1 + 5);
   assert.equal(info.stats.requests.getRange, 0);
-  const human = await deltacells("inspect", path(STORES[0]!));
+  const human = await cli("inspect", path(STORES[0]!));
   assert.match(human.stdout, /sporadik spec 1/);
   assert.match(human.stdout, /layouts\/axis1 +csc_matrix, index_order \[0\], 507 slices/);
 });
 
 test("inspect on a zarr group that is no sporadik store says it is neither", async () => {
-  const r = await deltacells("inspect", "data/anndata/csr-v3.zarr");
+  const r = await cli("inspect", "data/anndata/csr-v3.zarr");
   assert.equal(r.code, 1);
   assert.match(r.stderr, /neither a deltacells dataset .* nor a readable sporadik store: .*'sporadik' block/);
 });
 
 test("validate passes a sporadik store and lists a damaged indptr", async () => {
-  const good = await deltacells("validate", path(STORES[1]!), "--json");
+  const good = await cli("validate", path(STORES[1]!), "--json");
   assert.equal(good.code, 0, good.stdout + good.stderr);
   assert.equal(JSON.parse(good.stdout).layoutsChecked, 2);
 
@@ -351,7 +329,7 @@ test("validate passes a sporadik store and lists a damaged indptr", async () => 
   const indptr = new Int32Array(raw.buffer, raw.byteOffset, raw.length / 4);
   indptr[5] = 0; // slice 4 now ends before it starts
   writeFileSync(key, raw);
-  const bad = await deltacells("validate", copy);
+  const bad = await cli("validate", copy);
   assert.equal(bad.code, 1);
   assert.match(bad.stdout, /INVALID, \d+ problem/);
   assert.match(bad.stdout, /layouts\/axis0\/indptr: \[LayoutError\] indptr decreases at slice 4/);
@@ -361,7 +339,7 @@ test("validate names a missing indices chunk (zarr reads it as zeros) and a dama
   const missing = join(dir, "missing-indices.zarr");
   cpSync(path(STORES[0]!), missing, { recursive: true });
   rmSync(join(missing, "layouts/axis0/indices/c/0"));
-  const one = await deltacells("validate", missing);
+  const one = await cli("validate", missing);
   assert.equal(one.code, 1, one.stdout);
   assert.match(
     one.stdout,
@@ -374,7 +352,7 @@ test("validate names a missing indices chunk (zarr reads it as zeros) and a dama
   const raw = readFileSync(key);
   new Int32Array(raw.buffer, raw.byteOffset, raw.length / 4).fill(0, 0, 64); // genes' cell positions lost
   writeFileSync(key, raw);
-  const two = await deltacells("validate", damaged);
+  const two = await cli("validate", damaged);
   assert.equal(two.code, 1, two.stdout);
   assert.match(
     two.stdout,
@@ -387,29 +365,29 @@ test("validate reads a store zarr-python compressed with gzip, and names the arr
   cpSync(path(STORES[1]!), copy, { recursive: true });
   const py = await run(PYTHON, ["conformance/sporadik_interop.py", "recompress", copy, "gzip"]);
   assert.equal(py.code, 0, py.stderr);
-  const good = await deltacells("validate", copy, "--json");
+  const good = await cli("validate", copy, "--json");
   assert.equal(good.code, 0, good.stdout + good.stderr);
 
   const key = join(copy, "layouts/axis0/data/c/0");
   writeFileSync(key, readFileSync(key).subarray(0, 20)); // a gzip stream cut short
-  const bad = await deltacells("validate", copy);
+  const bad = await cli("validate", copy);
   assert.equal(bad.code, 1, bad.stdout);
   assert.match(bad.stdout, /layouts\/axis0\/data[^\n]*\[(LayoutError|IncompleteError)\]/);
   assert.doesNotMatch(bad.stdout, /layouts\/axis0\/(indptr|indices)[^\n]*\[/, "no other array blamed");
 });
 
 test("slice --help prints its usage and exits 0; convert --help states the temporary space and the opt-in bound", async () => {
-  const r = await deltacells("slice", "--help");
+  const r = await cli("slice", "--help");
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /^usage: deltacells slice STORE --axis K POSITION\.\.\./);
-  const c = await deltacells("convert", "--help");
+  const c = await cli("convert", "--help");
   assert.match(c.stdout, /--max-nnz N +sporadik: refuse a matrix with more nonzeros \(default: no bound\)/);
   assert.match(c.stdout, /--tmp-dir DIR +sporadik: where the temporary files go/);
   assert.match(c.stdout, /about 8 bytes per nonzero/);
 });
 
 test("slice on a deltacells dataset says to convert it to sporadik first", async () => {
-  const r = await deltacells("slice", DATASET, "--axis", "0", "3");
+  const r = await cli("slice", DATASET, "--axis", "0", "3");
   assert.equal(r.code, 1);
   assert.match(r.stderr, /\[NotASporadikStore\]: .* is a deltacells dataset, .*--format sporadik/);
   assert.equal(r.stdout, "");

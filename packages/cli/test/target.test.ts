@@ -1,4 +1,7 @@
-/** `convert` into a folder that already holds something: refused, or replaced without losing the old one on the way. */
+/**
+ * `convert` into a folder that already holds something: refused, or replaced without losing the old
+ * one on the way. The commands run in this process, but for the one killed with SIGKILL.
+ */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -6,7 +9,7 @@ import { join } from "node:path";
 import { before, test } from "node:test";
 import { validateDataset } from "@deltacells/core";
 import { openDataset } from "@deltacells/core/node";
-import { deltacells, MAIN, REPO, tempDir } from "./cli-helpers.js";
+import { cli, MAIN, REPO, tempDir } from "./cli-helpers.js";
 
 const SMALL = "data/anndata/csr.h5ad"; // 57 cells x 41 genes
 const SLOW = "data/mouse-10k-subset/10x-10k-subset.zarr"; // 10,000 cells: seconds at --level 22 with 64-cell tiles
@@ -14,7 +17,7 @@ const SLOW = "data/mouse-10k-subset/10x-10k-subset.zarr"; // 10,000 cells: secon
 let template = "";
 before(async () => {
   template = join(tempDir(), "ds");
-  const r = await deltacells("convert", SMALL, template, "--tile-size", "16", "--level", "3");
+  const r = await cli("convert", SMALL, template, "--tile-size", "16", "--level", "3");
   assert.equal(r.code, 0, r.stderr);
 });
 
@@ -43,7 +46,7 @@ test("convert refuses a folder that holds a dataset, and writes nothing there", 
   const { out, manifest } = await oldDataset();
   const before = readdirSync(join(out, "tiles"));
   for (const format of ["deltacells", "sporadik"]) {
-    const r = await deltacells("convert", SMALL, out, "--format", format);
+    const r = await cli("convert", SMALL, out, "--format", format);
     assert.equal(r.code, 1, r.stderr);
     assert.match(r.stderr, /already holds a deltacells dataset .*Nothing was written.*--overwrite/);
   }
@@ -55,7 +58,7 @@ test("convert refuses a folder that holds a dataset, and writes nothing there", 
 test("--overwrite never deletes objects that belong to no dataset or store", async () => {
   const { out, manifest } = await oldDataset();
   writeFileSync(join(out, "notes.txt"), "mine");
-  const r = await deltacells("convert", SMALL, out, "--overwrite");
+  const r = await cli("convert", SMALL, out, "--overwrite");
   assert.equal(r.code, 1);
   assert.match(r.stderr, /notes\.txt/);
   assert.equal(readFileSync(join(out, "notes.txt"), "utf8"), "mine");
@@ -64,7 +67,7 @@ test("--overwrite never deletes objects that belong to no dataset or store", asy
 
 test("convert refuses to write over its own input", async () => {
   const { out, manifest } = await oldDataset();
-  const r = await deltacells("convert", out, `${out}/`, "--format", "sporadik", "--overwrite");
+  const r = await cli("convert", out, `${out}/`, "--format", "sporadik", "--overwrite");
   assert.equal(r.code, 1);
   assert.match(r.stderr, /is the input itself/);
   await assertOldIntact(out, manifest);
@@ -72,18 +75,18 @@ test("convert refuses to write over its own input", async () => {
 
 test("--overwrite replaces a dataset by a store, and a two-layout store by a one-layout store, leaving nothing stale", async () => {
   const { out } = await oldDataset();
-  const a = await deltacells("convert", SMALL, out, "--format", "sporadik", "--overwrite");
+  const a = await cli("convert", SMALL, out, "--format", "sporadik", "--overwrite");
   assert.equal(a.code, 0, a.stderr);
   assert.deepEqual(readdirSync(out).sort(), ["layouts", "zarr.json"]);
   assert.deepEqual(readdirSync(join(out, "layouts")).sort(), ["axis0", "axis1", "zarr.json"]);
 
-  const b = await deltacells("convert", SMALL, out, "--format", "sporadik", "--axes", "0", "--overwrite");
+  const b = await cli("convert", SMALL, out, "--format", "sporadik", "--axes", "0", "--overwrite");
   assert.equal(b.code, 0, b.stderr);
   assert.deepEqual(readdirSync(join(out, "layouts")).sort(), ["axis0", "zarr.json"]);
-  const v = await deltacells("validate", out, "--json");
+  const v = await cli("validate", out, "--json");
   assert.equal(v.code, 0, v.stdout + v.stderr);
 
-  const c = await deltacells("convert", SMALL, out, "--tile-size", "32", "--overwrite");
+  const c = await cli("convert", SMALL, out, "--tile-size", "32", "--overwrite");
   assert.equal(c.code, 0, c.stderr);
   assert.deepEqual(readdirSync(out).sort(), [
     "gene_order.npy",
@@ -94,13 +97,13 @@ test("--overwrite replaces a dataset by a store, and a two-layout store by a one
     "var_names.txt",
   ]);
   assert.deepEqual(readdirSync(join(out, "tiles")), ["tile_000000.dct", "tile_000001.dct"]);
-  assert.equal((await deltacells("validate", out)).code, 0);
+  assert.equal((await cli("validate", out)).code, 0);
 });
 
 test("a conversion that fails with --overwrite leaves the old dataset as it was", async () => {
   const { out, manifest } = await oldDataset();
   // Negative counts are refused while reading, after the target was checked.
-  const r = await deltacells("convert", "data/anndata/negative.h5ad", out, "--overwrite");
+  const r = await cli("convert", "data/anndata/negative.h5ad", out, "--overwrite");
   assert.equal(r.code, 1);
   await assertOldIntact(out, manifest);
   assert.deepEqual(stagingDirs(out), []);
@@ -145,13 +148,13 @@ test("a conversion killed (SIGKILL) with --overwrite after writing tiles leaves 
 
   // Its writer lock stays, and refuses the next run until broken; that run then replaces the old
   // dataset and clears the killed run's staging folder.
-  const locked = await deltacells("convert", SMALL, out, "--overwrite", "--tile-size", "8");
+  const locked = await cli("convert", SMALL, out, "--overwrite", "--tile-size", "8");
   assert.equal(locked.code, 1);
   assert.match(locked.stderr, /\[TargetLocked\].*the lock is stale/);
-  const again = await deltacells("convert", SMALL, out, "--overwrite", "--tile-size", "8", "--break-lock");
+  const again = await cli("convert", SMALL, out, "--overwrite", "--tile-size", "8", "--break-lock");
   assert.equal(again.code, 0, again.stderr);
   assert.ok(!existsSync(join(out, ".deltacells-lock")));
   assert.deepEqual(stagingDirs(out), []);
   assert.equal(readdirSync(join(out, "tiles")).length, 8);
-  assert.equal((await deltacells("validate", out)).code, 0);
+  assert.equal((await cli("validate", out)).code, 0);
 });

@@ -18,7 +18,7 @@ import {
 import { mkdir, readdir, readFile, stat, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { test } from "node:test";
-import { deltacells, MAIN, REPO, type Run, tempDir } from "./cli-helpers.js";
+import { cli, MAIN, REPO, type Run, tempDir } from "./cli-helpers.js";
 
 const INPUT = "data/anndata/csr.h5ad";
 
@@ -89,7 +89,7 @@ test("a second convert into the same OUTPUT is refused while the first runs; the
     const holder = JSON.parse(await readFile(lock, "utf8"));
     assert.equal(holder.pid, first.child.pid);
     for (const extra of [[], ["--overwrite"], ["--format", "sporadik"]]) {
-      const second = await deltacells("convert", INPUT, out, "--quiet", ...extra);
+      const second = await cli("convert", INPUT, out, "--quiet", ...extra);
       assert.equal(second.code, 1, second.stderr);
       assert.match(
         second.stderr,
@@ -107,17 +107,17 @@ test("a second convert into the same OUTPUT is refused while the first runs; the
   const r = await first.done;
   assert.equal(r.code, 0, r.stderr);
   assert.ok(!existsSync(lock), "the lock is removed at the end");
-  const valid = await deltacells("validate", out);
+  const valid = await cli("validate", out);
   assert.equal(valid.code, 0, valid.stdout + valid.stderr);
   assert.doesNotMatch(valid.stdout, /warning/);
 });
 
 test("a failed conversion removes its lock (and the folder it made for nothing)", async () => {
   const out = join(tempDir(), "ds");
-  const r = await deltacells("convert", "data/anndata/negative.h5ad", out, "--quiet");
+  const r = await cli("convert", "data/anndata/negative.h5ad", out, "--quiet");
   assert.equal(r.code, 1);
   assert.ok(!existsSync(out), "nothing is left");
-  const again = await deltacells(
+  const again = await cli(
     "convert",
     "data/anndata/negative.h5ad",
     join(tempDir(), "other"),
@@ -164,7 +164,7 @@ test("a killed conversion's lock is reported as stale and broken with --break-lo
   const old = new Date(Date.now() - 60_000);
   await utimes(temp, old, old);
 
-  const refused = await deltacells("convert", INPUT, out, "--quiet", "--overwrite");
+  const refused = await cli("convert", INPUT, out, "--quiet", "--overwrite");
   assert.equal(refused.code, 1);
   assert.match(refused.stderr, /\[TargetLocked\]/);
   assert.match(
@@ -173,7 +173,7 @@ test("a killed conversion's lock is reported as stale and broken with --break-lo
   );
   assert.ok(existsSync(temp), "nothing is touched without the lock");
 
-  const broken = await deltacells(
+  const broken = await cli(
     "convert",
     INPUT,
     out,
@@ -196,18 +196,18 @@ test("a killed conversion's lock is reported as stale and broken with --break-lo
     [],
     `no staging folder or lock is left: ${names.join(", ")}`,
   );
-  const valid = await deltacells("validate", out);
+  const valid = await cli("validate", out);
   assert.equal(valid.code, 0, valid.stdout + valid.stderr);
 });
 
 test("validate warns about temporary files, staging folders and a lock, and still says valid", async () => {
   const out = join(tempDir(), "ds");
-  const made = await deltacells("convert", INPUT, out, "--tile-size", "16", "--quiet");
+  const made = await cli("convert", INPUT, out, "--tile-size", "16", "--quiet");
   assert.equal(made.code, 0, made.stderr);
   await writeFile(join(out, "tiles", "tile_000001.dct.dctmp-aaaaaaaaaaaa"), "x");
   await mkdir(join(out, ".deltacells-staging-0011223344ff", "tiles"), { recursive: true });
   await writeFile(join(out, ".deltacells-lock"), "{}");
-  const r = await deltacells("validate", out, "--json");
+  const r = await cli("validate", out, "--json");
   assert.equal(r.code, 0, r.stderr);
   const report = JSON.parse(r.stdout);
   assert.equal(report.valid, true);
@@ -216,7 +216,7 @@ test("validate warns about temporary files, staging folders and a lock, and stil
     ".deltacells-staging-0011223344ff",
     "tiles/tile_000001.dct.dctmp-aaaaaaaaaaaa",
   ]);
-  const text = await deltacells("validate", out);
+  const text = await cli("validate", out);
   assert.match(text.stdout, /: valid \(/);
   assert.match(text.stdout, /warning: .*dctmp-aaaaaaaaaaaa: a temporary file of a write that never finished/);
   assert.ok((await stat(out)).isDirectory());

@@ -1,0 +1,151 @@
+/**
+ * What the `deltacells` command does with its arguments: pick the command, run it, print its result
+ * or its error, and say the exit code. main.ts runs it on the process; tests run it in their own
+ * process (a child process through tsx costs 1-2 s of start-up per command).
+ */
+import { readFileSync } from "node:fs";
+import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_SECONDS } from "@deltacells/storage";
+import { UsageError } from "./args.js";
+import type { CommandResult } from "./commands/types.js";
+import { cliHint, oneLine, stackOf, tagOf } from "./report.js";
+
+/**
+ * Where a run writes what it prints. Commands that write to the process's stdout themselves
+ * (`stream`'s Arrow batches, `serve`'s address) and progress bars (on a terminal only) still write to
+ * `process.stdout`/`process.stderr`.
+ */
+export interface CliIo {
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+  /** Show an error's stack (`DELTACELLS_DEBUG` set), as `--debug` does. */
+  debug: boolean;
+}
+
+type Command = (argv: string[]) => Promise<CommandResult>;
+
+// Each command loads only when run: `inspect` never pays for the HDF5 or input readers.
+const COMMANDS: Record<string, { load: () => Promise<Command>; summary: string }> = {
+  convert: {
+    load: async () => (await import("./commands/convert.js")).convert,
+    summary: "convert an .h5ad, .zarr, 10x or Matrix Market input to a dataset (or a sporadik store)",
+  },
+  inspect: {
+    load: async () => (await import("./commands/inspect.js")).inspect,
+    summary: "show a dataset's (or a sporadik store's) shape, tiles, sizes and settings",
+  },
+  validate: {
+    load: async () => (await import("./commands/validate.js")).validate,
+    summary: "check a dataset or a sporadik store deeply (exit 0 only when valid)",
+  },
+  export: {
+    load: async () => (await import("./commands/export.js")).exportCommand,
+    summary: "export cells to Matrix Market or .h5ad",
+  },
+  obs: {
+    load: async () => (await import("./commands/obs.js")).obsCommand,
+    summary: "print a dataset's obs (cell table) schema or rows",
+  },
+  slice: {
+    load: async () => (await import("./commands/slice.js")).slice,
+    summary: "print slices of a sporadik store along one axis",
+  },
+  stream: {
+    load: async () => (await import("./commands/stream.js")).stream,
+    summary: "write shuffled mini-batches to stdout as an Arrow stream (for PyTorch)",
+  },
+  serve: {
+    load: async () => (await import("./commands/serve.js")).serve,
+    summary: "serve datasets and stores over HTTP (ranges, CORS) with the viewer",
+  },
+};
+
+const HELP = `usage: deltacells COMMAND [options]
+
+Single-cell count matrices on object storage, read back fast.
+
+commands:
+${Object.entries(COMMANDS)
+  .map(([name, c]) => `  ${name.padEnd(9)} ${c.summary}`)
+  .join("\n")}
+
+Run \`deltacells COMMAND --help\` for a command's options. Every command takes --debug (show the
+stack of an error), and --retries N and --timeout SECONDS for http(s):// and s3:// locations
+(transient failures are retried ${DEFAULT_RETRIES} times, a request silent for ${DEFAULT_TIMEOUT_SECONDS} s fails; 0 turns either off);
+\`deltacells --version\` prints the version.`;
+
+/** This package's version, from its package.json (beside src/ and dist/ alike). */
+function version(): string {
+  return (
+    JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }
+  ).version;
+}
+
+/** Print `err` as one line (and a hint line when there is one); the stack only with `debug`. */
+export async function report(
+  io: CliIo,
+  prefix: string,
+  err: unknown,
+  json: boolean,
+  debug: boolean,
+): Promise<void> {
+  const tag = tagOf(err);
+  const message = await oneLine(err);
+  const hint = tag
+    ? cliHint(err)
+    : "this is a bug in deltacells: run again with --debug for the stack, and report it";
+  if (json)
+    io.stdout.write(
+      `${JSON.stringify({ error: { tag: tag ?? "Error", message, ...(hint ? { hint } : {}) } }, null, 2)}\n`,
+    );
+  io.stderr.write(
+    `${prefix}: error${tag ? ` [${tag}]` : ""}: ${message}\n${hint ? `  hint: ${hint}\n` : ""}`,
+  );
+  if (debug) io.stderr.write(`${stackOf(err)}\n`);
+}
+
+/**
+ * Runs `deltacells ARGV...` (the arguments after the program name) and resolves to its exit code:
+ * 0, 1 for an error (reported on `io.stderr`), 2 for a usage mistake. It never exits the process,
+ * so tests run commands in their own process. `--debug` anywhere in `argv` (or `io.debug`) adds
+ * an error's stack.
+ */
+export async function run(argv: string[], io: CliIo): Promise<number> {
+  const debug = io.debug || argv.includes("--debug");
+  const [name, ...rest] = argv.filter((a) => a !== "--debug");
+  if (name === "--version" || name === "-V") {
+    io.stdout.write(`deltacells ${version()}\n`);
+    return 0;
+  }
+  if (name === undefined || name === "--help" || name === "-h" || name === "help") {
+    io.stdout.write(`${HELP}\n`);
+    return name === undefined ? 2 : 0;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    io.stderr.write(`deltacells: unknown command ${JSON.stringify(name)}\n\n${HELP}\n`);
+    return 2;
+  }
+  const json = rest.includes("--json");
+  try {
+    const result = await (await command.load())(rest);
+    const stats = rest.includes("--stats") && result.store ? result.store : undefined;
+    if (result.streamed) {
+      if (stats) io.stderr.write(`stats: ${stats.format()}\n`);
+    } else if (json && result.json !== undefined) {
+      const out = stats ? { ...(result.json as object), stats: stats.stats } : result.json;
+      io.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+    } else {
+      io.stdout.write(`${result.text}\n`);
+      if (stats) io.stderr.write(`stats: ${stats.format()}\n`);
+      if (stats && result.statsDetail) io.stderr.write(`stats: ${result.statsDetail}\n`);
+    }
+    return result.exitCode ?? 0;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.stderr.write(`deltacells ${name}: ${err.message}\nRun \`deltacells ${name} --help\` for usage.\n`);
+      return 2;
+    }
+    await report(io, `deltacells ${name}`, err, json, debug);
+    return 1;
+  }
+}
