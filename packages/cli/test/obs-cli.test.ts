@@ -127,7 +127,7 @@ test("convert refuses obs columns it cannot store, names them and the flag, and 
 
 test("convert --obs-exclude refuses a name that is no obs column, names it and the columns there are", async () => {
   const out = join(dir, "typo");
-  const r = await deltacells(
+  const r = await cli(
     "convert",
     "data/anndata/csr.h5ad",
     out,
