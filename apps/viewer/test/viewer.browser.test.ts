@@ -13,11 +13,11 @@ import { after, before, test } from "node:test";
 import { openInput } from "@deltacells/anndata/node";
 import { openDataset } from "@deltacells/core/node";
 import type { Page } from "playwright-core";
-import type { PlotState } from "../src/scatter.js";
 import { type RunningServer, startServer } from "../../../packages/cli/src/serve-http.js";
 import type { RunningBrowser } from "../../../test-utils/browser/browser.js";
 import { launchChromium, serveDirectory } from "../../../test-utils/browser/index.js";
 import type { StaticServer } from "../../../test-utils/browser/server.js";
+import type { PlotState } from "../src/scatter.js";
 import { buildPbmc, buildViewer, deltacells, PBMC, REPO } from "./fixtures.js";
 
 /** 50 pbmc68k cells with their obs (cell types) and no obsm: no embedding. */
