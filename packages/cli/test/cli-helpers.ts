@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { run as runCommand } from "../src/run.js";
@@ -125,6 +125,27 @@ export function assertShortError(r: Run, pattern: RegExp): void {
   assert.doesNotMatch(r.stderr, /HDF5-DIAG|^\s+at /m);
 }
 
+/** Folders made by {@link tempDir} in this test process. */
+const tempDirs: string[] = [];
+
+/**
+ * A new folder under the system's temporary folder, removed when the test process exits (a run of
+ * the CLI tests makes about a hundred, some tens of MB each); `DELTACELLS_KEEP_TEST_DIRS=1` keeps
+ * them for a look after a failure.
+ */
 export function tempDir(): string {
-  return mkdtempSync(join(tmpdir(), "deltacells-cli-"));
+  const dir = mkdtempSync(join(tmpdir(), "deltacells-cli-"));
+  if (tempDirs.length === 0 && !process.env.DELTACELLS_KEEP_TEST_DIRS) {
+    process.once("exit", () => {
+      for (const d of tempDirs) {
+        try {
+          rmSync(d, { recursive: true, force: true });
+        } catch {
+          // A folder something still writes into (a child that outlived its test): left behind.
+        }
+      }
+    });
+  }
+  tempDirs.push(dir);
+  return dir;
 }
