@@ -4,13 +4,7 @@
  * taken every byte, so a slow reader holds the producer back instead of growing memory, and the
  * batch's buffers may be reused afterwards. A reader that goes away (EPIPE) ends the stream with
  * {@link ReaderGone}, which the command treats as a normal end.
- *
- * Given stdout's file descriptor, a message's parts go out in one `writev` on libuv's thread pool:
- * Node writes to a pipe synchronously on Linux, which would stop the loader's thread (laying out
- * the next batches, handing tiles to the decoders) for as long as the reader takes to drain a
- * batch of tens of megabytes through the pipe.
  */
-import { writev } from "node:fs";
 import type { Writable } from "node:stream";
 import { AsyncByteQueue, type RecordBatch, RecordBatchStreamWriter, type Schema } from "apache-arrow";
 
@@ -47,8 +41,6 @@ export class ArrowOutput {
   constructor(
     private readonly out: Writable,
     schema: Schema,
-    /** `out`'s file descriptor, written directly (see the module comment); else through `out`. */
-    private fd?: number,
   ) {
     out.on("error", this.onError);
     this.writer.reset(this.chunks as never, schema);
@@ -80,32 +72,6 @@ export class ArrowOutput {
     const parts = this.chunks.take();
     if (this.failure) return Promise.reject(this.failure);
     if (parts.length === 0) return Promise.resolve();
-    if (this.fd !== undefined) return this.writeFd(this.fd, parts);
-    return this.writeOut(parts);
-  }
-
-  /** All of `parts` through `writev(fd)`, continuing after partial writes. */
-  private writeFd(fd: number, parts: Uint8Array[]): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const go = (rest: Uint8Array[]) =>
-        writev(fd, rest, (err, written) => {
-          if ((err as NodeJS.ErrnoException | null)?.code === "EAGAIN") {
-            // A non-blocking descriptor: the Node stream waits for it to be writable.
-            this.fd = undefined;
-            this.writeOut(rest).then(resolve, reject);
-          } else if (err) reject((this.failure ??= toFailure(err)));
-          else {
-            let i = 0;
-            while (i < rest.length && written >= rest[i]!.byteLength) written -= rest[i++]!.byteLength;
-            if (i === rest.length) resolve();
-            else go([rest[i]!.subarray(written), ...rest.slice(i + 1)]);
-          }
-        });
-      go(parts);
-    });
-  }
-
-  private writeOut(parts: Uint8Array[]): Promise<void> {
     return new Promise((resolve, reject) => {
       for (let i = 0; i < parts.length - 1; i++) this.out.write(parts[i]!);
       // Callbacks run in order: the last one means every part has been handed to the OS.

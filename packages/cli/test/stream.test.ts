@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { closeSync, cpSync, openSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { after, before, test } from "node:test";
@@ -463,55 +463,4 @@ test("the writer holds the producer back until the destination took each batch (
   });
   const out2 = new ArrowOutput(broken, schema);
   await assert.rejects(out2.start(), ReaderGone);
-});
-
-test("through a file descriptor (writev off the loader's thread) the stream's bytes equal those through a Node stream", async () => {
-  const { RecordBatch: RB, makeData, Int32, Schema: S, Field, Struct } = await import("apache-arrow");
-  const schema = new S([new Field("x", new Int32(), false)]);
-  const batches = [1, 4096, 70_000].map((n) => {
-    const x = Int32Array.from({ length: n }, (_, i) => i * 7 - n);
-    return new RB(
-      schema,
-      makeData({
-        type: new Struct(schema.fields),
-        length: n,
-        nullCount: 0,
-        children: [makeData({ type: new Int32(), length: n, data: x })],
-      }),
-    );
-  });
-  const write = async (out: ArrowOutput) => {
-    await out.start();
-    for (const b of batches) await out.write(b);
-    await out.end();
-    out.detach();
-  };
-  const parts: Buffer[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      parts.push(Buffer.from(chunk));
-      done();
-    },
-  });
-  await write(new ArrowOutput(sink, schema));
-  const file = join(tempDir(), "stream.arrow");
-  const fd = openSync(file, "w");
-  // Nothing may reach the Node stream when the descriptor takes the bytes.
-  const unused = new Writable({
-    write(_c, _e, done) {
-      done(new Error("written to the Node stream instead of the descriptor"));
-    },
-  });
-  try {
-    await write(new ArrowOutput(unused, schema, fd));
-  } finally {
-    closeSync(fd);
-  }
-  const viaFd = readFileSync(file);
-  assert.ok(viaFd.equals(Buffer.concat(parts)), "the same bytes either way");
-  const read = batchesOf(RecordBatchReader.from(viaFd));
-  assert.deepEqual(
-    read.map((b) => [...(b.getChild("x")!.toArray() as Int32Array)]),
-    batches.map((b) => [...(b.getChild("x")!.toArray() as Int32Array)]),
-  );
 });

@@ -207,7 +207,7 @@ export async function stream(argv: string[]): Promise<CommandResult> {
           obs,
         },
       });
-      const out = new ArrowOutput(process.stdout, arrow.schema, 1);
+      const out = new ArrowOutput(process.stdout, arrow.schema);
       try {
         await out.start();
         // At --start-batch = batches the epoch is over: the loader would go on with the next one.
