@@ -189,6 +189,8 @@ export function createScatter(
     // The plot takes its new aspect ratio (what maps cells to the screen) in the next frame.
     pending++;
     void plot.set({ width: r.width, height: r.height }).finally(() => pending--);
+    // The cells move on screen with the new aspect ratio: a ring left in place would mark another spot.
+    setHover(undefined);
   });
   resize.observe(box);
 

@@ -11,7 +11,7 @@ const io = { stdout: process.stdout, stderr: process.stderr, debug };
 // An error that escapes every handler (a stream's, a worker's) is still one line, not a crash dump.
 for (const event of ["uncaughtException", "unhandledRejection"] as const) {
   process.on(event, (err: unknown) => {
-    void report(io, "deltacells", err, false, debug).finally(() => process.exit(1));
+    void report(io, "deltacells", err, false).finally(() => process.exit(1));
   });
 }
 process.exitCode = await run(process.argv.slice(2), io);

@@ -80,14 +80,8 @@ function version(): string {
   ).version;
 }
 
-/** Print `err` as one line (and a hint line when there is one); the stack only with `debug`. */
-export async function report(
-  io: CliIo,
-  prefix: string,
-  err: unknown,
-  json: boolean,
-  debug: boolean,
-): Promise<void> {
+/** Print `err` as one line (and a hint line when there is one); the stack only with `io.debug`. */
+export async function report(io: CliIo, prefix: string, err: unknown, json: boolean): Promise<void> {
   const tag = tagOf(err);
   const message = await oneLine(err);
   const hint = tag
@@ -100,7 +94,7 @@ export async function report(
   io.stderr.write(
     `${prefix}: error${tag ? ` [${tag}]` : ""}: ${message}\n${hint ? `  hint: ${hint}\n` : ""}`,
   );
-  if (debug) io.stderr.write(`${stackOf(err)}\n`);
+  if (io.debug) io.stderr.write(`${stackOf(err)}\n`);
 }
 
 /**
@@ -145,7 +139,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
       io.stderr.write(`deltacells ${name}: ${err.message}\nRun \`deltacells ${name} --help\` for usage.\n`);
       return 2;
     }
-    await report(io, `deltacells ${name}`, err, json, debug);
+    await report({ ...io, debug }, `deltacells ${name}`, err, json);
     return 1;
   }
 }
