@@ -362,11 +362,19 @@ export class Dataset {
 
   /** Tile `i`, decoded: one GET. The tile is lent: `release()` it when done (see {@link DatasetTile}). */
   async tile(i: number, opts: TileReadOptions = {}): Promise<DatasetTile> {
-    const { bytes, done } = await this.fetchTile(i, opts.signal);
+    return this.decodeFetched(i, await this.fetchTile(i, opts.signal), opts);
+  }
+
+  /** Tile `i` decoded from its fetched bytes, which are given back once decoded (or refused). */
+  private async decodeFetched(
+    i: number,
+    fetched: { bytes: Uint8Array; done(): void },
+    opts: TileReadOptions & { cells?: [number, number] },
+  ): Promise<DatasetTile> {
     try {
-      return await this.tileFromBytes(i, bytes, opts);
+      return await this.tileFromBytes(i, fetched.bytes, opts);
     } finally {
-      done();
+      fetched.done();
     }
   }
 
@@ -461,12 +469,11 @@ export class Dataset {
         const lo = Math.max(a, start) - start;
         const hi = Math.min(b, this.limits[t]!) - start;
         const whole = lo === 0 && hi === this.manifest.tile_cells[t];
-        const { bytes, done } = await this.fetchTile(t, opts.signal);
-        try {
-          return await this.tileFromBytes(t, bytes, whole ? opts : { ...opts, cells: [lo, hi] });
-        } finally {
-          done();
-        }
+        return this.decodeFetched(
+          t,
+          await this.fetchTile(t, opts.signal),
+          whole ? opts : { ...opts, cells: [lo, hi] },
+        );
       }),
     );
     // The decoded tiles are lent: the answer is a copy the caller keeps.
@@ -532,13 +539,7 @@ export class Dataset {
         const slot = slots[k]!;
         if (slot.tile !== undefined) continue;
         const t = i + k;
-        slot.tile = slot.read.then(async ({ bytes, done }) => {
-          try {
-            return await this.tileFromBytes(t, bytes, opts);
-          } finally {
-            done();
-          }
-        });
+        slot.tile = slot.read.then((fetched) => this.decodeFetched(t, fetched, opts));
         const settled = () => void (slot.settled = true);
         slot.tile.then(settled, settled);
       }

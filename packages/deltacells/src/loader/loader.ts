@@ -360,7 +360,7 @@ function batchBuffers(ds: Dataset, s: LoaderSettings, map: ColumnMap, slots: boo
   // Sized for the densest tile, with room for a batch somewhat denser than that (a buffer that
   // grows is counted as grown; see memory.ts).
   const nnzHint = Math.ceil(1.1 * s.batchSize * densest(ds) * (map.count / ds.nGenes));
-  const maxWindow = s.bufferTiles * Math.max(0, ...ds.manifest.tile_cells);
+  const maxWindow = s.bufferTiles * ds.manifest.tile_cells.reduce((a, b) => Math.max(a, b), 0);
   const count = s.prefetch + 2 + (slots ? Math.ceil((2 * maxWindow) / s.batchSize) : 0);
   const obs = 8 * (1 + 8 * s.obs.length) * s.batchSize;
   const one = BatchArrays.bytesFor(s.batchSize, map.count, s.output, nnzHint) + obs;
