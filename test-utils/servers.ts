@@ -23,7 +23,10 @@ export function freePort(): Promise<number> {
 export interface RunningServer {
   url: string;
   port: number;
-  /** The process the test holds: tied-child.mjs, which runs the server and kills it when it goes. */
+  /**
+   * The process the test holds: tied-child.mjs, which runs the server and kills it when it goes.
+   * Its pid is also the process group of the two (`process.kill(-pid, ...)` reaches the server).
+   */
   process: ChildProcess;
   stop(): Promise<void>;
 }
@@ -52,21 +55,38 @@ async function startChild(
 ): Promise<RunningServer> {
   // Never leave a server behind, even when the test process dies without running `after`: the
   // server runs under tied-child.mjs, which kills it when the pipe on its stdin (never written,
-  // held only by this process) closes.
+  // held only by this process) closes. Detached: a process group of its own, which the server
+  // joins, so `stop()` can reach the server even when the wrapper can no longer pass a signal on.
   const child = spawn(process.execPath, [join(repoRoot, "test-utils/tied-child.mjs"), cmd, ...args], {
     stdio: ["pipe", "pipe", "pipe"],
     env: { ...process.env, ...env },
+    detached: true,
   });
   let output = "";
   child.stdout?.on("data", (d) => (output = (output + d).slice(-4000)));
   child.stderr?.on("data", (d) => (output = (output + d).slice(-4000)));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const url = `http://127.0.0.1:${port}`;
+  /** SIGKILL to the wrapper and the server; whether any of them was still there. */
+  const killGroup = () => {
+    try {
+      process.kill(-child.pid!, "SIGKILL");
+      return true;
+    } catch {
+      return false; // ESRCH: the group is empty
+    }
+  };
   const stop = async () => {
+    // The wrapper takes SIGTERM as its cue to SIGKILL the server, and exits once the server has.
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), 3000);
+    const timer = setTimeout(killGroup, 3000);
     await exited;
     clearTimeout(timer);
+    // Killed by a signal, the wrapper never saw its server exit: the server may be running alone,
+    // an orphan of the group (not a child of ours to wait on), so its group is asked until empty
+    // (for at most 2 s: a container whose init reaps no orphans keeps their zombies in it).
+    for (let k = 0; child.signalCode !== null && k < 100 && killGroup(); k++)
+      await new Promise((r) => setTimeout(r, 20));
   };
   try {
     await waitUntilAnswering(`${url}/`, child, () => output, 30_000);

@@ -65,15 +65,10 @@ async function groupFrame(
   const index = await indexNode.readStrings();
   if (index.length !== nRows) throw wrongRows(loc, group.path, index.length, nRows);
   const names = columnOrder(attrs["column-order"]);
-  const readers = await columnReaders(tree, group.path, names, exclude, nRows);
+  const { columns: readers, excluded } = await columnReaders(tree, group.path, names, exclude, nRows);
   const columns: TableColumn[] = [];
   for (const r of readers) columns.push(await wholeColumn(r, nRows));
-  return {
-    indexName: indexKey === "_index" ? null : indexKey,
-    index,
-    columns,
-    excluded: names.filter((n) => exclude.has(n)),
-  };
+  return { indexName: indexKey === "_index" ? null : indexKey, index, columns, excluded };
 }
 
 /** A group frame's index: its name (the `_index` attribute, `_index` by default) and node. */
@@ -206,8 +201,7 @@ export async function frameReader(
   return {
     indexName: indexKey === "_index" ? null : indexKey,
     index: (a, b) => index.readStrings(a, b),
-    columns: await columnReaders(tree, group.path, names, exclude, nRows),
-    excluded: names.filter((n) => exclude.has(n)),
+    ...(await columnReaders(tree, group.path, names, exclude, nRows)),
   };
 }
 
@@ -223,7 +217,7 @@ function rowsOf(loc: string, a: TreeArray, nRows: number): TreeArray {
 }
 
 /**
- * The readers of the columns `names` of the frame at `frame` (those in `exclude` left out);
+ * The readers of the columns `names` of the frame at `frame`, and the names in `exclude` left out;
  * columns of an encoding or element type that has no {@link TableColumn} (datetimes, nested
  * frames, complex numbers ...) are refused together, by name, in one {@link UnsupportedColumnsError}.
  */
@@ -233,15 +227,19 @@ async function columnReaders(
   names: string[],
   exclude: ReadonlySet<string>,
   nRows: number,
-): Promise<TableColumnReader[]> {
+): Promise<{ columns: TableColumnReader[]; excluded: string[] }> {
   // anndata 0.7's categories folder, looked up once: most files have none, and then no column
   // costs a lookup there (each is a round trip to the HDF5 thread). Not listed: a zarr store read
   // over HTTP cannot list.
   const legacy = (await tree.get(joinPath(frame, "__categories")))?.kind === "group";
   const columns: TableColumnReader[] = [];
+  const excluded: string[] = [];
   const unsupported: string[] = [];
   for (const name of names) {
-    if (exclude.has(name)) continue;
+    if (exclude.has(name)) {
+      excluded.push(name);
+      continue;
+    }
     try {
       columns.push(await columnReader(tree, frame, name, nRows, legacy));
     } catch (err) {
@@ -250,7 +248,7 @@ async function columnReaders(
     }
   }
   if (unsupported.length > 0) throw UnsupportedColumnsError.of(tree.location, frame, unsupported);
-  return columns;
+  return { columns, excluded };
 }
 
 /** A categorical column's categories, as strings (numbers formatted as pandas prints them). */

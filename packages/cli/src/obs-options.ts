@@ -4,6 +4,7 @@ import {
   DEFAULT_OBS_TILES_PER_FILE,
   DeltacellsError,
   type ObsWriteOptions,
+  UnknownObsExclude,
   UnsupportedObsColumns,
 } from "@deltacells/core";
 import { intOption, UsageError } from "./args.js";
@@ -53,33 +54,28 @@ export function obsOptions(values: Record<string, unknown>): ObsWriteOptions {
   };
 }
 
-/** The library's refusals of obs columns, reworded with the flag that skips them. */
+/** The library's refusals of obs columns, told with the flag that skips them. */
 export function explainObsError(err: unknown): unknown {
-  if (err instanceof DeltacellsError && err.field === "obs" && !(err instanceof UnsupportedObsColumns)) {
+  if (err instanceof UnknownObsExclude) {
     // An --obs-exclude name that is no column: the same error, naming the flag.
-    const message = err.message.replace("the obs exclude option", "--obs-exclude");
-    if (message !== err.message) {
-      return new DeltacellsError(message, {
-        tag: err._tag,
-        object: err.object,
-        field: "obs",
-        expected: err.expected,
-        found: err.found,
-        cause: err,
-      });
-    }
+    const { unknown, available } = err;
+    return new DeltacellsError(UnknownObsExclude.describe(err.object!, unknown, available, "--obs-exclude"), {
+      tag: err._tag,
+      object: err.object,
+      field: "obs",
+      expected: err.expected,
+      found: err.found,
+      cause: err,
+    });
   }
   if (!(err instanceof UnsupportedObsColumns)) return err;
-  const them = err.columns.length === 1 ? "it" : "them";
-  const message = err.message.replace(
-    /Skip (it|them) with the obs exclude option, or convert/,
-    `Add --obs-exclude ${err.columns.join(",")} to convert without ${them}, or convert`,
-  );
-  return new DeltacellsError(message, {
+  const flag = `--obs-exclude ${err.columns.join(",")}`;
+  const skip = `Add ${flag} to convert without ${err.columns.length === 1 ? "it" : "them"}`;
+  return new DeltacellsError(UnsupportedObsColumns.describe(err.object!, err.columns, skip), {
     tag: "InvalidInput",
     object: err.object,
     field: "obs",
-    expected: { flag: `--obs-exclude ${err.columns.join(",")}` },
+    expected: { flag },
     found: err.columns,
     cause: err,
   });

@@ -6,6 +6,8 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { before, test } from "node:test";
+import { DeltacellsError, UnknownObsExclude, UnsupportedObsColumns } from "@deltacells/core";
+import { explainObsError } from "../src/obs-options.js";
 import { cli, tempDir } from "./cli-helpers.js";
 
 const dir = tempDir();
@@ -141,6 +143,29 @@ test("convert --obs-exclude refuses a name that is no obs column, names it and t
     /\[InvalidInput\].*obs has no column "celltype" to exclude; its columns are "cell_type", .*"maybe_int".*Correct the name in --obs-exclude/,
   );
   assert.equal(existsSync(join(out, "manifest.json")), false);
+});
+
+test("the library's obs refusals are told with --obs-exclude, their details kept; other errors pass as they are", () => {
+  const unknown = explainObsError(UnknownObsExclude.of("in.h5ad", ["celltype", "batch "], ["cell_type"]));
+  assert.ok(unknown instanceof DeltacellsError);
+  assert.equal(
+    unknown.message,
+    'in.h5ad: obs has no column "celltype", "batch " to exclude; its columns are "cell_type". Correct the names in --obs-exclude (names are case-sensitive), or drop them.',
+  );
+  assert.deepEqual(
+    [unknown._tag, unknown.found, unknown.expected],
+    ["InvalidInput", ["celltype", "batch "], { columns: ["cell_type"] }],
+  );
+  const unsupported = explainObsError(UnsupportedObsColumns.of("in.h5ad", ["when"], undefined));
+  assert.ok(unsupported instanceof DeltacellsError);
+  assert.equal(
+    unsupported.message,
+    'in.h5ad: obs has a column of a type deltacells cannot store (only categorical, numeric, boolean and string): "when". Add --obs-exclude when to convert without it, or convert it (e.g. datetimes to strings) in Python first.',
+  );
+  assert.deepEqual(unsupported.expected, { flag: "--obs-exclude when" });
+  // An obs error that only mentions the option's words is no refusal of excluded names.
+  const other = new DeltacellsError("x: the obs exclude option", { tag: "InvalidInput", field: "obs" });
+  assert.equal(explainObsError(other), other);
 });
 
 test("convert --obsm refuses an entry that is not a 2-D dense embedding, and --no-obs writes none", async () => {

@@ -97,19 +97,30 @@ async function* numbered<T>(parts: Iterable<T> | AsyncIterable<T>): AsyncGenerat
   for await (const part of parts) yield [i++, part];
 }
 
-/** Sends `body` as part `i + 1` of the upload `idParam`; answers its ETag. */
-async function putBody(
+/**
+ * Uploads the byte parts `bodies` yields as an S3 multipart upload, each PUT as it comes (see
+ * {@link uploadInParts}); what the byte uploads share, whatever cuts their parts.
+ */
+function uploadBodies(
   store: S3Store,
   url: string,
   key: string,
-  i: number,
-  body: Uint8Array,
-  idParam: string,
-  signal: AbortSignal | undefined,
-): Promise<string | null> {
-  const res = await store.request("PUT", `${url}?partNumber=${i + 1}&${idParam}`, key, { body, signal });
-  await res.body?.cancel().catch(() => {});
-  return res.headers.get("etag");
+  bodies: Iterable<Uint8Array> | AsyncIterable<Uint8Array>,
+  opts: { concurrency: number; signal: AbortSignal | undefined },
+): Promise<void> {
+  const { concurrency, signal } = opts;
+  return uploadInParts(
+    store,
+    url,
+    key,
+    bodies,
+    async (i, body, idParam) => {
+      const res = await store.request("PUT", `${url}?partNumber=${i + 1}&${idParam}`, key, { body, signal });
+      await res.body?.cancel().catch(() => {});
+      return res.headers.get("etag");
+    },
+    { concurrency, signal, partName: "part" },
+  );
 }
 
 /** Uploads `value` as an S3 multipart upload of parts of `partSize` bytes (see {@link uploadInParts}). */
@@ -120,22 +131,11 @@ export function multipartUpload(
   value: Uint8Array,
   opts: { partSize: number; concurrency: number; signal: AbortSignal | undefined },
 ): Promise<void> {
-  const { partSize, signal } = opts;
+  const { partSize } = opts;
   function* slices() {
     for (let at = 0; at < value.length; at += partSize) yield value.subarray(at, at + partSize);
   }
-  return uploadInParts(
-    store,
-    url,
-    key,
-    slices(),
-    (i, body, idParam) => putBody(store, url, key, i, body, idParam, signal),
-    {
-      concurrency: opts.concurrency,
-      signal,
-      partName: "part",
-    },
-  );
+  return uploadBodies(store, url, key, slices(), opts);
 }
 
 /**
@@ -153,7 +153,7 @@ export function multipartUploadParts(
   parts: AsyncIterable<Uint8Array>,
   opts: { partSize: number; concurrency: number; signal: AbortSignal | undefined },
 ): Promise<void> {
-  const { partSize, signal } = opts;
+  const { partSize } = opts;
   // The bytes re-cut into parts of `partSize` (the last shorter; one empty part for no bytes).
   async function* cut() {
     let total = 0;
@@ -183,16 +183,5 @@ export function multipartUploadParts(
     }
     if (fill > 0 || count === 0) yield buffer.subarray(0, fill);
   }
-  return uploadInParts(
-    store,
-    url,
-    key,
-    cut(),
-    (i, body, idParam) => putBody(store, url, key, i, body, idParam, signal),
-    {
-      concurrency: opts.concurrency,
-      signal,
-      partName: "part",
-    },
-  );
+  return uploadBodies(store, url, key, cut(), opts);
 }

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { setTimeout as delay } from "node:timers/promises";
 import { pathToFileURL } from "node:url";
+import { startServe } from "../../../test-utils/servers.js";
 
 const root = join(import.meta.dirname, "..", "..", "..");
 
@@ -48,9 +49,27 @@ console.log(s.port, s.process.pid);`;
   // Waits on the server's state; the bound only turns a server that never stops into a failure.
   for (let waited = 0; await answers(port); waited += 100) {
     if (waited > 60_000) {
-      process.kill(pid, "SIGKILL");
+      // The server's process group (its wrapper's pid): the server itself, not only the wrapper.
+      process.kill(-pid, "SIGKILL");
       assert.fail(`the server on port ${port} still answered 60 s after its test process was killed`);
     }
     await delay(100);
+  }
+});
+
+test("stop() stops the server itself, even once its wrapper is gone", async () => {
+  const s = await startServe(join(root, "data"));
+  try {
+    // The wrapper killed outright: it cannot pass the signal on, and the server outlives it.
+    s.process.kill("SIGKILL");
+    await once(s.process, "exit");
+    assert.equal(await answers(s.port), true, "the server outlived its wrapper");
+    await s.stop();
+    assert.equal(await answers(s.port), false, "stop() left the server answering");
+  } finally {
+    // The server's process group (its wrapper's pid), in case stop() did not end it.
+    try {
+      process.kill(-s.process.pid!, "SIGKILL");
+    } catch {}
   }
 });

@@ -1,7 +1,7 @@
 /** The obs sidecar (spec: "Obs"): browser-safe parts. The local Arrow cache is in `./node.ts`. */
 export { categoryLabels, ObsColumn, ObsFrame } from "./frame.js";
 export { memoryLocalizer, type ObsLoadOptions, type ObsLocalizer } from "./localize.js";
-export { type ObsWriteOptions, UnsupportedObsColumns } from "./prepare.js";
+export { type ObsWriteOptions, UnknownObsExclude, UnsupportedObsColumns } from "./prepare.js";
 export {
   DEFAULT_MAX_CATEGORIES,
   DEFAULT_OBS_TILES_PER_FILE,

@@ -51,17 +51,58 @@ export class UnsupportedObsColumns extends DeltacellsError {
 
   /** The refusal of `columns` of the obs of the input at `location`. */
   static of(location: string, columns: string[], cause: unknown): UnsupportedObsColumns {
-    const them = columns.length === 1 ? "it" : "them";
-    return new UnsupportedObsColumns(
-      `${location}: obs has ${columns.length === 1 ? "a column" : "columns"} of a type deltacells cannot store (only categorical, numeric, boolean and string): ${columns
-        .map((c) => JSON.stringify(c))
-        .join(
-          ", ",
-        )}. Skip ${them} with the obs exclude option, or convert ${them} (e.g. datetimes to strings) in Python first.`,
-      { object: location, columns, cause },
-    );
+    const skip = `Skip ${columns.length === 1 ? "it" : "them"} with the obs exclude option`;
+    return new UnsupportedObsColumns(UnsupportedObsColumns.describe(location, columns, skip), {
+      object: location,
+      columns,
+      cause,
+    });
+  }
+
+  /** The message of {@link of}, with `skip` saying how to skip the columns (a CLI names its flag). */
+  static describe(location: string, columns: string[], skip: string): string {
+    return `${location}: obs has ${columns.length === 1 ? "a column" : "columns"} of a type deltacells cannot store (only categorical, numeric, boolean and string): ${names(columns)}. ${skip}, or convert ${columns.length === 1 ? "it" : "them"} (e.g. datetimes to strings) in Python first.`;
   }
 }
+
+/**
+ * A refusal of names in the exclude option that are no obs column: `unknown` (also in `found`),
+ * and the columns there are, `available` (also in `expected.columns`).
+ */
+export class UnknownObsExclude extends DeltacellsError {
+  readonly unknown: string[];
+  readonly available: string[];
+  constructor(message: string, options: { object: string; unknown: string[]; available: string[] }) {
+    const { object, unknown, available } = options;
+    super(message, {
+      tag: "InvalidInput",
+      object,
+      field: "obs",
+      expected: { columns: available },
+      found: unknown,
+    });
+    this.unknown = unknown;
+    this.available = available;
+  }
+
+  /** The refusal of `unknown` in the exclude option of the input at `location`, whose obs has `available`. */
+  static of(location: string, unknown: string[], available: string[]): UnknownObsExclude {
+    return new UnknownObsExclude(
+      UnknownObsExclude.describe(location, unknown, available, "the obs exclude option"),
+      { object: location, unknown, available },
+    );
+  }
+
+  /** The message of {@link of}, with `option` naming the exclude option (a CLI names its flag). */
+  static describe(location: string, unknown: string[], available: string[], option: string): string {
+    const one = unknown.length === 1;
+    return `${location}: obs has no column ${names(unknown)} to exclude; ${
+      available.length > 0 ? `its columns are ${names(available)}` : "it has no columns"
+    }. Correct the name${one ? "" : "s"} in ${option} (names are case-sensitive), or drop ${one ? "it" : "them"}.`;
+  }
+}
+
+const names = (list: string[]) => list.map((n) => JSON.stringify(n)).join(", ");
 
 /**
  * Refuses names in `exclude` that are no column of `table` (read with them excluded): a typo
@@ -71,14 +112,7 @@ function refuseUnknownExcluded(location: string, table: SourceTableReader, exclu
   const available = [...(table.excluded ?? []), ...table.columns.map((c) => c.name)];
   const known = new Set(available);
   const unknown = exclude.filter((n) => !known.has(n));
-  if (unknown.length === 0) return;
-  const names = (list: string[]) => list.map((n) => JSON.stringify(n)).join(", ");
-  throw new DeltacellsError(
-    `${location}: obs has no column ${names(unknown)} to exclude; ${
-      available.length > 0 ? `its columns are ${names(available)}` : "it has no columns"
-    }. Correct the name${unknown.length === 1 ? "" : "s"} in the obs exclude option (names are case-sensitive), or drop ${unknown.length === 1 ? "it" : "them"}.`,
-    { tag: "InvalidInput", object: location, field: "obs", expected: { columns: available }, found: unknown },
-  );
+  if (unknown.length > 0) throw UnknownObsExclude.of(location, unknown, available);
 }
 
 /** The name the obs index column gets when the index is unnamed. */
