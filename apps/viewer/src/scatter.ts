@@ -11,12 +11,15 @@
  * the subset: each of them first returns to all cells.
  *
  * Hover is the page's own: regl-scatterplot redraws every point on each pointer move over a point
- * (to outline it), a full frame per move. The page instead finds the nearest cell itself (one pass
- * over the positions, ~2 ms at 500,000 cells) and rings it with an element over the canvas; the
- * plot never learns the pointer is over it (its enter and leave events are kept from it).
+ * (to outline it), a full frame per move. The page instead finds the nearest cell itself (in a grid
+ * over the positions built once, src/nearest.ts: the cells near the pointer, not all of them), within
+ * the size the points are drawn at in the current zoom and 4 px, and rings it with an element over
+ * the canvas; the plot never learns the pointer is over it (its enter and leave events are kept
+ * from it).
  */
 import createScatterplot, { createRenderer } from "regl-scatterplot";
 import { categoryColours, viridis } from "./colors.js";
+import { CellGrid, drawnPointSize } from "./nearest.js";
 
 export type Colouring =
   | { kind: "continuous"; values: Float32Array; max: number }
@@ -37,6 +40,8 @@ export interface Scatter {
   /**
    * What the plot itself holds and draws now (for tests: compared with the page's own state);
    * the per-cell values and the selection only when asked (500,000 of them are not free).
+   * Without them it is one object updated in place on each call, so a bench may read it in every
+   * frame it measures without allocating: copy what is to be kept.
    */
   inspect(full?: boolean): PlotState;
   destroy(): void;
@@ -54,11 +59,15 @@ export interface PlotState {
   /** Cells the latest subset frame drew, and the selected cells the plot held in it. */
   subsetCells: number;
   subsetSelected: number;
-  selected: number[];
+  /** The selected cells (empty unless inspected in full). */
+  selected: readonly number[];
   colorBy: string | null;
-  /** Per cell, the value the plot colours it by (its `valueZ` or `valueW`; empty without colouring). */
-  values: number[];
+  /** Per cell, the value the plot colours it by (its `valueZ` or `valueW`; empty without colouring, or unless inspected in full). */
+  values: readonly number[];
 }
+
+/** The empty list of an inspection that was not full. */
+const NONE: readonly number[] = Object.freeze([]);
 
 /** Cells drawn while the view moves: ~100 ms a frame in software GL (bench/viewer-interaction.ts). */
 export const LOD_POINTS = 40_000;
@@ -159,10 +168,15 @@ export function createScatter(
     if (subset) {
       const now = performance.now();
       if (lastFrame > 0) frameMs = now - lastFrame;
+      else {
+        // The first subset frame of a gesture: the cells it draws and the selection it holds (a
+        // copy of the selection, so not in every frame). Neither changes until the view is still
+        // again: every way to select or recolour returns to all cells first.
+        subsetCells = plot.get("isPointsFiltered") ? drawing : n;
+        subsetSelected = (plot.get("selectedPoints") as number[]).length;
+      }
       lastFrame = now;
       subsetFrames++;
-      subsetCells = plot.get("isPointsFiltered") ? drawing : n;
-      subsetSelected = (plot.get("selectedPoints") as number[]).length;
     }
     on.drawn?.();
   });
@@ -179,6 +193,18 @@ export function createScatter(
   });
   let spatialIndex: ArrayBuffer | undefined;
   let size = [width, height];
+  /** What {@link Scatter.inspect} answers, updated in place. */
+  const inspected: PlotState = {
+    drawn: n,
+    subset: false,
+    swaps: 0,
+    subsetFrames: 0,
+    subsetCells: 0,
+    subsetSelected: 0,
+    selected: NONE,
+    colorBy: null,
+    values: NONE,
+  };
 
   const resize = new ResizeObserver(() => {
     const r = box.getBoundingClientRect();
@@ -200,50 +226,50 @@ export function createScatter(
   ring.hidden = true;
   box.appendChild(ring);
   let hovered: number | undefined;
-  let pointer: [number, number] | undefined;
+  /** The pointer over the plot, in its pixels (NaN: not over it). */
+  let pointerX = Number.NaN;
+  let pointerY = Number.NaN;
   let pickFrame = 0;
-  const radius = pointSize + 4; // as regl-scatterplot's own picking: the point and 4 px
+  const grid = CellGrid.build(coords.x, coords.y);
+  const map = new Float64Array(6);
 
   /** The screen transform regl-scatterplot applies (its getScreenPosition, as one affine map). */
-  function screenMap(): [number, number, number, number, number, number] {
+  function screenMap(): Float64Array {
     const v = plot.get("cameraView") as Float32Array;
-    const [w, h] = size as [number, number];
+    const w = size[0]!;
+    const h = size[1]!;
     const a = plot.get("aspectRatio") as number; // the data's, a scale on x
     const k = w / 2 / (w / h); // clip x to pixels, with the view's aspect ratio
-    return [
-      v[0]! * a * k,
-      v[4]! * k,
-      (v[12]! / (w / h) + 1) * (w / 2),
-      (-v[1]! * a * h) / 2,
-      (-v[5]! * h) / 2,
-      h * (0.5 - v[13]! / 2),
-    ];
+    map[0] = v[0]! * a * k;
+    map[1] = v[4]! * k;
+    map[2] = (v[12]! / (w / h) + 1) * (w / 2);
+    map[3] = (-v[1]! * a * h) / 2;
+    map[4] = (-v[5]! * h) / 2;
+    map[5] = h * (0.5 - v[13]! / 2);
+    return map;
   }
 
-  /** The cell nearest to the pointer within `radius` px, over every cell. */
+  /**
+   * The pick radius, as regl-scatterplot's own picking: the size points are drawn at in the
+   * current zoom (the camera's scaling, the length of its view's first column) and 4 px.
+   */
+  function radius(): number {
+    const v = plot.get("cameraView") as Float32Array;
+    return drawnPointSize(pointSize, Math.sqrt(v[0]! * v[0]! + v[1]! * v[1]!)) + 4;
+  }
+
+  /** The cell nearest to the pointer within the pick radius. */
   function pick(px: number, py: number): number | undefined {
-    const [ax, bx, ox, ay, by, oy] = screenMap();
-    let best = radius * radius;
-    let found = -1;
-    const { x, y } = coords;
-    for (let i = 0; i < n; i++) {
-      const dx = ax * x[i]! + bx * y[i]! + ox - px;
-      if (dx > radius || dx < -radius) continue;
-      const dy = ay * x[i]! + by * y[i]! + oy - py;
-      const d = dx * dx + dy * dy;
-      if (d < best) {
-        best = d;
-        found = i;
-      }
-    }
+    const found = grid.nearest(screenMap(), px, py, radius());
     return found < 0 ? undefined : found;
   }
 
   function setHover(cell: number | undefined): void {
     if (cell !== undefined) {
-      const [ax, bx, ox, ay, by, oy] = screenMap();
-      const [x, y] = [coords.x[cell]!, coords.y[cell]!];
-      ring.style.transform = `translate(${ax * x + bx * y + ox}px, ${ay * x + by * y + oy}px)`;
+      const m = screenMap();
+      const x = coords.x[cell]!;
+      const y = coords.y[cell]!;
+      ring.style.transform = `translate(${m[0]! * x + m[1]! * y + m[2]!}px, ${m[3]! * x + m[4]! * y + m[5]!}px)`;
     }
     ring.hidden = cell === undefined;
     if (cell === hovered) return;
@@ -255,15 +281,16 @@ export function createScatter(
   const onHoverMove = (e: MouseEvent) => {
     if (e.buttons !== 0) return;
     const r = canvas.getBoundingClientRect();
-    pointer = [e.clientX - r.left, e.clientY - r.top];
+    pointerX = e.clientX - r.left;
+    pointerY = e.clientY - r.top;
     pickFrame ||= requestAnimationFrame(() => {
       pickFrame = 0;
-      if (pointer && !subset) setHover(pick(...pointer));
+      if (!Number.isNaN(pointerX) && !subset) setHover(pick(pointerX, pointerY));
     });
   };
   const onLeave = (e: MouseEvent) => {
     if (e.isTrusted) e.stopImmediatePropagation();
-    pointer = undefined;
+    pointerX = pointerY = Number.NaN;
     setHover(undefined);
   };
   // Kept from the plot (see the top): it then never hovers, nor redraws on a pointer move.
@@ -406,19 +433,24 @@ export function createScatter(
       return pending === 0 && !subset && r.width === size[0] && r.height === size[1];
     },
     inspect(all = false) {
-      const colorBy = plot.get("colorBy") as string | null;
+      const s = inspected;
+      s.colorBy = plot.get("colorBy") as string | null;
+      // The cells the filter lets through, as the plot was given them (its own list is a copy).
+      s.drawn = plot.get("isPointsFiltered") ? drawing : n;
+      s.subset = subset;
+      s.swaps = swaps;
+      s.subsetFrames = subsetFrames;
+      s.subsetCells = subsetCells;
+      s.subsetSelected = subsetSelected;
+      if (!all) return s;
       // regl-scatterplot names valueA and valueB valueZ and valueW (the 3rd and 4th coordinates).
-      const k = colorBy === "valueZ" ? 2 : colorBy === "valueW" ? 3 : -1;
+      const k = s.colorBy === "valueZ" ? 2 : s.colorBy === "valueW" ? 3 : -1;
       return {
+        ...s,
+        // In full, the plot's own list of them.
         drawn: plot.get("isPointsFiltered") ? (plot.get("filteredPoints") as number[]).length : n,
-        subset,
-        swaps,
-        subsetFrames,
-        subsetCells,
-        subsetSelected,
-        selected: all ? (plot.get("selectedPoints") as number[]) : [],
-        colorBy,
-        values: all && k >= 0 ? (plot.get("points") as number[][]).map((p) => p[k]!) : [],
+        selected: plot.get("selectedPoints") as number[],
+        values: k >= 0 ? (plot.get("points") as number[][]).map((p) => p[k]!) : NONE,
       };
     },
     destroy() {

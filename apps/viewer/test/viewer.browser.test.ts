@@ -413,6 +413,15 @@ test("while the view moves a subset of the cells is drawn; once still, every cel
   await idle(page);
   await plotSettled(page);
   assert.equal((await plotState(page)).swaps, 0);
+  // Read in every frame a bench measures, the plot's state allocates nothing: one object, updated.
+  assert.equal(
+    await page.evaluate(() => {
+      const v = (window as unknown as { __viewer: { plotState(): PlotState } }).__viewer;
+      const first = v.plotState();
+      return v.plotState() === first;
+    }),
+    true,
+  );
 
   // Zoom with the wheel over the plot, then drag it: the plot switches to the subset and back.
   const box = (await page.locator("#scatter").boundingBox())!;
@@ -482,6 +491,48 @@ test("while the view moves a subset of the cells is drawn; once still, every cel
   assert.ok(target >= 0, "an isolated cell in view");
   const [hx, hy] = (await page.evaluate((c) => (window as unknown as W).__viewer.screenPosition(c), target))!;
   await page.mouse.move(box.x + hx, box.y + hy);
+  await page.waitForFunction((c) => (window as unknown as W).__viewer.state.hovered === c, target);
+
+  // Zoomed in far about that cell, points are drawn larger: the pointer just inside the edge of
+  // its drawn point (read from the plot's pixels) hovers it, beyond the 9 px a fixed radius reached.
+  let edge = 0;
+  for (let k = 0; k < 40 && edge < 13; k++) {
+    const [tx, ty] = (await page.evaluate(
+      (c) => (window as unknown as W).__viewer.screenPosition(c),
+      target,
+    ))!;
+    await page.mouse.move(box.x + tx, box.y + ty);
+    await page.mouse.wheel(0, -120);
+    await plotSettled(page);
+    edge = await page.evaluate((c) => {
+      const [x, y] = (window as unknown as W).__viewer.screenPosition(c)!.map(Math.round) as [number, number];
+      const canvas = document.getElementById("scatter") as HTMLCanvasElement;
+      const row = canvas.getContext("2d")!.getImageData(x, y, 100, 1).data;
+      // The first pixel to the right that is background (white, or off the canvas), not ink. No
+      // inner functions here: tsx would name them through a helper the page does not have.
+      let e = 0;
+      while (e < 100 && row[4 * e + 3]! > 0 && Math.min(row[4 * e]!, row[4 * e + 1]!, row[4 * e + 2]!) < 235)
+        e++;
+      return e;
+    }, target);
+  }
+  assert.ok(edge >= 13, `the cell's point is drawn ${edge} px to the right of its centre`);
+  const [zx, zy] = (await page.evaluate((c) => (window as unknown as W).__viewer.screenPosition(c), target))!;
+  const others = await page.evaluate(
+    ({ c, zx, zy }) => {
+      const v = (window as unknown as W).__viewer;
+      let near = Infinity;
+      for (let i = 0; i < 700; i++)
+        if (i !== c)
+          near = Math.min(near, Math.hypot(...v.screenPosition(i)!.map((p, k) => p - [zx, zy][k]!)));
+      return near;
+    },
+    { c: target, zx, zy },
+  );
+  assert.ok(others > 2 * edge, `the nearest other cell is ${others} px away`);
+  await page.mouse.move(box.x + 1, box.y + 1);
+  await page.waitForFunction(() => (window as unknown as W).__viewer.state.hovered === undefined);
+  await page.mouse.move(box.x + Math.round(zx) + edge - 1, box.y + zy);
   await page.waitForFunction((c) => (window as unknown as W).__viewer.state.hovered === c, target);
   assert.deepEqual(errors, []);
   await page.close();
