@@ -13,12 +13,7 @@ export function scanNearest(
   py: number,
   radius: number,
 ): number {
-  const ax = m[0]!;
-  const bx = m[1]!;
-  const ox = m[2]!;
-  const ay = m[3]!;
-  const by = m[4]!;
-  const oy = m[5]!;
+  const [ax, bx, ox, ay, by, oy] = m as unknown as [number, number, number, number, number, number];
   let best = radius * radius;
   let found = -1;
   for (let i = 0; i < x.length; i++) {

@@ -33,19 +33,16 @@ export interface ObsWriteOptions {
   compress?: Compress;
 }
 
+/** What the obs refusals below share: invalid input, in obs, of the columns `found`. */
+const obsRefusal = (object: string, expected: unknown, found: string[]) =>
+  ({ tag: "InvalidInput", object, field: "obs", expected, found }) as const;
+
 /** A refusal of obs columns the format cannot hold: the columns in `found`, the option in `expected`. */
 export class UnsupportedObsColumns extends DeltacellsError {
   readonly columns: string[];
   constructor(message: string, options: { object: string; columns: string[]; cause?: unknown }) {
     const { object, columns, cause } = options;
-    super(message, {
-      tag: "InvalidInput",
-      object,
-      field: "obs",
-      expected: { exclude: columns },
-      found: columns,
-      cause,
-    });
+    super(message, { ...obsRefusal(object, { exclude: columns }, columns), cause });
     this.columns = columns;
   }
 
@@ -74,13 +71,7 @@ export class UnknownObsExclude extends DeltacellsError {
   readonly available: string[];
   constructor(message: string, options: { object: string; unknown: string[]; available: string[] }) {
     const { object, unknown, available } = options;
-    super(message, {
-      tag: "InvalidInput",
-      object,
-      field: "obs",
-      expected: { columns: available },
-      found: unknown,
-    });
+    super(message, obsRefusal(object, { columns: available }, unknown));
     this.unknown = unknown;
     this.available = available;
   }
