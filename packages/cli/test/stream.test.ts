@@ -12,9 +12,11 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { after, before, test } from "node:test";
 import type { Dataset } from "@deltacells/core";
+import { createLoader } from "@deltacells/core";
 import { openDataset } from "@deltacells/core/node";
-import { type RecordBatch, RecordBatchReader, type Schema } from "apache-arrow";
+import { type RecordBatch, RecordBatchReader, RecordBatchStreamWriter, type Schema } from "apache-arrow";
 import { type RunningServer, startServe } from "../../../test-utils/servers.js";
+import { ArrowBatches } from "../src/arrow-batches.js";
 import { ArrowOutput, ReaderGone } from "../src/arrow-output.js";
 import { deltacells, MAIN, REPO, tempDir } from "./cli-helpers.js";
 
@@ -463,4 +465,39 @@ test("the writer holds the producer back until the destination took each batch (
   });
   const out2 = new ArrowOutput(broken, schema);
   await assert.rejects(out2.start(), ReaderGone);
+});
+
+test("--float32: counts as list<float32> (the loader's float32 values), equal to the int32 stream's", async () => {
+  const description = { genes: [], info: {} };
+  const streamOf = async (float32: boolean) => {
+    const loader = await createLoader(ds, {
+      batchSize: 20,
+      seed: 2,
+      ...(float32 && { values: "float32" as const }),
+    });
+    const arrow = new ArrowBatches(false, loader.genes.count, [], description, float32);
+    const writer = new RecordBatchStreamWriter();
+    writer.reset(undefined, arrow.schema);
+    for await (const b of loader) {
+      writer.write(arrow.recordBatch(b));
+      b.release();
+    }
+    writer.finish();
+    const reader = RecordBatchReader.from(await writer.toUint8Array()).open();
+    return { types: reader.schema.fields.map((f) => `${f.name}:${f.type}`), batches: batchesOf(reader) };
+  };
+  const ints = await streamOf(false);
+  const floats = await streamOf(true);
+  assert.deepEqual(ints.types, ["cell:Int64", "indices:List<Int32>", "counts:List<Int32>"]);
+  assert.deepEqual(floats.types, ["cell:Int64", "indices:List<Int32>", "counts:List<Float32>"]);
+  assert.equal(floats.batches.length, ints.batches.length);
+  ints.batches.forEach((b, k) => {
+    const f = floats.batches[k]!;
+    assert.deepEqual(cellsOf(f), cellsOf(b));
+    const values = (x: RecordBatch) =>
+      Array.from(x.getChild("counts")!.data[0]!.children[0]!.values as ArrayLike<number>);
+    assert.ok(f.getChild("counts")!.data[0]!.children[0]!.values instanceof Float32Array);
+    assert.deepEqual(values(f), values(b), `batch ${k}`);
+    assert.deepEqual(listRow(f, "indices", 0), listRow(b, "indices", 0));
+  });
 });

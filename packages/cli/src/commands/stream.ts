@@ -26,7 +26,8 @@ is a local folder or a URL (s3://bucket/prefix, https://...). One record batch p
 row per cell:
   cell      int64: the cell's index in the dataset
   indices   list<int32>: the columns of the cell's nonzeros (not with --dense)
-  counts    list<int32>: their counts; with --dense a fixed_size_list<float32> of every column
+  counts    list<int32>: their counts (list<float32> with --float32); with --dense a
+            fixed_size_list<float32> of every column
   then one column per --obs name (categories as dictionaries, numbers in their own type).
 Columns are the genes in the order of the input the dataset was converted from (gene_order.npy
 undone) or, with --genes, of that file. A cell's indices follow the dataset's column order, so
@@ -58,6 +59,8 @@ options:
   --start-batch K    skip the epoch's first K batches
   --sort-indices     each cell's indices increasing (canonical CSR; slower)
   --dense            counts as dense float32 rows (pair with --genes: 4 bytes per gene and cell)
+  --float32          counts as list<float32> (exact below 2^24), decoded as such: what a model
+                     takes, with no conversion on the reading side
   --threads N        decoding threads (default: the number of cores)
   --buffer-tiles N   tiles whose cells are shuffled together (default ${DEFAULT_BUFFER_TILES})
   --memory-cap MIB   memory for tiles in flight and batch buffers (default 512)
@@ -102,6 +105,7 @@ export async function stream(argv: string[]): Promise<CommandResult> {
       genes: { type: "string" },
       "start-batch": { type: "string" },
       dense: { type: "boolean" },
+      float32: { type: "boolean" },
       "sort-indices": { type: "boolean" },
       threads: { type: "string" },
       "buffer-tiles": { type: "string" },
@@ -169,6 +173,7 @@ export async function stream(argv: string[]): Promise<CommandResult> {
       bufferTiles: intOption(values, "buffer-tiles", DEFAULT_BUFFER_TILES, 1),
       ...(memoryCap !== undefined && { memoryCap: memoryCap * 1024 * 1024 }),
       output: dense ? "dense" : "csr",
+      ...(values.float32 === true && { values: "float32" as const }),
       ...(genes && { genes }),
       sortIndices: values["sort-indices"] === true,
       obs,
@@ -183,30 +188,36 @@ export async function stream(argv: string[]): Promise<CommandResult> {
       const columns = loader.genes.datasetColumns;
       let increasing = true;
       for (let i = 1; i < columns.length && increasing; i++) increasing = columns[i]! > columns[i - 1]!;
-      const arrow = new ArrowBatches(dense, loader.genes.count, obsSchemas, {
-        genes: loader.genes.names ?? Array.from(loader.genes.sourceIndices, String),
-        info: {
-          dataset: ds.url,
-          n_cells: ds.nCells,
-          n_genes: loader.genes.count,
-          gene_source_indices: Array.from(loader.genes.sourceIndices),
-          batch_size: batchSize,
-          shuffle: values["no-shuffle"] !== true,
-          seed,
-          epoch,
-          rank: summary.rank,
-          world_size: summary.worldSize,
-          drop_last: values["drop-last"] === true,
-          start_batch: startBatch,
-          batches: summary.batches,
-          cells: summary.cells,
-          padded: summary.padded.length,
-          dropped: summary.dropped.length,
-          output: dense ? "dense" : "csr",
-          sorted_indices: dense || values["sort-indices"] === true || increasing,
-          obs,
+      const arrow = new ArrowBatches(
+        dense,
+        loader.genes.count,
+        obsSchemas,
+        {
+          genes: loader.genes.names ?? Array.from(loader.genes.sourceIndices, String),
+          info: {
+            dataset: ds.url,
+            n_cells: ds.nCells,
+            n_genes: loader.genes.count,
+            gene_source_indices: Array.from(loader.genes.sourceIndices),
+            batch_size: batchSize,
+            shuffle: values["no-shuffle"] !== true,
+            seed,
+            epoch,
+            rank: summary.rank,
+            world_size: summary.worldSize,
+            drop_last: values["drop-last"] === true,
+            start_batch: startBatch,
+            batches: summary.batches,
+            cells: summary.cells,
+            padded: summary.padded.length,
+            dropped: summary.dropped.length,
+            output: dense ? "dense" : "csr",
+            sorted_indices: dense || values["sort-indices"] === true || increasing,
+            obs,
+          },
         },
-      });
+        values.float32 === true,
+      );
       const out = new ArrowOutput(process.stdout, arrow.schema);
       try {
         await out.start();
