@@ -370,6 +370,20 @@ try {
         record(`s3 ${threads}t`, (await loaderEpochs(() => openStoreDataset(s3!()), threads))[0]!);
     }
     if (!skip.has("c")) {
+      // The pipe alone, the epoch's bytes (8 per nonzero, 16 per cell) in batch-sized writes.
+      const bytes = 8 * nnz + 16 * nCells;
+      record(
+        "pipe node->python",
+        await pythonSide(PY, [
+          join(REPO, "bench/loader/stream_consume.py"),
+          "--raw-pipe",
+          String(bytes),
+          "--chunk",
+          String(Math.round((bytes * BATCH) / nCells)),
+          "--cells",
+          String(nCells),
+        ]),
+      );
       record(
         "stream->python 2t",
         await pythonSide(
@@ -443,7 +457,7 @@ const lines = [
         : name.startsWith("s3 ") && name !== "s3 raw GET"
           ? `${ratio(name, name.replace("s3", "folder"))} of the folder, ${ratio(name, "s3 raw GET")} of raw GETs`
           : name.startsWith("stream")
-            ? `${ratio(name, "annbatch")} of annbatch; ${steadyRatio(name, "annbatch")}${cpuRatio(name, "annbatch")}`
+            ? `${ratio(name, "annbatch")} of annbatch; ${steadyRatio(name, "annbatch")}${cpuRatio(name, "annbatch")}; ${ratio(name, "pipe node->python")} of the raw pipe`
             : "";
     return `| ${name} | ${fmt(r)} | ${r.firstBatch.toFixed(2)} s | ${Math.round(r.steady).toLocaleString("en-US")} | ${cpuOf(name)} | ${ref} |`;
   }),
