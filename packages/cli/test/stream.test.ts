@@ -18,7 +18,7 @@ import { type RecordBatch, RecordBatchReader, RecordBatchStreamWriter, type Sche
 import { type RunningServer, startServe } from "../../../test-utils/servers.js";
 import { ArrowBatches } from "../src/arrow-batches.js";
 import { ArrowOutput, ReaderGone } from "../src/arrow-output.js";
-import { deltacells, MAIN, REPO, tempDir } from "./cli-helpers.js";
+import { deltacells, MAIN, REPO, streamInProcess, tempDir } from "./cli-helpers.js";
 
 const dir = tempDir();
 const DS = join(dir, "ds");
@@ -76,28 +76,20 @@ function spawnStream(args: string[]) {
   });
 }
 
-/** `deltacells stream ARGS`, its stdout read as an Arrow stream. */
-function stream(...args: string[]): Promise<Streamed> {
-  return new Promise((ok, fail) => {
-    const child = spawnStream([...args, "--cache-dir", CACHE]);
-    const out: Buffer[] = [];
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => out.push(d));
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    child.on("error", fail);
-    child.on("close", (code) => {
-      const stdout = Buffer.concat(out);
-      const result: Streamed = { code: code ?? -1, stderr, stdout, batches: [] };
-      if (code === 0) {
-        const reader = RecordBatchReader.from(stdout).open();
-        result.schema = reader.schema;
-        result.batches = batchesOf(reader);
-      }
-      ok(result);
-    });
-  });
+/**
+ * `deltacells stream ARGS`, run in this process (the command's own code path, its Arrow bytes
+ * collected instead of written to stdout), read as an Arrow stream. What belongs to a process (a
+ * reader closing the pipe, a terminal, backpressure of a real pipe) is tested on a child process.
+ */
+async function stream(...args: string[]): Promise<Streamed> {
+  const r = await streamInProcess(...args, "--cache-dir", CACHE);
+  const result: Streamed = { code: r.code, stderr: r.stderr, stdout: r.binary, batches: [] };
+  if (r.code === 0) {
+    const reader = RecordBatchReader.from(r.binary).open();
+    result.schema = reader.schema;
+    result.batches = batchesOf(reader);
+  }
+  return result;
 }
 
 /**

@@ -16,6 +16,7 @@ import { COMMON_HELP, intOption, parse, UsageError } from "../args.js";
 import { ArrowBatches, MAX_LIST_VALUES } from "../arrow-batches.js";
 import { ArrowOutput, ReaderGone } from "../arrow-output.js";
 import { openCountedDataset } from "../io.js";
+import type { CliIo } from "../run.js";
 import type { CommandResult } from "./types.js";
 
 export const STREAM_HELP = `usage: deltacells stream DATASET [options] | CONSUMER
@@ -90,7 +91,8 @@ function list(spec: string): string[] {
     .filter((s) => s.length > 0);
 }
 
-export async function stream(argv: string[]): Promise<CommandResult> {
+export async function stream(argv: string[], io?: Pick<CliIo, "binary">): Promise<CommandResult> {
+  const sink = io?.binary ?? process.stdout;
   const { values, positionals } = parse(
     argv,
     {
@@ -116,7 +118,7 @@ export async function stream(argv: string[]): Promise<CommandResult> {
   );
   if (values.help) return { text: STREAM_HELP };
   if (values.json) throw new UsageError("--json does not apply: the output is an Arrow stream");
-  if (process.stdout.isTTY)
+  if (sink.isTTY)
     throw new UsageError(
       "stdout is a terminal: the batches are a binary Arrow stream, so pipe them into a program (deltacells stream DATASET | python train.py) or redirect them to a file",
     );
@@ -218,7 +220,7 @@ export async function stream(argv: string[]): Promise<CommandResult> {
         },
         values.float32 === true,
       );
-      const out = new ArrowOutput(process.stdout, arrow.schema);
+      const out = new ArrowOutput(sink, arrow.schema);
       try {
         await out.start();
         // At --start-batch = batches the epoch is over: the loader would go on with the next one.
