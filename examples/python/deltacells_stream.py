@@ -68,6 +68,61 @@ Output = Literal["scipy", "numpy", "arrow", "torch_csr", "torch_dense"]
 _PIPE_BYTES = 1 << 20
 
 
+class _ArrowPipe:
+    """The command's stdout for pyarrow's reader, each message body read into a buffer of Arrow's own
+    memory pool (``read_buffer``, which pyarrow prefers to ``read``).
+
+    Read through a Python file, each 50 MB body became a fresh ``bytes`` object: memory that malloc
+    maps anew and the kernel faults in page by page for every batch (half of this side's CPU time
+    in the loader benchmark). Arrow's pool keeps freed blocks for the next bodies. The buffers are
+    writable and owned here, so :meth:`writable` can give numpy views of them that scipy may sort in
+    place, without the copies read-only Arrow buffers needed.
+    """
+
+    def __init__(self, raw: Any):
+        self._raw = raw
+        self.closed = False
+        self._last: pa.Buffer | None = None
+
+    def read_buffer(self, nbytes: int) -> pa.Buffer:
+        buf = pa.allocate_buffer(nbytes)
+        view = memoryview(buf)
+        got = 0
+        while got < nbytes:
+            n = self._raw.readinto(view[got:])
+            if not n:
+                break
+            got += n
+        view.release()
+        self._last = buf if got == nbytes else buf.slice(0, got)
+        return self._last
+
+    def read(self, nbytes: int = -1) -> bytes:
+        if nbytes < 0:
+            return self._raw.read()
+        return self.read_buffer(nbytes).to_pybytes()
+
+    def writable(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (a numpy view of the last message read) as a writable view of the same memory;
+        a copy when it lies elsewhere."""
+        body = self._last
+        if body is not None and values.size:
+            base = body.address
+            at = values.__array_interface__["data"][0]
+            if base <= at and at + values.nbytes <= base + body.size:
+                return np.frombuffer(memoryview(body), dtype=values.dtype, count=values.size, offset=at - base)
+        return values.copy()
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        self.closed = True
+
+
 class StreamError(RuntimeError):
     """``deltacells stream`` failed: the message is what it printed on stderr."""
 
@@ -106,6 +161,7 @@ def stream_arguments(
     dense: bool = False,
     sort_indices: bool = False,
     threads: int | None = None,
+    float32: bool = False,
 ) -> list[str]:
     """The ``deltacells stream`` arguments for these options (the command's own spelling)."""
     args = ["stream", dataset, "--batch-size", str(batch_size), "--seed", str(seed), "--epoch", str(epoch)]
@@ -127,6 +183,8 @@ def stream_arguments(
         args.append("--sort-indices")
     if threads is not None:
         args += ["--threads", str(threads)]
+    if float32:
+        args.append("--float32")
     return args
 
 
@@ -168,7 +226,13 @@ def _obs_columns(batch: pa.RecordBatch) -> tuple[dict[str, np.ndarray], dict[str
     return obs, categories
 
 
-def convert(batch: pa.RecordBatch, genes: list[str], output: Output = "scipy", dtype: Any = np.float32) -> Batch:
+def convert(
+    batch: pa.RecordBatch,
+    genes: list[str],
+    output: Output = "scipy",
+    dtype: Any = np.float32,
+    writable: Any = np.copy,
+) -> Batch:
     """One record batch of the stream as a :class:`Batch` with ``X`` of type ``output``.
 
     A row's columns come in the dataset's order, not increasing, unless the stream was made with
@@ -176,7 +240,9 @@ def convert(batch: pa.RecordBatch, genes: list[str], output: Output = "scipy", d
 
     ``scipy``: a ``scipy.sparse.csr_matrix`` (``dense`` streams: a numpy array); ``numpy``: a dense
     array; ``arrow``: the record batch itself; ``torch_csr``/``torch_dense``: torch tensors.
-    Counts are converted to ``dtype`` (float32 by default, what models take).
+    Counts are converted to ``dtype`` (float32 by default, what models take). ``writable`` turns a
+    read-only numpy view of the record batch into a writable array (default: a copy; a
+    :class:`Stream` gives views of the memory it read the batch into).
     """
     n = batch.num_rows
     g = len(genes)
@@ -194,8 +260,10 @@ def convert(batch: pa.RecordBatch, genes: list[str], output: Output = "scipy", d
     else:
         indptr, indices = _list_parts(batch.column("indices"))
         _, data = _list_parts(counts)
-        # Writable copies: Arrow's buffers are read-only and scipy sorts in place (X.sort_indices()).
-        indptr, indices, data = indptr.copy(), indices.copy(), data.astype(dtype)
+        # Writable (scipy sorts in place: X.sort_indices()), and Arrow's views are read-only: views of
+        # the memory the Stream read the batch into, else copies. (indptr: a copy, 4 bytes a cell.)
+        indptr, indices = indptr.copy(), writable(indices)
+        data = writable(data) if data.dtype == np.dtype(dtype) else data.astype(dtype)
         if output == "scipy":
             import scipy.sparse as sp
 
@@ -239,14 +307,14 @@ class Stream:
             options["genes_file"] = self._tmp.name
         argv = [*(command or deltacells_command()), *stream_arguments(dataset, **options)]
         self._stderr = tempfile.TemporaryFile()  # read after exit: a pipe nobody drains could block the command
-        # Buffered: pyarrow needs read(n) to return n bytes, which a raw pipe does not promise.
         self._proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._stderr)
         with contextlib.suppress(AttributeError, OSError):
             import fcntl
 
             fcntl.fcntl(self._proc.stdout.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+        self._pipe = _ArrowPipe(self._proc.stdout)
         try:
-            self._reader = pa.ipc.open_stream(self._proc.stdout)
+            self._reader = pa.ipc.open_stream(self._pipe)
         except (pa.ArrowInvalid, OSError) as err:
             self._fail(err)  # the command failed before its first byte: raise its error, not Arrow's
         meta = self._reader.schema.metadata or {}
@@ -254,6 +322,11 @@ class Stream:
         """The gene of each column."""
         self.info: dict[str, Any] = json.loads(meta[b"deltacells.stream"])
         """What the command streams: dataset, cells, batches of this rank, padding, ... (see the README)."""
+
+    def writable(self, values: np.ndarray) -> np.ndarray:
+        """A writable numpy view of ``values``, a view of the last record batch read (no copy: that
+        batch's memory was allocated here; writing into it changes the record batch too)."""
+        return self._pipe.writable(values)
 
     @property
     def schema(self) -> pa.Schema:
@@ -308,9 +381,11 @@ class Stream:
 def iter_batches(dataset: str, *, output: Output = "scipy", dtype: Any = np.float32, **options: Any) -> Iterator[Batch]:
     """The mini-batches of one epoch of ``dataset`` (options as :func:`stream_arguments`, plus
     ``genes``: a list of gene names whose columns, in that order, make X; ``command``)."""
+    # float32 counts (what models take) come decoded as such, not converted here.
+    options.setdefault("float32", np.dtype(dtype) == np.float32 and not options.get("dense", False))
     with Stream(dataset, **options) as stream:
         for batch in stream:
-            yield convert(batch, stream.genes, output, dtype)
+            yield convert(batch, stream.genes, output, dtype, stream.writable)
 
 
 class DeltacellsDataset(IterableDataset):

@@ -83,17 +83,22 @@ export class ArrowBatches {
   readonly schema: Schema;
   private readonly obs: ObsEncoding[];
   private readonly listField = new Field("item", new Int32(), false);
+  private readonly floatField = new Field("item", new Float32(), false);
 
   constructor(
     dense: boolean,
     private readonly nGenes: number,
     obs: readonly ObsColumnSchema[],
     description: StreamDescription,
+    /** CSR counts as list<float32> (the loader's `values: "float32"`) instead of list<int32>. */
+    private readonly float32 = false,
   ) {
     this.obs = obs.map((c, i) => obsEncoding(c, i));
     const counts = dense
-      ? new Field("counts", new FixedSizeList(nGenes, new Field("item", new Float32(), false)), false)
-      : new Field("counts", new List(this.listField), false);
+      ? new Field("counts", new FixedSizeList(nGenes, this.floatField), false)
+      : float32
+        ? new Field("counts", new List(this.floatField), false)
+        : new Field("counts", new List(this.listField), false);
     const fields = [
       new Field("cell", new Int64(), false),
       ...(dense ? [] : [new Field("indices", new List(this.listField), false)]),
@@ -136,11 +141,21 @@ export class ArrowBatches {
           valueOffsets: offsets,
           child: makeData({ type: new Int32(), length: nnz, data: values }),
         });
+      const floats = (values: Float32Array) =>
+        makeData({
+          type: new List(this.floatField),
+          length: n,
+          nullCount: 0,
+          valueOffsets: offsets,
+          child: makeData({ type: new Float32(), length: nnz, data: values }),
+        });
       const data = batch.data.subarray(0, nnz);
       children.push(
         list(batch.indices.subarray(0, nnz)),
-        // float32 counts hold exact integers below 2^24; the stream's type is int32 either way
-        list(data instanceof Int32Array ? data : Int32Array.from(data)),
+        // The counts in the schema's type, converted only when the loader's differ.
+        this.float32
+          ? floats(data instanceof Float32Array ? data : Float32Array.from(data))
+          : list(data instanceof Int32Array ? data : Int32Array.from(data)),
       );
     }
     for (const o of this.obs) children.push(obsData(o, batch.obs[o.schema.name]!, n));

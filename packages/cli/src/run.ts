@@ -4,24 +4,26 @@
  * process (a child process through tsx costs 1-2 s of start-up per command).
  */
 import { readFileSync } from "node:fs";
+import type { Writable } from "node:stream";
 import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_SECONDS } from "@deltacells/storage";
 import { UsageError } from "./args.js";
 import type { CommandResult } from "./commands/types.js";
 import { cliHint, oneLine, stackOf, tagOf } from "./report.js";
 
 /**
- * Where a run writes what it prints. Commands that write to the process's stdout themselves
- * (`stream`'s Arrow batches, `serve`'s address) and progress bars (on a terminal only) still write to
- * `process.stdout`/`process.stderr`.
+ * Where a run writes what it prints. `serve`'s address and progress bars (on a terminal only)
+ * still write to `process.stdout`/`process.stderr`.
  */
 export interface CliIo {
   stdout: { write(text: string): unknown };
   stderr: { write(text: string): unknown };
+  /** Where `stream` writes its binary Arrow stream (default `process.stdout`; tests collect it). */
+  binary?: Writable & { isTTY?: boolean };
   /** Show an error's stack (`DELTACELLS_DEBUG` set), as `--debug` does. */
   debug: boolean;
 }
 
-type Command = (argv: string[]) => Promise<CommandResult>;
+type Command = (argv: string[], io: CliIo) => Promise<CommandResult>;
 
 // Each command loads only when run: `inspect` never pays for the HDF5 or input readers.
 const COMMANDS: Record<string, { load: () => Promise<Command>; summary: string }> = {
@@ -121,7 +123,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
   }
   const json = rest.includes("--json");
   try {
-    const result = await (await command.load())(rest);
+    const result = await (await command.load())(rest, io);
     const stats = rest.includes("--stats") && result.store ? result.store : undefined;
     if (result.streamed) {
       if (stats) io.stderr.write(`stats: ${stats.format()}\n`);

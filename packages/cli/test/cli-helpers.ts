@@ -7,6 +7,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { Writable } from "node:stream";
 import { run as runCommand } from "../src/run.js";
 
 export const REPO = resolve(import.meta.dirname, "../../..");
@@ -61,12 +62,18 @@ let running = false;
  * string as in a child's environment), and what reaches `process.stderr` meanwhile (an HDF5
  * worker's output, a warning) is part of the run's stderr, as in the command's. Runs do not
  * overlap. A child process ({@link deltacells}) is still needed for what belongs to a process:
- * `stream` and `serve` (but their `--help`), which write to the process's stdout and run until a
- * signal; signals; an error no handler catches; a terminal; a lock held by another process.
+ * `serve` (but its `--help`), which writes to the process's stdout and runs until a signal; `stream`
+ * unless its binary output goes to `binary` ({@link streamInProcess}); signals; an error no
+ * handler catches; a terminal; a reader closing the pipe; a lock held by another process.
  */
-async function inProcess(args: string[], debug: boolean, env: Record<string, string>): Promise<Run> {
+async function inProcess(
+  args: string[],
+  debug: boolean,
+  env: Record<string, string>,
+  binary?: Writable,
+): Promise<Run> {
   assert.ok(
-    (args[0] !== "stream" && args[0] !== "serve") || args.includes("--help"),
+    (args[0] !== "stream" || binary !== undefined) && (args[0] !== "serve" || args.includes("--help")),
     `deltacells ${args[0]} writes to the process's stdout: run it as a child process (deltacells())`,
   );
   assert.ok(!running, "in-process runs of the command do not overlap: await one before the next");
@@ -89,6 +96,7 @@ async function inProcess(args: string[], debug: boolean, env: Record<string, str
       stdout: { write: (text: string) => (stdout += text) },
       stderr: { write: (text: string) => (stderr += text) },
       debug,
+      ...(binary && { binary }),
     });
     return { code, stdout, stderr };
   } finally {
@@ -99,6 +107,22 @@ async function inProcess(args: string[], debug: boolean, env: Record<string, str
     }
     running = false;
   }
+}
+
+/**
+ * `deltacells stream ARGS...` in this process (no stacks, as a user runs it): its exit code, stderr
+ * and the bytes of its Arrow stream.
+ */
+export async function streamInProcess(...args: string[]): Promise<Run & { binary: Buffer }> {
+  const chunks: Buffer[] = [];
+  const binary = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      chunks.push(Buffer.from(chunk));
+      done();
+    },
+  });
+  const r = await inProcess(["stream", ...args], false, {}, binary);
+  return { ...r, binary: Buffer.concat(chunks) };
 }
 
 /** {@link deltacells} in this process (see `inProcess` for what needs a child process). */

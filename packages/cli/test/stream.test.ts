@@ -12,11 +12,13 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { after, before, test } from "node:test";
 import type { Dataset } from "@deltacells/core";
+import { createLoader } from "@deltacells/core";
 import { openDataset } from "@deltacells/core/node";
-import { type RecordBatch, RecordBatchReader, type Schema } from "apache-arrow";
+import { type RecordBatch, RecordBatchReader, RecordBatchStreamWriter, type Schema } from "apache-arrow";
 import { type RunningServer, startServe } from "../../../test-utils/servers.js";
+import { ArrowBatches } from "../src/arrow-batches.js";
 import { ArrowOutput, ReaderGone } from "../src/arrow-output.js";
-import { deltacells, MAIN, REPO, tempDir } from "./cli-helpers.js";
+import { deltacells, MAIN, REPO, streamInProcess, tempDir } from "./cli-helpers.js";
 
 const dir = tempDir();
 const DS = join(dir, "ds");
@@ -74,28 +76,20 @@ function spawnStream(args: string[]) {
   });
 }
 
-/** `deltacells stream ARGS`, its stdout read as an Arrow stream. */
-function stream(...args: string[]): Promise<Streamed> {
-  return new Promise((ok, fail) => {
-    const child = spawnStream([...args, "--cache-dir", CACHE]);
-    const out: Buffer[] = [];
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => out.push(d));
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    child.on("error", fail);
-    child.on("close", (code) => {
-      const stdout = Buffer.concat(out);
-      const result: Streamed = { code: code ?? -1, stderr, stdout, batches: [] };
-      if (code === 0) {
-        const reader = RecordBatchReader.from(stdout).open();
-        result.schema = reader.schema;
-        result.batches = batchesOf(reader);
-      }
-      ok(result);
-    });
-  });
+/**
+ * `deltacells stream ARGS`, run in this process (the command's own code path, its Arrow bytes
+ * collected instead of written to stdout), read as an Arrow stream. What belongs to a process (a
+ * reader closing the pipe, a terminal, backpressure of a real pipe) is tested on a child process.
+ */
+async function stream(...args: string[]): Promise<Streamed> {
+  const r = await streamInProcess(...args, "--cache-dir", CACHE);
+  const result: Streamed = { code: r.code, stderr: r.stderr, stdout: r.binary, batches: [] };
+  if (r.code === 0) {
+    const reader = RecordBatchReader.from(r.binary).open();
+    result.schema = reader.schema;
+    result.batches = batchesOf(reader);
+  }
+  return result;
 }
 
 /**
@@ -463,4 +457,39 @@ test("the writer holds the producer back until the destination took each batch (
   });
   const out2 = new ArrowOutput(broken, schema);
   await assert.rejects(out2.start(), ReaderGone);
+});
+
+test("--float32: counts as list<float32> (the loader's float32 values), equal to the int32 stream's", async () => {
+  const description = { genes: [], info: {} };
+  const streamOf = async (float32: boolean) => {
+    const loader = await createLoader(ds, {
+      batchSize: 20,
+      seed: 2,
+      ...(float32 && { values: "float32" as const }),
+    });
+    const arrow = new ArrowBatches(false, loader.genes.count, [], description, float32);
+    const writer = new RecordBatchStreamWriter();
+    writer.reset(undefined, arrow.schema);
+    for await (const b of loader) {
+      writer.write(arrow.recordBatch(b));
+      b.release();
+    }
+    writer.finish();
+    const reader = RecordBatchReader.from(await writer.toUint8Array()).open();
+    return { types: reader.schema.fields.map((f) => `${f.name}:${f.type}`), batches: batchesOf(reader) };
+  };
+  const ints = await streamOf(false);
+  const floats = await streamOf(true);
+  assert.deepEqual(ints.types, ["cell:Int64", "indices:List<Int32>", "counts:List<Int32>"]);
+  assert.deepEqual(floats.types, ["cell:Int64", "indices:List<Int32>", "counts:List<Float32>"]);
+  assert.equal(floats.batches.length, ints.batches.length);
+  ints.batches.forEach((b, k) => {
+    const f = floats.batches[k]!;
+    assert.deepEqual(cellsOf(f), cellsOf(b));
+    const values = (x: RecordBatch) =>
+      Array.from(x.getChild("counts")!.data[0]!.children[0]!.values as ArrayLike<number>);
+    assert.ok(f.getChild("counts")!.data[0]!.children[0]!.values instanceof Float32Array);
+    assert.deepEqual(values(f), values(b), `batch ${k}`);
+    assert.deepEqual(listRow(f, "indices", 0), listRow(b, "indices", 0));
+  });
 });

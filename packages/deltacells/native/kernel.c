@@ -623,6 +623,34 @@ static uint32_t renumber_any(int32_t *ix, int64_t s, int64_t e, const int32_t *m
   return renumber_plain_(ix, s, e, map, mlen);
 }
 
+/* d[i] = map[src[i]] for i in [0, n); non-zero if an index was outside the map (its entry then
+   gets map[0]). The renumbering and the copy of a row in one pass (see copyMapped). */
+static inline uint32_t copy_mapped_plain_(int32_t *restrict d, const int32_t *restrict src, int64_t n,
+                                          const int32_t *map, uint32_t mlen) {
+  uint32_t bad = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const uint32_t v = (uint32_t)src[i];
+    const uint32_t ok = v < mlen;
+    bad |= !ok;
+    d[i] = map[ok ? v : 0];
+  }
+  return bad;
+}
+
+#ifdef DC_DISPATCH
+static DC_AVX2 uint32_t copy_mapped_avx2(int32_t *restrict d, const int32_t *restrict src, int64_t n,
+                                         const int32_t *map, uint32_t mlen) {
+  return copy_mapped_plain_(d, src, n, map, mlen);
+}
+#endif
+
+static uint32_t copy_mapped_any(int32_t *d, const int32_t *src, int64_t n, const int32_t *map, uint32_t mlen) {
+#ifdef DC_DISPATCH
+  if (isa_level >= 2) return copy_mapped_avx2(d, src, n, map, mlen);
+#endif
+  return copy_mapped_plain_(d, src, n, map, mlen);
+}
+
 /* Fields of one chunk in the plan `chunks` reads (Float64Array, PLAN_FIELDS per chunk). */
 enum { P_GAPS_OFF, P_GAPS_LEN, P_VALS_OFF, P_VALS_LEN, P_NNZ_LO, P_N, P_CA, P_CB, P_SHIFT, PLAN_FIELDS };
 
@@ -804,6 +832,46 @@ static napi_value copy_js(napi_env env, napi_callback_info info) {
   return r;
 }
 
+/*
+ * copyMapped(dst: Int32Array, at, src: Int32Array, s, e, map: Int32Array) -> true when
+ * dst[at + j - s] = map[src[j]] for every j in [s, e); false on out-of-range or overlapping
+ * arguments, or when an index is outside the map (dst's range then holds garbage: the caller
+ * fails). The scatter path's row copy and its renumbering in one pass over the row, instead of a
+ * renumbering pass over the decoded chunk followed by `copy`.
+ */
+static napi_value copy_mapped_js(napi_env env, napi_callback_info info) {
+  size_t argc = 6;
+  napi_value a[6];
+  CHECK(napi_get_cb_info(env, info, &argc, a, NULL, NULL));
+  if (argc < 6) return throw_bad(env);
+  napi_typedarray_type t1, t2, t3;
+  size_t dlen, slen, mlen;
+  void *dp, *sp, *mp;
+  if (!get_array(env, a[0], &t1, &dlen, &dp) || !get_array(env, a[2], &t2, &slen, &sp) ||
+      !get_array(env, a[5], &t3, &mlen, &mp))
+    return throw_bad(env);
+  if (t1 != napi_int32_array || t2 != napi_int32_array || t3 != napi_int32_array || mlen > 0x7fffffff)
+    return throw_bad(env);
+  double at_, s_, e_;
+  CHECK(napi_get_value_double(env, a[1], &at_));
+  CHECK(napi_get_value_double(env, a[3], &s_));
+  CHECK(napi_get_value_double(env, a[4], &e_));
+  napi_value r;
+  if (!(at_ >= 0 && s_ >= 0 && e_ >= s_ && e_ <= (double)slen && at_ + (e_ - s_) <= (double)dlen)) {
+    napi_get_boolean(env, 0, &r);
+    return r;
+  }
+  const size_t at = (size_t)at_, s = (size_t)s_, n = (size_t)e_ - s;
+  int32_t *d = (int32_t *)dp + at;
+  const int32_t *src = (const int32_t *)sp + s;
+  /* The loop reads and writes in one pass: the two ranges must not overlap. */
+  const int overlap = n > 0 && (uintptr_t)d < (uintptr_t)(src + n) && (uintptr_t)src < (uintptr_t)(d + n);
+  /* (An empty map holds no index: the loop's map[0] for a bad index must exist.) */
+  const int ok = !overlap && (n == 0 || (mlen > 0 && copy_mapped_any(d, src, (int64_t)n, (const int32_t *)mp, (uint32_t)mlen) == 0));
+  napi_get_boolean(env, ok, &r);
+  return r;
+}
+
 /* isa(level?) -> the level in use, after lowering it to `level` (tests); never above the CPU's. */
 static napi_value isa_js(napi_env env, napi_callback_info info) {
   size_t argc = 1;
@@ -851,6 +919,7 @@ NAPI_MODULE_INIT() {
       {"renumber", NULL, renumber_js, NULL, NULL, NULL, napi_default, NULL},
       {"chunksRenumbered", NULL, chunks_renumbered_js, NULL, NULL, NULL, napi_default, NULL},
       {"copy", NULL, copy_js, NULL, NULL, NULL, napi_default, NULL},
+      {"copyMapped", NULL, copy_mapped_js, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

@@ -2,7 +2,8 @@
  * Scattering a tile's rows into other arrays (`scatterTileSync`, what the loader's slot path asks
  * a decoder for): rows land exactly where the slots say, with the native memcpy and with
  * `TypedArray#set`, on this thread and on a pool's workers, with exceptions (counts and gaps above
- * 65535) and renumbered columns; a damaged tile is refused with the CRC named, and slots that do
+ * 65535) and renumbered columns (the kernel renumbering each row as it copies it, against the JS
+ * renumbering, on random tiles and maps); a damaged tile is refused with the CRC named, and slots that do
  * not fit their targets are refused instead of writing out of bounds.
  */
 import assert from "node:assert/strict";
@@ -10,7 +11,7 @@ import { test } from "node:test";
 import { createTilePool, decodeTile, encodeTile, isDeltacellsError } from "@deltacells/core";
 import { inspectTile } from "../src/codec/layout.js";
 import { createLocalDecoder } from "../src/codec/local-decoder.js";
-import { useNativeKernel } from "../src/codec/native.js";
+import { loadNativeKernel, nativeKernel, useNativeKernel } from "../src/codec/native.js";
 import { copyRange, type ScatterJob, scatterTileSync } from "../src/codec/scatter.js";
 import { loadZstd } from "../src/codec/zstd/load.js";
 import { prng, randomCsr } from "./codec-helpers.js";
@@ -73,7 +74,9 @@ test("rows land where their slots say (native memcpy, TypedArray#set, a pool; re
         const job: ScatterJob = { values: "int32", slots, targets, ...(columns && { columns }) };
         if (how === "pool") await pool.scatter(bytes, layout, job);
         else {
-          const was = useNativeKernel(how === "native");
+          // (useNativeKernel returns the new state: the previous one is read first.)
+          const was = nativeKernel() !== undefined;
+          useNativeKernel(how === "native");
           try {
             scatterTileSync(bytes, layout, await loadZstd(), job);
           } finally {
@@ -152,4 +155,58 @@ test("refusals: a damaged tile (its CRC named) and slots outside their targets o
   assert.deepEqual([...small.indices], [0, 0, 0, 0], "nothing written out of bounds");
   // The kernel's memcpy refuses ranges outside either array.
   assert.throws(() => copyRange(new Int32Array(2), 1, Int32Array.of(1, 2, 3), 0, 2), RangeError);
+});
+
+test("the kernel's column map on the row copy gives the rows the JS renumbering gives (random tiles and maps)", async () => {
+  const zstd = await loadZstd();
+  const kernel = await loadNativeKernel();
+  assert.ok(
+    kernel?.copyMapped,
+    "the native kernel has copyMapped (rebuild it: npm rebuild -w @deltacells/core)",
+  );
+  for (let seed = 1; seed <= 6; seed++) {
+    const rnd = prng(100 + seed);
+    const nGenes = 500 + Math.floor(rnd() * 40_000);
+    const rows = randomCsr(rnd, {
+      nCells: N_CELLS,
+      nGenes,
+      perCell: 80,
+      bigValueRate: 0.01,
+      bigGapRate: 0.01,
+    });
+    const bytes = await encodeTile(rows, { level: 3, nChunks: 1 + (seed % 4) });
+    const layout = inspectTile(bytes, { skipCrc: true });
+    // A random permutation (Fisher-Yates) of the tile's genes.
+    const map = Int32Array.from({ length: nGenes }, (_, j) => j);
+    for (let j = nGenes - 1; j > 0; j--) {
+      const k = Math.floor(rnd() * (j + 1));
+      [map[j], map[k]] = [map[k]!, map[j]!];
+    }
+    const { slots, size0, size1 } = slotsFor(layout.indptr);
+    const run = (native: boolean) => {
+      const targets = [
+        { indices: shared(size0), data: shared(size0) },
+        { indices: shared(size1), data: shared(size1) },
+      ];
+      const was = nativeKernel() !== undefined;
+      assert.equal(useNativeKernel(native), native);
+      try {
+        scatterTileSync(bytes, layout, zstd, { values: "int32", slots, targets, columns: map });
+      } finally {
+        useNativeKernel(was);
+      }
+      return targets.map((t) => [[...t.indices], [...t.data]]);
+    };
+    assert.deepEqual(run(true), run(false), `seed ${seed}`);
+  }
+  // Its refusals: an index outside the map, overlapping ranges, ranges outside either array.
+  const map = Int32Array.of(2, 0, 1);
+  const dst = new Int32Array(4);
+  assert.equal(kernel.copyMapped(dst, 1, Int32Array.of(0, 1, 2), 0, 3, map), true);
+  assert.deepEqual([...dst], [0, 2, 0, 1]);
+  assert.equal(kernel.copyMapped(dst, 0, Int32Array.of(0, 3), 0, 2, map), false, "index 3 outside the map");
+  assert.equal(kernel.copyMapped(dst, 0, Int32Array.of(0), 0, 1, new Int32Array(0)), false, "empty map");
+  assert.equal(kernel.copyMapped(dst, 1, dst, 0, 3, map), false, "overlapping");
+  assert.equal(kernel.copyMapped(dst, 2, Int32Array.of(0, 1, 2), 0, 3, map), false, "past dst's end");
+  assert.equal(kernel.copyMapped(dst, 0, Int32Array.of(0, 1, 2), 1, 4, map), false, "past src's end");
 });

@@ -147,3 +147,32 @@ test("selections that leave genes out, sorted rows and skipped tiles take the co
     assert.ok(slots.calls.decode > before.decode, JSON.stringify(opts));
   }
 });
+
+test("a second epoch on the same loader (on the dataset's pool) reuses the first one's batch buffers", async () => {
+  const { store } = await loaderDataset();
+  // The dataset's pool (`openDataset(..., { threads })`): the loader starts none of its own.
+  const ds = await openDataset(store, { threads: 2 });
+  try {
+    const loader = await createLoader(ds, { batchSize: 5, seed: 4, prefetch: 1 });
+    const buffers = (epoch: number) => async () => {
+      loader.setEpoch(epoch);
+      const seen = new Set<ArrayBufferLike>();
+      for await (const b of loader) {
+        if (b.format === "csr") seen.add(b.indices.buffer);
+        b.release();
+      }
+      return seen;
+    };
+    const first = await buffers(0)();
+    const peak = loader.memory.peakBatchBytes;
+    const second = await buffers(1)();
+    assert.ok(first.size > 0);
+    for (const buf of second) assert.ok(first.has(buf), "every buffer of epoch 1 was one of epoch 0's");
+    assert.equal(loader.memory.peakBatchBytes, peak, "no batch buffer allocated in epoch 1");
+    assert.ok(loader.memory.peakTileBytes > 0);
+    assert.equal(loader.memory.tileBytes, 0, "every tile given back");
+    await loader.close();
+  } finally {
+    await ds.close();
+  }
+});

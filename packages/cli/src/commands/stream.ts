@@ -16,6 +16,7 @@ import { COMMON_HELP, intOption, parse, UsageError } from "../args.js";
 import { ArrowBatches, MAX_LIST_VALUES } from "../arrow-batches.js";
 import { ArrowOutput, ReaderGone } from "../arrow-output.js";
 import { openCountedDataset } from "../io.js";
+import type { CliIo } from "../run.js";
 import type { CommandResult } from "./types.js";
 
 export const STREAM_HELP = `usage: deltacells stream DATASET [options] | CONSUMER
@@ -26,7 +27,8 @@ is a local folder or a URL (s3://bucket/prefix, https://...). One record batch p
 row per cell:
   cell      int64: the cell's index in the dataset
   indices   list<int32>: the columns of the cell's nonzeros (not with --dense)
-  counts    list<int32>: their counts; with --dense a fixed_size_list<float32> of every column
+  counts    list<int32>: their counts (list<float32> with --float32); with --dense a
+            fixed_size_list<float32> of every column
   then one column per --obs name (categories as dictionaries, numbers in their own type).
 Columns are the genes in the order of the input the dataset was converted from (gene_order.npy
 undone) or, with --genes, of that file. A cell's indices follow the dataset's column order, so
@@ -58,6 +60,8 @@ options:
   --start-batch K    skip the epoch's first K batches
   --sort-indices     each cell's indices increasing (canonical CSR; slower)
   --dense            counts as dense float32 rows (pair with --genes: 4 bytes per gene and cell)
+  --float32          counts as list<float32> (exact below 2^24), decoded as such: what a model
+                     takes, with no conversion on the reading side
   --threads N        decoding threads (default: the number of cores)
   --buffer-tiles N   tiles whose cells are shuffled together (default ${DEFAULT_BUFFER_TILES})
   --memory-cap MIB   memory for tiles in flight and batch buffers (default 512)
@@ -87,7 +91,8 @@ function list(spec: string): string[] {
     .filter((s) => s.length > 0);
 }
 
-export async function stream(argv: string[]): Promise<CommandResult> {
+export async function stream(argv: string[], io?: Pick<CliIo, "binary">): Promise<CommandResult> {
+  const sink = io?.binary ?? process.stdout;
   const { values, positionals } = parse(
     argv,
     {
@@ -102,6 +107,7 @@ export async function stream(argv: string[]): Promise<CommandResult> {
       genes: { type: "string" },
       "start-batch": { type: "string" },
       dense: { type: "boolean" },
+      float32: { type: "boolean" },
       "sort-indices": { type: "boolean" },
       threads: { type: "string" },
       "buffer-tiles": { type: "string" },
@@ -112,7 +118,7 @@ export async function stream(argv: string[]): Promise<CommandResult> {
   );
   if (values.help) return { text: STREAM_HELP };
   if (values.json) throw new UsageError("--json does not apply: the output is an Arrow stream");
-  if (process.stdout.isTTY)
+  if (sink.isTTY)
     throw new UsageError(
       "stdout is a terminal: the batches are a binary Arrow stream, so pipe them into a program (deltacells stream DATASET | python train.py) or redirect them to a file",
     );
@@ -169,6 +175,7 @@ export async function stream(argv: string[]): Promise<CommandResult> {
       bufferTiles: intOption(values, "buffer-tiles", DEFAULT_BUFFER_TILES, 1),
       ...(memoryCap !== undefined && { memoryCap: memoryCap * 1024 * 1024 }),
       output: dense ? "dense" : "csr",
+      ...(values.float32 === true && { values: "float32" as const }),
       ...(genes && { genes }),
       sortIndices: values["sort-indices"] === true,
       obs,
@@ -183,31 +190,37 @@ export async function stream(argv: string[]): Promise<CommandResult> {
       const columns = loader.genes.datasetColumns;
       let increasing = true;
       for (let i = 1; i < columns.length && increasing; i++) increasing = columns[i]! > columns[i - 1]!;
-      const arrow = new ArrowBatches(dense, loader.genes.count, obsSchemas, {
-        genes: loader.genes.names ?? Array.from(loader.genes.sourceIndices, String),
-        info: {
-          dataset: ds.url,
-          n_cells: ds.nCells,
-          n_genes: loader.genes.count,
-          gene_source_indices: Array.from(loader.genes.sourceIndices),
-          batch_size: batchSize,
-          shuffle: values["no-shuffle"] !== true,
-          seed,
-          epoch,
-          rank: summary.rank,
-          world_size: summary.worldSize,
-          drop_last: values["drop-last"] === true,
-          start_batch: startBatch,
-          batches: summary.batches,
-          cells: summary.cells,
-          padded: summary.padded.length,
-          dropped: summary.dropped.length,
-          output: dense ? "dense" : "csr",
-          sorted_indices: dense || values["sort-indices"] === true || increasing,
-          obs,
+      const arrow = new ArrowBatches(
+        dense,
+        loader.genes.count,
+        obsSchemas,
+        {
+          genes: loader.genes.names ?? Array.from(loader.genes.sourceIndices, String),
+          info: {
+            dataset: ds.url,
+            n_cells: ds.nCells,
+            n_genes: loader.genes.count,
+            gene_source_indices: Array.from(loader.genes.sourceIndices),
+            batch_size: batchSize,
+            shuffle: values["no-shuffle"] !== true,
+            seed,
+            epoch,
+            rank: summary.rank,
+            world_size: summary.worldSize,
+            drop_last: values["drop-last"] === true,
+            start_batch: startBatch,
+            batches: summary.batches,
+            cells: summary.cells,
+            padded: summary.padded.length,
+            dropped: summary.dropped.length,
+            output: dense ? "dense" : "csr",
+            sorted_indices: dense || values["sort-indices"] === true || increasing,
+            obs,
+          },
         },
-      });
-      const out = new ArrowOutput(process.stdout, arrow.schema);
+        values.float32 === true,
+      );
+      const out = new ArrowOutput(sink, arrow.schema);
       try {
         await out.start();
         // At --start-batch = batches the epoch is over: the loader would go on with the next one.

@@ -79,6 +79,11 @@ export function scatterTileSync(
   let most = 0;
   for (const ch of chunks) most = Math.max(most, ch.nnzHi - ch.nnzLo);
   const buf = chunkBuffers(Math.max(1, most), job.values);
+  // CSR targets with a column map: each row renumbered as it is copied (one pass over it) rather
+  // than the whole chunk renumbered after decoding and then copied.
+  const copyMapped = nativeKernel()?.copyMapped;
+  const fused =
+    job.columns !== undefined && copyMapped !== undefined && job.targets.every((t) => t.dense === undefined);
   let q = 0;
   for (let k = 0; k < chunks.length; k++) {
     const ch = chunks[k]!;
@@ -93,7 +98,7 @@ export function scatterTileSync(
       zstd,
       object,
     });
-    decodeChunksInto(cx, k, k + 1, job.columns);
+    decodeChunksInto(cx, k, k + 1, fused ? undefined : job.columns);
     // Every slot of a row in this chunk: rows are sorted, chunks hold consecutive cells.
     for (; q < nSlots; q++) {
       const row = slots[3 * q]!;
@@ -110,7 +115,14 @@ export function scatterTileSync(
       } else {
         if (at < 0 || at + e - s > target.indices.length || at + e - s > target.data.length)
           throw badSlots(object, `row at ${at} of ${e - s} nonzeros`);
-        copyRange(target.indices, at, buf.indices, s, e);
+        if (fused) {
+          if (!copyMapped!(target.indices, at, buf.indices, s, e, job.columns!))
+            throw new DeltacellsError("deltacells: a decoded gene index is outside the column map", {
+              tag: "InternalError",
+              object,
+              field: "columns",
+            });
+        } else copyRange(target.indices, at, buf.indices, s, e);
         copyRange(target.data, at, buf.data, s, e);
       }
     }

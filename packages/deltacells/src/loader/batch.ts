@@ -63,6 +63,26 @@ export type Batch = CsrBatch | DenseBatch;
 /** Nonzeros a CSR batch's arrays start with: at least this, else the hint. */
 const MIN_NNZ = 1024;
 
+/** Element counts of a batch's arrays: `cells` and `indptr` (float64), `nnz` (int32 indices and 32-bit data), `dense` (float32). */
+interface Lengths {
+  cells: number;
+  indptr: number;
+  nnz: number;
+  dense: number;
+}
+
+function lengthsFor(batchSize: number, nCols: number, format: "csr" | "dense", nnzHint: number): Lengths {
+  const csr = format === "csr";
+  return {
+    cells: batchSize,
+    indptr: csr ? batchSize + 1 : 0,
+    nnz: csr ? Math.max(MIN_NNZ, nnzHint) : 0,
+    dense: csr ? 0 : batchSize * nCols,
+  };
+}
+
+const bytesOf = (l: Lengths) => 8 * l.cells + 8 * l.indptr + 8 * l.nnz + 4 * l.dense;
+
 /** The recycled arrays of one batch, counted in the loader's memory ledger as allocated and grown. */
 export class BatchArrays {
   cells: Float64Array;
@@ -81,20 +101,18 @@ export class BatchArrays {
     readonly shared = false,
     private readonly ledger?: MemoryLedger,
   ) {
-    this.cells = new Float64Array(batchSize);
-    this.indptr = new Float64Array(format === "csr" ? batchSize + 1 : 0);
-    const cap = format === "csr" ? Math.max(MIN_NNZ, nnzHint) : 0;
-    this.indices = this.ints(cap);
-    this.data = values === "float32" ? this.floats(cap) : this.ints(cap);
-    this.dense = this.floats(format === "dense" ? batchSize * nCols : 0);
+    const l = lengthsFor(batchSize, nCols, format, nnzHint);
+    this.cells = new Float64Array(l.cells);
+    this.indptr = new Float64Array(l.indptr);
+    this.indices = this.ints(l.nnz);
+    this.data = values === "float32" ? this.floats(l.nnz) : this.ints(l.nnz);
+    this.dense = this.floats(l.dense);
     ledger?.addBatches(this.bytes);
   }
 
   /** The bytes the constructor allocates for these arguments (what `bytes` is until a `grow`). */
   static bytesFor(batchSize: number, nCols: number, format: "csr" | "dense", nnzHint: number): number {
-    return format === "csr"
-      ? 8 * batchSize + 8 * (batchSize + 1) + 8 * Math.max(MIN_NNZ, nnzHint)
-      : 8 * batchSize + 4 * batchSize * nCols;
+    return bytesOf(lengthsFor(batchSize, nCols, format, nnzHint));
   }
 
   private ints(n: number): Int32Array {
@@ -124,7 +142,8 @@ export class BatchArrays {
 
   /** Bytes held. */
   get bytes(): number {
-    return this.cells.byteLength + this.indptr.byteLength + 8 * this.indices.length + this.dense.byteLength;
+    const { cells, indptr, indices, dense } = this;
+    return bytesOf({ cells: cells.length, indptr: indptr.length, nnz: indices.length, dense: dense.length });
   }
 }
 

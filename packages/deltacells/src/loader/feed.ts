@@ -66,13 +66,10 @@ export class TileFeed {
   private inFlight = 0;
   /** Windows to be given back once their tiles are decoded (`releaseWhenDone`). */
   private releasing = 0;
-  private held = 0;
   private closed = false;
   private readonly waiters: (() => void)[] = [];
   /** Windows being given back, or given back. */
   private readonly releases = new Map<number, Promise<void>>();
-  /** The most bytes held at once (tiles started and not yet given back). */
-  peak = 0;
 
   constructor(
     private readonly ds: Dataset,
@@ -102,11 +99,6 @@ export class TileFeed {
     this.pump();
   }
 
-  /** Bytes held now. */
-  get heldBytes(): number {
-    return this.held;
-  }
-
   private pump(): void {
     while (!this.closed && this.next < this.entries.length && this.inFlight < this.maxInFlight) {
       const e = this.entries[this.next]!;
@@ -116,9 +108,7 @@ export class TileFeed {
       // The oldest window always goes through, so the cap can never stall the batches.
       if (e.window > this.oldestHeld() && !this.ledger.fits(e.cost)) return;
       this.next++;
-      this.held += e.cost;
       this.ledger.addTiles(e.cost);
-      this.peak = Math.max(this.peak, this.held);
       this.inFlight++;
       e.result = this.load(e.segment).finally(() => {
         this.inFlight--;
@@ -208,7 +198,6 @@ export class TileFeed {
       const r = await e.result;
       r.tile?.release();
       r.stored?.done();
-      this.held -= e.cost;
       this.ledger.addTiles(-e.cost);
     }
     // Only now is the next window the oldest held (whose tiles start whatever the cap says).

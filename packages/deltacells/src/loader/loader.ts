@@ -94,10 +94,6 @@ class DatasetLoader implements Loader {
   private epoch: number;
   private position: number;
   private iterating = false;
-  private peak = 0;
-  /** Tile bytes the last iteration still held after giving everything back (0 unless a tile leaked). */
-  private leftHeld = 0;
-  private held: TileFeed | undefined;
   private readonly recycler: BatchRecycler;
 
   constructor(
@@ -150,8 +146,8 @@ class DatasetLoader implements Loader {
     return {
       capBytes: this.s.memoryCap,
       batchBytes: l.reservedBatches,
-      tileBytes: this.held?.heldBytes ?? this.leftHeld,
-      peakTileBytes: Math.max(this.peak, this.held?.peak ?? 0),
+      tileBytes: l.tiles,
+      peakTileBytes: l.peakTiles,
       heldBatchBytes: l.batches,
       peakBatchBytes: l.peakBatches,
       peakBytes: l.peak,
@@ -237,7 +233,6 @@ class DatasetLoader implements Loader {
       this.signal,
       this.slots,
     );
-    this.held = feed;
     const asm = this.slots
       ? new SlotAssembler(
           this.tiles,
@@ -286,9 +281,6 @@ class DatasetLoader implements Loader {
       await chain;
       await asm.finish();
       await feed.close();
-      this.peak = Math.max(this.peak, feed.peak);
-      this.leftHeld = feed.heldBytes;
-      this.held = undefined;
       this.iterating = false;
     }
   }
@@ -344,7 +336,7 @@ function busy(what: string): DeltacellsError {
 interface BatchBuffers {
   count: number;
   nnzHint: number;
-  /** All of them, plus the obs arrays each batch carries. */
+  /** All of them (as the ledger counts them: not the obs arrays made for each batch). */
   bytes: number;
 }
 
@@ -362,9 +354,7 @@ function batchBuffers(ds: Dataset, s: LoaderSettings, map: ColumnMap, slots: boo
   const nnzHint = Math.ceil(1.1 * s.batchSize * densest(ds) * (map.count / ds.nGenes));
   const maxWindow = s.bufferTiles * ds.manifest.tile_cells.reduce((a, b) => Math.max(a, b), 0);
   const count = s.prefetch + 2 + (slots ? Math.ceil((2 * maxWindow) / s.batchSize) : 0);
-  const obs = 8 * (1 + 8 * s.obs.length) * s.batchSize;
-  const one = BatchArrays.bytesFor(s.batchSize, map.count, s.output, nnzHint) + obs;
-  return { count, nnzHint, bytes: count * one };
+  return { count, nnzHint, bytes: count * BatchArrays.bytesFor(s.batchSize, map.count, s.output, nnzHint) };
 }
 
 /** The bytes of the `bufferTiles` largest tiles: a shuffle window at most. */
@@ -422,19 +412,28 @@ export async function createLoader(dataset: Dataset, options: LoaderOptions = {}
     tiles = new Dataset(dataset.store, dataset.manifest, pool.decoder);
     onClose = pool.close;
   }
-  let map: ColumnMap;
-  let obs: ObsGather | undefined;
   try {
-    map = await resolveGenes(dataset, options.genes, s.columnOrder);
-    const frame =
-      s.obs.length > 0
-        ? await dataset.obs(s.obs, { cacheDir: options.obsCacheDir, signal: options.signal })
-        : undefined;
-    obs = frame && new ObsGather(frame.columns, s.obsLabels);
+    return await prepareLoader(dataset, tiles, s, options, onClose);
   } catch (err) {
+    // Whatever failed (the genes, the obs, the sizing, the options), the pool started above stops.
     await onClose();
     throw err;
   }
+}
+
+async function prepareLoader(
+  dataset: Dataset,
+  tiles: Dataset,
+  s: LoaderSettings,
+  options: LoaderOptions,
+  onClose: () => Promise<void>,
+): Promise<Loader> {
+  const map = await resolveGenes(dataset, options.genes, s.columnOrder);
+  const frame =
+    s.obs.length > 0
+      ? await dataset.obs(s.obs, { cacheDir: options.obsCacheDir, signal: options.signal })
+      : undefined;
+  const obs = frame && new ObsGather(frame.columns, s.obsLabels);
 
   // What each path holds at most (tiles and batch buffers); the slot path holds more batch
   // buffers and no decoded tiles: where only the copying path fits the cap, it is taken.
@@ -447,7 +446,6 @@ export async function createLoader(dataset: Dataset, options: LoaderOptions = {}
   const slotted = slotsApply(tiles, map, s) ? needs(true) : undefined;
   const chosen = slotted && slotted.total <= s.memoryCap ? slotted : copying;
   if (chosen.total > s.memoryCap) {
-    await onClose();
     // The path that needs least says how much is enough.
     const least = slotted && slotted.total < copying.total ? slotted : copying;
     const { window, buffers } = least;

@@ -1,6 +1,7 @@
 /**
- * The loader's memory ledger: every byte it holds, tiles (stored and decoded, counted by the feed)
- * and batch buffers (counted by the buffers themselves, as allocated and grown), against the
+ * The loader's memory ledger, the one count of every byte it holds: tiles (stored and decoded,
+ * counted by the feed) and batch buffers (counted by the buffers themselves, as allocated and
+ * grown; not the small obs arrays made for each batch and garbage-collected), against the
  * `memoryCap`. Batch buffers are made on demand (a batch must be made to go on), so the cap binds
  * through the tiles: a tile is fetched ahead only if it fits beside everything held, with the
  * batch buffers counted at least as reserved (all the buffers the loader can hold at once; see
@@ -13,6 +14,8 @@ export class MemoryLedger {
   batches = 0;
   /** The most bytes (tiles plus batch buffers) held at once. */
   peak = 0;
+  /** The most tile bytes held at once. */
+  peakTiles = 0;
   /** The most batch buffer bytes held at once. */
   peakBatches = 0;
 
@@ -24,6 +27,7 @@ export class MemoryLedger {
 
   addTiles(bytes: number): void {
     this.tiles += bytes;
+    this.peakTiles = Math.max(this.peakTiles, this.tiles);
     this.note();
   }
 

@@ -78,6 +78,13 @@ export interface NativeKernel {
     s: number,
     e: number,
   ): boolean;
+  /**
+   * `dst[at + j - s] = map[src[j]]` for `j` in `[s, e)` (Int32Arrays, shared memory included): a
+   * row's copy and its renumbering in one pass; false on out-of-range or overlapping arguments or
+   * an index outside the map (the caller then fails). Absent from older builds (added without a
+   * version change): callers then renumber the chunk and `copy`.
+   */
+  copyMapped?(dst: Int32Array, at: number, src: Int32Array, s: number, e: number, map: Int32Array): boolean;
   /** This addon's zstd alone (benchmarks): bytes written, or -1. */
   decompress(src: Uint8Array, dst: Uint8Array): number;
   crc32(bytes: Uint8Array, crc: number): number;
