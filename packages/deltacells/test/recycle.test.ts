@@ -524,3 +524,31 @@ test("ds.tiles() on this thread decodes a tile only once the one before is in ha
     Array.from({ length: 10 }, (_, i) => i),
   );
 });
+
+test("openDataset(path) in Node reads a local folder's tiles by blocking reads from the page cache, unless told not to", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "dc-recycle-"));
+  try {
+    const folder = new FolderStore(dir);
+    const memory = await dataset(50, 16);
+    for (const key of await memory.list()) await folder.set(key, (await memory.get(key))!);
+    for (const blocking of [true, false]) {
+      let lent = 0;
+      const inner = createLocalDecoder();
+      const lend = (size: number) => {
+        lent++;
+        return inner.lend(size);
+      };
+      const decoder = { ...inner, lend };
+      const ds = await openDataset(dir, { decoder, ...(!blocking && { folder: { blockingReads: false } }) });
+      // A blocking read has its memory before fetchTile returns; one through the thread pool only later.
+      const fetching = ds.fetchTile(1);
+      assert.equal(lent, blocking ? 1 : 0, `blocking ${blocking}`);
+      const { bytes, done } = await fetching;
+      assert.deepEqual(bytes, await memory.get(tileKey(1)));
+      done();
+      assert.equal(lent, 1);
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
