@@ -128,6 +128,17 @@ describe("a folder store", () => {
       s.getInto("k3", () => new Uint8Array(10)),
       (e: unknown) => isStorageError(e, "InvalidOption"),
     );
+    await mkdir(join(s.root, "adir"));
+    await assert.rejects(
+      s.getInto("adir", (n) => new Uint8Array(n)),
+      (e: unknown) => isStorageError(e),
+    );
+    const aborted = new AbortController();
+    aborted.abort(new Error("stop"));
+    await assert.rejects(
+      s.getInto("k2", (n) => new Uint8Array(n), { signal: aborted.signal }),
+      /stop/,
+    );
     let changed = 0;
     await s.getInto("k2", (n) => new Uint8Array(n), { onInfo: (info) => (changed = info.changed ?? 0) });
     assert.ok(changed > 0, "onInfo reports the change time");
