@@ -10,6 +10,8 @@
  *
  * Rows are independent: each starts after a full garbage collection, and the one row that leaves
  * garbage on purpose (`ds.tiles()` never released) runs in its own phase after all the others.
+ * The `ds.tiles()` rows open the folder as the README does, `openDataset(dir)` of
+ * `@deltacells/core/node` (since #17: blocking reads from the page cache, one per tile).
  *
  *   conformance/.venv/bin/python bench/codec_data.py      # once: writes bench/out/*.npy
  *   node --import tsx --conditions=source bench/codec.ts [--reps 7] [--only synthetic-12k] [--wasm]
