@@ -35,12 +35,11 @@ export function zstdCompressor(level = 19): Compress {
 /** Options of the Node `openDataset`: the browser-safe ones, plus how a local folder is read. */
 export interface NodeOpenDatasetOptions extends OpenDatasetOptions {
   /**
-   * The `FolderStore` options for a local path or `file://` URL. Default `{ blockingReads: true }`:
-   * a tile or a small file is read by blocking calls while they come from the page cache (~0.1 ms
-   * for a 0.7 MB tile, against five round trips through libuv's thread pool that cost this thread
-   * and the cores more than that; the store falls back to the thread pool after a run of slow
-   * reads). Decoding on this thread blocks it far longer per tile anyway; a server that reads
-   * datasets with `threads` and must never wait on a disk passes `{ blockingReads: false }`.
+   * The `FolderStore` options for a local path or `file://` URL. `{ blockingReads: true }` reads a
+   * tile (up to 2 MiB) or a small file by blocking calls while they come from the page cache
+   * (~0.1-0.2 ms for a 0.7 MB tile) instead of five round trips through libuv's thread pool; off
+   * by default, as for every `FolderStore`, so that the event loop never waits on a disk
+   * (bench/RESULTS.md compares both for `ds.tiles()`).
    */
   folder?: FolderStoreOptions;
 }
@@ -48,16 +47,18 @@ export interface NodeOpenDatasetOptions extends OpenDatasetOptions {
 /**
  * Open a dataset from a local path, `file://`, `http(s)://` or `s3://` URL (S3 settings from the
  * AWS environment and `~/.aws`, see `openStore` of `@deltacells/storage/node`), or from a store. Same checks as the browser-safe `openDataset`;
- * `dataset.obs()` localizes columns through the local Arrow cache. A local folder is read with
- * blocking reads from the page cache unless `folder` says otherwise (see {@link NodeOpenDatasetOptions.folder}).
+ * `dataset.obs()` localizes columns through the local Arrow cache. `folder` configures how a local
+ * folder is read (see {@link NodeOpenDatasetOptions.folder}).
  */
 export function openDataset(
   location: string | ReadableStore,
   opts: NodeOpenDatasetOptions = {},
 ): Promise<Dataset> {
-  const { folder = { blockingReads: true }, ...rest } = opts;
+  const { folder, ...rest } = opts;
   const store =
-    typeof location === "string" ? openStore(location, { ...networkOptions(rest), folder }) : location;
+    typeof location === "string"
+      ? openStore(location, { ...networkOptions(rest), ...(folder && { folder }) })
+      : location;
   return openDatasetInStore(store, {
     obsLocalizer: cacheLocalizer(),
     ...rest,
