@@ -8,6 +8,12 @@
  * float32 data + int64 indptr with gzip (what an h5ad holds). The first lines name the kernel
  * (`codecInfo()`) and the load average when the matrix was done.
  *
+ * Rows are independent: each starts after a full garbage collection, and the one row that leaves
+ * garbage on purpose (`ds.tiles()` never released) runs in its own phase after all the others.
+ * The `ds.tiles()` rows open the folder as the README does, `openDataset(dir)` of
+ * `@deltacells/core/node` (reads through libuv's thread pool), plus two rows with
+ * `folder: { blockingReads: true }` (one blocking read per tile from the page cache).
+ *
  *   conformance/.venv/bin/python bench/codec_data.py      # once: writes bench/out/*.npy
  *   node --import tsx --conditions=source bench/codec.ts [--reps 7] [--only synthetic-12k] [--wasm]
  *
@@ -22,6 +28,8 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { gzipSync } from "node:zlib";
 import {
   autoTileSize,
@@ -202,6 +210,15 @@ async function time(fn: () => unknown): Promise<{ wall: number; cpu: number; mai
 }
 
 /**
+ * A full garbage collection (V8's `gc`, exposed at run time: no flag needed on the command line),
+ * between rows and outside their timing.
+ */
+const collectGarbage: () => void = (() => {
+  setFlagsFromString("--expose-gc");
+  return runInNewContext("gc") as () => void;
+})();
+
+/**
  * This thread's CPU time in seconds (Linux: /proc/thread-self/schedstat; NaN elsewhere). For
  * `ds.tiles()` on this thread it bounds the wall time on idle cores from below (the reads run on
  * libuv's threads, on the other core, when they overlap the decodes): a single-thread figure
@@ -306,6 +323,10 @@ async function bench(name: string) {
   const dsDir = pools ? await datasetOf(name, 19, tileCells, csr, nGenes) : undefined;
   const ds1 = dsDir ? await openDataset(dsDir) : undefined;
   const ds2 = dsDir ? await openDataset(dsDir, { threads: 2 }) : undefined;
+  // The same with blocking reads from the page cache (opt-in): what they change.
+  const blocking = { folder: { blockingReads: true } };
+  const ds1block = dsDir ? await openDataset(dsDir, blocking) : undefined;
+  const ds2block = dsDir ? await openDataset(dsDir, { threads: 2, ...blocking }) : undefined;
   const readAll = (ds: Dataset | undefined, release: boolean) => async () => {
     if (ds === undefined) return;
     for await (const { tile } of ds.tiles()) if (release) tile.release();
@@ -314,9 +335,14 @@ async function bench(name: string) {
     await together(pool1, sharedOut)();
     await together(pool2, sharedOut)();
     await readAll(ds2, true)();
+    await readAll(ds2block, true)();
   }
   const rows: Record<string, { wall: number; cpu: number; main: number }[]> = {};
+  // Each row starts from a collected heap, so no row pays for the garbage of the one before
+  // (the unreleased row leaves ~210 MB per pass: its collection, on other threads, cost the next
+  // rows 30 ms of CPU per pass and ds.tiles() 0.83x -> 0.60-0.69x of decodeTileSync).
   const measure = async (k: string, fn: () => unknown) => {
+    collectGarbage();
     const r = await time(fn);
     (rows[k] ??= []).push(r);
   };
@@ -338,11 +364,15 @@ async function bench(name: string) {
     await measure("pool2seq", oneByOne(pool2));
     await measure("ds1", readAll(ds1, true));
     await measure("ds2", readAll(ds2, true));
-    await measure("ds1kept", readAll(ds1, false));
+    await measure("ds1block", readAll(ds1block, true));
+    await measure("ds2block", readAll(ds2block, true));
   }
+  // Never released: a phase of its own after every other row (see `measure`).
+  if (pools) for (let r = 0; r < REPS; r++) await measure("ds1kept", readAll(ds1, false));
   await pool1.close();
   await pool2.close();
   await ds2?.close();
+  await ds2block?.close();
   const rate = (k: string, clock: "wall" | "cpu" | "main" = "wall") =>
     nnz / median(rows[k]!.map((x) => x[clock]));
   const ratio = (a: string, b: string, clock: "wall" | "cpu" | "main" = "wall") =>
@@ -411,6 +441,8 @@ async function bench(name: string) {
     line("ds.tiles(), folder, this thread (released)", "ds1", "full", "this thread");
     line2("ds.tiles(), folder, threads: 2 (released)", "ds2", "ds1");
     line("ds.tiles(), folder, this thread, never released", "ds1kept", "full", "this thread");
+    line("ds.tiles(), this thread, blockingReads", "ds1block", "full", "this thread");
+    line("ds.tiles(), threads: 2, blockingReads", "ds2block", "full", "this thread");
     // The copy as it happens in the pool (the lines come from the core that decoded them): CPU per
     // nonzero of plain outputs minus that of shared outputs, same pool, and the bound it implies.
     for (const [workers, plain, shared] of [

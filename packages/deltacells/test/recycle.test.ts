@@ -18,7 +18,7 @@ import {
 } from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
 import { createLocalDecoder } from "../src/codec/local-decoder.js";
-import type { LentBytes, RecycledTile } from "../src/codec/recycle.js";
+import { BufferRecycler, type LentBytes, type RecycledTile } from "../src/codec/recycle.js";
 import { tileKey } from "../src/dataset/manifest.js";
 import { poolTileDecoder, type TileDecoder } from "../src/dataset/reader.js";
 import {
@@ -406,7 +406,7 @@ function countingDecoder(inner: TileDecoder & { lend(size: number): LentBytes })
 
 test("ds.tiles() reads further ahead than it decodes, and leaving early (break, abort) gives back every read and decoded tile", async () => {
   const store = new IntoStore();
-  const written = await dataset(150, 16); // 10 tiles
+  const written = await dataset(250, 16); // 16 tiles
   for (const key of await written.list()) await store.set(key, (await written.get(key))!);
   for (const threads of [0, 2]) {
     const pool = threads ? poolTileDecoder(threads) : undefined;
@@ -424,8 +424,8 @@ test("ds.tiles() reads further ahead than it decodes, and leaving early (break, 
         const loop = async () => {
           for await (const { index, tile } of ds.tiles({ prefetch: 1, signal: abort.signal })) {
             if (index === 0) {
-              // The first tile in hand: one tile decoded ahead, three more read ahead of that.
-              assert.deepEqual(store.tileReads, [0, 1, 2, 3, 4], `threads ${threads}`);
+              // The first tile in hand: one tile decoded ahead, six more read ahead of that.
+              assert.deepEqual(store.tileReads, [0, 1, 2, 3, 4, 5, 6, 7], `threads ${threads}`);
               assert.ok(counts.decodes <= 2, `${counts.decodes} decodes started`);
             }
             got.push(contents(tile));
@@ -438,8 +438,8 @@ test("ds.tiles() reads further ahead than it decodes, and leaving early (break, 
         else await loop();
         await idle();
         assert.deepEqual(got, stop === "none" ? want : want.slice(0, 3), `${stop}, threads ${threads}`);
-        // Each tile read once, in order; after a stop at tile 2, nothing past tile 2 + 1 + 3.
-        const last = stop === "none" ? 9 : 6;
+        // Each tile read once, in order; after a stop at tile 2, nothing past tile 2 + 1 + 6.
+        const last = stop === "none" ? 15 : 9;
         assert.deepEqual(
           store.tileReads,
           Array.from({ length: last + 1 }, (_, i) => i),
@@ -449,5 +449,106 @@ test("ds.tiles() reads further ahead than it decodes, and leaving early (break, 
     } finally {
       await pool?.close();
     }
+  }
+});
+
+test("a BufferRecycler hands out the buffer released last (still in cache), the smallest that fits first", () => {
+  const recycler = new BufferRecycler((n) => new ArrayBuffer(n));
+  const [a, b, c] = [recycler.acquire(1 << 20), recycler.acquire(1 << 20), recycler.acquire(1 << 20)];
+  recycler.release(a);
+  recycler.release(b);
+  recycler.release(c);
+  assert.equal(recycler.acquire(1 << 20), c);
+  assert.equal(recycler.acquire(1 << 20), b);
+  recycler.release(c);
+  assert.equal(recycler.acquire(1 << 20), c);
+  // A smaller buffer that fits still wins over a larger one released later.
+  const small = recycler.acquire(1 << 16);
+  const large = recycler.acquire(1 << 22);
+  recycler.release(small);
+  recycler.release(large);
+  assert.equal(recycler.acquire(1000), small);
+});
+
+test("a pool takes an output buffer when a worker starts on the tile: tiles queued behind one worker reuse the one just released", async () => {
+  const { tiles } = await twoTiles();
+  const pool = createTilePool({ threads: 1 });
+  try {
+    // Eight decodes queued at once, each released as soon as it is in hand: the buffers in use are
+    // the one a worker writes and the one just handed out, not one per tile in the queue.
+    const pending = Array.from({ length: 8 }, (_, i) => pool.decode(tiles[i % 2]!));
+    const buffers = new Set<ArrayBufferLike>();
+    for (const p of pending) {
+      const tile = await p;
+      buffers.add(tile.indices.buffer);
+      tile.release();
+    }
+    assert.equal(buffers.size, 2);
+  } finally {
+    await pool.close();
+  }
+});
+
+test("ds.tiles() on this thread decodes a tile only once the one before is in hand (by default): one output in use", async () => {
+  const store = new IntoStore();
+  const written = await dataset(150, 16); // 10 tiles
+  for (const key of await written.list()) await store.set(key, (await written.get(key))!);
+  let decoding = 0;
+  let most = 0;
+  const inner = createLocalDecoder();
+  const decoder: TileDecoder & { lend(size: number): LentBytes } = {
+    renumbers: true,
+    lend: (size) => inner.lend(size),
+    async decode(bytes, opts) {
+      const tile = await inner.decode(bytes, opts);
+      most = Math.max(most, ++decoding);
+      const release = tile.release;
+      tile.release = () => {
+        if (!tile.released) decoding--;
+        release();
+      };
+      return tile;
+    },
+  };
+  const ds = await openDataset(store, { decoder });
+  let n = 0;
+  for await (const { tile } of ds.tiles()) {
+    n++;
+    tile.release();
+  }
+  assert.equal(n, 10);
+  assert.equal(most, 1, "tiles decoded and not yet released at once");
+  // Each tile read once, in order.
+  assert.deepEqual(
+    store.tileReads,
+    Array.from({ length: 10 }, (_, i) => i),
+  );
+});
+
+test("openDataset(path, { folder: { blockingReads: true } }) in Node reads a local folder's tiles by blocking reads; by default through the thread pool", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "dc-recycle-"));
+  try {
+    const folder = new FolderStore(dir);
+    const memory = await dataset(50, 16);
+    for (const key of await memory.list()) await folder.set(key, (await memory.get(key))!);
+    for (const blocking of [true, false]) {
+      let lent = 0;
+      const inner = createLocalDecoder();
+      const lend = (size: number) => {
+        lent++;
+        return inner.lend(size);
+      };
+      const decoder = { ...inner, lend };
+      const ds = await openDataset(dir, { decoder, ...(blocking && { folder: { blockingReads: true } }) });
+      // A blocking read has its memory before fetchTile returns; one through the thread pool only later.
+      const fetching = ds.fetchTile(1);
+      assert.equal(lent, blocking ? 1 : 0, `blocking ${blocking}`);
+      const { bytes, done } = await fetching;
+      assert.deepEqual(bytes, await memory.get(tileKey(1)));
+      done();
+      assert.equal(lent, 1);
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
   }
 });

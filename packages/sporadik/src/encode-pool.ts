@@ -54,10 +54,16 @@ export class EncodePool {
   readonly size: number;
   #slots: Slot[] = [];
   #ids = 0;
-  /** Raw chunk buffers the workers gave back, by byte length, for {@link buffer}. */
+  /**
+   * Raw chunk buffers the workers gave back, by byte length, for {@link buffer}; the length given
+   * back last is last in the map, so the lengths not seen for longest go first over the budget.
+   */
   readonly #spare = new Map<number, ArrayBuffer[]>();
+  #spareBytes = 0;
   /** Spare buffers kept per length: about the chunks in flight (more would only hold memory). */
   static readonly SPARE = 64;
+  /** Bytes of spare buffers kept in all: lengths of arrays written long ago do not stay pinned. */
+  static readonly SPARE_BYTES = 64 * 1024 * 1024;
 
   constructor(size = Math.max(1, availableParallelism())) {
     this.size = size;
@@ -77,9 +83,7 @@ export class EncodePool {
           new SporadikError(`zstd compression failed: ${reply.error}`, { tag: "EncodeWorkerError" }),
         );
       else {
-        const spare = this.#spare.get(reply.raw.byteLength) ?? [];
-        if (spare.length < EncodePool.SPARE) spare.push(reply.raw);
-        this.#spare.set(reply.raw.byteLength, spare);
+        this.#keep(reply.raw);
         job.resolve(new Uint8Array(reply.encoded, 0, reply.length));
       }
     });
@@ -113,9 +117,31 @@ export class EncodePool {
     return best as Slot;
   }
 
+  /** Keeps a buffer a worker gave back, within {@link SPARE} per length and {@link SPARE_BYTES} in all. */
+  #keep(raw: ArrayBuffer): void {
+    const n = raw.byteLength;
+    const spare = this.#spare.get(n) ?? [];
+    this.#spare.delete(n);
+    this.#spare.set(n, spare);
+    if (spare.length >= EncodePool.SPARE) return;
+    spare.push(raw);
+    this.#spareBytes += n;
+    for (const [length, buffers] of this.#spare) {
+      if (this.#spareBytes <= EncodePool.SPARE_BYTES) break;
+      while (buffers.length > 0 && this.#spareBytes > EncodePool.SPARE_BYTES) {
+        buffers.pop();
+        this.#spareBytes -= length;
+      }
+      if (buffers.length === 0) this.#spare.delete(length);
+    }
+  }
+
   /** A buffer of `byteLength` bytes for a chunk: one a worker gave back (old bytes in it), or new. */
   buffer(byteLength: number): ArrayBuffer {
-    return this.#spare.get(byteLength)?.pop() ?? new ArrayBuffer(byteLength);
+    const b = this.#spare.get(byteLength)?.pop();
+    if (b === undefined) return new ArrayBuffer(byteLength);
+    this.#spareBytes -= byteLength;
+    return b;
   }
 
   /** Compress `raw` at `level`. `raw`'s buffer is moved to the worker when it is the whole buffer. */
@@ -132,10 +158,12 @@ export class EncodePool {
     });
   }
 
-  /** Stop the workers; jobs still pending are refused. */
+  /** Stop the workers; jobs still pending are refused. The spare buffers are let go. */
   async close(): Promise<void> {
     const slots = this.#slots;
     this.#slots = [];
+    this.#spare.clear();
+    this.#spareBytes = 0;
     await Promise.all(slots.map((slot) => slot.worker.terminate()));
   }
 }

@@ -56,6 +56,27 @@ test("native zstd on workers writes the WebAssembly codec's bytes (native at the
   }
 });
 
+test("the encode pool keeps the buffers its workers give back within a byte budget, oldest lengths first, and lets them go on close", async () => {
+  const pool = new EncodePool(1);
+  const spare = (n: number) => new Uint8Array(pool.buffer(n))[0] === 0xab;
+  try {
+    const mib = 1 << 20;
+    // One chunk of each of 80 lengths (80 MiB in all, over the 64 MiB budget), marked 0xab.
+    const lengths = Array.from({ length: 80 }, (_, i) => mib + 8 * i);
+    for (const n of lengths) await pool.encode(new Uint8Array(n).fill(0xab), 1);
+    const kept = lengths.filter(spare);
+    assert.ok(kept.length * mib <= EncodePool.SPARE_BYTES, `${kept.length} spare buffers of ~1 MiB`);
+    assert.ok(kept.length >= 60, `${kept.length} spare buffers kept`);
+    // The lengths given back last are the ones kept.
+    assert.deepEqual(kept, lengths.slice(lengths.length - kept.length));
+    await pool.encode(new Uint8Array(4096).fill(0xab), 1);
+    await pool.close();
+    assert.equal(spare(4096), false, "spare buffers outlive close()");
+  } finally {
+    await pool.close();
+  }
+});
+
 test("a streamed store through file spill and native workers equals writeStore's, and leaves no spill", async () => {
   const { dir, cleanup } = tempDir();
   const pool = new EncodePool(2);

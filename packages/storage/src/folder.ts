@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, fstatSync, openSync, readFile, readSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readFile, readSync, statSync } from "node:fs";
 import { link, mkdir, open, readdir, rename, rm, stat, unlink } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
 import { changedError, isStorageError, objectAt, StorageError } from "./errors.js";
@@ -30,8 +30,8 @@ export interface FolderStoreOptions {
    */
   maxOpenFiles?: number;
   /**
-   * Whether `get` may read small objects (up to 256 KiB) by blocking calls while they come from
-   * the page cache (default false; see {@link FolderStore}). Turn it on in a program that reads
+   * Whether `get` may read small objects (up to 256 KiB), and `getInto` objects up to 2 MiB, by
+   * blocking calls while they come from the page cache (default false; see {@link FolderStore}). Turn it on in a program that reads
    * many small chunks and has nothing else for its event loop to do (a command-line tool, a
    * batch job); leave it off in a server, whose event loop must never wait on a disk.
    */
@@ -61,6 +61,16 @@ const SLOW_BLOCKING_READ_MS = 0.5;
 const SLOW_RUN = 4;
 /** How long a store reads through the thread pool only, after a run of slow blocking reads. */
 const BLOCKING_COOL_OFF_MS = 5000;
+
+/**
+ * Objects up to this size may be read into the caller's memory (`getInto`: a tile, into a decoder's
+ * buffer) by blocking calls. Larger than `get`'s limit: the caller decodes what it reads on this
+ * thread or hands it to workers, and a tile from the page cache costs ~0.1 ms to read this way
+ * against five thread-pool round trips (bench/RESULTS.md, issue #17).
+ */
+const BLOCKING_GET_INTO_MAX = 1 << 21;
+/** Page-cache reads copy at several GB/s: a blocking read is slow past 0.5 ms plus 1 ms per 2 MB. */
+const slowAfterMs = (bytes: number) => SLOW_BLOCKING_READ_MS + bytes / 2e6;
 
 /** What a blocking read answers when the object is too large for it: read it asynchronously. */
 const TOO_LARGE = Symbol("too large");
@@ -283,15 +293,87 @@ export class FolderStore implements Store {
 
   /**
    * `get` into memory from `allocate(size)`, called once the file's size is known: one `fstat`
-   * and one `pread` on a descriptor shared like `getRange`'s, never a blocking read. A file that
-   * shrank while being read answers what was there, as `get` does.
+   * and one `pread` on a descriptor shared like `getRange`'s; with `blockingReads`, objects up to
+   * 2 MiB (a tile) by blocking calls instead, while they stay fast (see {@link FolderStore}). A
+   * file that shrank while being read answers what was there, as `get` does.
    */
   async getInto(
     key: string,
     allocate: (size: number) => Uint8Array,
     opts?: StoreOptions,
   ): Promise<Uint8Array | undefined> {
+    if (this.readsBlock && this.slots.tryTake()) {
+      const bytes = this.getIntoBlocking(key, allocate, opts);
+      if (bytes !== TOO_LARGE) return bytes;
+    }
     return this.checked(key, opts, () => this.getIntoUnchecked(key, allocate, opts));
+  }
+
+  /**
+   * {@link getInto} by blocking `open`/`fstat`/`read`/`close`, then the `stat` that `unchangedSince`
+   * and `onInfo` ask for, within a descriptor slot the caller took (given back here); timed like
+   * {@link readBlockingTimed}. {@link TOO_LARGE} (nothing allocated) past {@link BLOCKING_GET_INTO_MAX}.
+   */
+  private getIntoBlocking(
+    key: string,
+    allocate: (size: number) => Uint8Array,
+    opts: StoreOptions | undefined,
+  ): Uint8Array | undefined | typeof TOO_LARGE {
+    const path = this.path(key);
+    const t0 = performance.now();
+    let fd = -1;
+    let out: Uint8Array;
+    try {
+      throwIfAborted(opts?.signal);
+      try {
+        fd = openSync(path, "r");
+      } catch (err) {
+        if (isMissing(err)) return undefined;
+        throw err;
+      }
+      const size = fstatSync(fd).size;
+      if (size > BLOCKING_GET_INTO_MAX) return TOO_LARGE;
+      out = this.space(allocate, size, key);
+      let done = 0;
+      for (let n = 1; n > 0 && done < size; done += n) n = readSync(fd, out, done, size - done, done);
+      // Shorter than fstat said: truncated in place while being read; answer what is there.
+      if (done < size) out = out.subarray(0, done);
+    } catch (err) {
+      if (opts?.unchangedSince !== undefined && !opts.signal?.aborted) {
+        try {
+          this.checkUnchangedSync(key, path, { unchangedSince: opts.unchangedSince });
+        } catch (changed) {
+          if (isStorageError(changed, "Changed")) throw changed;
+        }
+      }
+      if (opts?.signal?.aborted) throw opts.signal.reason;
+      throw this.wrap(err, "reading", key);
+    } finally {
+      if (fd >= 0) closeSync(fd);
+      this.slots.give();
+    }
+    const elapsed = performance.now() - t0;
+    this.slowBlockingReads = elapsed > slowAfterMs(out.length) ? this.slowBlockingReads + 1 : 0;
+    if (this.slowBlockingReads >= SLOW_RUN) {
+      this.blockingOffUntil = t0 + elapsed + BLOCKING_COOL_OFF_MS;
+      this.slowBlockingReads = 0;
+    }
+    this.checkUnchangedSync(key, path, opts);
+    return out;
+  }
+
+  /** `size` bytes of `allocate(size)`, refused when it returned fewer. */
+  private space(allocate: (size: number) => Uint8Array, size: number, key: string): Uint8Array {
+    const space = allocate(size);
+    if (space.length < size) {
+      throw new StorageError(`getInto: allocate(${size}) returned ${space.length} bytes for ${key}`, {
+        tag: "InvalidOption",
+        object: objectAt(this.url, key),
+        expected: `>= ${size} bytes`,
+        found: space.length,
+      });
+    }
+    return space.subarray(0, size);
   }
 
   private async getIntoUnchecked(
@@ -303,16 +385,7 @@ export class FolderStore implements Store {
     throwIfAborted(signal);
     return this.readShared(this.path(key), key, signal, async (fd) => {
       const size = await fdSize(fd);
-      const space = allocate(size);
-      if (space.length < size) {
-        throw new StorageError(`getInto: allocate(${size}) returned ${space.length} bytes for ${key}`, {
-          tag: "InvalidOption",
-          object: objectAt(this.url, key),
-          expected: `>= ${size} bytes`,
-          found: space.length,
-        });
-      }
-      const out = space.subarray(0, size);
+      const out = this.space(allocate, size, key);
       let done = 0;
       while (done < size) {
         if (done > 0) throwIfAborted(signal);
@@ -465,19 +538,47 @@ export class FolderStore implements Store {
     // The end of the current millisecond: file times are finer than Date.now(), and a file written
     // earlier in the same millisecond as this read is not a change after it.
     const readAt = Date.now() + 1;
-    let changed: number;
+    let s: { mtimeMs: number; ctimeMs: number };
     try {
-      const s = await stat(path);
-      changed = Math.max(s.mtimeMs, s.ctimeMs);
+      s = await stat(path);
     } catch (err) {
-      if (isMissing(err) && opts.unchangedSince !== undefined) {
-        throw new StorageError(`${path} was deleted while being read: it was rewritten since`, {
-          tag: "Changed",
-          object: objectAt(this.url, key),
-        });
-      }
-      throw this.wrap(err, "reading", key);
+      throw this.statFailed(err, key, path, opts);
     }
+    this.reportChange(key, path, opts, s, readAt);
+  }
+
+  /** {@link checkUnchanged} by a blocking `stat` (after a blocking read). */
+  private checkUnchangedSync(key: string, path: string, opts: StoreOptions | undefined): void {
+    if (opts?.onInfo === undefined && opts?.unchangedSince === undefined) return;
+    const readAt = Date.now() + 1;
+    let s: { mtimeMs: number; ctimeMs: number };
+    try {
+      s = statSync(path);
+    } catch (err) {
+      throw this.statFailed(err, key, path, opts);
+    }
+    this.reportChange(key, path, opts, s, readAt);
+  }
+
+  private statFailed(err: unknown, key: string, path: string, opts: StoreOptions): StorageError {
+    if (isMissing(err) && opts.unchangedSince !== undefined) {
+      return new StorageError(`${path} was deleted while being read: it was rewritten since`, {
+        tag: "Changed",
+        object: objectAt(this.url, key),
+      });
+    }
+    return this.wrap(err, "reading", key);
+  }
+
+  /** Reports the change time of `s` to `opts.onInfo` and refuses it after `opts.unchangedSince`. */
+  private reportChange(
+    key: string,
+    path: string,
+    opts: StoreOptions,
+    s: { mtimeMs: number; ctimeMs: number },
+    readAt: number,
+  ): void {
+    const changed = Math.max(s.mtimeMs, s.ctimeMs);
     opts.onInfo?.({ changed, readAt });
     if (opts.unchangedSince !== undefined && changed > opts.unchangedSince) {
       throw changedError(key, this.url, path, changed, opts.unchangedSince);

@@ -32,34 +32,35 @@ test("a create-only set succeeds once; the second is AlreadyExists and leaves th
   }
 });
 
-test("a folder read reports the file's change time and refuses a file changed after unchangedSince", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "dc-change-"));
-  try {
-    const store = new FolderStore(dir);
-    await store.set("a.bin", new Uint8Array([1, 2, 3]));
-    let info: ObjectInfo = {};
-    await store.get("a.bin", { onInfo: (i) => (info = i) });
-    const since = info.readAt!;
-    assert.ok(info.changed! <= since);
-    const reads = [
-      () => store.get("a.bin", { unchangedSince: since }),
-      () => store.getRange("a.bin", { offset: 1, length: 1 }, { unchangedSince: since }),
-      () => store.getInto("a.bin", (n) => new Uint8Array(n), { unchangedSince: since }),
-    ];
-    for (const read of reads) assert.ok((await read()) !== undefined);
-    await new Promise((r) => setTimeout(r, 20));
-    // Replaced by a rename of a file written (and dated) long before: its ctime still moves.
-    await writeFile(join(dir, "new.bin"), new Uint8Array([9, 9, 9]));
-    const old = new Date("2020-01-01T00:00:00Z");
-    await utimes(join(dir, "new.bin"), old, old);
-    await rename(join(dir, "new.bin"), join(dir, "a.bin"));
-    for (const read of reads) {
-      await assert.rejects(
-        read(),
-        (e: unknown) => isStorageError(e, "Changed") && /a\.bin was modified/.test(String(e)),
-      );
+for (const blockingReads of [false, true])
+  test(`a folder read reports the file's change time and refuses a file changed after unchangedSince (blockingReads: ${blockingReads})`, async () => {
+    const dir = await mkdtemp(join(tmpdir(), "dc-change-"));
+    try {
+      const store = new FolderStore(dir, { blockingReads });
+      await store.set("a.bin", new Uint8Array([1, 2, 3]));
+      let info: ObjectInfo = {};
+      await store.get("a.bin", { onInfo: (i) => (info = i) });
+      const since = info.readAt!;
+      assert.ok(info.changed! <= since);
+      const reads = [
+        () => store.get("a.bin", { unchangedSince: since }),
+        () => store.getRange("a.bin", { offset: 1, length: 1 }, { unchangedSince: since }),
+        () => store.getInto("a.bin", (n) => new Uint8Array(n), { unchangedSince: since }),
+      ];
+      for (const read of reads) assert.ok((await read()) !== undefined);
+      await new Promise((r) => setTimeout(r, 20));
+      // Replaced by a rename of a file written (and dated) long before: its ctime still moves.
+      await writeFile(join(dir, "new.bin"), new Uint8Array([9, 9, 9]));
+      const old = new Date("2020-01-01T00:00:00Z");
+      await utimes(join(dir, "new.bin"), old, old);
+      await rename(join(dir, "new.bin"), join(dir, "a.bin"));
+      for (const read of reads) {
+        await assert.rejects(
+          read(),
+          (e: unknown) => isStorageError(e, "Changed") && /a\.bin was modified/.test(String(e)),
+        );
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-});
+  });

@@ -106,6 +106,50 @@ describe("a folder store", () => {
     assert.equal(openFds(), base, "descriptors leaked");
   });
 
+  test("with blockingReads, getInto of an object up to 2 MiB reads on this thread, exactly, and still refuses a changed object", async () => {
+    const s = await freshStore("into-blocking", { blockingReads: true });
+    const sizes = [0, 1, 4096, (1 << 21) - 1, 1 << 21, (1 << 21) + 1, 3 << 20];
+    for (const [i, size] of sizes.entries()) await s.set(`k${i}`, pattern(size, i));
+    const base = openFds();
+    for (const [i, size] of sizes.entries()) {
+      let asked = -1;
+      const reading = s.getInto(`k${i}`, (n) => {
+        asked = n;
+        return new Uint8Array(new SharedArrayBuffer(n + 8), 8);
+      });
+      // Read before getInto returned (blocking) up to the limit; past it, through the thread pool.
+      assert.equal(asked, size <= 1 << 21 ? size : -1, `object of ${size} bytes`);
+      const got = await reading;
+      assert.equal(got!.byteOffset, 8);
+      assert.deepEqual(new Uint8Array(got!), pattern(size, i), `object of ${size} bytes`);
+    }
+    assert.equal(await s.getInto("k404", () => new Uint8Array(0)), undefined);
+    await assert.rejects(
+      s.getInto("k3", () => new Uint8Array(10)),
+      (e: unknown) => isStorageError(e, "InvalidOption"),
+    );
+    await mkdir(join(s.root, "adir"));
+    await assert.rejects(
+      s.getInto("adir", (n) => new Uint8Array(n)),
+      (e: unknown) => isStorageError(e),
+    );
+    const aborted = new AbortController();
+    aborted.abort(new Error("stop"));
+    await assert.rejects(
+      s.getInto("k2", (n) => new Uint8Array(n), { signal: aborted.signal }),
+      /stop/,
+    );
+    let changed = 0;
+    await s.getInto("k2", (n) => new Uint8Array(n), { onInfo: (info) => (changed = info.changed ?? 0) });
+    assert.ok(changed > 0, "onInfo reports the change time");
+    await assert.rejects(
+      s.getInto("k2", (n) => new Uint8Array(n), { unchangedSince: changed - 1000 }),
+      (e: unknown) => isStorageError(e, "Changed"),
+    );
+    await settled(s);
+    assert.equal(openFds(), base, "descriptors leaked");
+  });
+
   test("blocking reads are opt-in: a library default never blocks the event loop", async () => {
     const s = await freshStore("opt-in");
     assert.equal(s.readsBlock, false, "new FolderStore(dir)");

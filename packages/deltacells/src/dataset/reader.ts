@@ -496,9 +496,10 @@ export class Dataset {
 
   /**
    * The tiles in order, each with its first cell; the next tiles' GETs and decodes start while the
-   * caller works on the current one (`prefetch` tiles decoded ahead: default 1 on this thread,
-   * twice the workers on a pool, so that each worker has a whole tile queued and no tile is split
-   * for want of work; GETs run 3 tiles further ahead, none with `prefetch: 0`). Leaving the loop (break,
+   * caller works on the current one (`prefetch` tiles decoded ahead: default 0 on this thread, where
+   * decoding ahead would only trade the buffer just released for a cold one; twice the workers on
+   * a pool, so that each worker has a whole tile queued and no tile is split for want of work;
+   * GETs run 6 tiles further ahead, none with `prefetch: 0`). Leaving the loop (break,
    * throw, or `signal` aborted, which stops it at the next tile) gives back what was read or
    * decoded ahead. Each tile is lent: `release()` it once done with it (or `using tile = ...`) and
    * the loop runs without allocating; a tile kept unreleased stays valid (see {@link DatasetTile}).
@@ -513,14 +514,20 @@ export class Dataset {
   ): AsyncGenerator<{ index: number; cellStart: number; tile: DatasetTile }> {
     const start = opts.start ?? 0;
     const end = opts.end ?? this.nTiles;
-    const ahead = Math.max(0, opts.prefetch ?? Math.max(1, 2 * (this.decoder.threads ?? 0)));
+    // On this thread a tile decoded ahead only helps a caller that awaits something else between
+    // tiles, and it costs every caller a second output buffer: the decode then writes into one
+    // gone cold instead of the one just released (0.7 -> 0.8x of decodeTileSync's speed with
+    // one reused output, bench/RESULTS.md). So by default only the reads run ahead here.
+    const ahead = Math.max(0, opts.prefetch ?? 2 * (this.decoder.threads ?? 0));
     // GETs run further ahead than decodes: a tile's bytes are small next to its decoded arrays,
     // and a read from a folder takes several event-loop turns (open, fstat, read, stat), which
     // a busy decoding thread hands out only between tiles.
-    const readAhead = ahead === 0 ? 0 : ahead + READ_AHEAD;
+    const readAhead = opts.prefetch === 0 ? 0 : ahead + READ_AHEAD;
     // Tiles i, i+1, ... from the current one: each read started, its decode once within `ahead`.
     const slots: {
       read: Promise<{ bytes: Uint8Array; done(): void }>;
+      /** The read has settled (its bytes are here, or it failed). */
+      readSettled?: boolean;
       tile?: Promise<DatasetTile>;
       settled?: boolean;
     }[] = [];
@@ -530,10 +537,14 @@ export class Dataset {
       while (nextRead < end && nextRead - i <= readAhead) {
         const read = this.fetchTile(nextRead++, opts.signal);
         reading++;
+        const slot: (typeof slots)[number] = { read };
         // Observed when its turn comes; the handler also avoids an unhandled rejection meanwhile.
-        const settled = () => void reading--;
+        const settled = () => {
+          reading--;
+          slot.readSettled = true;
+        };
         read.then(settled, settled);
-        slots.push({ read });
+        slots.push(slot);
       }
       for (let k = 0; k < slots.length && k <= ahead; k++) {
         const slot = slots[k]!;
@@ -549,10 +560,11 @@ export class Dataset {
         // Aborted: stop at the next tile, even one already read and decoded.
         opts.signal?.throwIfAborted();
         fill(i);
-        // An event-loop turn while reads are under way and the tile is ready: they advance even
-        // when every tile is (awaiting a settled promise never lets the I/O callbacks run).
+        // An event-loop turn while reads are under way and this tile's bytes are here: the reads
+        // advance one step (open, fstat, read, stat) per tile even when no tile waits for I/O
+        // (awaiting a settled promise, then decoding, never lets the I/O callbacks run).
         const slot = slots.shift()!;
-        if (reading > 0 && slot.settled) await ioTurn();
+        if (reading > 0 && (slot.settled || slot.readSettled)) await ioTurn();
         const tile = await slot.tile!;
         yield { index: i, cellStart: this.tileStart(i), tile };
       }
@@ -693,8 +705,12 @@ export class Dataset {
   }
 }
 
-/** Tiles {@link Dataset.tiles} reads beyond those it decodes ahead. */
-const READ_AHEAD = 3;
+/**
+ * Tiles {@link Dataset.tiles} reads beyond those it decodes ahead: a folder's read takes four
+ * steps (open, fstat, read, stat), each advanced once per tile (see `ioTurn`), so fewer than four
+ * reads in flight fall behind the decodes and the thread waits for them.
+ */
+const READ_AHEAD = 6;
 
 /** Resolves after the event loop has run its pending I/O callbacks (a macrotask, not a microtask). */
 function ioTurn(): Promise<void> {

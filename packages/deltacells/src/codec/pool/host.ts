@@ -11,8 +11,12 @@ import type { WorkerLike } from "./threads.js";
 
 /** Runs requests on a set of workers. */
 export interface WorkerHost {
-  /** Runs `req` on the first idle worker (queued until one is); rejects with the worker's error. */
-  run(req: Request, transfer: ArrayBuffer[]): Promise<Response>;
+  /**
+   * Runs `req` on the first idle worker (queued until one is); rejects with the worker's error.
+   * `req` may be a function that builds the request when a worker takes it (the pool then takes
+   * an output buffer only when it is about to be written: see pool.ts); it must not throw.
+   */
+  run(req: Request | (() => Request), transfer: ArrayBuffer[]): Promise<Response>;
   /** Jobs running or queued. */
   load(): number;
   /** Stops the workers; pending jobs are rejected. */
@@ -31,7 +35,7 @@ interface Slot {
 }
 
 type Job = {
-  req: Request;
+  req: Request | (() => Request);
   transfer: ArrayBuffer[];
   resolve: (r: Response) => void;
   reject: (e: Error) => void;
@@ -125,7 +129,8 @@ export function startWorkerHost(threads: number): WorkerHost {
       const slot = ready.find((s) => s.busy === 0);
       if (slot === undefined) return;
       const job = queue.shift()!;
-      const sent = withColumnMap(job.req, slot.maps);
+      const req = typeof job.req === "function" ? job.req() : job.req;
+      const sent = withColumnMap(req, slot.maps);
       try {
         slot.worker.postMessage(sent, job.transfer);
       } catch (err) {
@@ -145,12 +150,12 @@ export function startWorkerHost(threads: number): WorkerHost {
         continue;
       }
       slot.busy++;
-      slot.jobs.add(job.req.id);
-      pending.set(job.req.id, job);
+      slot.jobs.add(req.id);
+      pending.set(req.id, job);
       keepAlive();
     }
   };
-  const run = async (req: Request, transfer: ArrayBuffer[]): Promise<Response> => {
+  const run = async (req: Request | (() => Request), transfer: ArrayBuffer[]): Promise<Response> => {
     if (closed)
       throw new DeltacellsError("the tile pool is closed", {
         tag: "InvalidState",

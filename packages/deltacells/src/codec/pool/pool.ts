@@ -148,7 +148,7 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
     }
     return m;
   };
-  const run = (req: Request, transfer: ArrayBuffer[]) => host.run(req, transfer);
+  const run = (req: Request | (() => Request), transfer: ArrayBuffer[]) => host.run(req, transfer);
 
   async function decode(bytes: Uint8Array, o: DecodeOptions = {}): Promise<RecycledTile> {
     const object = o.object;
@@ -164,20 +164,23 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
     // The caller's arrays (checked; any not given are allocated) when `out` is given: the result is theirs.
     const given = o.out !== undefined ? allocateOutput(c1 - c0, nnz, o) : undefined;
     // Where the workers write in place: the caller's arrays when they are shared memory, else a
-    // shared buffer of the pool's (then lent to the caller, or copied into their plain arrays).
+    // shared buffer of the pool's (then lent to the caller, or copied into their plain arrays),
+    // taken only when a worker starts on the tile: with several tiles queued, the buffer released
+    // last (still in cache) is then the one written next, instead of one per tile in the queue.
+    const inPlace = shared && given && isShared(given.indices) && isShared(given.data) ? given : undefined;
+    const leased = shared && inPlace === undefined;
+    if (leased && given) warnPlainOut();
     let lease: SharedArrayBuffer | undefined;
-    let target: ReturnType<typeof outputViews> | undefined;
-    if (shared) {
-      if (given && isShared(given.indices) && isShared(given.data)) target = given;
-      else {
-        if (given) warnPlainOut();
+    let target: ReturnType<typeof outputViews> | undefined = inPlace;
+    const targetNow = () => {
+      if (leased && lease === undefined) {
         lease = outputs.acquire(outputBytes(c1 - c0, nnz));
         target = outputViews(lease, c1 - c0, nnz, values);
       }
-    }
+      return target;
+    };
     // Without shared memory (pages that are not cross-origin isolated) workers return their parts.
-    const result = given ?? target ?? allocateOutput(c1 - c0, nnz, o);
-    fillIndptr(layout.indptr, c0, c1, result.indptr);
+    const owned = shared ? undefined : (given ?? allocateOutput(c1 - c0, nnz, o));
     let src = bytes;
     let input: SharedArrayBuffer | undefined;
     if (shared && !(bytes.buffer instanceof SharedArrayBuffer)) {
@@ -191,8 +194,9 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
     // The workers decode from this checked layout instead of inspecting the tile again (its
     // indptr copied out of the reused buffer it was read into).
     const checked = { header: layout.header, chunks: layout.chunks, indptr: layout.indptr.slice() };
-    const reqs = plan.map(
-      (part): DecodeRequest => ({
+    const request = (part: (typeof plan)[number]) => (): DecodeRequest => {
+      const t = targetNow();
+      return {
         op: "decode",
         id: nextId++,
         bytes: src,
@@ -203,29 +207,30 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
         c1,
         base,
         values,
-        indices: target?.indices,
-        data: target?.data,
+        indices: t?.indices,
+        data: t?.data,
         crcFrom: part.crcFrom,
         crcTo: part.crcTo,
         object,
         ...(columns && { columns }),
-      }),
-    );
+      };
+    };
     const expectedCrc = layout.header.crc32;
     // Plain arrays of the caller's: workers cannot write into unshared memory, so each part is
     // copied in on this thread as soon as it is decoded, while the other parts still decode.
-    const copy =
-      given !== undefined && target !== undefined && target !== given ? { target, given } : undefined;
     const copyPart = (i: number, res: Response): Response => {
-      if (copy === undefined) return res;
+      if (given === undefined || !leased) return res;
       const from = plan[i]!.at;
       const to = plan[i + 1]?.at ?? nnz;
-      copy.given.indices.set(copy.target.indices.subarray(from, to), from);
-      (copy.given.data as Int32Array).set((copy.target.data as Int32Array).subarray(from, to), from);
+      given.indices.set(target!.indices.subarray(from, to), from);
+      (given.data as Int32Array).set((target!.data as Int32Array).subarray(from, to), from);
       return res;
     };
     // Wait for every part, even after a failure, so that no worker still uses the leased buffers.
-    const settled = await Promise.allSettled(reqs.map((r, i) => run(r, []).then((res) => copyPart(i, res))));
+    const settled = await Promise.allSettled(
+      plan.map((part, i) => run(request(part), []).then((res) => copyPart(i, res))),
+    );
+    let result: ReturnType<typeof outputViews>;
     try {
       const results = settled.map((r) => {
         if (r.status !== "rejected") return r.value;
@@ -239,18 +244,20 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
       });
       let crc = 0;
       results.forEach((r, i) => {
-        if (r.ok) crc = crc32Combine(crc, r.crc ?? 0, reqs[i]!.crcTo - reqs[i]!.crcFrom);
+        if (r.ok) crc = crc32Combine(crc, r.crc ?? 0, plan[i]!.crcTo - plan[i]!.crcFrom);
       });
       if (crc !== expectedCrc) {
         throw corrupt(object, "crc32", hex32(crc), hex32(expectedCrc), "the bytes are damaged");
       }
-      if (target === undefined) {
+      result = given ?? owned ?? targetNow()!;
+      if (owned !== undefined) {
         results.forEach((r, i) => {
           if (!r.ok || r.indices === undefined || r.data === undefined) return;
-          result.indices.set(r.indices, plan[i]!.at);
-          (result.data as Int32Array).set(r.data as Int32Array, plan[i]!.at);
+          owned.indices.set(r.indices, plan[i]!.at);
+          (owned.data as Int32Array).set(r.data as Int32Array, plan[i]!.at);
         });
       }
+      fillIndptr(checked.indptr, c0, c1, result.indptr);
     } catch (err) {
       if (lease) outputs.release(lease);
       throw err;
