@@ -6,7 +6,7 @@
  *
  *   node --import tsx --conditions=source bench/sporadik-write/ours.ts MATRIX_DIR OUT AXES BYTE_ADDRESSABLE
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import {
@@ -19,6 +19,22 @@ import {
 } from "@deltacells/sporadik/node";
 import { FolderStore } from "@deltacells/storage/node";
 import type { MatrixMeta } from "./generate.js";
+
+/** CPU seconds of each thread that ran past 0.05 s, by name (from each task's schedstat under /proc/self/task). */
+function threadSeconds(): Record<string, number> {
+  const out: Record<string, number> = {};
+  try {
+    for (const task of readdirSync("/proc/self/task")) {
+      const name = readFileSync(`/proc/self/task/${task}/comm`, "utf8").trim();
+      const ns = Number(readFileSync(`/proc/self/task/${task}/schedstat`, "utf8").split(" ")[0]);
+      const key = task === String(process.pid) ? "main" : `${name}:${task}`;
+      if (ns > 5e7) out[key] = Math.round(((out[key] ?? 0) + ns / 1e9) * 100) / 100;
+    }
+  } catch {
+    // Not Linux: no per-thread figures.
+  }
+  return out;
+}
 
 const [matrix, output, axesText, ba] = process.argv.slice(2) as [string, string, string, string];
 const meta = JSON.parse(readFileSync(join(matrix, "meta.json"), "utf8")) as MatrixMeta;
@@ -38,14 +54,14 @@ if (!byteAddressable) {
 const cpuAtStart = cpu();
 const t0 = performance.now();
 const spill = await FileSpill.create(dirname(output));
-const folder = withFileParts(new FolderStore(output), output, undefined, { deferSync: true });
+const folder = withFileParts(new FolderStore(output), output, { deferSync: true });
 // The one sync pass before the block, timed on its own: the durability the format needs.
 let flushing = 0;
 const store = {
   ...folder,
   flush: async () => {
     const t = performance.now();
-    await folder.flush();
+    if (!process.env.NOSYNC) await folder.flush();
     flushing += performance.now() - t;
   },
 };
@@ -98,6 +114,7 @@ const tFinish = performance.now();
 const result = await writer.finish();
 const finishing = performance.now() - tFinish;
 await Promise.all(files.map((file) => file.close()));
+const threads = threadSeconds();
 await pool.close();
 const seconds = (performance.now() - t0) / 1000;
 console.log(
@@ -111,6 +128,7 @@ console.log(
     bytesInMemory: result.bytesInMemory,
     peakSpillBytes: result.peakSpillBytes,
     rows: rowsDone,
+    threads,
     phases: {
       reading: reading / 1000,
       rows: (rowsPhase - reading) / 1000,

@@ -52,17 +52,19 @@ function failed(key: string, path: string, cause: unknown): SporadikError {
 const SYNCS_AT_ONCE = 32;
 const MAX_UNSYNCED = 8192;
 
+/** What {@link withFileParts} passes through from the folder store as it is. */
+export type PassedThrough<S> = Pick<S, Extract<keyof S, "url" | "list" | "getRange" | "delete">>;
+
 /**
  * `store` (a folder store rooted at `root`) with `setParts`: every other call goes to `store`
- * unchanged (but `set` with `deferSync`, see {@link FilePartsOptions}). `onWritten` hears the bytes
- * of each object written in parts (which `store`'s own counters, if any, never see).
+ * unchanged (but `set` with `deferSync`, see {@link FilePartsOptions}), and its `url`, `list` and
+ * `getRange`, when it has them, are passed through, so the result wraps like the store itself.
  */
-export function withFileParts(
-  store: WritableStore,
+export function withFileParts<S extends WritableStore>(
+  store: S,
   root: string,
-  onWritten?: (key: string, bytes: number) => void,
   options: FilePartsOptions = {},
-): FolderParts {
+): FolderParts & PassedThrough<S> {
   const base = resolve(root);
   const deferred = options.deferSync === true;
   const pathOf = (key: string): string => {
@@ -140,11 +142,7 @@ export function withFileParts(
     );
     return { path, temporary: path, written: value.byteLength };
   };
-  const land = async (
-    key: string,
-    done: { path: string; temporary: string; written: number },
-    inParts: boolean,
-  ) => {
+  const land = async (key: string, done: { path: string; temporary: string; written: number }) => {
     if (done.temporary !== done.path) {
       try {
         await rename(done.temporary, done.path);
@@ -158,13 +156,18 @@ export function withFileParts(
       folders.add(dirname(done.path));
       if (unsynced.length >= MAX_UNSYNCED) await flush();
     }
-    if (inParts) onWritten?.(key, done.written);
   };
+  const { url, list } = store as { url?: unknown; list?: (...args: unknown[]) => unknown };
+  const passed = {
+    ...(url !== undefined ? { url } : {}),
+    ...(typeof list === "function" ? { list: list.bind(store) } : {}),
+  } as PassedThrough<S>;
   return {
+    ...passed,
     get: (key, opts) => store.get(key, opts),
     ...(store.getRange ? { getRange: store.getRange.bind(store) } : {}),
     set: deferred
-      ? async (key, value) => land(key, await writeWhole(key, value), false)
+      ? async (key, value) => land(key, await writeWhole(key, value))
       : (key, value) => store.set(key, value),
     ...(store.delete ? { delete: store.delete.bind(store) } : {}),
     async setParts(key, byteLength, parts) {
@@ -180,7 +183,7 @@ export function withFileParts(
           },
         );
       }
-      await land(key, done, true);
+      await land(key, done);
     },
     flush,
   };

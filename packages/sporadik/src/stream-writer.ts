@@ -396,10 +396,28 @@ export class StreamWriter {
     if (this.#axes.includes(1)) this.#colMax = new Ctor(this.#nCols);
   }
 
-  /** Take the next rows, in order. Resolves once they are copied or spilled. */
+  /** A writeRows still running: blocks come one at a time, in order. */
+  #taking = false;
+
+  /** Take the next rows, in order. Resolves once they are copied or spilled; await it before the next. */
   async writeRows(block: RowBlock): Promise<void> {
     if (this.#finished)
       throw new LayoutError("writeRows after finish: the store is written; open a new writer.");
+    if (this.#taking) {
+      throw new SporadikError(
+        "writeRows was called before the previous block was taken; await each writeRows before the next (rows must arrive in order).",
+        { tag: "StateError" },
+      );
+    }
+    this.#taking = true;
+    try {
+      await this.#writeRows(block);
+    } finally {
+      this.#taking = false;
+    }
+  }
+
+  async #writeRows(block: RowBlock): Promise<void> {
     const { nRows, indptr, indices, data } = block;
     if (isBigArray(data)) {
       throw new LayoutError(
@@ -636,13 +654,16 @@ export class StreamWriter {
   }
 
   async #finishAxis0(arrays: LayoutArrays, width: "int32" | "int64"): Promise<void> {
-    await this.#groupMetadata(0);
     if (!this.#indptrStarted) {
       // No row ever came: indptr is the single 0.
       const zero = Float64Array.of(0);
       if (arrays.indptr instanceof DeferredArray) await arrays.indptr.append(zero);
       else await arrays.indptr.append(narrow(zero, arrays.indptr.dtype as "int32" | "int64"));
     }
+    // Objects written in parts closed first, in the order they were opened (see ArrayWriter.end).
+    for (const array of [arrays.data, arrays.indices, arrays.indptr, arrays.maxima])
+      if (array instanceof ArrayWriter) await array.end();
+    await this.#groupMetadata(0);
     await arrays.data.finish();
     if (arrays.indices instanceof DeferredArray) await arrays.indices.finish(width);
     else await arrays.indices.finish();
@@ -694,6 +715,8 @@ export class StreamWriter {
     await this.#spillFile?.remove();
     this.#spillFile = undefined;
     this.#batches = [];
+    await data.end();
+    await indices.end();
     await data.finish();
     await indices.finish();
     const offsets = new Float64Array(this.#nCols + 1);
