@@ -61,7 +61,7 @@ const store = {
   ...folder,
   flush: async () => {
     const t = performance.now();
-    if (!process.env.NOSYNC) await folder.flush();
+    await folder.flush();
     flushing += performance.now() - t;
   },
 };

@@ -296,6 +296,25 @@ test("refusals: too many rows, too few rows, a column outside the shape, a wrong
   );
 });
 
+test("a row whose columns do not strictly ascend is refused, on either axis, with no block", async () => {
+  // The transposition counts a row's nonzeros per gene block as runs, which only holds for
+  // ascending columns; readers refuse such rows in axis 0 too. Row 1: columns 5 then 3; then 2 twice.
+  for (const [indices, found] of [
+    [Int32Array.of(1, 5, 3), /column 3 after column 5/],
+    [Int32Array.of(4, 2, 2), /column 2 after column 2/],
+  ] as const) {
+    for (const axes of [[0], [1], [0, 1]]) {
+      const store = new MemoryStore();
+      const block = { nRows: 2, indptr: [0, 1, 3], indices, data: Int32Array.of(1, 2, 3) };
+      await assert.rejects(writeStoreFromRows(store, [block], { shape: [2, 6], axes, spillFiles: 3 }), {
+        _tag: "LayoutError",
+        message: found,
+      });
+      await assert.rejects(openReader(store), { _tag: "IncompleteError" });
+    }
+  }
+});
+
 for (const [nRows, nCols] of [
   [0, 5],
   [6, 0],
