@@ -83,6 +83,8 @@ export interface ArrayContext {
   byteAddressable: boolean;
   /** Elements per chunk, when the caller fixed it (never capped at the array's length then). */
   chunk: number | undefined;
+  /** Bytes an object written in parts parks in memory before the store opened it. Default 32 MiB. */
+  parkInMemory?: number;
 }
 
 const encoder = new TextEncoder();
@@ -130,6 +132,7 @@ export class ArrayWriter {
         keyOf(path, "c/0"),
         expectedLength * this.#Ctor.BYTES_PER_ELEMENT,
         context.spill,
+        context.parkInMemory ?? PARK_IN_MEMORY,
       );
     }
     this.#full = context.chunk ?? chunkFor(dtype, Number.MAX_SAFE_INTEGER);
@@ -250,6 +253,13 @@ export class ArrayWriter {
 
 /** Bytes of a parked backlog handed to the store per part. */
 const BACKLOG_READ = 8 << 20;
+/**
+ * Bytes of parts an object parks in memory (copies) before the rest goes to temporary space. The
+ * writer usually pushes an object's first part before a store opened it (a file, an upload), so a
+ * first part (one input block's values, ~25 MB at 6 M int32 nonzeros) is copied, not written to disk
+ * and read back.
+ */
+const PARK_IN_MEMORY = 32 << 20;
 
 /**
  * One object being written in parts, straight from the caller's memory: {@link push} resolves once
@@ -258,9 +268,10 @@ const BACKLOG_READ = 8 << 20;
  * A store may hold an object back before it asks for its first part: one that caps the writes in
  * flight (a concurrency limit holding a slot per object until it is written) with fewer slots than
  * the writer has objects open would never start the later ones while the earlier ones wait for
- * their next parts. Parts pushed before the store asked for any are therefore parked in temporary
- * space (written, so memory stays bounded) and handed over first once it asks; from then on parts
- * go straight from the caller's memory.
+ * their next parts. Parts pushed before the store asked for any are therefore parked (copied in
+ * memory up to `parkInMemory` bytes, past that written to temporary space, so memory stays
+ * bounded) and handed over first once it asks; from then on parts go straight from the caller's
+ * memory, each push waiting for the store to take its part.
  */
 class DirectObject {
   #part: { bytes: Uint8Array; taken: () => void } | undefined;
@@ -273,7 +284,9 @@ class DirectObject {
   #wake: (() => void) | undefined;
   #error: { cause: unknown } | undefined;
   readonly #writing: Promise<void>;
-  /** Parts parked before the store started, and how many of their bytes it has taken. */
+  /** Parts parked before the store started: copies in memory, then bytes in temporary space (and how many it has taken). */
+  #inMemory: Uint8Array[] = [];
+  #inMemoryBytes = 0;
   #backlog: Promise<SpillFile> | undefined;
   #parked = 0;
   #handed = 0;
@@ -283,6 +296,7 @@ class DirectObject {
     readonly key: string,
     byteLength: number,
     private readonly spill: SpillSpace,
+    private readonly parkInMemory: number,
   ) {
     this.#writing = store.setParts(key, byteLength, this.#parts()).catch((cause: unknown) => {
       this.#error = { cause };
@@ -305,6 +319,11 @@ class DirectObject {
           throw new SporadikError("the write was abandoned before the object was whole", {
             tag: "StateError",
           });
+        const copy = this.#inMemory.shift();
+        if (copy !== undefined) {
+          yield copy;
+          continue;
+        }
         if (this.#handed < this.#parked) {
           const n = Math.min(BACKLOG_READ, this.#parked - this.#handed);
           const bytes = await (await (this.#backlog as Promise<SpillFile>)).read(this.#handed, n);
@@ -339,14 +358,21 @@ class DirectObject {
     this.#pushing = true;
     try {
       this.#check();
-      if (!this.#started || this.#handed < this.#parked) {
-        // Not started (or its backlog not yet taken): park the part, in order behind the others.
-        this.#backlog ??= this.spill.create(`${this.key}.parked`);
-        await (await this.#backlog).append([bytes]);
-        this.#parked += bytes.byteLength;
+      if (!this.#started) {
+        // Parked in order: in memory while nothing is on disk yet and there is room, else on disk.
+        if (this.#parked === 0 && this.#inMemoryBytes + bytes.byteLength <= this.parkInMemory) {
+          this.#inMemory.push(bytes.slice());
+          this.#inMemoryBytes += bytes.byteLength;
+        } else {
+          this.#backlog ??= this.spill.create(`${this.key}.parked`);
+          await (await this.#backlog).append([bytes]);
+          this.#parked += bytes.byteLength;
+        }
         this.#wake?.();
         return;
       }
+      // Started: the store takes what is parked first, then this part (it keeps asking, so the
+      // wait ends).
       await new Promise<void>((taken) => {
         this.#part = { bytes, taken };
         this.#wake?.();

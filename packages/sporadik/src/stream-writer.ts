@@ -526,10 +526,10 @@ export class StreamWriter {
           if (!(g > previous && g < nCols)) this.#disorder(r, g, previous);
           previous = g;
           const a = Math.abs(values[k] as number);
-          // a !== a: NaN, which wins every comparison as it does in writeStore's maxima.
-          if (a > best || a !== a) best = a;
+          // NaN wins every comparison, as it does in writeStore's maxima.
+          if (a > best || Number.isNaN(a)) best = a;
           counts[g] = (counts[g] as number) + 1;
-          if (a > (colMax[g] as number) || a !== a) colMax[g] = a;
+          if (a > (colMax[g] as number) || Number.isNaN(a)) colMax[g] = a;
           if (g >= limit) {
             starts[block + 1] = (starts[block + 1] as number) + (k - run);
             run = k;
@@ -544,7 +544,7 @@ export class StreamWriter {
           if (!(g > previous && g < nCols)) this.#disorder(r, g, previous);
           previous = g;
           const a = Math.abs(values[k] as number);
-          if (a > best || a !== a) best = a;
+          if (a > best || Number.isNaN(a)) best = a;
         }
       }
       if (maxima) maxima[r] = best;

@@ -446,6 +446,40 @@ for (const slots of [1, 2]) {
   });
 }
 
+test("parts parked past the memory allowance go to temporary space and reach the object in order", async () => {
+  // One slot: the second object cannot start until the first is closed, so all its parts park;
+  // past 8 bytes in memory they are written to the spill and read back, in order.
+  const inner = partsStore();
+  const store = withConcurrencyLimit(inner, 1);
+  const spill = new MemorySpill();
+  const context = {
+    store,
+    encoder: wasmEncoder,
+    inFlight: new InFlight(2),
+    spill,
+    byteAddressable: true,
+    chunk: undefined,
+    parkInMemory: 8,
+  };
+  const first = new ArrayWriter(context, "a", "int32", 6);
+  const second = new ArrayWriter(context, "b", "int32", 6);
+  for (const values of [Int32Array.of(1, 2), Int32Array.of(3, 4), Int32Array.of(5, 6)]) {
+    await first.append(values);
+    await second.append(values.map((v) => -v));
+  }
+  await first.end();
+  await second.end();
+  await first.finish();
+  await second.finish();
+  assert.ok(spill.bytesSpilled >= 16, "the parts past the allowance were spilled");
+  const read = async (key: string) => {
+    const bytes = (await inner.get(key)) as Uint8Array;
+    return [...new Int32Array(bytes.buffer, bytes.byteOffset, 6)];
+  };
+  assert.deepEqual(await read("a/c/0"), [1, 2, 3, 4, 5, 6]);
+  assert.deepEqual(await read("b/c/0"), [-1, -2, -3, -4, -5, -6]);
+});
+
 test("a part pushed while the previous one is still being written is refused", async () => {
   const store = partsStore();
   const context = {
