@@ -183,6 +183,13 @@ const cases: Case[] = [
     block: 6,
     spillFiles: 1,
   },
+  {
+    // 3,000 columns: 3 gene blocks of at most 1,024 by default; rows cross blocks in runs.
+    name: "more columns than one default gene block, both axes",
+    m: randomCsr(40, 3_000, 0.02, 15),
+    axes: [0, 1],
+    block: 7,
+  },
 ];
 
 for (const c of cases) {
