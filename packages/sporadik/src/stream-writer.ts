@@ -355,6 +355,9 @@ export class StreamWriter {
       this.#frame = positiveInteger(this.#options.spillFrame, "spillFrame", 2_097_152);
       this.#starts = new Float64Array(this.#blocks + 1);
     }
+    // With the value type declared, the arrays start now: a store taking objects in parts opens
+    // them (a file, an upload) while the caller reads its first rows, instead of after.
+    if (this.#dtype !== undefined) this.#begin(this.#dtype);
   }
 
   async #groupMetadata(axis: number): Promise<void> {
