@@ -15,14 +15,12 @@ import { dirname, join, resolve } from "node:path";
 import type { OpenInputOptions } from "@deltacells/anndata/node";
 import { createTilePool, datasetRowBlocks, openDataset } from "@deltacells/core";
 import {
-  type FolderParts,
   type RowBlock,
   sweepStaleSpills,
   temporaryBytesPerNonzero,
   withFileParts,
   writeStoreFromRowBlocks,
 } from "@deltacells/sporadik/node";
-import type { Store } from "@deltacells/storage";
 import { withStats } from "@deltacells/storage/node";
 import { CliError } from "./errors.js";
 import { localPath, openCounted, openLocation } from "./io.js";
@@ -239,18 +237,8 @@ async function convertLocked(
   // block (counted by the stats wrapper around them). A byte-addressable array is one object as
   // large as the array: written in parts (to a file, or as an S3 multipart upload as the bytes
   // come), it is never held whole; the stats wrapper counts it as a set of its length.
-  const files = local ? withFileParts(raw, local, undefined, { deferSync: true }) : undefined;
-  const inner: (Store & Pick<FolderParts, "setParts">) | Store = files
-    ? {
-        url: raw.url,
-        get: (key, options) => raw.get(key, options),
-        getRange: (key, range, options) => raw.getRange(key, range, options),
-        set: (key, value) => files.set(key, value),
-        setParts: (key, byteLength, parts) => files.setParts(key, byteLength, parts),
-        delete: (key, options) => raw.delete(key, options),
-        list: (prefix, options) => raw.list(prefix, options),
-      }
-    : raw;
+  const files = local ? withFileParts(raw, local, { deferSync: true }) : undefined;
+  const inner = files ?? raw;
   const counted = withStats(inner);
   // The folder's unsynced files are made durable by the writer's flush, before its block.
   const store = files ? Object.assign(counted, { flush: () => files.flush() }) : counted;

@@ -22,7 +22,12 @@ import type { Decompressor, Decompressors } from "./zarr.js";
 
 export { EncodePool, nativeEncoder } from "./encode-pool.js";
 export * from "./index.js";
-export { type FilePartsOptions, type FolderParts, withFileParts } from "./parts-folder.js";
+export {
+  type FilePartsOptions,
+  type FolderParts,
+  type PassedThrough,
+  withFileParts,
+} from "./parts-folder.js";
 export { FileSpill, type FileSpillOptions, type StaleSpill, sweepStaleSpills } from "./spill-files.js";
 export { type RowBlocksWriteOptions, writeStoreFromRowBlocks } from "./write-node.js";
 

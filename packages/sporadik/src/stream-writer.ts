@@ -228,9 +228,8 @@ export class StreamWriter {
   /** The spill file of axis 1, and the batches in it, in row order. */
   #spillFile: SpillFile | undefined;
   #batches: Batch[] = [];
-  /** Gene block of every column, and its offset in the block shifted to a record's high 16 bits. */
+  /** Gene block of every column. */
   #bucketOf = new Uint32Array(0);
-  #codeOf = new Uint32Array(0);
   /** Nonzeros per batch, and the scratch of a batch bound for the spill file. */
   #frame = 0;
   #scratch = new ArrayBuffer(0);
@@ -345,11 +344,9 @@ export class StreamWriter {
       this.#perBucket = Math.min(OFFSETS, Math.max(1, Math.ceil(this.#nCols / buckets)));
       this.#blocks = Math.max(1, Math.ceil(this.#nCols / this.#perBucket));
       this.#bucketOf = new Uint32Array(this.#nCols);
-      this.#codeOf = new Uint32Array(this.#nCols);
       for (let g = 0; g < this.#nCols; g++) {
         const b = Math.floor(g / this.#perBucket);
         this.#bucketOf[g] = b;
-        this.#codeOf[g] = ((g - b * this.#perBucket) << 16) >>> 0;
       }
       this.#memoryBudget =
         this.#options.transposeMemory === undefined || this.#options.transposeMemory === 0
@@ -358,6 +355,9 @@ export class StreamWriter {
       this.#frame = positiveInteger(this.#options.spillFrame, "spillFrame", 2_097_152);
       this.#starts = new Float64Array(this.#blocks + 1);
     }
+    // With the value type declared, the arrays start now: a store taking objects in parts opens
+    // them (a file, an upload) while the caller reads its first rows, instead of after.
+    if (this.#dtype !== undefined) this.#begin(this.#dtype);
   }
 
   async #groupMetadata(axis: number): Promise<void> {
@@ -396,10 +396,28 @@ export class StreamWriter {
     if (this.#axes.includes(1)) this.#colMax = new Ctor(this.#nCols);
   }
 
-  /** Take the next rows, in order. Resolves once they are copied or spilled. */
+  /** A writeRows still running: blocks come one at a time, in order. */
+  #taking = false;
+
+  /** Take the next rows, in order. Resolves once they are copied or spilled; await it before the next. */
   async writeRows(block: RowBlock): Promise<void> {
     if (this.#finished)
       throw new LayoutError("writeRows after finish: the store is written; open a new writer.");
+    if (this.#taking) {
+      throw new SporadikError(
+        "writeRows was called before the previous block was taken; await each writeRows before the next (rows must arrive in order).",
+        { tag: "StateError" },
+      );
+    }
+    this.#taking = true;
+    try {
+      await this.#writeRows(block);
+    } finally {
+      this.#taking = false;
+    }
+  }
+
+  async #writeRows(block: RowBlock): Promise<void> {
     const { nRows, indptr, indices, data } = block;
     if (isBigArray(data)) {
       throw new LayoutError(
@@ -485,6 +503,7 @@ export class StreamWriter {
     const colMax = this.#colMax as Float64Array | undefined;
     const starts = this.#starts;
     const bucketOf = this.#bucketOf;
+    const per = this.#perBucket;
     const nCols = this.#nCols;
     const values = data as Float64Array;
     const maxima = rowMax as Float64Array | undefined;
@@ -498,25 +517,54 @@ export class StreamWriter {
         );
       }
       let best = 0;
-      for (let k = lo; k < hi; k++) {
-        const g = indices[k] as number;
-        if (!(g >= 0 && g < nCols)) {
-          throw new LayoutError(
-            `Row ${this.#rows + r} has a value in column ${g}, but the matrix has ${nCols} columns. Nothing was finished; check the declared shape.`,
-          );
-        }
-        const a = Math.abs(values[k] as number);
-        if (a > best || Number.isNaN(a)) best = a;
-        if (counts !== undefined && colMax !== undefined) {
+      let previous = -1;
+      if (counts !== undefined && colMax !== undefined) {
+        // A row's columns ascend, so the nonzeros it gives each gene block are one run: counted
+        // for the batch's counting sort when the run ends, not one by one.
+        let block = 0;
+        let limit = per;
+        let run = lo;
+        for (let k = lo; k < hi; k++) {
+          const g = indices[k] as number;
+          if (!(g > previous && g < nCols)) this.#disorder(r, g, previous);
+          previous = g;
+          const a = Math.abs(values[k] as number);
+          // NaN wins every comparison, as it does in writeStore's maxima.
+          if (a > best || Number.isNaN(a)) best = a;
           counts[g] = (counts[g] as number) + 1;
           if (a > (colMax[g] as number) || Number.isNaN(a)) colMax[g] = a;
-          const b = (bucketOf[g] as number) + 1;
-          starts[b] = (starts[b] as number) + 1;
+          if (g >= limit) {
+            starts[block + 1] = (starts[block + 1] as number) + (k - run);
+            run = k;
+            block = bucketOf[g] as number;
+            limit = (block + 1) * per;
+          }
+        }
+        starts[block + 1] = (starts[block + 1] as number) + (hi - run);
+      } else {
+        for (let k = lo; k < hi; k++) {
+          const g = indices[k] as number;
+          if (!(g > previous && g < nCols)) this.#disorder(r, g, previous);
+          previous = g;
+          const a = Math.abs(values[k] as number);
+          if (a > best || Number.isNaN(a)) best = a;
         }
       }
       if (maxima) maxima[r] = best;
       if (offsets) offsets[r + lead] = this.#nnz + hi - base;
     }
+  }
+
+  /** The refusal of column `g` after column `previous` in row `r` of the block being taken. */
+  #disorder(r: number, g: number, previous: number): never {
+    if (!(g >= 0 && g < this.#nCols)) {
+      throw new LayoutError(
+        `Row ${this.#rows + r} has a value in column ${g}, but the matrix has ${this.#nCols} columns. Nothing was finished; check the declared shape.`,
+      );
+    }
+    throw new LayoutError(
+      `Row ${this.#rows + r} has column ${g} after column ${previous}: a row's columns must be strictly ascending (canonical CSR, as readers require). Nothing was finished; sort each row's entries and sum duplicates first.`,
+    );
   }
 
   /**
@@ -532,7 +580,7 @@ export class StreamWriter {
     r1: number,
   ): Promise<void> {
     const bucketOf = this.#bucketOf;
-    const codeOf = this.#codeOf;
+    const per = this.#perBucket;
     const starts = this.#starts;
     const used = this.#blocks;
     const values = data as Float64Array;
@@ -552,16 +600,25 @@ export class StreamWriter {
     const codes = new Uint32Array(buffer, codesAt(n, width), n);
     for (let b = 0; b < used; b++) starts[b + 1] = (starts[b + 1] as number) + (starts[b] as number);
     const next = starts.slice(0, used);
+    // Each row's run of nonzeros in a gene block (its columns ascend) is copied in one go:
+    // sequential writes, the block looked up once per run.
     for (let row = r0; row < r1; row++) {
       const end = indptr[row + 1] as number;
       const offset = row - r0;
-      for (let k = indptr[row] as number; k < end; k++) {
-        const g = indices[k] as number;
-        const b = bucketOf[g] as number;
-        const at = next[b] as number;
-        next[b] = at + 1;
-        codes[at] = (codeOf[g] as number) | offset;
-        vals[at] = values[k] as number;
+      let k = indptr[row] as number;
+      while (k < end) {
+        const b = bucketOf[indices[k] as number] as number;
+        const first = b * per;
+        const limit = first + per;
+        let at = next[b] as number;
+        for (; k < end; k++) {
+          const g = indices[k] as number;
+          if (g >= limit) break;
+          codes[at] = ((g - first) << 16) | offset;
+          vals[at] = values[k] as number;
+          at++;
+        }
+        next[b] = at;
       }
     }
     const batch: Batch = { offset: 0, memory: undefined, n, row0: this.#rows + r0, starts: starts.slice() };
@@ -636,13 +693,16 @@ export class StreamWriter {
   }
 
   async #finishAxis0(arrays: LayoutArrays, width: "int32" | "int64"): Promise<void> {
-    await this.#groupMetadata(0);
     if (!this.#indptrStarted) {
       // No row ever came: indptr is the single 0.
       const zero = Float64Array.of(0);
       if (arrays.indptr instanceof DeferredArray) await arrays.indptr.append(zero);
       else await arrays.indptr.append(narrow(zero, arrays.indptr.dtype as "int32" | "int64"));
     }
+    // Objects written in parts closed first, in the order they were opened (see ArrayWriter.end).
+    for (const array of [arrays.data, arrays.indices, arrays.indptr, arrays.maxima])
+      if (array instanceof ArrayWriter) await array.end();
+    await this.#groupMetadata(0);
     await arrays.data.finish();
     if (arrays.indices instanceof DeferredArray) await arrays.indices.finish(width);
     else await arrays.indices.finish();
@@ -694,6 +754,8 @@ export class StreamWriter {
     await this.#spillFile?.remove();
     this.#spillFile = undefined;
     this.#batches = [];
+    await data.end();
+    await indices.end();
     await data.finish();
     await indices.finish();
     const offsets = new Float64Array(this.#nCols + 1);
@@ -722,7 +784,9 @@ export class StreamWriter {
     into: { rows: Uint32Array; vals: NumericArray },
   ): Promise<[Uint32Array, NumericArray]> {
     const counts = this.#counts as Float64Array;
-    const next = new Float64Array(hi - lo);
+    // int32 cursors are faster than float64 ones; a range past 2^31 nonzeros (one gene of more
+    // rows than that) keeps float64.
+    const next = total < 2 ** 31 ? new Int32Array(hi - lo) : new Float64Array(hi - lo);
     for (let g = lo + 1; g < hi; g++) next[g - lo] = (next[g - lo - 1] as number) + (counts[g - 1] as number);
     const rows = into.rows;
     const vals = into.vals as Float64Array;

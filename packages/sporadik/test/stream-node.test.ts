@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -260,6 +260,49 @@ test("a failed write drops the objects it was streaming: no partial file, no obj
       [],
     );
     await assert.rejects(openReader(new FolderStore(out)), { _tag: "IncompleteError" });
+  } finally {
+    cleanup();
+  }
+});
+
+test("a background sync that fails fails the flush, and so the write: no block", async () => {
+  const { dir, cleanup } = tempDir();
+  try {
+    const out = join(dir, "out");
+    const files = withFileParts(new FolderStore(out), out, { deferSync: true });
+    // The first file is gone before its batch of 16 is handed to the background syncs: its sync
+    // fails there, and the flush the writer awaits before its block must say so.
+    await files.set("/a/c/0", Uint8Array.of(1));
+    rmSync(join(out, "a/c/0"));
+    for (let i = 1; i < 40; i++) await files.set(`/a/c/${i}`, Uint8Array.of(i));
+    await assert.rejects(files.flush(), (error: Error & { object?: string }) => {
+      assert.match(error.message, /syncing .*a\/c\/0 to disk failed/);
+      assert.equal(error.object, join(out, "a/c/0"));
+      return true;
+    });
+
+    // Through the writer: a flush failing in the background leaves the store without a block.
+    const out2 = join(dir, "out2");
+    const parts = withFileParts(new FolderStore(out2), out2, { deferSync: true });
+    const store = {
+      ...parts,
+      set: async (key: string, value: Uint8Array) => {
+        await parts.set(key, value);
+        // The first chunk of axis 0's data vanishes as soon as it is written.
+        if (key === "/layouts/axis0/data/c/0") rmSync(join(out2, "layouts/axis0/data/c/0"));
+      },
+    };
+    const m = {
+      nRows: 40,
+      indptr: Int32Array.from({ length: 41 }, (_, r) => r),
+      indices: new Int32Array(40),
+      data: Int32Array.from({ length: 40 }, (_, i) => i + 1),
+    };
+    await assert.rejects(
+      writeStoreFromRows(store, [m], { shape: [40, 1], axes: [0], chunk: 2 }),
+      /syncing .* to disk failed/,
+    );
+    await assert.rejects(openReader(new FolderStore(out2)), { _tag: "IncompleteError" });
   } finally {
     cleanup();
   }

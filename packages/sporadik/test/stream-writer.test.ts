@@ -1,7 +1,8 @@
 /** The streaming writer writes, object for object, the bytes writeStore writes for the whole matrix. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { MemoryStore } from "@deltacells/storage";
+import { MemoryStore, withConcurrencyLimit } from "@deltacells/storage";
+import { ArrayWriter, InFlight, wasmEncoder } from "../src/array-stream.js";
 import { type DataType, type Layout, layoutFromCompressed, openReader, writeStore } from "../src/index.js";
 import { MemorySpill } from "../src/spill.js";
 import { type RowBlock, StreamWriter, writeStoreFromRows } from "../src/stream-writer.js";
@@ -182,6 +183,13 @@ const cases: Case[] = [
     block: 6,
     spillFiles: 1,
   },
+  {
+    // 3,000 columns: 3 gene blocks of at most 1,024 by default; rows cross blocks in runs.
+    name: "more columns than one default gene block, both axes",
+    m: randomCsr(40, 3_000, 0.02, 15),
+    axes: [0, 1],
+    block: 7,
+  },
 ];
 
 for (const c of cases) {
@@ -295,6 +303,25 @@ test("refusals: too many rows, too few rows, a column outside the shape, a wrong
   );
 });
 
+test("a row whose columns do not strictly ascend is refused, on either axis, with no block", async () => {
+  // The transposition counts a row's nonzeros per gene block as runs, which only holds for
+  // ascending columns; readers refuse such rows in axis 0 too. Row 1: columns 5 then 3; then 2 twice.
+  for (const [indices, found] of [
+    [Int32Array.of(1, 5, 3), /column 3 after column 5/],
+    [Int32Array.of(4, 2, 2), /column 2 after column 2/],
+  ] as const) {
+    for (const axes of [[0], [1], [0, 1]]) {
+      const store = new MemoryStore();
+      const block = { nRows: 2, indptr: [0, 1, 3], indices, data: Int32Array.of(1, 2, 3) };
+      await assert.rejects(writeStoreFromRows(store, [block], { shape: [2, 6], axes, spillFiles: 3 }), {
+        _tag: "LayoutError",
+        message: found,
+      });
+      await assert.rejects(openReader(store), { _tag: "IncompleteError" });
+    }
+  }
+});
+
 for (const [nRows, nCols] of [
   [0, 5],
   [6, 0],
@@ -386,4 +413,114 @@ test("an object written in parts takes each part from the caller's memory only u
     nnz: m.data.length,
   });
   assertSameObjects(streamed, reference);
+});
+
+/** A memory store taking objects in parts (each part copied when it is taken), as a file or S3 upload. */
+function partsStore(): MemoryStore & {
+  setParts(key: string, byteLength: number, parts: AsyncIterable<Uint8Array>): Promise<void>;
+} {
+  const store = new MemoryStore();
+  return Object.assign(store, {
+    async setParts(key: string, byteLength: number, parts: AsyncIterable<Uint8Array>): Promise<void> {
+      const whole = new Uint8Array(byteLength);
+      let at = 0;
+      for await (const part of parts) {
+        whole.set(part, at);
+        at += part.byteLength;
+      }
+      await store.set(key, whole);
+    },
+  });
+}
+
+for (const slots of [1, 2]) {
+  test(`a store capping writes at ${slots} (fewer than the objects open) takes a byte-addressable stream`, async () => {
+    // Four objects of axis 0 are open at once (data, indices, indptr, maxima): before the parts
+    // were parked, the objects past the cap waited for a slot that the first ones held until
+    // they were closed, while the writer waited for the later ones to take a part (a deadlock).
+    const m = randomCsr(60, 25, 0.3, 31 + slots);
+    const reference = new MemoryStore();
+    await writeStore(reference, layoutsOf(m, [0, 1]), { byteAddressable: true });
+    const inner = partsStore();
+    const limited = withConcurrencyLimit(inner, slots);
+    await writeStoreFromRows(limited, blocksOf(m, 9), {
+      shape: [m.nRows, m.nCols],
+      byteAddressable: true,
+      nnz: m.data.length,
+    });
+    assert.equal(limited.inFlight, 0);
+    assertSameObjects(inner, reference);
+  });
+}
+
+test("parts parked past the memory allowance go to temporary space and reach the object in order", async () => {
+  // One slot: the second object cannot start until the first is closed, so all its parts park;
+  // past 8 bytes in memory they are written to the spill and read back, in order.
+  const inner = partsStore();
+  const store = withConcurrencyLimit(inner, 1);
+  const spill = new MemorySpill();
+  const context = {
+    store,
+    encoder: wasmEncoder,
+    inFlight: new InFlight(2),
+    spill,
+    byteAddressable: true,
+    chunk: undefined,
+    parkInMemory: 8,
+  };
+  const first = new ArrayWriter(context, "a", "int32", 6);
+  const second = new ArrayWriter(context, "b", "int32", 6);
+  for (const values of [Int32Array.of(1, 2), Int32Array.of(3, 4), Int32Array.of(5, 6)]) {
+    await first.append(values);
+    await second.append(values.map((v) => -v));
+  }
+  await first.end();
+  await second.end();
+  await first.finish();
+  await second.finish();
+  assert.ok(spill.bytesSpilled >= 16, "the parts past the allowance were spilled");
+  const read = async (key: string) => {
+    const bytes = (await inner.get(key)) as Uint8Array;
+    return [...new Int32Array(bytes.buffer, bytes.byteOffset, 6)];
+  };
+  assert.deepEqual(await read("a/c/0"), [1, 2, 3, 4, 5, 6]);
+  assert.deepEqual(await read("b/c/0"), [-1, -2, -3, -4, -5, -6]);
+});
+
+test("a part pushed while the previous one is still being written is refused", async () => {
+  const store = partsStore();
+  const context = {
+    store,
+    encoder: wasmEncoder,
+    inFlight: new InFlight(2),
+    spill: new MemorySpill(),
+    byteAddressable: true,
+    chunk: undefined,
+  };
+  const array = new ArrayWriter(context, "a", "int32", 4);
+  const first = array.append(Int32Array.of(1, 2));
+  await assert.rejects(array.append(Int32Array.of(3, 4)), {
+    _tag: "StateError",
+    message: /still being written/,
+  });
+  await first;
+  await array.append(Int32Array.of(3, 4));
+  await array.finish();
+  const bytes = (await store.get("a/c/0")) as Uint8Array;
+  assert.deepEqual([...new Int32Array(bytes.buffer, bytes.byteOffset, 4)], [1, 2, 3, 4]);
+});
+
+test("writeRows before the previous block was taken is refused, and the first block still lands", async () => {
+  const m = randomCsr(20, 6, 0.4, 41);
+  const reference = new MemoryStore();
+  await writeStore(reference, layoutsOf(m, [0, 1]));
+  const store = new MemoryStore();
+  const writer = await StreamWriter.open(store, { shape: [m.nRows, m.nCols] });
+  const [head, tail] = [...blocksOf(m, 10)] as [RowBlock, RowBlock];
+  const first = writer.writeRows(head);
+  await assert.rejects(writer.writeRows(tail), { _tag: "StateError", message: /await each writeRows/ });
+  await first;
+  await writer.writeRows(tail);
+  await writer.finish();
+  assertSameObjects(store, reference);
 });
