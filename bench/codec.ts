@@ -11,8 +11,9 @@
  * Rows are independent: each starts after a full garbage collection, and the one row that leaves
  * garbage on purpose (`ds.tiles()` never released) runs in its own phase after all the others.
  * The `ds.tiles()` rows open the folder as the README does, `openDataset(dir)` of
- * `@deltacells/core/node` (reads through libuv's thread pool), plus two rows with
- * `folder: { blockingReads: true }` (one blocking read per tile from the page cache).
+ * `@deltacells/core/node` (a tile read by blocking calls while they come from the page cache,
+ * the default), plus two rows with `folder: { blockingReads: false }` (reads through libuv's
+ * thread pool).
  *
  *   conformance/.venv/bin/python bench/codec_data.py      # once: writes bench/out/*.npy
  *   node --import tsx --conditions=source bench/codec.ts [--reps 7] [--only synthetic-12k] [--wasm]
@@ -323,10 +324,11 @@ async function bench(name: string) {
   const dsDir = pools ? await datasetOf(name, 19, tileCells, csr, nGenes) : undefined;
   const ds1 = dsDir ? await openDataset(dsDir) : undefined;
   const ds2 = dsDir ? await openDataset(dsDir, { threads: 2 }) : undefined;
-  // The same with blocking reads from the page cache (opt-in): what they change.
-  const blocking = { folder: { blockingReads: true } };
-  const ds1block = dsDir ? await openDataset(dsDir, blocking) : undefined;
-  const ds2block = dsDir ? await openDataset(dsDir, { threads: 2, ...blocking }) : undefined;
+  // The same with reads through libuv's thread pool (the default reads by blocking calls while
+  // they stay fast): what the blocking reads change.
+  const poolReads = { folder: { blockingReads: false } };
+  const ds1pool = dsDir ? await openDataset(dsDir, poolReads) : undefined;
+  const ds2pool = dsDir ? await openDataset(dsDir, { threads: 2, ...poolReads }) : undefined;
   const readAll = (ds: Dataset | undefined, release: boolean) => async () => {
     if (ds === undefined) return;
     for await (const { tile } of ds.tiles()) if (release) tile.release();
@@ -335,7 +337,7 @@ async function bench(name: string) {
     await together(pool1, sharedOut)();
     await together(pool2, sharedOut)();
     await readAll(ds2, true)();
-    await readAll(ds2block, true)();
+    await readAll(ds2pool, true)();
   }
   const rows: Record<string, { wall: number; cpu: number; main: number }[]> = {};
   // Each row starts from a collected heap, so no row pays for the garbage of the one before
@@ -364,15 +366,15 @@ async function bench(name: string) {
     await measure("pool2seq", oneByOne(pool2));
     await measure("ds1", readAll(ds1, true));
     await measure("ds2", readAll(ds2, true));
-    await measure("ds1block", readAll(ds1block, true));
-    await measure("ds2block", readAll(ds2block, true));
+    await measure("ds1pool", readAll(ds1pool, true));
+    await measure("ds2pool", readAll(ds2pool, true));
   }
   // Never released: a phase of its own after every other row (see `measure`).
   if (pools) for (let r = 0; r < REPS; r++) await measure("ds1kept", readAll(ds1, false));
   await pool1.close();
   await pool2.close();
   await ds2?.close();
-  await ds2block?.close();
+  await ds2pool?.close();
   const rate = (k: string, clock: "wall" | "cpu" | "main" = "wall") =>
     nnz / median(rows[k]!.map((x) => x[clock]));
   const ratio = (a: string, b: string, clock: "wall" | "cpu" | "main" = "wall") =>
@@ -441,8 +443,8 @@ async function bench(name: string) {
     line("ds.tiles(), folder, this thread (released)", "ds1", "full", "this thread");
     line2("ds.tiles(), folder, threads: 2 (released)", "ds2", "ds1");
     line("ds.tiles(), folder, this thread, never released", "ds1kept", "full", "this thread");
-    line("ds.tiles(), this thread, blockingReads", "ds1block", "full", "this thread");
-    line("ds.tiles(), threads: 2, blockingReads", "ds2block", "full", "this thread");
+    line("ds.tiles(), this thread, thread-pool reads", "ds1pool", "full", "this thread");
+    line("ds.tiles(), threads: 2, thread-pool reads", "ds2pool", "full", "this thread");
     // The copy as it happens in the pool (the lines come from the core that decoded them): CPU per
     // nonzero of plain outputs minus that of shared outputs, same pool, and the bound it implies.
     for (const [workers, plain, shared] of [

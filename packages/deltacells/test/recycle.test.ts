@@ -525,7 +525,7 @@ test("ds.tiles() on this thread decodes a tile only once the one before is in ha
   );
 });
 
-test("openDataset(path, { folder: { blockingReads: true } }) in Node reads a local folder's tiles by blocking reads; by default through the thread pool", async () => {
+test("openDataset(path) in Node reads a local folder's tiles by blocking reads by default; with { folder: { blockingReads: false } } through the thread pool", async () => {
   const dir = await mkdtemp(join(tmpdir(), "dc-recycle-"));
   try {
     const folder = new FolderStore(dir);
@@ -539,7 +539,7 @@ test("openDataset(path, { folder: { blockingReads: true } }) in Node reads a loc
         return inner.lend(size);
       };
       const decoder = { ...inner, lend };
-      const ds = await openDataset(dir, { decoder, ...(blocking && { folder: { blockingReads: true } }) });
+      const ds = await openDataset(dir, { decoder, ...(!blocking && { folder: { blockingReads: false } }) });
       // A blocking read has its memory before fetchTile returns; one through the thread pool only later.
       const fetching = ds.fetchTile(1);
       assert.equal(lent, blocking ? 1 : 0, `blocking ${blocking}`);

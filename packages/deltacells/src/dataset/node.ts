@@ -35,11 +35,15 @@ export function zstdCompressor(level = 19): Compress {
 /** Options of the Node `openDataset`: the browser-safe ones, plus how a local folder is read. */
 export interface NodeOpenDatasetOptions extends OpenDatasetOptions {
   /**
-   * The `FolderStore` options for a local path or `file://` URL. `{ blockingReads: true }` reads a
-   * tile (up to 2 MiB) or a small file by blocking calls while they come from the page cache
-   * (~0.1-0.2 ms for a 0.7 MB tile) instead of five round trips through libuv's thread pool; off
-   * by default, as for every `FolderStore`, so that the event loop never waits on a disk
-   * (bench/RESULTS.md compares both for `ds.tiles()`).
+   * The `FolderStore` options for a local path or `file://` URL. By default `{ blockingReads: true }`:
+   * a tile (up to 2 MiB) or a small file is read by blocking calls while they come from the page
+   * cache (~0.1-0.2 ms for a 0.7 MB tile, less than decoding it on this thread) instead of five
+   * round trips through libuv's thread pool, whose callbacks this thread must run between
+   * decodes: `ds.tiles()` ran at 0.87-0.89x of `decodeTileSync` this way against 0.71-0.76x
+   * through the thread pool, and 1.27-1.29x against 1.08-1.15x with `threads: 2`
+   * (bench/RESULTS.md). After four slow blocking reads in a row (a cold cache, a network file
+   * system) the store falls back to the thread pool for 5 s. A server whose event loop must
+   * never wait on a disk passes `{ blockingReads: false }`.
    */
   folder?: FolderStoreOptions;
 }
@@ -57,7 +61,7 @@ export function openDataset(
   const { folder, ...rest } = opts;
   const store =
     typeof location === "string"
-      ? openStore(location, { ...networkOptions(rest), ...(folder && { folder }) })
+      ? openStore(location, { ...networkOptions(rest), folder: folder ?? { blockingReads: true } })
       : location;
   return openDatasetInStore(store, {
     obsLocalizer: cacheLocalizer(),
