@@ -63,7 +63,7 @@ let running = false;
  * worker's output, a warning) is part of the run's stderr, as in the command's. Runs do not
  * overlap. A child process ({@link deltacells}) is still needed for what belongs to a process:
  * `serve` (but its `--help`), which writes to the process's stdout and runs until a signal; `stream`
- * unless its binary output goes to `binary` ({@link streamInProcess}); signals; an error no
+ * (but its `--help`) unless its binary output goes to `binary` ({@link streamInProcess}); signals; an error no
  * handler catches; a terminal; a reader closing the pipe; a lock held by another process.
  */
 async function inProcess(
@@ -73,7 +73,8 @@ async function inProcess(
   binary?: Writable,
 ): Promise<Run> {
   assert.ok(
-    (args[0] !== "stream" || binary !== undefined) && (args[0] !== "serve" || args.includes("--help")),
+    (args[0] !== "stream" || binary !== undefined || args.includes("--help")) &&
+      (args[0] !== "serve" || args.includes("--help")),
     `deltacells ${args[0]} writes to the process's stdout: run it as a child process (deltacells())`,
   );
   assert.ok(!running, "in-process runs of the command do not overlap: await one before the next");
