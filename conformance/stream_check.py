@@ -38,7 +38,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import scipy.sparse as sp
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "python"))
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "python")
+sys.path.insert(0, EXAMPLES)
 import deltacells_stream as dcs  # noqa: E402
 
 problems: list[str] = []
@@ -195,6 +196,20 @@ def main() -> int:
     check(covered == n, f"iter_batches covered {covered} of {n} cells")
     dense = next(dcs.iter_batches(a.dataset, batch_size=5, output="numpy", shuffle=False, command=command()))
     check(np.array_equal(dense.X, x[:5].toarray().astype(np.float32)), "iter_batches numpy: rows differ")
+
+    # The same through the example, --dense with --genes: float32 rows.
+    picked = next(dcs.iter_batches(a.dataset, batch_size=7, shuffle=False, dense=True, genes=[var_names[i] for i in pick], command=command()))
+    check(np.array_equal(picked.X, x[picked.cells][:, pick].toarray().astype(np.float32)), "iter_batches dense --genes: rows differ")
+
+    # A fresh process converts its first batch (category codes included) without importing pandas or
+    # pyarrow.compute: their import (0.3-0.5 s) would delay every process's first batch.
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import deltacells_stream as dcs, shlex; "
+        "b = next(dcs.iter_batches(sys.argv[2], batch_size=5, obs=sys.argv[3].split(',') if sys.argv[3] else [], command=shlex.split(sys.argv[4]))); "
+        "print(sorted(m for m in ('pandas', 'pyarrow.compute') if m in sys.modules))"
+    )
+    lazy = subprocess.run([sys.executable, "-c", probe, EXAMPLES, a.dataset, ",".join(o for o in obs if adata.obs[o].dtype.name == "category"), os.environ["DELTACELLS"]], capture_output=True, text=True, check=False)
+    check(lazy.returncode == 0 and lazy.stdout.strip() == "[]", f"the first batch imported {lazy.stdout.strip()} {lazy.stderr[-300:]}")
 
     stream = dcs.Stream(a.dataset, batch_size=1, command=command())
     first = next(iter(stream))

@@ -204,12 +204,33 @@ class Batch:
     record_batch: pa.RecordBatch | None = None
 
 
+def _view(array: pa.Array, dtype: Any) -> np.ndarray:
+    """A primitive Arrow array's values as a numpy view of its data buffer (nulls not looked at).
+
+    Not ``Array.to_numpy``: its first call imports pandas and pyarrow.compute (0.3-0.5 s on an
+    idle machine, over a second on a loaded one), which would land on the first batch of every
+    process; nothing here needs them.
+    """
+    dt = np.dtype(dtype)
+    return np.frombuffer(array.buffers()[1], dtype=dt, count=len(array), offset=array.offset * dt.itemsize)
+
+
 def _list_parts(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """A list<int32> column's offsets (from 0) and values, as numpy views of the (read-only) Arrow buffers."""
-    offsets = column.offsets.to_numpy()
-    values = column.values.to_numpy(zero_copy_only=True)
+    offsets = _view(column.offsets, np.int32)
+    values = column.values
+    values = _view(values, values.type.to_pandas_dtype())
     start, end = int(offsets[0]), int(offsets[-1])
     return (offsets - start if start else offsets), values[start:end]
+
+
+def _codes(indices: pa.Array) -> np.ndarray:
+    """A dictionary column's int32 codes, -1 where missing (read from the buffers, see :func:`_view`)."""
+    codes = _view(indices, indices.type.to_pandas_dtype())
+    if indices.null_count == 0:
+        return codes
+    bits = np.unpackbits(np.frombuffer(indices.buffers()[0], dtype=np.uint8), bitorder="little")
+    return np.where(bits[indices.offset : indices.offset + len(indices)] == 1, codes, codes.dtype.type(-1))
 
 
 def _obs_columns(batch: pa.RecordBatch) -> tuple[dict[str, np.ndarray], dict[str, list[str]]]:
@@ -219,9 +240,11 @@ def _obs_columns(batch: pa.RecordBatch) -> tuple[dict[str, np.ndarray], dict[str
         if name in ("cell", "indices", "counts"):
             continue
         if pa.types.is_dictionary(column.type):
-            obs[name] = column.indices.fill_null(-1).to_numpy()
+            obs[name] = _codes(column.indices)
             categories[name] = column.dictionary.to_pylist()
-        else:
+        elif column.null_count == 0 and (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
+            obs[name] = _view(column, column.type.to_pandas_dtype())
+        else:  # missing numbers (as NaN), bools, strings
             obs[name] = column.to_numpy(zero_copy_only=False)
     return obs, categories
 
@@ -246,13 +269,14 @@ def convert(
     """
     n = batch.num_rows
     g = len(genes)
-    cells = batch.column("cell").to_numpy()
+    cells = _view(batch.column("cell"), np.int64)
     counts = batch.column("counts")
     obs, categories = _obs_columns(batch)
     if output == "arrow":
         x: Any = batch
     elif pa.types.is_fixed_size_list(counts.type):  # a --dense stream: float32 rows
-        x = counts.values.to_numpy().reshape(n, g).astype(dtype, copy=False)
+        x = _view(counts.values, np.float32)[counts.offset * g : (counts.offset + n) * g]
+        x = x.reshape(n, g).astype(dtype, copy=False)
         if output == "torch_dense" or output == "torch_csr":
             x = torch.from_numpy(x)
             if output == "torch_csr":
