@@ -1,6 +1,7 @@
 /**
- * The workers of a {@link TilePool}: started lazily, one job at a time each, replaced when one
- * crashes (its jobs are rejected), stopped by `close()`. How a worker starts depends on the
+ * The workers of a {@link TilePool}: started lazily, each holding up to {@link WORKER_DEPTH} jobs
+ * (the one it runs and the next), replaced when one crashes (its jobs are rejected), stopped by
+ * `close()`. How a worker starts depends on the
  * environment (`#threads`: worker_threads under Node, module Web Workers in browsers); what the
  * jobs are is the pool's business (see pool.ts).
  */
@@ -19,6 +20,8 @@ export interface WorkerHost {
   run(req: Request | (() => Request), transfer: ArrayBuffer[]): Promise<Response>;
   /** Jobs running or queued. */
   load(): number;
+  /** Workers with nothing to do and no job queued for them: how many parts a new tile is worth. */
+  idle(): number;
   /** Stops the workers; pending jobs are rejected. */
   close(): Promise<void>;
 }
@@ -49,6 +52,15 @@ function withColumnMap(req: Request, maps: WorkerColumnMaps): Request {
   maps.add(id);
   return req;
 }
+
+/**
+ * Jobs sent to one worker at a time: the one it runs and the next, so that it starts the next as
+ * soon as it answers instead of waiting for the calling thread to hear the answer and send
+ * another (that thread shares the cores with the workers: on 2 cores it is often descheduled
+ * right then, and each worker idled ~0.5 ms per tile, bench/RESULTS.md #17). A job goes to a
+ * worker that already has one only when no worker is free.
+ */
+export const WORKER_DEPTH = 2;
 
 /** A host of `threads` workers. */
 export function startWorkerHost(threads: number): WorkerHost {
@@ -126,7 +138,7 @@ export function startWorkerHost(threads: number): WorkerHost {
   let ready: Slot[] = [];
   const pump = () => {
     while (!closed && queue.length > 0) {
-      const slot = ready.find((s) => s.busy === 0);
+      const slot = ready.find((s) => s.busy === 0) ?? ready.find((s) => s.busy < WORKER_DEPTH);
       if (slot === undefined) return;
       const job = queue.shift()!;
       const req = typeof job.req === "function" ? job.req() : job.req;
@@ -175,6 +187,12 @@ export function startWorkerHost(threads: number): WorkerHost {
   return {
     run,
     load: () => pending.size + queue.length,
+    idle: () => {
+      // Before the workers are up (the first jobs), every worker without a job counts as idle.
+      const busy =
+        slots === undefined || ready.length === 0 ? pending.size : ready.filter((s) => s.busy > 0).length;
+      return Math.max(0, threads - busy - queue.length);
+    },
     async close() {
       closed = true;
       const s = slots ? await slots : [];
