@@ -1,9 +1,8 @@
 /**
  * The workers of a {@link TilePool}: started lazily, each holding up to {@link WORKER_DEPTH} jobs
  * (the one it runs and the next), replaced when one crashes (its jobs are rejected), stopped by
- * `close()`. How a worker starts depends on the
- * environment (`#threads`: worker_threads under Node, module Web Workers in browsers); what the
- * jobs are is the pool's business (see pool.ts).
+ * `close()`. How a worker starts depends on the environment (`#threads`: worker_threads under
+ * Node, module Web Workers in browsers); what the jobs are is the pool's business (see pool.ts).
  */
 import { spawnWorker } from "#threads";
 import { DeltacellsError } from "../../errors.js";
