@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { test } from "node:test";
+import { Worker } from "node:worker_threads";
 import {
   createTilePool,
   decodeTile,
@@ -331,6 +332,39 @@ test("a job that cannot be sent to its worker fails alone: its worker stays free
     const res = await host.run({ op: "compress", id: 2, chunk: chunk(), level: 1 }, []);
     assert.ok(res.ok, "the next job runs on the same worker");
   } finally {
+    await host.close();
+  }
+});
+
+test("a worker is sent its next job before it answers the current one; its crash rejects both", async () => {
+  // Each worker holds two jobs (host.ts, WORKER_DEPTH), so it never waits for this thread to send
+  // the next. The second job killing the worker as it is sent shows both were sent before the
+  // worker answered (a new worker answers nothing until its script has loaded): with one job per
+  // worker the first would be answered, and only then the second sent.
+  const host = startWorkerHost(1);
+  const post = Worker.prototype.postMessage;
+  let sent = 0;
+  Worker.prototype.postMessage = function (this: Worker, message: unknown, transfer?: never) {
+    // Other messages (tsx's loader thread uses postMessage too) pass.
+    if ((message as { op?: unknown } | null)?.op !== "compress") return post.call(this, message, transfer);
+    post.call(this, message, transfer);
+    if (++sent === 2) {
+      Worker.prototype.postMessage = post;
+      void this.terminate();
+    }
+  };
+  try {
+    const rows = { nGenes: 5, indptr: [0, 1], indices: Int32Array.of(2), data: Int32Array.of(3) };
+    const job = (id: number) =>
+      host.run({ op: "compress", id, chunk: prepareTile(rows).chunks[0]!, level: 1 }, []).then(
+        () => "answered",
+        (e: { _tag?: string }) => e._tag,
+      );
+    assert.deepEqual(await Promise.all([job(1), job(2)]), ["WorkerFailed", "WorkerFailed"]);
+    assert.equal(host.load(), 0);
+    assert.equal(await job(3), "answered", "the replacement worker runs the next job");
+  } finally {
+    Worker.prototype.postMessage = post;
     await host.close();
   }
 });

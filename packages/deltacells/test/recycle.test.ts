@@ -475,7 +475,8 @@ test("a pool takes an output buffer when a worker starts on the tile: tiles queu
   const pool = createTilePool({ threads: 1 });
   try {
     // Eight decodes queued at once, each released as soon as it is in hand: the buffers in use are
-    // the one a worker writes and the one just handed out, not one per tile in the queue.
+    // the one the worker writes and the one of its next job, not one per tile in the queue; the
+    // job sent when a tile is answered waits for that tile's release and reuses its buffer.
     const pending = Array.from({ length: 8 }, (_, i) => pool.decode(tiles[i % 2]!));
     const buffers = new Set<ArrayBufferLike>();
     for (const p of pending) {

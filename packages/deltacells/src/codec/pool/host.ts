@@ -1,8 +1,8 @@
 /**
- * The workers of a {@link TilePool}: started lazily, one job at a time each, replaced when one
- * crashes (its jobs are rejected), stopped by `close()`. How a worker starts depends on the
- * environment (`#threads`: worker_threads under Node, module Web Workers in browsers); what the
- * jobs are is the pool's business (see pool.ts).
+ * The workers of a {@link TilePool}: started lazily, each holding up to {@link WORKER_DEPTH} jobs
+ * (the one it runs and the next), replaced when one crashes (its jobs are rejected), stopped by
+ * `close()`. How a worker starts depends on the environment (`#threads`: worker_threads under
+ * Node, module Web Workers in browsers); what the jobs are is the pool's business (see pool.ts).
  */
 import { spawnWorker } from "#threads";
 import { DeltacellsError } from "../../errors.js";
@@ -19,6 +19,8 @@ export interface WorkerHost {
   run(req: Request | (() => Request), transfer: ArrayBuffer[]): Promise<Response>;
   /** Jobs running or queued. */
   load(): number;
+  /** Workers with nothing to do and no job queued for them: how many parts a new tile is worth. */
+  idle(): number;
   /** Stops the workers; pending jobs are rejected. */
   close(): Promise<void>;
 }
@@ -48,6 +50,30 @@ function withColumnMap(req: Request, maps: WorkerColumnMaps): Request {
   if (maps.has(id)) return { ...req, columns: { id } };
   maps.add(id);
   return req;
+}
+
+/**
+ * Jobs sent to one worker at a time: the one it runs and the next, so that it starts the next as
+ * soon as it answers instead of waiting for the calling thread to hear the answer and send
+ * another (that thread shares the cores with the workers: on 2 cores it is often descheduled
+ * right then, and each worker idled ~0.5 ms per tile, bench/RESULTS.md #17). A job goes to a
+ * worker that already has one only when no worker is free.
+ */
+export const WORKER_DEPTH = 2;
+
+/** Runs `f` in a later task (after the pending promise callbacks): setImmediate, else a message. */
+function nextTask(f: () => void): void {
+  const immediate = (globalThis as { setImmediate?: (f: () => void) => unknown }).setImmediate;
+  if (immediate !== undefined) {
+    immediate(f);
+    return;
+  }
+  const channel = new MessageChannel();
+  channel.port1.onmessage = () => {
+    channel.port1.close();
+    f();
+  };
+  channel.port2.postMessage(undefined);
 }
 
 /** A host of `threads` workers. */
@@ -92,7 +118,12 @@ export function startWorkerHost(threads: number): WorkerHost {
         slot.busy--;
         keepAlive();
         job?.resolve(m);
-        pump();
+        // A worker left without work gets a job now; one still holding its next job is refilled
+        // after this task, once the caller has had the answer and could release the tile: the job
+        // sent then reuses that output buffer, just written and still in cache, instead of taking
+        // another (a buffer more in rotation costs 6-14% more CPU per tile, bench/RESULTS.md #17).
+        pump(1);
+        if (queue.length > 0) pumpSoon();
       },
       (err) => {
         // Ignore the exit of a worker already replaced (or of all of them, on close).
@@ -104,7 +135,7 @@ export function startWorkerHost(threads: number): WorkerHost {
         }
         keepAlive();
         void slot.worker.terminate();
-        void launch(slot).then(pump);
+        void launch(slot).then(() => pump());
       },
     );
     slot.busy = 0;
@@ -124,9 +155,19 @@ export function startWorkerHost(threads: number): WorkerHost {
       }),
     ));
   let ready: Slot[] = [];
-  const pump = () => {
+  let pumpScheduled = false;
+  const pumpSoon = () => {
+    if (pumpScheduled) return;
+    pumpScheduled = true;
+    nextTask(() => {
+      pumpScheduled = false;
+      pump();
+    });
+  };
+  /** Sends queued jobs to the workers holding fewer than `depth` (idle workers first). */
+  const pump = (depth = WORKER_DEPTH) => {
     while (!closed && queue.length > 0) {
-      const slot = ready.find((s) => s.busy === 0);
+      const slot = ready.find((s) => s.busy === 0) ?? ready.find((s) => s.busy < depth);
       if (slot === undefined) return;
       const job = queue.shift()!;
       const req = typeof job.req === "function" ? job.req() : job.req;
@@ -175,6 +216,12 @@ export function startWorkerHost(threads: number): WorkerHost {
   return {
     run,
     load: () => pending.size + queue.length,
+    idle: () => {
+      // Before the workers are up (the first jobs), every worker without a job counts as idle.
+      const busy =
+        slots === undefined || ready.length === 0 ? pending.size : ready.filter((s) => s.busy > 0).length;
+      return Math.max(0, threads - busy - queue.length);
+    },
     async close() {
       closed = true;
       const s = slots ? await slots : [];

@@ -16,8 +16,8 @@ export interface DecodePart {
 }
 
 /**
- * The parts of decoding cells `[c0, c1)` of a checked tile over at most `workers` workers (one
- * part when the pool is busy anyway: one task per tile is then cheapest). Always at least one part,
+ * The parts of decoding cells `[c0, c1)` of a checked tile over at most `workers` workers, those
+ * that would otherwise idle (one part when none would: one task per tile is then cheapest). Always at least one part,
  * which carries the whole CRC for a tile without chunks.
  */
 export function planDecode(layout: TileLayout, c0: number, c1: number, workers: number): DecodePart[] {

@@ -189,8 +189,10 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
       src = new Uint8Array(input, 0, bytes.length);
       src.set(bytes);
     }
-    // When other work already keeps every worker busy, one task per tile is cheapest.
-    const plan = planDecode(layout, c0, c1, host.load() >= threads ? 1 : threads);
+    // Split only between workers that would otherwise idle: when the others are busy, one task
+    // per tile is cheapest (it queues behind a worker's current job, see host.ts), and a part
+    // queued behind a long job would hold the whole tile back.
+    const plan = planDecode(layout, c0, c1, host.idle());
     // The workers decode from this checked layout instead of inspecting the tile again (its
     // indptr copied out of the reused buffer it was read into).
     const checked = { header: layout.header, chunks: layout.chunks, indptr: layout.indptr.slice() };
