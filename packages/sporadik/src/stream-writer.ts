@@ -311,8 +311,12 @@ export class StreamWriter {
     return array;
   }
 
+  /** Write-behind pieces of the objects written in parts, recycled from object to object. */
+  readonly #pieces: ArrayBuffer[] = [];
+
   get #context() {
     return {
+      pieces: this.#pieces,
       store: this.#store,
       encoder: this.#options.encoder ?? wasmEncoder,
       inFlight: this.#inFlight,
