@@ -230,9 +230,15 @@ export class StreamWriter {
   #batches: Batch[] = [];
   /** Gene block of every column. */
   #bucketOf = new Uint32Array(0);
-  /** Nonzeros per batch, and the scratch of a batch bound for the spill file. */
+  /**
+   * Nonzeros per batch, and two scratch buffers for batches bound for the spill file, each with
+   * the append writing it (awaited before the buffer is reused, and before the spill is read): a
+   * batch is sorted into one while the other is written.
+   */
   #frame = 0;
-  #scratch = new ArrayBuffer(0);
+  #scratch: ArrayBuffer[] = [new ArrayBuffer(0), new ArrayBuffer(0)];
+  #appending: (Promise<void> | undefined)[] = [undefined, undefined];
+  #turn = 0;
   #starts = new Float64Array(0);
   /** Bytes of batches in memory, and the most allowed. */
   #inMemory = 0;
@@ -456,6 +462,16 @@ export class StreamWriter {
     const offsets = this.#axis0 ? new Float64Array(lead ? nRows + 1 : nRows) : undefined;
     if (offsets && lead) offsets[0] = 0;
     this.#indptrStarted ||= lead;
+    if (this.#axis0) {
+      // Axis 0's values and columns first (they need no pass over the rows): their chunks
+      // compress, or their parts are written, while the rows are checked and batched below. A
+      // block refused there leaves chunks but no block, like any failed write.
+      const { data: dataOut, indices: indicesOut } = this.#axis0;
+      await dataOut.append(data.subarray(base, end));
+      const slice = indices.subarray(base, end);
+      if (indicesOut instanceof DeferredArray) await indicesOut.append(asInt32(slice));
+      else await indicesOut.append(indicesOut.dtype === "int32" ? asInt32(slice) : toBig(slice));
+    }
     // Axis 1 takes the rows in batches of about a frame (the spill's scratch); axis 0 alone, at once.
     const spilling = this.#counts !== undefined;
     for (let r = 0; r < nRows; ) {
@@ -472,11 +488,7 @@ export class StreamWriter {
       r = r1;
     }
     if (this.#axis0) {
-      const { data: dataOut, indices: indicesOut, indptr: indptrOut, maxima } = this.#axis0;
-      await dataOut.append(data.subarray(base, end));
-      const slice = indices.subarray(base, end);
-      if (indicesOut instanceof DeferredArray) await indicesOut.append(asInt32(slice));
-      else await indicesOut.append(indicesOut.dtype === "int32" ? asInt32(slice) : toBig(slice));
+      const { indptr: indptrOut, maxima } = this.#axis0;
       const offs = offsets as Float64Array;
       if (indptrOut instanceof DeferredArray) await indptrOut.append(offs);
       else await indptrOut.append(narrow(offs, indptrOut.dtype as "int32" | "int64"));
@@ -594,11 +606,17 @@ export class StreamWriter {
     const width = Ctor.BYTES_PER_ELEMENT;
     const size = codesAt(n, width) + 4 * n;
     const keep = this.#inMemory + size <= this.#memoryBudget;
-    if (!keep && this.#scratch.byteLength < size) {
-      const room = Math.max(n, this.#frame);
-      this.#scratch = new ArrayBuffer(codesAt(room, width) + 4 * room);
+    const turn = this.#turn;
+    if (!keep) {
+      // This scratch's previous batch must be written before it is overwritten.
+      await this.#appending[turn];
+      if ((this.#scratch[turn] as ArrayBuffer).byteLength < size) {
+        const room = Math.max(n, this.#frame);
+        this.#scratch[turn] = new ArrayBuffer(codesAt(room, width) + 4 * room);
+      }
+      this.#turn = 1 - turn;
     }
-    const buffer = keep ? new ArrayBuffer(size) : this.#scratch;
+    const buffer = keep ? new ArrayBuffer(size) : (this.#scratch[turn] as ArrayBuffer);
     // Values first: a float64 value is 8-byte aligned there; codes follow at a multiple of 4.
     const vals = new Ctor(buffer, 0, n) as Float64Array;
     const codes = new Uint32Array(buffer, codesAt(n, width), n);
@@ -634,8 +652,28 @@ export class StreamWriter {
     }
     this.#spillFile ??= await this.#spill.create("columns");
     const file = this.#spillFile;
-    batch.offset = file.bytes;
-    await file.append([new Uint8Array(buffer, 0, size)]);
+    batch.offset = this.#spillEnd;
+    // Written while the next batch is sorted into the other scratch; appends run one at a time,
+    // in order (each starts once the one before it ended), so offsets follow `batch.offset`.
+    const before = this.#appending[1 - turn];
+    const appending = (async () => {
+      await before;
+      await file.append([new Uint8Array(buffer, 0, size)]);
+    })();
+    // Awaited before the scratch is reused or the spill read; marked handled until then.
+    appending.catch(() => undefined);
+    this.#appending[turn] = appending;
+    this.#spillEnd = batch.offset + size;
+  }
+
+  /** Bytes in the spill file once the appends started are done. */
+  #spillEnd = 0;
+
+  /** Wait for the batches being appended to the spill file (before it is read, or removed). */
+  async #settleSpill(): Promise<void> {
+    const pending = this.#appending;
+    this.#appending = [undefined, undefined];
+    await Promise.all(pending);
   }
 
   /**
@@ -685,6 +723,8 @@ export class StreamWriter {
       await Promise.all(this.#arrays.map((array) => array.abort()));
       throw error;
     } finally {
+      // No append still writing into the spill while it is removed (its failure is already thrown).
+      await this.#settleSpill().catch(() => undefined);
       await this.#spill.dispose();
     }
   }
@@ -693,6 +733,7 @@ export class StreamWriter {
   async abort(): Promise<void> {
     this.#finished = true;
     await Promise.all(this.#arrays.map((array) => array.abort()));
+    await this.#settleSpill().catch(() => undefined);
     await this.#spill.dispose();
   }
 
@@ -719,7 +760,8 @@ export class StreamWriter {
     const dtype = this.#dtype as DataType;
     const Ctor = constructorOf(dtype);
     const counts = this.#counts as Float64Array;
-    this.#scratch = new ArrayBuffer(0);
+    await this.#settleSpill();
+    this.#scratch = [new ArrayBuffer(0), new ArrayBuffer(0)];
     await this.#groupMetadata(1);
     const group = this.#group(1);
     const data = this.#array(`${group}/data`, dtype, this.#nnz);

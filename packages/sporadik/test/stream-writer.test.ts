@@ -646,3 +646,56 @@ test("a write failing on a part queued behind the writer fails the write, and th
   await assert.rejects(openReader(gated.store), { _tag: "IncompleteError" });
   assert.equal(await gated.store.get("layouts/axis0/data/c/0"), undefined);
 });
+
+/**
+ * Temporary space whose `columns` file (axis 1's batches) copies an appended batch a turn of the
+ * event loop after the call, as a file write does, and fails its append number `failAt` if given.
+ */
+function laggingSpill(failAt?: number): MemorySpill {
+  const spill = new MemorySpill();
+  const create = spill.create.bind(spill);
+  spill.create = async (name: string) => {
+    const file = await create(name);
+    if (name !== "columns") return file;
+    const append = file.append.bind(file);
+    let calls = 0;
+    file.append = async (parts) => {
+      const call = calls++;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (call === failAt) throw new Error("spill disk full (test)");
+      await append(parts);
+    };
+    return file;
+  };
+  return spill;
+}
+
+test("batches appended to the spill while the next is sorted keep their bytes (two scratch buffers)", async () => {
+  const m = randomCsr(200, 60, 0.3, 61);
+  const reference = new MemoryStore();
+  await writeStore(reference, layoutsOf(m, [0, 1]), { chunk: 70 });
+  const streamed = new MemoryStore();
+  const result = await writeStoreFromRows(streamed, blocksOf(m, 50), {
+    shape: [m.nRows, m.nCols],
+    chunk: 70,
+    spillFrame: 40,
+    spillFiles: 3,
+    spill: laggingSpill(),
+  });
+  assert.ok(result.bytesSpilled >= m.data.length * 8, "every batch went through the spill");
+  assertSameObjects(streamed, reference);
+});
+
+test("a spill append failing while the next batch is sorted fails the write, with no block", async () => {
+  const m = randomCsr(200, 60, 0.3, 62);
+  const store = new MemoryStore();
+  await assert.rejects(
+    writeStoreFromRows(store, blocksOf(m, 50), {
+      shape: [m.nRows, m.nCols],
+      spillFrame: 40,
+      spill: laggingSpill(3),
+    }),
+    /spill disk full \(test\)/,
+  );
+  await assert.rejects(openReader(store), { _tag: "IncompleteError" });
+});
