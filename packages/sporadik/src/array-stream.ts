@@ -285,13 +285,17 @@ const PARK_IN_MEMORY = 32 << 20;
  * `indices`, then axis 1's), so this adds at most 64 MiB to the writer's memory.
  */
 const WRITE_BEHIND = 32 << 20;
-/** Bytes per queued piece: large writes, and buffers recycled from piece to piece. */
-const PIECE = 4 << 20;
+/**
+ * Bytes per queued piece, buffers recycled from piece to piece. A store writes a piece with one
+ * request and needs the JavaScript thread to start the next, which it gets only between the
+ * writer's loops: large pieces keep the writes going while the writer computes.
+ */
+const PIECE = 16 << 20;
 /** Parts below this are copied to a buffer of their own size, not to a recycled piece. */
 const SMALL_PIECE = 64 << 10;
 
 /**
- * One object being written in parts: {@link push} copies each part into a queue of pieces (4 MiB
+ * One object being written in parts: {@link push} copies each part into a queue of pieces (16 MiB
  * buffers recycled once the store is done with them, at most `writeBehind` bytes queued or being
  * written) and resolves once it is copied, so the store writes while the writer computes the next
  * part; a push past the allowance waits for the store to take the pieces before it. One push at a
