@@ -701,8 +701,12 @@ export class StreamWriter {
       }
       if (!this.#begun) this.#begin(this.#dtype ?? "float32");
       const width = needsInt64([this.#nRows, this.#nCols], [1], this.#nnz) ? "int64" : "int32";
-      if (this.#axis0) await this.#finishAxis0(this.#axis0, width);
-      if (this.#axes.includes(1)) await this.#finishAxis1(width);
+      // Axis 0 closes (its last parts written) while axis 1's first range is assembled; axis 1's
+      // objects are opened only once axis 0's are closed (see ArrayWriter.end).
+      const axis0 = this.#axis0 ? this.#finishAxis0(this.#axis0, width) : Promise.resolve();
+      axis0.catch(() => undefined);
+      if (this.#axes.includes(1)) await this.#finishAxis1(width, axis0);
+      await axis0;
       await this.#inFlight.drain();
       // Every chunk durable before the block says the store is complete.
       await this.#store.flush?.();
@@ -756,16 +760,23 @@ export class StreamWriter {
     await arrays.maxima?.finish();
   }
 
-  async #finishAxis1(width: "int32" | "int64"): Promise<void> {
+  /** Axis 1, once every row is in; nothing goes to the store before `axis0` (its closing) is done. */
+  async #finishAxis1(width: "int32" | "int64", axis0: Promise<void>): Promise<void> {
     const dtype = this.#dtype as DataType;
     const Ctor = constructorOf(dtype);
     const counts = this.#counts as Float64Array;
     await this.#settleSpill();
     this.#scratch = [new ArrayBuffer(0), new ArrayBuffer(0)];
-    await this.#groupMetadata(1);
     const group = this.#group(1);
-    const data = this.#array(`${group}/data`, dtype, this.#nnz);
-    const indices = this.#array(`${group}/indices`, width, this.#nnz);
+    let arrays: { data: ArrayWriter; indices: ArrayWriter } | undefined;
+    const open = async () => {
+      await axis0;
+      await this.#groupMetadata(1);
+      return {
+        data: this.#array(`${group}/data`, dtype, this.#nnz),
+        indices: this.#array(`${group}/indices`, width, this.#nnz),
+      };
+    };
     const budget = positiveInteger(this.#options.assembly, "assembly", ASSEMBLY);
     // Each gene block in ranges of at most `budget` nonzeros (a single gene may exceed it: it is
     // one column), and one assembly buffer for all, as large as the largest range.
@@ -790,8 +801,9 @@ export class StreamWriter {
     for (const { block, lo, hi, total, last } of ranges) {
       if (total > 0) {
         const [rows, vals] = await this.#assemble(block, lo, hi, total, Ctor, assembly);
-        await data.append(vals);
-        await indices.append(
+        arrays ??= await open();
+        await arrays.data.append(vals);
+        await arrays.indices.append(
           width === "int32" ? new Int32Array(rows.buffer, rows.byteOffset, rows.length) : toBig(rows),
         );
       }
@@ -800,6 +812,7 @@ export class StreamWriter {
     await this.#spillFile?.remove();
     this.#spillFile = undefined;
     this.#batches = [];
+    const { data, indices } = arrays ?? (await open());
     await data.end();
     await indices.end();
     await data.finish();
