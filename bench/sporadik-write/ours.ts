@@ -36,6 +36,16 @@ function threadSeconds(): Record<string, number> {
   return out;
 }
 
+/** The main thread's CPU and run-queue wait so far, in ms (Linux's schedstat; zeros elsewhere). */
+function mainSched(): { cpu: number; queued: number } {
+  try {
+    const [cpuNs, queuedNs] = readFileSync("/proc/thread-self/schedstat", "utf8").split(" ").map(Number);
+    return { cpu: (cpuNs as number) / 1e6, queued: (queuedNs as number) / 1e6 };
+  } catch {
+    return { cpu: 0, queued: 0 };
+  }
+}
+
 const [matrix, output, axesText, ba] = process.argv.slice(2) as [string, string, string, string];
 const meta = JSON.parse(readFileSync(join(matrix, "meta.json"), "utf8")) as MatrixMeta;
 const axes = axesText.split(",").map(Number);
@@ -53,6 +63,7 @@ if (!byteAddressable) {
 }
 const cpuAtStart = cpu();
 const t0 = performance.now();
+const sched0 = mainSched();
 const spill = await FileSpill.create(dirname(output));
 const folder = withFileParts(new FolderStore(output), output, { deferSync: true });
 // The one sync pass before the block, timed on its own: the durability the format needs.
@@ -128,6 +139,14 @@ await Promise.all(files.map((file) => file.close()));
 const threads = threadSeconds();
 await pool.close();
 const seconds = (performance.now() - t0) / 1000;
+const sched1 = mainSched();
+// The main thread's wall time split: running, runnable but waiting for a core (other processes'
+// load), and idle (waiting for I/O or workers): the idle part is what load does not explain.
+const mainThread = {
+  cpu: (sched1.cpu - sched0.cpu) / 1000,
+  queued: (sched1.queued - sched0.queued) / 1000,
+  idle: seconds - (sched1.cpu - sched0.cpu + sched1.queued - sched0.queued) / 1000,
+};
 console.log(
   JSON.stringify({
     writer: "ours",
@@ -140,6 +159,7 @@ console.log(
     peakSpillBytes: result.peakSpillBytes,
     rows: rowsDone,
     threads,
+    mainThread,
     phases: {
       reading: reading / 1000,
       rows: (rowsPhase - reading) / 1000,

@@ -11,7 +11,7 @@
  * @module
  */
 import { existsSync, rmSync } from "node:fs";
-import { appendFile, mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { Limiter } from "./chunks.js";
@@ -42,10 +42,18 @@ class DiskFile implements SpillFile {
     let total = 0;
     for (const part of parts) total += part.byteLength;
     await this.limiter.run(async () => {
-      if (parts.length === 1) return appendFile(this.path, parts[0] as Uint8Array);
       const handle = await open(this.path, "a");
       try {
-        await handle.writev(parts as Uint8Array[]);
+        if (parts.length !== 1) await handle.writev(parts as Uint8Array[]);
+        else {
+          // One write for the whole part, not fs.appendFile's 512 KiB writes: each of those waits
+          // for the JavaScript thread to start the next, so an append made while the writer sorts
+          // the next batch (see StreamWriter) stood still until the sort was done.
+          const part = parts[0] as Uint8Array;
+          for (let at = 0; at < part.byteLength; ) {
+            at += (await handle.write(part, at, part.byteLength - at)).bytesWritten;
+          }
+        }
       } finally {
         await handle.close();
       }

@@ -89,7 +89,8 @@ export interface StreamWriteOptions {
    * Gene blocks of the transposition (each read back as one segment per batch). Default: with a
    * known `nnz`, few enough for large segments, enough that a typical block is half the assembly
    * budget (`2 nnz / assembly`, at least 1);
-   * else 256. Capped at the number of columns.
+   * else 256. Capped at the number of columns; by default, enough that a block holds at most
+   * 1,024 genes.
    */
   spillFiles?: number;
   /** Nonzeros sorted by gene block at once before they are appended to the spill. Default 2,097,152. */
@@ -133,6 +134,12 @@ function spillBytesPerNonzero(dtype: DataType): number {
 export const TRANSPOSE_MEMORY = 64 * 2 ** 20;
 /** Genes per block and rows per batch that a record's 16-bit offsets can hold. */
 const OFFSETS = 65_536;
+/**
+ * Genes per block at most by default: the assembly writes one output stream per gene of its
+ * block, and fewer streams stay in cache (measured on the bench matrix: 12-15 ns a nonzero for
+ * the whole assembly with 4,000 genes per block, 7-11 ns with 500-1,000; bench/RESULTS.md).
+ */
+const GENE_BLOCK = 1024;
 
 /**
  * Bytes of temporary space ({@link StreamWriteOptions.spill}) a {@link StreamWriter} takes per
@@ -230,9 +237,15 @@ export class StreamWriter {
   #batches: Batch[] = [];
   /** Gene block of every column. */
   #bucketOf = new Uint32Array(0);
-  /** Nonzeros per batch, and the scratch of a batch bound for the spill file. */
+  /**
+   * Nonzeros per batch, and two scratch buffers for batches bound for the spill file, each with
+   * the append writing it (awaited before the buffer is reused, and before the spill is read): a
+   * batch is sorted into one while the other is written.
+   */
   #frame = 0;
-  #scratch = new ArrayBuffer(0);
+  #scratch: ArrayBuffer[] = [new ArrayBuffer(0), new ArrayBuffer(0)];
+  #appending: (Promise<void> | undefined)[] = [undefined, undefined];
+  #turn = 0;
   #starts = new Float64Array(0);
   /** Bytes of batches in memory, and the most allowed. */
   #inMemory = 0;
@@ -311,8 +324,12 @@ export class StreamWriter {
     return array;
   }
 
+  /** Write-behind pieces of the objects written in parts, recycled from object to object. */
+  readonly #pieces: ArrayBuffer[] = [];
+
   get #context() {
     return {
+      pieces: this.#pieces,
       store: this.#store,
       encoder: this.#options.encoder ?? wasmEncoder,
       inFlight: this.#inFlight,
@@ -340,8 +357,10 @@ export class StreamWriter {
             ? Math.ceil((2 * ((this.#options.nnz ?? this.#options.nnzAtMost) as number)) / assembly)
             : 256;
       const buckets = Math.max(1, Math.min(wanted, this.#nCols));
-      // A record holds the gene's offset in its block in 16 bits.
-      this.#perBucket = Math.min(OFFSETS, Math.max(1, Math.ceil(this.#nCols / buckets)));
+      // A record holds the gene's offset in its block in 16 bits; by default a block holds at most
+      // GENE_BLOCK genes (docs/sporadik.md), a count asked for (`spillFiles`) is kept.
+      const most = this.#options.spillFiles === undefined ? GENE_BLOCK : OFFSETS;
+      this.#perBucket = Math.min(most, Math.max(1, Math.ceil(this.#nCols / buckets)));
       this.#blocks = Math.max(1, Math.ceil(this.#nCols / this.#perBucket));
       this.#bucketOf = new Uint32Array(this.#nCols);
       for (let g = 0; g < this.#nCols; g++) {
@@ -452,6 +471,16 @@ export class StreamWriter {
     const offsets = this.#axis0 ? new Float64Array(lead ? nRows + 1 : nRows) : undefined;
     if (offsets && lead) offsets[0] = 0;
     this.#indptrStarted ||= lead;
+    if (this.#axis0) {
+      // Axis 0's values and columns first (they need no pass over the rows): their chunks
+      // compress, or their parts are written, while the rows are checked and batched below. A
+      // block refused there leaves chunks but no block, like any failed write.
+      const { data: dataOut, indices: indicesOut } = this.#axis0;
+      await dataOut.append(data.subarray(base, end));
+      const slice = indices.subarray(base, end);
+      if (indicesOut instanceof DeferredArray) await indicesOut.append(asInt32(slice));
+      else await indicesOut.append(indicesOut.dtype === "int32" ? asInt32(slice) : toBig(slice));
+    }
     // Axis 1 takes the rows in batches of about a frame (the spill's scratch); axis 0 alone, at once.
     const spilling = this.#counts !== undefined;
     for (let r = 0; r < nRows; ) {
@@ -468,11 +497,7 @@ export class StreamWriter {
       r = r1;
     }
     if (this.#axis0) {
-      const { data: dataOut, indices: indicesOut, indptr: indptrOut, maxima } = this.#axis0;
-      await dataOut.append(data.subarray(base, end));
-      const slice = indices.subarray(base, end);
-      if (indicesOut instanceof DeferredArray) await indicesOut.append(asInt32(slice));
-      else await indicesOut.append(indicesOut.dtype === "int32" ? asInt32(slice) : toBig(slice));
+      const { indptr: indptrOut, maxima } = this.#axis0;
       const offs = offsets as Float64Array;
       if (indptrOut instanceof DeferredArray) await indptrOut.append(offs);
       else await indptrOut.append(narrow(offs, indptrOut.dtype as "int32" | "int64"));
@@ -590,11 +615,17 @@ export class StreamWriter {
     const width = Ctor.BYTES_PER_ELEMENT;
     const size = codesAt(n, width) + 4 * n;
     const keep = this.#inMemory + size <= this.#memoryBudget;
-    if (!keep && this.#scratch.byteLength < size) {
-      const room = Math.max(n, this.#frame);
-      this.#scratch = new ArrayBuffer(codesAt(room, width) + 4 * room);
+    const turn = this.#turn;
+    if (!keep) {
+      // This scratch's previous batch must be written before it is overwritten.
+      await this.#appending[turn];
+      if ((this.#scratch[turn] as ArrayBuffer).byteLength < size) {
+        const room = Math.max(n, this.#frame);
+        this.#scratch[turn] = new ArrayBuffer(codesAt(room, width) + 4 * room);
+      }
+      this.#turn = 1 - turn;
     }
-    const buffer = keep ? new ArrayBuffer(size) : this.#scratch;
+    const buffer = keep ? new ArrayBuffer(size) : (this.#scratch[turn] as ArrayBuffer);
     // Values first: a float64 value is 8-byte aligned there; codes follow at a multiple of 4.
     const vals = new Ctor(buffer, 0, n) as Float64Array;
     const codes = new Uint32Array(buffer, codesAt(n, width), n);
@@ -630,8 +661,28 @@ export class StreamWriter {
     }
     this.#spillFile ??= await this.#spill.create("columns");
     const file = this.#spillFile;
-    batch.offset = file.bytes;
-    await file.append([new Uint8Array(buffer, 0, size)]);
+    batch.offset = this.#spillEnd;
+    // Written while the next batch is sorted into the other scratch; appends run one at a time,
+    // in order (each starts once the one before it ended), so offsets follow `batch.offset`.
+    const before = this.#appending[1 - turn];
+    const appending = (async () => {
+      await before;
+      await file.append([new Uint8Array(buffer, 0, size)]);
+    })();
+    // Awaited before the scratch is reused or the spill read; marked handled until then.
+    appending.catch(() => undefined);
+    this.#appending[turn] = appending;
+    this.#spillEnd = batch.offset + size;
+  }
+
+  /** Bytes in the spill file once the appends started are done. */
+  #spillEnd = 0;
+
+  /** Wait for the batches being appended to the spill file (before it is read, or removed). */
+  async #settleSpill(): Promise<void> {
+    const pending = this.#appending;
+    this.#appending = [undefined, undefined];
+    await Promise.all(pending);
   }
 
   /**
@@ -659,8 +710,12 @@ export class StreamWriter {
       }
       if (!this.#begun) this.#begin(this.#dtype ?? "float32");
       const width = needsInt64([this.#nRows, this.#nCols], [1], this.#nnz) ? "int64" : "int32";
-      if (this.#axis0) await this.#finishAxis0(this.#axis0, width);
-      if (this.#axes.includes(1)) await this.#finishAxis1(width);
+      // Axis 0 closes (its last parts written) while axis 1's first range is assembled; axis 1's
+      // objects are opened only once axis 0's are closed (see ArrayWriter.end).
+      const axis0 = this.#axis0 ? this.#finishAxis0(this.#axis0, width) : Promise.resolve();
+      axis0.catch(() => undefined);
+      if (this.#axes.includes(1)) await this.#finishAxis1(width, axis0);
+      await axis0;
       await this.#inFlight.drain();
       // Every chunk durable before the block says the store is complete.
       await this.#store.flush?.();
@@ -681,6 +736,8 @@ export class StreamWriter {
       await Promise.all(this.#arrays.map((array) => array.abort()));
       throw error;
     } finally {
+      // No append still writing into the spill while it is removed (its failure is already thrown).
+      await this.#settleSpill().catch(() => undefined);
       await this.#spill.dispose();
     }
   }
@@ -689,6 +746,7 @@ export class StreamWriter {
   async abort(): Promise<void> {
     this.#finished = true;
     await Promise.all(this.#arrays.map((array) => array.abort()));
+    await this.#settleSpill().catch(() => undefined);
     await this.#spill.dispose();
   }
 
@@ -711,15 +769,23 @@ export class StreamWriter {
     await arrays.maxima?.finish();
   }
 
-  async #finishAxis1(width: "int32" | "int64"): Promise<void> {
+  /** Axis 1, once every row is in; nothing goes to the store before `axis0` (its closing) is done. */
+  async #finishAxis1(width: "int32" | "int64", axis0: Promise<void>): Promise<void> {
     const dtype = this.#dtype as DataType;
     const Ctor = constructorOf(dtype);
     const counts = this.#counts as Float64Array;
-    this.#scratch = new ArrayBuffer(0);
-    await this.#groupMetadata(1);
+    await this.#settleSpill();
+    this.#scratch = [new ArrayBuffer(0), new ArrayBuffer(0)];
     const group = this.#group(1);
-    const data = this.#array(`${group}/data`, dtype, this.#nnz);
-    const indices = this.#array(`${group}/indices`, width, this.#nnz);
+    let arrays: { data: ArrayWriter; indices: ArrayWriter } | undefined;
+    const open = async () => {
+      await axis0;
+      await this.#groupMetadata(1);
+      return {
+        data: this.#array(`${group}/data`, dtype, this.#nnz),
+        indices: this.#array(`${group}/indices`, width, this.#nnz),
+      };
+    };
     const budget = positiveInteger(this.#options.assembly, "assembly", ASSEMBLY);
     // Each gene block in ranges of at most `budget` nonzeros (a single gene may exceed it: it is
     // one column), and one assembly buffer for all, as large as the largest range.
@@ -744,8 +810,9 @@ export class StreamWriter {
     for (const { block, lo, hi, total, last } of ranges) {
       if (total > 0) {
         const [rows, vals] = await this.#assemble(block, lo, hi, total, Ctor, assembly);
-        await data.append(vals);
-        await indices.append(
+        arrays ??= await open();
+        await arrays.data.append(vals);
+        await arrays.indices.append(
           width === "int32" ? new Int32Array(rows.buffer, rows.byteOffset, rows.length) : toBig(rows),
         );
       }
@@ -754,6 +821,7 @@ export class StreamWriter {
     await this.#spillFile?.remove();
     this.#spillFile = undefined;
     this.#batches = [];
+    const { data, indices } = arrays ?? (await open());
     await data.end();
     await indices.end();
     await data.finish();

@@ -489,6 +489,7 @@ test("parts parked past the memory allowance go to temporary space and reach the
 
 test("a part pushed while the previous one is still being written is refused", async () => {
   const store = partsStore();
+  // 4 bytes ahead of the store: the first append's second half waits for the store to take the first.
   const context = {
     store,
     encoder: wasmEncoder,
@@ -496,6 +497,7 @@ test("a part pushed while the previous one is still being written is refused", a
     spill: new MemorySpill(),
     byteAddressable: true,
     chunk: undefined,
+    writeBehind: 4,
   };
   const array = new ArrayWriter(context, "a", "int32", 4);
   const first = array.append(Int32Array.of(1, 2));
@@ -523,4 +525,177 @@ test("writeRows before the previous block was taken is refused, and the first bl
   await writer.writeRows(tail);
   await writer.finish();
   assertSameObjects(store, reference);
+});
+
+/**
+ * A store taking objects in parts that copies a part only once the test allows it (`allow`), so a
+ * test sees what the writer does while the store is busy; `failOn` fails the object at that part.
+ */
+function gatedStore(failOn?: { key: string; part: number }) {
+  const inner = new MemoryStore();
+  let allowed = 0;
+  let wake: (() => void) | undefined;
+  const taken: string[] = [];
+  const store = Object.assign(inner, {
+    async setParts(key: string, byteLength: number, parts: AsyncIterable<Uint8Array>): Promise<void> {
+      const whole = new Uint8Array(byteLength);
+      let at = 0;
+      let index = 0;
+      for await (const part of parts) {
+        while (allowed === 0) await new Promise<void>((resolve) => (wake = resolve));
+        allowed--;
+        // Keys come with the store's leading slash.
+        if (failOn?.key === key.replace(/^\/+/, "") && failOn.part === index)
+          throw new Error("disk full (test)");
+        whole.set(part, at);
+        at += part.byteLength;
+        index++;
+        taken.push(key);
+      }
+      await inner.set(key, whole);
+    },
+  });
+  return {
+    store,
+    taken,
+    allow(n: number) {
+      allowed += n;
+      wake?.();
+    },
+  };
+}
+
+/** Whether `promise` has settled once every task queued before it ran (no clock involved). */
+async function settled(promise: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  promise.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  return done;
+}
+
+test("parts are copied ahead of a busy store, up to the write-behind allowance, and land in order", async () => {
+  const gated = gatedStore();
+  const context = {
+    store: gated.store,
+    encoder: wasmEncoder,
+    inFlight: new InFlight(2),
+    spill: new MemorySpill(),
+    byteAddressable: true,
+    chunk: undefined,
+    writeBehind: 32,
+  };
+  const array = new ArrayWriter(context, "a", "int32", 12);
+  // One buffer, reused by the caller as soon as each append resolved.
+  const values = Int32Array.of(1, 2, 3, 4);
+  await array.append(values);
+  assert.equal(gated.taken.length, 0, "the store took nothing yet, but the first append resolved");
+  values.set([5, 6, 7, 8]);
+  await array.append(values);
+  values.set([9, 10, 11, 12]);
+  // 32 bytes are queued: the third append waits for the store.
+  const third = array.append(values);
+  assert.equal(await settled(third), false, "past the allowance, an append waits for the store");
+  gated.allow(Number.POSITIVE_INFINITY);
+  await third;
+  values.fill(-1);
+  await array.end();
+  await array.finish();
+  const bytes = (await gated.store.get("a/c/0")) as Uint8Array;
+  assert.deepEqual(
+    [...new Int32Array(bytes.buffer, bytes.byteOffset, 12)],
+    [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+  );
+});
+
+test("a store failing on a queued part fails the append waiting for room with the store's error", async () => {
+  const gated = gatedStore({ key: "a/c/0", part: 1 });
+  const context = {
+    store: gated.store,
+    encoder: wasmEncoder,
+    inFlight: new InFlight(2),
+    spill: new MemorySpill(),
+    byteAddressable: true,
+    chunk: undefined,
+    writeBehind: 8,
+  };
+  const array = new ArrayWriter(context, "a", "int32", 8);
+  await array.append(Int32Array.of(1, 2));
+  const waiting = array.append(Int32Array.of(3, 4, 5, 6));
+  assert.equal(await settled(waiting), false);
+  gated.allow(Number.POSITIVE_INFINITY);
+  await assert.rejects(waiting, /disk full \(test\)/);
+  await assert.rejects(array.end(), /disk full \(test\)/);
+  assert.equal(await gated.store.get("a/c/0"), undefined, "nothing landed under the key");
+});
+
+test("a write failing on a part queued behind the writer fails the write, and the store has no block", async () => {
+  const m = randomCsr(90, 25, 0.3, 51);
+  const gated = gatedStore({ key: "layouts/axis0/data/c/0", part: 2 });
+  gated.allow(Number.POSITIVE_INFINITY);
+  await assert.rejects(
+    writeStoreFromRows(gated.store, blocksOf(m, 10), {
+      shape: [m.nRows, m.nCols],
+      byteAddressable: true,
+      nnz: m.data.length,
+    }),
+    /disk full \(test\)/,
+  );
+  await assert.rejects(openReader(gated.store), { _tag: "IncompleteError" });
+  assert.equal(await gated.store.get("layouts/axis0/data/c/0"), undefined);
+});
+
+/**
+ * Temporary space whose `columns` file (axis 1's batches) copies an appended batch a turn of the
+ * event loop after the call, as a file write does, and fails its append number `failAt` if given.
+ */
+function laggingSpill(failAt?: number): MemorySpill {
+  const spill = new MemorySpill();
+  const create = spill.create.bind(spill);
+  spill.create = async (name: string) => {
+    const file = await create(name);
+    if (name !== "columns") return file;
+    const append = file.append.bind(file);
+    let calls = 0;
+    file.append = async (parts) => {
+      const call = calls++;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (call === failAt) throw new Error("spill disk full (test)");
+      await append(parts);
+    };
+    return file;
+  };
+  return spill;
+}
+
+test("batches appended to the spill while the next is sorted keep their bytes (two scratch buffers)", async () => {
+  const m = randomCsr(200, 60, 0.3, 61);
+  const reference = new MemoryStore();
+  await writeStore(reference, layoutsOf(m, [0, 1]), { chunk: 70 });
+  const streamed = new MemoryStore();
+  const result = await writeStoreFromRows(streamed, blocksOf(m, 50), {
+    shape: [m.nRows, m.nCols],
+    chunk: 70,
+    spillFrame: 40,
+    spillFiles: 3,
+    spill: laggingSpill(),
+  });
+  assert.ok(result.bytesSpilled >= m.data.length * 8, "every batch went through the spill");
+  assertSameObjects(streamed, reference);
+});
+
+test("a spill append failing while the next batch is sorted fails the write, with no block", async () => {
+  const m = randomCsr(200, 60, 0.3, 62);
+  const store = new MemoryStore();
+  await assert.rejects(
+    writeStoreFromRows(store, blocksOf(m, 50), {
+      shape: [m.nRows, m.nCols],
+      spillFrame: 40,
+      spill: laggingSpill(3),
+    }),
+    /spill disk full \(test\)/,
+  );
+  await assert.rejects(openReader(store), { _tag: "IncompleteError" });
 });
