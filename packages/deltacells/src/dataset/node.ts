@@ -39,8 +39,8 @@ export interface NodeOpenDatasetOptions extends OpenDatasetOptions {
    * a tile (up to 2 MiB) or a small file is read by blocking calls while they come from the page
    * cache (~0.1-0.2 ms for a 0.7 MB tile, less than decoding it on this thread) instead of five
    * round trips through libuv's thread pool, whose callbacks this thread must run between
-   * decodes: `ds.tiles()` ran at 0.87-0.89x of `decodeTileSync` this way against 0.71-0.76x
-   * through the thread pool, and 1.27-1.29x against 1.08-1.15x with `threads: 2`
+   * decodes: `ds.tiles()` ran at 0.75-0.89x of `decodeTileSync` this way against 0.71-0.76x
+   * through the thread pool, and 1.24-1.33x against 1.07-1.24x with `threads: 2`
    * (bench/RESULTS.md). After four slow blocking reads in a row (a cold cache, a network file
    * system) the store falls back to the thread pool for 5 s. A server whose event loop must
    * never wait on a disk passes `{ blockingReads: false }`.
