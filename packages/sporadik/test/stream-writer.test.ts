@@ -1,7 +1,7 @@
 /** The streaming writer writes, object for object, the bytes writeStore writes for the whole matrix. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { MemoryStore, withConcurrencyLimit } from "@deltacells/storage";
+import { MemoryStore, type Store, withConcurrencyLimit } from "@deltacells/storage";
 import { ArrayWriter, InFlight, wasmEncoder } from "../src/array-stream.js";
 import { type DataType, type Layout, layoutFromCompressed, openReader, writeStore } from "../src/index.js";
 import { MemorySpill } from "../src/spill.js";
@@ -490,15 +490,7 @@ test("parts parked past the memory allowance go to temporary space and reach the
 test("a part pushed while the previous one is still being written is refused", async () => {
   const store = partsStore();
   // 4 bytes ahead of the store: the first append's second half waits for the store to take the first.
-  const context = {
-    store,
-    encoder: wasmEncoder,
-    inFlight: new InFlight(2),
-    spill: new MemorySpill(),
-    byteAddressable: true,
-    chunk: undefined,
-    writeBehind: 4,
-  };
+  const context = byteAddressableContext(store, 4);
   const array = new ArrayWriter(context, "a", "int32", 4);
   const first = array.append(Int32Array.of(1, 2));
   await assert.rejects(array.append(Int32Array.of(3, 4)), {
@@ -565,6 +557,19 @@ function gatedStore(failOn?: { key: string; part: number }) {
   };
 }
 
+/** The context of a byte-addressable ArrayWriter on `store` with `writeBehind` bytes of write-behind. */
+function byteAddressableContext(store: Store, writeBehind: number) {
+  return {
+    store,
+    encoder: wasmEncoder,
+    inFlight: new InFlight(2),
+    spill: new MemorySpill(),
+    byteAddressable: true,
+    chunk: undefined,
+    writeBehind,
+  };
+}
+
 /** Whether `promise` has settled once every task queued before it ran (no clock involved). */
 async function settled(promise: Promise<unknown>): Promise<boolean> {
   let done = false;
@@ -578,15 +583,7 @@ async function settled(promise: Promise<unknown>): Promise<boolean> {
 
 test("parts are copied ahead of a busy store, up to the write-behind allowance, and land in order", async () => {
   const gated = gatedStore();
-  const context = {
-    store: gated.store,
-    encoder: wasmEncoder,
-    inFlight: new InFlight(2),
-    spill: new MemorySpill(),
-    byteAddressable: true,
-    chunk: undefined,
-    writeBehind: 32,
-  };
+  const context = byteAddressableContext(gated.store, 32);
   const array = new ArrayWriter(context, "a", "int32", 12);
   // One buffer, reused by the caller as soon as each append resolved.
   const values = Int32Array.of(1, 2, 3, 4);
@@ -612,15 +609,7 @@ test("parts are copied ahead of a busy store, up to the write-behind allowance, 
 
 test("a store failing on a queued part fails the append waiting for room with the store's error", async () => {
   const gated = gatedStore({ key: "a/c/0", part: 1 });
-  const context = {
-    store: gated.store,
-    encoder: wasmEncoder,
-    inFlight: new InFlight(2),
-    spill: new MemorySpill(),
-    byteAddressable: true,
-    chunk: undefined,
-    writeBehind: 8,
-  };
+  const context = byteAddressableContext(gated.store, 8);
   const array = new ArrayWriter(context, "a", "int32", 8);
   await array.append(Int32Array.of(1, 2));
   const waiting = array.append(Int32Array.of(3, 4, 5, 6));
