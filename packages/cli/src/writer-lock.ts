@@ -118,14 +118,14 @@ export async function acquireWriterLock(
   const bytes = new TextEncoder().encode(`${JSON.stringify(holder, null, 2)}\n`);
   let released = false;
   const onExit = () => {
-    // Only a folder's lock can go synchronously, which is all `exit` allows.
-    if (outPath !== undefined && !released) {
-      released = true;
-      try {
-        if (parseHolder(readFileSync(where))?.id === holder.id) unlinkSync(where);
-      } catch {
-        // already gone
-      }
+    // Only a folder's lock can go synchronously, which is all `exit` allows. Also while `release`
+    // is under way: another listener (the sporadik writer's temporary folder, on a signal) may end
+    // the process before the asynchronous removal is done.
+    if (outPath === undefined) return;
+    try {
+      if (parseHolder(readFileSync(where))?.id === holder.id) unlinkSync(where);
+    } catch {
+      // already gone
     }
   };
   const onSignal = (signal: NodeJS.Signals) => {
@@ -134,11 +134,11 @@ export async function acquireWriterLock(
   const release = async () => {
     if (released) return;
     released = true;
-    process.off("exit", onExit);
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
     const now = parseHolder(await store.get(LOCK_KEY).catch(() => undefined));
     if (now?.id === holder.id) await store.delete(LOCK_KEY).catch(() => undefined);
+    process.off("exit", onExit);
     // A folder this lock created for a conversion that wrote nothing goes too.
     if (outPath !== undefined && !folderExisted) await rmdir(outPath).catch(() => undefined);
   };

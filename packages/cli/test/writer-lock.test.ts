@@ -221,3 +221,28 @@ test("validate warns about temporary files, staging folders and a lock, and stil
   assert.match(text.stdout, /warning: .*dctmp-aaaaaaaaaaaa: a temporary file of a write that never finished/);
   assert.ok((await stat(out)).isDirectory());
 });
+
+test("Ctrl-C removes the lock even when another SIGINT listener ends the process at once (the sporadik writer's temporary folder does)", async () => {
+  const out = join(tempDir(), "ds");
+  // The lock taken, then a listener registered after it that exits synchronously, as
+  // FileSpill's removeOnSignal does: the lock's own asynchronous removal never gets to finish.
+  const script = `
+    import { acquireWriterLock } from ${JSON.stringify(join(REPO, "packages/cli/src/writer-lock.ts"))};
+    import { openLocation } from ${JSON.stringify(join(REPO, "packages/cli/src/io.ts"))};
+    await acquireWriterLock(openLocation(${JSON.stringify(out)}), ${JSON.stringify(out)}, ${JSON.stringify(out)}, false);
+    process.once("SIGINT", () => process.exit(130));
+    process.stdout.write("locked\\n");
+    setInterval(() => {}, 1000);
+  `;
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", "--conditions=source", "--input-type=module", "-e", script],
+    { cwd: REPO, stdio: ["ignore", "pipe", "inherit"] },
+  );
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  await new Promise<void>((resolve) => child.stdout!.on("data", () => resolve()));
+  assert.ok(existsSync(join(out, ".deltacells-lock")));
+  child.kill("SIGINT");
+  assert.equal(await exited, 130);
+  assert.ok(!existsSync(join(out, ".deltacells-lock")), "the lock outlived the interrupted conversion");
+});
