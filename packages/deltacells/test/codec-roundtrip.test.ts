@@ -336,6 +336,30 @@ test("a job that cannot be sent to its worker fails alone: its worker stays free
   }
 });
 
+test("a job whose request fails to build (its output buffer not allocated, say) fails alone; the next runs", async () => {
+  // The request was built after the job left the queue and before it was pending: a throw there
+  // left its promise unsettled for ever.
+  const host = startWorkerHost(1);
+  try {
+    const rows = { nGenes: 5, indptr: [0, 1], indices: Int32Array.of(2), data: Int32Array.of(3) };
+    const chunk = () => prepareTile(rows).chunks[0]!;
+    // Two jobs fill the one worker (it holds the next), so the third is built later, when a reply
+    // frees room: in the reply's handler, where a throw escaped and nothing rejected the job.
+    const a = host.run({ op: "compress", id: 1, chunk: chunk(), level: 1 }, []);
+    const b = host.run({ op: "compress", id: 3, chunk: chunk(), level: 1 }, []);
+    const failing = host.run(() => {
+      throw new RangeError("Array buffer allocation failed");
+    }, []);
+    assert.ok((await a).ok && (await b).ok);
+    await assert.rejects(failing, RangeError);
+    assert.equal(host.load(), 0);
+    const res = await host.run({ op: "compress", id: 2, chunk: chunk(), level: 1 }, []);
+    assert.ok(res.ok, "the next job runs on the same worker");
+  } finally {
+    await host.close();
+  }
+});
+
 test("a worker is sent its next job before it answers the current one; its crash rejects both", async () => {
   // Each worker holds two jobs (host.ts, WORKER_DEPTH), so it never waits for this thread to send
   // the next. The second job killing the worker as it is sent shows both were sent before the

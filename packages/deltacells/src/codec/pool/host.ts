@@ -14,7 +14,8 @@ export interface WorkerHost {
   /**
    * Runs `req` on the first idle worker (queued until one is); rejects with the worker's error.
    * `req` may be a function that builds the request when a worker takes it (the pool then takes
-   * an output buffer only when it is about to be written: see pool.ts); it must not throw.
+   * an output buffer only when it is about to be written: see pool.ts); if it throws, the job
+   * fails with its error.
    */
   run(req: Request | (() => Request), transfer: ArrayBuffer[]): Promise<Response>;
   /** Jobs running or queued. */
@@ -170,7 +171,16 @@ export function startWorkerHost(threads: number): WorkerHost {
       const slot = ready.find((s) => s.busy === 0) ?? ready.find((s) => s.busy < depth);
       if (slot === undefined) return;
       const job = queue.shift()!;
-      const req = typeof job.req === "function" ? job.req() : job.req;
+      let req: Request;
+      try {
+        // Built here (an output buffer taken now), so a failure there, out of memory say, fails
+        // this job instead of leaving it neither queued nor pending, never settled.
+        req = typeof job.req === "function" ? job.req() : job.req;
+      } catch (err) {
+        keepAlive();
+        job.reject(err instanceof Error ? err : new Error(String(err)));
+        continue;
+      }
       const sent = withColumnMap(req, slot.maps);
       try {
         slot.worker.postMessage(sent, job.transfer);
