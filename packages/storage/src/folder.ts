@@ -302,8 +302,10 @@ export class FolderStore implements Store {
     allocate: (size: number) => Uint8Array,
     opts?: StoreOptions,
   ): Promise<Uint8Array | undefined> {
+    // The key checked before a descriptor slot is taken: a refused key must not hold one.
+    const path = this.path(key);
     if (this.readsBlock && this.slots.tryTake()) {
-      const bytes = this.getIntoBlocking(key, allocate, opts);
+      const bytes = this.getIntoBlocking(key, path, allocate, opts);
       if (bytes !== TOO_LARGE) return bytes;
     }
     return this.checked(key, opts, () => this.getIntoUnchecked(key, allocate, opts));
@@ -316,10 +318,10 @@ export class FolderStore implements Store {
    */
   private getIntoBlocking(
     key: string,
+    path: string,
     allocate: (size: number) => Uint8Array,
     opts: StoreOptions | undefined,
   ): Uint8Array | undefined | typeof TOO_LARGE {
-    const path = this.path(key);
     const t0 = performance.now();
     let fd = -1;
     let out: Uint8Array;

@@ -106,6 +106,16 @@ describe("a folder store", () => {
     assert.equal(openFds(), base, "descriptors leaked");
   });
 
+  test("with blockingReads, a getInto refused for its key gives its descriptor slot back", async () => {
+    // The key was checked after the slot was taken and the throw skipped giving it back: with one
+    // slot, every later read waited for ever.
+    const s = await freshStore("into-bad-key", { blockingReads: true, maxOpenFiles: 1 });
+    await s.set("k", pattern(10, 1));
+    const allocate = (n: number) => new Uint8Array(n);
+    await assert.rejects(s.getInto("../outside", allocate), { _tag: "InvalidKey" });
+    assert.deepEqual(await s.getInto("k", allocate), pattern(10, 1));
+  });
+
   test("with blockingReads, getInto of an object up to 2 MiB reads on this thread, exactly, and still refuses a changed object", async () => {
     const s = await freshStore("into-blocking", { blockingReads: true });
     const sizes = [0, 1, 4096, (1 << 21) - 1, 1 << 21, (1 << 21) + 1, 3 << 20];
