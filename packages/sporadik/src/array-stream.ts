@@ -425,10 +425,17 @@ class DirectObject {
       for (let at = 0; at < bytes.byteLength; ) {
         const n = Math.min(this.#piece, bytes.byteLength - at);
         const size = n === this.#piece || n >= SMALL_PIECE ? this.#piece : n;
-        while (!this.#ended && this.#queued > 0 && this.#queued + size > this.writeBehind) {
+        // A store can fail without closing the parts it was given (the generator then never ends):
+        // its error ends the wait as well.
+        while (
+          !this.#ended &&
+          this.#error === undefined &&
+          this.#queued > 0 &&
+          this.#queued + size > this.writeBehind
+        ) {
           await new Promise<void>((resolve) => (this.#room = resolve));
         }
-        if (this.#ended) await this.#stopped();
+        if (this.#ended || this.#error !== undefined) await this.#stopped();
         const spare = size === this.#piece ? this.free.pop() : undefined;
         const buffer = spare?.byteLength === size ? spare : new ArrayBuffer(size);
         const piece = new Uint8Array(buffer, 0, n);

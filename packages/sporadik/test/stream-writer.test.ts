@@ -620,6 +620,27 @@ test("a store failing on a queued part fails the append waiting for room with th
   assert.equal(await gated.store.get("a/c/0"), undefined, "nothing landed under the key");
 });
 
+test("a store failing without closing the parts it was given fails the append waiting for room", async () => {
+  // The wait for room ended only when the parts generator ended; a store that stops iterating
+  // and rejects (its iterator left open) left the append waiting for ever.
+  let fail = () => {};
+  const failing = new Promise<void>((resolve) => (fail = resolve));
+  const store = Object.assign(new MemoryStore(), {
+    async setParts(_key: string, _byteLength: number, parts: AsyncIterable<Uint8Array>): Promise<void> {
+      await parts[Symbol.asyncIterator]().next();
+      await failing;
+      throw new Error("disk full (test)");
+    },
+  });
+  const array = new ArrayWriter(byteAddressableContext(store, 8), "a", "int32", 6);
+  await array.append(Int32Array.of(1, 2));
+  const waiting = array.append(Int32Array.of(3, 4, 5, 6));
+  assert.equal(await settled(waiting), false, "past the allowance, the append waits for the store");
+  fail();
+  assert.equal(await settled(waiting), true, "the store's failure ends the wait");
+  await assert.rejects(waiting, /disk full \(test\)/);
+});
+
 test("a write failing on a part queued behind the writer fails the write, and the store has no block", async () => {
   const m = randomCsr(90, 25, 0.3, 51);
   const gated = gatedStore({ key: "layouts/axis0/data/c/0", part: 2 });
