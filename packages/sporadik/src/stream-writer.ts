@@ -692,6 +692,7 @@ export class StreamWriter {
   async finish(): Promise<StreamWriteResult> {
     if (this.#finished) throw new LayoutError("finish called twice: the store is already written.");
     this.#finished = true;
+    let axis0: Promise<void> = Promise.resolve();
     try {
       if (this.#rows !== this.#nRows) {
         throw new LayoutError(
@@ -712,7 +713,7 @@ export class StreamWriter {
       const width = needsInt64([this.#nRows, this.#nCols], [1], this.#nnz) ? "int64" : "int32";
       // Axis 0 closes (its last parts written) while axis 1's first range is assembled; axis 1's
       // objects are opened only once axis 0's are closed (see ArrayWriter.end).
-      const axis0 = this.#axis0 ? this.#finishAxis0(this.#axis0, width) : Promise.resolve();
+      axis0 = this.#axis0 ? this.#finishAxis0(this.#axis0, width) : Promise.resolve();
       axis0.catch(() => undefined);
       if (this.#axes.includes(1)) await this.#finishAxis1(width, axis0);
       await axis0;
@@ -733,6 +734,9 @@ export class StreamWriter {
         peakSpillBytes: this.#spill.peakBytes,
       };
     } catch (error) {
+      // Axis 0 may still be closing when axis 1 fails: nothing of it runs on after the failure
+      // (writing metadata, reading a spilled part while the spill is removed).
+      await axis0.catch(() => undefined);
       await Promise.all(this.#arrays.map((array) => array.abort()));
       throw error;
     } finally {
