@@ -265,6 +265,8 @@ export function createScatter(
   }
 
   function setHover(cell: number | undefined): void {
+    // The same cell stays where its ring is: any move of the view or resize clears the hover first.
+    if (cell === hovered) return;
     if (cell !== undefined) {
       const m = screenMap();
       const x = coords.x[cell]!;
@@ -272,7 +274,6 @@ export function createScatter(
       ring.style.transform = `translate(${m[0]! * x + m[1]! * y + m[2]!}px, ${m[3]! * x + m[4]! * y + m[5]!}px)`;
     }
     ring.hidden = cell === undefined;
-    if (cell === hovered) return;
     hovered = cell;
     on.hover(cell);
   }
