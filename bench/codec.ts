@@ -50,6 +50,7 @@ import { openStore as openLocation } from "@deltacells/storage/node";
 import { inspectTile } from "../packages/deltacells/src/codec/layout.js";
 import { nativeKernel } from "../packages/deltacells/src/codec/native.js";
 import { loadWasmZstd } from "../packages/deltacells/src/codec/zstd/wasm.js";
+import { threadSched } from "./cpu.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -220,18 +221,12 @@ const collectGarbage: () => void = (() => {
 })();
 
 /**
- * This thread's CPU time in seconds (Linux: /proc/thread-self/schedstat; NaN elsewhere). For
- * `ds.tiles()` on this thread it bounds the wall time on idle cores from below (the reads run on
- * libuv's threads, on the other core, when they overlap the decodes): a single-thread figure
- * far steadier under load than the wall clock, though cache and memory contention still move it.
+ * This thread's CPU time in seconds (NaN off Linux). For `ds.tiles()` on this thread it bounds the
+ * wall time on idle cores from below (the reads run on libuv's threads, on the other core, when
+ * they overlap the decodes): far steadier under load than the wall clock, though cache and memory
+ * contention still move it.
  */
-function threadCpu(): number {
-  try {
-    return Number(readFileSync("/proc/thread-self/schedstat", "utf8").split(" ")[0]) / 1e9;
-  } catch {
-    return Number.NaN;
-  }
-}
+const threadCpu = (): number => threadSched().cpu;
 
 async function bench(name: string) {
   const zstd = await loadZstd();

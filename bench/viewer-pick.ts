@@ -7,17 +7,17 @@
  *
  *   node --import tsx --conditions=source bench/viewer-pick.ts [--cells 200000,500000]
  */
-import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import { CellGrid, drawnPointSize } from "../apps/viewer/src/nearest.js";
 import { scanNearest } from "../apps/viewer/test/nearest-scan.js";
 import { mulberry32 } from "../test-utils/prng.js";
+import { threadSched } from "./cpu.js";
 
 const { values } = parseArgs({ options: { cells: { type: "string", default: "200000,500000" } } });
 
 /** CPU ms of this thread so far. */
-const cpu = () => Number(readFileSync("/proc/thread-self/schedstat", "utf8").split(" ")[0]) / 1e6;
+const cpu = () => threadSched().cpu * 1000;
 
 function cloud(n: number): { x: Float32Array; y: Float32Array } {
   const rand = mulberry32(7);

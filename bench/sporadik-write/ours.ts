@@ -18,6 +18,7 @@ import {
   withFileParts,
 } from "@deltacells/sporadik/node";
 import { FolderStore } from "@deltacells/storage/node";
+import { threadSched } from "../cpu.js";
 import type { MatrixMeta } from "./generate.js";
 
 /** CPU seconds of each thread that ran past 0.05 s, by name (from each task's schedstat under /proc/self/task). */
@@ -34,16 +35,6 @@ function threadSeconds(): Record<string, number> {
     // Not Linux: no per-thread figures.
   }
   return out;
-}
-
-/** The main thread's CPU and run-queue wait so far, in ms (Linux's schedstat; zeros elsewhere). */
-function mainSched(): { cpu: number; queued: number } {
-  try {
-    const [cpuNs, queuedNs] = readFileSync("/proc/thread-self/schedstat", "utf8").split(" ").map(Number);
-    return { cpu: (cpuNs as number) / 1e6, queued: (queuedNs as number) / 1e6 };
-  } catch {
-    return { cpu: 0, queued: 0 };
-  }
 }
 
 const [matrix, output, axesText, ba] = process.argv.slice(2) as [string, string, string, string];
@@ -63,7 +54,7 @@ if (!byteAddressable) {
 }
 const cpuAtStart = cpu();
 const t0 = performance.now();
-const sched0 = mainSched();
+const sched0 = threadSched();
 const spill = await FileSpill.create(dirname(output));
 const folder = withFileParts(new FolderStore(output), output, { deferSync: true });
 // The one sync pass before the block, timed on its own: the durability the format needs.
@@ -139,13 +130,13 @@ await Promise.all(files.map((file) => file.close()));
 const threads = threadSeconds();
 await pool.close();
 const seconds = (performance.now() - t0) / 1000;
-const sched1 = mainSched();
+const sched1 = threadSched();
 // The main thread's wall time split: running, runnable but waiting for a core (other processes'
 // load), and idle (waiting for I/O or workers): the idle part is what load does not explain.
 const mainThread = {
-  cpu: (sched1.cpu - sched0.cpu) / 1000,
-  queued: (sched1.queued - sched0.queued) / 1000,
-  idle: seconds - (sched1.cpu - sched0.cpu + sched1.queued - sched0.queued) / 1000,
+  cpu: sched1.cpu - sched0.cpu,
+  queued: sched1.queued - sched0.queued,
+  idle: seconds - (sched1.cpu - sched0.cpu + sched1.queued - sched0.queued),
 };
 console.log(
   JSON.stringify({
