@@ -522,7 +522,7 @@ export class Dataset {
     // GETs run further ahead than decodes: a tile's bytes are small next to its decoded arrays,
     // and a read from a folder takes several event-loop turns (open, fstat, read, stat), which
     // a busy decoding thread hands out only between tiles.
-    const readAhead = opts.prefetch === 0 ? 0 : ahead + READ_AHEAD;
+    const readAhead = opts.prefetch !== undefined && opts.prefetch <= 0 ? 0 : ahead + READ_AHEAD;
     // Tiles i, i+1, ... from the current one: each read started, its decode once within `ahead`.
     const slots: {
       read: Promise<{ bytes: Uint8Array; done(): void }>;
