@@ -76,10 +76,15 @@ const slowAfterMs = (bytes: number) => SLOW_BLOCKING_READ_MS + bytes / 2e6;
 const TOO_LARGE = Symbol("too large");
 
 /**
- * The whole file at `path` by blocking `open`/`fstat`/`read`/`close`: undefined when it is
- * missing, {@link TOO_LARGE} (nothing read) past {@link BLOCKING_READ_MAX} bytes.
+ * The whole file at `path` by blocking `open`/`fstat`/`read`/`close`, into `allocate(size)` (a
+ * fresh array by default): undefined when it is missing, {@link TOO_LARGE} (nothing allocated) past
+ * `max` bytes.
  */
-function readBlocking(path: string): Uint8Array | undefined | typeof TOO_LARGE {
+function readBlocking(
+  path: string,
+  max: number,
+  allocate: (size: number) => Uint8Array = (size) => new Uint8Array(size),
+): Uint8Array | undefined | typeof TOO_LARGE {
   let fd: number;
   try {
     fd = openSync(path, "r");
@@ -89,8 +94,8 @@ function readBlocking(path: string): Uint8Array | undefined | typeof TOO_LARGE {
   }
   try {
     const size = fstatSync(fd).size;
-    if (size > BLOCKING_READ_MAX) return TOO_LARGE;
-    const out = new Uint8Array(size);
+    if (size > max) return TOO_LARGE;
+    const out = allocate(size);
     let done = 0;
     for (let n = 1; n > 0 && done < size; done += n) n = readSync(fd, out, done, size - done, done);
     // Shorter than fstat said: truncated in place while being read; answer what is there.
@@ -244,19 +249,27 @@ export class FolderStore implements Store {
     const t0 = performance.now();
     let bytes: ReturnType<typeof readBlocking>;
     try {
-      bytes = readBlocking(path);
+      bytes = readBlocking(path, BLOCKING_READ_MAX);
     } catch (err) {
       this.slots.give();
       throw this.wrap(err, "reading", key);
     }
+    this.timedBlockingRead(t0, SLOW_BLOCKING_READ_MS);
+    if (bytes !== TOO_LARGE) this.slots.give();
+    return bytes;
+  }
+
+  /**
+   * Counts a blocking read that started at `t0` as slow past `slowMs`: after {@link SLOW_RUN} slow
+   * ones in a row, whole-object reads go through the thread pool for {@link BLOCKING_COOL_OFF_MS}.
+   */
+  private timedBlockingRead(t0: number, slowMs: number): void {
     const elapsed = performance.now() - t0;
-    this.slowBlockingReads = elapsed > SLOW_BLOCKING_READ_MS ? this.slowBlockingReads + 1 : 0;
+    this.slowBlockingReads = elapsed > slowMs ? this.slowBlockingReads + 1 : 0;
     if (this.slowBlockingReads >= SLOW_RUN) {
       this.blockingOffUntil = t0 + elapsed + BLOCKING_COOL_OFF_MS;
       this.slowBlockingReads = 0;
     }
-    if (bytes !== TOO_LARGE) this.slots.give();
-    return bytes;
   }
 
   async getRange(key: string, range: RangeQuery, opts?: StoreOptions): Promise<Uint8Array | undefined> {
@@ -323,23 +336,11 @@ export class FolderStore implements Store {
     opts: StoreOptions | undefined,
   ): Uint8Array | undefined | typeof TOO_LARGE {
     const t0 = performance.now();
-    let fd = -1;
-    let out: Uint8Array;
+    let out: ReturnType<typeof readBlocking>;
     try {
       throwIfAborted(opts?.signal);
-      try {
-        fd = openSync(path, "r");
-      } catch (err) {
-        if (isMissing(err)) return undefined;
-        throw err;
-      }
-      const size = fstatSync(fd).size;
-      if (size > BLOCKING_GET_INTO_MAX) return TOO_LARGE;
-      out = this.space(allocate, size, key);
-      let done = 0;
-      for (let n = 1; n > 0 && done < size; done += n) n = readSync(fd, out, done, size - done, done);
-      // Shorter than fstat said: truncated in place while being read; answer what is there.
-      if (done < size) out = out.subarray(0, done);
+      out = readBlocking(path, BLOCKING_GET_INTO_MAX, (size) => this.space(allocate, size, key));
+      if (out === undefined || out === TOO_LARGE) return out;
     } catch (err) {
       if (opts?.unchangedSince !== undefined && !opts.signal?.aborted) {
         try {
@@ -351,15 +352,9 @@ export class FolderStore implements Store {
       if (opts?.signal?.aborted) throw opts.signal.reason;
       throw this.wrap(err, "reading", key);
     } finally {
-      if (fd >= 0) closeSync(fd);
       this.slots.give();
     }
-    const elapsed = performance.now() - t0;
-    this.slowBlockingReads = elapsed > slowAfterMs(out.length) ? this.slowBlockingReads + 1 : 0;
-    if (this.slowBlockingReads >= SLOW_RUN) {
-      this.blockingOffUntil = t0 + elapsed + BLOCKING_COOL_OFF_MS;
-      this.slowBlockingReads = 0;
-    }
+    this.timedBlockingRead(t0, slowAfterMs(out.length));
     this.checkUnchangedSync(key, path, opts);
     return out;
   }
