@@ -7,6 +7,7 @@
  * back, which cost the loader's thread as much as decoding (bench/RESULTS.md, "Loader").
  */
 import { DeltacellsError } from "../errors.js";
+import { outsideColumnMap } from "./columns.js";
 import { chunkContext, decodeChunksInto } from "./decode.js";
 import { corrupt, HEADER_SIZE, hex32 } from "./format.js";
 import { checksum, type TileLayout } from "./layout.js";
@@ -117,11 +118,7 @@ export function scatterTileSync(
           throw badSlots(object, `row at ${at} of ${e - s} nonzeros`);
         if (fused) {
           if (!copyMapped!(target.indices, at, buf.indices, s, e, job.columns!))
-            throw new DeltacellsError("deltacells: a decoded gene index is outside the column map", {
-              tag: "InternalError",
-              object,
-              field: "columns",
-            });
+            throw outsideColumnMap(object);
         } else copyRange(target.indices, at, buf.indices, s, e);
         copyRange(target.data, at, buf.data, s, e);
       }
