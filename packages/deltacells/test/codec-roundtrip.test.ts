@@ -398,6 +398,37 @@ test("a worker is sent its next job before it answers the current one; its crash
   }
 });
 
+test("tiles submitted in the same tick are split only between the workers still idle", async () => {
+  // A job reaches the host's queue an await after `run`, so idle() did not count the decodes
+  // started in the same tick: four tiles given to 2 idle workers at once were each split in two
+  // (8 parts, 8 messages and hand-offs) instead of the first between both and the rest whole.
+  const pool = createTilePool({ threads: 2 });
+  const post = Worker.prototype.postMessage;
+  const parts: number[] = [];
+  Worker.prototype.postMessage = function (this: Worker, message: unknown, transfer?: never) {
+    const m = message as { op?: unknown; k0?: number; k1?: number } | null;
+    if (m?.op === "decode") parts.push(m.k1! - m.k0!);
+    return post.call(this, message, transfer);
+  };
+  try {
+    const cases = [0, 1, 2, 3].map((s) => randomCsr(prng(70 + s), { nCells: 80, nGenes: 2000 }));
+    const tiles = await Promise.all(cases.map((r) => encodeTile(r, { nChunks: 4, level })));
+    for (let round = 0; round < 2; round++) {
+      // Round 0 starts the workers; round 1 finds them up and idle.
+      parts.length = 0;
+      const decoded = await Promise.all(tiles.map((t) => pool.decode(t)));
+      for (const [i, d] of decoded.entries()) {
+        assertDecodedEquals(d, cases[i]!);
+        d.release();
+      }
+      assert.deepEqual(parts, [2, 2, 4, 4, 4], `round ${round}: chunks per message`);
+    }
+  } finally {
+    Worker.prototype.postMessage = post;
+    await pool.close();
+  }
+});
+
 test("a cell with more than 65,536 nonzeros decodes the same through the native and the TypeScript loops", async () => {
   const big = 70_003;
   const indices = Int32Array.from({ length: big + 5 }, (_, i) => (i < big ? i + 2 : i - big + 3));

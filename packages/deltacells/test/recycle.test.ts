@@ -9,6 +9,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
+import { Worker } from "node:worker_threads";
 import {
   MemoryStore,
   withCoalescing,
@@ -524,6 +525,77 @@ test("ds.tiles() on this thread decodes a tile only once the one before is in ha
     store.tileReads,
     Array.from({ length: 10 }, (_, i) => i),
   );
+});
+
+test("ds.tiles() on this thread takes no event-loop turn per tile when the reads complete at once", async () => {
+  // The turn per tile advances reads that wait for I/O callbacks (a folder read through the
+  // thread pool). Reads that complete without them (memory, a folder's blocking reads) have
+  // settled before the next tile; a turn for the reads just started then cost ~20 us per tile.
+  const store = new IntoStore();
+  const written = await dataset(150, 16); // 10 tiles
+  for (const key of await written.list()) await store.set(key, (await written.get(key))!);
+  const want: ReturnType<typeof contents>[] = [];
+  for await (const { tile } of (await openDataset(store, { decoder: createLocalDecoder() })).tiles())
+    want.push(contents(tile));
+  const ds = await openDataset(store);
+  const immediate = globalThis.setImmediate;
+  let turns = 0;
+  globalThis.setImmediate = ((f: (...a: unknown[]) => void, ...a: unknown[]) => {
+    turns++;
+    return immediate(f, ...a);
+  }) as typeof setImmediate;
+  const got: ReturnType<typeof contents>[] = [];
+  try {
+    for await (const { tile } of ds.tiles()) {
+      got.push(contents(tile));
+      tile.release();
+    }
+  } finally {
+    globalThis.setImmediate = immediate;
+  }
+  assert.deepEqual(got, want);
+  assert.equal(turns, 0, "event-loop turns taken by ds.tiles()");
+});
+
+test("ds.tiles() on a pool sends each of the first tiles to a worker before it reads the next", async () => {
+  // The first fill read every tile ahead (11 here, by blocking calls from a folder: ~2.5 ms)
+  // before any decode reached a worker, so both workers idled at the start of every loop.
+  const store = new IntoStore();
+  const written = await dataset(250, 16); // 16 tiles
+  for (const key of await written.list()) await store.set(key, (await written.get(key))!);
+  const ds = await openDataset(store, { threads: 2 });
+  const post = Worker.prototype.postMessage;
+  const log: string[] = [];
+  const getInto = store.getInto;
+  store.getInto = function (this: IntoStore, key, allocate, opts) {
+    if (key.startsWith("tiles/")) log.push(`read ${Number(/(\d+)\.dct$/.exec(key)![1])}`);
+    return getInto.call(this, key, allocate, opts);
+  };
+  Worker.prototype.postMessage = function (this: Worker, message: unknown, transfer?: never) {
+    if ((message as { op?: unknown } | null)?.op === "decode") log.push("post");
+    return post.call(this, message, transfer);
+  };
+  try {
+    for (let pass = 0; pass < 2; pass++) {
+      // Pass 0 starts the workers (its first decodes wait for them); pass 1 finds them up.
+      log.length = 0;
+      let n = 0;
+      for await (const { tile } of ds.tiles()) {
+        n++;
+        tile.release();
+      }
+      assert.equal(n, 16);
+    }
+    const posted = (k: number) => log.slice(0, log.indexOf(`read ${k}`)).filter((e) => e === "post").length;
+    for (let k = 1; k <= 3; k++)
+      assert.ok(
+        posted(k) >= k,
+        `${posted(k)} decodes sent before tile ${k} is read: ${log.slice(0, 14).join(", ")}`,
+      );
+  } finally {
+    Worker.prototype.postMessage = post;
+    await ds.close();
+  }
 });
 
 test("openDataset(path) in Node reads a local folder's tiles by blocking reads by default; with { folder: { blockingReads: false } } through the thread pool", async () => {

@@ -156,6 +156,8 @@ export function startWorkerHost(threads: number): WorkerHost {
       }),
     ));
   let ready: Slot[] = [];
+  /** Jobs given to `run` that have not reached the queue yet (see `run`). */
+  let entering = 0;
   let pumpScheduled = false;
   const pumpSoon = () => {
     if (pumpScheduled) return;
@@ -206,14 +208,8 @@ export function startWorkerHost(threads: number): WorkerHost {
       keepAlive();
     }
   };
-  const run = async (req: Request | (() => Request), transfer: ArrayBuffer[]): Promise<Response> => {
-    if (closed)
-      throw new DeltacellsError("the tile pool is closed", {
-        tag: "InvalidState",
-        field: "pool",
-        found: "closed",
-      });
-    ready = await start();
+  /** Queues a job on workers that are up: synchronously, so that it is sent before the caller goes on. */
+  const enqueue = async (req: Request | (() => Request), transfer: ArrayBuffer[]): Promise<Response> => {
     const res = await new Promise<Response>((resolve, reject) => {
       queue.push({ req, transfer, resolve, reject });
       keepAlive();
@@ -221,6 +217,34 @@ export function startWorkerHost(threads: number): WorkerHost {
     });
     if (!res.ok) throw deserializeError(res.error);
     return res;
+  };
+  const run = (req: Request | (() => Request), transfer: ArrayBuffer[]): Promise<Response> => {
+    if (closed)
+      return Promise.reject(
+        new DeltacellsError("the tile pool is closed", {
+          tag: "InvalidState",
+          field: "pool",
+          found: "closed",
+        }),
+      );
+    // Workers up: the job is posted now, before a caller that reads the next tile by a blocking
+    // call (ds.tiles() from a folder) goes on to do so.
+    if (ready.length > 0) return enqueue(req, transfer);
+    // Counted by idle() until it is queued, after the workers start: the decodes submitted
+    // meanwhile (a loop starting 4 tiles at once) would each see every worker idle and be split
+    // between all of them.
+    entering++;
+    return start().then(
+      (s) => {
+        entering--;
+        ready = s;
+        return enqueue(req, transfer);
+      },
+      (err: unknown) => {
+        entering--;
+        throw err;
+      },
+    );
   };
 
   return {
@@ -230,7 +254,7 @@ export function startWorkerHost(threads: number): WorkerHost {
       // Before the workers are up (the first jobs), every worker without a job counts as idle.
       const busy =
         slots === undefined || ready.length === 0 ? pending.size : ready.filter((s) => s.busy > 0).length;
-      return Math.max(0, threads - busy - queue.length);
+      return Math.max(0, threads - busy - queue.length - entering);
     },
     async close() {
       closed = true;
