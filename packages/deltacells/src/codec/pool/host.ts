@@ -13,6 +13,7 @@ import type { WorkerLike } from "./threads.js";
 export interface WorkerHost {
   /**
    * Runs `req` on the first idle worker (queued until one is); rejects with the worker's error.
+   * Once the workers are up, a job a worker has room for is posted before `run` returns.
    * `req` may be a function that builds the request when a worker takes it (the pool then takes
    * an output buffer only when it is about to be written: see pool.ts); if it throws, the job
    * fails with its error.
