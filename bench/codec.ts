@@ -471,6 +471,19 @@ async function bench(name: string) {
     console.log(
       `  calling thread's CPU (Linux): ds.tiles() on this thread ${ratio("ds1", "full", "main").toFixed(2)}x decodeTileSync's (${M(rate("ds1", "main"))} against ${M(rate("full", "main"))}); with threads: 2 ${M(rate("ds2", "main"))}, pool no out ${M(rate("pool2none", "main"))}`,
     );
+    // Where a 2-worker row stands against its CPU bound (on quiet cores): the work it does, all
+    // threads' CPU, against decodeTileSync's, bounds it at 2x that ratio; the cores' busy share
+    // (CPU over 2 x wall) says whether it is short of cores (near 100%: less work is the only
+    // lever) or leaves them idle (gaps between jobs, the start or the tail of a pass).
+    const busy = (k: string) => median(rows[k]!.map((x) => x.cpu / (2 * x.wall)));
+    for (const [label, k] of [
+      ["pool of 2 workers, no out", "pool2none"],
+      ["pool of 2 workers, shared outputs", "pool2"],
+      ["ds.tiles(), threads: 2", "ds2"],
+    ] as const)
+      console.log(
+        `  ${label}: CPU bound ${(2 * ratio(k, "full", "cpu")).toFixed(2)}x this thread (its work ${(1 / ratio(k, "full", "cpu")).toFixed(2)}x decodeTileSync's); cores busy ${(100 * busy(k)).toFixed(0)}% of 2`,
+      );
   }
   console.log(
     `  size: ${(tileBytes / nnz).toFixed(3)} bytes/nnz (tiles, level 19) vs ${(gz / nnz).toFixed(3)} (CSR int32+float32+int64 indptr, gzip 4) = ${(tileBytes / gz).toFixed(2)}x`,
