@@ -124,6 +124,8 @@ const snapshot = (page: Page) =>
 /** Opens the viewer on `data` (`query`: more of the page's parameters); fails on any uncaught page error. */
 async function openViewer(data: string, query = ""): Promise<{ page: Page; errors: string[] }> {
   const page = await chromium.browser.newPage({ viewport: { width: 1200, height: 760 } });
+  // Every wait on the page only turns a hang into a failure: generous for CI's load (not 30 s).
+  page.setDefaultTimeout(120_000);
   const errors: string[] = [];
   page.on("pageerror", (e) => errors.push(e.message));
   await page.goto(`${server.url}?data=${encodeURIComponent(data)}${query}`);
@@ -131,8 +133,6 @@ async function openViewer(data: string, query = ""): Promise<{ page: Page; error
     () =>
       (window as unknown as { __viewer?: { state: { ready: boolean; error?: string } } }).__viewer?.state
         .ready || (window as unknown as { __viewer?: { state: { error?: string } } }).__viewer?.state.error,
-    null,
-    { timeout: 30_000 },
   );
   return { page, errors };
 }
