@@ -31,13 +31,19 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
+/**
+ * Waits until the server answers: a refused connection is tried again 100 ms later, and an accepted
+ * one is given the time left (a server's first answer can take seconds on a loaded machine, as
+ * moto loading its backends: with 1 s per try, each try could be cut off before its answer). `timeoutMs` only turns a
+ * server that never answers into a failure, so it is generous.
+ */
 async function waitUntilAnswering(url: string, child: ChildProcess, log: () => string, timeoutMs: number) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null)
       throw new Error(`server exited with ${child.exitCode} before answering:\n${log()}`);
     try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+      const res = await fetch(url, { signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())) });
       await res.body?.cancel();
       return;
     } catch {
@@ -89,7 +95,7 @@ async function startChild(
       await new Promise((r) => setTimeout(r, 20));
   };
   try {
-    await waitUntilAnswering(`${url}/`, child, () => output, 30_000);
+    await waitUntilAnswering(`${url}/`, child, () => output, 120_000);
   } catch (err) {
     await stop();
     throw err;

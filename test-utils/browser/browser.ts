@@ -35,8 +35,12 @@ export interface RunningBrowser {
   close(): Promise<void>;
 }
 
-/** Launches headless Chromium with a fresh profile directory. */
-export async function launchChromium(timeoutMs = 15_000): Promise<RunningBrowser> {
+/**
+ * Launches headless Chromium with a fresh profile directory. The limit only turns a launch that
+ * never ends into a failure: generous, since it runs beside the bundling and other test files on a
+ * loaded machine (CI's load reaches 20-30 on 2 cores, where a 15 s limit was tight).
+ */
+export async function launchChromium(timeoutMs = 60_000): Promise<RunningBrowser> {
   if (!existsSync(CHROMIUM_PATH)) {
     throw new Error(
       `${CHROMIUM_PATH} is missing: run \`node scripts/setup-browser.mjs\` (npm test's pretest does) to install it`,
@@ -86,7 +90,10 @@ export interface ModulePageOptions {
   pageUrl: string;
   /** The bundled module to import into the page. */
   moduleUrl: string;
-  /** Default timeout of each call (default 10 s). */
+  /**
+   * Default timeout of each call (default 60 s: a limit that turns a hang into a failure, never a
+   * measure of speed; a call of a second on an idle machine can take ten on CI's loaded one).
+   */
   callTimeoutMs?: number;
   /** Console error texts that are expected and must not fail calls (e.g. a deliberate 404). */
   ignoreConsole?: RegExp[];
@@ -94,6 +101,9 @@ export interface ModulePageOptions {
 
 /** Limit of opening a page and importing its module: only there to turn a hang into a failure. */
 const OPEN_TIMEOUT_MS = 60_000;
+
+/** Default limit of a call (see {@link ModulePageOptions.callTimeoutMs}). */
+const CALL_TIMEOUT_MS = 60_000;
 
 /** The module's exports live on this global in the page. */
 const MODULE_GLOBAL = "__browserTestModule";
@@ -112,7 +122,7 @@ export async function openModulePage(browser: Browser, opts: ModulePageOptions):
   });
   page.on("pageerror", (err) => problems.push({ kind: "pageerror", text: err.stack ?? err.message }));
   page.on("crash", () => problems.push({ kind: "crash", text: "the page crashed" }));
-  page.setDefaultTimeout(opts.callTimeoutMs ?? 10_000);
+  page.setDefaultTimeout(opts.callTimeoutMs ?? CALL_TIMEOUT_MS);
 
   const failIfProblems = (what: string) => {
     if (problems.length === 0) return;
@@ -159,7 +169,7 @@ export async function openModulePage(browser: Browser, opts: ModulePageOptions):
     page,
     problems,
     callWithTimeout,
-    call: (name, ...args) => callWithTimeout(opts.callTimeoutMs ?? 10_000, name, ...args),
+    call: (name, ...args) => callWithTimeout(opts.callTimeoutMs ?? CALL_TIMEOUT_MS, name, ...args),
     close: () => page.close().catch(() => undefined),
   };
 }

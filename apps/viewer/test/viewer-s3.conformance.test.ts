@@ -81,6 +81,8 @@ after(async () => {
 
 test("s3://bucket/prefix with an endpoint: the embedding and a gene, read from the bucket", async () => {
   const page = await chromium.browser.newPage({ viewport: { width: 1000, height: 700 } });
+  // Every wait on the page only turns a hang into a failure: generous, as moto is slow under load.
+  page.setDefaultTimeout(120_000);
   const errors: string[] = [];
   page.on("pageerror", (e) => errors.push(e.message));
   const q = new URLSearchParams({ data: `s3://${BUCKET}/pbmc68k`, endpoint: moto.url });
@@ -99,10 +101,6 @@ test("s3://bucket/prefix with an endpoint: the embedding and a gene, read from t
   };
   await page.waitForFunction(
     () => (window as unknown as V).__viewer?.state.ready || (window as unknown as V).__viewer?.state.error,
-    null,
-    {
-      timeout: 30_000,
-    },
   );
   await page.evaluate(() => (window as unknown as V).__viewer.searchGene("CD74"));
   const s = await page.evaluate(() => (window as unknown as V).__viewer.snapshot());

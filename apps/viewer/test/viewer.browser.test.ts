@@ -124,6 +124,8 @@ const snapshot = (page: Page) =>
 /** Opens the viewer on `data` (`query`: more of the page's parameters); fails on any uncaught page error. */
 async function openViewer(data: string, query = ""): Promise<{ page: Page; errors: string[] }> {
   const page = await chromium.browser.newPage({ viewport: { width: 1200, height: 760 } });
+  // Every wait on the page only turns a hang into a failure: generous for CI's load (not 30 s).
+  page.setDefaultTimeout(120_000);
   const errors: string[] = [];
   page.on("pageerror", (e) => errors.push(e.message));
   await page.goto(`${server.url}?data=${encodeURIComponent(data)}${query}`);
@@ -131,8 +133,6 @@ async function openViewer(data: string, query = ""): Promise<{ page: Page; error
     () =>
       (window as unknown as { __viewer?: { state: { ready: boolean; error?: string } } }).__viewer?.state
         .ready || (window as unknown as { __viewer?: { state: { error?: string } } }).__viewer?.state.error,
-    null,
-    { timeout: 30_000 },
   );
   return { page, errors };
 }
@@ -147,6 +147,26 @@ const idle = (page: Page) =>
   page.waitForFunction(
     () => (window as unknown as { __viewer: { state: { busy: number } } }).__viewer.state.busy === 0,
   );
+
+/**
+ * The hover ring (placed by the page's own mapping of cells to the plot's pixels, the one picking
+ * uses) is on `cell` where regl-scatterplot's getScreenPosition puts it: a library upgrade that
+ * changes its transform would otherwise shift picking silently.
+ */
+async function assertRingOn(page: Page, cell: number): Promise<void> {
+  const [ring, plot] = await page.evaluate((c) => {
+    const el = document.querySelector<HTMLElement>(".hover-ring")!;
+    const m = /translate\(([^p]+)px, ([^p]+)px\)/.exec(el.style.transform);
+    const at = (
+      window as unknown as { __viewer: { screenPosition(i: number): [number, number] } }
+    ).__viewer.screenPosition(c);
+    return [el.hidden || !m ? undefined : ([Number(m[1]), Number(m[2])] as [number, number]), at] as const;
+  }, cell);
+  assert.ok(
+    ring !== undefined && Math.hypot(ring[0] - plot[0], ring[1] - plot[1]) < 0.5,
+    `cell ${cell}: ring at ${ring}, drawn at ${plot}`,
+  );
+}
 
 /** Non-white pixels and distinct colours of a screenshot, counted by decoding it in the page. */
 async function inkOf(page: Page, png: Buffer): Promise<{ ink: number; colours: number }> {
@@ -472,26 +492,34 @@ test("while the view moves a subset of the cells is drawn; once still, every cel
     Array.from(counts, (v) => Math.fround(Math.min(1, v * (1 / max)))),
   );
 
-  // Hover in the moved view names the cell under the pointer: one with no other cell near it.
-  const target = await page.evaluate(
+  // Hover in the moved view names the cell under the pointer: one with no other cell near it. Its
+  // ring is drawn where the page maps the cell (scatter.ts's copy of regl-scatterplot's transform,
+  // which picking uses too): where the plot itself draws it, for a few cells.
+  const isolated = await page.evaluate(
     ({ w, h }) => {
       const v = (window as unknown as W).__viewer;
       const at = Array.from({ length: 700 }, (_, i) => v.screenPosition(i)!);
-      return at.findIndex(
-        ([x, y], i) =>
+      return [...at.keys()].filter((i) => {
+        const [x, y] = at[i]!;
+        return (
           x > 20 &&
           y > 20 &&
           x < w - 20 &&
           y < h - 20 &&
-          at.every(([x2, y2], k) => k === i || Math.hypot(x2 - x, y2 - y) > 12),
-      );
+          at.every(([x2, y2], k) => k === i || Math.hypot(x2 - x, y2 - y) > 12)
+        );
+      });
     },
     { w: box.width, h: box.height },
   );
-  assert.ok(target >= 0, "an isolated cell in view");
-  const [hx, hy] = (await page.evaluate((c) => (window as unknown as W).__viewer.screenPosition(c), target))!;
-  await page.mouse.move(box.x + hx, box.y + hy);
-  await page.waitForFunction((c) => (window as unknown as W).__viewer.state.hovered === c, target);
+  assert.ok(isolated.length > 0, "an isolated cell in view");
+  for (const c of [...isolated.slice(1, 3), isolated[0]!]) {
+    const [hx, hy] = (await page.evaluate((i) => (window as unknown as W).__viewer.screenPosition(i), c))!;
+    await page.mouse.move(box.x + hx, box.y + hy);
+    await page.waitForFunction((i) => (window as unknown as W).__viewer.state.hovered === i, c);
+    await assertRingOn(page, c);
+  }
+  const target = isolated[0]!;
 
   // Zoomed in far about that cell, points are drawn larger: the pointer just inside the edge of
   // its drawn point (read from the plot's pixels) hovers it, beyond the 9 px a fixed radius reached.
@@ -534,6 +562,7 @@ test("while the view moves a subset of the cells is drawn; once still, every cel
   await page.waitForFunction(() => (window as unknown as W).__viewer.state.hovered === undefined);
   await page.mouse.move(box.x + Math.round(zx) + edge - 1, box.y + zy);
   await page.waitForFunction((c) => (window as unknown as W).__viewer.state.hovered === c, target);
+  await assertRingOn(page, target);
   assert.deepEqual(errors, []);
   await page.close();
 });
@@ -672,11 +701,19 @@ for (const [what, data, message] of refusals) {
 test("a read that hangs shows its progress and Cancel aborts its requests", async () => {
   const { page, errors } = await openViewer(`${plain.url}/slow/pbmc68k/`);
   assert.equal((await snapshot(page)).error, undefined);
+  const seen = plain.requests.length;
   void page.evaluate(() => {
     void (window as unknown as { __viewer: { searchGene(n: string): Promise<void> } }).__viewer.searchGene(
       "CD74",
     );
   });
+  // The gene's counts (the layout's data and indices) never come. Cancel once the server holds
+  // them: before that the page may still be in its first wave (the layout's offsets, which answer,
+  // slowly on a loaded machine), and a Cancel then leaves nothing hanging to abort.
+  const hung = () =>
+    plain.requests.slice(seen).filter((r) => /layouts\/axis1\/(data|indices)\/c\//.test(r.path));
+  for (let i = 0; i < 600 && hung().length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.ok(hung().length > 0, "the page asked for the gene's counts");
   await page.locator("#cancel").waitFor({ state: "visible" });
   await page.waitForFunction(() =>
     /in flight/.test(document.getElementById("status-text")!.textContent ?? ""),
@@ -692,9 +729,8 @@ test("a read that hangs shows its progress and Cancel aborts its requests", asyn
   assert.equal(s.history.at(-1)!.outcome, "cancelled");
   assert.equal(s.gene, undefined);
   assert.match((await page.locator("#status-text").textContent())!, /gene CD74 cancelled after/);
-  // The server saw the hanging requests closed by the page.
-  const hung = () => plain.requests.filter((r) => /layouts\/axis1\/(data|indices)\/c\//.test(r.path));
-  // Each hung request's abort reaches the server on its own schedule: wait for all of them.
+  // The server saw the hanging requests closed by the page. Each hung request's abort reaches the
+  // server on its own schedule: wait for all of them.
   for (let i = 0; i < 100 && !(hung().length > 0 && hung().every((r) => r.aborted)); i++)
     await new Promise((r) => setTimeout(r, 100));
   assert.ok(hung().length > 0 && hung().every((r) => r.aborted), JSON.stringify(hung()));

@@ -7,6 +7,8 @@ import { spawnSync } from "node:child_process";
 import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { before, test } from "node:test";
+import { writeMatrixMarket } from "../src/export-mtx.js";
+import type { ExportPlan } from "../src/export-rows.js";
 import { assertShortError, cli, cliPlain, deltacells, tempDir } from "./cli-helpers.js";
 
 let dir = "";
@@ -50,6 +52,27 @@ test("export into a missing folder says so in one line, for Matrix Market and .h
   for (const name of ["part.mtx", "part.h5ad"]) {
     const out = join(dir, "no", "such", "folder", name);
     assertShortError(await cliPlain("export", good, out), /the folder .*no\/such\/folder does not exist/);
+  }
+});
+
+test("a Matrix Market file failing while the rows are still read fails the export, not the process", async () => {
+  // The first rows take some turns of the event loop (as decoding a tile does): the file's failure
+  // (here its open) comes meanwhile, long before the export awaits the file's closing. Then more
+  // than a write's worth of rows: the failed file never drains.
+  const n = 150_000;
+  const plan: ExportPlan = {
+    nCells: n,
+    nGenes: 2,
+    nnz: n,
+    async *parts() {
+      for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+      const indptr = Float64Array.from({ length: n + 1 }, (_, i) => i);
+      yield { rowOffset: 0, nCells: n, indptr, indices: new Int32Array(n), data: new Int32Array(n).fill(3) };
+    },
+  };
+  for (const gzip of [false, true]) {
+    const path = join(dir, "no-such-folder", gzip ? "part.mtx.gz" : "part.mtx");
+    await assert.rejects(writeMatrixMarket(path, plan, " test", gzip), { code: "ENOENT" });
   }
 });
 

@@ -405,17 +405,28 @@ test("the writer holds the producer back until the destination took each batch (
   const { RecordBatch: RB, makeData, Int32, Schema: S, Field, Struct } = await import("apache-arrow");
   const schema = new S([new Field("x", new Int32(), false)]);
   let taken = 0;
+  let holding = false;
   let release: () => void = () => {};
   const slow = new Writable({
     highWaterMark: 16,
     write(chunk: Buffer, _enc, done) {
       // the destination takes nothing until released: a consumer that stopped reading
+      holding = true;
       release = () => {
+        holding = false;
+        release = () => {};
         taken += chunk.length;
         done();
       };
     },
   });
+  // Until the destination holds a chunk, and a turn of the event loop more for anything that would
+  // (wrongly) settle then: the state the assertions are about, instead of a wait on the clock.
+  const untilHeld = async () => {
+    for (let i = 0; i < 1000 && !holding; i++) await new Promise((r) => setImmediate(r));
+    assert.ok(holding, "the destination was handed a chunk");
+    await new Promise((r) => setImmediate(r));
+  };
   const out = new ArrowOutput(slow, schema);
   const batch = new RB(
     schema,
@@ -431,7 +442,7 @@ test("the writer holds the producer back until the destination took each batch (
   void start.then(() => {
     started = true;
   });
-  await new Promise((r) => setTimeout(r, 50));
+  await untilHeld();
   assert.equal(started, false, "the schema is not done until the destination took it");
   while (!started) {
     release();
@@ -441,7 +452,7 @@ test("the writer holds the producer back until the destination took each batch (
   const w = out.write(batch).then(() => {
     written = true;
   });
-  await new Promise((r) => setTimeout(r, 50));
+  await untilHeld();
   assert.equal(written, false, "a batch is not done while the destination holds back");
   while (!written) {
     release();

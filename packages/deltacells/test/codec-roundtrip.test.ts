@@ -284,7 +284,9 @@ test("a closed pool refuses work, and an idle pool that was never closed does no
     console.log(d.indices[0], d.data[0]);`;
   const r = spawnSync(process.execPath, [...process.execArgv, "--input-type=module", "-e", script], {
     encoding: "utf8",
-    timeout: 20_000,
+    // Only catches a child that never exits: starting Node, tsx and the pool's workers can take
+    // tens of seconds on CI's loaded machine.
+    timeout: 120_000,
   });
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout.trim(), "2 3");
@@ -302,7 +304,9 @@ test("close() rejects queued jobs too, and a reply arriving after close() leaves
     console.log((await Promise.all(jobs)).join(" "));`;
   const r = spawnSync(process.execPath, [...process.execArgv, "--input-type=module", "-e", script], {
     encoding: "utf8",
-    timeout: 20_000,
+    // Only catches a child that never exits: starting Node, tsx and the pool's workers can take
+    // tens of seconds on CI's loaded machine.
+    timeout: 120_000,
   });
   assert.equal(r.signal, null, `the process did not exit by itself: ${r.stderr}`);
   assert.equal(r.status, 0, r.stderr);

@@ -67,7 +67,9 @@ before(
     tiles = `${session.server.url}/tiles`;
     page = await session.open("deltacells");
   },
-  { timeout: 30_000 },
+  // Only turns a hang into a failure: Chromium's launch and the bundling, beside other test files
+  // on CI's loaded machine, can take a minute or more.
+  { timeout: 180_000 },
 );
 
 after(closeBrowserSessions);

@@ -38,7 +38,9 @@ before(
     cpSync(join(session.dir, "ds"), join(session.dir, "broken"), { recursive: true });
     rmSync(join(session.dir, "broken", tileKey(3)));
   },
-  { timeout: 60_000 },
+  // Only turns a hang into a failure: Chromium's launch and the bundling, beside other test files
+  // on CI's loaded machine, can take a minute or more.
+  { timeout: 180_000 },
 );
 
 after(closeBrowserSessions);

@@ -87,7 +87,9 @@ before(
     }
     page = await session.open("sporadik");
   },
-  { timeout: 30_000 },
+  // Only turns a hang into a failure: Chromium's launch and the bundling, beside other test files
+  // on CI's loaded machine, can take a minute or more.
+  { timeout: 180_000 },
 );
 
 after(closeBrowserSessions);

@@ -1,9 +1,16 @@
 /** Small helpers for AbortSignal plumbing shared by the wrappers. Browser-safe. */
 
-/** Rejects with the signal's reason as soon as it aborts, otherwise settles like `promise`. */
+/**
+ * Rejects with the signal's reason as soon as it aborts, otherwise settles like `promise`. A
+ * `promise` left behind by the abort is still handled: it usually fails too (an aborted read), and
+ * nobody else awaits it, so its rejection would be unhandled (which ends a Node process).
+ */
 export function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (signal === undefined) return promise;
-  if (signal.aborted) return Promise.reject(signal.reason);
+  if (signal.aborted) {
+    promise.catch(() => {});
+    return Promise.reject(signal.reason);
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     signal.addEventListener("abort", onAbort, { once: true });

@@ -22,25 +22,25 @@ export function getError(base: string, key: string): Promise<ErrorInfo> {
   return caught(() => new HttpStore(base).get(key));
 }
 
-/** Starts a read, aborts it after `afterMs`: the rejection and how long it took to arrive. */
-export async function abortedRead(
-  base: string,
-  key: string,
-  afterMs: number,
-): Promise<{ error: ErrorInfo | null; elapsedMs: number; sameReason: boolean }> {
+/** The read {@link startRead} started, which {@link abortRead} ends. */
+let reading: { controller: AbortController; outcome: Promise<unknown> } | undefined;
+
+/** Starts a read with an abort signal and returns at once: the test aborts it once the server has it. */
+export function startRead(base: string, key: string): void {
   const controller = new AbortController();
-  const started = performance.now();
-  setTimeout(() => controller.abort(), afterMs);
-  try {
-    await new HttpStore(base).get(key, { signal: controller.signal });
-    return { error: null, elapsedMs: performance.now() - started, sameReason: false };
-  } catch (err) {
-    return {
-      error: errorInfo(err),
-      elapsedMs: performance.now() - started,
-      sameReason: err === controller.signal.reason,
-    };
-  }
+  const outcome = new HttpStore(base).get(key, { signal: controller.signal }).then(
+    () => null,
+    (err: unknown) => err,
+  );
+  reading = { controller, outcome };
+}
+
+/** Aborts the read {@link startRead} started: how it ended (`error` null: it resolved). */
+export async function abortRead(): Promise<{ error: ErrorInfo | null; sameReason: boolean }> {
+  const { controller, outcome } = reading!;
+  controller.abort();
+  const err = await outcome;
+  return { error: err === null ? null : errorInfo(err), sameReason: err === controller.signal.reason };
 }
 
 /** A read with a signal aborted before the call, with a custom reason. */

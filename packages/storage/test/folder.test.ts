@@ -239,9 +239,14 @@ describe("a folder store", () => {
     const versions = [1, 2, 3].map((v) => new Uint8Array(size).fill(v));
     await s.set("obj", versions[0]!);
     let writing = true;
+    // A failed write ends the reads too (the loop below would otherwise run for ever); its error
+    // is the test's, when awaited below.
     const writer = (async () => {
-      for (let i = 0; i < 12; i++) await s.set("obj", versions[i % 3]!);
-      writing = false;
+      try {
+        for (let i = 0; i < 12; i++) await s.set("obj", versions[i % 3]!);
+      } finally {
+        writing = false;
+      }
     })();
     let reads = 0;
     while (writing) {
@@ -361,9 +366,11 @@ describe("a folder store's shared descriptors", () => {
 
     // Reads that never pause keep a descriptor open; the store's own set must still be seen at once.
     let reading = true;
+    // The background reads may meet the deleted key mid-flight: a failure is handled from the start,
+    // as it may come while the test awaits something else (an unhandled rejection fails the run).
     const reader = (async () => {
       while (reading) await Promise.all([0, 1, 2, 3].map((i) => s.getRange("k", { offset: i, length: 4 })));
-    })();
+    })().catch(() => {});
     try {
       await new Promise((r) => setTimeout(r, 5));
       await s.set("k", v1);
@@ -381,7 +388,7 @@ describe("a folder store's shared descriptors", () => {
     } finally {
       reading = false;
     }
-    await reader.catch(() => {}); // the background reads may meet the deleted key mid-flight
+    await reader;
     await settled(s);
   });
 
@@ -512,11 +519,18 @@ describe("a folder store's shared descriptors", () => {
     const base = openFds();
     const first = bounded.getRange("a", { offset: 0, length: 10 });
     const controller = new AbortController();
-    const waitingRange = bounded.getRange("b", { offset: 0, length: 10 }, { signal: controller.signal });
-    const waitingGet = bounded.get("b", { signal: controller.signal });
+    // Both reject on the abort: each is awaited from the start, not the second only once the first
+    // has been (an unhandled rejection meanwhile fails the run).
+    const waitingRange = assert.rejects(
+      bounded.getRange("b", { offset: 0, length: 10 }, { signal: controller.signal }),
+      { name: "AbortError" },
+    );
+    const waitingGet = assert.rejects(bounded.get("b", { signal: controller.signal }), {
+      name: "AbortError",
+    });
     controller.abort();
-    await assert.rejects(waitingRange, { name: "AbortError" });
-    await assert.rejects(waitingGet, { name: "AbortError" });
+    await waitingRange;
+    await waitingGet;
     assert.deepEqual(await first, pattern(100, 1).subarray(0, 10));
     assert.deepEqual(await bounded.getRange("b", { offset: 90, length: 10 }), pattern(100, 2).subarray(90));
     await settled(bounded);

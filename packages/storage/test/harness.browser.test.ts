@@ -30,7 +30,9 @@ before(
       Uint8Array.from({ length: 10 }, (_, i) => i),
     );
   },
-  { timeout: 30_000 },
+  // Only turns a hang into a failure: Chromium's launch and the bundling, beside other test files
+  // on CI's loaded machine, can take a minute or more.
+  { timeout: 180_000 },
 );
 
 after(closeBrowserSessions);

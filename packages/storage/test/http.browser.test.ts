@@ -49,14 +49,17 @@ before(
     // The deliberate 404 and 500 below make Chromium log "Failed to load resource".
     page = await session.open("storage", { ignoreConsole: [/status of (404|500)/] });
   },
-  { timeout: 30_000 },
+  // Only turns a hang into a failure: Chromium's launch and the bundling, beside other test files
+  // on CI's loaded machine, can take a minute or more.
+  { timeout: 180_000 },
 );
 
 after(closeBrowserSessions);
 
 const requestsFor = (path: string) => session.server.requests.filter((r) => r.path === path);
 
-test("a bundle that reaches node: modules is refused, naming them", { timeout: 20_000 }, async () => {
+// The limit only turns a hang into a failure (a bundling on a loaded machine can take a minute).
+test("a bundle that reaches node: modules is refused, naming them", { timeout: 120_000 }, async () => {
   const err = await bundleForBrowser({
     entryPoints: { node: join(here, "../src/node.ts") },
     outdir: join(session.dir, "refused"),
@@ -121,24 +124,21 @@ test("a server error rejects with a tagged HttpStatus error naming the status", 
   assert.match(err.message, /500/);
 });
 
-test("an abort via AbortSignal rejects promptly with the signal's reason and cancels the request", async () => {
-  const r = await page.call<{ error: ErrorInfo | null; elapsedMs: number; sameReason: boolean }>(
-    "abortedRead",
-    `${session.server.url}/slow`,
-    "hang.bin",
-    100,
-  );
+test("an abort via AbortSignal rejects with the signal's reason and cancels the request", async () => {
+  const hang = () => requestsFor("/slow/hang.bin");
+  await page.call("startRead", `${session.server.url}/slow`, "hang.bin");
+  // Aborted once the server has the request, which it never answers: only the abort can end the
+  // read (an abort on a timer could come before the request left, on a loaded machine).
+  for (let i = 0; i < 600 && hang().length === 0; i++) await new Promise((res) => setTimeout(res, 50));
+  assert.equal(hang().length, 1, "the server has the request");
+  const r = await page.call<{ error: ErrorInfo | null; sameReason: boolean }>("abortRead");
   assert.ok(r.error, "the read of an object that never arrives resolved");
   assert.equal(r.error.name, "AbortError");
   assert.ok(r.sameReason, "the rejection is the signal's reason");
-  assert.ok(r.elapsedMs >= 90 && r.elapsedMs < 2000, `rejected after ${r.elapsedMs} ms`);
   // The browser really cancelled the fetch: the server sees the connection go away.
-  const deadline = Date.now() + 3000;
-  while (!requestsFor("/slow/hang.bin")[0]?.aborted && Date.now() < deadline) {
-    await new Promise((res) => setTimeout(res, 20));
-  }
+  for (let i = 0; i < 600 && !hang()[0]?.aborted; i++) await new Promise((res) => setTimeout(res, 50));
   assert.deepEqual(
-    requestsFor("/slow/hang.bin").map((q) => q.aborted),
+    hang().map((q) => q.aborted),
     [true],
   );
 });

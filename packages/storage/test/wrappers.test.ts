@@ -249,13 +249,20 @@ describe("withCoalescing", () => {
 
   test("one caller aborting rejects only that caller; the merged request goes on for the others", async () => {
     const inner = probe();
-    inner.delayMs = 30;
+    // The merged request is held until a's abort has been seen: the order is the test's, not a clock's.
+    let release = () => {};
+    inner.gate = new Promise((resolve) => (release = resolve));
     const s = withCoalescing(inner);
     const controller = new AbortController();
-    const a = s.getRange("obj", { offset: 0, length: 10 }, { signal: controller.signal });
+    const a = assert.rejects(s.getRange("obj", { offset: 0, length: 10 }, { signal: controller.signal }), {
+      name: "AbortError",
+    });
     const b = s.getRange("obj", { offset: 10, length: 10 });
-    setTimeout(() => controller.abort(), 5);
-    await assert.rejects(a, { name: "AbortError" });
+    for (let i = 0; i < 100 && inner.calls.length === 0; i++) await new Promise((r) => setImmediate(r));
+    assert.equal(inner.calls.length, 1, "one merged request for both callers");
+    controller.abort();
+    await a;
+    release();
     assert.deepEqual(await b, expected(inner, 10, 10));
     assert.equal(inner.calls.length, 1);
   });

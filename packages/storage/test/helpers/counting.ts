@@ -1,5 +1,5 @@
 // An instrumented in-memory store for wrapper tests: it records every call and how many were
-// in flight at once, and can be made slow or failing.
+// in flight at once, and can be made slow, held or failing.
 import { MemoryStore, type RangeQuery, type StoreOptions } from "@deltacells/storage";
 
 export class ProbeStore extends MemoryStore {
@@ -10,6 +10,8 @@ export class ProbeStore extends MemoryStore {
   delayMs = 0;
   /** Errors thrown by the next reads, in order. */
   failures: unknown[] = [];
+  /** While set, reads wait for it before answering: a test releases them once it saw what it needs. */
+  gate: Promise<void> | undefined;
 
   private async enter<T>(
     op: string,
@@ -31,6 +33,7 @@ export class ProbeStore extends MemoryStore {
           });
         });
       }
+      if (this.gate) await this.gate;
       const failure = this.failures.shift();
       if (failure !== undefined) throw failure;
       return await run();
