@@ -6,4 +6,8 @@
  * @module
  */
 export { MANIFEST_KEY, parseManifest, tileKey } from "./dataset/manifest.js";
+// Light to import (no dataset reader, no Arrow): `deltacells stream` starts its pool's workers
+// before it loads the rest, and prints its help with the loader's defaults.
+export { poolTileDecoder } from "./dataset/pool-decoder.js";
+export { DEFAULT_BATCH_SIZE, DEFAULT_BUFFER_TILES } from "./loader/options.js";
 export { numericValues } from "./obs/schema.js";
