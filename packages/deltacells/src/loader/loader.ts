@@ -445,10 +445,11 @@ async function prepareLoader(
     const window = windowBytes(dataset, s, slots);
     return { slots, buffers, window, total: window + buffers.bytes };
   };
-  const copying = needs(false);
+  // The copying path's needs only when the slot path is not taken (each sorts every tile's cost).
   const slotted = slotsApply(tiles, map, s) ? needs(true) : undefined;
-  const chosen = slotted && slotted.total <= s.memoryCap ? slotted : copying;
-  if (chosen.total > s.memoryCap) {
+  const copying = slotted && slotted.total <= s.memoryCap ? undefined : needs(false);
+  const chosen = copying ?? slotted!;
+  if (copying && copying.total > s.memoryCap) {
     // The path that needs least says how much is enough.
     const least = slotted && slotted.total < copying.total ? slotted : copying;
     const { window, buffers } = least;
