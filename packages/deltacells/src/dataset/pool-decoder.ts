@@ -1,5 +1,5 @@
 /**
- * A dataset decoder on a new tile pool. Its own module, light to import (the codec's pool and
+ * A dataset decoder on a new tile pool. Its own module, light (the codec's pool and
  * nothing of the dataset reader's): a command can start the pool's workers before it loads the
  * rest of the library, so that their start-up overlaps its own.
  */
