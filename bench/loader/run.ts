@@ -463,5 +463,14 @@ const lines = [
   }),
 ];
 console.log(lines.join("\n"));
+// The issue's goals, as ratios of medians of this run (a quiet machine decides: see bench/RESULTS.md).
+const goals = [
+  ...[1, 2].map(
+    (t) =>
+      `goal (a), ${t} thread${t > 1 ? "s" : ""}: loader reused ${ratio(`folder ${t}t reused`, `ceiling ${t}t`)} of the codec ceiling (>= 0.80x; new loader ${ratio(`folder ${t}t`, `ceiling ${t}t`)} per epoch, ${steadyRatio(`folder ${t}t`, `ceiling ${t}t`)} after its first batch)`,
+  ),
+  `goal (c): stream in Python ${ratio("stream->python 2t", "annbatch")} of annbatch per epoch (>= 2.00x; ${steadyRatio("stream->python 2t", "annbatch")} after the first batch; first batch ${median("stream->python 2t")?.firstBatch.toFixed(2) ?? "-"} s against ${median("annbatch")?.firstBatch.toFixed(2) ?? "-"} s)`,
+];
+console.log(`\n${goals.join("\n")}`);
 console.log(`\nuptime before: ${uptimeBefore}\nuptime after:  ${uptimeAfter}`);
 console.log(JSON.stringify(Object.fromEntries([...rows].map(([k, v]) => [k, v]))));

@@ -319,6 +319,33 @@ test("close() rejects queued jobs too, and a reply arriving after close() leaves
   assert.ok(outcomes.includes("InvalidState"), `queued jobs are rejected by close(): ${r.stdout}`);
 });
 
+/** The id the next worker_thread gets: ids are handed out in order, one per `new Worker`. */
+async function nextThreadId(): Promise<number> {
+  const probe = new Worker("", { eval: true });
+  const id = probe.threadId;
+  await probe.terminate();
+  return id + 1;
+}
+
+test("pool.start() starts the workers before the first job, which they then run", async () => {
+  // `deltacells stream` starts its pool before it loads the rest of the library, so that the
+  // workers' start-up overlaps it; with workers started only by the first job it could not.
+  // (From the sources each worker later starts tsx's loader thread too: hence "at least".)
+  const before = await nextThreadId();
+  const p = createTilePool({ threads: 2 });
+  try {
+    p.start();
+    p.start(); // a second call starts nothing more
+    assert.ok((await nextThreadId()) >= before + 3, "two workers (and the probe) started");
+    const rows = randomCsr(prng(7), { nCells: 40, nGenes: 300 });
+    const t = await p.decode(await encodeTile(rows, { level: 1 }));
+    assertDecodedEquals(t, rows);
+    t.release();
+  } finally {
+    await p.close();
+  }
+});
+
 test("a job that cannot be sent to its worker fails alone: its worker stays free, nothing holds Node", async () => {
   // postMessage threw after the job was counted as running: the worker was never free again (every
   // later job waited for ever) and the keep-alive timer of the pending job held the process.

@@ -22,7 +22,7 @@ const ENTRIES: Record<string, { allowed?: string[] }> = {
   "@deltacells/storage": {},
   "@deltacells/core": {},
   "@deltacells/core/worker": {},
-  "@deltacells/core/arrow": { allowed: ["apache-arrow"] },
+  "@deltacells/core/arrow": { allowed: ["apache-arrow", "hyparquet-writer"] },
   "@deltacells/sporadik": {},
   "@deltacells/sporadik/spec": {},
   "@deltacells/anndata": {},
@@ -38,7 +38,7 @@ function withoutComments(text: string): string {
 }
 
 /** Only in a chunk loaded on demand (or where an entry says it is wanted). */
-const LAZY_PACKAGES = ["apache-arrow"];
+const LAZY_PACKAGES = ["apache-arrow", "hyparquet", "hyparquet-writer", "hyparquet-compressors"];
 
 const builtins = new Set(builtinModules);
 const isBuiltin = (s: string) => s.startsWith("node:") || builtins.has(s) || builtins.has(s.split("/")[0]!);
@@ -68,7 +68,8 @@ async function bundle(entry: string) {
 /** The inputs of the entry's chunk and of the chunks it imports statically (what loads up front). */
 function upFront(meta: Metafile): Set<string> {
   const outputs = meta.outputs;
-  const entry = Object.keys(outputs).find((o) => outputs[o]!.entryPoint !== undefined)!;
+  // The bundle's own entry: with splitting, each dynamically imported chunk has an entryPoint too.
+  const entry = Object.keys(outputs).find((o) => outputs[o]!.entryPoint === "<stdin>")!;
   const seen = new Set<string>();
   const inputs = new Set<string>();
   const visit = (o: string) => {

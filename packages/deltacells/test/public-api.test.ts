@@ -99,9 +99,12 @@ test("@deltacells/core/node exports exactly these names", () => {
 
 test("@deltacells/core/internal exports exactly these names", () => {
   assert.deepEqual(exportsOf(internal), [
+    "DEFAULT_BATCH_SIZE: number",
+    "DEFAULT_BUFFER_TILES: number",
     "MANIFEST_KEY: string",
     "numericValues: function",
     "parseManifest: function",
+    "poolTileDecoder: function",
     "tileKey: function",
   ]);
 });

@@ -5,19 +5,35 @@
  */
 import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import {
-  createLoader,
-  DEFAULT_BATCH_SIZE,
-  DEFAULT_BUFFER_TILES,
-  type ObsColumnSchema,
-} from "@deltacells/core";
-import { cacheLocalizer } from "@deltacells/core/node";
+import type { ObsColumnSchema, TileDecoder } from "@deltacells/core";
+import { DEFAULT_BATCH_SIZE, DEFAULT_BUFFER_TILES, poolTileDecoder } from "@deltacells/core/internal";
 import { COMMON_HELP, intOption, parse, UsageError } from "../args.js";
-import { ArrowBatches, MAX_LIST_VALUES } from "../arrow-batches.js";
-import { ArrowOutput, ReaderGone } from "../arrow-output.js";
-import { openCountedDataset } from "../io.js";
 import type { CliIo } from "../run.js";
 import type { CommandResult } from "./types.js";
+
+/**
+ * The modules the stream needs beyond parsing its arguments: the dataset reader and the loader,
+ * the obs cache, apache-arrow. Loaded once the pool's workers are starting (their start-up, a
+ * thread each and the codec's modules, then overlaps this thread's loading of these).
+ */
+async function loadModules() {
+  const [core, node, io, batches, output] = await Promise.all([
+    import("@deltacells/core"),
+    import("@deltacells/core/node"),
+    import("../io.js"),
+    import("../arrow-batches.js"),
+    import("../arrow-output.js"),
+  ]);
+  return {
+    createLoader: core.createLoader,
+    cacheLocalizer: node.cacheLocalizer,
+    openCountedDataset: io.openCountedDataset,
+    ArrowBatches: batches.ArrowBatches,
+    MAX_LIST_VALUES: batches.MAX_LIST_VALUES,
+    ArrowOutput: output.ArrowOutput,
+    ReaderGone: output.ReaderGone,
+  };
+}
 
 export const STREAM_HELP = `usage: deltacells stream DATASET [options] | CONSUMER
 
@@ -138,10 +154,54 @@ export async function stream(argv: string[], io?: Pick<CliIo, "binary">): Promis
   const genes = typeof values.genes === "string" ? readGeneNames(values.genes) : undefined;
   const threads = intOption(values, "threads", availableParallelism(), 1, 256)!;
   const memoryCap = intOption(values, "memory-cap", undefined, 1, 1 << 30);
+  const epoch = intOption(values, "epoch", 0, 0)!;
+  const seed = intOption(values, "seed", 0, 0)!;
+  const startBatch = intOption(values, "start-batch", 0, 0)!;
+  const settings = { batchSize, rank, worldSize, dense, obs, genes, memoryCap, epoch, seed, startBatch };
 
-  const { store, ds } = await openCountedDataset(positionals[0]!, undefined, {
-    obsLocalizer: cacheLocalizer(),
-  });
+  // The decoding workers start first: the rest of the command's modules load meanwhile.
+  const pool = poolTileDecoder(threads);
+  pool.start();
+  try {
+    return await streamOn(pool.decoder, positionals[0]!, values, sink, settings);
+  } finally {
+    await pool.close();
+  }
+}
+
+type Values = ReturnType<typeof parse>["values"];
+
+interface Settings {
+  batchSize: number;
+  rank: number | undefined;
+  worldSize: number | undefined;
+  dense: boolean;
+  obs: string[];
+  genes: string[] | undefined;
+  memoryCap: number | undefined;
+  epoch: number;
+  seed: number;
+  startBatch: number;
+}
+
+/** The stream of `location`'s batches, decoded by `decoder` (the pool the command started). */
+async function streamOn(
+  decoder: TileDecoder,
+  location: string,
+  values: Values,
+  sink: NonNullable<CliIo["binary"]>,
+  { batchSize, rank, worldSize, dense, obs, genes, memoryCap, epoch, seed, startBatch }: Settings,
+): Promise<CommandResult> {
+  const {
+    createLoader,
+    cacheLocalizer,
+    openCountedDataset,
+    ArrowBatches,
+    MAX_LIST_VALUES,
+    ArrowOutput,
+    ReaderGone,
+  } = await loadModules();
+  const { store, ds } = await openCountedDataset(location, decoder, { obsLocalizer: cacheLocalizer() });
   try {
     let obsSchemas: ObsColumnSchema[] = [];
     if (obs.length > 0) {
@@ -159,9 +219,6 @@ export async function stream(argv: string[], io?: Pick<CliIo, "binary">): Promis
         return c;
       });
     }
-    const epoch = intOption(values, "epoch", 0, 0)!;
-    const seed = intOption(values, "seed", 0, 0)!;
-    const startBatch = intOption(values, "start-batch", 0, 0)!;
     const loader = await createLoader(ds, {
       batchSize,
       shuffle: values["no-shuffle"] !== true,
@@ -171,7 +228,6 @@ export async function stream(argv: string[], io?: Pick<CliIo, "binary">): Promis
       dropLast: values["drop-last"] === true,
       rank: rank ?? 0,
       worldSize: worldSize ?? 1,
-      threads,
       bufferTiles: intOption(values, "buffer-tiles", DEFAULT_BUFFER_TILES, 1),
       ...(memoryCap !== undefined && { memoryCap: memoryCap * 1024 * 1024 }),
       output: dense ? "dense" : "csr",

@@ -10,15 +10,7 @@ import { checkColumns, permutationFault, renumberColumns } from "../codec/column
 import type { DecodedTile } from "../codec/decode.js";
 import { inspectTile, type TileLayout } from "../codec/layout.js";
 import { createLocalDecoder } from "../codec/local-decoder.js";
-import { createTilePool } from "../codec/pool/pool.js";
-import {
-  BufferRecycler,
-  canShareMemory,
-  type LentBytes,
-  lendBytes,
-  ownedTile,
-  type RecycledTile,
-} from "../codec/recycle.js";
+import { type LentBytes, ownedTile, type RecycledTile } from "../codec/recycle.js";
 import type { ScatterJob } from "../codec/scatter.js";
 import { DeltacellsError, isDeltacellsError } from "../errors.js";
 import { loadArrow } from "../obs/arrow-load.js";
@@ -36,6 +28,7 @@ import {
   VAR_TABLE_KEY,
 } from "./manifest.js";
 import { decodeNpyInt32 } from "./npy.js";
+import { poolTileDecoder } from "./pool-decoder.js";
 import type { SourceTable } from "./source.js";
 import { decodeVarTable } from "./var-table-read.js";
 
@@ -379,6 +372,11 @@ export class Dataset {
   }
 
   /** Whether {@link scatterTile} works here, and whether its targets must be shared memory. */
+  /** The workers of the pool this dataset decodes on (`threads`, or a pool's `decoder`); undefined on the calling thread. */
+  get threads(): number | undefined {
+    return this.decoder.threads;
+  }
+
   get scatters(): { shared: boolean } | undefined {
     return this.decoder.scatter === undefined ? undefined : { shared: this.decoder.scatterShared === true };
   }
@@ -814,25 +812,4 @@ export async function openDataset(
   return new Dataset(store, manifest, opts.decoder, opts.obsLocalizer, undefined, info);
 }
 
-/**
- * A decoder on a new pool of `threads` workers, lending shared memory to read tiles into (they
- * then reach the workers without a copy), and the way to stop the pool.
- */
-export function poolTileDecoder(threads: number): {
-  decoder: TileDecoder & { lend(size: number): LentBytes };
-  close(): Promise<void>;
-} {
-  const pool = createTilePool({ threads });
-  const inputs = canShareMemory()
-    ? new BufferRecycler<ArrayBuffer | SharedArrayBuffer>((n) => new SharedArrayBuffer(n))
-    : new BufferRecycler<ArrayBuffer | SharedArrayBuffer>((n) => new ArrayBuffer(n));
-  const decoder = {
-    threads: pool.threads,
-    renumbers: true,
-    decode: pool.decode,
-    lend: (size: number) => lendBytes(inputs, size),
-    // Workers write into shared memory only: pages without it decode whole tiles instead.
-    ...(canShareMemory() && { scatter: pool.scatter, scatterShared: true }),
-  };
-  return { decoder, close: () => pool.close() };
-}
+export { poolTileDecoder };

@@ -3,9 +3,10 @@
  * checked and decoded with all of the codec's checks, every optional file present and consistent.
  * Problems are collected rather than thrown so that one report lists them all.
  */
-import { parquetMetadata } from "hyparquet";
+
 import { isDeltacellsError } from "../errors.js";
 import { validateObs } from "../obs/validate.js";
+import { loadParquet } from "../parquet-load.js";
 import { tileKey, VAR_TABLE_KEY } from "./manifest.js";
 import type { Dataset } from "./reader.js";
 
@@ -99,6 +100,7 @@ export async function validateDataset(
           table.byteOffset,
           table.byteOffset + table.byteLength,
         ) as ArrayBuffer;
+        const { parquetMetadata } = await loadParquet();
         const rows = Number(parquetMetadata(buffer).num_rows);
         if (rows !== ds.nGenes) {
           problems.push({

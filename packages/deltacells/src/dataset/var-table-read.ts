@@ -4,9 +4,9 @@
  * categories' order and unused categories from the writer's own `deltacells:categories` entry
  * (pandas itself sees categories in order of first appearance).
  */
-import { parquetMetadata, parquetRead } from "hyparquet";
-import { compressors } from "hyparquet-compressors";
+import type { parquetMetadata } from "hyparquet";
 import { DeltacellsError } from "../errors.js";
+import { loadDecompressors, loadParquet } from "../parquet-load.js";
 import type { SourceColumn, SourceTable } from "./source.js";
 
 interface PandasColumn {
@@ -73,6 +73,10 @@ function numericColumn(name: string, values: unknown[], numpy: string): SourceCo
 export async function decodeVarTable(bytes: Uint8Array, object = "var.parquet"): Promise<SourceTable> {
   const file = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
   let metadata: ReturnType<typeof parquetMetadata>;
+  const [{ parquetMetadata, parquetRead }, compressors] = await Promise.all([
+    loadParquet(),
+    loadDecompressors(),
+  ]);
   try {
     metadata = parquetMetadata(file);
   } catch (cause) {

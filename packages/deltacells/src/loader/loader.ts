@@ -4,7 +4,8 @@
  * decodes the tiles the plan needs, ahead of the batches and within the memory cap; the
  * assembler (assemble.ts) copies rows into recycled batch buffers (batch.ts).
  */
-import { Dataset, poolTileDecoder } from "../dataset/reader.js";
+import { poolTileDecoder } from "../dataset/pool-decoder.js";
+import { Dataset } from "../dataset/reader.js";
 import { DeltacellsError } from "../errors.js";
 import { Assembler, type Filled } from "./assemble.js";
 import {
@@ -404,11 +405,13 @@ export async function createLoader(
 export async function createLoader(dataset: Dataset, options?: LoaderOptions): Promise<Loader>;
 export async function createLoader(dataset: Dataset, options: LoaderOptions = {}): Promise<Loader> {
   const s = settingsOf(dataset, options);
-  // The pool's workers start up (load the codec) while the genes and obs columns are read.
+  // The pool's workers start up (a thread each, the codec's modules, zstd) while the genes and
+  // obs columns are read, instead of when the first tile is sent.
   let tiles = dataset;
   let onClose = async () => {};
   if (s.threads !== undefined) {
     const pool = poolTileDecoder(s.threads);
+    pool.start();
     tiles = new Dataset(dataset.store, dataset.manifest, pool.decoder);
     onClose = pool.close;
   }
@@ -442,10 +445,11 @@ async function prepareLoader(
     const window = windowBytes(dataset, s, slots);
     return { slots, buffers, window, total: window + buffers.bytes };
   };
-  const copying = needs(false);
+  // The copying path's needs only when the slot path is not taken (each sorts every tile's cost).
   const slotted = slotsApply(tiles, map, s) ? needs(true) : undefined;
-  const chosen = slotted && slotted.total <= s.memoryCap ? slotted : copying;
-  if (chosen.total > s.memoryCap) {
+  const copying = slotted && slotted.total <= s.memoryCap ? undefined : needs(false);
+  const chosen = copying ?? slotted!;
+  if (copying && copying.total > s.memoryCap) {
     // The path that needs least says how much is enough.
     const least = slotted && slotted.total < copying.total ? slotted : copying;
     const { window, buffers } = least;
@@ -455,7 +459,8 @@ async function prepareLoader(
     );
   }
   const ledger = new MemoryLedger(s.memoryCap, chosen.buffers.bytes);
-  const maxInFlight = Math.max(4, 2 * (s.threads ?? 1));
+  // Tiles fetched or decoding at once: twice the workers (of the loader's pool, else the dataset's).
+  const maxInFlight = Math.max(4, 2 * (s.threads ?? tiles.threads ?? 1));
   return new DatasetLoader(
     dataset,
     tiles,

@@ -17,7 +17,7 @@ import { mkdirSync, readFileSync, unlinkSync } from "node:fs";
 import { open, readFile, rename, stat, unlink, utimes, writeFile } from "node:fs/promises";
 import { homedir, hostname } from "node:os";
 import { join } from "node:path";
-import { columnTable, decodeColumnFile, encodeColumnFile } from "./arrow.js";
+import { loadArrow } from "./arrow-load.js";
 import { ObsColumn } from "./frame.js";
 import type { ObsLocalizer } from "./localize.js";
 import type { ObsShards } from "./read.js";
@@ -152,8 +152,16 @@ async function withLock<T>(
   }
 }
 
+/** The obs Arrow helpers (apache-arrow: loaded only by a process that reads obs). */
+type ArrowHelpers = Awaited<ReturnType<typeof loadArrow>>;
+
 /** The cached column if its file exists and agrees with the tiles; a disagreeing file is deleted. */
-function openCached(path: string, col: ObsColumnSchema, tileCells: number[]): ObsColumn | undefined {
+function openCached(
+  { decodeColumnFile }: ArrowHelpers,
+  path: string,
+  col: ObsColumnSchema,
+  tileCells: number[],
+): ObsColumn | undefined {
   let bytes: Uint8Array;
   try {
     bytes = readFileSync(path);
@@ -173,19 +181,20 @@ function openCached(path: string, col: ObsColumnSchema, tileCells: number[]): Ob
 
 /** Fetch one column into the cache (atomically) unless another process already did. */
 async function localizeColumn(
+  arrow: ArrowHelpers,
   shards: ObsShards,
   col: ObsColumnSchema,
   path: string,
   opts: ObsCacheLockOptions & { signal?: AbortSignal },
 ): Promise<ObsColumn> {
   const tileCells = shards.manifest.tile_cells;
-  const ready = openCached(path, col, tileCells);
+  const ready = openCached(arrow, path, col, tileCells);
   if (ready) return ready;
   return withLock(path, opts, async () => {
-    const done = openCached(path, col, tileCells);
+    const done = openCached(arrow, path, col, tileCells);
     if (done) return done;
-    const table = columnTable(col, await shards.readColumn(col, opts));
-    const bytes = encodeColumnFile(table);
+    const table = arrow.columnTable(col, await shards.readColumn(col, opts));
+    const bytes = arrow.encodeColumnFile(table);
     const tmp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
     try {
       await writeFile(tmp, bytes, { flush: true });
@@ -194,7 +203,7 @@ async function localizeColumn(
       await unlink(tmp).catch(() => {});
       throw err;
     }
-    return openCached(path, col, tileCells) ?? new ObsColumn(col, table);
+    return openCached(arrow, path, col, tileCells) ?? new ObsColumn(col, table);
   });
 }
 
@@ -204,9 +213,13 @@ export function cacheLocalizer(lock: ObsCacheLockOptions = {}): ObsLocalizer {
     const root = obsCacheRoot(opts.cacheDir);
     const fingerprint = shards.manifest.obs_fingerprint!;
     mkdirSync(join(root, fingerprint, "obs"), { recursive: true });
+    const arrow = await loadArrow();
     return Promise.all(
       columns.map((c) =>
-        localizeColumn(shards, c, obsCachePath(root, fingerprint, c.name), { ...lock, signal: opts.signal }),
+        localizeColumn(arrow, shards, c, obsCachePath(root, fingerprint, c.name), {
+          ...lock,
+          signal: opts.signal,
+        }),
       ),
     );
   };

@@ -5,10 +5,10 @@
  */
 import type { ReadableStore } from "@deltacells/storage";
 import type { Data } from "apache-arrow";
-import { type AsyncBuffer, type FileMetaData, parquetMetadataAsync, parquetRead } from "hyparquet";
-import { compressors } from "hyparquet-compressors";
+import type { AsyncBuffer, FileMetaData } from "hyparquet";
 import type { DatasetManifest } from "../dataset/manifest.js";
 import { DeltacellsError } from "../errors.js";
+import { loadDecompressors, loadParquet } from "../parquet-load.js";
 import { loadArrow } from "./arrow-load.js";
 import { obsFingerprint } from "./fingerprint.js";
 import {
@@ -153,6 +153,7 @@ export class ObsShards {
     try {
       // An 8-byte first read (the footer's length and PAR1), then the footer: the library's
       // default first read is the last 512 KiB, most or all of a shard, for a tile's few chunks.
+      const { parquetMetadataAsync } = await loadParquet();
       meta = await parquetMetadataAsync(source, { initialFetchSize: 8 });
     } catch (err) {
       if (reading) throw err;
@@ -207,6 +208,7 @@ export class ObsShards {
     signal?: AbortSignal,
   ): Promise<unknown[]> {
     const out = new Array<unknown>(rowEnd - rowStart);
+    const [{ parquetRead }, compressors] = await Promise.all([loadParquet(), loadDecompressors()]);
     await parquetRead({
       file: this.file(s, signal),
       metadata: meta,

@@ -5,8 +5,9 @@
  * annotations), and the fingerprint recomputed. Problems are returned, not thrown.
  */
 import type { ReadableStore } from "@deltacells/storage";
-import { parquetMetadata } from "hyparquet";
+import type { parquetMetadata } from "hyparquet";
 import type { DatasetManifest } from "../dataset/manifest.js";
+import { loadParquet } from "../parquet-load.js";
 import { obsFingerprint, sha256Hex } from "./fingerprint.js";
 import { OBS_SCHEMA_KEY, type ObsSchema, obsShardKey, parseObsSchema } from "./schema.js";
 import { parquetElement } from "./write.js";
@@ -68,6 +69,7 @@ export async function validateObs(
       );
     }
     let meta: ReturnType<typeof parquetMetadata>;
+    const { parquetMetadata } = await loadParquet();
     try {
       meta = parquetMetadata(
         bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer,

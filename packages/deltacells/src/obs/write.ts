@@ -4,9 +4,10 @@
  * the writer holds at most one compressed shard, never the obs table as parquet.
  */
 import type { KeyValue, SchemaElement } from "hyparquet";
-import { ByteWriter, ParquetWriter } from "hyparquet-writer";
+import type { ByteWriter, ParquetWriter } from "hyparquet-writer";
 import type { Compress } from "../dataset/var-table.js";
 import { CONVERTER_NAME, CONVERTER_VERSION } from "../dataset/version.js";
+import { loadParquetWriter } from "../parquet-load.js";
 import { obsFingerprint, sha256Hex } from "./fingerprint.js";
 import { type PlannedColumn, parquetPhysical } from "./plan.js";
 import {
@@ -101,6 +102,7 @@ export class ObsWriter {
 
   private async writeGroup(a: number, b: number): Promise<void> {
     if (!this.writer) {
+      const { ByteWriter, ParquetWriter } = await loadParquetWriter();
       this.bytes = new ByteWriter();
       this.writer = new ParquetWriter({
         writer: this.bytes,

@@ -1,5 +1,5 @@
 /**
- * The workers of a {@link TilePool}: started lazily, each holding up to {@link WORKER_DEPTH} jobs
+ * The workers of a {@link TilePool}: started with the first job (or by `start()`), each holding up to {@link WORKER_DEPTH} jobs
  * (the one it runs and the next), replaced when one crashes (its jobs are rejected), stopped by
  * `close()`. How a worker starts depends on the environment (`#threads`: worker_threads under
  * Node, module Web Workers in browsers); what the jobs are is the pool's business (see pool.ts).
@@ -23,6 +23,8 @@ export interface WorkerHost {
   load(): number;
   /** Workers with nothing to do and no job queued for them: how many parts a new tile is worth. */
   idle(): number;
+  /** Starts the workers now instead of with the first job (nothing once closed or started). */
+  start(): void;
   /** Stops the workers; pending jobs are rejected. */
   close(): Promise<void>;
 }
@@ -250,6 +252,9 @@ export function startWorkerHost(threads: number): WorkerHost {
 
   return {
     run,
+    start: () => {
+      if (!closed) void start();
+    },
     load: () => pending.size + queue.length,
     idle: () => {
       // Before the workers are up (the first jobs), every worker without a job counts as idle.

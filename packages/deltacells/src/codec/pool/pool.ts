@@ -74,6 +74,11 @@ export interface TilePool {
    * `inspectTile(bytes, { skipCrc: true })` returned it (the worker checks the CRC).
    */
   scatter(bytes: Uint8Array, layout: TileLayout, job: ScatterJob): Promise<void>;
+  /**
+   * Starts the workers now instead of with the first job, so that their start-up (a thread each,
+   * then the codec's modules and zstd) overlaps what the caller does before its first tile.
+   */
+  start(): void;
   /** Stops the workers; pending work is rejected. */
   close(): Promise<void>;
   /** Number of workers. */
@@ -104,7 +109,7 @@ function isShared(a: ArrayBufferView): boolean {
 
 /**
  * Starts a pool of `threads` workers (default: the number of cores). Workers start lazily on
- * first use; call `close()` when done (idle workers do not keep a Node process alive).
+ * first use (or when `start()` is called); call `close()` when done (idle workers do not keep a Node process alive).
  *
  * In a browser the workers are module Web Workers created with
  * `new Worker(new URL("./worker.js", import.meta.url), { type: "module" })`. Bundlers that
@@ -348,6 +353,7 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
     decode,
     scatter,
     encode,
+    start: () => host.start(),
     close: () => host.close(),
   };
 }

@@ -4,7 +4,6 @@
  */
 import { serveRequests } from "#threads";
 import { chunkContext, decodeChunksInto } from "../decode.js";
-import { compressChunk } from "../encode.js";
 import { checksum } from "../layout.js";
 import { scatterTileSync } from "../scatter.js";
 import { loadZstd } from "../zstd/load.js";
@@ -18,6 +17,13 @@ import {
 } from "./protocol.js";
 
 type Reply = (r: Response, transfer: ArrayBuffer[]) => void;
+
+// zstd (and the native kernel) start loading with the worker, not with its first job: a pool
+// started ahead of its first tile (`pool.start()`) is then ready for it.
+const zstdLoaded = loadZstd();
+zstdLoaded.catch(() => {}); // a failure is each job's answer, not this worker's crash
+// The encoder only when the pool compresses: a decoding worker never loads it.
+let encoder: Promise<typeof import("../encode.js")> | undefined;
 
 /** The column maps the pool sent this worker, by id (it sends each once). */
 const columnMaps = new WorkerColumnMaps();
@@ -38,9 +44,10 @@ function columnsOf(req: DecodeRequest | ScatterRequest): Int32Array | undefined 
 async function handle(req: Request, reply: Reply): Promise<void> {
   keepColumnMap(req);
   try {
-    const zstd = await loadZstd();
+    const zstd = await zstdLoaded;
     if (req.op === "compress") {
-      const f = compressChunk(req.chunk, zstd, req.level);
+      encoder ??= import("../encode.js");
+      const f = (await encoder).compressChunk(req.chunk, zstd, req.level);
       const transfer = [f.gaps, f.vals, f.vexc, f.gexc].flatMap((b) => (b ? [b.buffer as ArrayBuffer] : []));
       reply({ id: req.id, ok: true, frames: f }, transfer);
       return;

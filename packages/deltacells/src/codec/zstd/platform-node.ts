@@ -5,7 +5,6 @@
  * serves (it cannot encode), and its name says why.
  */
 import type { ZstdBackend } from "./types.js";
-import { loadWasmZstd } from "./wasm.js";
 
 interface NapiBinding {
   DCtx: new () => { decompress(dst: Uint8Array, src: Uint8Array): number };
@@ -19,6 +18,8 @@ export async function loadPlatformZstd(): Promise<ZstdBackend> {
     const mod = (await import("zstd-napi/binding.js")) as { default?: NapiBinding } & NapiBinding;
     binding = mod.default ?? mod;
   } catch (err) {
+    // The WASM decoder (a large embedded module) is loaded only when it serves.
+    const { loadWasmZstd } = await import("./wasm.js");
     const wasm = await loadWasmZstd();
     const why = err instanceof Error ? err.message : String(err);
     return { ...wasm, name: `${wasm.name} (zstd-napi failed to load: ${why})` };
