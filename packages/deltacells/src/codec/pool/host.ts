@@ -139,7 +139,12 @@ export function startWorkerHost(threads: number): WorkerHost {
         }
         keepAlive();
         void slot.worker.terminate();
-        void launch(slot).then(() => pump());
+        // A replacement that cannot start (out of memory, say) fails the jobs waiting for one,
+        // instead of an unhandled rejection that would end the caller's process.
+        launch(slot).then(
+          () => pump(),
+          (e: unknown) => fail(e instanceof Error ? e : new Error(String(e))),
+        );
       },
     );
     slot.busy = 0;
@@ -253,7 +258,14 @@ export function startWorkerHost(threads: number): WorkerHost {
   return {
     run,
     start: () => {
-      if (!closed) void start();
+      // A failure to start is not lost: the next run() gets the same rejected promise.
+      if (!closed)
+        start().then(
+          (s) => {
+            ready = s;
+          },
+          () => {},
+        );
     },
     load: () => pending.size + queue.length,
     idle: () => {
