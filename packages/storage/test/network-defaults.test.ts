@@ -71,14 +71,15 @@ test("a body that stops half way times out too, and the retry heals it", async (
 });
 
 test("a slow but moving answer is not a stall", async () => {
-  // The body takes longer than the stall timeout in all (12 parts, 0.2 s apart), but never stops
-  // for long: each part restarts the clock. The gaps are a tenth of the limit, so a loaded machine
-  // does not turn them into stalls (the previous form, one 250 ms delay against a 400 ms limit, did).
-  const store = openStore(proxy.url, { timeoutMs: 2000, retries: 0 });
-  proxy.reset([{ parts: 12, everyMs: 200 }]);
+  // The body takes longer than the stall timeout in all (32 parts, 0.1 s apart), but never stops
+  // for long: each part restarts the clock. The gaps are a thirtieth of the limit, so a loaded
+  // machine does not turn them into stalls (one 250 ms delay against a 400 ms limit did, and CI
+  // can freeze a test process for a second or two).
+  const store = openStore(proxy.url, { timeoutMs: 3000, retries: 0 });
+  proxy.reset([{ parts: 32, everyMs: 100 }]);
   const started = performance.now();
   assert.deepEqual(await store.get("data.bin"), new Uint8Array(data));
-  assert.ok(performance.now() - started >= 2000, "the whole answer took longer than the limit");
+  assert.ok(performance.now() - started >= 3000, "the whole answer took longer than the limit");
   assert.equal(proxy.seen.length, 1, "in one attempt");
 });
 
