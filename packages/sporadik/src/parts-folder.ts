@@ -104,7 +104,7 @@ export function syncfsReportsErrors(): boolean {
  * How deferred files are made durable; tests replace these to see which is used. `fileSystems`
  * syncs the whole file system of each folder given with `sync -f` (coreutils, busybox), which
  * calls `syncfs`: one journal commit for every file instead of one per file (2,500 chunk files:
- * 0.13-0.3 s of CPU instead of 0.45-0.8 s in this process, a third of the whole machine's,
+ * 0.13-0.3 s of CPU instead of 0.45-0.9 s in this process, a third to three fifths of the machine's,
  * bench/RESULTS.md, issue 15). It says whether that sync succeeded; on any failure (no such
  * command, an error anywhere on the file system) the files are synced one by one instead, which
  * says precisely which one failed, if any of ours did.
