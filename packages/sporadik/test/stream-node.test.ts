@@ -299,9 +299,12 @@ test("deferred files: one file-system sync for many small files, a large one syn
       for (let i = 0; i < 100; i++) await files.set(`/a/c/${i}`, Uint8Array.of(i));
       await files.set("/b/c/0", new Uint8Array(1 << 20));
       await files.flush();
-      // The large file alone was synced by itself; the 100 small ones and the folders by one pass.
+      // The large file alone was synced by itself; the 100 small ones and the folders by one pass,
+      // given one folder of the file system (each more would only flush the device again).
       assert.deepEqual(calls.files, [join(out, "b/c/0")]);
-      assert.deepEqual(calls.fileSystems, [[join(out, "a/c"), join(out, "b/c")]]);
+      assert.equal(calls.fileSystems.length, 1);
+      assert.equal(calls.fileSystems[0]?.length, 1);
+      assert.ok([join(out, "a/c"), join(out, "b/c")].includes(calls.fileSystems[0]?.[0] as string));
       // A flush with nothing written does nothing.
       await files.flush();
       assert.equal(calls.fileSystems.length, 1);
