@@ -3,9 +3,9 @@
  * object, as large as the array) never has to be held whole. Each object is written to a temporary
  * name beside its final one, synced and renamed into place, as the folder store writes objects;
  * or, with `deferSync`, written under its own name and made durable at {@link FolderParts.flush}:
- * on Linux 5.8 and later by one sync of the whole file system (a large object is synced on its own
- * in the background as soon as it is written), elsewhere one file at a time, in the background as
- * they pile up.
+ * on Linux 5.8 and later, with 64 files or more to sync, by one sync of the whole file system (a
+ * large object is synced on its own in the background as soon as it is written), elsewhere one
+ * file at a time, in the background as they pile up.
  *
  * @module
  */
