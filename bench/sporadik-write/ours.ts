@@ -21,18 +21,36 @@ import { FolderStore } from "@deltacells/storage/node";
 import { threadSched } from "../cpu.js";
 import type { MatrixMeta } from "./generate.js";
 
-/** CPU seconds of each thread that ran past 0.05 s, by name (from each task's schedstat under /proc/self/task). */
-function threadSeconds(): Record<string, number> {
-  const out: Record<string, number> = {};
+/** CPU seconds (user, system) of every thread, by id, from /proc/self/task/<id>/stat; empty elsewhere. */
+function threadTimes(): Map<string, { user: number; system: number }> {
+  const out = new Map<string, { user: number; system: number }>();
   try {
     for (const task of readdirSync("/proc/self/task")) {
-      const name = readFileSync(`/proc/self/task/${task}/comm`, "utf8").trim();
-      const ns = Number(readFileSync(`/proc/self/task/${task}/schedstat`, "utf8").split(" ")[0]);
-      const key = task === String(process.pid) ? "main" : `${name}:${task}`;
-      if (ns > 5e7) out[key] = Math.round(((out[key] ?? 0) + ns / 1e9) * 100) / 100;
+      const stat = readFileSync(`/proc/self/task/${task}/stat`, "utf8");
+      // After the name in parentheses: state is field 3, utime and stime fields 14 and 15.
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      out.set(task, { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 });
     }
   } catch {
     // Not Linux: no per-thread figures.
+  }
+  return out;
+}
+
+/**
+ * CPU seconds (user+system) each thread spent since `before`, for the threads past 0.05 s: "main",
+ * then the others by id with their system share, which tells libuv's file threads (mostly system)
+ * from the compression workers and V8's helpers (mostly user).
+ */
+function threadSeconds(before: Map<string, { user: number; system: number }>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [task, now] of threadTimes()) {
+    const was = before.get(task) ?? { user: 0, system: 0 };
+    const user = now.user - was.user;
+    const system = now.system - was.system;
+    if (user + system < 0.05) continue;
+    const key = task === String(process.pid) ? "main" : task;
+    out[key] = `${(user + system).toFixed(2)} (sys ${system.toFixed(2)})`;
   }
   return out;
 }
@@ -55,6 +73,7 @@ if (!byteAddressable) {
 const cpuAtStart = cpu();
 const t0 = performance.now();
 const sched0 = threadSched();
+const threads0 = threadTimes();
 const spill = await FileSpill.create(dirname(output));
 const folder = withFileParts(new FolderStore(output), output, { deferSync: true });
 // The one sync pass before the block, timed on its own: the durability the format needs.
@@ -127,7 +146,7 @@ const tFinish = performance.now();
 const result = await writer.finish();
 const finishing = performance.now() - tFinish;
 await Promise.all(files.map((file) => file.close()));
-const threads = threadSeconds();
+const threads = threadSeconds(threads0);
 await pool.close();
 const seconds = (performance.now() - t0) / 1000;
 const sched1 = threadSched();

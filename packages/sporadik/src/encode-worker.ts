@@ -10,11 +10,19 @@ import type { EncodeJob, EncodeReply } from "./encode-pool.js";
 
 const context = new zstd.CCtx();
 const port = parentPort;
+/**
+ * Compressed into this, reused, then copied out at its exact length: a new buffer of the worst
+ * case per chunk (5 times the compressed size of the bench's chunks) made the main thread, which
+ * receives them, collect garbage for the external memory alone.
+ */
+let scratch = new Uint8Array(0);
 port?.on("message", (job: EncodeJob) => {
   try {
     const raw = new Uint8Array(job.raw, job.offset, job.length);
-    const out = new Uint8Array(zstd.compressBound(job.length));
-    const written = context.compress(out, raw, job.level);
+    const bound = zstd.compressBound(job.length);
+    if (scratch.byteLength < bound) scratch = new Uint8Array(bound);
+    const written = context.compress(scratch, raw, job.level);
+    const out = scratch.slice(0, written);
     // The raw buffer goes back too: the pool hands it out for a later chunk.
     const reply: EncodeReply = { id: job.id, encoded: out.buffer, length: written, raw: job.raw };
     port.postMessage(reply, [out.buffer, job.raw]);

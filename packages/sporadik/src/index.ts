@@ -49,7 +49,6 @@ export {
   type StreamWriteOptions,
   type StreamWriteResult,
   StreamWriter,
-  TRANSPOSE_MEMORY,
   temporaryBytesPerNonzero,
   writeStoreFromRows,
 } from "./stream-writer.js";

@@ -29,7 +29,7 @@ export {
   withFileParts,
 } from "./parts-folder.js";
 export { FileSpill, type FileSpillOptions, type StaleSpill, sweepStaleSpills } from "./spill-files.js";
-export { type RowBlocksWriteOptions, writeStoreFromRowBlocks } from "./write-node.js";
+export { type RowBlocksWriteOptions, TRANSPOSE_MEMORY, writeStoreFromRowBlocks } from "./write-node.js";
 
 let context: InstanceType<NonNullable<typeof napi>["DCtx"]> | undefined;
 

@@ -101,7 +101,7 @@ export interface StreamWriteOptions {
    * Bytes of the transposition (4 bytes plus the value per nonzero) kept in memory before the rest
    * goes to {@link spill}: a matrix whose nonzeros fit is transposed without a disk, a larger one
    * spills only what is past this. Default 0 (every nonzero to `spill`);
-   * `writeStoreFromRowBlocks` in Node defaults to {@link TRANSPOSE_MEMORY}.
+   * `writeStoreFromRowBlocks` in Node defaults to its `TRANSPOSE_MEMORY` (64 MiB).
    */
   transposeMemory?: number;
   /** Called as rows are taken and as gene blocks are written. */
@@ -125,13 +125,6 @@ function spillBytesPerNonzero(dtype: DataType): number {
   return 4 + constructorOf(dtype).BYTES_PER_ELEMENT;
 }
 
-/**
- * Bytes of the transposition `writeStoreFromRowBlocks` keeps in memory by default: 64 MiB, about
- * 8.4 M int32 nonzeros (8 bytes each). Measured at 202 M nonzeros, both layouts: 96 MiB put the
- * conversion's peak at 482 MiB, too near its 512 MiB bound (input blocks, compression threads and
- * the 64 MiB assembly buffer of a large matrix come on top).
- */
-export const TRANSPOSE_MEMORY = 64 * 2 ** 20;
 /** Genes per block and rows per batch that a record's 16-bit offsets can hold. */
 const OFFSETS = 65_536;
 /**
@@ -235,8 +228,6 @@ export class StreamWriter {
   /** The spill file of axis 1, and the batches in it, in row order. */
   #spillFile: SpillFile | undefined;
   #batches: Batch[] = [];
-  /** Gene block of every column. */
-  #bucketOf = new Uint32Array(0);
   /**
    * Nonzeros per batch, and two scratch buffers for batches bound for the spill file, each with
    * the append writing it (awaited before the buffer is reused, and before the spill is read): a
@@ -362,11 +353,6 @@ export class StreamWriter {
       const most = this.#options.spillFiles === undefined ? GENE_BLOCK : OFFSETS;
       this.#perBucket = Math.min(most, Math.max(1, Math.ceil(this.#nCols / buckets)));
       this.#blocks = Math.max(1, Math.ceil(this.#nCols / this.#perBucket));
-      this.#bucketOf = new Uint32Array(this.#nCols);
-      for (let g = 0; g < this.#nCols; g++) {
-        const b = Math.floor(g / this.#perBucket);
-        this.#bucketOf[g] = b;
-      }
       this.#memoryBudget =
         this.#options.transposeMemory === undefined || this.#options.transposeMemory === 0
           ? 0
@@ -527,7 +513,6 @@ export class StreamWriter {
     const counts = this.#counts;
     const colMax = this.#colMax as Float64Array | undefined;
     const starts = this.#starts;
-    const bucketOf = this.#bucketOf;
     const per = this.#perBucket;
     const nCols = this.#nCols;
     const values = data as Float64Array;
@@ -561,7 +546,7 @@ export class StreamWriter {
           if (g >= limit) {
             starts[block + 1] = (starts[block + 1] as number) + (k - run);
             run = k;
-            block = bucketOf[g] as number;
+            block = Math.floor(g / per);
             limit = (block + 1) * per;
           }
         }
@@ -604,7 +589,6 @@ export class StreamWriter {
     r0: number,
     r1: number,
   ): Promise<void> {
-    const bucketOf = this.#bucketOf;
     const per = this.#perBucket;
     const starts = this.#starts;
     const used = this.#blocks;
@@ -638,7 +622,7 @@ export class StreamWriter {
       const offset = row - r0;
       let k = indptr[row] as number;
       while (k < end) {
-        const b = bucketOf[indices[k] as number] as number;
+        const b = Math.floor((indices[k] as number) / per);
         const first = b * per;
         const limit = first + per;
         let at = next[b] as number;

@@ -15,8 +15,19 @@ import {
   type StreamWriteOptions,
   type StreamWriteResult,
   StreamWriter,
-  TRANSPOSE_MEMORY,
 } from "./stream-writer.js";
+
+/**
+ * Bytes of the transposition {@link writeStoreFromRowBlocks} keeps in memory by default: 160 MiB,
+ * about 21 M int32 nonzeros (8 bytes each), so a matrix of that size is transposed without a disk.
+ * Spilling is costly where writing and reading files is: at 20 M nonzeros, spilling all past
+ * 64 MiB (95 MB) took 0.3-0.4 s of the file threads' CPU, a fifth of a byte-addressable write's
+ * (bench/RESULTS.md, issue 15). Peak RSS of the bench at 202 M nonzeros, both layouts
+ * (chunked / byte-addressable): 352 / 354 MiB with 64 MiB, 407 / 372 with 128, 432 / 406 with
+ * 160, under the 512 MiB bound (input blocks, compression threads and the 64 MiB assembly buffer
+ * of a large matrix come on top).
+ */
+export const TRANSPOSE_MEMORY = 160 * 2 ** 20;
 
 /** Options of {@link writeStoreFromRowBlocks}: the streaming writer's, with Node's spill and encoder. */
 export interface RowBlocksWriteOptions extends Omit<StreamWriteOptions, "spill" | "encoder"> {

@@ -26,7 +26,6 @@ test("@deltacells/sporadik exports exactly these names", () => {
     "SporadikError: class",
     "StreamWriter: class",
     "TARGET_CHUNK_BYTES: number",
-    "TRANSPOSE_MEMORY: number",
     "chunkFor: function",
     "coordsOfLayout: function",
     "describe: function",

@@ -24,6 +24,7 @@ import {
   writeStore,
   writeStoreFromRows,
 } from "../src/node.js";
+import { durability, syncfsReportsErrors } from "../src/parts-folder.js";
 import { SPILL_PREFIX } from "../src/spill-files.js";
 import { encodeChunk } from "../src/zarr.js";
 import { random, tempDir } from "./helpers.js";
@@ -258,6 +259,134 @@ test("a failed write drops the objects it was streaming: no partial file, no obj
     assert.deepEqual(
       left.filter((name) => name.includes("sporadik-part") || name.endsWith("c/0")),
       [],
+    );
+    await assert.rejects(openReader(new FolderStore(out)), { _tag: "IncompleteError" });
+  } finally {
+    cleanup();
+  }
+});
+
+/** Run `body` with the durability calls recorded (and passed on to the real ones unless `system` says otherwise). */
+async function withRecordedSyncs(
+  system: boolean | undefined,
+  body: (calls: { fileSystems: string[][]; files: string[] }) => Promise<void>,
+): Promise<void> {
+  const real = { ...durability };
+  const calls = { fileSystems: [] as string[][], files: [] as string[] };
+  durability.fileSystems = async (folders) => {
+    calls.fileSystems.push([...folders].sort());
+    return system ?? real.fileSystems(folders);
+  };
+  durability.file = async (path) => {
+    calls.files.push(path);
+    return real.file(path);
+  };
+  try {
+    await body(calls);
+  } finally {
+    Object.assign(durability, real);
+  }
+}
+
+test("deferred files: one file-system sync for many small files, a large one synced on its own", {
+  skip: !syncfsReportsErrors() && "syncfs reports write-back errors only on Linux 5.8 and later",
+}, async () => {
+  const { dir, cleanup } = tempDir();
+  try {
+    await withRecordedSyncs(undefined, async (calls) => {
+      const out = join(dir, "out");
+      const files = withFileParts(new FolderStore(out), out, { deferSync: true });
+      for (let i = 0; i < 100; i++) await files.set(`/a/c/${i}`, Uint8Array.of(i));
+      await files.set("/b/c/0", new Uint8Array(1 << 20));
+      await files.flush();
+      // The large file alone was synced by itself; the 100 small ones and the folders by one pass,
+      // given one folder of the file system (each more would only flush the device again).
+      assert.deepEqual(calls.files, [join(out, "b/c/0")]);
+      assert.equal(calls.fileSystems.length, 1);
+      assert.equal(calls.fileSystems[0]?.length, 1);
+      assert.ok([join(out, "a/c"), join(out, "b/c")].includes(calls.fileSystems[0]?.[0] as string));
+      // A flush with nothing written does nothing.
+      await files.flush();
+      assert.equal(calls.fileSystems.length, 1);
+
+      // Few files: a sync each (a file-system sync also waits for everyone else's data).
+      const few = join(dir, "few");
+      const some = withFileParts(new FolderStore(few), few, { deferSync: true });
+      for (let i = 0; i < 5; i++) await some.set(`/a/c/${i}`, Uint8Array.of(i));
+      calls.files.length = 0;
+      await some.flush();
+      assert.equal(calls.fileSystems.length, 1);
+      assert.deepEqual(
+        calls.files.sort(),
+        [...[0, 1, 2, 3, 4].map((i) => join(few, `a/c/${i}`)), join(few, "a/c")].sort(),
+      );
+
+      // Asked not to: one by one.
+      const apart = join(dir, "apart");
+      const each = withFileParts(new FolderStore(apart), apart, { deferSync: true, syncFileSystem: false });
+      for (let i = 0; i < 100; i++) await each.set(`/a/c/${i}`, Uint8Array.of(i));
+      await each.flush();
+      assert.equal(calls.fileSystems.length, 1);
+      // Every file (some in the background, as they piled up) and the folder.
+      assert.equal(new Set(calls.files.filter((path) => path.startsWith(apart))).size, 101);
+    });
+  } finally {
+    cleanup();
+  }
+});
+
+test("a file-system sync that fails falls back to a sync per file, which says which file failed", async () => {
+  const { dir, cleanup } = tempDir();
+  try {
+    await withRecordedSyncs(false, async (calls) => {
+      const out = join(dir, "out");
+      const files = withFileParts(new FolderStore(out), out, { deferSync: true });
+      for (let i = 0; i < 100; i++) await files.set(`/a/c/${i}`, Uint8Array.of(i));
+      await files.flush();
+      // Every file, then the folder.
+      assert.equal(calls.files.length, 101);
+      assert.equal(calls.files.at(-1), join(out, "a/c"));
+
+      for (let i = 100; i < 200; i++) await files.set(`/a/c/${i}`, Uint8Array.of(i));
+      rmSync(join(out, "a/c/150"));
+      await assert.rejects(files.flush(), (error: Error & { object?: string }) => {
+        assert.match(error.message, /syncing .*a\/c\/150 to disk failed/);
+        assert.equal(error.object, join(out, "a/c/150"));
+        return true;
+      });
+    });
+  } finally {
+    cleanup();
+  }
+});
+
+test("a file removed before the file-system sync fails the flush, and so the write: no block", async () => {
+  const { dir, cleanup } = tempDir();
+  try {
+    const out = join(dir, "out");
+    const parts = withFileParts(new FolderStore(out), out, { deferSync: true });
+    const store = {
+      ...parts,
+      set: async (key: string, value: Uint8Array) => {
+        await parts.set(key, value);
+        // The first chunk of axis 0's data vanishes as soon as it is written.
+        if (key === "/layouts/axis0/data/c/0") rmSync(join(out, "layouts/axis0/data/c/0"));
+      },
+    };
+    // 200 chunks of 2 values: past the number of files from which the flush syncs the file system.
+    const n = 400;
+    const m = {
+      nRows: n,
+      indptr: Int32Array.from({ length: n + 1 }, (_, r) => r),
+      indices: new Int32Array(n),
+      data: Int32Array.from({ length: n }, (_, i) => i + 1),
+    };
+    await assert.rejects(
+      writeStoreFromRows(store, [m], { shape: [n, 1], axes: [0], chunk: 2 }),
+      (error: Error & { object?: string }) => {
+        assert.match(error.message, /syncing .*layouts\/axis0\/data\/c\/0 to disk failed/);
+        return true;
+      },
     );
     await assert.rejects(openReader(new FolderStore(out)), { _tag: "IncompleteError" });
   } finally {
