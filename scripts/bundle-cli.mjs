@@ -16,7 +16,7 @@
  * finds next to itself (package.json, the native kernel, worker scripts, the viewer) are found as
  * before; except the pool's: its "./worker.js" is the bundle's worker entry.
  */
-import { readFile } from "node:fs/promises";
+import { readdir, readFile, rm } from "node:fs/promises";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -52,7 +52,7 @@ const ownUrls = {
   },
 };
 
-await build({
+const result = await build({
   entryPoints: {
     main: join(repo, "packages/cli/dist/main.js"),
     // The tile pool's worker script: threads-node.js starts "./worker.js" next to itself.
@@ -72,4 +72,10 @@ await build({
   plugins: [keepOthersExternal, ownUrls],
   logLevel: "warning",
   legalComments: "none",
+  metafile: true,
+  absWorkingDir: repo,
 });
+// Chunks of an earlier build (their names hash their contents) would pile up: only this build's stay.
+const made = new Set(Object.keys(result.metafile.outputs).map((f) => resolve(repo, f)));
+for (const f of await readdir(outdir))
+  if (f.endsWith(".js") && !made.has(join(outdir, f))) await rm(join(outdir, f));
