@@ -5,7 +5,7 @@
  */
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
+import { build, type Metafile } from "esbuild";
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -30,7 +30,16 @@ export async function upFront(entry: string): Promise<Set<string>> {
     metafile: true,
     logLevel: "silent",
   });
-  const outputs = result.metafile.outputs;
+  return staticInputs(result.metafile);
+}
+
+/**
+ * The inputs of a bundle's own entry chunk and of the chunks it imports statically: what loads up
+ * front. (With splitting, every dynamically imported chunk has an `entryPoint` too: the bundle's
+ * entry is the one built from stdin.)
+ */
+export function staticInputs(meta: Metafile): Set<string> {
+  const outputs = meta.outputs;
   const entryOut = Object.keys(outputs).find((o) => outputs[o]!.entryPoint === "<stdin>")!;
   const seen = new Set<string>();
   const inputs = new Set<string>();

@@ -13,7 +13,8 @@ import { builtinModules } from "node:module";
 import { dirname, join, relative } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { build, type Metafile } from "esbuild";
+import { build } from "esbuild";
+import { staticInputs } from "../../../test-utils/up-front.js";
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), "../../..");
 
@@ -65,23 +66,6 @@ async function bundle(entry: string) {
   return { meta: result.metafile, texts: result.outputFiles.map((f) => f.text) };
 }
 
-/** The inputs of the entry's chunk and of the chunks it imports statically (what loads up front). */
-function upFront(meta: Metafile): Set<string> {
-  const outputs = meta.outputs;
-  // The bundle's own entry: with splitting, each dynamically imported chunk has an entryPoint too.
-  const entry = Object.keys(outputs).find((o) => outputs[o]!.entryPoint === "<stdin>")!;
-  const seen = new Set<string>();
-  const inputs = new Set<string>();
-  const visit = (o: string) => {
-    if (seen.has(o)) return;
-    seen.add(o);
-    for (const i of Object.keys(outputs[o]!.inputs)) inputs.add(i);
-    for (const imp of outputs[o]!.imports) if (imp.kind === "import-statement") visit(imp.path);
-  };
-  visit(entry);
-  return inputs;
-}
-
 for (const [entry, { allowed = [] }] of Object.entries(ENTRIES)) {
   test(`${entry} bundles for the browser with no Node built-in, no native module, nothing heavy up front`, async () => {
     const { meta, texts } = await bundle(entry);
@@ -105,7 +89,7 @@ for (const [entry, { allowed = [] }] of Object.entries(ENTRIES)) {
     assert.deepEqual(nodeGlobals, [], "modules using Node globals");
     const everywhere = new Set(Object.keys(meta.inputs).map(packageOf));
     for (const p of NODE_ONLY_PACKAGES) assert.ok(!everywhere.has(p), `${p} is in the bundle`);
-    const front = new Set([...upFront(meta)].map(packageOf));
+    const front = new Set([...staticInputs(meta)].map(packageOf));
     for (const p of LAZY_PACKAGES)
       if (!allowed.includes(p)) assert.ok(!front.has(p), `${p} is loaded up front by ${entry}`);
   });
