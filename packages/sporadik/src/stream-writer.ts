@@ -101,7 +101,7 @@ export interface StreamWriteOptions {
    * Bytes of the transposition (4 bytes plus the value per nonzero) kept in memory before the rest
    * goes to {@link spill}: a matrix whose nonzeros fit is transposed without a disk, a larger one
    * spills only what is past this. Default 0 (every nonzero to `spill`);
-   * `writeStoreFromRowBlocks` in Node defaults to its `TRANSPOSE_MEMORY` (64 MiB).
+   * `writeStoreFromRowBlocks` in Node defaults to its `TRANSPOSE_MEMORY` (160 MiB).
    */
   transposeMemory?: number;
   /** Called as rows are taken and as gene blocks are written. */
