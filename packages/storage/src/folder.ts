@@ -315,11 +315,13 @@ export class FolderStore implements Store {
     allocate: (size: number) => Uint8Array,
     opts?: StoreOptions,
   ): Promise<Uint8Array | undefined> {
-    // The key checked before a descriptor slot is taken: a refused key must not hold one.
-    const path = this.path(key);
-    if (this.readsBlock && this.slots.tryTake()) {
-      const bytes = this.getIntoBlocking(key, path, allocate, opts);
-      if (bytes !== TOO_LARGE) return bytes;
+    if (this.readsBlock) {
+      // The key checked before a descriptor slot is taken: a refused key must not hold one.
+      const path = this.path(key);
+      if (this.slots.tryTake()) {
+        const bytes = this.getIntoBlocking(key, path, allocate, opts);
+        if (bytes !== TOO_LARGE) return bytes;
+      }
     }
     return this.checked(key, opts, () => this.getIntoUnchecked(key, allocate, opts));
   }
