@@ -316,6 +316,8 @@ class DirectObject {
   /** A push is waiting: parts come one at a time, in order. */
   #pushing = false;
   #wake: (() => void) | undefined;
+  /** A push waits here for room in the write-behind queue. */
+  #room: (() => void) | undefined;
   #error: { cause: unknown } | undefined;
   readonly #writing: Promise<void>;
   /** Parts parked before the store started: copies in memory, then bytes in temporary space (and how many it has taken). */
@@ -354,8 +356,6 @@ class DirectObject {
     this.#room = undefined;
     room?.();
   }
-
-  #room: (() => void) | undefined;
 
   async *#parts(): AsyncGenerator<Uint8Array> {
     this.#started = true;
