@@ -218,15 +218,17 @@ export function withFileParts<S extends WritableStore>(
       return false;
     }
     if (!(await durability.fileSystems([...devices.values()]))) return false;
+    // Every folder listed at once (not one after the other as the files reach it); the files are
+    // then checked in order, so the first one missing is the one named.
     const listed = new Map<string, Promise<Set<string>>>();
+    for (const dir of new Set(files.map(dirname))) {
+      const names = readdir(dir).then((found) => new Set(found));
+      // Awaited below unless a file before fails the flush first.
+      names.catch(() => undefined);
+      listed.set(dir, names);
+    }
     for (const path of files) {
-      const dir = dirname(path);
-      if (!listed.has(dir))
-        listed.set(
-          dir,
-          readdir(dir).then((names) => new Set(names)),
-        );
-      const names = await (listed.get(dir) as Promise<Set<string>>).catch((cause: unknown) => {
+      const names = await (listed.get(dirname(path)) as Promise<Set<string>>).catch((cause: unknown) => {
         throw syncFailed(path, cause);
       });
       if (!names.has(basename(path))) {
