@@ -811,5 +811,3 @@ export async function openDataset(
   }
   return new Dataset(store, manifest, opts.decoder, opts.obsLocalizer, undefined, info);
 }
-
-export { poolTileDecoder };
