@@ -269,9 +269,9 @@ export function startWorkerHost(threads: number): WorkerHost {
     },
     load: () => pending.size + queue.length,
     idle: () => {
-      // Before the workers are up (the first jobs), every worker without a job counts as idle.
-      const busy =
-        slots === undefined || ready.length === 0 ? pending.size : ready.filter((s) => s.busy > 0).length;
+      // Before the workers are up (`ready` empty, nothing pending yet) every worker counts as idle.
+      let busy = 0;
+      for (const s of ready) if (s.busy > 0) busy++;
       return Math.max(0, threads - busy - queue.length - entering);
     },
     async close() {
