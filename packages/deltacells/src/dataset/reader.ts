@@ -371,12 +371,12 @@ export class Dataset {
     }
   }
 
-  /** Whether {@link scatterTile} works here, and whether its targets must be shared memory. */
   /** The workers of the pool this dataset decodes on (`threads`, or a pool's `decoder`); undefined on the calling thread. */
   get threads(): number | undefined {
     return this.decoder.threads;
   }
 
+  /** Whether {@link scatterTile} works here, and whether its targets must be shared memory. */
   get scatters(): { shared: boolean } | undefined {
     return this.decoder.scatter === undefined ? undefined : { shared: this.decoder.scatterShared === true };
   }
@@ -811,5 +811,3 @@ export async function openDataset(
   }
   return new Dataset(store, manifest, opts.decoder, opts.obsLocalizer, undefined, info);
 }
-
-export { poolTileDecoder };

@@ -459,8 +459,9 @@ async function prepareLoader(
     );
   }
   const ledger = new MemoryLedger(s.memoryCap, chosen.buffers.bytes);
-  // Tiles fetched or decoding at once: twice the workers (of the loader's pool, else the dataset's).
-  const maxInFlight = Math.max(4, 2 * (s.threads ?? tiles.threads ?? 1));
+  // Tiles fetched or decoding at once: twice the workers `tiles` decodes on (the loader's pool when
+  // `threads` is given, else the dataset's decoder).
+  const maxInFlight = Math.max(4, 2 * (tiles.threads ?? 1));
   return new DatasetLoader(
     dataset,
     tiles,

@@ -162,7 +162,8 @@ export function startWorkerHost(threads: number): WorkerHost {
         await launch(slot);
         return slot;
       }),
-    ));
+    ).then((s) => (ready = s)));
+  /** The workers, once all have started (empty until then). */
   let ready: Slot[] = [];
   /** Jobs given to `run` that have not reached the queue yet (see `run`). */
   let entering = 0;
@@ -243,9 +244,8 @@ export function startWorkerHost(threads: number): WorkerHost {
     // between all of them.
     entering++;
     return start().then(
-      (s) => {
+      () => {
         entering--;
-        ready = s;
         return enqueue(req, transfer);
       },
       (err: unknown) => {
@@ -259,19 +259,13 @@ export function startWorkerHost(threads: number): WorkerHost {
     run,
     start: () => {
       // A failure to start is not lost: the next run() gets the same rejected promise.
-      if (!closed)
-        start().then(
-          (s) => {
-            ready = s;
-          },
-          () => {},
-        );
+      if (!closed) start().catch(() => {});
     },
     load: () => pending.size + queue.length,
     idle: () => {
-      // Before the workers are up (the first jobs), every worker without a job counts as idle.
-      const busy =
-        slots === undefined || ready.length === 0 ? pending.size : ready.filter((s) => s.busy > 0).length;
+      // Before the workers are up (`ready` empty, nothing pending yet) every worker counts as idle.
+      let busy = 0;
+      for (const s of ready) if (s.busy > 0) busy++;
       return Math.max(0, threads - busy - queue.length - entering);
     },
     async close() {
