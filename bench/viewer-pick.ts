@@ -13,23 +13,22 @@ import { CellGrid, drawnPointSize } from "../apps/viewer/src/nearest.js";
 import { scanNearest } from "../apps/viewer/test/nearest-scan.js";
 import { mulberry32 } from "../test-utils/prng.js";
 import { threadSched } from "./cpu.js";
+import { clusters } from "./viewer-data.js";
 
 const { values } = parseArgs({ options: { cells: { type: "string", default: "200000,500000" } } });
 
 /** CPU ms of this thread so far. */
 const cpu = () => threadSched().cpu * 1000;
 
+/** The cells of `bench/viewer-data.ts`, scaled into [-1, 1] by their largest coordinate. */
 function cloud(n: number): { x: Float32Array; y: Float32Array } {
-  const rand = mulberry32(7);
-  const gauss = () => Math.sqrt(-2 * Math.log(rand() + 1e-300)) * Math.cos(2 * Math.PI * rand());
-  const centres = Array.from({ length: 12 }, () => [gauss() * 8, gauss() * 8] as const);
+  const { umap } = clusters(n);
   const x = new Float32Array(n);
   const y = new Float32Array(n);
   let half = 0;
   for (let i = 0; i < n; i++) {
-    const c = centres[Math.floor(rand() * 12)]!;
-    x[i] = c[0] + gauss();
-    y[i] = c[1] + gauss();
+    x[i] = umap[2 * i]!;
+    y[i] = umap[2 * i + 1]!;
     half = Math.max(half, Math.abs(x[i]!), Math.abs(y[i]!));
   }
   for (let i = 0; i < n; i++) {
