@@ -12,11 +12,15 @@ import { ProgressBar } from "../packages/cli/src/progress.js";
 import { mulberry32 } from "../test-utils/prng.js";
 import { syntheticSource } from "./synthetic-source.js";
 
-/** Writes the dataset at `<root>/<name>` (default `synthetic`) and returns its path. */
-export async function buildSynthetic(root: string, nCells: number, name = "synthetic"): Promise<string> {
-  const dir = join(root, name);
-  // Given to the writer as the source's obs and obsm, which it writes as the obs sidecar
-  // (`cluster`, `X_umap_0`, `X_umap_1`).
+/**
+ * The dataset's embedding: `nCells` cells in 12 Gaussian clusters (the same cells for the same
+ * `nCells`), as interleaved (x, y) pairs, with each cell's cluster and the clusters' centres.
+ */
+export function clusters(nCells: number): {
+  umap: Float32Array;
+  codes: Int32Array;
+  centres: (readonly [number, number])[];
+} {
   const rand = mulberry32(7);
   const gauss = () => Math.sqrt(-2 * Math.log(rand() + 1e-300)) * Math.cos(2 * Math.PI * rand());
   const centres = Array.from({ length: 12 }, () => [gauss() * 8, gauss() * 8] as const);
@@ -28,6 +32,15 @@ export async function buildSynthetic(root: string, nCells: number, name = "synth
     umap[2 * i] = centres[k]![0] + gauss();
     umap[2 * i + 1] = centres[k]![1] + gauss();
   }
+  return { umap, codes, centres };
+}
+
+/** Writes the dataset at `<root>/<name>` (default `synthetic`) and returns its path. */
+export async function buildSynthetic(root: string, nCells: number, name = "synthetic"): Promise<string> {
+  const dir = join(root, name);
+  // Given to the writer as the source's obs and obsm, which it writes as the obs sidecar
+  // (`cluster`, `X_umap_0`, `X_umap_1`).
+  const { umap, codes, centres } = clusters(nCells);
   const source: DatasetSource = {
     ...syntheticSource({ nCells, nGenes: 2000, genesPerCell: 50 }),
     obs: async () => ({

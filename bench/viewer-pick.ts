@@ -1,7 +1,7 @@
 /**
  * The viewer's hover pick (apps/viewer/src/nearest.ts) against the pass over every cell it
  * replaced, in this process, on the 12 Gaussian clusters of `bench/viewer-data.ts` (as the page
- * holds them: scaled into [-1, 1]), in a 840 x 580 px plot zoomed out and zoomed in 30x, the
+ * holds them: apps/viewer/src/normalise.ts), in a 840 x 580 px plot zoomed out and zoomed in 30x, the
  * pointer on a random cell each pick. CPU time of this thread (/proc/thread-self/schedstat), so
  * the ratio holds on a loaded machine; both must answer the same cell.
  *
@@ -10,33 +10,24 @@
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import { CellGrid, drawnPointSize } from "../apps/viewer/src/nearest.js";
+import { normalise } from "../apps/viewer/src/normalise.js";
 import { scanNearest } from "../apps/viewer/test/nearest-scan.js";
 import { mulberry32 } from "../test-utils/prng.js";
 import { threadSched } from "./cpu.js";
+import { clusters } from "./viewer-data.js";
 
 const { values } = parseArgs({ options: { cells: { type: "string", default: "200000,500000" } } });
 
 /** CPU ms of this thread so far. */
 const cpu = () => threadSched().cpu * 1000;
 
+/** The cells of `bench/viewer-data.ts`, placed as the page places them. */
 function cloud(n: number): { x: Float32Array; y: Float32Array } {
-  const rand = mulberry32(7);
-  const gauss = () => Math.sqrt(-2 * Math.log(rand() + 1e-300)) * Math.cos(2 * Math.PI * rand());
-  const centres = Array.from({ length: 12 }, () => [gauss() * 8, gauss() * 8] as const);
-  const x = new Float32Array(n);
-  const y = new Float32Array(n);
-  let half = 0;
-  for (let i = 0; i < n; i++) {
-    const c = centres[Math.floor(rand() * 12)]!;
-    x[i] = c[0] + gauss();
-    y[i] = c[1] + gauss();
-    half = Math.max(half, Math.abs(x[i]!), Math.abs(y[i]!));
-  }
-  for (let i = 0; i < n; i++) {
-    x[i] = x[i]! / half;
-    y[i] = y[i]! / half;
-  }
-  return { x, y };
+  const { umap } = clusters(n);
+  return normalise(
+    umap.filter((_, i) => i % 2 === 0),
+    umap.filter((_, i) => i % 2 === 1),
+  );
 }
 
 const [w, h] = [840, 580];

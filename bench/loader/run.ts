@@ -238,7 +238,11 @@ async function ceilingIntoMemory(
     const n = l.header.nCells;
     if (lane.at + l.indptr[n]! > size) lane.at = 0;
     const slots = new Float64Array(3 * n);
-    for (let r = 0; r < n; r++) slots.set([r, 0, lane.at + l.indptr[r]!], 3 * r);
+    // Element by element: this runs inside the timed pass, on the thread that feeds the pool.
+    for (let r = 0; r < n; r++) {
+      slots[3 * r] = r;
+      slots[3 * r + 2] = lane.at + l.indptr[r]!;
+    }
     lane.at += l.indptr[n]!;
     return { values: "int32" as const, slots, targets: [lane.target] };
   };

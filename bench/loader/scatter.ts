@@ -21,6 +21,7 @@ import {
 } from "../../packages/deltacells/src/codec/scatter.js";
 import { loadZstd } from "../../packages/deltacells/src/codec/zstd/load.js";
 import { openDataset } from "../../packages/deltacells/src/node.js";
+import { threadSched } from "../cpu.js";
 
 const { values: args, positionals } = parseArgs({
   allowPositionals: true,
@@ -69,10 +70,8 @@ function maxRow(indptr: Float64Array): number {
   return m;
 }
 
-const cpuNs = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) * 1000;
-};
+/** This thread's CPU nanoseconds (its own, not V8's helper threads': see the top). */
+const cpuNs = () => threadSched().cpu * 1e9;
 const variants: Record<string, () => void> = {
   "full decode (the ceiling's work)": () => {
     for (const b of tiles) decodeTileSync(b, zstd, { out });

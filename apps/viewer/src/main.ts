@@ -9,8 +9,9 @@ import { bars, categoryLegend, colourBar, drawHistogram, fmt, histogram } from "
 import { categoryColours } from "./colors.js";
 import { explain } from "./explain.js";
 import { type ActionCost, describeCost, formatBytes, Meter } from "./meter.js";
+import { normalise } from "./normalise.js";
 import type { ObsValues } from "./obs.js";
-import { createScatter, normalise, type Scatter } from "./scatter.js";
+import { createScatter, type Scatter } from "./scatter.js";
 import { absolute, type GeneValues, type Locations, Session } from "./session.js";
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;

@@ -148,6 +148,16 @@ const idle = (page: Page) =>
     () => (window as unknown as { __viewer: { state: { busy: number } } }).__viewer.state.busy === 0,
   );
 
+/** Where the plot draws `cell` now, in its pixels. */
+const screenAt = async (page: Page, cell: number): Promise<[number, number]> =>
+  (await page.evaluate(
+    (c) =>
+      (
+        window as unknown as { __viewer: { screenPosition(i: number): [number, number] | undefined } }
+      ).__viewer.screenPosition(c),
+    cell,
+  ))!;
+
 /**
  * The hover ring (placed by the page's own mapping of cells to the plot's pixels, the one picking
  * uses) is on `cell` where regl-scatterplot's getScreenPosition puts it: a library upgrade that
@@ -275,13 +285,7 @@ test("pbmc68k over serve: embedding, gene search, obs colouring, a clicked cell,
   // it replaces the points, and a resize moves every cell.
   await plotSettled(page);
   const cell = 123;
-  const pos = await page.evaluate(
-    (i) =>
-      (
-        window as unknown as { __viewer: { screenPosition(i: number): [number, number] } }
-      ).__viewer.screenPosition(i),
-    cell,
-  );
+  const pos = await screenAt(page, cell);
   const box = (await page.locator("#scatter").boundingBox())!;
   await page.mouse.click(box.x + pos[0], box.y + pos[1]);
   await page
@@ -345,13 +349,11 @@ test("hover shows a cell, shift-drag lassoes cells (one batch), a numeric column
   await plotSettled(page);
   type W = {
     __viewer: {
-      screenPosition(i: number): [number, number];
       state: { hovered?: number; selection: number[] };
     };
   };
   const box = (await page.locator("#scatter").boundingBox())!;
-  const at = (i: number) => page.evaluate((c) => (window as unknown as W).__viewer.screenPosition(c), i);
-  const [hx, hy] = await at(123);
+  const [hx, hy] = await screenAt(page, 123);
   await page.mouse.move(box.x + hx, box.y + hy);
   await page.waitForFunction(() => (window as unknown as W).__viewer.state.hovered === 123);
   assert.match((await page.locator("#hover").textContent())!, /^cell 123/);
@@ -383,7 +385,7 @@ test("hover shows a cell, shift-drag lassoes cells (one batch), a numeric column
   const s = await snapshot(page);
   // Every selected cell lies in the square (a pixel of slack for the lasso's smoothing).
   for (const c of s.selection) {
-    const [x, y] = await at(c);
+    const [x, y] = await screenAt(page, c);
     assert.ok(x >= x0 - 2 && x <= x1 + 2 && y >= y0 - 2 && y <= y1 + 2, `cell ${c} at ${x},${y}`);
   }
   const ds = await openDataset(pbmc);
@@ -514,7 +516,7 @@ test("while the view moves a subset of the cells is drawn; once still, every cel
   );
   assert.ok(isolated.length > 0, "an isolated cell in view");
   for (const c of [...isolated.slice(1, 3), isolated[0]!]) {
-    const [hx, hy] = (await page.evaluate((i) => (window as unknown as W).__viewer.screenPosition(i), c))!;
+    const [hx, hy] = await screenAt(page, c);
     await page.mouse.move(box.x + hx, box.y + hy);
     await page.waitForFunction((i) => (window as unknown as W).__viewer.state.hovered === i, c);
     await assertRingOn(page, c);
@@ -525,10 +527,7 @@ test("while the view moves a subset of the cells is drawn; once still, every cel
   // its drawn point (read from the plot's pixels) hovers it, beyond the 9 px a fixed radius reached.
   let edge = 0;
   for (let k = 0; k < 40 && edge < 13; k++) {
-    const [tx, ty] = (await page.evaluate(
-      (c) => (window as unknown as W).__viewer.screenPosition(c),
-      target,
-    ))!;
+    const [tx, ty] = await screenAt(page, target);
     await page.mouse.move(box.x + tx, box.y + ty);
     await page.mouse.wheel(0, -120);
     await plotSettled(page);
@@ -545,7 +544,7 @@ test("while the view moves a subset of the cells is drawn; once still, every cel
     }, target);
   }
   assert.ok(edge >= 13, `the cell's point is drawn ${edge} px to the right of its centre`);
-  const [zx, zy] = (await page.evaluate((c) => (window as unknown as W).__viewer.screenPosition(c), target))!;
+  const [zx, zy] = await screenAt(page, target);
   const others = await page.evaluate(
     ({ c, zx, zy }) => {
       const v = (window as unknown as W).__viewer;
