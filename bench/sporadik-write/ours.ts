@@ -62,7 +62,10 @@ const byteAddressable = ba === "1";
 const BLOCK = 4096;
 
 /** CPU spent so far (every thread), in seconds. */
-const cpu = () => (process.resourceUsage().userCPUTime + process.resourceUsage().systemCPUTime) / 1e6;
+const cpu = () => {
+  const { userCPUTime, systemCPUTime } = process.resourceUsage();
+  return (userCPUTime + systemCPUTime) / 1e6;
+};
 // Startup (loading modules, starting the compression threads, which compile the worker's sources
 // through tsx here) is not the writer's work; Python's import is excluded the same way.
 const pool = new EncodePool();
