@@ -4,8 +4,17 @@
  * missing link fails here instead of fetching whatever the registry holds under that name.
  */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { REPO, run } from "./cli-helpers.js";
 
@@ -17,4 +26,48 @@ test("`npx deltacells --help` and `--version` from the repository root run this 
   const version = await run("npx", ["deltacells", "--version"], offline);
   const { version: expected } = JSON.parse(readFileSync(join(REPO, "packages/cli/package.json"), "utf8"));
   assert.equal(version.stdout, `deltacells ${expected}\n`);
+});
+
+/**
+ * The bin's choice between the bundle and dist/main.js, in a copy of the checkout's layout: a
+ * bundle older than any package's last `tsc -b` must not run (it would run yesterday's code after
+ * a source change and a plain `npx tsc -b`), and with no dist at all the command says to build.
+ */
+test("the bin runs the bundle only when it is newer than every package's tsc output", async () => {
+  const root = mkdtempSync(join(tmpdir(), "deltacells-bin-"));
+  try {
+    const cli = join(root, "packages/cli");
+    mkdirSync(join(cli, "bin"), { recursive: true });
+    copyFileSync(join(REPO, "packages/cli/bin/deltacells.js"), join(cli, "bin/deltacells.js"));
+    const runBin = () => run(process.execPath, [join(cli, "bin/deltacells.js")]);
+
+    const none = await runBin();
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /not built yet: run `npm run build`/);
+
+    mkdirSync(join(cli, "dist/bundle"), { recursive: true });
+    writeFileSync(join(cli, "dist/main.js"), 'process.stdout.write("dist");\n');
+    writeFileSync(join(cli, "dist/bundle/main.js"), 'process.stdout.write("bundle");\n');
+    const at = (path: string, seconds: number) => {
+      mkdirSync(dirname(path), { recursive: true });
+      writeFileSync(path, "");
+      utimesSync(path, seconds, seconds);
+    };
+    const built = ["cli", "deltacells", "storage", "sporadik", "anndata"].map((p) =>
+      join(root, "packages", p, "dist/.tsbuildinfo"),
+    );
+    for (const path of built) at(path, 1_000_000);
+    utimesSync(join(cli, "dist/bundle/main.js"), 2_000_000, 2_000_000);
+    assert.equal((await runBin()).stdout, "bundle");
+
+    // One package rebuilt after the bundle (here the storage package): dist/main.js runs.
+    at(built[2]!, 3_000_000);
+    assert.equal((await runBin()).stdout, "dist");
+
+    // Bundled again: the bundle runs again.
+    utimesSync(join(cli, "dist/bundle/main.js"), 4_000_000, 4_000_000);
+    assert.equal((await runBin()).stdout, "bundle");
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
 });
