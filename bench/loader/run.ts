@@ -5,8 +5,10 @@
  *  (a) `createLoader` from a local folder, 1 and 2 decoding threads, against the codec's full
  *      decode of the same tiles on a pool of as many threads (tile bytes already in memory, 4 in
  *      flight, the pool's own recycled outputs: nothing but decoding);
- *  (b) the same loader from a local S3 server (moto_server), against the folder and against the
- *      server's own raw GET throughput (every tile object fetched, 4 in flight, nothing decoded);
+ *  (b) the same loader from a local S3 server (`--s3-server gofakes3`, the default when Go can build
+ *      it: bench/loader/s3-server; or `moto`, the tests' moto_server), against the folder and
+ *      against the server's own raw GET throughput (every tile object fetched, 4 in flight,
+ *      nothing decoded);
  *  (c) `deltacells stream` consumed in Python (examples/python) as scipy CSR float32 batches
  *      with their cell_type labels;
  *  (d) annbatch 0.3.1 over its recommended store (a pre-shuffled sharded zarr DatasetCollection
@@ -33,15 +35,16 @@
  */
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
+import { Agent, request } from "node:http";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { createLoader, createTilePool, Dataset, openDataset as openStoreDataset } from "@deltacells/core";
 import { openDataset } from "@deltacells/core/node";
-import { S3Store, type Store } from "@deltacells/storage";
+import { openStore, S3Store, type Store } from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
 import { AwsClient } from "aws4fetch";
-import { startMoto } from "../../test-utils/servers.js";
+import { type S3ServerKind, startBenchS3Server } from "./s3-server.js";
 
 const REPO = resolve(import.meta.dirname, "../..");
 const PY = join(REPO, "conformance/.venv/bin/python");
@@ -53,8 +56,12 @@ const { values: args } = parseArgs({
     skip: { type: "string", default: "" },
     "annbatch-python": { type: "string" },
     "batch-size": { type: "string", default: "4096" },
+    "s3-server": { type: "string" },
   },
 });
+const S3_SERVER = args["s3-server"] as S3ServerKind | undefined;
+if (S3_SERVER !== undefined && S3_SERVER !== "moto" && S3_SERVER !== "gofakes3")
+  throw new Error(`--s3-server ${S3_SERVER}: expected moto or gofakes3`);
 const DIR = args.dir!;
 const BATCH = Number(args["batch-size"]);
 const REPS = Number(args.reps);
@@ -271,8 +278,12 @@ async function ceilingIntoMemory(
   };
 }
 
-/** Every tile object fetched from `store` (4 in flight, nothing decoded): the storage's own ceiling. */
-async function rawGets(store: Store, nTiles: number, nCells: number): Promise<Row & { bytes: number }> {
+/** Every tile object fetched by `get` (4 in flight, nothing decoded): the storage's own ceiling. */
+async function rawGets(
+  get: (key: string) => Promise<number>,
+  nTiles: number,
+  nCells: number,
+): Promise<Row & { bytes: number }> {
   const t0 = performance.now();
   let next = 0;
   let bytes = 0;
@@ -280,15 +291,36 @@ async function rawGets(store: Store, nTiles: number, nCells: number): Promise<Ro
   const lane = async () => {
     while (next < nTiles) {
       const t = next++;
-      const b = await store.get(`tiles/tile_${String(t).padStart(6, "0")}.dct`);
+      const n = await get(`tiles/tile_${String(t).padStart(6, "0")}.dct`);
       if (!first) first = performance.now() - t0;
-      bytes += b!.byteLength;
+      bytes += n;
     }
   };
   await Promise.all(Array.from({ length: 4 }, lane));
   const seconds = (performance.now() - t0) / 1000;
   const steady = after(nCells, seconds, nCells / nTiles, first / 1000);
   return { cells: nCells, seconds, firstBatch: first / 1000, steady, bytes };
+}
+
+/**
+ * A plain GET of `url` by node:http on a keep-alive agent, the body's chunks counted and dropped:
+ * the least a client can do, so that `s3 raw GET` measures the server, not our S3 client.
+ */
+function plainGet(agent: Agent, url: string, headers: Record<string, string>): Promise<number> {
+  return new Promise((ok, fail) => {
+    request(url, { agent, headers }, (res) => {
+      let n = 0;
+      res.on("data", (d: Buffer) => {
+        n += d.length;
+      });
+      res.on("end", () =>
+        res.statusCode === 200 ? ok(n) : fail(new Error(`GET ${url}: ${res.statusCode}`)),
+      );
+      res.on("error", fail);
+    })
+      .on("error", fail)
+      .end();
+  });
 }
 
 /** A Python side: one JSON line on stdout with cells, seconds, first_batch_s. */
@@ -332,20 +364,32 @@ console.error(
   `${nCells} cells x ${probe.nGenes} genes, ${nnz} nonzeros, ${probe.nTiles} tiles of ${probe.manifest.tile_size} cells`,
 );
 
-let moto: Awaited<ReturnType<typeof startMoto>> | undefined;
-let s3: (() => S3Store) | undefined;
+let server: Awaited<ReturnType<typeof startBenchS3Server>> | undefined;
+let s3: (() => Store) | undefined;
+let rawGet: ((key: string) => Promise<number>) | undefined;
 if (!skip.has("b")) {
-  moto = await startMoto();
+  server = await startBenchS3Server(S3_SERVER);
+  console.error(`S3 server: ${server.kind} at ${server.url}`);
   const creds = { accessKeyId: "testing", secretAccessKey: "testing", region: "us-east-1" };
-  const url = moto.url;
+  const url = server.url;
   const made = await new AwsClient({ ...creds, service: "s3", retries: 0 }).fetch(`${url}/bench`, {
     method: "PUT",
   });
   if (!made.ok) throw new Error(`creating the bucket: ${made.status} ${await made.text()}`);
-  s3 = () => new S3Store({ ...creds, endpoint: url, bucket: "bench", prefix: "ds" });
   const from = new FolderStore(FOLDER);
-  const to = s3();
+  const to = new S3Store({ ...creds, endpoint: url, bucket: "bench", prefix: "ds" });
   for (const key of await from.list()) await to.set(key, (await from.get(key))!);
+  // As a user opens s3:// (retries and the stall timeout included).
+  s3 = () => openStore("s3://bench/ds", { s3: { ...creds, endpoint: url } });
+  // The server's ceiling: gofakes3 checks no signature, so its raw GETs are unsigned; moto wants
+  // one (a 403 otherwise), so they are signed, by aws4fetch (~0.2 ms a request, small against moto).
+  const agent = new Agent({ keepAlive: true });
+  const signer = server.kind === "moto" ? new AwsClient({ ...creds, service: "s3", retries: 0 }) : undefined;
+  rawGet = async (key) => {
+    const at = `${url}/bench/ds/${key}`;
+    const signed = await signer?.sign(at, { method: "GET" });
+    return plainGet(agent, at, signed ? Object.fromEntries(signed.headers) : {});
+  };
 }
 
 const streamEnv = { DELTACELLS: `${process.execPath} ${join(REPO, "packages/cli/bin/deltacells.js")}` };
@@ -369,7 +413,12 @@ try {
       }
     }
     if (s3) {
-      record("s3 raw GET", await rawGets(s3(), tiles.length, nCells));
+      record("s3 raw GET", await rawGets(rawGet!, tiles.length, nCells));
+      const store = s3();
+      record(
+        "s3 store GET",
+        await rawGets(async (k) => (await store.get(k))!.byteLength, tiles.length, nCells),
+      );
       for (const threads of [1, 2])
         record(`s3 ${threads}t`, (await loaderEpochs(() => openStoreDataset(s3!()), threads))[0]!);
     }
@@ -420,7 +469,7 @@ try {
     }
   }
 } finally {
-  await moto?.stop();
+  await server?.stop();
 }
 const uptimeAfter = execFileSync("uptime", { encoding: "utf8" }).trim();
 
@@ -458,11 +507,13 @@ const lines = [
       ? `${ratio(name, ceilingOf(name))} of the codec ceiling; ${steadyRatio(name, ceilingOf(name))}; ${ratio(name, `${ceilingOf(name)} into memory`)} of it into memory`
       : name.endsWith("into memory")
         ? `${ratio(name, name.replace(" into memory", ""))} of the codec ceiling`
-        : name.startsWith("s3 ") && name !== "s3 raw GET"
-          ? `${ratio(name, name.replace("s3", "folder"))} of the folder, ${ratio(name, "s3 raw GET")} of raw GETs`
-          : name.startsWith("stream")
-            ? `${ratio(name, "annbatch")} of annbatch; ${steadyRatio(name, "annbatch")}${cpuRatio(name, "annbatch")}; ${ratio(name, "pipe node->python")} of the raw pipe`
-            : "";
+        : name === "s3 store GET"
+          ? `${ratio(name, "s3 raw GET")} of raw GETs (our S3 client's cost)`
+          : name.startsWith("s3 ") && name !== "s3 raw GET"
+            ? `${ratio(name, name.replace("s3", "folder"))} of the folder, ${ratio(name, "s3 raw GET")} of raw GETs`
+            : name.startsWith("stream")
+              ? `${ratio(name, "annbatch")} of annbatch; ${steadyRatio(name, "annbatch")}${cpuRatio(name, "annbatch")}; ${ratio(name, "pipe node->python")} of the raw pipe`
+              : "";
     return `| ${name} | ${fmt(r)} | ${r.firstBatch.toFixed(2)} s | ${Math.round(r.steady).toLocaleString("en-US")} | ${cpuOf(name)} | ${ref} |`;
   }),
 ];
@@ -472,6 +523,10 @@ const goals = [
   ...[1, 2].map(
     (t) =>
       `goal (a), ${t} thread${t > 1 ? "s" : ""}: loader reused ${ratio(`folder ${t}t reused`, `ceiling ${t}t`)} of the codec ceiling (>= 0.80x; new loader ${ratio(`folder ${t}t`, `ceiling ${t}t`)} per epoch, ${steadyRatio(`folder ${t}t`, `ceiling ${t}t`)} after its first batch)`,
+  ),
+  ...[1, 2].map(
+    (t) =>
+      `goal (b), ${t} thread${t > 1 ? "s" : ""}: S3 (${server?.kind ?? "-"}) ${ratio(`s3 ${t}t`, `folder ${t}t`)} of the folder (>= 0.80x), ${ratio(`s3 ${t}t`, "s3 raw GET")} of the server's raw GETs (${fmt(median("s3 raw GET"))} cells/s)`,
   ),
   `goal (c): stream in Python ${ratio("stream->python 2t", "annbatch")} of annbatch per epoch (>= 2.00x; ${steadyRatio("stream->python 2t", "annbatch")} after the first batch; first batch ${median("stream->python 2t")?.firstBatch.toFixed(2) ?? "-"} s against ${median("annbatch")?.firstBatch.toFixed(2) ?? "-"} s)`,
 ];
