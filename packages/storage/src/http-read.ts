@@ -79,7 +79,9 @@ export function networkError(
  * error). More is refused when `exact` (a 206 body must match its Content-Range); otherwise it
  * can only mean fetch decoded a compressed body whose Content-Encoding the browser hid from us
  * (cross-origin), so reading goes on up to `cap`. Without `expected`, reading stops with
- * `RangeUnsupported` once `cap` bytes are exceeded.
+ * `RangeUnsupported` once `cap` bytes are exceeded. With `allocate` (a `getInto`), the answer is
+ * read into the memory it gives, called once the size is known (`expected`, or all received);
+ * a body longer than announced is then gathered in memory of its own.
  */
 export async function readBody(
   res: Response,
@@ -87,14 +89,21 @@ export async function readBody(
   cap: number,
   exact: boolean,
   ctx: HttpReadContext,
+  allocate?: (size: number) => Uint8Array,
 ): Promise<Uint8Array> {
+  /** The memory of the answer: the caller's, the first time (`getInto`), else new. */
+  const space = (size: number) => {
+    const given = allocate?.(size).subarray(0, size);
+    allocate = undefined;
+    return given ?? new Uint8Array(size);
+  };
   if (res.body === null) {
     if (expected !== undefined && expected > 0) throw truncated(0, expected, ctx);
-    return new Uint8Array(0);
+    return space(0);
   }
   const reader = res.body.getReader();
   const chunks: Uint8Array[] = [];
-  let out = expected === undefined ? undefined : new Uint8Array(expected);
+  let out = expected === undefined ? undefined : space(expected);
   let received = 0;
   try {
     for (;;) {
@@ -126,7 +135,7 @@ export async function readBody(
     if (received !== out.length) throw truncated(received, out.length, ctx);
     return out;
   }
-  const joined = new Uint8Array(received);
+  const joined = space(received);
   let at = 0;
   for (const c of chunks) {
     joined.set(c, at);
@@ -286,10 +295,11 @@ export async function readKey(
   range: RangeQuery | undefined,
   opts: StoreOptions | undefined,
   prepare: (key: string, signal: AbortSignal | undefined) => KeyRead,
+  allocate?: (size: number) => Uint8Array,
 ): Promise<Uint8Array | undefined> {
   throwIfAborted(opts?.signal);
   const { send, ctx } = prepare(key, opts?.signal);
-  return httpRead(send, range, { ...ctx, ...versionContext(opts) });
+  return httpRead(send, range, { ...ctx, ...versionContext(opts) }, allocate);
 }
 
 /**
@@ -300,11 +310,14 @@ export async function readKey(
  *   (up to `maxIgnoredRangeBytes`, else `RangeUnsupported`) and sliced;
  * - 416, or an object shorter than the range, is `RangeNotSatisfiable`;
  * - anything else is an `HttpStatus` error naming the URL and status.
+ * `allocate` (whole objects only: `getInto`) gives the memory the object is read into, asked for
+ * once its size is known (Content-Length), so the body's chunks are copied once, into it.
  */
 export async function httpRead(
   send: Send,
   range: RangeQuery | undefined,
   ctx: HttpReadContext,
+  allocate?: (size: number) => Uint8Array,
 ): Promise<Uint8Array | undefined> {
   const empty =
     range !== undefined && ("suffixLength" in range ? range.suffixLength === 0 : range.length === 0);
@@ -335,8 +348,8 @@ export async function httpRead(
       await res.body?.cancel().catch(() => {});
       throw tooLarge(size, cap, ctx);
     }
+    if (range === undefined) return readBody(res, size, cap, false, ctx, allocate);
     const body = await readBody(res, size, cap, false, ctx);
-    if (range === undefined) return body;
     if (!rangeFits(range, body.length)) throw notSatisfiable(range, body.length, ctx);
     const { start, end } = resolveRange(range, body.length, ctx.key, ctx.location);
     return body.slice(start, end);

@@ -62,6 +62,19 @@ export class HttpStore implements Store {
     return readKey(key, range, opts, this.keyRead);
   }
 
+  /**
+   * `get` into memory from `allocate(size)`, called once the answer's Content-Length is known
+   * (without one, once the whole body is in): the body's chunks are copied once, into it, and
+   * nothing object-sized is allocated (a tile read into a decoder pool's shared memory).
+   */
+  getInto(
+    key: string,
+    allocate: (size: number) => Uint8Array,
+    opts?: StoreOptions,
+  ): Promise<Uint8Array | undefined> {
+    return readKey(key, undefined, opts, this.keyRead, allocate);
+  }
+
   /** A read of a key: a fetch of its URL with the store's headers, asking for unencoded bytes. */
   private readonly keyRead = (key: string, signal: AbortSignal | undefined): KeyRead => {
     const url = this.keyUrl(key);

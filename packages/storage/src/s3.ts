@@ -1,4 +1,3 @@
-import { AwsClient } from "aws4fetch";
 import { objectAt, StorageError } from "./errors.js";
 import { DEFAULT_MAX_IGNORED_RANGE_BYTES } from "./http.js";
 import {
@@ -14,6 +13,7 @@ import { normalizeKey, normalizePrefix } from "./keys.js";
 import { throwIfAborted } from "./range.js";
 import { multipartCopy, S3_MAX_COPY_OBJECT } from "./s3-copy.js";
 import { multipartUpload, multipartUploadParts } from "./s3-multipart.js";
+import { S3Signer } from "./sigv4.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
 import { child, childrenNamed, childText, parseXml } from "./xml.js";
 
@@ -106,14 +106,15 @@ type Method = "GET" | "HEAD" | "PUT" | "POST" | "DELETE";
 /**
  * An S3 (or S3-compatible) bucket prefix as a store: range GETs (suffix ranges included), PUT
  * with multipart upload above a threshold, ListObjectsV2 with continuation paging, DELETE.
- * Requests are signed with SigV4 by `aws4fetch` (a 10 KB signer over `fetch`, so this works in
- * browsers too). aws4fetch's own retries are disabled: wrap the store with `withRetries`.
+ * Requests are signed with SigV4 by `aws4fetch`'s signer (10 KB, so this works in browsers too;
+ * in Node with node:crypto's synchronous hashes, see `sigv4.ts`). Reads are not retried here:
+ * wrap the store with `withRetries`.
  */
 export class S3Store implements Store {
   readonly url: string;
   readonly bucket: string;
   readonly prefix: string;
-  private readonly client: AwsClient | undefined;
+  private readonly signer: S3Signer | undefined;
   private readonly fetch: FetchLike;
   private readonly bucketUrl: string;
   private readonly multipartThreshold: number;
@@ -143,7 +144,7 @@ export class S3Store implements Store {
       ? `${origin}/${encodeURIComponent(this.bucket)}`
       : `${endpoint.protocol}//${this.bucket}.${endpoint.host}${endpoint.pathname.replace(/\/+$/, "")}`;
     if (opts.signRequests === false) {
-      this.client = undefined;
+      this.signer = undefined;
     } else if (opts.accessKeyId === undefined && opts.secretAccessKey === undefined) {
       throw new StorageError(
         `S3 store ${this.url}: no credentials. Pass accessKeyId and secretAccessKey (in Node, openStore from @deltacells/storage/node reads them from the AWS environment and ~/.aws), or signRequests: false to read a public bucket unsigned.`,
@@ -156,13 +157,11 @@ export class S3Store implements Store {
           { tag: "InvalidOption", object: this.url },
         );
       }
-      this.client = new AwsClient({
+      this.signer = new S3Signer({
         accessKeyId: opts.accessKeyId,
         secretAccessKey: opts.secretAccessKey,
         ...(opts.sessionToken ? { sessionToken: opts.sessionToken } : {}),
-        service: "s3",
         region,
-        retries: 0,
       });
     }
     this.fetch = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
@@ -212,11 +211,11 @@ export class S3Store implements Store {
   ): Promise<Response> {
     // A Uint8Array may view a SharedArrayBuffer in TypeScript's eyes; fetch copies it either way.
     const payload = (body ?? null) as BodyInit | null;
-    if (this.client === undefined)
+    if (this.signer === undefined)
       return this.fetch(url, { method, headers, body: payload, signal: signal ?? null });
     // The body is not needed to sign: S3 requests carry X-Amz-Content-Sha256: UNSIGNED-PAYLOAD
     // (aws4fetch's default for s3; TLS protects the body), which spares hashing large parts.
-    const signed = await this.client.sign(url, { method, headers });
+    const signed = await this.signer.sign(method, url, headers);
     return this.fetch(signed.url, { method, headers: signed.headers, body: payload, signal: signal ?? null });
   }
 
@@ -286,6 +285,19 @@ export class S3Store implements Store {
 
   getRange(key: string, range: RangeQuery, opts?: StoreOptions): Promise<Uint8Array | undefined> {
     return readKey(key, range, opts, this.keyRead);
+  }
+
+  /**
+   * `get` into memory from `allocate(size)`, called once the answer's Content-Length is known
+   * (without one, once the whole body is in): the body's chunks are copied once, into it, and
+   * nothing object-sized is allocated (a tile read into a decoder pool's shared memory).
+   */
+  getInto(
+    key: string,
+    allocate: (size: number) => Uint8Array,
+    opts?: StoreOptions,
+  ): Promise<Uint8Array | undefined> {
+    return readKey(key, undefined, opts, this.keyRead, allocate);
   }
 
   /** A read of a key: a (signed) GET of its object. */

@@ -250,3 +250,51 @@ describe("an HTTP store in front of a server that ignores Range and answers 200"
     assert.equal((await store.get("big.bin"))?.length, 5000);
   });
 });
+
+describe("getInto: a whole object read into the caller's memory", () => {
+  /** An `allocate` handing out one shared buffer of `spare` bytes more than asked, and its calls. */
+  function lender(spare = 16) {
+    const calls: number[] = [];
+    let memory: Uint8Array | undefined;
+    const allocate = (size: number) => {
+      calls.push(size);
+      memory = new Uint8Array(new SharedArrayBuffer(size + spare));
+      return memory;
+    };
+    return { calls, allocate, memory: () => memory };
+  }
+
+  test("with a Content-Length the body lands in the memory allocate gave, asked for once with the size", async () => {
+    const store = new HttpStore(ignoringUrl);
+    const l = lender();
+    const got = await store.getInto("small.bin", l.allocate);
+    assert.deepEqual(l.calls, [data.length]);
+    assert.equal(got?.buffer, l.memory()?.buffer);
+    assert.equal(got?.byteOffset, 0);
+    assert.deepEqual(new Uint8Array(got!), new Uint8Array(data));
+  });
+
+  test("without a Content-Length (chunked) or with a gzip one, allocate gets the size of the whole body", async () => {
+    const store = new HttpStore(ignoringUrl);
+    const chunked = lender();
+    const got = await store.getInto("chunked.bin", chunked.allocate);
+    assert.deepEqual(chunked.calls, [5000]);
+    assert.equal(got?.buffer, chunked.memory()?.buffer);
+    assert.deepEqual(new Uint8Array(got!), (await store.get("big.bin"))!);
+    const gz = lender(0);
+    const json = await store.getInto("gz.json", gz.allocate);
+    assert.equal(gz.calls.length, 1);
+    assert.equal(json?.buffer, gz.memory()?.buffer);
+    assert.equal(JSON.parse(new TextDecoder().decode(new Uint8Array(json!))).pad.length, 1000);
+  });
+
+  test("a missing object is undefined and allocates nothing; a cut body is a Network error", async () => {
+    const l = lender();
+    assert.equal(await new HttpStore(ignoringUrl).getInto("nothing.bin", l.allocate), undefined);
+    assert.deepEqual(l.calls, []);
+    const store = new HttpStore(proxy.url);
+    proxy.reset(["truncate"]);
+    await assert.rejects(store.getInto("data.bin", l.allocate), isTag("Network"));
+    proxy.reset();
+  });
+});

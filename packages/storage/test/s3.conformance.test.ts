@@ -52,6 +52,29 @@ describe("an S3 store against moto_server", () => {
     assert.deepEqual(await s.getRange("a/object.bin", { offset: 10_000, length: 0 }), new Uint8Array(0));
   });
 
+  test("getInto reads an object into the memory allocate gives, asked for once with its size", async () => {
+    const s = store();
+    await s.set("into.bin", bytes);
+    const sizes: number[] = [];
+    const memory = new Uint8Array(new SharedArrayBuffer(bytes.length + 8));
+    const lend = (n: number) => {
+      sizes.push(n);
+      return memory;
+    };
+    const got = await s.getInto("into.bin", lend);
+    assert.deepEqual(sizes, [bytes.length]);
+    assert.equal(got?.buffer, memory.buffer);
+    assert.deepEqual(new Uint8Array(got!), new Uint8Array(bytes));
+    assert.equal(await s.getInto("missing.bin", lend), undefined);
+    assert.deepEqual(sizes, [bytes.length]);
+    // Through openStore's retries and stall timeout too (a wrapper keeps getInto).
+    const opened = openStore(`s3://${BUCKET}/data/set1`, { s3: { ...creds, endpoint: moto.url } });
+    assert.deepEqual(
+      new Uint8Array((await opened.getInto!("into.bin", (n) => new Uint8Array(n)))!),
+      new Uint8Array(bytes),
+    );
+  });
+
   test("the object lives under the store's prefix in the bucket", async () => {
     const whole = new S3Store({ ...creds, endpoint: moto.url, bucket: BUCKET });
     await store().set("where.bin", new Uint8Array([7]));
