@@ -75,14 +75,19 @@ interface Row {
   firstBatch: number;
   /** Cells per second after the first batch (worker start-up and the first window left out). */
   steady: number;
-  /** CPU seconds of the epoch, every process and thread (the Python rows: less sensitive to the load than seconds). */
+  /**
+   * CPU seconds of the epoch, every thread (the Python rows: every process; the loader and GET rows:
+   * this node process, the S3 server not included). Less sensitive to the load than seconds.
+   */
   cpu?: number;
+  /** The S3 rows: CPU seconds the S3 server used meanwhile. */
+  serverCpu?: number;
 }
 const rows = new Map<string, Row[]>();
 function record(name: string, r: Row): void {
   rows.set(name, [...(rows.get(name) ?? []), r]);
   console.error(
-    `  ${name.padEnd(22)} ${(r.cells / r.seconds).toFixed(0).padStart(8)} cells/s, first batch ${r.firstBatch.toFixed(2)} s, then ${r.steady.toFixed(0)} cells/s${r.cpu === undefined ? "" : `, CPU ${r.cpu.toFixed(2)} s`}`,
+    `  ${name.padEnd(22)} ${(r.cells / r.seconds).toFixed(0).padStart(8)} cells/s, first batch ${r.firstBatch.toFixed(2)} s, then ${r.steady.toFixed(0)} cells/s${r.cpu === undefined ? "" : `, CPU ${r.cpu.toFixed(2)} s`}${r.serverCpu === undefined ? "" : `, server CPU ${r.serverCpu.toFixed(2)} s`}`,
   );
 }
 function median(name: string): Row | undefined {
@@ -92,6 +97,11 @@ function median(name: string): Row | undefined {
   return by[(by.length - 1) >> 1];
 }
 const rate = (r: Row | undefined) => (r ? r.cells / r.seconds : Number.NaN);
+/** This process's CPU seconds (every thread) since `from`. */
+const cpuSince = (from: NodeJS.CpuUsage) => {
+  const u = process.cpuUsage(from);
+  return (u.user + u.system) / 1e6;
+};
 const load = () =>
   loadavg()
     .map((l) => l.toFixed(2))
@@ -153,6 +163,7 @@ async function loaderEpochs(
   epochs = 1,
 ): Promise<Row[]> {
   const t0 = performance.now();
+  const c0 = process.cpuUsage();
   const pool = copy ? createTilePool({ threads }) : undefined;
   const ds = await open();
   const on = pool
@@ -167,6 +178,7 @@ async function loaderEpochs(
   const out: Row[] = [];
   for (let epoch = 0; epoch < epochs; epoch++) {
     const start = epoch === 0 ? t0 : performance.now();
+    const cpu0 = epoch === 0 ? c0 : process.cpuUsage();
     loader.setEpoch(epoch);
     let first = 0;
     let firstCells = 0;
@@ -185,6 +197,7 @@ async function loaderEpochs(
       seconds,
       firstBatch: first / 1000,
       steady: after(cells, seconds, firstCells, first / 1000),
+      cpu: cpuSince(cpu0),
     });
   }
   await loader.close();
@@ -285,6 +298,7 @@ async function rawGets(
   nCells: number,
 ): Promise<Row & { bytes: number }> {
   const t0 = performance.now();
+  const c0 = process.cpuUsage();
   let next = 0;
   let bytes = 0;
   let first = 0;
@@ -299,7 +313,7 @@ async function rawGets(
   await Promise.all(Array.from({ length: 4 }, lane));
   const seconds = (performance.now() - t0) / 1000;
   const steady = after(nCells, seconds, nCells / nTiles, first / 1000);
-  return { cells: nCells, seconds, firstBatch: first / 1000, steady, bytes };
+  return { cells: nCells, seconds, firstBatch: first / 1000, steady, bytes, cpu: cpuSince(c0) };
 }
 
 /**
@@ -413,14 +427,20 @@ try {
       }
     }
     if (s3) {
-      record("s3 raw GET", await rawGets(rawGet!, tiles.length, nCells));
+      /** A row with the server's CPU seconds meanwhile. */
+      const withServer = async (row: () => Promise<Row>): Promise<Row> => {
+        const s0 = server!.cpuSeconds();
+        const r = await row();
+        return { ...r, serverCpu: server!.cpuSeconds() - s0 };
+      };
+      record("s3 raw GET", await withServer(() => rawGets(rawGet!, tiles.length, nCells)));
       const store = s3();
-      record(
-        "s3 store GET",
-        await rawGets(async (k) => (await store.get(k))!.byteLength, tiles.length, nCells),
-      );
-      for (const threads of [1, 2])
-        record(`s3 ${threads}t`, (await loaderEpochs(() => openStoreDataset(s3!()), threads))[0]!);
+      const get = async (k: string) => (await store.get(k))!.byteLength;
+      record("s3 store GET", await withServer(() => rawGets(get, tiles.length, nCells)));
+      for (const threads of [1, 2]) {
+        const open = () => openStoreDataset(s3!());
+        record(`s3 ${threads}t`, await withServer(async () => (await loaderEpochs(open, threads))[0]!));
+      }
     }
     if (!skip.has("c")) {
       // The pipe alone, the epoch's bytes (8 per nonzero, 16 per cell) in batch-sized writes.
@@ -492,10 +512,17 @@ const cpuRatio = (a: string, b: string) => {
   const x = per(a) / per(b);
   return Number.isFinite(x) ? `; per CPU second ${x.toFixed(2)}x` : "";
 };
-const cpuOf = (name: string) => {
-  const v = (rows.get(name) ?? []).map((r) => r.cpu ?? Number.NaN).sort((x, y) => x - y);
+const cpuOf = (name: string, of: "cpu" | "serverCpu" = "cpu") => {
+  const v = (rows.get(name) ?? []).map((r) => r[of] ?? Number.NaN).sort((x, y) => x - y);
   const m = v[(v.length - 1) >> 1];
   return m === undefined || Number.isNaN(m) ? "" : `${m.toFixed(2)} s`;
+};
+/** The S3 server's CPU during a row (median), and its share of the median row's wall time. */
+const serverOf = (name: string) => {
+  const cpu = cpuOf(name, "serverCpu");
+  const r = median(name);
+  if (!cpu || r?.serverCpu === undefined) return "";
+  return `server CPU ${cpu} (${Math.round((100 * r.serverCpu) / r.seconds)}% of a core)`;
 };
 const lines = [
   `| row | cells/s (epoch) | first batch | cells/s after it | CPU (epoch) | ratio (epoch; after the first batch) |`,
@@ -514,7 +541,7 @@ const lines = [
             : name.startsWith("stream")
               ? `${ratio(name, "annbatch")} of annbatch; ${steadyRatio(name, "annbatch")}${cpuRatio(name, "annbatch")}; ${ratio(name, "pipe node->python")} of the raw pipe`
               : "";
-    return `| ${name} | ${fmt(r)} | ${r.firstBatch.toFixed(2)} s | ${Math.round(r.steady).toLocaleString("en-US")} | ${cpuOf(name)} | ${ref} |`;
+    return `| ${name} | ${fmt(r)} | ${r.firstBatch.toFixed(2)} s | ${Math.round(r.steady).toLocaleString("en-US")} | ${cpuOf(name)} | ${[ref, serverOf(name)].filter(Boolean).join("; ")} |`;
   }),
 ];
 console.log(lines.join("\n"));
@@ -526,7 +553,7 @@ const goals = [
   ),
   ...[1, 2].map(
     (t) =>
-      `goal (b), ${t} thread${t > 1 ? "s" : ""}: S3 (${server?.kind ?? "-"}) ${ratio(`s3 ${t}t`, `folder ${t}t`)} of the folder (>= 0.80x), ${ratio(`s3 ${t}t`, "s3 raw GET")} of the server's raw GETs (${fmt(median("s3 raw GET"))} cells/s)`,
+      `goal (b), ${t} thread${t > 1 ? "s" : ""}: S3 (${server?.kind ?? "-"}) ${ratio(`s3 ${t}t`, `folder ${t}t`)} of the folder (>= 0.80x), ${ratio(`s3 ${t}t`, "s3 raw GET")} of the server's raw GETs (${fmt(median("s3 raw GET"))} cells/s, ${serverOf("s3 raw GET")}; during the loader ${serverOf(`s3 ${t}t`)})`,
   ),
   `goal (c): stream in Python ${ratio("stream->python 2t", "annbatch")} of annbatch per epoch (>= 2.00x; ${steadyRatio("stream->python 2t", "annbatch")} after the first batch; first batch ${median("stream->python 2t")?.firstBatch.toFixed(2) ?? "-"} s against ${median("annbatch")?.firstBatch.toFixed(2) ?? "-"} s)`,
 ];

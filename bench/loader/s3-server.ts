@@ -7,7 +7,7 @@
  */
 import { execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startMoto } from "../../test-utils/servers.js";
 
@@ -19,7 +19,28 @@ export type S3ServerKind = "moto" | "gofakes3";
 export interface BenchS3Server {
   kind: S3ServerKind;
   url: string;
+  /** CPU seconds the server has used so far (user and system, every thread; Linux's /proc). */
+  cpuSeconds(): number;
   stop(): Promise<void>;
+}
+
+/** CPU seconds of `pid` and its descendants (the server runs under tied-child.mjs), from /proc. */
+function treeCpuSeconds(pid: number): number {
+  let ticks = 0;
+  const visit = (p: number) => {
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      ticks += Number(f[11]) + Number(f[12]); // utime, stime
+      for (const t of readdirSync(`/proc/${p}/task`))
+        for (const c of readFileSync(`/proc/${p}/task/${t}/children`, "utf8").split(" ").filter(Boolean))
+          visit(Number(c));
+    } catch {
+      // gone, or not Linux
+    }
+  };
+  visit(pid);
+  return ticks / 100; // USER_HZ
 }
 
 /** The Go toolchain: `go` on the PATH, else the usual install folder; undefined when neither runs. */
@@ -74,7 +95,7 @@ function startGofakes3(binary: string): Promise<BenchS3Server> {
       const url = /listening on (http:\/\/\S+)/.exec(out)?.[1];
       if (url !== undefined) {
         child.stdout!.removeAllListeners("data");
-        ok({ kind: "gofakes3", url, stop });
+        ok({ kind: "gofakes3", url, stop, cpuSeconds: () => treeCpuSeconds(child.pid!) });
       }
     });
     child.once("exit", (code) => fail(new Error(`${binary} exited with ${code} before listening:\n${out}`)));
@@ -93,5 +114,10 @@ export async function startBenchS3Server(kind: S3ServerKind | undefined): Promis
     console.error(`the S3 rows use moto_server: ${why}`);
   }
   const moto = await startMoto();
-  return { kind: "moto", url: moto.url, stop: () => moto.stop() };
+  return {
+    kind: "moto",
+    url: moto.url,
+    stop: () => moto.stop(),
+    cpuSeconds: () => treeCpuSeconds(moto.process.pid!),
+  };
 }
