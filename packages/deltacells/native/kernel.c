@@ -624,7 +624,8 @@ static uint32_t renumber_any(int32_t *ix, int64_t s, int64_t e, const int32_t *m
 }
 
 /* d[i] = map[src[i]] for i in [0, n); non-zero if an index was outside the map (its entry then
-   gets map[0]). The renumbering and the copy of a row in one pass (see copyMapped). */
+   gets another entry of the map). The renumbering and the copy of a row in one pass (see
+   copyMapped). */
 static inline uint32_t copy_mapped_plain_(int32_t *restrict d, const int32_t *restrict src, int64_t n,
                                           const int32_t *map, uint32_t mlen) {
   uint32_t bad = 0;
@@ -638,9 +639,24 @@ static inline uint32_t copy_mapped_plain_(int32_t *restrict d, const int32_t *re
 }
 
 #ifdef DC_DISPATCH
+/* 8 at a time with a gather (gcc leaves the loop above scalar): each index clamped to the map's
+   last entry, a clamped one flagged. Its 32-byte stores matter as much as the gather: the rows go
+   to batch buffers far larger than the caches, and the scalar loop's 4-byte stores filled the
+   store queue waiting on memory (1.1-1.2 against 0.63-0.75 ns per nonzero in a C test of rows of
+   1,600 into 6 batch-sized buffers; memcpy 0.53). */
 static DC_AVX2 uint32_t copy_mapped_avx2(int32_t *restrict d, const int32_t *restrict src, int64_t n,
                                          const int32_t *map, uint32_t mlen) {
-  return copy_mapped_plain_(d, src, n, map, mlen);
+  const __m256i last = _mm256_set1_epi32((int32_t)(mlen - 1));
+  __m256i off = _mm256_setzero_si256();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i v = _mm256_loadu_si256((const __m256i *)(src + i));
+    const __m256i c = _mm256_min_epu32(v, last);
+    off = _mm256_or_si256(off, _mm256_xor_si256(c, v));
+    _mm256_storeu_si256((__m256i *)(d + i), _mm256_i32gather_epi32(map, c, 4));
+  }
+  const uint32_t bad = !_mm256_testz_si256(off, off);
+  return bad | copy_mapped_plain_(d + i, src + i, n - i, map, mlen);
 }
 #endif
 
