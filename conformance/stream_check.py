@@ -194,6 +194,22 @@ def main() -> int:
                 check(list(labels) == list(want), f"iter_batches: obs {name} labels differ")
         covered += len(real)
     check(covered == n, f"iter_batches covered {covered} of {n} cells")
+
+    # Message bodies read into recycled memory (every body here, however small): a batch still held
+    # keeps its memory; one let go gives it to a later batch. All batches of an epoch held at once,
+    # then checked, and an epoch whose batches are dropped as it goes (its memory reused).
+    recycle_from = dcs._RECYCLE_FROM
+    dcs._RECYCLE_FROM = 1
+    try:
+        held = list(dcs.iter_batches(a.dataset, batch_size=a.batch_size, seed=3, command=command()))
+        for k, batch in enumerate(held):
+            check((batch.X != x[batch.cells].astype(np.float32)).nnz == 0, f"recycled bodies: held batch {k} changed")
+        check(sum(len(b.cells) for b in held) == n, "recycled bodies: cells missing")
+        del held
+        for k, batch in enumerate(dcs.iter_batches(a.dataset, batch_size=a.batch_size, seed=4, command=command())):
+            check((batch.X != x[batch.cells].astype(np.float32)).nnz == 0, f"recycled bodies: batch {k} differs")
+    finally:
+        dcs._RECYCLE_FROM = recycle_from
     dense = next(dcs.iter_batches(a.dataset, batch_size=5, output="numpy", shuffle=False, command=command()))
     check(np.array_equal(dense.X, x[:5].toarray().astype(np.float32)), "iter_batches numpy: rows differ")
 

@@ -45,6 +45,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -67,6 +68,11 @@ Output = Literal["scipy", "numpy", "arrow", "torch_csr", "torch_dense"]
 #: means 16x fewer wake-ups of both processes for the same bytes.
 _PIPE_BYTES = 1 << 20
 
+#: Message bodies at least this large (a batch's: ~50 MB at 4,096 cells) are read into recycled memory.
+_RECYCLE_FROM = 1 << 20
+#: Recycled body buffers kept at most (the batch a loop holds, the one being read, one spare).
+_RECYCLE_KEEP = 4
+
 
 class _ArrowPipe:
     """The command's stdout for pyarrow's reader, each message body read into a buffer of Arrow's own
@@ -83,9 +89,34 @@ class _ArrowPipe:
         self._raw = raw
         self.closed = False
         self._last: pa.Buffer | None = None
+        self._bodies: list[bytearray] = []
+
+    def _body(self, nbytes: int) -> pa.Buffer:
+        """A writable buffer of ``nbytes`` for a large message body, in memory no batch still uses.
+
+        Arrow's pool (mimalloc) gives a freed 50 MB block back to the system, so every body was new
+        memory that the kernel zeroed as the pipe's data came in: 2 MB huge pages cleared one by one,
+        a third of this process's CPU per epoch. The bodies are now read into a few bytearrays kept
+        here, each reused once nothing refers to it any more: a record batch, an array or a numpy view
+        made from a body holds a reference to its bytearray until it is gone, so ``sys.getrefcount``
+        (the list's reference and the call's) says when a bytearray is free.
+        """
+        bodies = self._bodies
+        for i in range(len(bodies)):
+            if sys.getrefcount(bodies[i]) == 2 and len(bodies[i]) >= nbytes + 64:
+                bodies.append(bodies.pop(i))  # most recently used last
+                break
+        else:
+            # Room for somewhat larger batches, and for aligning the start to 64 bytes as Arrow's pool does.
+            bodies.append(bytearray(nbytes + (nbytes >> 3) + 64))
+            if len(bodies) > _RECYCLE_KEEP:
+                del bodies[0]  # the least recently used: freed once nothing refers to it
+        body = bodies[-1]
+        pad = -pa.py_buffer(body).address % 64
+        return pa.py_buffer(memoryview(body)[pad : pad + nbytes])
 
     def read_buffer(self, nbytes: int) -> pa.Buffer:
-        buf = pa.allocate_buffer(nbytes)
+        buf = self._body(nbytes) if nbytes >= _RECYCLE_FROM else pa.allocate_buffer(nbytes)
         view = memoryview(buf)
         got = 0
         while got < nbytes:

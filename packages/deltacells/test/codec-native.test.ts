@@ -175,6 +175,49 @@ test("every instruction set of the native kernel computes zlib's CRC-32 (any len
   }
 });
 
+test("every instruction set of the native kernel renumbers a row as it copies it, and refuses an index outside the map wherever it is", async () => {
+  const k = await kernel();
+  if (!k?.copyMapped) return;
+  const rnd = prng(24);
+  const nGenes = 33_538;
+  const map = Int32Array.from({ length: nGenes }, (_, j) => j);
+  for (let j = nGenes - 1; j > 0; j--) {
+    const i = Math.floor(rnd() * (j + 1));
+    [map[j], map[i]] = [map[i]!, map[j]!];
+  }
+  const src = Int32Array.from({ length: 2_000 }, () => Math.floor(rnd() * nGenes));
+  try {
+    for (const level of levels(k)) {
+      k.isa(level);
+      // Lengths around the vector width, at offsets that leave rows unaligned.
+      for (const n of [0, 1, 7, 8, 9, 15, 16, 17, 31, 1_600, 1_999]) {
+        const s = n % 3;
+        const dst = new Int32Array(n + 4).fill(-5);
+        assert.equal(k.copyMapped(dst, 2, src, s, s + n, map), true, `level ${level}, ${n}`);
+        const want = Array.from(src.subarray(s, s + n), (v) => map[v]!);
+        assert.deepEqual([...dst.subarray(2, 2 + n)], want, `level ${level}, ${n}`);
+        assert.deepEqual(
+          [...dst.subarray(0, 2), ...dst.subarray(2 + n)],
+          [-5, -5, -5, -5],
+          "nothing outside",
+        );
+      }
+      // One index past the map's end (or negative) at every place of a 40-long row: in a vector
+      // step or in the tail.
+      for (const badValue of [nGenes, -1, 2 ** 31 - 1]) {
+        for (let at = 0; at < 40; at++) {
+          const row = src.slice(0, 40);
+          row[at] = badValue;
+          const dst = new Int32Array(40);
+          assert.equal(k.copyMapped(dst, 0, row, 0, 40, map), false, `level ${level}, ${badValue} at ${at}`);
+        }
+      }
+    }
+  } finally {
+    k.isa(99);
+  }
+});
+
 test("codecInfo names the kernel, its instruction set and zstd, and why the native kernel is not in use", async () => {
   const info = await codecInfo();
   const k = await kernel();

@@ -210,3 +210,58 @@ test("the kernel's column map on the row copy gives the rows the JS renumbering 
   assert.equal(kernel.copyMapped(dst, 2, Int32Array.of(0, 1, 2), 0, 3, map), false, "past dst's end");
   assert.equal(kernel.copyMapped(dst, 0, Int32Array.of(0, 1, 2), 1, 4, map), false, "past src's end");
 });
+
+test("the kernel's scatterRows writes a chunk's rows and stops at the first slot it must leave to the caller's loop", async () => {
+  const kernel = await loadNativeKernel();
+  assert.ok(
+    kernel?.scatterRows,
+    "the native kernel has scatterRows (rebuild it: npm rebuild -w @deltacells/core)",
+  );
+  // A chunk of rows 10..13 at nonzero 100 of its tile: lengths 2, 0, 3, 1.
+  const indptr = Float64Array.of(...new Array(10).fill(100), 100, 102, 102, 105, 106);
+  const indices = Int32Array.of(0, 3, 1, 2, 3, 0);
+  const data = Int32Array.of(10, 11, 12, 13, 14, 15);
+  const map = Int32Array.of(7, 6, 5, 4);
+  const run = (triples: number[], opts: { map?: Int32Array; cellLo?: number; float?: boolean } = {}) => {
+    const t = [new Int32Array(8), new Int32Array(8)];
+    const d = opts.float
+      ? [new Float32Array(8), new Float32Array(8)]
+      : [new Int32Array(8), new Int32Array(8)];
+    const q = kernel.scatterRows!(
+      indices,
+      data,
+      indptr,
+      100,
+      Float64Array.from(triples),
+      0,
+      opts.cellLo ?? 10,
+      14,
+      t,
+      d,
+      opts.map,
+    );
+    return { q, t: t.map((a) => [...a]), d: d.map((a) => [...a]) };
+  };
+  // Every row to its slot (row 12 twice), up to the first row of the next chunk (14).
+  const all = run([10, 0, 0, 11, 1, 0, 12, 0, 2, 12, 1, 1, 13, 1, 7, 14, 0, 0]);
+  assert.equal(all.q, 5);
+  assert.deepEqual(all.t, [
+    [0, 3, 1, 2, 3, 0, 0, 0],
+    [0, 1, 2, 3, 0, 0, 0, 0],
+  ]);
+  assert.deepEqual(all.d[1], [0, 12, 13, 14, 0, 0, 0, 15]);
+  assert.deepEqual(run([10, 0, 0, 13, 0, 2], { map }).t[0], [7, 4, 7, 0, 0, 0, 0, 0], "renumbered");
+  // Stops (having written the slots before) at: a row before the chunk, a missing target, a row
+  // past its target's end, an index outside the map, a fractional offset.
+  assert.equal(run([10, 0, 0, 9, 0, 2]).q, 1);
+  assert.equal(run([10, 0, 0, 12, 2, 0]).q, 1);
+  assert.equal(run([10, 0, 0, 12, 0, 6]).q, 1);
+  assert.equal(run([10, 0, 0, 12, 0, 2.5]).q, 1);
+  const short = run([13, 0, 0, 12, 0, 2], { map: Int32Array.of(7, 6, 5) });
+  assert.equal(short.q, 1, "index 3 outside a map of 3");
+  assert.equal(short.t[0]![0], 7, "the slot before it is written");
+  // Targets of another type than the chunk's counts: nothing written, every slot left to the loop.
+  const other = run([10, 0, 0], { float: true });
+  assert.equal(other.q, 0);
+  assert.deepEqual(other.t[0], new Array(8).fill(0));
+});

@@ -83,8 +83,19 @@ export function scatterTileSync(
   // CSR targets with a column map: each row renumbered as it is copied (one pass over it) rather
   // than the whole chunk renumbered after decoding and then copied.
   const copyMapped = nativeKernel()?.copyMapped;
-  const fused =
-    job.columns !== undefined && copyMapped !== undefined && job.targets.every((t) => t.dense === undefined);
+  const csr = job.targets.every((t) => t.dense === undefined);
+  const fused = job.columns !== undefined && copyMapped !== undefined && csr;
+  // Every target CSR: each chunk's rows go out in one native call (with the renumbering when it
+  // is fused), which leaves to the loop below only a slot it declines (to fail as the loop does).
+  const scatterRows = nativeKernel()?.scatterRows;
+  const rows =
+    scatterRows !== undefined && csr && (job.columns === undefined || fused)
+      ? {
+          indices: job.targets.map((t) => t.indices!),
+          data: job.targets.map((t) => t.data!),
+          map: fused ? job.columns : undefined,
+        }
+      : undefined;
   let q = 0;
   for (let k = 0; k < chunks.length; k++) {
     const ch = chunks[k]!;
@@ -100,6 +111,20 @@ export function scatterTileSync(
       object,
     });
     decodeChunksInto(cx, k, k + 1, fused ? undefined : job.columns);
+    if (rows !== undefined)
+      q = scatterRows!(
+        buf.indices,
+        buf.data,
+        indptr,
+        ch.nnzLo,
+        slots,
+        q,
+        ch.cellLo,
+        ch.cellHi,
+        rows.indices,
+        rows.data,
+        rows.map,
+      );
     // Every slot of a row in this chunk: rows are sorted, chunks hold consecutive cells.
     for (; q < nSlots; q++) {
       const row = slots[3 * q]!;

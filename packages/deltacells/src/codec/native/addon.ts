@@ -85,6 +85,28 @@ export interface NativeKernel {
    * version change): callers then renumber the chunk and `copy`.
    */
   copyMapped?(dst: Int32Array, at: number, src: Int32Array, s: number, e: number, map: Int32Array): boolean;
+  /**
+   * One decoded chunk's rows copied to their slots (`ScatterJob.slots` from slot `q` on, rows
+   * before `cellHi`; row `r` is `[indptr[r] - nnzLo, indptr[r + 1] - nnzLo)` of `indices` and
+   * `data`), the indices renumbered through `map` when given: the scatter loop's two calls per row
+   * in one per chunk. Returns the first slot it did not write: the first row at or past `cellHi`,
+   * or the first slot with anything off (its row, target, range, an index outside the map), which
+   * the caller's loop then handles with its own checks. Absent from older builds (added without a
+   * version change): callers then copy row by row.
+   */
+  scatterRows?(
+    indices: Int32Array,
+    data: Int32Array | Float32Array,
+    indptr: Float64Array,
+    nnzLo: number,
+    slots: Float64Array,
+    q: number,
+    cellLo: number,
+    cellHi: number,
+    targetIndices: Int32Array[],
+    targetData: (Int32Array | Float32Array)[],
+    map?: Int32Array,
+  ): number;
   /** This addon's zstd alone (benchmarks): bytes written, or -1. */
   decompress(src: Uint8Array, dst: Uint8Array): number;
   crc32(bytes: Uint8Array, crc: number): number;
