@@ -18,13 +18,17 @@ import { arrayMetadataText, type CodecMetadata, DEFAULT_COMPRESSOR, encodeChunk 
  * Turns one chunk's raw little-endian bytes into its stored bytes. It may take ownership of `raw`
  * (move it to a worker thread, say): the caller never touches it again. `allocate`, when present,
  * hands out memory for the next chunks (buffers it took before and is done with, old bytes in
- * them), so a writer does not allocate a buffer per chunk.
+ * them), so a writer does not allocate a buffer per chunk. `toFile`, when present, stores the
+ * chunk in the file at `path` itself (created or truncated) and resolves to the bytes written,
+ * for a store whose objects are files ({@link FileWritableStore}): a worker thread that
+ * compressed a chunk writes it, and its bytes never come back to the writer's thread.
  */
 export type ChunkEncoder = ((
   raw: Uint8Array,
   compressors: readonly CodecMetadata[],
 ) => Promise<Uint8Array>) & {
   allocate?: (byteLength: number) => ArrayBuffer;
+  toFile?: (raw: Uint8Array, compressors: readonly CodecMetadata[], path: string) => Promise<number>;
 };
 
 /** The WebAssembly encoder of {@link writeStore}: runs anywhere, on the calling thread. */
@@ -38,6 +42,20 @@ export const wasmEncoder: ChunkEncoder = (raw, compressors) =>
  */
 export interface PartsWritableStore extends WritableStore {
   setParts(key: string, byteLength: number, parts: AsyncIterable<Uint8Array>): Promise<void>;
+}
+
+/**
+ * A store whose objects are files on this machine (a folder written with deferred syncs): `setFile`
+ * hands `write` the path of `key`'s file (its folder made) to write the object there itself, and
+ * resolves once the store has taken the file as written (`write`'s count of bytes) or, when
+ * `write` failed, with the store's error for the object.
+ */
+export interface FileWritableStore extends WritableStore {
+  setFile(key: string, write: (path: string) => Promise<number>): Promise<void>;
+}
+
+function hasSetFile(store: WritableStore): store is FileWritableStore {
+  return typeof (store as Partial<FileWritableStore>).setFile === "function";
 }
 
 function hasSetParts(store: WritableStore): store is PartsWritableStore {
@@ -195,6 +213,13 @@ export class ArrayWriter {
       await inFlight.submit(async () => {
         await store.delete?.(key);
       });
+      return;
+    }
+    const toFile = encode.toFile;
+    if (toFile !== undefined && hasSetFile(store)) {
+      await inFlight.submit(() =>
+        store.setFile(key, (path) => toFile(bytesOf(values), [DEFAULT_COMPRESSOR], path)),
+      );
       return;
     }
     await inFlight.submit(async () => store.set(key, await encode(bytesOf(values), [DEFAULT_COMPRESSOR])));

@@ -15,7 +15,7 @@ import { writeFile as writeFileCallback } from "node:fs";
 import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { release } from "node:os";
 import { basename, dirname, join, resolve, sep } from "node:path";
-import type { PartsWritableStore } from "./array-stream.js";
+import type { FileWritableStore, PartsWritableStore } from "./array-stream.js";
 import { Limiter } from "./chunks.js";
 import { IncompleteError, SporadikError } from "./errors.js";
 import type { WritableStore } from "./store.js";
@@ -50,6 +50,11 @@ export interface FilePartsOptions {
 export interface FolderParts extends PartsWritableStore {
   /** Make every object written so far durable (files, then their folders). */
   flush(): Promise<void>;
+  /**
+   * With `deferSync` only: `key`'s file written by `write` itself (a compression worker), then
+   * made durable at {@link flush} like a `set` (see {@link FileWritableStore}).
+   */
+  setFile?: FileWritableStore["setFile"];
 }
 
 /** The refusal of a file write that the system failed (disk full, permissions ...). */
@@ -149,12 +154,20 @@ export function withFileParts<S extends WritableStore>(
     }
     return path;
   };
-  /** Folders known to exist (a `mkdir` per chunk, refused with EEXIST, costs more than the write). */
-  const made = new Set<string>();
-  const folder = async (dir: string) => {
-    if (made.has(dir)) return;
-    await mkdir(dir, { recursive: true });
-    made.add(dir);
+  /**
+   * Folders made or being made (a `mkdir` per chunk, refused with EEXIST, costs more than the
+   * write): the promise is kept, so the chunks in flight when a folder is first written wait for
+   * one `mkdir` instead of each making it. A failed one is forgotten, so a later write tries again.
+   */
+  const made = new Map<string, Promise<unknown>>();
+  const folder = (dir: string): Promise<unknown> => {
+    let making = made.get(dir);
+    if (making === undefined) {
+      making = mkdir(dir, { recursive: true });
+      made.set(dir, making);
+      making.catch(() => made.delete(dir));
+    }
+    return making;
   };
   /**
    * Files written unsynced: waiting for a batch, queued for the background syncs (at most
@@ -324,6 +337,23 @@ export function withFileParts<S extends WritableStore>(
     set: deferred
       ? async (key, value) => land(key, await writeWhole(key, value))
       : (key, value) => store.set(key, value),
+    ...(deferred
+      ? {
+          async setFile(key: string, write: (path: string) => Promise<number>) {
+            const path = pathOf(key);
+            await folder(dirname(path));
+            let written: number;
+            try {
+              written = await write(path);
+            } catch (error) {
+              // What was written is dropped where it can be (the store has no block either way).
+              await rm(path, { force: true }).catch(() => undefined);
+              throw failed(key, path, error);
+            }
+            await land(key, { path, temporary: path, written });
+          },
+        }
+      : {}),
     ...(store.delete ? { delete: store.delete.bind(store) } : {}),
     async setParts(key, byteLength, parts) {
       const done = await write(key, parts);
