@@ -24,7 +24,7 @@ import {
   writeStore,
   writeStoreFromRows,
 } from "../src/node.js";
-import { durability, syncfsReportsErrors } from "../src/parts-folder.js";
+import { durability, EARLY_SYNC_EVERY, syncfsReportsErrors } from "../src/parts-folder.js";
 import { SPILL_PREFIX } from "../src/spill-files.js";
 import { encodeChunk } from "../src/zarr.js";
 import { random, tempDir } from "./helpers.js";
@@ -403,6 +403,43 @@ test("deferred files: one file-system sync for many small files, a large one syn
       assert.equal(new Set(calls.files.filter((path) => path.startsWith(apart))).size, 101);
     });
   } finally {
+    cleanup();
+  }
+});
+
+test("a file-system sync starts in the background every EARLY_SYNC_EVERY files; the flush still syncs, and after a failed one syncs every file", {
+  skip: !syncfsReportsErrors() && "syncfs reports write-back errors only on Linux 5.8 and later",
+}, async () => {
+  const { dir, cleanup } = tempDir();
+  const real = { ...durability };
+  try {
+    for (const earlyWorks of [true, false]) {
+      const systems: boolean[] = [];
+      const files: string[] = [];
+      // Recorded, not done: the first (background) sync answers `earlyWorks`, the later ones succeed.
+      durability.fileSystems = async () => {
+        systems.push(systems.length === 0 ? earlyWorks : true);
+        return systems.at(-1) as boolean;
+      };
+      durability.file = async (path) => {
+        files.push(path);
+      };
+      const out = join(dir, `out-${earlyWorks}`);
+      const store = withFileParts(new FolderStore(out), out, { deferSync: true });
+      for (let i = 0; i < EARLY_SYNC_EVERY + 10; i++) await store.set(`/a/c/${i}`, Uint8Array.of(i));
+      await store.flush();
+      if (earlyWorks) {
+        // The background one, then the flush's own (the files after it were not covered).
+        assert.deepEqual(systems, [true, true]);
+        assert.deepEqual(files, []);
+      } else {
+        // It said a write-back failed, and says it once: the flush finds out which file, one by one.
+        assert.deepEqual(systems, [false]);
+        assert.equal(new Set(files).size, EARLY_SYNC_EVERY + 11, "every file and the folder");
+      }
+    }
+  } finally {
+    Object.assign(durability, real);
     cleanup();
   }
 });
