@@ -65,6 +65,12 @@ function hasSetParts(store: WritableStore): store is PartsWritableStore {
 /** Writes in flight, at most `limit`: a new one waits for room, and the first failure is kept. */
 export class InFlight {
   readonly #running = new Set<Promise<void>>();
+  /**
+   * Submitters waiting for room, woken (all of them: each checks again) when a write ends. Not a
+   * `Promise.race` over the writes running: that adds a reaction to each of them per chunk
+   * (32 x 2,500 for a 20 M-nonzero store), all kept until the write ends.
+   */
+  #waiting: (() => void)[] = [];
   #error: { cause: unknown } | undefined;
   constructor(readonly limit: number) {}
 
@@ -75,13 +81,19 @@ export class InFlight {
   /** Start `task` once fewer than `limit` run; rejects with an earlier task's failure. */
   async submit(task: () => Promise<void>): Promise<void> {
     this.#check();
-    while (this.#running.size >= this.limit) await Promise.race(this.#running);
+    while (this.#running.size >= this.limit) await new Promise<void>((wake) => this.#waiting.push(wake));
     this.#check();
     const running: Promise<void> = task()
       .catch((cause: unknown) => {
         this.#error ??= { cause };
       })
-      .finally(() => this.#running.delete(running));
+      .finally(() => {
+        this.#running.delete(running);
+        const waiting = this.#waiting;
+        if (waiting.length === 0) return;
+        this.#waiting = [];
+        for (const wake of waiting) wake();
+      });
     this.#running.add(running);
   }
 
