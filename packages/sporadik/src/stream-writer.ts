@@ -100,7 +100,9 @@ export interface StreamWriteOptions {
   /**
    * Bytes of the transposition (4 bytes plus the value per nonzero) kept in memory before the rest
    * goes to {@link spill}: a matrix whose nonzeros fit is transposed without a disk, a larger one
-   * spills only what is past this. Default 0 (every nonzero to `spill`);
+   * spills only what is past this. The batches kept share one buffer, allocated when the first is
+   * kept: this large, or as the records of `nnz`/`nnzAtMost` need (only the pages written take
+   * memory). Default 0 (every nonzero to `spill`);
    * `writeStoreFromRowBlocks` in Node defaults to its `TRANSPOSE_MEMORY` (160 MiB).
    */
   transposeMemory?: number;
