@@ -18,13 +18,17 @@ import { arrayMetadataText, type CodecMetadata, DEFAULT_COMPRESSOR, encodeChunk 
  * Turns one chunk's raw little-endian bytes into its stored bytes. It may take ownership of `raw`
  * (move it to a worker thread, say): the caller never touches it again. `allocate`, when present,
  * hands out memory for the next chunks (buffers it took before and is done with, old bytes in
- * them), so a writer does not allocate a buffer per chunk.
+ * them), so a writer does not allocate a buffer per chunk. `toFile`, when present, stores the
+ * chunk in the file at `path` itself (created or truncated) and resolves to the bytes written,
+ * for a store whose objects are files ({@link FileWritableStore}): a worker thread that
+ * compressed a chunk writes it, and its bytes never come back to the writer's thread.
  */
 export type ChunkEncoder = ((
   raw: Uint8Array,
   compressors: readonly CodecMetadata[],
 ) => Promise<Uint8Array>) & {
   allocate?: (byteLength: number) => ArrayBuffer;
+  toFile?: (raw: Uint8Array, compressors: readonly CodecMetadata[], path: string) => Promise<number>;
 };
 
 /** The WebAssembly encoder of {@link writeStore}: runs anywhere, on the calling thread. */
@@ -40,6 +44,20 @@ export interface PartsWritableStore extends WritableStore {
   setParts(key: string, byteLength: number, parts: AsyncIterable<Uint8Array>): Promise<void>;
 }
 
+/**
+ * A store whose objects are files on this machine (a folder written with deferred syncs): `setFile`
+ * hands `write` the path of `key`'s file (its folder made) to write the object there itself, and
+ * resolves once the store has taken the file as written (`write`'s count of bytes) or, when
+ * `write` failed, with the store's error for the object.
+ */
+export interface FileWritableStore extends WritableStore {
+  setFile(key: string, write: (path: string) => Promise<number>): Promise<void>;
+}
+
+function hasSetFile(store: WritableStore): store is FileWritableStore {
+  return typeof (store as Partial<FileWritableStore>).setFile === "function";
+}
+
 function hasSetParts(store: WritableStore): store is PartsWritableStore {
   return typeof (store as Partial<PartsWritableStore>).setParts === "function";
 }
@@ -47,6 +65,12 @@ function hasSetParts(store: WritableStore): store is PartsWritableStore {
 /** Writes in flight, at most `limit`: a new one waits for room, and the first failure is kept. */
 export class InFlight {
   readonly #running = new Set<Promise<void>>();
+  /**
+   * Submitters waiting for room, woken (all of them: each checks again) when a write ends. Not a
+   * `Promise.race` over the writes running: that adds a reaction to each of them per chunk
+   * (32 x 2,500 for a 20 M-nonzero store), all kept until the write ends.
+   */
+  #waiting: (() => void)[] = [];
   #error: { cause: unknown } | undefined;
   constructor(readonly limit: number) {}
 
@@ -57,13 +81,19 @@ export class InFlight {
   /** Start `task` once fewer than `limit` run; rejects with an earlier task's failure. */
   async submit(task: () => Promise<void>): Promise<void> {
     this.#check();
-    while (this.#running.size >= this.limit) await Promise.race(this.#running);
+    while (this.#running.size >= this.limit) await new Promise<void>((wake) => this.#waiting.push(wake));
     this.#check();
     const running: Promise<void> = task()
       .catch((cause: unknown) => {
         this.#error ??= { cause };
       })
-      .finally(() => this.#running.delete(running));
+      .finally(() => {
+        this.#running.delete(running);
+        const waiting = this.#waiting;
+        if (waiting.length === 0) return;
+        this.#waiting = [];
+        for (const wake of waiting) wake();
+      });
     this.#running.add(running);
   }
 
@@ -195,6 +225,13 @@ export class ArrayWriter {
       await inFlight.submit(async () => {
         await store.delete?.(key);
       });
+      return;
+    }
+    const toFile = encode.toFile;
+    if (toFile !== undefined && hasSetFile(store)) {
+      await inFlight.submit(() =>
+        store.setFile(key, (path) => toFile(bytesOf(values), [DEFAULT_COMPRESSOR], path)),
+      );
       return;
     }
     await inFlight.submit(async () => store.set(key, await encode(bytesOf(values), [DEFAULT_COMPRESSOR])));

@@ -6,32 +6,40 @@
  *
  * @module
  */
+import { writeFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import type { Worker } from "node:worker_threads";
 import { startWorker } from "#start-worker";
 import { type ChunkEncoder, wasmEncoder } from "./array-stream.js";
 import { SporadikError } from "./errors.js";
 import { napi } from "./napi.js";
+import type { CodecMetadata } from "./zarr.js";
 
-/** A chunk sent to a worker: its raw bytes (moved) and the zstd level. */
+/**
+ * A chunk sent to a worker: its raw bytes (moved) and the zstd level; with `path`, the file the
+ * worker writes the compressed bytes to (created or truncated) instead of sending them back.
+ */
 export interface EncodeJob {
   id: number;
   raw: ArrayBuffer;
   offset: number;
   length: number;
   level: number;
+  path?: string;
 }
 
 /**
- * A worker's answer: the compressed bytes (moved back, the first `length` count) and the raw
- * chunk's buffer (moved back for the next chunks), or an error.
+ * A worker's answer: the compressed bytes (moved back, the first `length` count; none when the
+ * worker wrote them to the job's file) and the raw chunk's buffer (moved back for the next
+ * chunks), or an error: of the compression, or (`file`) of writing the file, with its errno code.
  */
 export type EncodeReply =
-  | { id: number; encoded: ArrayBuffer; length: number; raw: ArrayBuffer }
-  | { id: number; error: string };
+  | { id: number; encoded?: ArrayBuffer; length: number; raw: ArrayBuffer }
+  | { id: number; error: string; file?: false }
+  | { id: number; error: string; file: true; code: string | undefined; raw: ArrayBuffer };
 
 interface Pending {
-  resolve: (bytes: Uint8Array) => void;
+  resolve: (reply: { encoded?: ArrayBuffer; length: number }) => void;
   reject: (error: Error) => void;
 }
 
@@ -78,13 +86,18 @@ export class EncodePool {
       if (job === undefined) return;
       slot.pending.delete(reply.id);
       if (slot.pending.size === 0) worker.unref();
-      if ("error" in reply)
-        job.reject(
-          new SporadikError(`zstd compression failed: ${reply.error}`, { tag: "EncodeWorkerError" }),
-        );
-      else {
+      if ("error" in reply) {
+        if (reply.file === true) {
+          this.#keep(reply.raw);
+          // As the file system said it (the store names the object and the path around it).
+          job.reject(Object.assign(new Error(reply.error), { code: reply.code }));
+        } else
+          job.reject(
+            new SporadikError(`zstd compression failed: ${reply.error}`, { tag: "EncodeWorkerError" }),
+          );
+      } else {
         this.#keep(reply.raw);
-        job.resolve(new Uint8Array(reply.encoded, 0, reply.length));
+        job.resolve(reply);
       }
     });
     const fail = (error: Error) => {
@@ -145,15 +158,34 @@ export class EncodePool {
   }
 
   /** Compress `raw` at `level`. `raw`'s buffer is moved to the worker when it is the whole buffer. */
-  encode(raw: Uint8Array, level: number): Promise<Uint8Array> {
+  async encode(raw: Uint8Array, level: number): Promise<Uint8Array> {
+    const { encoded, length } = await this.#send(raw, level, undefined);
+    return new Uint8Array(encoded as ArrayBuffer, 0, length);
+  }
+
+  /**
+   * Compress `raw` at `level` and write the compressed bytes to the file at `path` (created, or
+   * truncated), on the worker: resolves to their length. A failed write rejects with the file
+   * system's error (its `code` kept). `raw`'s buffer is moved as by {@link encode}.
+   */
+  async encodeToFile(raw: Uint8Array, level: number, path: string): Promise<number> {
+    return (await this.#send(raw, level, path)).length;
+  }
+
+  #send(
+    raw: Uint8Array,
+    level: number,
+    path: string | undefined,
+  ): Promise<{ encoded?: ArrayBuffer; length: number }> {
     const slot = this.#pick();
     // Move the buffer when the chunk is all of it; otherwise copy (never move memory others view).
     const own = raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength ? raw : raw.slice();
-    return new Promise<Uint8Array>((resolve, reject) => {
+    return new Promise((resolve, reject) => {
       const id = this.#ids++;
       slot.pending.set(id, { resolve, reject });
       if (slot.pending.size === 1) slot.worker.ref();
       const job: EncodeJob = { id, raw: own.buffer as ArrayBuffer, offset: 0, length: own.byteLength, level };
+      if (path !== undefined) job.path = path;
       slot.worker.postMessage(job, [job.raw]);
     });
   }
@@ -177,19 +209,26 @@ export class EncodePool {
  */
 export function nativeEncoder(pool: EncodePool): ChunkEncoder {
   if (napi === undefined) return wasmEncoder;
-  const encode: ChunkEncoder = (raw, compressors) => {
-    if (compressors.length === 0) return Promise.resolve(raw);
+  const native = (compressors: readonly CodecMetadata[]): boolean => {
     const only = compressors.length === 1 ? compressors[0] : undefined;
-    if (
+    return (
       only?.name === "zstd" &&
       only.configuration?.checksum !== true &&
       zstdLevel(only.configuration?.level) === 1
-    ) {
-      return pool.encode(raw, 1);
-    }
-    return wasmEncoder(raw, compressors);
+    );
+  };
+  const encode: ChunkEncoder = (raw, compressors) => {
+    if (compressors.length === 0) return Promise.resolve(raw);
+    return native(compressors) ? pool.encode(raw, 1) : wasmEncoder(raw, compressors);
   };
   // Chunk buffers come back from the workers and are handed out again.
   encode.allocate = (byteLength) => pool.buffer(byteLength);
+  // A chunk bound for a file is written by the worker that compressed it.
+  encode.toFile = async (raw, compressors, path) => {
+    if (native(compressors)) return pool.encodeToFile(raw, 1, path);
+    const bytes = await encode(raw, compressors);
+    await writeFile(path, bytes);
+    return bytes.byteLength;
+  };
   return encode;
 }

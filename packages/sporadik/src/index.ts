@@ -5,7 +5,12 @@
  * @module
  */
 export { type OpenArrayReaderOptions, openArrayReader, SparseArray, SparseArrayReader } from "./array.js";
-export { type ChunkEncoder, type PartsWritableStore, wasmEncoder } from "./array-stream.js";
+export {
+  type ChunkEncoder,
+  type FileWritableStore,
+  type PartsWritableStore,
+  wasmEncoder,
+} from "./array-stream.js";
 export type { DataType, IntegerArray, NumericArray } from "./dtypes.js";
 export {
   DecodeWorkerError,

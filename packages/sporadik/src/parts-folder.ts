@@ -15,7 +15,7 @@ import { writeFile as writeFileCallback } from "node:fs";
 import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { release } from "node:os";
 import { basename, dirname, join, resolve, sep } from "node:path";
-import type { PartsWritableStore } from "./array-stream.js";
+import type { FileWritableStore, PartsWritableStore } from "./array-stream.js";
 import { Limiter } from "./chunks.js";
 import { IncompleteError, SporadikError } from "./errors.js";
 import type { WritableStore } from "./store.js";
@@ -50,6 +50,11 @@ export interface FilePartsOptions {
 export interface FolderParts extends PartsWritableStore {
   /** Make every object written so far durable (files, then their folders). */
   flush(): Promise<void>;
+  /**
+   * With `deferSync` only: `key`'s file written by `write` itself (a compression worker), then
+   * made durable at {@link flush} like a `set` (see {@link FileWritableStore}).
+   */
+  setFile?: FileWritableStore["setFile"];
 }
 
 /** The refusal of a file write that the system failed (disk full, permissions ...). */
@@ -89,6 +94,13 @@ const SYNC_ON_ITS_OWN = 1 << 20;
  * byte-addressable store, whose large arrays were synced in the background, against 0.003 s).
  */
 const SYSTEM_SYNC_FROM = 64;
+/**
+ * With a file-system sync at the flush, one is also started in the background each time this many
+ * files were written since the last: the disk writes their bytes back while the writer computes,
+ * instead of all of them while the flush waits. It is a head start only: the flush still syncs
+ * the file system (what came after), and if a background one failed, every file one by one.
+ */
+export const EARLY_SYNC_EVERY = 1024;
 
 /**
  * Whether one `syncfs` reports the write-back errors of every file of its file system: Linux 5.8
@@ -149,12 +161,20 @@ export function withFileParts<S extends WritableStore>(
     }
     return path;
   };
-  /** Folders known to exist (a `mkdir` per chunk, refused with EEXIST, costs more than the write). */
-  const made = new Set<string>();
-  const folder = async (dir: string) => {
-    if (made.has(dir)) return;
-    await mkdir(dir, { recursive: true });
-    made.add(dir);
+  /**
+   * Folders made or being made (a `mkdir` per chunk, refused with EEXIST, costs more than the
+   * write): the promise is kept, so the chunks in flight when a folder is first written wait for
+   * one `mkdir` instead of each making it. A failed one is forgotten, so a later write tries again.
+   */
+  const made = new Map<string, Promise<unknown>>();
+  const folder = (dir: string): Promise<unknown> => {
+    let making = made.get(dir);
+    if (making === undefined) {
+      making = mkdir(dir, { recursive: true });
+      made.set(dir, making);
+      making.catch(() => made.delete(dir));
+    }
+    return making;
   };
   /**
    * Files written unsynced: waiting for a batch, queued for the background syncs (at most
@@ -204,10 +224,13 @@ export function withFileParts<S extends WritableStore>(
    * each file is still in its folder: a file removed before it was synced fails the flush, as its
    * own sync would have.
    */
-  const syncSystem = async (files: readonly string[], dirs: readonly string[]): Promise<boolean> => {
-    // One folder per file system: each `syncfs` flushes the device's cache even with nothing left
-    // to write (measured: 5 ms each, 0.1 s for a store's 20 folders). A folder that cannot be
-    // looked at leaves it to the syncs file by file, which say what failed.
+  /**
+   * One sync of the file system of each of `dirs` (true when it succeeded). One folder per file
+   * system: each `syncfs` flushes the device's cache even with nothing left to write (measured:
+   * 5 ms each, 0.1 s for a store's 20 folders). A folder that cannot be looked at leaves it to the
+   * syncs file by file, which say what failed.
+   */
+  const syncFileSystems = async (dirs: readonly string[]): Promise<boolean> => {
     const devices = new Map<number, string>();
     try {
       for (const [dev, dir] of await Promise.all(
@@ -217,7 +240,28 @@ export function withFileParts<S extends WritableStore>(
     } catch {
       return false;
     }
-    if (!(await durability.fileSystems([...devices.values()]))) return false;
+    return durability.fileSystems([...devices.values()]);
+  };
+  /**
+   * The background file-system sync running (see EARLY_SYNC_EVERY), files landed since the last
+   * one started, and whether one failed since the last flush: a `syncfs` reports a write-back
+   * error once, to the first sync that sees it, so the flush after a failed one syncs every file.
+   */
+  let early: Promise<void> | undefined;
+  let sinceEarly = 0;
+  let earlyFailed = false;
+  const syncEarly = () => {
+    sinceEarly = 0;
+    early = syncFileSystems([...folders])
+      .then((ok) => {
+        earlyFailed ||= !ok;
+      })
+      .finally(() => {
+        early = undefined;
+      });
+  };
+  const syncSystem = async (files: readonly string[], dirs: readonly string[]): Promise<boolean> => {
+    if (!(await syncFileSystems(dirs))) return false;
     // Every folder listed at once (not one after the other as the files reach it); the files are
     // then checked in order, so the first one missing is the one named.
     const listed = new Map<string, Promise<Set<string>>>();
@@ -245,7 +289,12 @@ export function withFileParts<S extends WritableStore>(
     unsynced = [];
     const dirs = [...folders];
     folders.clear();
-    const system = wholeSystem && files.length >= SYSTEM_SYNC_FROM && (await syncSystem(files, dirs));
+    await early;
+    const headStart = !earlyFailed;
+    earlyFailed = false;
+    sinceEarly = 0;
+    const system =
+      wholeSystem && headStart && files.length >= SYSTEM_SYNC_FROM && (await syncSystem(files, dirs));
     if (!system) await Promise.all(files.map(syncPath));
     while (syncing.size > 0) await Promise.all(syncing);
     if (failure !== undefined) throw failure;
@@ -303,6 +352,7 @@ export function withFileParts<S extends WritableStore>(
         queued.push(done.path);
         pump();
       } else unsynced.push(done.path);
+      if (wholeSystem && ++sinceEarly >= EARLY_SYNC_EVERY && early === undefined) syncEarly();
       if (!wholeSystem && unsynced.length >= BACKGROUND_BATCH) {
         // Synced in the background from now on, so the flush before the block finds them clean.
         queued.push(...unsynced);
@@ -324,6 +374,23 @@ export function withFileParts<S extends WritableStore>(
     set: deferred
       ? async (key, value) => land(key, await writeWhole(key, value))
       : (key, value) => store.set(key, value),
+    ...(deferred
+      ? {
+          async setFile(key: string, write: (path: string) => Promise<number>) {
+            const path = pathOf(key);
+            await folder(dirname(path));
+            let written: number;
+            try {
+              written = await write(path);
+            } catch (error) {
+              // What was written is dropped where it can be (the store has no block either way).
+              await rm(path, { force: true }).catch(() => undefined);
+              throw failed(key, path, error);
+            }
+            await land(key, { path, temporary: path, written });
+          },
+        }
+      : {}),
     ...(store.delete ? { delete: store.delete.bind(store) } : {}),
     async setParts(key, byteLength, parts) {
       const done = await write(key, parts);

@@ -100,7 +100,9 @@ export interface StreamWriteOptions {
   /**
    * Bytes of the transposition (4 bytes plus the value per nonzero) kept in memory before the rest
    * goes to {@link spill}: a matrix whose nonzeros fit is transposed without a disk, a larger one
-   * spills only what is past this. Default 0 (every nonzero to `spill`);
+   * spills only what is past this. The batches kept share one buffer, allocated when the first is
+   * kept: this large, or as the records of `nnz`/`nnzAtMost` need (only the pages written take
+   * memory). Default 0 (every nonzero to `spill`);
    * `writeStoreFromRowBlocks` in Node defaults to its `TRANSPOSE_MEMORY` (160 MiB).
    */
   transposeMemory?: number;
@@ -163,8 +165,9 @@ const ASSEMBLY = 8_388_608;
 interface Batch {
   /** Byte offset of the batch in the spill file (when not in memory). */
   offset: number;
-  /** The batch itself, when kept in memory. */
+  /** The batch itself, when kept in memory: the bytes from `at` of `memory`. */
   memory: ArrayBuffer | undefined;
+  at: number;
   /** Nonzeros in the batch. */
   n: number;
   /** The batch's first row. */
@@ -241,6 +244,26 @@ export class StreamWriter {
   /** Bytes of batches in memory, and the most allowed. */
   #inMemory = 0;
   #memoryBudget = 0;
+  /**
+   * The batches kept in memory, one after another (each 8-byte aligned), in one buffer allocated
+   * when the first is kept, and the end of the last. One buffer instead of one per batch (16 MiB
+   * each by default): V8 answered each new batch's external memory with another garbage
+   * collection (main-thread mark-compacts 6 -> 3 at 20 M nonzeros), and the batches' backing
+   * stores were each allocated and freed (bench/RESULTS.md, issue 15, session 9).
+   */
+  #region: ArrayBuffer | undefined;
+  #regionEnd = 0;
+
+  /**
+   * Bytes of the region: the memory budget, or less when the nonzeros are known (their records
+   * and 8 bytes of alignment per batch, at most one batch per row), so a small matrix does not
+   * reserve the whole budget.
+   */
+  #regionBytes(width: number): number {
+    const bound = this.#options.nnz ?? this.#options.nnzAtMost;
+    if (bound === undefined) return this.#memoryBudget;
+    return Math.min(this.#memoryBudget, bound * (4 + width) + 8 * (this.#nRows + 1));
+  }
 
   private constructor(store: WritableStore, options: StreamWriteOptions) {
     const [nRows, nCols] = options.shape;
@@ -598,7 +621,9 @@ export class StreamWriter {
     const Ctor = constructorOf(this.#dtype as DataType);
     const width = Ctor.BYTES_PER_ELEMENT;
     const size = codesAt(n, width) + 4 * n;
-    const keep = this.#inMemory + size <= this.#memoryBudget;
+    // Kept batches sit one after another (8-byte aligned) in one region, allocated at the first.
+    const place = Math.ceil(this.#regionEnd / 8) * 8;
+    const keep = this.#memoryBudget > 0 && place + size <= this.#regionBytes(width);
     const turn = this.#turn;
     if (!keep) {
       // This scratch's previous batch must be written before it is overwritten.
@@ -609,10 +634,12 @@ export class StreamWriter {
       }
       this.#turn = 1 - turn;
     }
-    const buffer = keep ? new ArrayBuffer(size) : (this.#scratch[turn] as ArrayBuffer);
+    if (keep) this.#region ??= new ArrayBuffer(this.#regionBytes(width));
+    const buffer = keep ? (this.#region as ArrayBuffer) : (this.#scratch[turn] as ArrayBuffer);
+    const from = keep ? place : 0;
     // Values first: a float64 value is 8-byte aligned there; codes follow at a multiple of 4.
-    const vals = new Ctor(buffer, 0, n) as Float64Array;
-    const codes = new Uint32Array(buffer, codesAt(n, width), n);
+    const vals = new Ctor(buffer, from, n) as Float64Array;
+    const codes = new Uint32Array(buffer, from + codesAt(n, width), n);
     for (let b = 0; b < used; b++) starts[b + 1] = (starts[b + 1] as number) + (starts[b] as number);
     const next = starts.slice(0, used);
     // Each row's run of nonzeros in a gene block (its columns ascend) is copied in one go:
@@ -636,10 +663,19 @@ export class StreamWriter {
         next[b] = at;
       }
     }
-    const batch: Batch = { offset: 0, memory: undefined, n, row0: this.#rows + r0, starts: starts.slice() };
+    const batch: Batch = {
+      offset: 0,
+      memory: undefined,
+      at: 0,
+      n,
+      row0: this.#rows + r0,
+      starts: starts.slice(),
+    };
     this.#batches.push(batch);
     if (keep) {
       batch.memory = buffer;
+      batch.at = place;
+      this.#regionEnd = place + size;
       this.#inMemory += size;
       return;
     }
@@ -809,6 +845,7 @@ export class StreamWriter {
     await this.#spillFile?.remove();
     this.#spillFile = undefined;
     this.#batches = [];
+    this.#region = undefined;
     const { data, indices } = arrays ?? (await open());
     await data.end();
     await indices.end();
@@ -907,8 +944,8 @@ export class StreamWriter {
   ): Promise<[Float64Array, Uint32Array]> {
     if (batch.memory !== undefined) {
       return [
-        new Ctor(batch.memory, width * from, n) as Float64Array,
-        new Uint32Array(batch.memory, codesAt(batch.n, width) + 4 * from, n),
+        new Ctor(batch.memory, batch.at + width * from, n) as Float64Array,
+        new Uint32Array(batch.memory, batch.at + codesAt(batch.n, width) + 4 * from, n),
       ];
     }
     const file = this.#spillFile as SpillFile;

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -24,7 +24,7 @@ import {
   writeStore,
   writeStoreFromRows,
 } from "../src/node.js";
-import { durability, syncfsReportsErrors } from "../src/parts-folder.js";
+import { durability, EARLY_SYNC_EVERY, syncfsReportsErrors } from "../src/parts-folder.js";
 import { SPILL_PREFIX } from "../src/spill-files.js";
 import { encodeChunk } from "../src/zarr.js";
 import { random, tempDir } from "./helpers.js";
@@ -125,6 +125,78 @@ test("a streamed store through file spill and native workers equals writeStore's
     }
     assert.equal(streamed.objects.size, reference.objects.size);
     assert.equal(existsSync(spill.dir), false);
+  } finally {
+    await pool.close();
+    cleanup();
+  }
+});
+
+test("into a folder with deferred syncs the workers write the chunk files themselves: writeStore's bytes; a file they cannot write fails the write, no block", async () => {
+  const { dir, cleanup } = tempDir();
+  const pool = new EncodePool(2);
+  try {
+    const nRows = 400;
+    const nCols = 120;
+    const next = random(11);
+    const indptr = new Int32Array(nRows + 1);
+    const indices: number[] = [];
+    for (let r = 0; r < nRows; r++) {
+      for (let c = 0; c < nCols; c++) if (next() < 0.2) indices.push(c);
+      indptr[r + 1] = indices.length;
+    }
+    const data = randomCounts(indices.length, 12).map((v) => v + 1);
+    const csr = {
+      format: "csr" as const,
+      shape: [nRows, nCols],
+      indptr,
+      indices: Int32Array.from(indices),
+      data,
+    };
+    const reference = new MemoryStore();
+    const rows = layoutFromCompressed(csr);
+    const { coords, values } = coordsOfLayout(rows);
+    await writeStore(reference, [rows, layoutFromCoords([nRows, nCols], coords, values, 1)], { chunk: 500 });
+    const blocks = [{ nRows, indptr, indices: csr.indices, data }];
+    const write = async (out: string) => {
+      const files = withFileParts(new FolderStore(out), out, { deferSync: true });
+      const viaWorkers: string[] = [];
+      const store = {
+        ...files,
+        setFile: (key: string, write: (path: string) => Promise<number>) => {
+          viaWorkers.push(key);
+          return (files.setFile as NonNullable<typeof files.setFile>)(key, write);
+        },
+      };
+      await writeStoreFromRows(store, blocks, {
+        shape: [nRows, nCols],
+        chunk: 500,
+        encoder: nativeEncoder(pool),
+      });
+      return viaWorkers;
+    };
+    const out = join(dir, "out");
+    const viaWorkers = await write(out);
+    for (const [key, bytes] of reference.objects) {
+      assert.ok(Buffer.from(bytes).equals(readFileSync(join(out, key))), key);
+    }
+    // Every compressed chunk went to its file from a worker: none came back through set.
+    const chunks = [...reference.objects.keys()].filter((key) => /\/c\/\d+$/.test(key));
+    assert.ok(chunks.length > 20, `${chunks.length} chunks`);
+    assert.deepEqual(
+      viaWorkers.map((key) => key.replace(/^\//, "")).sort(),
+      chunks.map((key) => key.replace(/^\//, "")).sort(),
+    );
+
+    // A folder where a chunk's file goes: the worker's write fails (EISDIR), and so does the
+    // write, naming the chunk; the store gets no block.
+    const bad = join(dir, "bad");
+    mkdirSync(join(bad, "layouts/axis1/indices/c/3"), { recursive: true });
+    await assert.rejects(write(bad), (error: Error & { object?: string }) => {
+      assert.match(error.message, /writing \/?layouts\/axis1\/indices\/c\/3 to .* failed: .*EISDIR/);
+      assert.equal(error.object?.replace(/^\//, ""), "layouts/axis1/indices/c/3");
+      return true;
+    });
+    await assert.rejects(openReader(new FolderStore(bad)), { _tag: "IncompleteError" });
   } finally {
     await pool.close();
     cleanup();
@@ -331,6 +403,43 @@ test("deferred files: one file-system sync for many small files, a large one syn
       assert.equal(new Set(calls.files.filter((path) => path.startsWith(apart))).size, 101);
     });
   } finally {
+    cleanup();
+  }
+});
+
+test("a file-system sync starts in the background every EARLY_SYNC_EVERY files; the flush still syncs, and after a failed one syncs every file", {
+  skip: !syncfsReportsErrors() && "syncfs reports write-back errors only on Linux 5.8 and later",
+}, async () => {
+  const { dir, cleanup } = tempDir();
+  const real = { ...durability };
+  try {
+    for (const earlyWorks of [true, false]) {
+      const systems: boolean[] = [];
+      const files: string[] = [];
+      // Recorded, not done: the first (background) sync answers `earlyWorks`, the later ones succeed.
+      durability.fileSystems = async () => {
+        systems.push(systems.length === 0 ? earlyWorks : true);
+        return systems.at(-1) as boolean;
+      };
+      durability.file = async (path) => {
+        files.push(path);
+      };
+      const out = join(dir, `out-${earlyWorks}`);
+      const store = withFileParts(new FolderStore(out), out, { deferSync: true });
+      for (let i = 0; i < EARLY_SYNC_EVERY + 10; i++) await store.set(`/a/c/${i}`, Uint8Array.of(i));
+      await store.flush();
+      if (earlyWorks) {
+        // The background one, then the flush's own (the files after it were not covered).
+        assert.deepEqual(systems, [true, true]);
+        assert.deepEqual(files, []);
+      } else {
+        // It said a write-back failed, and says it once: the flush finds out which file, one by one.
+        assert.deepEqual(systems, [false]);
+        assert.equal(new Set(files).size, EARLY_SYNC_EVERY + 11, "every file and the folder");
+      }
+    }
+  } finally {
+    Object.assign(durability, real);
     cleanup();
   }
 });

@@ -2,6 +2,7 @@ import { isStorageError } from "./errors.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
 import {
   type AnyStore,
+  type FileWrite,
   type GetInto,
   locationOf,
   optionalMethods,
@@ -68,6 +69,8 @@ export class StatsStore implements Store {
   readonly getInto?: GetInto;
   /** The inner store's `setParts`, counted as a `set` of `byteLength` bytes; absent when it has none. */
   readonly setParts?: PartsWrite;
+  /** The inner store's `setFile`, counted as a `set` of the bytes written; absent when it has none. */
+  readonly setFile?: FileWrite;
   /**
    * The inner store's server-side `copy`, when it has one: counted as a `set` (it is one write
    * request), its bytes not as written (they never pass through).
@@ -93,7 +96,7 @@ export class StatsStore implements Store {
       this.current.requests.list++;
       return this.track(list(prefix, opts), "list");
     };
-    const { getInto, setParts } = optionalMethods(inner);
+    const { getInto, setParts, setFile } = optionalMethods(inner);
     if (getInto !== undefined)
       this.getInto = (key, allocate, opts) => {
         this.current.requests.get++;
@@ -104,6 +107,18 @@ export class StatsStore implements Store {
         this.current.requests.set++;
         this.current.bytesWritten += byteLength;
         return this.track(setParts(key, byteLength, parts, opts), "set");
+      };
+    if (setFile !== undefined)
+      this.setFile = (key, write) => {
+        this.current.requests.set++;
+        return this.track(
+          setFile(key, async (path) => {
+            const written = await write(path);
+            this.current.bytesWritten += written;
+            return written;
+          }),
+          "set",
+        );
       };
     const copy = inner.copy?.bind(inner);
     if (copy !== undefined) {

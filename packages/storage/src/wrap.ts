@@ -19,13 +19,27 @@ export type PartsWrite = (
 ) => Promise<void>;
 
 /**
+ * `setFile` of a folder written by sporadik's `withFileParts` with deferred syncs: `write` puts
+ * the object in the file at `path` itself (a compression worker) and resolves to its byte count.
+ */
+export type FileWrite = (key: string, write: (path: string) => Promise<number>) => Promise<void>;
+
+/**
  * The inner store's optional methods, bound, or `undefined` where it lacks them: a wrapper has
  * them exactly when its inner store does, so callers that test for them (the dataset reader
  * for `getInto`, sporadik's writer for `setParts`) still find them through any stack of wrappers.
  */
-export function optionalMethods(store: AnyStore): { getInto?: GetInto; setParts?: PartsWrite } {
-  const { getInto, setParts } = store as { getInto?: GetInto; setParts?: PartsWrite };
-  return { getInto: getInto?.bind(store), setParts: setParts?.bind(store) };
+export function optionalMethods(store: AnyStore): {
+  getInto?: GetInto;
+  setParts?: PartsWrite;
+  setFile?: FileWrite;
+} {
+  const { getInto, setParts, setFile } = store as {
+    getInto?: GetInto;
+    setParts?: PartsWrite;
+    setFile?: FileWrite;
+  };
+  return { getInto: getInto?.bind(store), setParts: setParts?.bind(store), setFile: setFile?.bind(store) };
 }
 
 /** The location of a wrapped store for messages. */

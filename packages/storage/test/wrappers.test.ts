@@ -359,6 +359,22 @@ describe("optional methods through the wrappers (getInto, setParts)", () => {
     assert.equal(st.missing, 1);
   });
 
+  test("withStats passes setFile on (only when its inner store has it), counted as a set of the bytes written", async () => {
+    type FileStore = { setFile?: (key: string, write: (path: string) => Promise<number>) => Promise<void> };
+    assert.equal((withStats(probe()) as FileStore).setFile, undefined);
+    const landed: string[] = [];
+    const inner = Object.assign(probe(), {
+      async setFile(key: string, write: (path: string) => Promise<number>) {
+        landed.push(`${key}:${await write(`/folder/${key}`)}`);
+      },
+    });
+    const s = withStats(inner) as ReturnType<typeof withStats> & FileStore;
+    await s.setFile!("c/0", async (path) => (path === "/folder/c/0" ? 11 : 0));
+    assert.deepEqual(landed, ["c/0:11"]);
+    assert.equal(s.stats.requests.set, 1);
+    assert.equal(s.stats.bytesWritten, 11);
+  });
+
   test("withRetries retries a getInto into the memory it was given: allocate is called once", async () => {
     const inner = new PartsStore();
     inner.objects.set("obj", new Uint8Array([9, 8, 7]));
