@@ -9,6 +9,7 @@ import { availableParallelism } from "node:os";
 import type { Worker } from "node:worker_threads";
 import { startWorker } from "#start-worker";
 import { DecodeWorkerError } from "./errors.js";
+import { refusePending } from "./pool-close.js";
 
 /** A chunk sent to a worker: its compressed bytes (moved) and the size it decodes to. */
 export interface DecodeJob {
@@ -145,6 +146,7 @@ export class DecodePool {
   async close(): Promise<void> {
     const slots = this.#slots;
     this.#slots = [];
+    refusePending(slots, () => new DecodeWorkerError("the zstd decode pool was closed"));
     await Promise.all(slots.map((slot) => slot.worker.terminate()));
   }
 }

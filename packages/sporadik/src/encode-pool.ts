@@ -13,6 +13,7 @@ import { startWorker } from "#start-worker";
 import { type ChunkEncoder, wasmEncoder } from "./array-stream.js";
 import { SporadikError } from "./errors.js";
 import { napi } from "./napi.js";
+import { refusePending } from "./pool-close.js";
 import type { CodecMetadata } from "./zarr.js";
 
 /**
@@ -196,6 +197,10 @@ export class EncodePool {
     this.#slots = [];
     this.#spare.clear();
     this.#spareBytes = 0;
+    refusePending(
+      slots,
+      () => new SporadikError("the zstd encode pool was closed", { tag: "EncodeWorkerError" }),
+    );
     await Promise.all(slots.map((slot) => slot.worker.terminate()));
   }
 }

@@ -10,6 +10,7 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { FolderStore, MemoryStore } from "@deltacells/storage/node";
+import { DecodePool } from "../src/decode-pool.js";
 import { zstdLevel } from "../src/encode-pool.js";
 import {
   coordsOfLayout,
@@ -76,6 +77,29 @@ test("the encode pool keeps the buffers its workers give back within a byte budg
   } finally {
     await pool.close();
   }
+});
+
+test("close() of an encode or decode pool refuses the jobs still pending at once: a late reply must not unref a worker being terminated", async () => {
+  // A reply that came in while the workers were terminated used to settle its job, and the last
+  // one unref'd its worker: an event loop with nothing else to do then ended during
+  // `await pool.close()`, and what followed never ran (a test cancelled with "the event loop has
+  // already resolved"; a command's last lines skipped).
+  const encoders = new EncodePool(1);
+  await encoders.encode(new Uint8Array(4096), 1); // started
+  const decoders = new DecodePool(1);
+  const stored = await encodeChunk(new Uint8Array(1 << 20).fill(7), [
+    { name: "zstd", configuration: { level: 1 } },
+  ]);
+  assert.equal(await decoders.offer(stored, new Uint8Array(1 << 20)), 1 << 20); // started
+  const pending = [
+    encoders.encode(new Uint8Array(8 << 20).fill(3), 19),
+    decoders.offer(stored, new Uint8Array(1 << 20)) as Promise<number>,
+  ];
+  // Both closed before any reply can come in (no await since the jobs were posted).
+  const closing = [encoders.close(), decoders.close()];
+  await assert.rejects(pending[0]!, { _tag: "EncodeWorkerError", message: /encode pool was closed/ });
+  await assert.rejects(pending[1]!, { message: /decode pool was closed/ });
+  await Promise.all(closing);
 });
 
 test("a streamed store through file spill and native workers equals writeStore's, and leaves no spill", async () => {
