@@ -37,6 +37,40 @@ function randomCounts(length: number, seed: number): Int32Array {
   return Int32Array.from({ length }, () => (next() < 0.6 ? 0 : Math.floor(next() * next() * 300)));
 }
 
+/**
+ * A random CSR matrix (each entry present with probability `p`, counts from `countSeed`, all >= 1)
+ * and writeStore's store of it with both layouts, chunks of `chunk` elements: the reference.
+ */
+async function csrAndReference(
+  nRows: number,
+  nCols: number,
+  p: number,
+  seed: number,
+  countSeed: number,
+  chunk: number,
+) {
+  const next = random(seed);
+  const indptr = new Int32Array(nRows + 1);
+  const indices: number[] = [];
+  for (let r = 0; r < nRows; r++) {
+    for (let c = 0; c < nCols; c++) if (next() < p) indices.push(c);
+    indptr[r + 1] = indices.length;
+  }
+  const data = randomCounts(indices.length, countSeed).map((v) => v + 1);
+  const csr = {
+    format: "csr" as const,
+    shape: [nRows, nCols],
+    indptr,
+    indices: Int32Array.from(indices),
+    data,
+  };
+  const reference = new MemoryStore();
+  const rows = layoutFromCompressed(csr);
+  const { coords, values } = coordsOfLayout(rows);
+  await writeStore(reference, [rows, layoutFromCoords([nRows, nCols], coords, values, 1)], { chunk });
+  return { csr, reference };
+}
+
 test("native zstd on workers writes the WebAssembly codec's bytes (native at the default level, wasm above)", async () => {
   const pool = new EncodePool(2);
   try {
@@ -108,25 +142,8 @@ test("a streamed store through file spill and native workers equals writeStore's
   try {
     const nRows = 600;
     const nCols = 300;
-    const next = random(5);
-    const indptr = new Int32Array(nRows + 1);
-    const indices: number[] = [];
-    for (let r = 0; r < nRows; r++) {
-      for (let c = 0; c < nCols; c++) if (next() < 0.15) indices.push(c);
-      indptr[r + 1] = indices.length;
-    }
-    const data = randomCounts(indices.length, 6).map((v) => v + 1);
-    const csr = {
-      format: "csr" as const,
-      shape: [nRows, nCols],
-      indptr,
-      indices: Int32Array.from(indices),
-      data,
-    };
-    const reference = new MemoryStore();
-    const rows = layoutFromCompressed(csr);
-    const { coords, values } = coordsOfLayout(rows);
-    await writeStore(reference, [rows, layoutFromCoords([nRows, nCols], coords, values, 1)], { chunk: 1000 });
+    const { csr, reference } = await csrAndReference(nRows, nCols, 0.15, 5, 6, 1000);
+    const { indptr, data } = csr;
     const spill = await FileSpill.create(join(dir, "tmp"));
     const streamed = new MemoryStore();
     const blocks = Array.from({ length: nRows / 50 }, (_, b) => ({
@@ -161,25 +178,8 @@ test("into a folder with deferred syncs the workers write the chunk files themse
   try {
     const nRows = 400;
     const nCols = 120;
-    const next = random(11);
-    const indptr = new Int32Array(nRows + 1);
-    const indices: number[] = [];
-    for (let r = 0; r < nRows; r++) {
-      for (let c = 0; c < nCols; c++) if (next() < 0.2) indices.push(c);
-      indptr[r + 1] = indices.length;
-    }
-    const data = randomCounts(indices.length, 12).map((v) => v + 1);
-    const csr = {
-      format: "csr" as const,
-      shape: [nRows, nCols],
-      indptr,
-      indices: Int32Array.from(indices),
-      data,
-    };
-    const reference = new MemoryStore();
-    const rows = layoutFromCompressed(csr);
-    const { coords, values } = coordsOfLayout(rows);
-    await writeStore(reference, [rows, layoutFromCoords([nRows, nCols], coords, values, 1)], { chunk: 500 });
+    const { csr, reference } = await csrAndReference(nRows, nCols, 0.2, 11, 12, 500);
+    const { indptr, data } = csr;
     const blocks = [{ nRows, indptr, indices: csr.indices, data }];
     const write = async (out: string) => {
       const files = withFileParts(new FolderStore(out), out, { deferSync: true });
