@@ -15,10 +15,13 @@ import type { ChunkedAnswer, NodeGet } from "./http-read.js";
  * (`TypeError("fetch failed")` / `"terminated"` with the system error as `cause`).
  */
 
-const agents = {
-  "http:": new http.Agent({ keepAlive: true }),
-  "https:": new https.Agent({ keepAlive: true }),
-};
+/**
+ * Idle connections are closed after 4 s (or sooner when the server's Keep-Alive hint says so), as
+ * undici does, so that a request rarely goes out on a connection the server has just closed.
+ * (Node's agent applies this timeout to idle sockets only; a request is watched by the stall timer.)
+ */
+const agentOptions = { keepAlive: true, timeout: 4_000 };
+const agents = { "http:": new http.Agent(agentOptions), "https:": new https.Agent(agentOptions) };
 
 /** Redirects fetch follows before failing. */
 const MAX_REDIRECTS = 20;
