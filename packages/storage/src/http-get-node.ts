@@ -122,19 +122,30 @@ function request(
         finished = true;
         done();
       };
+      /** How the body failed, once it has, for a reader that comes later. */
+      let failure: unknown;
+      let rejectBody: ((err: unknown) => void) | undefined;
       fail = (err) => {
         finish();
         body.destroy();
-        rejectBody?.(ended ?? new TypeError("terminated", { cause: err }));
+        failure ??= ended ?? new TypeError("terminated", { cause: err });
+        rejectBody?.(failure);
       };
-      let rejectBody: ((err: unknown) => void) | undefined;
+      // Listened to from the start: a failure before the body is read (a reset, a corrupt gzip
+      // stream) must reach its reader, not become an uncaught error.
+      body.on("error", (err) => fail(err));
+      // A connection closed before the end of a body without Content-Length: the parser has no
+      // error to give, and the byte count cannot tell either, so say so here.
+      body.on("close", () => {
+        if (!finished) fail(new Error("the connection closed before the end of the body"));
+      });
       const eachChunk = (take: (chunk: Uint8Array) => void) =>
         new Promise<void>((resolveBody, reject) => {
-          rejectBody = reject;
-          if (ended !== undefined) {
-            reject(ended);
+          if (failure !== undefined) {
+            reject(failure);
             return;
           }
+          rejectBody = reject;
           body.on("data", (chunk: Buffer) => {
             timer?.refresh();
             try {
@@ -145,15 +156,9 @@ function request(
               fail(err);
             }
           });
-          body.on("error", (err) => fail(err));
           body.on("end", () => {
             finish();
             resolveBody();
-          });
-          // A connection closed before the end of a body without Content-Length: the parser has no
-          // error to give, and the byte count cannot tell either, so say so here.
-          body.on("close", () => {
-            if (!finished) fail(new Error("the connection closed before the end of the body"));
           });
         });
       const gather = async () => {
@@ -178,7 +183,6 @@ function request(
             if (ended === undefined && decode === undefined && (method === "HEAD" || size <= DRAIN_BYTES)) {
               // A short error body: read and dropped, the connection kept for the next request.
               res.on("end", finish);
-              res.on("error", finish);
               res.resume();
               return;
             }

@@ -37,6 +37,10 @@ function startIgnoringServer(): Promise<Server> {
       const gz = gzipSync(JSON.stringify({ zarr_format: 3, pad: "x".repeat(1000) }));
       res.writeHead(200, { "content-length": String(gz.length), "content-encoding": "gzip" });
       res.end(gz);
+    } else if (req.url === "/bad.gz") {
+      const garbage = new Uint8Array(300).fill(7);
+      res.writeHead(200, { "content-length": String(garbage.length), "content-encoding": "gzip" });
+      res.end(garbage);
     } else if (req.url === "/moved.bin") {
       res.writeHead(302, { location: "/small.bin" });
       res.end();
@@ -365,6 +369,10 @@ describe("in Node, reads go over node:http(s), not the global fetch", () => {
     const store = new HttpStore(ignoringUrl);
     assert.deepEqual(await store.get("moved.bin"), new Uint8Array(data));
     await assert.rejects(store.get("loop.bin"), isTag("Network"));
+  });
+
+  test("a gzip answer that does not decode is a Network error", async () => {
+    await assert.rejects(new HttpStore(ignoringUrl).get("bad.gz"), isTag("Network"));
   });
 
   test("a chunked body cut by the connection's end is a Network error, not a short object", async () => {
