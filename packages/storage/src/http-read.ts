@@ -32,8 +32,46 @@ export interface HttpReadContext {
   onInfo?: ((info: ObjectInfo) => void) | undefined;
 }
 
-/** Sends one request; the store decides how (plain fetch, SigV4-signed fetch). */
-export type Send = (method: "GET" | "HEAD", headers: Record<string, string>) => Promise<Response>;
+/**
+ * An answer of Node's own HTTP client (`#http-get`): what the read path uses of a `Response`,
+ * and the body's chunks handed over as they arrive, with no web stream in between.
+ */
+export interface ChunkedAnswer {
+  readonly status: number;
+  readonly statusText: string;
+  readonly headers: { get(name: string): string | null };
+  /** Gives up the body (the connection is closed unless the rest is small). */
+  readonly body: { cancel(reason?: unknown): Promise<void> };
+  arrayBuffer(): Promise<ArrayBuffer>;
+  text(): Promise<string>;
+  /**
+   * Calls `take` with each chunk of the (decoded) body, synchronously as it arrives; resolves at
+   * its end, rejects on a failure (a reset, a stall, an abort) or with what `take` threw.
+   */
+  eachChunk(take: (chunk: Uint8Array) => void): Promise<void>;
+}
+
+/** An answer to a read: fetch's `Response`, or Node's client's {@link ChunkedAnswer}. */
+export type Answer = Response | ChunkedAnswer;
+
+/**
+ * Sends one request of a store's read (GET or HEAD) with the given headers: how is the store's
+ * business (fetch, a SigV4-signed fetch, Node's HTTP client).
+ */
+export type Send = (method: "GET" | "HEAD", headers: Record<string, string>) => Promise<Answer>;
+
+/**
+ * Node's HTTP client for a read (`#http-get`; none in browsers): one GET or HEAD of `url`, with
+ * keep-alive connections, failing with a `Timeout` error when nothing arrives for `timeoutMs`
+ * (0: never) like {@link withStallTimeout}'s fetch, following redirects like fetch.
+ */
+export type NodeGet = (
+  url: string,
+  method: "GET" | "HEAD",
+  headers: Record<string, string>,
+  signal: AbortSignal | undefined,
+  timeoutMs: number,
+) => Promise<ChunkedAnswer>;
 
 /**
  * Encodes a normalized key as a URL path: each segment percent-encoded as RFC 3986 and SigV4
@@ -84,7 +122,7 @@ export function networkError(
  * a body longer than announced is then gathered in memory of its own.
  */
 export async function readBody(
-  res: Response,
+  res: Answer,
   expected: number | undefined,
   cap: number,
   exact: boolean,
@@ -97,39 +135,52 @@ export async function readBody(
     allocate = undefined;
     return given ?? new Uint8Array(size);
   };
-  if (res.body === null) {
+  const stream = "eachChunk" in res ? undefined : res.body;
+  if (stream === null) {
     if (expected !== undefined && expected > 0) throw truncated(0, expected, ctx);
     return space(0);
   }
-  const reader = res.body.getReader();
   const chunks: Uint8Array[] = [];
   let out = expected === undefined ? undefined : space(expected);
   let received = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      if (out !== undefined && received + value.length > out.length) {
-        if (exact) {
-          throw new StorageError(
-            `${ctx.url} sent more than the ${out.length} bytes it announced; refusing the answer`,
-            { object: ctx.url },
-          );
-        }
-        chunks.push(out.subarray(0, received));
-        out = undefined;
+  const take = (value: Uint8Array) => {
+    if (out !== undefined && received + value.length > out.length) {
+      if (exact) {
+        throw new StorageError(
+          `${ctx.url} sent more than the ${out.length} bytes it announced; refusing the answer`,
+          { object: ctx.url },
+        );
       }
-      if (out !== undefined) {
-        out.set(value, received);
-      } else {
-        if (received + value.length > cap) throw tooLarge(undefined, cap, ctx);
-        chunks.push(value);
-      }
-      received += value.length;
+      chunks.push(out.subarray(0, received));
+      out = undefined;
     }
-  } catch (err) {
-    await reader.cancel().catch(() => {});
-    throw networkError(err, ctx);
+    if (out !== undefined) {
+      out.set(value, received);
+    } else {
+      if (received + value.length > cap) throw tooLarge(undefined, cap, ctx);
+      chunks.push(value);
+    }
+    received += value.length;
+  };
+  if (stream === undefined) {
+    // Node's client: each chunk copied into place as it arrives, no stream and no promise per chunk.
+    try {
+      await (res as ChunkedAnswer).eachChunk(take);
+    } catch (err) {
+      throw networkError(err, ctx);
+    }
+  } else {
+    const reader = stream.getReader();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        take(value);
+      }
+    } catch (err) {
+      await reader.cancel().catch(() => {});
+      throw networkError(err, ctx);
+    }
   }
   if (out !== undefined) {
     if (received !== out.length) throw truncated(received, out.length, ctx);
@@ -158,7 +209,7 @@ function tooLarge(size: number | undefined, cap: number, ctx: HttpReadContext): 
   );
 }
 
-function contentLength(res: Response): number | undefined {
+function contentLength(res: Answer): number | undefined {
   const v = res.headers.get("content-length");
   if (v === null || !/^\d+$/.test(v.trim())) return undefined;
   return Number(v);
@@ -190,7 +241,7 @@ function notSatisfiable(range: RangeQuery, total: number | undefined, ctx: HttpR
 
 /** Builds the error for an unexpected status, with the server's own explanation when it gave one. */
 export async function statusError(
-  res: Response,
+  res: Answer,
   method: string,
   ctx: HttpReadContext,
 ): Promise<HttpStatusError> {
@@ -231,7 +282,7 @@ function errorCode(text: string): string | undefined {
   return /<Code>([^<]*)<\/Code>/.exec(text)?.[1];
 }
 
-function statusErrorFrom(res: Response, text: string, method: string, ctx: HttpReadContext): HttpStatusError {
+function statusErrorFrom(res: Answer, text: string, method: string, ctx: HttpReadContext): HttpStatusError {
   const code = errorCode(text);
   const message = /<Message>([^<]*)<\/Message>/.exec(text)?.[1];
   const detail = printableExcerpt(code !== undefined ? `${code}${message ? `: ${message}` : ""}` : text);
@@ -252,7 +303,7 @@ function statusErrorFrom(res: Response, text: string, method: string, ctx: HttpR
  * missing key (`NoSuchKey`) and a missing bucket (`NoSuchBucket`); the latter is a
  * configuration error that must not pass for an absent object.
  */
-async function reallyMissing(res: Response, method: string, ctx: HttpReadContext): Promise<void> {
+async function reallyMissing(res: Answer, method: string, ctx: HttpReadContext): Promise<void> {
   if (ctx.notMissingCodes === undefined || method === "HEAD") {
     await res.body?.cancel().catch(() => {});
     return;
@@ -371,7 +422,7 @@ function httpDate(v: string | null): number | undefined {
  * come with the very bytes they describe, so no request is added and no race is possible.
  * Both have a resolution of one second: a change within the same second is not seen.
  */
-async function checkUnchanged(res: Response, ctx: HttpReadContext): Promise<void> {
+async function checkUnchanged(res: Answer, ctx: HttpReadContext): Promise<void> {
   if (ctx.onInfo === undefined && ctx.unchangedSince === undefined) return;
   const changed = httpDate(res.headers.get("last-modified"));
   const readAt = httpDate(res.headers.get("date"));
@@ -392,7 +443,7 @@ export function versionContext(
   return { unchangedSince: opts?.unchangedSince, onInfo: opts?.onInfo };
 }
 
-function totalFrom416(res: Response): number | undefined {
+function totalFrom416(res: Answer): number | undefined {
   const m = /\/(\d+)\s*$/.exec(res.headers.get("content-range") ?? "");
   return m === null ? undefined : Number(m[1]);
 }
@@ -401,7 +452,7 @@ function rangeFits(range: RangeQuery, size: number): boolean {
   return "suffixLength" in range ? range.suffixLength <= size : range.offset + range.length <= size;
 }
 
-async function readPartial(res: Response, range: RangeQuery, ctx: HttpReadContext): Promise<Uint8Array> {
+async function readPartial(res: Answer, range: RangeQuery, ctx: HttpReadContext): Promise<Uint8Array> {
   const cr = parseContentRange(res.headers.get("content-range"));
   const fail = async (why: string) => {
     await res.body?.cancel().catch(() => {});

@@ -4,7 +4,6 @@ import type { FetchLike } from "./http-read.js";
 import { MemoryStore } from "./memory.js";
 import { withRetries } from "./retry.js";
 import { parseS3Url, S3Store, type S3StoreOptions } from "./s3.js";
-import { withStallTimeout } from "./stall.js";
 import type { Store } from "./types.js";
 
 /** Retries of a failed read (after the first attempt) of a store opened from an http(s) or s3 URL. */
@@ -17,12 +16,12 @@ export interface OpenStoreOptions {
   /** The fetch used by HTTP and S3 stores (default: the global one). */
   fetch?: FetchLike;
   /** HTTP(S) options (headers, missing statuses, the cap on ignored ranges). */
-  http?: Omit<HttpStoreOptions, "fetch">;
+  http?: Omit<HttpStoreOptions, "fetch" | "timeoutMs">;
   /**
    * S3 options (credentials, region, endpoint, multipart and paging settings). In the browser
    * nothing is read from the environment: pass credentials here, or none for a public bucket.
    */
-  s3?: Omit<S3StoreOptions, "bucket" | "prefix" | "fetch">;
+  s3?: Omit<S3StoreOptions, "bucket" | "prefix" | "fetch" | "timeoutMs">;
   /**
    * HTTP(S) and S3: how many times a read that failed for a transient reason (5xx, 429, a reset
    * connection, a cut body, a stall) is tried again, with exponential backoff and jitter (default
@@ -37,8 +36,14 @@ export interface OpenStoreOptions {
   timeoutMs?: number;
 }
 
-/** The network defaults over a remote store: a stall timeout on its fetch, retries around it. */
-function remote(opts: OpenStoreOptions, make: (fetch: FetchLike | undefined) => Store): Store {
+/** What a remote store is given: the caller's fetch (if any) and the stall timeout. */
+interface Client {
+  fetch?: FetchLike;
+  timeoutMs: number;
+}
+
+/** The network defaults over a remote store: a stall timeout on its requests, retries around it. */
+function remote(opts: OpenStoreOptions, make: (client: Client) => Store): Store {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_SECONDS * 1000;
   const retries = opts.retries ?? DEFAULT_RETRIES;
   if (!(timeoutMs >= 0) || !(retries >= 0) || !Number.isInteger(retries)) {
@@ -46,8 +51,7 @@ function remote(opts: OpenStoreOptions, make: (fetch: FetchLike | undefined) => 
       `openStore: retries must be a whole number >= 0 and timeoutMs a number >= 0, got ${retries} and ${timeoutMs}`,
     );
   }
-  const base = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
-  const store = make(timeoutMs > 0 ? withStallTimeout(base, timeoutMs) : opts.fetch);
+  const store = make({ ...(opts.fetch ? { fetch: opts.fetch } : {}), timeoutMs });
   return retries > 0 ? withRetries(store, { attempts: retries + 1 }) : store;
 }
 
@@ -63,12 +67,9 @@ export function openStore(url: string, opts: OpenStoreOptions = {}): Store {
   switch (scheme) {
     case "http":
     case "https":
-      return remote(opts, (fetch) => new HttpStore(url, { ...opts.http, ...(fetch ? { fetch } : {}) }));
+      return remote(opts, (client) => new HttpStore(url, { ...opts.http, ...client }));
     case "s3":
-      return remote(
-        opts,
-        (fetch) => new S3Store({ ...opts.s3, ...parseS3Url(url), ...(fetch ? { fetch } : {}) }),
-      );
+      return remote(opts, (client) => new S3Store({ ...opts.s3, ...parseS3Url(url), ...client }));
     case "memory":
       return new MemoryStore(url);
     default:

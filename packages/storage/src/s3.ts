@@ -1,3 +1,4 @@
+import { nodeGet } from "#http-get";
 import { objectAt, StorageError } from "./errors.js";
 import { DEFAULT_MAX_IGNORED_RANGE_BYTES } from "./http.js";
 import {
@@ -5,6 +6,7 @@ import {
   type FetchLike,
   type HttpReadContext,
   type KeyRead,
+  type NodeGet,
   networkError,
   readKey,
   statusError,
@@ -14,6 +16,7 @@ import { throwIfAborted } from "./range.js";
 import { multipartCopy, S3_MAX_COPY_OBJECT } from "./s3-copy.js";
 import { multipartUpload, multipartUploadParts } from "./s3-multipart.js";
 import { S3Signer } from "./sigv4.js";
+import { withStallTimeout } from "./stall.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
 import { child, childrenNamed, childText, parseXml } from "./xml.js";
 
@@ -46,8 +49,13 @@ export interface S3StoreOptions extends S3Connection {
   bucket: string;
   /** Key prefix inside the bucket under which this store lives (no leading `/`). */
   prefix?: string;
-  /** The fetch to use (default: the global one). */
+  /**
+   * The fetch to use. Default: the global one, except for reads (`get`, `getRange`, `getInto`)
+   * in Node, which go over node:http(s) with keep-alive connections (less CPU per byte).
+   */
   fetch?: FetchLike;
+  /** See {@link HttpStoreOptions.timeoutMs}: the stall timeout of every request (default none). */
+  timeoutMs?: number;
   /** Objects larger than this are uploaded in parts (default 64 MiB). */
   multipartThreshold?: number;
   /** Size of each part of a multipart upload (default 16 MiB; S3 requires at least 5 MiB). */
@@ -116,6 +124,9 @@ export class S3Store implements Store {
   readonly prefix: string;
   private readonly signer: S3Signer | undefined;
   private readonly fetch: FetchLike;
+  /** Node's client for reads, when no fetch was given (`#http-get`). */
+  private readonly nodeGet: NodeGet | undefined;
+  private readonly timeoutMs: number;
   private readonly bucketUrl: string;
   private readonly multipartThreshold: number;
   private readonly partSize: number;
@@ -164,7 +175,10 @@ export class S3Store implements Store {
         region,
       });
     }
-    this.fetch = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.timeoutMs = opts.timeoutMs ?? 0;
+    const fetch = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.fetch = this.timeoutMs > 0 ? withStallTimeout(fetch, this.timeoutMs) : fetch;
+    this.nodeGet = opts.fetch === undefined ? nodeGet : undefined;
     this.multipartThreshold = opts.multipartThreshold ?? 64 * 1024 * 1024;
     this.partSize = opts.partSize ?? 16 * 1024 * 1024;
     if (this.partSize < S3_MIN_PART_SIZE) {
@@ -300,11 +314,19 @@ export class S3Store implements Store {
     return readKey(key, undefined, opts, this.keyRead, allocate);
   }
 
-  /** A read of a key: a (signed) GET of its object. */
+  /** A read of a key: a (signed) GET of its object, by Node's client when there is one. */
   private readonly keyRead = (key: string, signal: AbortSignal | undefined): KeyRead => {
     const url = this.objectUrl(key);
+    const get = this.nodeGet;
     return {
-      send: (method, headers) => this.send(method, url, headers, undefined, signal),
+      send:
+        get === undefined
+          ? (method, headers) => this.send(method, url, headers, undefined, signal)
+          : async (method, headers) => {
+              if (this.signer === undefined) return get(url, method, headers, signal, this.timeoutMs);
+              const signed = await this.signer.sign(method, url, headers);
+              return get(signed.url, method, Object.fromEntries(signed.headers), signal, this.timeoutMs);
+            },
       ctx: this.ctx(url, key, signal),
     };
   };

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { gzipSync } from "node:zlib";
-import { HttpStatusError, HttpStore, isStorageError } from "@deltacells/storage";
+import { HttpStatusError, HttpStore, isStorageError, openStore, S3Store } from "@deltacells/storage";
 import { type RunningServer, startServe } from "../../../test-utils/servers.js";
 import { FaultProxy } from "./helpers/fault-proxy.js";
 
@@ -37,6 +37,19 @@ function startIgnoringServer(): Promise<Server> {
       const gz = gzipSync(JSON.stringify({ zarr_format: 3, pad: "x".repeat(1000) }));
       res.writeHead(200, { "content-length": String(gz.length), "content-encoding": "gzip" });
       res.end(gz);
+    } else if (req.url === "/bad.gz") {
+      const garbage = new Uint8Array(300).fill(7);
+      res.writeHead(200, { "content-length": String(garbage.length), "content-encoding": "gzip" });
+      res.end(garbage);
+    } else if (req.url === "/moved.bin") {
+      res.writeHead(302, { location: "/small.bin" });
+      res.end();
+    } else if (req.url === "/loop.bin") {
+      res.writeHead(307, { location: "/loop.bin" });
+      res.end();
+    } else if (req.url === "/cut-chunked.bin") {
+      res.writeHead(200); // no Content-Length: only the connection's end could tell the body is cut
+      res.write(big.subarray(0, 2500), () => res.socket?.destroy());
     } else if (req.url === "/chunked.bin") {
       res.writeHead(200); // no Content-Length: chunked
       res.write(big.subarray(0, 2500));
@@ -54,6 +67,8 @@ before(async () => {
   await mkdir(join(dir, "dïr ü"));
   await writeFile(join(dir, "data.bin"), data);
   await writeFile(join(dir, ODD_KEY), odd);
+  await mkdir(join(dir, "bkt"));
+  await writeFile(join(dir, "bkt", "data.bin"), data);
   serve = await startServe(dir);
   proxy = await FaultProxy.start(serve.url);
   ignoring = await startIgnoringServer();
@@ -296,5 +311,76 @@ describe("getInto: a whole object read into the caller's memory", () => {
     proxy.reset(["truncate"]);
     await assert.rejects(store.getInto("data.bin", l.allocate), isTag("Network"));
     proxy.reset();
+  });
+});
+
+describe("in Node, reads go over node:http(s), not the global fetch", () => {
+  /** Runs `body` with the global fetch counted; the count of its calls. */
+  async function countingGlobalFetch(body: () => Promise<void>): Promise<number> {
+    const real = globalThis.fetch;
+    let calls = 0;
+    globalThis.fetch = (input, init) => {
+      calls++;
+      return real(input, init);
+    };
+    try {
+      await body();
+    } finally {
+      globalThis.fetch = real;
+    }
+    return calls;
+  }
+
+  test("HTTP and S3 stores (signed or not) and openStore read every way without calling fetch", async () => {
+    const calls = await countingGlobalFetch(async () => {
+      const whole = new Uint8Array(data);
+      const http = new HttpStore(serve.url);
+      assert.deepEqual(await http.get("data.bin"), whole);
+      assert.deepEqual(await http.getRange("data.bin", { offset: 10, length: 20 }), whole.slice(10, 30));
+      assert.deepEqual(await http.getRange("data.bin", { suffixLength: 5 }), whole.slice(-5));
+      assert.deepEqual(await http.getInto("data.bin", (n) => new Uint8Array(n)), whole);
+      assert.equal(await http.get("nothing.bin"), undefined);
+      for (const s3 of [
+        new S3Store({ endpoint: serve.url, bucket: "bkt", signRequests: false }),
+        new S3Store({ endpoint: serve.url, bucket: "bkt", accessKeyId: "k", secretAccessKey: "s" }),
+      ]) {
+        assert.deepEqual(await s3.getInto("data.bin", (n) => new Uint8Array(n)), whole);
+        assert.deepEqual(await s3.getRange("data.bin", { offset: 99_990, length: 10 }), whole.slice(-10));
+      }
+      assert.deepEqual(await openStore(serve.url).get("data.bin"), whole);
+    });
+    assert.equal(calls, 0);
+  });
+
+  test("a fetch given to a store is still the one that reads", async () => {
+    let calls = 0;
+    const fetch = (input: string | Request, init?: RequestInit) => {
+      calls++;
+      return globalThis.fetch(input, init);
+    };
+    assert.deepEqual(await new HttpStore(serve.url, { fetch }).get("data.bin"), new Uint8Array(data));
+    assert.deepEqual(await openStore(serve.url, { fetch }).get("data.bin"), new Uint8Array(data));
+    const s3 = new S3Store({ endpoint: serve.url, bucket: "bkt", signRequests: false, fetch });
+    assert.deepEqual(await s3.getInto("data.bin", (n) => new Uint8Array(n)), new Uint8Array(data));
+    assert.equal(calls, 3);
+  });
+
+  test("redirects are followed as fetch follows them, up to 20", async () => {
+    const store = new HttpStore(ignoringUrl);
+    assert.deepEqual(await store.get("moved.bin"), new Uint8Array(data));
+    await assert.rejects(store.get("loop.bin"), isTag("Network"));
+  });
+
+  test("a gzip answer that does not decode is a Network error", async () => {
+    await assert.rejects(new HttpStore(ignoringUrl).get("bad.gz"), isTag("Network"));
+  });
+
+  test("a chunked body cut by the connection's end is a Network error, not a short object", async () => {
+    const store = new HttpStore(ignoringUrl);
+    await assert.rejects(store.get("cut-chunked.bin"), isTag("Network"));
+    await assert.rejects(
+      store.getInto("cut-chunked.bin", (n) => new Uint8Array(n)),
+      isTag("Network"),
+    );
   });
 });
