@@ -957,6 +957,9 @@ export class StreamWriter {
       ahead = index + 1 < batches.length ? segment(batches[index + 1] as Batch) : undefined;
       if (current === undefined) continue;
       const [segmentVals, codes] = await current;
+      // A turn of the event loop every few segments: the store's writes and axis 0's closing
+      // (a chain of file operations, each started in a turn) go on while the range is assembled.
+      if (index % TURN_EVERY === TURN_EVERY - 1) await nextTurn();
       const n = codes.length;
       const row0 = batch.row0;
       if (whole) {
@@ -1045,6 +1048,9 @@ class Assemblies<T> {
     };
   }
 }
+
+/** Batch segments assembled between two turns of the event loop. */
+const TURN_EVERY = 4;
 
 /** Resolves in a later task (setImmediate, else a message), after the I/O callbacks waiting. */
 function nextTurn(): Promise<void> {
