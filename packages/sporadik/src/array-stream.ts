@@ -190,8 +190,26 @@ export class ArrayWriter {
   /**
    * Append `values` (of this array's type). Resolves once they are copied (into a chunk, a spool,
    * or an object's write-behind queue): the caller may reuse their memory; writes may still run.
+   *
+   * With `release`, the caller lends `values` instead: an object written in parts queues them
+   * uncopied and calls `release` once the store is done with them (written, or the object
+   * failed or was dropped); any other array copies them and calls `release` before resolving.
+   * `release` is called exactly once; the caller leaves `values` untouched until then.
    */
-  async append(values: NumericArray): Promise<void> {
+  async append(values: NumericArray, release?: () => void): Promise<void> {
+    if (values.length === 0 || this.#direct === undefined || release === undefined) {
+      try {
+        await this.#append(values);
+      } finally {
+        release?.();
+      }
+      return;
+    }
+    this.length += values.length;
+    return this.#direct.lend(bytesOf(values), release);
+  }
+
+  async #append(values: NumericArray): Promise<void> {
     if (values.length === 0) return;
     this.length += values.length;
     // Copied into the object's write-behind queue (or parked): the caller's memory is free on return.
@@ -363,8 +381,11 @@ class DirectObject {
   #backlog: Promise<SpillFile> | undefined;
   #parked = 0;
   #handed = 0;
-  /** Pieces copied for the store once it started, in order; their bytes with the one being written. */
-  readonly #queue: Uint8Array[] = [];
+  /**
+   * Parts for the store once it started, in order: pieces copied (`release` undefined: recycled
+   * once written) or parts lent by the caller; their bytes with the one being written.
+   */
+  readonly #queue: { bytes: Uint8Array; size: number; release: (() => void) | undefined }[] = [];
   #queued = 0;
   readonly #piece: number;
   /** The store stopped asking for parts (it failed, or returned early). */
@@ -384,7 +405,16 @@ class DirectObject {
     this.#writing = store.setParts(key, byteLength, this.#parts()).catch((cause: unknown) => {
       this.#error = { cause };
       this.#release();
+      this.#giveBack();
     });
+  }
+
+  /** Hand the parts still queued back to their lenders: the store will not write them. */
+  #giveBack(): void {
+    for (const part of this.#queue.splice(0)) {
+      this.#queued -= part.size;
+      part.release?.();
+    }
   }
 
   /** Let a pusher waiting for room go on: the store took a piece, ended, or failed. */
@@ -416,10 +446,15 @@ class DirectObject {
         }
         const next = this.#queue.shift();
         if (next !== undefined) {
-          yield next;
-          // Resumed: the store asked for the next part, so this one is written or copied.
-          this.#queued -= next.buffer.byteLength;
-          if (next.buffer.byteLength === this.#piece) this.free.push(next.buffer as ArrayBuffer);
+          try {
+            yield next.bytes;
+          } finally {
+            // Resumed (the store asked for the next part, so this one is written or copied), or
+            // stopped: the part's memory goes back either way.
+            this.#queued -= next.size;
+            if (next.release !== undefined) next.release();
+            else if (next.size === this.#piece) this.free.push(next.bytes.buffer as ArrayBuffer);
+          }
           this.#release();
         } else if (this.#closed) return;
         else await new Promise<void>((resolve) => (this.#wake = resolve));
@@ -427,6 +462,7 @@ class DirectObject {
     } finally {
       this.#ended = true;
       this.#release();
+      this.#giveBack();
     }
   }
 
@@ -477,11 +513,52 @@ class DirectObject {
         const buffer = spare?.byteLength === size ? spare : new ArrayBuffer(size);
         const piece = new Uint8Array(buffer, 0, n);
         piece.set(bytes.subarray(at, at + n));
-        this.#queue.push(piece);
+        this.#queue.push({ bytes: piece, size, release: undefined });
         this.#queued += size;
         at += n;
         this.#wake?.();
       }
+    } finally {
+      this.#pushing = false;
+    }
+  }
+
+  /**
+   * Queue `bytes` uncopied (lent: `release` is called once the store is done with them, or will
+   * never write them); before the store started, they are parked as {@link push} parks them
+   * (copied) and released at once. Resolves once queued: the caller may go on computing.
+   */
+  async lend(bytes: Uint8Array, release: () => void): Promise<void> {
+    if (!this.#started || this.#pushing) {
+      try {
+        await this.push(bytes);
+      } finally {
+        release();
+      }
+      return;
+    }
+    this.#pushing = true;
+    try {
+      if (this.#error !== undefined) {
+        release();
+        this.#check();
+      }
+      const size = bytes.byteLength;
+      while (
+        !this.#ended &&
+        this.#error === undefined &&
+        this.#queued > 0 &&
+        this.#queued + size > this.writeBehind
+      ) {
+        await new Promise<void>((resolve) => (this.#room = resolve));
+      }
+      if (this.#ended || this.#error !== undefined) {
+        release();
+        await this.#stopped();
+      }
+      this.#queue.push({ bytes, size, release });
+      this.#queued += size;
+      this.#wake?.();
     } finally {
       this.#pushing = false;
     }

@@ -480,18 +480,69 @@ export class StreamWriter {
     const offsets = this.#axis0 ? new Float64Array(lead ? nRows + 1 : nRows) : undefined;
     if (offsets && lead) offsets[0] = 0;
     this.#indptrStarted ||= lead;
-    if (this.#axis0) {
-      // Axis 0's values and columns first (they need no pass over the rows): their chunks
-      // compress, or their parts are written, while the rows are checked and batched below. A
-      // block refused there leaves chunks but no block, like any failed write.
-      const { data: dataOut, indices: indicesOut } = this.#axis0;
-      await dataOut.append(data.subarray(base, end));
-      const slice = indices.subarray(base, end);
-      if (indicesOut instanceof DeferredArray) await indicesOut.append(asInt32(slice));
-      else await indicesOut.append(indicesOut.dtype === "int32" ? asInt32(slice) : toBig(slice));
-    }
     // Axis 1 takes the rows in batches of about a frame (the spill's scratch); axis 0 alone, at once.
     const spilling = this.#counts !== undefined;
+    // Parts of the caller's block lent to axis 0's objects (written in parts), each resolved once
+    // the store is done with it: awaited before this call returns, so the caller's memory is free then.
+    const lent: Promise<void>[] = [];
+    try {
+      if (this.#axis0)
+        await this.#appendAxis0(this.#axis0, data, indices, base, end, spilling ? lent : undefined);
+      await this.#batchRows(block, base, spilling, rowMax, offsets, lead);
+    } finally {
+      await Promise.all(lent);
+    }
+    if (this.#axis0) {
+      const { indptr: indptrOut, maxima } = this.#axis0;
+      const offs = offsets as Float64Array;
+      if (indptrOut instanceof DeferredArray) await indptrOut.append(offs);
+      else await indptrOut.append(narrow(offs, indptrOut.dtype as "int32" | "int64"));
+      if (maxima && rowMax) await maxima.append(rowMax);
+    }
+    this.#rows += nRows;
+    this.#nnz += end - base;
+    this.#options.onProgress?.({ phase: "rows", done: this.#rows, total: this.#nRows });
+  }
+
+  /**
+   * Axis 0's values and columns of a block (they need no pass over the rows), before the rows are
+   * checked and batched: their chunks compress, or their parts are written, meanwhile. A block
+   * refused there leaves chunks but no block, like any failed write. With `lent`, the block's
+   * memory is lent to objects written in parts (no copy; the batching reads it as the store
+   * writes it) and `lent` gets the promise of each part's release.
+   */
+  async #appendAxis0(
+    arrays: LayoutArrays,
+    data: NumericArray,
+    indices: Int32Array | Uint32Array,
+    base: number,
+    end: number,
+    lent: Promise<void>[] | undefined,
+  ): Promise<void> {
+    const lend = () => {
+      if (lent === undefined) return undefined;
+      let release = () => {};
+      lent.push(new Promise<void>((resolve) => (release = resolve)));
+      return release;
+    };
+    const { data: dataOut, indices: indicesOut } = arrays;
+    await dataOut.append(data.subarray(base, end), lend());
+    const slice = indices.subarray(base, end);
+    if (indicesOut instanceof DeferredArray) await indicesOut.append(asInt32(slice));
+    else if (indicesOut.dtype === "int32") await indicesOut.append(asInt32(slice), lend());
+    else await indicesOut.append(toBig(slice));
+  }
+
+  /** Check and batch the rows of a block (see {@link #take}), for axis 1 in batches of about a frame. */
+  async #batchRows(
+    block: RowBlock,
+    base: number,
+    spilling: boolean,
+    rowMax: NumericArray | undefined,
+    offsets: Float64Array | undefined,
+    lead: boolean,
+  ): Promise<void> {
+    const { nRows, indptr, indices, data } = block;
     for (let r = 0; r < nRows; ) {
       let r1 = nRows;
       if (spilling) {
@@ -504,17 +555,9 @@ export class StreamWriter {
       this.#take(indptr, indices, data, r, r1, base, rowMax, offsets, lead ? 1 : 0);
       if (spilling) await this.#spillBatch(indptr, indices, data, r, r1);
       r = r1;
+      // The store's writes (axis 0's parts, the spill) go on only in the event loop's turns.
+      await nextTurn();
     }
-    if (this.#axis0) {
-      const { indptr: indptrOut, maxima } = this.#axis0;
-      const offs = offsets as Float64Array;
-      if (indptrOut instanceof DeferredArray) await indptrOut.append(offs);
-      else await indptrOut.append(narrow(offs, indptrOut.dtype as "int32" | "int64"));
-      if (maxima && rowMax) await maxima.append(rowMax);
-    }
-    this.#rows += nRows;
-    this.#nnz += end - base;
-    this.#options.onProgress?.({ phase: "rows", done: this.#rows, total: this.#nRows });
   }
 
   /**
@@ -830,15 +873,22 @@ export class StreamWriter {
         lo = hi;
       }
     }
-    const assembly = { rows: new Uint32Array(room), vals: new Ctor(room) };
+    // Two assembly buffers, taken in turn: a range assembled in one is lent to the store (written
+    // from there, not copied into write-behind pieces) while the next is assembled in the other.
+    const assemblies = new Assemblies(2, () => ({ rows: new Uint32Array(room), vals: new Ctor(room) }));
     for (const { block, lo, hi, total, last } of ranges) {
       if (total > 0) {
+        const assembly = await assemblies.take();
         const [rows, vals] = await this.#assemble(block, lo, hi, total, Ctor, assembly);
         arrays ??= await open();
-        await arrays.data.append(vals);
-        await arrays.indices.append(
-          width === "int32" ? new Int32Array(rows.buffer, rows.byteOffset, rows.length) : toBig(rows),
-        );
+        const lent = width === "int32" ? 2 : 1;
+        const release = assemblies.lend(assembly, lent);
+        await arrays.data.append(vals, release);
+        if (width === "int32")
+          await arrays.indices.append(new Int32Array(rows.buffer, rows.byteOffset, rows.length), release);
+        else await arrays.indices.append(toBig(rows));
+        // A turn of the event loop: the store starts the next writes before the next assembly.
+        await nextTurn();
       }
       if (last) this.#options.onProgress?.({ phase: "columns", done: hi, total: this.#nCols });
     }
@@ -907,6 +957,9 @@ export class StreamWriter {
       ahead = index + 1 < batches.length ? segment(batches[index + 1] as Batch) : undefined;
       if (current === undefined) continue;
       const [segmentVals, codes] = await current;
+      // A turn of the event loop every few segments: the store's writes and axis 0's closing
+      // (a chain of file operations, each started in a turn) go on while the range is assembled.
+      if (index % TURN_EVERY === TURN_EVERY - 1) await nextTurn();
       const n = codes.length;
       const row0 = batch.row0;
       if (whole) {
@@ -958,6 +1011,62 @@ export class StreamWriter {
       new Uint32Array(codeBytes.buffer, codeBytes.byteOffset, n),
     ];
   }
+}
+
+/**
+ * At most `most` assembly buffers, made on demand: {@link take} waits for one lent to the store to
+ * come back once all are made. A buffer lent in `parts` parts is back when each has been released.
+ */
+class Assemblies<T> {
+  readonly #free: T[] = [];
+  #made = 0;
+  #waiting: (() => void)[] = [];
+  constructor(
+    readonly most: number,
+    readonly make: () => T,
+  ) {}
+
+  async take(): Promise<T> {
+    for (;;) {
+      const free = this.#free.pop();
+      if (free !== undefined) return free;
+      if (this.#made < this.most) {
+        this.#made++;
+        return this.make();
+      }
+      await new Promise<void>((wake) => this.#waiting.push(wake));
+    }
+  }
+
+  /** The release of `buffer`'s `parts` parts (called once each). */
+  lend(buffer: T, parts: number): () => void {
+    let out = parts;
+    return () => {
+      if (--out > 0) return;
+      this.#free.push(buffer);
+      this.#waiting.shift()?.();
+    };
+  }
+}
+
+/** Batch segments assembled between two turns of the event loop. */
+const TURN_EVERY = 4;
+
+/** Resolves in a later task (setImmediate, else a message), after the I/O callbacks waiting. */
+function nextTurn(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const immediate = (globalThis as { setImmediate?: (f: () => void) => unknown }).setImmediate;
+    if (immediate !== undefined) {
+      immediate(resolve);
+      return;
+    }
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => {
+      channel.port1.close();
+      resolve();
+    };
+    channel.port2.postMessage(undefined);
+  });
 }
 
 /** Where a batch of `n` values of `width` bytes has its codes: after the values, 4-byte aligned. */

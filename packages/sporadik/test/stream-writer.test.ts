@@ -376,14 +376,15 @@ test("an object written in parts takes each part from the caller's memory only u
   const m = randomCsr(90, 25, 0.3, 15);
   const reference = new MemoryStore();
   await writeStore(reference, layoutsOf(m, [0, 1]), { byteAddressable: true });
-  // A store that copies each part a turn of the event loop after it got it, as a file write does.
+  // A store that copies each part three turns of the event loop after it got it, as a file write
+  // does (which may take several).
   const streamed = new MemoryStore();
   const store = Object.assign(streamed, {
     async setParts(key: string, byteLength: number, parts: AsyncIterable<Uint8Array>): Promise<void> {
       const whole = new Uint8Array(byteLength);
       let at = 0;
       for await (const part of parts) {
-        await new Promise<void>((resolve) => setImmediate(resolve));
+        for (let turn = 0; turn < 3; turn++) await new Promise<void>((resolve) => setImmediate(resolve));
         whole.set(part, at);
         at += part.byteLength;
       }
@@ -411,6 +412,35 @@ test("an object written in parts takes each part from the caller's memory only u
     shape: [m.nRows, m.nCols],
     byteAddressable: true,
     nnz: m.data.length,
+  });
+  assertSameObjects(streamed, reference);
+});
+
+test("axis 1's ranges lent from two assembly buffers to a lagging store keep their bytes", async () => {
+  // Many small ranges (assembly of 12 nonzeros), each written turns after the store got it: an
+  // assembly buffer reused before the store took the range lent from it would corrupt the object.
+  const m = randomCsr(70, 40, 0.3, 23);
+  const reference = new MemoryStore();
+  await writeStore(reference, layoutsOf(m, [1]), { byteAddressable: true });
+  const streamed = new MemoryStore();
+  const store = Object.assign(streamed, {
+    async setParts(key: string, byteLength: number, parts: AsyncIterable<Uint8Array>): Promise<void> {
+      const whole = new Uint8Array(byteLength);
+      let at = 0;
+      for await (const part of parts) {
+        for (let turn = 0; turn < 3; turn++) await new Promise<void>((resolve) => setImmediate(resolve));
+        whole.set(part, at);
+        at += part.byteLength;
+      }
+      await streamed.set(key, whole);
+    },
+  });
+  await writeStoreFromRows(store, blocksOf(m, 16), {
+    shape: [m.nRows, m.nCols],
+    axes: [1],
+    byteAddressable: true,
+    nnz: m.data.length,
+    assembly: 12,
   });
   assertSameObjects(streamed, reference);
 });
@@ -528,12 +558,15 @@ function gatedStore(failOn?: { key: string; part: number }) {
   let allowed = 0;
   let wake: (() => void) | undefined;
   const taken: string[] = [];
+  /** The parts as the store was given them (not copies). */
+  const given: Uint8Array[] = [];
   const store = Object.assign(inner, {
     async setParts(key: string, byteLength: number, parts: AsyncIterable<Uint8Array>): Promise<void> {
       const whole = new Uint8Array(byteLength);
       let at = 0;
       let index = 0;
       for await (const part of parts) {
+        given.push(part);
         while (allowed === 0) await new Promise<void>((resolve) => (wake = resolve));
         allowed--;
         // Keys come with the store's leading slash.
@@ -550,6 +583,7 @@ function gatedStore(failOn?: { key: string; part: number }) {
   return {
     store,
     taken,
+    given,
     allow(n: number) {
       allowed += n;
       wake?.();
@@ -605,6 +639,49 @@ test("parts are copied ahead of a busy store, up to the write-behind allowance, 
     [...new Int32Array(bytes.buffer, bytes.byteOffset, 12)],
     [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
   );
+});
+
+/** Turns of the event loop until `done()` holds, at most `most`; whether it held. */
+async function turnsUntil(done: () => boolean, most = 1000): Promise<boolean> {
+  for (let turn = 0; turn < most && !done(); turn++)
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  return done();
+}
+
+test("a part lent to an object written in parts is written from the lender's memory, given back once taken", async () => {
+  const gated = gatedStore();
+  const array = new ArrayWriter(byteAddressableContext(gated.store, 1 << 20), "a", "int32", 6);
+  let released = 0;
+  const first = Int32Array.of(1, 2, 3);
+  await array.append(first, () => released++);
+  assert.equal(released, 0, "queued uncopied: still lent while the store has not taken it");
+  assert.equal(gated.given[0]?.buffer, first.buffer, "the store is given the lender's memory");
+  gated.allow(1);
+  assert.ok(await turnsUntil(() => released === 1), "given back once the store asked for the next part");
+  first.fill(-1);
+  const second = Int32Array.of(4, 5, 6);
+  await array.append(second, () => released++);
+  gated.allow(Number.POSITIVE_INFINITY);
+  await array.end();
+  await array.finish();
+  assert.equal(released, 2, "each part given back once");
+  const bytes = (await gated.store.get("a/c/0")) as Uint8Array;
+  assert.deepEqual([...new Int32Array(bytes.buffer, bytes.byteOffset, 6)], [1, 2, 3, 4, 5, 6]);
+});
+
+test("a store failing gives back the parts lent to it, and the next lent part is refused and given back", async () => {
+  const gated = gatedStore({ key: "a/c/0", part: 0 });
+  const array = new ArrayWriter(byteAddressableContext(gated.store, 1 << 20), "a", "int32", 6);
+  let released = 0;
+  await array.append(Int32Array.of(1, 2, 3), () => released++);
+  gated.allow(Number.POSITIVE_INFINITY);
+  assert.ok(await turnsUntil(() => released === 1), "the failed store's part is given back");
+  await assert.rejects(
+    array.append(Int32Array.of(4, 5, 6), () => released++),
+    /disk full \(test\)/,
+  );
+  assert.equal(released, 2, "a part refused is given back too");
+  assert.equal(await gated.store.get("a/c/0"), undefined, "nothing landed under the key");
 });
 
 test("a store failing on a queued part fails the append waiting for room with the store's error", async () => {
