@@ -12,6 +12,7 @@
  * complete new one under the staging prefix. See docs/deltacells-dataset.md.
  */
 import { randomBytes } from "node:crypto";
+import { rmSync } from "node:fs";
 import { mkdir, rename, rm, rmdir, stat } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { RangeQuery, StatsStore, Store, StoreOptions } from "@deltacells/storage";
@@ -175,6 +176,25 @@ async function checkedTarget(
     // A folder keeps the empty directories a key-by-key delete leaves.
     if (outPath !== undefined) await rm(resolve(outPath, prefix), { recursive: true, force: true });
   };
+  /** Set once the staged objects start moving into place: from then on the staging prefix may hold the only complete copy. */
+  let moving = false;
+  /**
+   * A process that ends while the conversion runs (Ctrl-C or SIGTERM: the lock's and the sporadik
+   * spill's handlers end it with `process.exit`) says in one line what it left, and in a folder
+   * removes the unfinished staging, which could be as large as the new data. Synchronously: `exit`
+   * allows nothing else. Once moving, the staging is kept (it is the new data) and the next
+   * conversion into the target removes it.
+   */
+  const onExit = () => {
+    if (!moving && outPath !== undefined) rmSync(resolve(outPath, prefix), { recursive: true, force: true });
+    const left = moving
+      ? `stopped while moving the new data into ${output}: the complete new one is under ${prefix}/; run the same conversion again`
+      : existing.length > 0
+        ? `stopped before the new data was complete: ${output} is as it was`
+        : `stopped before the new data was complete: what ${output} holds is unfinished, and readers refuse it`;
+    process.stderr.write(`deltacells convert: ${left}\n`);
+  };
+  process.once("exit", onExit);
   return {
     store,
     staging,
@@ -189,6 +209,7 @@ async function checkedTarget(
           object: `${staging.url}/${last}`,
         });
       }
+      moving = true;
       for (const key of COMPLETION_KEYS) if (existing.includes(key)) await store.delete(key);
       let bytes = 0;
       const move = async (key: string) => {
@@ -251,7 +272,15 @@ async function checkedTarget(
       return bytes;
     },
     abandon: removeStaging,
-    lock,
+    // The conversion's own release, when it ended however it ended; the signal handlers release
+    // the lock itself, so that an interrupted run still says what it left.
+    lock: {
+      ...lock,
+      release: async () => {
+        process.off("exit", onExit);
+        await lock.release();
+      },
+    },
     removedTempFiles,
   };
 }

@@ -146,6 +146,28 @@ test("Ctrl-C (SIGINT) removes the lock", async () => {
   assert.ok(!existsSync(lock));
 });
 
+test("Ctrl-C during an --overwrite conversion: one line says the old dataset is as it was, and the unfinished staging is gone", async () => {
+  const out = join(tempDir(), "ds");
+  const first = await cli("convert", "data/10x-v3-chr21/filtered_feature_bc_matrix", out, "--quiet");
+  assert.equal(first.code, 0, first.stderr);
+  const before = (await readdir(out, { recursive: true })).sort();
+  const input = gatedInput();
+  const run = start("convert", input.dir, out, "--overwrite", "--tile-size", "16", "--quiet");
+  await input.reading();
+  run.child.kill("SIGINT");
+  while (existsSync(join(out, ".deltacells-lock"))) await new Promise((r) => setTimeout(r, 10));
+  input.release();
+  const r = await run.done;
+  assert.equal(r.code, 130, r.stderr);
+  assert.equal(
+    r.stderr,
+    `deltacells convert: stopped before the new data was complete: ${out} is as it was\n`,
+  );
+  assert.deepEqual((await readdir(out, { recursive: true })).sort(), before, "no staging folder is left");
+  const valid = await cli("validate", out);
+  assert.equal(valid.code, 0, valid.stdout + valid.stderr);
+});
+
 test("a killed conversion's lock is reported as stale and broken with --break-lock; temp files and staging go", async () => {
   const out = join(tempDir(), "ds");
   const lock = join(out, ".deltacells-lock");
