@@ -349,6 +349,13 @@ const PIECE = 16 << 20;
 /** Parts below this are copied to a buffer of their own size, not to a recycled piece. */
 const SMALL_PIECE = 64 << 10;
 
+/** A part queued for an object written in parts: a piece copied (`release` undefined) or lent. */
+interface Part {
+  bytes: Uint8Array;
+  size: number;
+  release: (() => void) | undefined;
+}
+
 /**
  * One object being written in parts: {@link push} copies each part into a queue of pieces (16 MiB
  * buffers recycled once the store is done with them, at most `writeBehind` bytes queued or being
@@ -385,7 +392,12 @@ class DirectObject {
    * Parts for the store once it started, in order: pieces copied (`release` undefined: recycled
    * once written) or parts lent by the caller; their bytes with the one being written.
    */
-  readonly #queue: { bytes: Uint8Array; size: number; release: (() => void) | undefined }[] = [];
+  readonly #queue: Part[] = [];
+  /**
+   * The part the store holds (yielded, not yet asked past): given back once, when the store asks
+   * for the next, stops, or fails (a store may reject with its iterator left open).
+   */
+  #out: Part | undefined;
   #queued = 0;
   readonly #piece: number;
   /** The store stopped asking for parts (it failed, or returned early). */
@@ -406,6 +418,13 @@ class DirectObject {
       this.#error = { cause };
       this.#release();
       this.#giveBack();
+      // The store is done with the part it held: a lent one goes back, a copy is dropped.
+      const out = this.#out;
+      this.#out = undefined;
+      if (out !== undefined) {
+        this.#queued -= out.size;
+        out.release?.();
+      }
     });
   }
 
@@ -446,14 +465,18 @@ class DirectObject {
         }
         const next = this.#queue.shift();
         if (next !== undefined) {
+          this.#out = next;
           try {
             yield next.bytes;
           } finally {
             // Resumed (the store asked for the next part, so this one is written or copied), or
-            // stopped: the part's memory goes back either way.
-            this.#queued -= next.size;
-            if (next.release !== undefined) next.release();
-            else if (next.size === this.#piece) this.free.push(next.bytes.buffer as ArrayBuffer);
+            // stopped: the part's memory goes back either way (unless the store's failure did).
+            if (this.#out === next) {
+              this.#out = undefined;
+              this.#queued -= next.size;
+              if (next.release !== undefined) next.release();
+              else if (next.size === this.#piece) this.free.push(next.bytes.buffer as ArrayBuffer);
+            }
           }
           this.#release();
         } else if (this.#closed) return;

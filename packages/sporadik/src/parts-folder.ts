@@ -220,11 +220,6 @@ export function withFileParts<S extends WritableStore>(
     }
   };
   /**
-   * One sync of the file system of `dirs` for `files` (true when it succeeded), then a check that
-   * each file is still in its folder: a file removed before it was synced fails the flush, as its
-   * own sync would have.
-   */
-  /**
    * One sync of the file system of each of `dirs` (true when it succeeded). One folder per file
    * system: each `syncfs` flushes the device's cache even with nothing left to write (measured:
    * 5 ms each, 0.1 s for a store's 20 folders). A folder that cannot be looked at leaves it to the
@@ -260,6 +255,11 @@ export function withFileParts<S extends WritableStore>(
         early = undefined;
       });
   };
+  /**
+   * One sync of the file system of `dirs` for `files` (true when it succeeded), then a check that
+   * each file is still in its folder: a file removed before it was synced fails the flush, as its
+   * own sync would have.
+   */
   const syncSystem = async (files: readonly string[], dirs: readonly string[]): Promise<boolean> => {
     if (!(await syncFileSystems(dirs))) return false;
     // Every folder listed at once (not one after the other as the files reach it); the files are

@@ -684,6 +684,31 @@ test("a store failing gives back the parts lent to it, and the next lent part is
   assert.equal(await gated.store.get("a/c/0"), undefined, "nothing landed under the key");
 });
 
+test("a store failing without closing the parts it was given gives back the lent part it holds", async () => {
+  // The part handed out was given back only when the generator resumed or closed: a store that
+  // took it and rejected with its iterator left open kept it lent for ever (and a block lending
+  // its memory waited for it for ever).
+  let fail = () => {};
+  const failing = new Promise<void>((resolve) => (fail = resolve));
+  let took = false;
+  const store = Object.assign(new MemoryStore(), {
+    async setParts(_key: string, _byteLength: number, parts: AsyncIterable<Uint8Array>): Promise<void> {
+      took = (await parts[Symbol.asyncIterator]().next()).done === false;
+      await failing;
+      throw new Error("disk full (test)");
+    },
+  });
+  const array = new ArrayWriter(byteAddressableContext(store, 1 << 20), "a", "int32", 6);
+  let released = 0;
+  await array.append(Int32Array.of(1, 2, 3), () => released++);
+  assert.ok(await turnsUntil(() => took), "the store took the lent part");
+  assert.equal(released, 0, "still lent while the store holds it");
+  fail();
+  assert.ok(await turnsUntil(() => released === 1), "the failed store's part is given back");
+  await assert.rejects(array.end(), /disk full \(test\)/);
+  assert.equal(released, 1, "given back once");
+});
+
 test("a store failing on a queued part fails the append waiting for room with the store's error", async () => {
   const gated = gatedStore({ key: "a/c/0", part: 1 });
   const context = byteAddressableContext(gated.store, 8);
