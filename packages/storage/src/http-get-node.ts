@@ -2,8 +2,8 @@ import http from "node:http";
 import https from "node:https";
 import type { Readable } from "node:stream";
 import zlib from "node:zlib";
-import { StorageError } from "./errors.js";
 import type { ChunkedAnswer, NodeGet } from "./http-read.js";
+import { stallError } from "./stall.js";
 
 /**
  * Reads over node:http(s) instead of fetch (undici): a GET's body arrives as Buffers copied
@@ -72,19 +72,7 @@ function request(
       fail(why);
     };
     const onAbort = () => end(signal!.reason);
-    const timer =
-      timeoutMs > 0
-        ? setTimeout(
-            () =>
-              end(
-                new StorageError(
-                  `${url} sent nothing for ${timeoutMs / 1000} s: the server stalled (the limit is the stall timeout, timeoutMs)`,
-                  { tag: "Timeout", object: url },
-                ),
-              ),
-            timeoutMs,
-          )
-        : undefined;
+    const timer = timeoutMs > 0 ? setTimeout(() => end(stallError(url, timeoutMs)), timeoutMs) : undefined;
     const done = () => {
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);

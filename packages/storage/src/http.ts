@@ -1,6 +1,6 @@
 import { nodeGet } from "#http-get";
 import { objectAt, StorageError } from "./errors.js";
-import { encodeKeyPath, type FetchLike, type KeyRead, type NodeGet, readKey } from "./http-read.js";
+import { type ChunkedAnswer, encodeKeyPath, type FetchLike, type KeyRead, readKey } from "./http-read.js";
 import { normalizeKey } from "./keys.js";
 import { withStallTimeout } from "./stall.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
@@ -38,6 +38,32 @@ export interface HttpStoreOptions {
 /** Default cap on a whole-object answer to a range request. */
 export const DEFAULT_MAX_IGNORED_RANGE_BYTES = 16 * 1024 * 1024;
 
+/** A read by Node's client (`#http-get`) with the store's stall timeout bound. */
+export type ReadGet = (
+  url: string,
+  method: "GET" | "HEAD",
+  headers: Record<string, string>,
+  signal: AbortSignal | undefined,
+) => Promise<ChunkedAnswer>;
+
+/**
+ * How an HTTP or S3 store sends: `fetch` (the given one, else the global one) under the stall
+ * timeout `timeoutMs` (0 or none: no timeout), and for reads Node's client when no fetch was given
+ * (none in browsers), which applies the same timeout itself.
+ */
+export function remoteClients(opts: { fetch?: FetchLike | undefined; timeoutMs?: number | undefined }): {
+  fetch: FetchLike;
+  nodeGet: ReadGet | undefined;
+} {
+  const timeoutMs = opts.timeoutMs ?? 0;
+  const fetch = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  const get = opts.fetch === undefined ? nodeGet : undefined;
+  return {
+    fetch: timeoutMs > 0 ? withStallTimeout(fetch, timeoutMs) : fetch,
+    nodeGet: get && ((url, method, headers, signal) => get(url, method, headers, signal, timeoutMs)),
+  };
+}
+
 /**
  * A read-only store over HTTP(S) with Range requests: `get` is a GET, `getRange` a GET with
  * `Range: bytes=a-b` (or `bytes=-N` for a suffix). Browser-safe (in Node it reads with
@@ -49,8 +75,7 @@ export class HttpStore implements Store {
   private readonly base: string;
   private readonly fetch: FetchLike;
   /** Node's client for reads, when no fetch was given (`#http-get`). */
-  private readonly nodeGet: NodeGet | undefined;
-  private readonly timeoutMs: number;
+  private readonly nodeGet: ReadGet | undefined;
   private readonly headers: Record<string, string>;
   private readonly missing: ReadonlySet<number>;
   private readonly maxIgnoredRangeBytes: number;
@@ -58,10 +83,7 @@ export class HttpStore implements Store {
   constructor(url: string, opts: HttpStoreOptions = {}) {
     this.url = url;
     this.base = url.endsWith("/") ? url : `${url}/`;
-    this.timeoutMs = opts.timeoutMs ?? 0;
-    const fetch = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
-    this.fetch = this.timeoutMs > 0 ? withStallTimeout(fetch, this.timeoutMs) : fetch;
-    this.nodeGet = opts.fetch === undefined ? nodeGet : undefined;
+    ({ fetch: this.fetch, nodeGet: this.nodeGet } = remoteClients(opts));
     this.headers = { ...opts.headers };
     this.missing = new Set(opts.missingStatuses ?? [404, 410]);
     this.maxIgnoredRangeBytes = opts.maxIgnoredRangeBytes ?? DEFAULT_MAX_IGNORED_RANGE_BYTES;
@@ -99,7 +121,7 @@ export class HttpStore implements Store {
     return {
       send: (method, headers) => {
         const all = { ...this.headers, "accept-encoding": "identity", ...headers };
-        if (this.nodeGet !== undefined) return this.nodeGet(url, method, all, signal, this.timeoutMs);
+        if (this.nodeGet !== undefined) return this.nodeGet(url, method, all, signal);
         return this.fetch(url, { method, headers: all, signal: signal ?? null });
       },
       ctx: {

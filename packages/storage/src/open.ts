@@ -13,7 +13,10 @@ export const DEFAULT_TIMEOUT_SECONDS = 15;
 
 /** Options of {@link openStore}; each backend takes the part that concerns it. */
 export interface OpenStoreOptions {
-  /** The fetch used by HTTP and S3 stores (default: the global one). */
+  /**
+   * The fetch used by HTTP and S3 stores. Default: the global one, except for reads in Node,
+   * which go over node:http(s) (see {@link HttpStoreOptions.fetch}).
+   */
   fetch?: FetchLike;
   /** HTTP(S) options (headers, missing statuses, the cap on ignored ranges). */
   http?: Omit<HttpStoreOptions, "fetch" | "timeoutMs">;

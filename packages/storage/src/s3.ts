@@ -1,12 +1,10 @@
-import { nodeGet } from "#http-get";
 import { objectAt, StorageError } from "./errors.js";
-import { DEFAULT_MAX_IGNORED_RANGE_BYTES } from "./http.js";
+import { DEFAULT_MAX_IGNORED_RANGE_BYTES, type ReadGet, remoteClients } from "./http.js";
 import {
   encodeKeyPath,
   type FetchLike,
   type HttpReadContext,
   type KeyRead,
-  type NodeGet,
   networkError,
   readKey,
   statusError,
@@ -16,7 +14,6 @@ import { throwIfAborted } from "./range.js";
 import { multipartCopy, S3_MAX_COPY_OBJECT } from "./s3-copy.js";
 import { multipartUpload, multipartUploadParts } from "./s3-multipart.js";
 import { S3Signer } from "./sigv4.js";
-import { withStallTimeout } from "./stall.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
 import { child, childrenNamed, childText, parseXml } from "./xml.js";
 
@@ -125,8 +122,7 @@ export class S3Store implements Store {
   private readonly signer: S3Signer | undefined;
   private readonly fetch: FetchLike;
   /** Node's client for reads, when no fetch was given (`#http-get`). */
-  private readonly nodeGet: NodeGet | undefined;
-  private readonly timeoutMs: number;
+  private readonly nodeGet: ReadGet | undefined;
   private readonly bucketUrl: string;
   private readonly multipartThreshold: number;
   private readonly partSize: number;
@@ -175,10 +171,7 @@ export class S3Store implements Store {
         region,
       });
     }
-    this.timeoutMs = opts.timeoutMs ?? 0;
-    const fetch = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
-    this.fetch = this.timeoutMs > 0 ? withStallTimeout(fetch, this.timeoutMs) : fetch;
-    this.nodeGet = opts.fetch === undefined ? nodeGet : undefined;
+    ({ fetch: this.fetch, nodeGet: this.nodeGet } = remoteClients(opts));
     this.multipartThreshold = opts.multipartThreshold ?? 64 * 1024 * 1024;
     this.partSize = opts.partSize ?? 16 * 1024 * 1024;
     if (this.partSize < S3_MIN_PART_SIZE) {
@@ -323,9 +316,9 @@ export class S3Store implements Store {
         get === undefined
           ? (method, headers) => this.send(method, url, headers, undefined, signal)
           : async (method, headers) => {
-              if (this.signer === undefined) return get(url, method, headers, signal, this.timeoutMs);
+              if (this.signer === undefined) return get(url, method, headers, signal);
               const signed = await this.signer.sign(method, url, headers);
-              return get(signed.url, method, Object.fromEntries(signed.headers), signal, this.timeoutMs);
+              return get(signed.url, method, Object.fromEntries(signed.headers), signal);
             },
       ctx: this.ctx(url, key, signal),
     };

@@ -5,6 +5,14 @@ import { childController, raceAbort } from "./signals.js";
 /** Statuses whose answers have no body, which a `Response` refuses to be built with. */
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
+/** The transient `Timeout` error of a request to `url` that received nothing for `timeoutMs`. */
+export function stallError(url: string, timeoutMs: number): StorageError {
+  return new StorageError(
+    `${url} sent nothing for ${timeoutMs / 1000} s: the server stalled (the limit is the stall timeout, timeoutMs)`,
+    { tag: "Timeout", object: url },
+  );
+}
+
 /**
  * `fetch` with a stall timeout: a request fails with a transient `Timeout` error naming the URL
  * when no answer comes for `timeoutMs`, or when its body then stops for that long. A slow but
@@ -19,10 +27,7 @@ export function withStallTimeout(fetch: FetchLike, timeoutMs: number): FetchLike
     let stalled: StorageError | undefined;
     const arm = () =>
       setTimeout(() => {
-        stalled = new StorageError(
-          `${url} sent nothing for ${timeoutMs / 1000} s: the server stalled (the limit is the stall timeout, timeoutMs)`,
-          { tag: "Timeout", object: url },
-        );
+        stalled = stallError(url, timeoutMs);
         controller.abort(stalled);
       }, timeoutMs);
     let timer = init.body == null ? arm() : undefined;
