@@ -26,8 +26,11 @@ export type FileWrite = (key: string, write: (path: string) => Promise<number>) 
 
 /**
  * The inner store's optional methods, bound, or `undefined` where it lacks them: a wrapper has
- * them exactly when its inner store does, so callers that test for them (the dataset reader
- * for `getInto`, sporadik's writer for `setParts`) still find them through any stack of wrappers.
+ * `getInto` and `setParts` exactly when its inner store does, so callers that test for them (the
+ * dataset reader for `getInto`, sporadik's writer for `setParts`) still find them through any
+ * stack of wrappers. `setFile` is passed on by `withStats` only: the limit, retry and coalescing
+ * wrappers would have to count or retry a write they never see, so behind them sporadik's writer
+ * falls back to `set` (the same bytes, written from the main thread).
  */
 export function optionalMethods(store: AnyStore): {
   getInto?: GetInto;
