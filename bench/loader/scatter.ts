@@ -11,14 +11,11 @@
  *   node --import tsx --conditions=source bench/loader/scatter.ts DATASET [--reps 5]
  */
 import { parseArgs } from "node:util";
+import { copyRange } from "../../packages/deltacells/src/codec/copy.js";
 import { decodeTileSync } from "../../packages/deltacells/src/codec/decode.js";
 import { inspectTile } from "../../packages/deltacells/src/codec/layout.js";
 import { loadNativeKernel, nativeKernel } from "../../packages/deltacells/src/codec/native.js";
-import {
-  copyRange,
-  type ScatterTarget,
-  scatterTileSync,
-} from "../../packages/deltacells/src/codec/scatter.js";
+import { type ScatterTarget, scatterTileSync } from "../../packages/deltacells/src/codec/scatter.js";
 import { loadZstd } from "../../packages/deltacells/src/codec/zstd/load.js";
 import { openDataset } from "../../packages/deltacells/src/node.js";
 import { threadSched } from "../cpu.js";

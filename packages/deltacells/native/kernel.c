@@ -817,10 +817,11 @@ static napi_value renumber_js(napi_env env, napi_callback_info info) {
 }
 
 /*
- * copy(dst, at, src, s, e): dst[at + j - s] = src[j] for j in [s, e), both Int32Array or both
- * Float32Array (any memory, shared included). A plain memcpy: V8's TypedArray.set copies word by
- * word with relaxed atomics as soon as either side is a SharedArrayBuffer, about 3x slower here,
- * and the loader's rows all go into or come out of shared memory. Returns false on bad arguments.
+ * copy(dst, at, src, s, e): dst[at + j - s] = src[j] for j in [s, e), both Int32Array, both
+ * Float32Array or both Uint8Array (any memory, shared included). A plain memcpy: V8's
+ * TypedArray.set copies word by word with relaxed atomics as soon as either side is a
+ * SharedArrayBuffer, 1.7-3x slower here, and the loader's rows, the pool's tile bytes and its
+ * lent outputs all go into or come out of shared memory. Returns false on bad arguments.
  */
 static napi_value copy_js(napi_env env, napi_callback_info info) {
   size_t argc = 5;
@@ -831,7 +832,9 @@ static napi_value copy_js(napi_env env, napi_callback_info info) {
   size_t dlen, slen;
   void *dp, *sp;
   if (!get_array(env, a[0], &t1, &dlen, &dp) || !get_array(env, a[2], &t2, &slen, &sp)) return throw_bad(env);
-  if (t1 != t2 || (t1 != napi_int32_array && t1 != napi_float32_array)) return throw_bad(env);
+  if (t1 != t2 || (t1 != napi_int32_array && t1 != napi_float32_array && t1 != napi_uint8_array))
+    return throw_bad(env);
+  const size_t width = t1 == napi_uint8_array ? 1 : 4;
   double at_, s_, e_;
   CHECK(napi_get_value_double(env, a[1], &at_));
   CHECK(napi_get_value_double(env, a[3], &s_));
@@ -842,7 +845,7 @@ static napi_value copy_js(napi_env env, napi_callback_info info) {
     return r;
   }
   const size_t at = (size_t)at_, s = (size_t)s_, n = (size_t)e_ - s;
-  if (n > 0) memmove((int32_t *)dp + at, (const int32_t *)sp + s, n * 4);
+  if (n > 0) memmove((uint8_t *)dp + at * width, (const uint8_t *)sp + s * width, n * width);
   napi_value r;
   napi_get_boolean(env, 1, &r);
   return r;
@@ -1014,7 +1017,7 @@ NAPI_MODULE_INIT() {
   }
   /* The interface version: NATIVE_KERNEL_VERSION in src/codec/native/addon.ts. Raise both together
    * when a function's arguments or results change, so that a stale build is refused, not called. */
-  napi_value version = num(env, 2);
+  napi_value version = num(env, 3);
   napi_property_descriptor props[] = {
       {"version", NULL, NULL, NULL, NULL, version, napi_enumerable, NULL},
       {"gaps", NULL, gaps, NULL, NULL, NULL, napi_default, NULL},

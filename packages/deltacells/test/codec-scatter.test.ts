@@ -9,10 +9,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { createTilePool, decodeTile, encodeTile, isDeltacellsError } from "@deltacells/core";
+import { copyRange } from "../src/codec/copy.js";
 import { inspectTile } from "../src/codec/layout.js";
 import { createLocalDecoder } from "../src/codec/local-decoder.js";
 import { loadNativeKernel, nativeKernel, useNativeKernel } from "../src/codec/native.js";
-import { copyRange, type ScatterJob, scatterTileSync } from "../src/codec/scatter.js";
+import { type ScatterJob, scatterTileSync } from "../src/codec/scatter.js";
 import { loadZstd } from "../src/codec/zstd/load.js";
 import { prng, randomCsr } from "./codec-helpers.js";
 
@@ -155,6 +156,52 @@ test("refusals: a damaged tile (its CRC named) and slots outside their targets o
   assert.deepEqual([...small.indices], [0, 0, 0, 0], "nothing written out of bounds");
   // The kernel's memcpy refuses ranges outside either array.
   assert.throws(() => copyRange(new Int32Array(2), 1, Int32Array.of(1, 2, 3), 0, 2), RangeError);
+});
+
+test("copyRange copies bytes, ints and floats into and out of shared memory, natively and with set alike, and refuses a range that does not fit", async () => {
+  const kernel = await loadNativeKernel();
+  const shared = <T extends Int32Array | Float32Array | Uint8Array>(
+    make: (b: SharedArrayBuffer) => T,
+    n: number,
+    bytes: number,
+  ) => make(new SharedArrayBuffer(n * bytes));
+  const cases = [
+    [Uint8Array.from({ length: 1001 }, (_, i) => (i * 7) % 251), shared((b) => new Uint8Array(b), 1003, 1)],
+    [Int32Array.from({ length: 999 }, (_, i) => i * -3), shared((b) => new Int32Array(b), 1001, 4)],
+    [Float32Array.from({ length: 998 }, (_, i) => i / 3), shared((b) => new Float32Array(b), 1000, 4)],
+  ] as const;
+  for (const native of kernel === undefined ? [false] : [true, false]) {
+    useNativeKernel(native);
+    try {
+      for (const [src, dst] of cases) {
+        dst.fill(0);
+        copyRange(dst as Uint8Array, 2, src as Uint8Array, 5, src.length);
+        assert.deepEqual(
+          [...dst.subarray(2, 2 + src.length - 5)],
+          [...src.subarray(5)],
+          `${src.constructor.name} in`,
+        );
+        assert.deepEqual(
+          [dst[0], dst[1], dst[2 + src.length - 5]],
+          [0, 0, 0],
+          "nothing written outside the range",
+        );
+        const back = new (src.constructor as Uint8ArrayConstructor)(src.length);
+        copyRange(back, 0, dst as Uint8Array, 2, 2 + src.length - 5);
+        assert.deepEqual(
+          [...back.subarray(0, src.length - 5)],
+          [...src.subarray(5)],
+          `${src.constructor.name} out`,
+        );
+        assert.throws(
+          () => copyRange(dst as Uint8Array, dst.length - 1, src as Uint8Array, 0, 2),
+          RangeError,
+        );
+      }
+    } finally {
+      useNativeKernel(true);
+    }
+  }
 });
 
 test("the kernel's column map on the row copy gives the rows the JS renumbering gives (random tiles and maps)", async () => {

@@ -8,6 +8,7 @@
  */
 import { DeltacellsError } from "../errors.js";
 import { outsideColumnMap } from "./columns.js";
+import { copyRange } from "./copy.js";
 import { chunkContext, decodeChunksInto } from "./decode.js";
 import { corrupt, HEADER_SIZE, hex32 } from "./format.js";
 import { checksum, type TileLayout } from "./layout.js";
@@ -150,25 +151,6 @@ export function scatterTileSync(
     }
   }
   if (q < nSlots) throw badSlots(object, `row ${slots[3 * q]} beyond the tile's ${header.nCells} cells`);
-}
-
-/**
- * `dst[at ..] = src[s .. e)`: the native kernel's memcpy where there is one (V8's
- * `TypedArray#set` into shared memory copies word by word with atomics, ~3x slower), else `set`.
- */
-export function copyRange(
-  dst: Int32Array | Float32Array,
-  at: number,
-  src: Int32Array | Float32Array,
-  s: number,
-  e: number,
-): void {
-  const copy = nativeKernel()?.copy;
-  if (copy !== undefined && dst.constructor === src.constructor) {
-    if (!copy(dst, at, src, s, e)) throw new RangeError(`copy of [${s}, ${e}) to ${at} is out of range`);
-    return;
-  }
-  (dst as Int32Array).set((src as Int32Array).subarray(s, e), at);
 }
 
 function denseRow(

@@ -7,6 +7,7 @@
 import { isStorageError, type ObjectInfo, openStore, type ReadableStore } from "@deltacells/storage";
 import type { Vector } from "apache-arrow";
 import { checkColumns, permutationFault, renumberColumns } from "../codec/columns.js";
+import { copyRange } from "../codec/copy.js";
 import type { DecodedTile } from "../codec/decode.js";
 import { inspectTile, type TileLayout } from "../codec/layout.js";
 import { createLocalDecoder } from "../codec/local-decoder.js";
@@ -768,8 +769,8 @@ function concatRows(parts: DecodedTile[], nGenes: number, float: boolean): CellR
     const base = p.indptr[0]!;
     const end = p.indptr[p.nCells]!;
     for (let r = 1; r <= p.nCells; r++) indptr[row + r] = at + p.indptr[r]! - base;
-    indices.set(p.indices.subarray(base, end), at);
-    data.set(p.data.subarray(base, end), at);
+    copyRange(indices, at, p.indices, base, end);
+    copyRange(data, at, p.data, base, end);
     row += p.nCells;
     at += end - base;
   }

@@ -5,7 +5,7 @@
  * once, into reused scratch arrays, when the batches reach it.
  */
 
-import { copyRange } from "../codec/scatter.js";
+import { copyRange } from "../codec/copy.js";
 import { tileKey } from "../dataset/manifest.js";
 import type { Dataset } from "../dataset/reader.js";
 import type { BatchArrays } from "./batch.js";

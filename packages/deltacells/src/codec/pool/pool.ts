@@ -9,6 +9,7 @@
  */
 import { DeltacellsError } from "../../errors.js";
 import { checkColumns } from "../columns.js";
+import { copyRange } from "../copy.js";
 import { crc32Combine } from "../crc32.js";
 import {
   allocateOutput,
@@ -28,6 +29,7 @@ import {
 } from "../encode.js";
 import { corrupt, HEADER_SIZE, hex32 } from "../format.js";
 import { checksum, inspectTile, type TileLayout } from "../layout.js";
+import { loadNativeKernel } from "../native.js";
 import {
   BufferRecycler,
   canShareMemory,
@@ -60,11 +62,12 @@ export interface TilePool {
    * - `out` arrays on `SharedArrayBuffer`: the workers write straight into them.
    * - plain `out` arrays, the slow path: the workers decode into the pool's shared buffers and
    *   each part is copied into `out` on the calling thread as soon as it is decoded (workers
-   *   cannot write into memory that is not shared). That copy, 8 bytes per nonzero, costs the
-   *   calling thread c = 0.4-0.7 of what decoding costs a worker (d), and needs a core too: on
-   *   2 cores the pool then decodes at most 2d/(d+c), 1.2-1.43x as fast as one thread and as one
-   *   worker, where shared outputs approach 2x (bench/codec.ts prints c, d and the bound; the
-   *   figures are in bench/RESULTS.md). A warning says so once per process. When the decode
+   *   cannot write into memory that is not shared). That copy, 8 bytes per nonzero (a memcpy in
+   *   the native kernel under Node), costs the calling thread c = 0.3-0.4 of what decoding costs
+   *   a worker (d), and needs a core too: on 2 cores the pool then decodes at most 2d/(d+c),
+   *   1.45-1.55x as fast as one thread (measured 1.0-1.1x), where shared outputs approach 2x
+   *   (bench/codec.ts prints c, d and the bound; the figures are in bench/RESULTS.md). A warning
+   *   says so once per process. When the decode
    *   fails, `out` may hold part of the tile. `release()` does nothing.
    */
   decode(bytes: Uint8Array, opts?: DecodeOptions): Promise<RecycledTile>;
@@ -99,7 +102,7 @@ function warnPlainOut(): void {
   if (warnedPlainOut) return;
   warnedPlainOut = true;
   console.warn(
-    "deltacells: pool.decode(bytes, { out }) with plain (unshared) arrays: workers cannot write into them, so every tile is copied in on this thread, at about half the cost of decoding it (on 2 cores that caps the pool at about 1.2-1.4x one thread, against nearly 2x). For the fast path pass no `out` and release() each tile, or `out` arrays on SharedArrayBuffer (see createTilePool's TSDoc).",
+    "deltacells: pool.decode(bytes, { out }) with plain (unshared) arrays: workers cannot write into them, so every tile is copied in on this thread, at about a third of the cost of decoding it (on 2 cores the pool then decodes about as fast as one thread, against 1.4-1.9x with shared outputs). For the fast path pass no `out` and release() each tile, or `out` arrays on SharedArrayBuffer (see createTilePool's TSDoc).",
   );
 }
 
@@ -131,6 +134,9 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
     });
   }
   const host = startWorkerHost(threads);
+  // This thread copies tile bytes into shared memory (and parts out of it for plain outputs): with
+  // the kernel's memcpy, not `TypedArray#set`'s atomics (loading it is synchronous under Node).
+  void loadNativeKernel();
   // Shared memory is slow to allocate (~0.1 ms per 100 KB here) and slow to fault in: tile bytes
   // and outputs go through buffers kept for reuse.
   const inputs = new BufferRecycler((n) => new SharedArrayBuffer(n));
@@ -192,7 +198,7 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
       // Allocating shared memory is slow (~0.1 ms per 100 KB here): reuse it across decodes.
       input = inputs.acquire(bytes.length);
       src = new Uint8Array(input, 0, bytes.length);
-      src.set(bytes);
+      copyRange(src, 0, bytes, 0, bytes.length);
     }
     // Split only between workers that would otherwise idle: when the others are busy, one task
     // per tile is cheapest (it queues behind a worker's current job, see host.ts), and a part
@@ -229,8 +235,8 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
       if (given === undefined || !leased) return res;
       const from = plan[i]!.at;
       const to = plan[i + 1]?.at ?? nnz;
-      given.indices.set(target!.indices.subarray(from, to), from);
-      (given.data as Int32Array).set((target!.data as Int32Array).subarray(from, to), from);
+      copyRange(given.indices, from, target!.indices, from, to);
+      copyRange(given.data, from, target!.data, from, to);
       return res;
     };
     // Wait for every part, even after a failure, so that no worker still uses the leased buffers.
@@ -303,7 +309,7 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
     if (!(bytes.buffer instanceof SharedArrayBuffer)) {
       input = inputs.acquire(bytes.length);
       src = new Uint8Array(input, 0, bytes.length);
-      src.set(bytes);
+      copyRange(src, 0, bytes, 0, bytes.length);
     }
     try {
       await run(
