@@ -20,10 +20,13 @@
  *
  * Options: --reps N (medians of N runs), --only NAME, --tile-size CELLS (default: the dataset
  * writer's choice for the matrix, autoTileSize), --chunks N (8),
- * --wasm (zstddec instead of zstd-napi), --single-only (skip the pool rows: a quicker, steadier run). Set DELTACELLS_NATIVE=0 to measure the TypeScript loops.
+ * --wasm (zstddec instead of zstd-napi), --single-only (skip the pool rows: a quicker, steadier run),
+ * --scaling-seconds S (each run of bench/decode-loop.ts, one process alone and two at once, for
+ * the machine's own 2-core scaling line; 0 skips it). Set DELTACELLS_NATIVE=0 to measure the TypeScript loops.
  *
  * Encoded tiles are cached in bench/out/tiles-<name>/ (level 19 takes a while).
  */
+import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
@@ -58,6 +61,7 @@ const { values: args } = parseArgs({
     only: { type: "string" },
     "tile-size": { type: "string", default: "auto" },
     wasm: { type: "boolean", default: false },
+    "scaling-seconds": { type: "string", default: "3" },
     chunks: { type: "string", default: "8" },
     "single-only": { type: "boolean", default: false },
   },
@@ -92,6 +96,7 @@ async function tilesOf(
   level: number,
 ): Promise<{
   tiles: Uint8Array[];
+  dir: string;
   tileCells: number;
   nnz: number;
   nGenes: number;
@@ -134,7 +139,7 @@ async function tilesOf(
   const tiles = readdirSync(dir)
     .sort()
     .map((f) => new Uint8Array(readFileSync(join(dir, f))));
-  return { tiles, tileCells: TILE, nnz: meta.nnz, nGenes: meta.n_genes, csr: { indptr, indices, data } };
+  return { tiles, dir, tileCells: TILE, nnz: meta.nnz, nGenes: meta.n_genes, csr: { indptr, indices, data } };
 }
 
 /**
@@ -228,9 +233,33 @@ const collectGarbage: () => void = (() => {
  */
 const threadCpu = (): number => threadSched().cpu;
 
+/**
+ * The machine's own 2-core scaling of this decode: bench/decode-loop.ts run alone, then two of
+ * them at once (separate processes: no pool, no messages, no shared buffers), in turn `rounds`
+ * times; the median of (two processes' summed rate) / (one process's rate). What the pool's
+ * "vs 1 worker" and "vs this thread" ratios could reach at best on these cores at this time.
+ */
+async function machineScaling(dir: string, seconds: number, rounds = 3): Promise<number> {
+  const script = fileURLToPath(new URL("./decode-loop.ts", import.meta.url));
+  const run = () =>
+    new Promise<number>((resolve, reject) => {
+      execFile(process.execPath, [...process.execArgv, script, dir, String(seconds)], (err, stdout) => {
+        if (err) reject(err);
+        else resolve((JSON.parse(stdout) as { nnzPerSecond: number }).nnzPerSecond);
+      });
+    });
+  const ratios: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const one = await run();
+    const two = await Promise.all([run(), run()]);
+    ratios.push((two[0]! + two[1]!) / one);
+  }
+  return median(ratios);
+}
+
 async function bench(name: string) {
   const zstd = await loadZstd();
-  const { tiles, tileCells, nnz, nGenes, csr } = await tilesOf(name, 19);
+  const { tiles, dir: tilesDir, tileCells, nnz, nGenes, csr } = await tilesOf(name, 19);
   const layouts = tiles.map((t) => inspectTile(t));
   const maxNnz = Math.max(...layouts.map((l) => l.header.nnz));
   const maxCells = Math.max(...layouts.map((l) => l.header.nCells));
@@ -461,6 +490,11 @@ async function bench(name: string) {
     ] as const)
       console.log(
         `  goal, pool of 2 workers, ${how}: ${goal("vs 1 worker", ratio(k, one), 1.7)}; ${goal("vs this thread", ratio(k, "full"), 1.4)}`,
+      );
+    const scalingSeconds = Number(args["scaling-seconds"]);
+    if (scalingSeconds > 0)
+      console.log(
+        `  ${"the machine's 2-core scaling (bench/decode-loop.ts: 2 processes at once vs 1)".padEnd(52)} ${(await machineScaling(tilesDir, scalingSeconds)).toFixed(2)}x: no pool ratio above this can be expected now`,
       );
     console.log(
       `  goal, ds.tiles() from a folder: ${goal("this thread vs decodeTileSync", ratio("ds1", "full"), 0.8)}; ${goal("threads: 2 vs decodeTileSync", ratio("ds2", "full"), 1.4)}`,
