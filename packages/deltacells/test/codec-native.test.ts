@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { pathToFileURL } from "node:url";
+import { Worker } from "node:worker_threads";
 import { crc32 } from "../src/codec/crc32.js";
 import { codecInfo } from "../src/codec/info.js";
 import { NATIVE_KERNEL_VERSION } from "../src/codec/native/addon.js";
@@ -257,8 +258,10 @@ test("an addon built from older sources (no or another version, a function missi
       v1.unavailable!,
       /v1\.cjs is version 1 \(no version field\), these sources need version 3: rebuild/,
     );
+    assert.equal(v1.warn, true, "a stale build is reported on stderr, from the main thread");
     const v9 = loadAddon(pathToFileURL(other));
     assert.equal(v9.kernel, undefined);
+    assert.equal(v9.warn, true);
     assert.match(v9.unavailable!, /is version 9, these sources need version 3/);
     // The current version with functions missing (a build that was interrupted or hand-made).
     const early = join(dir, "v3-partial.cjs");
@@ -274,6 +277,22 @@ test("an addon built from older sources (no or another version, a function missi
       loadAddon(pathToFileURL(join(dir, "absent.node"))).unavailable!,
       /absent\.node did not load/,
     );
+    // The pool's workers load the addon too: only the main thread says so.
+    const inWorker = await new Promise<unknown>((resolve, reject) => {
+      // Node 20 applies no `--import tsx` to workers: the worker registers tsx itself.
+      const tsx = JSON.stringify(import.meta.resolve("tsx/esm/api"));
+      const addon = JSON.stringify(new URL("../src/codec/native/addon-node.ts", import.meta.url).href);
+      const w = new Worker(
+        `import(${tsx}).then((t) => { t.register(); return import(${addon}); }).then((m) => require("node:worker_threads").parentPort.postMessage(m.loadAddon(new URL(${JSON.stringify(pathToFileURL(stale).href)})).warn))`,
+        { eval: true },
+      );
+      w.once("message", (v) => {
+        resolve(v);
+        void w.terminate();
+      });
+      w.once("error", reject);
+    });
+    assert.equal(inWorker, false);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -41,6 +41,12 @@ export async function loadNativeKernel(): Promise<NativeKernel | undefined> {
     active = loaded;
     // Decoding still works, with the TypeScript loops; codecInfo() tells why (and how much slower).
     unavailable = load.unavailable;
+    // A stale or broken build would otherwise only show as decoding several times slower.
+    if (load.warn) {
+      console.warn(
+        `deltacells: the native decode kernel is not used: ${load.unavailable}. Decoding runs on the TypeScript loops, several times slower; the results are the same.`,
+      );
+    }
   }
   return active;
 }

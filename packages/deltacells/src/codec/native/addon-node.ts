@@ -5,6 +5,7 @@
  * calling functions that are not there.
  */
 import { createRequire } from "node:module";
+import { isMainThread } from "node:worker_threads";
 import type { AddonLoad } from "./addon.js";
 import { NATIVE_KERNEL_FUNCTIONS, NATIVE_KERNEL_VERSION, type NativeKernel } from "./addon.js";
 
@@ -19,19 +20,24 @@ export function loadAddon(file: URL = ADDON): AddonLoad {
   try {
     addon = createRequire(import.meta.url)(file.pathname) as Partial<NativeKernel>;
   } catch (err) {
-    return { unavailable: `${path} did not load: ${err instanceof Error ? err.message : String(err)}` };
+    return {
+      unavailable: `${path} did not load: ${err instanceof Error ? err.message : String(err)}`,
+      warn: isMainThread,
+    };
   }
   if (addon.version !== NATIVE_KERNEL_VERSION) {
     return {
       unavailable:
         `${path} is version ${addon.version ?? "1 (no version field)"}, these sources need ` +
         `version ${NATIVE_KERNEL_VERSION}: rebuild it (npm rebuild @deltacells/core)`,
+      warn: isMainThread,
     };
   }
   const lacking = NATIVE_KERNEL_FUNCTIONS.filter((name) => typeof addon[name] !== "function");
   if (lacking.length > 0) {
     return {
       unavailable: `${path} has no ${lacking.join(", ")} (built from older sources): rebuild it (npm rebuild @deltacells/core)`,
+      warn: isMainThread,
     };
   }
   return { kernel: addon as NativeKernel };

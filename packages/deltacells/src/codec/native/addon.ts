@@ -137,7 +137,11 @@ export const NATIVE_KERNEL_FUNCTIONS = [
   "copy",
 ] as const satisfies readonly (keyof NativeKernel)[];
 
-/** The outcome of loading the addon: the kernel, or why there is none. */
+/**
+ * The outcome of loading the addon: the kernel, or why there is none, and whether to say so on
+ * stderr (`warn`: a build the user can fix by rebuilding, seen from Node's main thread, so that the
+ * pool's workers, which load it too, do not repeat it).
+ */
 export type AddonLoad =
-  | { kernel: NativeKernel; unavailable?: undefined }
-  | { kernel?: undefined; unavailable: string };
+  | { kernel: NativeKernel; unavailable?: undefined; warn?: undefined }
+  | { kernel?: undefined; unavailable: string; warn?: boolean };
