@@ -143,7 +143,12 @@ async function run({ seed, long, cases: count, log }: RunOptions): Promise<CaseR
     ).done;
     if (clean.code !== 0) throw new Error(`the undamaged conversion failed: ${clean.stderr}`);
     const deadlineMs = Math.max(30_000, 6 * (performance.now() - started));
-    log(`h5ad-damage: deadline ${(deadlineMs / 1000).toFixed(0)} s per conversion`);
+    // The command's own HDF5 watchdog (60 s by default) must fire inside the deadline: HDF5 spins
+    // for ever on some damaged files, and the command then refuses them as Stalled by design.
+    const hdf5Timeout = Math.max(5, Math.floor(deadlineMs / 3000));
+    log(
+      `h5ad-damage: deadline ${(deadlineMs / 1000).toFixed(0)} s per conversion, --hdf5-timeout ${hdf5Timeout}`,
+    );
     const rnd = mulberry32(seed);
     const cases: { path: string; input: string; region: string; damage: Damage; at: number }[] = [];
     for (const input of INPUTS) {
@@ -194,7 +199,18 @@ async function run({ seed, long, cases: count, log }: RunOptions): Promise<CaseR
         const out = join(work.dir, `out-${n}`);
         try {
           const exit = await deltacells(
-            ["convert", c.path, out, "--quiet", "--threads", "1", "--level", "3"],
+            [
+              "convert",
+              c.path,
+              out,
+              "--quiet",
+              "--threads",
+              "1",
+              "--level",
+              "3",
+              "--hdf5-timeout",
+              String(hdf5Timeout),
+            ],
             deadlineMs,
           ).done;
           const tag = cliTag(exit.stderr);
