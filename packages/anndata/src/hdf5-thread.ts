@@ -16,7 +16,7 @@
  * @module
  */
 
-import { Worker } from "node:worker_threads";
+import { Worker, type WorkerOptions } from "node:worker_threads";
 import { InputError, objectIn, UnsupportedFilterError } from "./errors.js";
 import type { HdfCall, HdfReply, HdfRequest, NodeInfo, WireError } from "./hdf5-wire.js";
 import type { CompoundField, ElementKind, Tree, TreeArray, TreeGroup, TreeNode } from "./tree.js";
@@ -49,11 +49,11 @@ function startThread(): Thread {
   // Under tsx, Node 20 does not apply `--import tsx` to workers: the worker registers it itself.
   const worker =
     ext === ".ts"
-      ? new Worker(
+      ? newWorker(
           `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))}).then((m) => { m.register(); return import(${JSON.stringify(url.href)}); })`,
           { eval: true, execArgv },
         )
-      : new Worker(url, { execArgv });
+      : newWorker(url, { execArgv });
   const ready = new Promise<void>((resolve, reject) => {
     const onMessage = (m: HdfReply) => {
       if (!("ready" in m)) return;
@@ -81,6 +81,25 @@ function workerExecArgv(execArgv: readonly string[]): string[] {
     out.push(arg);
   }
   return out;
+}
+
+/**
+ * `new Worker`, less the options Node refuses in a worker, which it names in its error: V8 flags
+ * such as `--max-old-space-size` or `--expose-gc` (process-wide anyway) and a few per-process
+ * ones. Without this, `node --max-old-space-size=8192 deltacells convert x.h5ad ...` failed.
+ */
+function newWorker(script: string | URL, options: WorkerOptions & { execArgv: string[] }): Worker {
+  try {
+    return new Worker(script, options);
+  } catch (err) {
+    const listed =
+      (err as { code?: unknown } | undefined)?.code === "ERR_WORKER_INVALID_EXEC_ARGV"
+        ? /flags: (.+)$/.exec((err as Error).message)?.[1]
+        : undefined;
+    if (listed === undefined) throw err;
+    const refused = new Set(listed.split(", "));
+    return new Worker(script, { ...options, execArgv: options.execArgv.filter((a) => !refused.has(a)) });
+  }
 }
 
 /** A worker whose last file closed without any error, ready for the next one. */

@@ -71,3 +71,41 @@ test("the bin runs the bundle only when it is newer than every package's tsc out
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+/**
+ * Node refuses V8 flags (`--max-old-space-size`, `--expose-gc`, ...) in a worker's execArgv, and the
+ * HDF5 reader and sporadik's workers passed the host's options on: `node --max-old-space-size=8192
+ * deltacells convert x.h5ad` failed at its first worker ("Initiated Worker with invalid execArgv
+ * flags", reported as a bug, or for sporadik as a failed write). The built command, as a user runs it.
+ */
+test("the built command converts .h5ad and writes sporadik under node --max-old-space-size --expose-gc", async () => {
+  const out = mkdtempSync(join(tmpdir(), "deltacells-v8flags-"));
+  try {
+    const bin = join(REPO, "packages/cli/bin/deltacells.js");
+    const flags = ["--max-old-space-size=1024", "--expose-gc", "--stack-trace-limit=30"];
+    const h5ad = await run(process.execPath, [
+      ...flags,
+      bin,
+      "convert",
+      join(REPO, "data/anndata/csr.h5ad"),
+      join(out, "ds"),
+      "--quiet",
+    ]);
+    assert.equal(h5ad.code, 0, h5ad.stderr);
+    const sporadik = await run(process.execPath, [
+      ...flags,
+      bin,
+      "convert",
+      join(REPO, "data/10x-v3-chr21/filtered_feature_bc_matrix"),
+      join(out, "store"),
+      "--format",
+      "sporadik",
+      "--quiet",
+    ]);
+    assert.equal(sporadik.code, 0, sporadik.stderr);
+    const valid = await run(process.execPath, [...flags, bin, "validate", join(out, "store")]);
+    assert.equal(valid.code, 0, valid.stderr);
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+});

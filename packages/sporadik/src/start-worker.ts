@@ -1,8 +1,8 @@
 /** `#start-worker` from the built package (dist): a worker thread on a sibling module of this one. */
-import { Worker, type WorkerOptions } from "node:worker_threads";
-import { workerExecArgv } from "./worker-argv.js";
+import type { Worker, WorkerOptions } from "node:worker_threads";
+import { newWorker } from "./worker-argv.js";
 
 /** Starts a worker thread running the sibling module `name` (`"decode-worker"`, say). */
 export function startWorker(name: string, options: WorkerOptions): Worker {
-  return new Worker(new URL(`./${name}.js`, import.meta.url), { execArgv: workerExecArgv(), ...options });
+  return newWorker(new URL(`./${name}.js`, import.meta.url), options);
 }

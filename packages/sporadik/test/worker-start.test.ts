@@ -57,3 +57,26 @@ test("a host started with --input-type=module -e reads a batch through its decod
   assert.equal(out.same, true, "the same values as decoded on the main thread");
   assert.ok(out.offloaded > 0, "the workers decoded some chunks");
 });
+
+test("a host started with V8 flags (refused in a worker's options) reads a batch through its decode workers", () => {
+  const r = spawnSync(
+    process.execPath,
+    [
+      "--max-old-space-size=1024",
+      "--expose-gc",
+      "--stack-trace-limit=30",
+      "--import",
+      "tsx",
+      "--conditions=source",
+      "--input-type=module",
+      "-e",
+      SCRIPT,
+    ],
+    { cwd: fileURLToPath(new URL("..", import.meta.url)), encoding: "utf8" },
+  );
+  assert.equal(r.status, 0, r.stderr);
+  assert.doesNotMatch(r.stderr, /invalid execArgv/);
+  const out = JSON.parse(r.stdout.trim().split("\n").at(-1)!);
+  assert.equal(out.same, true);
+  assert.ok(out.offloaded > 0, "the workers decoded some chunks");
+});
