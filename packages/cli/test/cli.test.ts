@@ -96,6 +96,15 @@ test("convert, inspect, validate and export work together, with --json and --sta
   const lines = readFileSync(mtx, "utf8").split("\n");
   assert.equal(lines[0], "%%MatrixMarket matrix coordinate integer general");
   assert.match(lines[2]!, /^30 41 \d+$/);
+  // Matrix Market names no genes: columns in the dataset's order are said to be so, and how to
+  // get the input's order; in the input's order there is nothing to say.
+  assert.match(
+    exp.stdout,
+    /columns in the dataset's gene order .* --source-gene-order .*var_names\.txt names these columns/,
+  );
+  const inOrder = await cli("export", out, mtx, "--cells", "10:40", "--source-gene-order");
+  assert.equal(inOrder.code, 0, inOrder.stderr);
+  assert.doesNotMatch(inOrder.stdout, /dataset's gene order/);
 });
 
 test("validate exits 1 and names the tile when a tile is corrupt", async () => {

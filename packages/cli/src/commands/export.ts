@@ -120,8 +120,14 @@ export async function exportCommand(argv: string[]): Promise<CommandResult> {
     nnz: plan.nnz,
     gene_order: order ? "source" : "dataset",
   };
+  // A Matrix Market file carries no gene names: columns in the dataset's order (by decreasing
+  // total counts) would look like the input's and are not. Say so where the user looks.
+  const unnamed =
+    format === "mtx" && !order && ds.manifest.has_gene_order
+      ? `\n  columns in the dataset's gene order (by decreasing total counts), not the converted input's, and the file names no genes: --source-gene-order exports the input's order${ds.manifest.has_var_names ? `; ${ds.url}/var_names.txt names these columns` : ""}`
+      : "";
   return {
-    text: `exported cells ${a}:${b} of ${ds.url} (${plan.nCells} x ${plan.nGenes}, ${plan.nnz} nonzeros) to ${output} (${format})`,
+    text: `exported cells ${a}:${b} of ${ds.url} (${plan.nCells} x ${plan.nGenes}, ${plan.nnz} nonzeros) to ${output} (${format})${unnamed}`,
     json,
     store,
   };
