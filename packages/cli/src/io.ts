@@ -63,14 +63,21 @@ export class NothingThereError extends CliError {
 
 /**
  * `err` (a dataset without a manifest) replaced by {@link NothingThereError} when the location
- * holds nothing at all: "convert it again" would send the user after a conversion that never was.
- * Only a folder or a listable store can tell; an HTTP location keeps the dataset's error.
+ * holds nothing at all, and by a `NotAStore` error when it is a local file (an `.h5ad`, say):
+ * "convert it again" would send the user after a conversion that never was. Only a folder or a
+ * listable store can tell; an HTTP location keeps the dataset's error.
  */
 async function orNothingThere(store: StatsStore, err: unknown): Promise<unknown> {
   const path = localPath(store.url);
   if (path !== undefined) {
     const s = await stat(path).catch(() => undefined);
     if (!s || (s.isDirectory() && (await readdir(path)).length === 0)) return NothingThereError.at(store.url);
+    // `deltacells inspect pbmc.h5ad`: the input of a conversion, not its output.
+    if (s.isFile())
+      return new CliError(
+        `${store.url} is a file, not a dataset: these commands read what \`deltacells convert\` writes (a folder or a bucket prefix). Convert it first: deltacells convert ${path} OUTPUT`,
+        { tag: "NotAStore", object: store.url, expected: "a dataset folder", found: "a file", cause: err },
+      );
     return err;
   }
   const keys = await store.list().catch(() => undefined);

@@ -107,6 +107,21 @@ test("convert, inspect, validate and export work together, with --json and --sta
   assert.doesNotMatch(inOrder.stdout, /dataset's gene order/);
 });
 
+test("a file given where a dataset is read (the .h5ad itself) is refused as a file, with the conversion to run", async () => {
+  for (const cmd of ["inspect", "validate", "export", "obs", "stream"]) {
+    const args = cmd === "export" ? [INPUT, join(tempDir(), "x.mtx")] : [INPUT];
+    // stream writes to the process's stdout: it runs as a child.
+    const r = cmd === "stream" ? await deltacells(cmd, ...args) : await cli(cmd, ...args);
+    assert.equal(r.code, 1, `${cmd}: ${r.stderr}`);
+    assert.match(
+      r.stderr,
+      /\[NotAStore\].* is a file, not a dataset: .*Convert it first: deltacells convert /,
+      cmd,
+    );
+    assert.doesNotMatch(r.stderr.split("\n")[0]!, /convert it again/, cmd);
+  }
+});
+
 test("validate exits 1 and names the tile when a tile is corrupt", async () => {
   const out = join(tempDir(), "ds");
   assert.equal((await cli("convert", INPUT, out, "--tile-size", "16", "--level", "3")).code, 0);

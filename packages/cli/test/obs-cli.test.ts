@@ -22,7 +22,7 @@ before(async () => {
 test("obs without --columns prints the schema; --json gives schema.json", async () => {
   const text = await cli("obs", ds, "--cache-dir", cache);
   assert.equal(text.code, 0, text.stderr);
-  assert.match(text.stdout, /12 obs columns, 57 cells in 1 shards/);
+  assert.match(text.stdout, /12 obs columns, 57 cells in 1 shard of up to 1,000 tiles/);
   assert.match(text.stdout, /cell_type\s+category\s+int8\s+3 categories/);
   assert.match(text.stdout, /maybe_int\s+numeric\s+int32/);
   assert.match(text.stdout, /X_pca_2\s+numeric\s+float/);

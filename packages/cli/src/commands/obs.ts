@@ -3,10 +3,9 @@
  * local Arrow cache (each column fetched once per machine).
  */
 
-import { openDataset } from "@deltacells/core";
 import { cacheLocalizer } from "@deltacells/core/node";
-import { COMMON_HELP, cellRange, parse, UsageError } from "../args.js";
-import { openCounted } from "../io.js";
+import { COMMON_HELP, cellRange, count, parse, UsageError } from "../args.js";
+import { openCountedDataset } from "../io.js";
 import type { CommandResult } from "./types.js";
 
 export const OBS_HELP = `usage: deltacells obs DATASET [--columns A,B] [--cells A:B] [options]
@@ -47,8 +46,9 @@ export async function obsCommand(argv: string[]): Promise<CommandResult> {
     ["DATASET"],
   );
   if (values.help) return { text: OBS_HELP };
-  const store = openCounted(positionals[0]!);
-  const ds = await openDataset(store, { obsLocalizer: cacheLocalizer() });
+  const { store, ds } = await openCountedDataset(positionals[0]!, undefined, {
+    obsLocalizer: cacheLocalizer(),
+  });
   if (!ds.manifest.has_obs) {
     throw new UsageError(
       `${ds.url} has no obs: it was converted from an input without a cell table (or with --no-obs)`,
@@ -60,7 +60,7 @@ export async function obsCommand(argv: string[]): Promise<CommandResult> {
     if (values.cells !== undefined)
       throw new UsageError("--cells needs --columns (without them the schema is printed)");
     const lines = [
-      `${ds.url}: ${schema.columns.length} obs columns, ${ds.nCells.toLocaleString("en-US")} cells in ${ds.manifest.obs_shard_bytes!.length} shards of up to ${ds.manifest.obs_tiles_per_file} tiles`,
+      `${ds.url}: ${schema.columns.length} obs columns, ${ds.nCells.toLocaleString("en-US")} cells in ${count(ds.manifest.obs_shard_bytes!.length, "shard")} of up to ${count(ds.manifest.obs_tiles_per_file!, "tile")}`,
       ...schema.columns.map(
         (c) =>
           `  ${c.name.padEnd(24)} ${c.kind.padEnd(9)} ${c.arrow_type.padEnd(7)}${c.categories ? ` ${c.categories.length} categories` : ""}`,
