@@ -271,7 +271,7 @@ test("an addon built from older sources (no or another version, a function missi
     assert.equal(v2.kernel, undefined);
     assert.match(
       v2.unavailable!,
-      /v3-partial\.cjs has no renumber, chunksRenumbered, copy \(built from older sources\): rebuild/,
+      /v3-partial\.cjs has no renumber, chunksRenumbered, copy, copyMapped, scatterRows \(built from older sources\): rebuild/,
     );
     assert.match(
       loadAddon(pathToFileURL(join(dir, "absent.node"))).unavailable!,

@@ -81,20 +81,18 @@ export interface NativeKernel {
   /**
    * `dst[at + j - s] = map[src[j]]` for `j` in `[s, e)` (Int32Arrays, shared memory included): a
    * row's copy and its renumbering in one pass; false on out-of-range or overlapping arguments or
-   * an index outside the map (the caller then fails). Absent from older builds (added without a
-   * version change): callers then renumber the chunk and `copy`.
+   * an index outside the map (the caller then fails).
    */
-  copyMapped?(dst: Int32Array, at: number, src: Int32Array, s: number, e: number, map: Int32Array): boolean;
+  copyMapped(dst: Int32Array, at: number, src: Int32Array, s: number, e: number, map: Int32Array): boolean;
   /**
    * One decoded chunk's rows copied to their slots (`ScatterJob.slots` from slot `q` on, rows
    * before `cellHi`; row `r` is `[indptr[r] - nnzLo, indptr[r + 1] - nnzLo)` of `indices` and
    * `data`), the indices renumbered through `map` when given: the scatter loop's two calls per row
    * in one per chunk. Returns the first slot it did not write: the first row at or past `cellHi`,
    * or the first slot with anything off (its row, target, range, an index outside the map), which
-   * the caller's loop then handles with its own checks. Absent from older builds (added without a
-   * version change): callers then copy row by row.
+   * the caller's loop then handles with its own checks.
    */
-  scatterRows?(
+  scatterRows(
     indices: Int32Array,
     data: Int32Array | Float32Array,
     indptr: Float64Array,
@@ -135,6 +133,8 @@ export const NATIVE_KERNEL_FUNCTIONS = [
   "isa",
   "indptr",
   "copy",
+  "copyMapped",
+  "scatterRows",
 ] as const satisfies readonly (keyof NativeKernel)[];
 
 /**
