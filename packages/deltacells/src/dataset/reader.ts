@@ -14,6 +14,7 @@ import { createLocalDecoder } from "../codec/local-decoder.js";
 import { type LentBytes, ownedTile, type RecycledTile } from "../codec/recycle.js";
 import type { ScatterJob } from "../codec/scatter.js";
 import { DeltacellsError, isDeltacellsError } from "../errors.js";
+import { ioTurn } from "../next-task.js";
 import { loadArrow } from "../obs/arrow-load.js";
 import { ObsFrame } from "../obs/frame.js";
 import { memoryLocalizer, type ObsLoadOptions, type ObsLocalizer } from "../obs/localize.js";
@@ -736,21 +737,6 @@ const READ_AHEAD = 6;
  * (a blocking read through `fetchTile` and the storage wrappers settles in fewer).
  */
 const SETTLE_HOPS = 16;
-
-/** Resolves after the event loop has run its pending I/O callbacks (a macrotask, not a microtask). */
-function ioTurn(): Promise<void> {
-  const immediate = (globalThis as { setImmediate?: (f: () => void) => unknown }).setImmediate;
-  if (immediate !== undefined) return new Promise((resolve) => immediate(resolve));
-  // Browsers: a message is a task too, without setTimeout's 4 ms clamp.
-  const channel = new MessageChannel();
-  return new Promise((resolve) => {
-    channel.port1.onmessage = () => {
-      channel.port1.close();
-      resolve();
-    };
-    channel.port2.postMessage(undefined);
-  });
-}
 
 /** The parts copied into new arrays (always: the parts are lent tiles, about to be released). */
 function concatRows(parts: DecodedTile[], nGenes: number, float: boolean): CellRows {

@@ -6,6 +6,7 @@
  */
 import { spawnWorker } from "#threads";
 import { DeltacellsError } from "../../errors.js";
+import { nextTask } from "../../next-task.js";
 import { deserializeError, type Request, type Response, WorkerColumnMaps } from "./protocol.js";
 import type { WorkerLike } from "./threads.js";
 
@@ -64,21 +65,6 @@ function withColumnMap(req: Request, maps: WorkerColumnMaps): Request {
  * worker that already has one only when no worker is free.
  */
 export const WORKER_DEPTH = 2;
-
-/** Runs `f` in a later task (after the pending promise callbacks): setImmediate, else a message. */
-function nextTask(f: () => void): void {
-  const immediate = (globalThis as { setImmediate?: (f: () => void) => unknown }).setImmediate;
-  if (immediate !== undefined) {
-    immediate(f);
-    return;
-  }
-  const channel = new MessageChannel();
-  channel.port1.onmessage = () => {
-    channel.port1.close();
-    f();
-  };
-  channel.port2.postMessage(undefined);
-}
 
 /** A host of `threads` workers. */
 export function startWorkerHost(threads: number): WorkerHost {
