@@ -372,12 +372,12 @@ test("nnzAtMost below the nonzeros written is refused at finish, with no block",
   await assert.rejects(openReader(store), { _tag: "IncompleteError" });
 });
 
-test("an object written in parts takes each part from the caller's memory only until writeRows resolves", async () => {
-  const m = randomCsr(90, 25, 0.3, 15);
-  const reference = new MemoryStore();
-  await writeStore(reference, layoutsOf(m, [0, 1]), { byteAddressable: true });
-  // A store that copies each part three turns of the event loop after it got it, as a file write
-  // does (which may take several).
+/**
+ * A memory store writing objects in parts that copies each part three turns of the event loop
+ * after it got it, as a file write does (which may take several): a part whose memory is reused
+ * before the store took it shows in the object.
+ */
+function laggingStore() {
   const streamed = new MemoryStore();
   const store = Object.assign(streamed, {
     async setParts(key: string, byteLength: number, parts: AsyncIterable<Uint8Array>): Promise<void> {
@@ -391,6 +391,14 @@ test("an object written in parts takes each part from the caller's memory only u
       await streamed.set(key, whole);
     },
   });
+  return { streamed, store };
+}
+
+test("an object written in parts takes each part from the caller's memory only until writeRows resolves", async () => {
+  const m = randomCsr(90, 25, 0.3, 15);
+  const reference = new MemoryStore();
+  await writeStore(reference, layoutsOf(m, [0, 1]), { byteAddressable: true });
+  const { streamed, store } = laggingStore();
   // Blocks in one pair of buffers, overwritten for the next block once writeRows resolved (as
   // input readers reuse theirs).
   const indices = new Int32Array(m.indices.length);
@@ -422,19 +430,7 @@ test("axis 1's ranges lent from two assembly buffers to a lagging store keep the
   const m = randomCsr(70, 40, 0.3, 23);
   const reference = new MemoryStore();
   await writeStore(reference, layoutsOf(m, [1]), { byteAddressable: true });
-  const streamed = new MemoryStore();
-  const store = Object.assign(streamed, {
-    async setParts(key: string, byteLength: number, parts: AsyncIterable<Uint8Array>): Promise<void> {
-      const whole = new Uint8Array(byteLength);
-      let at = 0;
-      for await (const part of parts) {
-        for (let turn = 0; turn < 3; turn++) await new Promise<void>((resolve) => setImmediate(resolve));
-        whole.set(part, at);
-        at += part.byteLength;
-      }
-      await streamed.set(key, whole);
-    },
-  });
+  const { streamed, store } = laggingStore();
   await writeStoreFromRows(store, blocksOf(m, 16), {
     shape: [m.nRows, m.nCols],
     axes: [1],
