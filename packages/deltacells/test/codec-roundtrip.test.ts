@@ -11,7 +11,7 @@ import {
   readTileHeader,
   setZstdBackend,
 } from "@deltacells/core";
-import { prepareTile } from "../src/codec/encode.js";
+import { prepareTile, type TileRows } from "../src/codec/encode.js";
 import { useNativeKernel } from "../src/codec/native.js";
 import { startWorkerHost } from "../src/codec/pool/host.js";
 import { loadWasmZstd } from "../src/codec/zstd/wasm.js";
@@ -396,6 +396,60 @@ test("a job whose request fails to build (its output buffer not allocated, say) 
   }
 });
 
+test("a job waiting behind a long one moves to a worker left idle, once, and its first worker lets it go", async () => {
+  // Each worker holds its next job (WORKER_DEPTH): at the end of a pass one worker could idle
+  // while the other still had a job queued behind a long one. The idle worker now takes it back
+  // (host.ts, `steal`), and the worker it was sent to first skips it instead of running it twice.
+  const host = startWorkerHost(2);
+  const post = Worker.prototype.postMessage;
+  const sent: number[] = [];
+  Worker.prototype.postMessage = function (this: Worker, message: unknown, transfer?: never) {
+    const m = message as { op?: unknown; id?: number } | null;
+    if (m?.op === "compress") sent.push(m.id!);
+    return post.call(this, message, transfer);
+  };
+  const emit = Worker.prototype.emit;
+  const answers: string[] = [];
+  Worker.prototype.emit = function (this: Worker, event: string | symbol, ...args: unknown[]) {
+    const m = args[0] as { id?: number; recalled?: boolean } | undefined;
+    if (event === "message" && m?.id === 5) answers.push(m.recalled ? "recalled" : "result");
+    return emit.call(this, event, ...args);
+  };
+  try {
+    const small = { nGenes: 5, indptr: [0, 1], indices: Int32Array.of(2), data: Int32Array.of(3) };
+    const big = randomCsr(prng(9), { nCells: 3000, nGenes: 30_000, perCell: 150 });
+    const job = (id: number, rows: TileRows, level: number) =>
+      host.run({ op: "compress", id, chunk: prepareTile(rows, { nChunks: 1 }).chunks[0]!, level }, []);
+    await Promise.all([job(1, small, 1), job(2, small, 1)]); // both workers up
+    const order: string[] = [];
+    const long = job(3, big, 19).then(() => order.push("long")); // the first idle worker
+    const quick = job(4, small, 1).then(() => order.push("quick")); // the other one
+    const behind = job(5, small, 1).then((r) => {
+      order.push("behind");
+      return r;
+    }); // queued behind the long job: no worker is idle
+    const res = await behind;
+    assert.ok(res.ok && res.frames !== undefined, "the job moved is answered with its result");
+    await Promise.all([long, quick]);
+    assert.deepEqual(order, ["quick", "behind", "long"]);
+    assert.deepEqual(
+      sent.filter((id) => id === 5),
+      [5, 5],
+      "sent to the busy worker, then to the idle one",
+    );
+    // The first worker's answer, once it is done with the long job, says it let the job go.
+    while (answers.length < 2) await new Promise((r) => setTimeout(r, 5));
+    assert.deepEqual(answers, ["result", "recalled"]);
+    assert.equal(host.load(), 0);
+    assert.ok((await job(6, small, 1)).ok, "both workers go on");
+    assert.ok((await job(7, small, 1)).ok);
+  } finally {
+    Worker.prototype.postMessage = post;
+    Worker.prototype.emit = emit;
+    await host.close();
+  }
+});
+
 test("a worker is sent its next job before it answers the current one; its crash rejects both", async () => {
   // Each worker holds two jobs (host.ts, WORKER_DEPTH), so it never waits for this thread to send
   // the next. The second job killing the worker as it is sent shows both were sent before the
@@ -435,10 +489,11 @@ test("tiles submitted in the same tick are split only between the workers still 
   // (8 parts, 8 messages and hand-offs) instead of the first between both and the rest whole.
   const pool = createTilePool({ threads: 2 });
   const post = Worker.prototype.postMessage;
-  const parts: number[] = [];
+  // Chunks per job, by id: a job that moves to a worker left idle is sent twice (host.ts, `steal`).
+  const parts = new Map<number, number>();
   Worker.prototype.postMessage = function (this: Worker, message: unknown, transfer?: never) {
-    const m = message as { op?: unknown; k0?: number; k1?: number } | null;
-    if (m?.op === "decode") parts.push(m.k1! - m.k0!);
+    const m = message as { op?: unknown; id?: number; k0?: number; k1?: number } | null;
+    if (m?.op === "decode") parts.set(m.id!, m.k1! - m.k0!);
     return post.call(this, message, transfer);
   };
   try {
@@ -446,13 +501,13 @@ test("tiles submitted in the same tick are split only between the workers still 
     const tiles = await Promise.all(cases.map((r) => encodeTile(r, { nChunks: 4, level })));
     for (let round = 0; round < 2; round++) {
       // Round 0 starts the workers; round 1 finds them up and idle.
-      parts.length = 0;
+      parts.clear();
       const decoded = await Promise.all(tiles.map((t) => pool.decode(t)));
       for (const [i, d] of decoded.entries()) {
         assertDecodedEquals(d, cases[i]!);
         d.release();
       }
-      assert.deepEqual(parts, [2, 2, 4, 4, 4], `round ${round}: chunks per message`);
+      assert.deepEqual([...parts.values()], [2, 2, 4, 4, 4], `round ${round}: chunks per job`);
     }
   } finally {
     Worker.prototype.postMessage = post;

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { closeSync, fstatSync, openSync, readFile, readSync, statSync } from "node:fs";
 import { link, mkdir, open, readdir, rename, rm, stat, unlink } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
+import { coreWait } from "./core-wait.js";
 import { changedError, isStorageError, objectAt, StorageError } from "./errors.js";
 import { normalizeKey, normalizePrefix } from "./keys.js";
 import { fdSize, readFd, SharedFiles } from "./open-files.js";
@@ -55,7 +56,9 @@ const BLOCKING_READ_MAX = 1 << 18;
 /**
  * Blocking reads longer than this, {@link SLOW_RUN} in a row, are not coming from the page cache
  * (or the files are remote). One slow read proves nothing: on a loaded machine the scheduler
- * stretches a 13 us read to tens of milliseconds now and then.
+ * stretches a 13 us read to tens of milliseconds now and then. So once one was slow, the next are
+ * timed without the time this thread waited for a core (Linux; see core-wait.ts): only waiting
+ * for the files counts.
  */
 const SLOW_BLOCKING_READ_MS = 0.5;
 const SLOW_RUN = 4;
@@ -150,8 +153,9 @@ async function makeFolders(dir: string, depth = 0): Promise<void> {
  * while such reads stay fast: from the page cache that costs ~13 us of this thread, where the
  * thread pool's four round trips cost more of it and put up to four more threads on the cores that
  * decoding needs (a 100-slice batch over a chunked sporadik store ran 1.7-2x faster this way). After
- * four blocking reads in a row slower than 0.5 ms (a cold cache, a network file system), the store
- * reads through the thread pool for the next 5 s. Without `blockingReads` the store never blocks.
+ * four blocking reads in a row slower than 0.5 ms (a cold cache, a network file system; under
+ * Linux, time this thread only waited for a core does not count), the store reads through the
+ * thread pool for the next 5 s. Without `blockingReads` the store never blocks.
  */
 export class FolderStore implements Store {
   readonly root: string;
@@ -246,7 +250,7 @@ export class FolderStore implements Store {
    * (the caller then reads it through the pool in the same slot).
    */
   private readBlockingTimed(path: string, key: string): Uint8Array | undefined | typeof TOO_LARGE {
-    const t0 = performance.now();
+    const t0 = this.readClock();
     let bytes: ReturnType<typeof readBlocking>;
     try {
       bytes = readBlocking(path, BLOCKING_READ_MAX);
@@ -260,14 +264,25 @@ export class FolderStore implements Store {
   }
 
   /**
-   * Counts a blocking read that started at `t0` as slow past `slowMs`: after {@link SLOW_RUN} slow
-   * ones in a row, whole-object reads go through the thread pool for {@link BLOCKING_COOL_OFF_MS}.
+   * When a blocking read starts: the wall clock, and after a slow read also the time this thread
+   * has waited for a core so far (~10 us more per read, only while a run of slow reads is counted).
    */
-  private timedBlockingRead(t0: number, slowMs: number): void {
-    const elapsed = performance.now() - t0;
+  private readClock(): { at: number; coreWait?: number } {
+    return { at: performance.now(), coreWait: this.slowBlockingReads > 0 ? coreWait.ms() : undefined };
+  }
+
+  /**
+   * Counts a blocking read that started at `t0` as slow past `slowMs` (the time it waited for a
+   * core left out, when known): after {@link SLOW_RUN} slow ones in a row, whole-object reads go
+   * through the thread pool for {@link BLOCKING_COOL_OFF_MS}.
+   */
+  private timedBlockingRead(t0: { at: number; coreWait?: number }, slowMs: number): void {
+    const end = performance.now();
+    const waited = t0.coreWait === undefined ? 0 : (coreWait.ms() ?? t0.coreWait) - t0.coreWait;
+    const elapsed = end - t0.at - waited;
     this.slowBlockingReads = elapsed > slowMs ? this.slowBlockingReads + 1 : 0;
     if (this.slowBlockingReads >= SLOW_RUN) {
-      this.blockingOffUntil = t0 + elapsed + BLOCKING_COOL_OFF_MS;
+      this.blockingOffUntil = end + BLOCKING_COOL_OFF_MS;
       this.slowBlockingReads = 0;
     }
   }
@@ -337,7 +352,7 @@ export class FolderStore implements Store {
     allocate: (size: number) => Uint8Array,
     opts: StoreOptions | undefined,
   ): Uint8Array | undefined | typeof TOO_LARGE {
-    const t0 = performance.now();
+    const t0 = this.readClock();
     let out: ReturnType<typeof readBlocking>;
     try {
       throwIfAborted(opts?.signal);

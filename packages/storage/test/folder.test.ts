@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
 import { readdirSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rename, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { Worker } from "node:worker_threads";
 import { FolderStore, type FolderStoreOptions, isStorageError, openStore } from "@deltacells/storage/node";
+import { coreWait } from "../src/core-wait.js";
 
 let root: string;
 before(async () => {
@@ -197,6 +199,59 @@ describe("a folder store", () => {
       assert.ok(!new FolderStore(s.root).readsBlock, "a store never blocks unless asked to");
     } finally {
       performance.now = realNow;
+    }
+  });
+
+  test("a blocking read slow only for want of a core is not counted: the store keeps blocking reads", async () => {
+    // With workers decoding on every core, the calling thread is descheduled often: four
+    // page-cache reads in a row stretched past 0.84 ms by the wall clock switched the store to the
+    // thread pool for 5 s (ds.tiles() with threads ran 20% slower meanwhile).
+    const s = await freshStore("descheduled", { blockingReads: true });
+    await s.set("k", pattern(100, 1));
+    const realNow = performance.now.bind(performance);
+    const realWait = coreWait.ms;
+    let now = realNow();
+    let waited = 0;
+    // Each reading of either clock advances it 2 ms: every read "takes" 2 ms, all of it waiting
+    // for a core.
+    performance.now = () => (now += 2);
+    coreWait.ms = () => (waited += 2);
+    try {
+      for (let i = 0; i < 8; i++) await s.get("k");
+      assert.ok(s.readsBlock, "reads slow only by the wall clock switch nothing");
+      for (let i = 0; i < 8; i++) await s.getInto("k", (n) => new Uint8Array(n));
+      assert.ok(s.readsBlock, "nor do getInto's");
+      // The same reads with no time waiting for a core: four in a row switch, as on a slow disk.
+      coreWait.ms = () => waited;
+      for (let i = 0; i < 4; i++) await s.get("k");
+      assert.ok(!s.readsBlock, "reads slow while running switch to the thread pool");
+    } finally {
+      performance.now = realNow;
+      coreWait.ms = realWait;
+    }
+  });
+
+  test("the core-wait clock reads this thread's time waiting for a core (Linux)", {
+    skip: process.platform !== "linux",
+  }, async () => {
+    const before = coreWait.ms();
+    assert.equal(typeof before, "number", "/proc/thread-self/schedstat is read");
+    // Busy threads on every core and then some: this thread, busy too, waits for a core.
+    const n = availableParallelism() + 1;
+    const stop = new Int32Array(new SharedArrayBuffer(4));
+    const spin =
+      "const { workerData } = require('node:worker_threads'); while (Atomics.load(workerData, 0) === 0);";
+    const workers = Array.from({ length: n }, () => new Worker(spin, { eval: true, workerData: stop }));
+    try {
+      await Promise.all(workers.map((w) => new Promise((r) => w.once("online", r))));
+      const t0 = performance.now();
+      while (performance.now() - t0 < 300);
+      const after = coreWait.ms()!;
+      assert.ok(after > before!, `waited ${after - before!} ms`);
+      assert.ok(after - before! < performance.now() - t0 + 50, "no more than the time that passed");
+    } finally {
+      Atomics.store(stop, 0, 1);
+      await Promise.all(workers.map((w) => w.terminate()));
     }
   });
 

@@ -81,7 +81,22 @@ export interface CompressRequest {
   level: number;
 }
 
-export type Request = DecodeRequest | ScatterRequest | CompressRequest;
+/**
+ * A job's claim cell, in memory the host and the worker share (see host.ts, `steal`): 0 while
+ * the job waits in the worker's queue, 1 once the worker starts it, 2 once the host took it back
+ * to run on a worker left idle. Whoever changes it from 0 first has the job.
+ */
+export interface Claim {
+  cells: Int32Array;
+  at: number;
+}
+
+export const CLAIM_WAITING = 0;
+export const CLAIM_STARTED = 1;
+export const CLAIM_RECALLED = 2;
+
+/** A request as a worker receives it: with a claim cell when the host may take it back. */
+export type Request = (DecodeRequest | ScatterRequest | CompressRequest) & { claim?: Claim };
 
 export interface SerializedError {
   tag?: DeltacellsErrorTag;
@@ -92,7 +107,7 @@ export interface SerializedError {
   found?: unknown;
 }
 
-export type Response =
+export type Response = (
   | {
       id: number;
       ok: true;
@@ -100,8 +115,14 @@ export type Response =
       indices?: Int32Array;
       data?: Int32Array | Float32Array;
       frames?: unknown;
+      /** The job was not run here: the host had taken it back (its claim cell said so). */
+      recalled?: true;
     }
-  | { id: number; ok: false; error: SerializedError };
+  | { id: number; ok: false; error: SerializedError }
+) & {
+  /** The claim cell the request came with, free again. */
+  claim?: number;
+};
 
 export function serializeError(err: unknown): SerializedError {
   if (err instanceof DeltacellsError) {

@@ -8,6 +8,8 @@ import { checksum } from "../layout.js";
 import { scatterTileSync } from "../scatter.js";
 import { loadZstd } from "../zstd/load.js";
 import {
+  CLAIM_STARTED,
+  CLAIM_WAITING,
   type DecodeRequest,
   type Request,
   type Response,
@@ -41,10 +43,22 @@ function columnsOf(req: DecodeRequest | ScatterRequest): Int32Array | undefined 
   return held;
 }
 
-async function handle(req: Request, reply: Reply): Promise<void> {
+async function handle(req: Request, answer: Reply): Promise<void> {
   keepColumnMap(req);
+  // Every answer gives the claim cell back, the recalled job's too.
+  const claim = req.claim;
+  const reply: Reply = claim === undefined ? answer : (r, t) => answer({ ...r, claim: claim.at }, t);
   try {
     const zstd = await zstdLoaded;
+    // Claimed as it starts, after the jobs ahead of it (each waits for zstd first): the host may
+    // have given it to a worker left idle meanwhile (host.ts, `steal`).
+    if (
+      claim !== undefined &&
+      Atomics.compareExchange(claim.cells, claim.at, CLAIM_WAITING, CLAIM_STARTED) !== CLAIM_WAITING
+    ) {
+      reply({ id: req.id, ok: true, recalled: true }, []);
+      return;
+    }
     if (req.op === "compress") {
       encoder ??= import("../encode.js");
       const f = (await encoder).compressChunk(req.chunk, zstd, req.level);
