@@ -8,8 +8,10 @@
  * float32 data + int64 indptr with gzip (what an h5ad holds). The first lines name the kernel
  * (`codecInfo()`) and the load average when the matrix was done.
  *
- * Rows are independent: each starts after a full garbage collection, and the one row that leaves
- * garbage on purpose (`ds.tiles()` never released) runs in its own phase after all the others.
+ * Rows are independent: each starts after a full garbage collection and one untimed call, and the
+ * one row that leaves garbage on purpose (`ds.tiles()` never released) runs in its own phase after
+ * all the others. Each pool and `ds.tiles()` row is compared with decodeTileSync ("this thread")
+ * timed right before and right after it.
  * The `ds.tiles()` rows open the folder as the README does, `openDataset(dir)` of
  * `@deltacells/core/node` (a tile read by blocking calls while they come from the page cache,
  * the default), plus two rows with `folder: { blockingReads: false }` (reads through libuv's
@@ -194,12 +196,19 @@ async function datasetOf(
   return dir;
 }
 
+/** Seconds per call, by the wall clock, this process's CPU time and this thread's. */
+type Timing = { wall: number; cpu: number; main: number };
+
 /**
- * Runs `fn` enough times to take >= 100 ms; returns seconds per call, by the wall clock and by
- * this process's CPU time. On a shared, loaded machine the CPU time of single-threaded work is
- * far steadier than the wall clock (time spent waiting for a core is not counted).
+ * Runs `fn` once untimed, then enough times to take >= 100 ms; returns seconds per call, by the
+ * wall clock and by this process's CPU time. On a shared, loaded machine the CPU time of
+ * single-threaded work is far steadier than the wall clock (time spent waiting for a core is not
+ * counted). The untimed call puts the row in its steady state, as a loop over many tiles would
+ * be: the first call after other rows paid for switching to them (workers idle for seconds, their
+ * caches cold), 3-10 ms of a 100 ms row (pools 636-655 against 783-789 M nnz/s, bench/RESULTS.md).
  */
-async function time(fn: () => unknown): Promise<{ wall: number; cpu: number; main: number }> {
+async function time(fn: () => unknown): Promise<Timing> {
+  await fn();
   let n = 0;
   const c0 = process.cpuUsage();
   const m0 = threadCpu();
@@ -363,7 +372,16 @@ async function bench(name: string) {
     await readAll(ds2, true)();
     await readAll(ds2pool, true)();
   }
-  const rows: Record<string, { wall: number; cpu: number; main: number }[]> = {};
+  const rows: Record<string, Timing[]> = {};
+  // decodeTileSync's timing right before and right after each row compared with it ("this
+  // thread"), their mean per row: this machine's speed drifts by 10-30% within seconds (other
+  // tenants' load), and a reference timed seconds away from its row moved the ratios by as much.
+  const around: Record<string, Timing[]> = {};
+  let lastFull: Timing | undefined;
+  const timeFull = async () => {
+    collectGarbage();
+    return time(full);
+  };
   // Each row starts from a collected heap, so no row pays for the garbage of the one before
   // (the unreleased row leaves ~210 MB per pass: its collection, on other threads, cost the next
   // rows 30 ms of CPU per pass and ds.tiles() 0.83x -> 0.60-0.69x of decodeTileSync).
@@ -371,6 +389,14 @@ async function bench(name: string) {
     collectGarbage();
     const r = await time(fn);
     (rows[k] ??= []).push(r);
+  };
+  const measureAround = async (k: string, fn: () => unknown) => {
+    const before = lastFull ?? (await timeFull());
+    await measure(k, fn);
+    const after = await timeFull();
+    const mean = (c: keyof Timing) => (before[c] + after[c]) / 2;
+    (around[k] ??= []).push({ wall: mean("wall"), cpu: mean("cpu"), main: mean("main") });
+    lastFull = after;
   };
   for (let r = 0; r < REPS; r++) {
     await measure("zstd", zstdOnly);
@@ -380,29 +406,33 @@ async function bench(name: string) {
     await measure("fresh", fresh);
     await measure("copy", copyOnly);
     if (!pools) continue;
-    await measure("pool1", together(pool1, sharedOut));
-    await measure("pool2", together(pool2, sharedOut));
-    await measure("pool1plain", together(pool1, plainOut));
-    await measure("pool2plain", together(pool2, plainOut));
-    await measure("pool1none", together(pool1));
-    await measure("pool2none", together(pool2));
-    await measure("pool1seq", oneByOne(pool1));
-    await measure("pool2seq", oneByOne(pool2));
-    await measure("ds1", readAll(ds1, true));
-    await measure("ds2", readAll(ds2, true));
-    await measure("ds1pool", readAll(ds1pool, true));
-    await measure("ds2pool", readAll(ds2pool, true));
+    lastFull = undefined;
+    await measureAround("pool1", together(pool1, sharedOut));
+    await measureAround("pool2", together(pool2, sharedOut));
+    await measureAround("pool1plain", together(pool1, plainOut));
+    await measureAround("pool2plain", together(pool2, plainOut));
+    await measureAround("pool1none", together(pool1));
+    await measureAround("pool2none", together(pool2));
+    await measureAround("pool1seq", oneByOne(pool1));
+    await measureAround("pool2seq", oneByOne(pool2));
+    await measureAround("ds1", readAll(ds1, true));
+    await measureAround("ds2", readAll(ds2, true));
+    await measureAround("ds1pool", readAll(ds1pool, true));
+    await measureAround("ds2pool", readAll(ds2pool, true));
   }
   // Never released: a phase of its own after every other row (see `measure`).
-  if (pools) for (let r = 0; r < REPS; r++) await measure("ds1kept", readAll(ds1, false));
+  lastFull = undefined;
+  if (pools) for (let r = 0; r < REPS; r++) await measureAround("ds1kept", readAll(ds1, false));
   await pool1.close();
   await pool2.close();
   await ds2?.close();
   await ds2pool?.close();
-  const rate = (k: string, clock: "wall" | "cpu" | "main" = "wall") =>
-    nnz / median(rows[k]!.map((x) => x[clock]));
-  const ratio = (a: string, b: string, clock: "wall" | "cpu" | "main" = "wall") =>
-    median(rows[a]!.map((x, i) => rows[b]![i]![clock] / x[clock]));
+  const rate = (k: string, clock: keyof Timing = "wall") => nnz / median(rows[k]!.map((x) => x[clock]));
+  // Against decodeTileSync ("full"), a row timed between two of its timings is compared with them.
+  const ratio = (a: string, b: string, clock: keyof Timing = "wall") => {
+    const ref = b === "full" && around[a] !== undefined ? around[a] : rows[b]!;
+    return median(rows[a]!.map((x, i) => ref[i]![clock] / x[clock]));
+  };
   const M = (x: number) => `${(x / 1e6).toFixed(0)} M nnz/s`;
   const tileBytes = tiles.reduce((a, t) => a + t.length, 0);
   const nCells = csr.indptr.length - 1;
