@@ -450,6 +450,65 @@ test("a job waiting behind a long one moves to a worker left idle, once, and its
   }
 });
 
+test("decodes stay exact while jobs move to idle workers: whole tiles, cell ranges, column maps, shared outputs", async () => {
+  // Each round: a tile of one chunk (it cannot be split) takes one worker for a few ms, the small
+  // tiles after it go one to each of the others, then one queued behind each worker; the workers
+  // done with theirs take the one queued behind the long tile (host.ts, `steal`). Every result
+  // against decodeTileSync.
+  const pool = createTilePool({ threads: 3 });
+  const post = Worker.prototype.postMessage;
+  const sends = new Map<number, number>();
+  Worker.prototype.postMessage = function (this: Worker, message: unknown, transfer?: never) {
+    const m = message as { op?: unknown; id?: number } | null;
+    if (m?.op === "decode") sends.set(m.id!, (sends.get(m.id!) ?? 0) + 1);
+    return post.call(this, message, transfer);
+  };
+  try {
+    const rnd = prng(31);
+    const nGenes = 3000;
+    const long = await encodeTile(randomCsr(rnd, { nCells: 6000, nGenes, perCell: 200 }), {
+      nChunks: 1,
+      level,
+    });
+    const small = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        encodeTile(randomCsr(rnd, { nCells: 10 + i * 7, nGenes, perCell: 30 }), {
+          nChunks: 1 + (i % 3),
+          level,
+        }),
+      ),
+    );
+    const map = Int32Array.from({ length: nGenes }, (_, g) => (g * 7 + 3) % nGenes); // 7 and 3000 coprime
+    // Every worker up and warm: a first tile is split between the idle ones.
+    await Promise.all([long, ...small].map((t) => pool.decode(t).then((d) => d.release())));
+    let moved = 0;
+    for (let round = 0; round < 4; round++) {
+      sends.clear();
+      const jobs = [long, ...small].map((tile, i) => {
+        const n = readTileHeader(tile).nCells;
+        const opts = {
+          ...(i % 2 === 1 && { columns: map }),
+          ...(i % 3 === 2 && { cells: [1, n - 1] as [number, number] }),
+          ...(i % 4 === 3 && { values: "float32" as const }),
+        };
+        return pool.decode(tile, opts).then((d) => {
+          const want = decodeTileSync(tile, opts);
+          assert.deepEqual(Array.from(d.indptr), Array.from(want.indptr), `round ${round}, tile ${i}`);
+          assert.deepEqual(Array.from(d.indices), Array.from(want.indices), `round ${round}, tile ${i}`);
+          assert.deepEqual(Array.from(d.data), Array.from(want.data), `round ${round}, tile ${i}`);
+          d.release();
+        });
+      });
+      await Promise.all(jobs);
+      moved += [...sends.values()].filter((n) => n > 1).length;
+    }
+    assert.ok(moved > 0, "some jobs moved to an idle worker");
+  } finally {
+    Worker.prototype.postMessage = post;
+    await pool.close();
+  }
+});
+
 test("a worker is sent its next job before it answers the current one; its crash rejects both", async () => {
   // Each worker holds two jobs (host.ts, WORKER_DEPTH), so it never waits for this thread to send
   // the next. The second job killing the worker as it is sent shows both were sent before the
