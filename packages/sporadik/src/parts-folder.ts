@@ -17,7 +17,7 @@ import { release } from "node:os";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import type { FileWritableStore, PartsWritableStore } from "./array-stream.js";
 import { Limiter } from "./chunks.js";
-import { IncompleteError, SporadikError } from "./errors.js";
+import { IncompleteError, isSporadikError, SporadikError } from "./errors.js";
 import type { WritableStore } from "./store.js";
 
 /** Options of {@link withFileParts}. */
@@ -385,6 +385,8 @@ export function withFileParts<S extends WritableStore>(
             } catch (error) {
               // What was written is dropped where it can be (the store has no block either way).
               await rm(path, { force: true }).catch(() => undefined);
+              // A compression or worker failure is not the file system's: no "free space" hint.
+              if (isSporadikError(error, "EncodeWorkerError")) throw error;
               throw failed(key, path, error);
             }
             await land(key, { path, temporary: path, written });

@@ -12,6 +12,7 @@ import { test } from "node:test";
 import { FolderStore, MemoryStore } from "@deltacells/storage/node";
 import { DecodePool } from "../src/decode-pool.js";
 import { zstdLevel } from "../src/encode-pool.js";
+import { SporadikError } from "../src/errors.js";
 import {
   coordsOfLayout,
   EncodePool,
@@ -223,6 +224,40 @@ test("into a folder with deferred syncs the workers write the chunk files themse
     await assert.rejects(openReader(new FolderStore(bad)), { _tag: "IncompleteError" });
   } finally {
     await pool.close();
+    cleanup();
+  }
+});
+
+test("a chunk file that fails for its worker, not the file system, says so: no hint to free space", async () => {
+  // A worker that could not start (or zstd that failed) was reported as a failed file write,
+  // "Free space or fix the folder's permissions", which sent the user after the wrong cause.
+  const { dir, cleanup } = tempDir();
+  try {
+    const files = withFileParts(new FolderStore(dir), dir, { deferSync: true });
+    const setFile = files.setFile as NonNullable<typeof files.setFile>;
+    const workerFailed = new SporadikError("a zstd encode worker failed: Cannot find module", {
+      tag: "EncodeWorkerError",
+    });
+    await assert.rejects(
+      setFile("a/c/0", async (path) => {
+        writeFileSync(path, "partial");
+        throw workerFailed;
+      }),
+      (error: unknown) => error === workerFailed,
+    );
+    assert.equal(existsSync(join(dir, "a/c/0")), false, "what was written is removed");
+    const full = Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
+    await assert.rejects(
+      setFile("a/c/1", async () => {
+        throw full;
+      }),
+      (error: Error & { cause?: unknown }) => {
+        assert.match(error.message, /writing a\/c\/1 to .* failed: ENOSPC.*Free space/);
+        assert.equal(error.cause, full);
+        return true;
+      },
+    );
+  } finally {
     cleanup();
   }
 });
