@@ -21,6 +21,9 @@ export function cliHint(err: unknown): string | undefined {
   const e = err as { _tag?: unknown; field?: unknown; hint?: Hint };
   // Errors of @deltacells/storage and @deltacells/core name their options; the flags are here.
   if (e._tag === "NoCredentials") return "for a public bucket, read without signing: --no-sign-request";
+  // The loader's message offers `onUnreadableTile: "skip"`, which `stream` has no flag for.
+  if (e._tag === "UnreadableTile")
+    return "deltacells validate DATASET lists every damaged tile; re-fetch them or convert the input again";
   if (e._tag === "InvalidInput" && e.field === "obsm")
     return "choose the obsm entries with --obsm KEYS, or store none with --obsm none";
   const hint = e.hint;

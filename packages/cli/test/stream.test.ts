@@ -378,6 +378,8 @@ test("a corrupt tile stops the stream with exit code 1 and a message naming it; 
   const s = await stream(bad, "--batch-size", "16", "--no-shuffle");
   assert.equal(s.code, 1);
   assert.match(s.stderr, /UnreadableTile\]: .*tiles\/tile_000002\.dct could not be read or decoded/);
+  // The loader's way around it is an option the command has no flag for: the hint says what to run.
+  assert.match(s.stderr, /\n {2}hint: deltacells validate DATASET lists every damaged tile; .*\n$/);
   assert.doesNotMatch(s.stdout.toString("latin1"), /error|tile_000002/i);
   // Batches made before the error are whole (how many depends on how far decoding ran ahead).
   const read = batchesOf(RecordBatchReader.from(s.stdout));
