@@ -385,8 +385,9 @@ export function withFileParts<S extends WritableStore>(
             } catch (error) {
               // What was written is dropped where it can be (the store has no block either way).
               await rm(path, { force: true }).catch(() => undefined);
-              // A compression or worker failure is not the file system's: no "free space" hint.
-              if (isSporadikError(error, "EncodeWorkerError")) throw error;
+              // Only what the file system said is a failed write; an error of ours (a compression
+              // worker that failed, say) already names its cause, and no "free space" hint fits it.
+              if (isSporadikError(error)) throw error;
               throw failed(key, path, error);
             }
             await land(key, { path, temporary: path, written });

@@ -229,6 +229,7 @@ test("into a folder with deferred syncs the workers write the chunk files themse
 });
 
 test("a chunk file that fails for its worker, not the file system, says so: no hint to free space", async () => {
+  // Any error of ours passes as it is; only the file system's errors become failed writes.
   // A worker that could not start (or zstd that failed) was reported as a failed file write,
   // "Free space or fix the folder's permissions", which sent the user after the wrong cause.
   const { dir, cleanup } = tempDir();
