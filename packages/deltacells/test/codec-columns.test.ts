@@ -5,12 +5,12 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Worker } from "node:worker_threads";
 import { createTilePool, type DecodedTile, decodeTile, decodeTileSync, encodeTile } from "@deltacells/core";
 import { loadNativeKernel, useNativeKernel } from "../src/codec/native.js";
 import { openDataset } from "../src/dataset/reader.js";
 import { prng, randomCsr } from "./codec-helpers.js";
 import { loaderDataset } from "./loader-fixtures.js";
+import { watchWorkerPosts } from "./worker-posts.js";
 
 const N_GENES = 3000;
 
@@ -103,12 +103,10 @@ test("a pool sends each column map to each worker once, and keeps decoding right
   const tile = await encodeTile(rows, { nChunks: 4, level: 3 });
   const maps = Array.from({ length: 7 }, (_, i) => permutation(10 + i));
   const sent: number[] = [];
-  const post = Worker.prototype.postMessage;
-  Worker.prototype.postMessage = function (this: Worker, m: unknown, transfer?: never) {
-    const columns = (m as { columns?: { id: number; map?: Int32Array } }).columns;
+  const unwatch = watchWorkerPosts((m) => {
+    const columns = (m as { columns?: { id: number; map?: Int32Array } } | null)?.columns;
     if (columns?.map !== undefined) sent.push(columns.id);
-    return post.call(this, m, transfer);
-  };
+  });
   const pool = createTilePool({ threads: 2 });
   try {
     // Many tiles with one map: the map travels at most once per worker.
@@ -130,7 +128,7 @@ test("a pool sends each column map to each worker once, and keeps decoding right
       );
     assert.ok(sent.length < 2 + 3 * 7 * 2, `maps were sent ${sent.length} times`);
   } finally {
-    Worker.prototype.postMessage = post;
+    unwatch();
     await pool.close();
   }
 });

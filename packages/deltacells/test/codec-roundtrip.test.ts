@@ -16,6 +16,7 @@ import { useNativeKernel } from "../src/codec/native.js";
 import { startWorkerHost } from "../src/codec/pool/host.js";
 import { loadWasmZstd } from "../src/codec/zstd/wasm.js";
 import { assertDecodedEquals, prng, randomCsr } from "./codec-helpers.js";
+import { watchWorkerPosts } from "./worker-posts.js";
 
 const level = 1; // fast to encode; the format does not depend on the level
 
@@ -401,13 +402,11 @@ test("a job waiting behind a long one moves to a worker left idle, once, and its
   // while the other still had a job queued behind a long one. The idle worker now takes it back
   // (host.ts, `steal`), and the worker it was sent to first skips it instead of running it twice.
   const host = startWorkerHost(2);
-  const post = Worker.prototype.postMessage;
   const sent: number[] = [];
-  Worker.prototype.postMessage = function (this: Worker, message: unknown, transfer?: never) {
+  const unwatch = watchWorkerPosts((message) => {
     const m = message as { op?: unknown; id?: number } | null;
     if (m?.op === "compress") sent.push(m.id!);
-    return post.call(this, message, transfer);
-  };
+  });
   const emit = Worker.prototype.emit;
   const answers: string[] = [];
   Worker.prototype.emit = function (this: Worker, event: string | symbol, ...args: unknown[]) {
@@ -444,7 +443,7 @@ test("a job waiting behind a long one moves to a worker left idle, once, and its
     assert.ok((await job(6, small, 1)).ok, "both workers go on");
     assert.ok((await job(7, small, 1)).ok);
   } finally {
-    Worker.prototype.postMessage = post;
+    unwatch();
     Worker.prototype.emit = emit;
     await host.close();
   }
@@ -455,13 +454,11 @@ test("a worker that crashes after a job was taken from it: its jobs fail, the mo
   // freed when it is replaced. Lost instead, two a round, the 16 cells of 2 workers would run out
   // by the eighth round and the job queued behind the long one would no longer move.
   const host = startWorkerHost(2);
-  const post = Worker.prototype.postMessage;
   const holders = new Map<number, Worker[]>();
-  Worker.prototype.postMessage = function (this: Worker, message: unknown, transfer?: never) {
+  const unwatch = watchWorkerPosts((message, worker) => {
     const m = message as { op?: unknown; id?: number } | null;
-    if (m?.op === "compress") holders.set(m.id!, [...(holders.get(m.id!) ?? []), this]);
-    return post.call(this, message, transfer);
-  };
+    if (m?.op === "compress") holders.set(m.id!, [...(holders.get(m.id!) ?? []), worker]);
+  });
   try {
     const small = { nGenes: 5, indptr: [0, 1], indices: Int32Array.of(2), data: Int32Array.of(3) };
     const big = randomCsr(prng(12), { nCells: 800, nGenes: 20_000, perCell: 150 });
@@ -484,7 +481,7 @@ test("a worker that crashes after a job was taken from it: its jobs fail, the mo
     assert.equal(host.load(), 0);
     assert.ok((await job(small, 1)).ok, "the replaced worker runs jobs");
   } finally {
-    Worker.prototype.postMessage = post;
+    unwatch();
     await host.close();
   }
 });
@@ -495,13 +492,11 @@ test("decodes stay exact while jobs move to idle workers: whole tiles, cell rang
   // done with theirs take the one queued behind the long tile (host.ts, `steal`). Every result
   // against decodeTileSync.
   const pool = createTilePool({ threads: 3 });
-  const post = Worker.prototype.postMessage;
   const sends = new Map<number, number>();
-  Worker.prototype.postMessage = function (this: Worker, message: unknown, transfer?: never) {
+  const unwatch = watchWorkerPosts((message) => {
     const m = message as { op?: unknown; id?: number } | null;
     if (m?.op === "decode") sends.set(m.id!, (sends.get(m.id!) ?? 0) + 1);
-    return post.call(this, message, transfer);
-  };
+  });
   try {
     const rnd = prng(31);
     const nGenes = 3000;
@@ -545,7 +540,7 @@ test("decodes stay exact while jobs move to idle workers: whole tiles, cell rang
     }
     assert.ok(moved >= 2, `jobs moved to an idle worker: ${moved}`);
   } finally {
-    Worker.prototype.postMessage = post;
+    unwatch();
     await pool.close();
   }
 });
@@ -556,17 +551,12 @@ test("a worker is sent its next job before it answers the current one; its crash
   // worker answered (a new worker answers nothing until its script has loaded): with one job per
   // worker the first would be answered, and only then the second sent.
   const host = startWorkerHost(1);
-  const post = Worker.prototype.postMessage;
   let sent = 0;
-  Worker.prototype.postMessage = function (this: Worker, message: unknown, transfer?: never) {
-    // Other messages (tsx's loader thread uses postMessage too) pass.
-    if ((message as { op?: unknown } | null)?.op !== "compress") return post.call(this, message, transfer);
-    post.call(this, message, transfer);
-    if (++sent === 2) {
-      Worker.prototype.postMessage = post;
-      void this.terminate();
-    }
-  };
+  const unwatch = watchWorkerPosts((message, worker) => {
+    if ((message as { op?: unknown } | null)?.op !== "compress" || ++sent !== 2) return;
+    unwatch();
+    void worker.terminate();
+  });
   try {
     const rows = { nGenes: 5, indptr: [0, 1], indices: Int32Array.of(2), data: Int32Array.of(3) };
     const job = (id: number) =>
@@ -578,7 +568,7 @@ test("a worker is sent its next job before it answers the current one; its crash
     assert.equal(host.load(), 0);
     assert.equal(await job(3), "answered", "the replacement worker runs the next job");
   } finally {
-    Worker.prototype.postMessage = post;
+    unwatch();
     await host.close();
   }
 });
@@ -588,14 +578,12 @@ test("tiles submitted in the same tick are split only between the workers still 
   // started in the same tick: four tiles given to 2 idle workers at once were each split in two
   // (8 parts, 8 messages and hand-offs) instead of the first between both and the rest whole.
   const pool = createTilePool({ threads: 2 });
-  const post = Worker.prototype.postMessage;
   // Chunks per job, by id: a job that moves to a worker left idle is sent twice (host.ts, `steal`).
   const parts = new Map<number, number>();
-  Worker.prototype.postMessage = function (this: Worker, message: unknown, transfer?: never) {
+  const unwatch = watchWorkerPosts((message) => {
     const m = message as { op?: unknown; id?: number; k0?: number; k1?: number } | null;
     if (m?.op === "decode") parts.set(m.id!, m.k1! - m.k0!);
-    return post.call(this, message, transfer);
-  };
+  });
   try {
     const cases = [0, 1, 2, 3].map((s) => randomCsr(prng(70 + s), { nCells: 80, nGenes: 2000 }));
     const tiles = await Promise.all(cases.map((r) => encodeTile(r, { nChunks: 4, level })));
@@ -610,7 +598,7 @@ test("tiles submitted in the same tick are split only between the workers still 
       assert.deepEqual([...parts.values()], [2, 2, 4, 4, 4], `round ${round}: chunks per job`);
     }
   } finally {
-    Worker.prototype.postMessage = post;
+    unwatch();
     await pool.close();
   }
 });

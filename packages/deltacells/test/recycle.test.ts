@@ -9,7 +9,6 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { Worker } from "node:worker_threads";
 import {
   MemoryStore,
   withCoalescing,
@@ -34,6 +33,7 @@ import {
 import { openDataset, zstdCompressor } from "../src/node.js";
 import { assertDecodedEquals, prng, randomCsr } from "./codec-helpers.js";
 import { memorySource, randomMatrix } from "./dataset-fixtures.js";
+import { watchWorkerPosts } from "./worker-posts.js";
 
 const level = 3;
 const isReleased = (e: unknown) => isDeltacellsError(e, "InvalidState") && /was released/.test(String(e));
@@ -565,17 +565,15 @@ test("ds.tiles() on a pool sends each of the first tiles to a worker before it r
   const written = await dataset(250, 16); // 16 tiles
   for (const key of await written.list()) await store.set(key, (await written.get(key))!);
   const ds = await openDataset(store, { threads: 2 });
-  const post = Worker.prototype.postMessage;
   const log: string[] = [];
   const getInto = store.getInto;
   store.getInto = function (this: IntoStore, key, allocate, opts) {
     if (key.startsWith("tiles/")) log.push(`read ${Number(/(\d+)\.dct$/.exec(key)![1])}`);
     return getInto.call(this, key, allocate, opts);
   };
-  Worker.prototype.postMessage = function (this: Worker, message: unknown, transfer?: never) {
+  const unwatch = watchWorkerPosts((message) => {
     if ((message as { op?: unknown } | null)?.op === "decode") log.push("post");
-    return post.call(this, message, transfer);
-  };
+  });
   try {
     for (let pass = 0; pass < 2; pass++) {
       // Pass 0 starts the workers (its first decodes wait for them); pass 1 finds them up.
@@ -594,7 +592,7 @@ test("ds.tiles() on a pool sends each of the first tiles to a worker before it r
         `${posted(k)} decodes sent before tile ${k} is read: ${log.slice(0, 14).join(", ")}`,
       );
   } finally {
-    Worker.prototype.postMessage = post;
+    unwatch();
     await ds.close();
   }
 });
