@@ -11,11 +11,12 @@
 // A test file's suite is in its name, so a new test is classified by what it is called:
 //   *.browser.test.ts       drives headless Chromium (test-utils/browser)
 //   *.conformance.test.ts   needs the pinned Python environment (conformance/.venv): the Python
-//                           implementations we are checked against, or moto_server for S3
+//                           implementations we are checked against, or moto_server for S3; or
+//                           the Slurm scheduler (test-utils/slurm.ts, scripts/setup-slurm.mjs)
 //   any other *.test.ts     unit: needs nothing beyond `npm ci` (it may start Node servers on 127.0.0.1)
-// Before running anything the runner checks that no unit file uses Python, moto or the browser
-// harness, so a misnamed test fails here with a message instead of failing (or being skipped) on
-// a machine without them.
+// Before running anything the runner checks that no unit file uses Python, moto, Slurm or the
+// browser harness, so a misnamed test fails here with a message instead of failing (or being
+// skipped) on a machine without them.
 //
 // Tests run under node's test runner, TypeScript loaded through tsx and workspace packages
 // resolved to their TypeScript sources.
@@ -31,6 +32,8 @@ const NOT_UNIT = [
     re: /\.venv\b|\bpython[<(]|pythonDumps?\(|\bPYTHON\b|\bmoto_server\b|\bstartMoto\b|\bmotoBucket\b/,
     suite: "conformance",
   },
+  // The Slurm test cluster (test-utils/slurm.ts), installed by scripts/setup-slurm.mjs.
+  { re: /test-utils\/slurm\b|\bstartSlurm\b/, suite: "conformance" },
   { re: /test-utils\/browser|playwright/, suite: "browser" },
 ];
 
@@ -84,7 +87,8 @@ if (listOnly) args.splice(args.indexOf("--list"), 1);
 const roots = args;
 const everything = roots.length === 0 && suite === undefined;
 
-const all = (roots.length === 0 ? ["packages", "apps", "conformance", "bench"] : roots).flatMap((r) =>
+const ROOTS = ["packages", "apps", "conformance", "bench", "test-utils"];
+const all = (roots.length === 0 ? ROOTS : roots).flatMap((r) =>
   statSync(r).isDirectory() ? testFiles(r) : [r],
 );
 const misnamed = all.flatMap((path) => {
@@ -103,7 +107,7 @@ if (misnamed.length > 0) {
 const files = suite === undefined ? all : all.filter((path) => suiteOf(path) === suite);
 if (files.length === 0) {
   fail(
-    `no ${suite ?? ""}${suite ? " " : ""}test files under ${roots.join(", ") || "packages, apps, conformance, bench"}`,
+    `no ${suite ?? ""}${suite ? " " : ""}test files under ${(roots.length > 0 ? roots : ROOTS).join(", ")}`,
   );
 }
 if (listOnly) {
