@@ -29,7 +29,7 @@ const SUITES = ["unit", "conformance", "browser"];
 /** What only a conformance or browser test touches; matched against the text of unit files. */
 const NOT_UNIT = [
   {
-    re: /\.venv\b|\bpython[<(]|pythonDumps?\(|\bPYTHON\b|\bmoto_server\b|\bstartMoto\b|\bmotoBucket\b/,
+    re: /\.venv\b|\bpython[<(]|pythonDumps?\(|\bPYTHON\b|\bmoto_server\b|\bstartMoto\b|\bmotoBucket\b|\bwriteAtlasInputs\b/,
     suite: "conformance",
   },
   // The Slurm test cluster (test-utils/slurm.ts), installed by scripts/setup-slurm.mjs.
