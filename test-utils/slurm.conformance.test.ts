@@ -165,6 +165,19 @@ describe("a private one-node Slurm cluster", () => {
     assert.equal(task(tasks, 1).reason, "NoRecord");
   });
 
+  test("a script's own #SBATCH --array and --output apply when the submission gives none", async () => {
+    const out = await outDir();
+    const script = `#!/bin/sh\n#SBATCH --array=0-2\n#SBATCH --output=${out}/task-%a.log\necho "I am $SLURM_ARRAY_TASK_ID"\n`;
+    const array = await cluster.sbatch({ scriptText: script, output: false, args: ["--hold"] });
+    assert.deepEqual(array.array, [0, 1, 2], "the tasks the script asked for");
+    await cluster.scancel(array, 2);
+    await cluster.run("scontrol", ["release", array.id]);
+    const tasks = await cluster.wait(array);
+    assert.deepEqual(states(tasks), { 0: "COMPLETED", 1: "COMPLETED", 2: "CANCELLED" });
+    assert.equal(task(tasks, 1).stdout, join(out, "task-1.log"));
+    assert.equal(cluster.output(task(tasks, 1)), "I am 1\n");
+  });
+
   test("stop() cancels what still runs, stops munged, slurmctld and slurmd, and leaves no process and no folder behind", async (t) => {
     const out = await outDir();
     const long = await cluster.sbatch({ wrap: `touch "$OUT/up"; sleep 300`, env: { OUT: out } });

@@ -11,7 +11,7 @@
  * from `scontrol show job`, whose records are kept for an hour after a job ends (`MinJobAge`).
  *
  * The daemons run under tied-child.mjs, like the test servers: a test process that dies without
- * calling `stop()` takes them with it.
+ * calling `stop()` takes them with it (a job then running finishes on its own, unsupervised).
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -115,16 +115,17 @@ export interface SbatchOptions {
   cwd?: string;
   /**
    * `--output` pattern (`%A` array id, `%a` task, `%j` job id, `%x` name). Default: the cluster's
-   * `out/` folder, `%x-%A_%a.out` for an array and `%x-%j.out` otherwise.
+   * `out/` folder, `%x-%A_%a.out` for an array and `%x-%j.out` otherwise. `false` passes no
+   * `--output`: the script's `#SBATCH --output`, or Slurm's `slurm-%A_%a.out` in `cwd`, applies.
    */
-  output?: string;
+  output?: string | false;
   /** `--error` pattern; by default errors go to the output file, as with sbatch. */
   error?: string;
   /** More sbatch options, passed as they are (`--time=1`, `--cpus-per-task=2`...). */
   args?: string[];
 }
 
-/** A submitted job: its id and, for an array, the task ids asked for. */
+/** A submitted job: its id and, for an array (`--array` or `#SBATCH --array`), its task ids. */
 export interface SlurmJob {
   id: string;
   array?: number[];
@@ -546,7 +547,8 @@ export async function startSlurm(options: StartSlurmOptions = {}): Promise<Slurm
       const sources = [o.script, o.scriptText, o.wrap].filter((s) => s !== undefined).length;
       if (sources !== 1) throw new Error("sbatch: give exactly one of script, scriptText or wrap");
       const out = join(dir, "out", o.array === undefined ? "%x-%j.out" : "%x-%A_%a.out");
-      const argv = ["--parsable", `--output=${o.output ?? out}`];
+      const argv = ["--parsable"];
+      if (o.output !== false) argv.push(`--output=${o.output ?? out}`);
       if (o.error !== undefined) argv.push(`--error=${o.error}`);
       if (o.name !== undefined) argv.push(`--job-name=${o.name}`);
       if (o.array !== undefined) argv.push(`--array=${o.array}`);
@@ -565,7 +567,11 @@ export async function startSlurm(options: StartSlurmOptions = {}): Promise<Slurm
       const printed = await run("sbatch", argv, { env: o.env, cwd: o.cwd });
       const id = printed.trim().split(";")[0] ?? "";
       if (!/^\d+$/.test(id)) throw new Error(`sbatch printed ${JSON.stringify(printed)}, not a job id`);
-      return o.array === undefined ? { id } : { id, array: parseArraySpec(o.array) };
+      // The tasks as submitted (an array given by the script's #SBATCH lines too), read while
+      // every one still has a record.
+      const submitted = await tasks(id);
+      const array = submitted.flatMap((t) => (t.arrayTaskId === undefined ? [] : [t.arrayTaskId]));
+      return array.length === 0 ? { id } : { id, array };
     },
     tasks,
     waitFor,
