@@ -305,17 +305,19 @@ def expected(named, by_gene_ids):
     return c
 
 
-def describe(a, path, fmt):
+def describe(a, name, path, fmt):
+    """One file's entry of manifest.json (camelCase: test-utils/atlas-inputs.ts reads it as is)."""
     return {
+        "name": name,
         "path": path,
         "format": fmt,
-        "n_obs": int(a.n_obs),
-        "n_vars": int(a.n_vars),
+        "nObs": int(a.n_obs),
+        "nVars": int(a.n_vars),
         "nnz": int(sp.csr_matrix(a.X).count_nonzero()),
-        "total_counts": int(round(float(a.X.sum()))),
+        "totalCounts": int(round(float(a.X.sum()))),
         "obs": {c: str(a.obs[c].dtype) for c in a.obs.columns},
         "var": [c for c in a.var.columns],
-        "var_names": list(a.var_names[:3]),
+        "firstVarNames": list(a.var_names[:3]),
     }
 
 
@@ -329,7 +331,7 @@ def main(out):
     names = [n for _, _, a in inputs for n in a.obs_names]
     assert len(names) == len(set(names)), "obs names shared between inputs"
 
-    manifest = {"seed": SEED, "source_column": "source", "inputs": [], "expected": {}}
+    manifest = {"seed": SEED, "sourceColumn": "source", "inputs": [], "expected": {}}
     for name, fmt, a in inputs:
         rel = os.path.join("inputs", f"{name}.{fmt}")
         if fmt == "zarr":
@@ -338,17 +340,17 @@ def main(out):
                 a.write_zarr(os.path.join(out, rel))
         else:
             a.write_h5ad(os.path.join(out, rel))
-        manifest["inputs"].append({"name": name, **describe(a, rel, fmt)})
+        manifest["inputs"].append(describe(a, name, rel, fmt))
     rel = os.path.join("conflict", "conflict.h5ad")
     conflict.write_h5ad(os.path.join(out, rel))
-    manifest["conflict"] = {"name": "conflict", "column": "n_genes", **describe(conflict, rel, "h5ad")}
+    manifest["conflict"] = {**describe(conflict, "conflict", rel, "h5ad"), "column": "n_genes"}
 
     named = [(name, a) for name, _, a in inputs]
-    for key, by_gene_ids in [("by_index", False), ("by_gene_ids", True)]:
+    for key, name, by_gene_ids in [("byIndex", "by-index", False), ("byGeneIds", "by-gene-ids", True)]:
         c = expected(named, by_gene_ids)
-        rel = os.path.join("expected", f"{key.replace('_', '-')}.h5ad")
+        rel = os.path.join("expected", f"{name}.h5ad")
         c.write_h5ad(os.path.join(out, rel))
-        manifest["expected"][key] = describe(c, rel, "h5ad")
+        manifest["expected"][key] = describe(c, name, rel, "h5ad")
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)
         f.write("\n")

@@ -55,34 +55,6 @@ export interface AtlasInputs {
   seed: number;
 }
 
-interface ManifestFile {
-  name?: string;
-  path: string;
-  format: "h5ad" | "zarr";
-  n_obs: number;
-  n_vars: number;
-  nnz: number;
-  total_counts: number;
-  obs: Record<string, string>;
-  var: string[];
-  var_names: string[];
-}
-
-function file(dir: string, f: ManifestFile, name: string): AtlasFile {
-  return {
-    name,
-    path: join(dir, f.path),
-    format: f.format,
-    nObs: f.n_obs,
-    nVars: f.n_vars,
-    nnz: f.nnz,
-    totalCounts: f.total_counts,
-    obs: f.obs,
-    var: f.var,
-    firstVarNames: f.var_names,
-  };
-}
-
 /**
  * Runs `conformance/atlas_inputs.py` into `dir` (a new temporary folder when not given; an
  * existing folder must be empty) and resolves with what it wrote. The caller removes `dir`. Takes
@@ -103,22 +75,16 @@ export async function writeAtlasInputs(dir?: string): Promise<AtlasInputs> {
       else resolve();
     });
   });
-  const manifest = JSON.parse(await readFile(join(out, "manifest.json"), "utf8")) as {
-    seed: number;
-    source_column: string;
-    inputs: (ManifestFile & { name: string })[];
-    conflict: ManifestFile & { name: string; column: string };
-    expected: { by_index: ManifestFile; by_gene_ids: ManifestFile };
-  };
+  const manifest = JSON.parse(await readFile(join(out, "manifest.json"), "utf8")) as Omit<AtlasInputs, "dir">;
+  const absolute = <F extends AtlasFile>(f: F): F => ({ ...f, path: join(out, f.path) });
   return {
+    ...manifest,
     dir: out,
-    inputs: manifest.inputs.map((f) => file(out, f, f.name)),
-    conflict: { ...file(out, manifest.conflict, manifest.conflict.name), column: manifest.conflict.column },
+    inputs: manifest.inputs.map(absolute),
+    conflict: absolute(manifest.conflict),
     expected: {
-      byIndex: file(out, manifest.expected.by_index, "by-index"),
-      byGeneIds: file(out, manifest.expected.by_gene_ids, "by-gene-ids"),
+      byIndex: absolute(manifest.expected.byIndex),
+      byGeneIds: absolute(manifest.expected.byGeneIds),
     },
-    sourceColumn: manifest.source_column,
-    seed: manifest.seed,
   };
 }
