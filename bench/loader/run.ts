@@ -39,7 +39,12 @@ import { Agent, request } from "node:http";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { createLoader, createTilePool, Dataset, openDataset as openStoreDataset } from "@deltacells/core";
+import {
+  createLoader,
+  createTilePool,
+  type Dataset,
+  openDataset as openStoreDataset,
+} from "@deltacells/core";
 import { openDataset } from "@deltacells/core/node";
 import { openStore, S3Store, type Store } from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
@@ -166,9 +171,7 @@ async function loaderEpochs(
   const c0 = process.cpuUsage();
   const pool = copy ? createTilePool({ threads }) : undefined;
   const ds = await open();
-  const on = pool
-    ? new Dataset(ds.store, ds.manifest, { threads, renumbers: true, decode: pool.decode })
-    : ds;
+  const on = pool ? ds.withDecoder({ threads, renumbers: true, decode: pool.decode }) : ds;
   const loader = await createLoader(on, {
     batchSize: BATCH,
     seed: 1,

@@ -1,4 +1,7 @@
-/** An open dataset on S3 (moto_server) refuses a tile rewritten after its manifest was read. */
+/**
+ * An open dataset on S3 (moto_server) refuses a tile rewritten after its manifest was read, and so
+ * does a training loader running over it (with and without threads).
+ */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { S3Store } from "@deltacells/storage";
@@ -7,6 +10,7 @@ import { type RunningServer, startMoto } from "../../../test-utils/servers.js";
 import { encodeTile, isDeltacellsError, openDataset, writeDataset } from "../src/index.js";
 import { zstdCompressor } from "../src/node.js";
 import { memorySource, randomMatrix } from "./dataset-fixtures.js";
+import { loaderAcrossRewrite, writeVersion } from "./loader-rewrite.js";
 
 const creds = { accessKeyId: "testing", secretAccessKey: "testing", region: "us-east-1" };
 const BUCKET = "deltacells-version";
@@ -49,3 +53,26 @@ test("a tile rewritten on S3 after open (same bytes even) is DatasetChanged; a n
   const fresh = await openDataset(store);
   assert.equal((await fresh.cells(0, 45)).nCells, 45);
 });
+
+for (const threads of [undefined, 2]) {
+  test(`a training loader ${threads ? "with threads" : "without threads"} over S3 stops with DatasetChanged when the dataset is rewritten mid-epoch, having yielded only the first version's rows`, async () => {
+    const store = new S3Store({
+      ...creds,
+      endpoint: moto.url,
+      bucket: BUCKET,
+      prefix: `loader-${threads ?? 0}`,
+    });
+    const first = await writeVersion(store, 31);
+    const ds = await openDataset(store);
+    assert.ok(ds.openedAt !== undefined, "moto's Date was pinned");
+    await loaderAcrossRewrite(
+      ds,
+      first,
+      async () => {
+        await new Promise((r) => setTimeout(r, 1100)); // Last-Modified counts whole seconds
+        await writeVersion(store, 32);
+      },
+      threads === undefined ? {} : { threads },
+    );
+  });
+}

@@ -14,9 +14,11 @@ import { after, before, test } from "node:test";
 import { DEFAULT_TIMEOUT_SECONDS, isStorageError } from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
 import send from "send";
-import { encodeTile, isDeltacellsError, openDataset, writeDataset } from "../src/index.js";
+import { createLoader, encodeTile, isDeltacellsError, openDataset, writeDataset } from "../src/index.js";
 import { openDataset as openDatasetNode, zstdCompressor } from "../src/node.js";
 import { memorySource, randomMatrix } from "./dataset-fixtures.js";
+import { checkBatchValues } from "./loader-fixtures.js";
+import { loaderAcrossRewrite, writeVersion } from "./loader-rewrite.js";
 
 let dir: string;
 let server: Server;
@@ -67,6 +69,15 @@ async function replaceTile0(root: string) {
   await rename(`${tile}.new`, tile);
 }
 
+/** Replaces every tile of `root` by its own bytes through renames (a rewrite with nothing else changed). */
+async function replaceTiles(root: string) {
+  for (let t = 0; t < 20; t++) {
+    const tile = join(root, `tiles/tile_${String(t).padStart(6, "0")}.dct`);
+    await copyFile(tile, `${tile}.new`);
+    await rename(`${tile}.new`, tile);
+  }
+}
+
 test("a folder dataset rewritten under an open handle: the next tile read is DatasetChanged", async () => {
   const root = join(dir, "folder-ds");
   await write(root, 1);
@@ -105,6 +116,56 @@ test("a whole new version written over an open folder dataset is refused, not mi
   await assert.rejects(ds.cells(0, 10), (e: unknown) => isDeltacellsError(e, "DatasetChanged"));
   const again = await openDatasetNode(root);
   assert.notDeepEqual((await again.cells(0, 10)).data, before.data);
+});
+
+for (const [what, open] of [
+  ["on the dataset's decoder", {}],
+  ["on a dataset opened with threads", { threads: 2 }],
+  ["on a pool of its own (threads)", { loaderThreads: 2 }],
+] as const) {
+  test(`a training loader ${what} stops with DatasetChanged when the folder is rewritten mid-epoch, having yielded only the first version's rows`, async () => {
+    const root = join(dir, `loader-${what.replace(/\W+/g, "-")}`);
+    const first = await writeVersion(new FolderStore(root), 21);
+    const ds = await openDatasetNode(root, "threads" in open ? { threads: open.threads } : {});
+    try {
+      await loaderAcrossRewrite(
+        ds,
+        first,
+        async () => {
+          await new Promise((r) => setTimeout(r, 20));
+          await writeVersion(new FolderStore(root), 22);
+        },
+        "loaderThreads" in open ? { threads: open.loaderThreads } : {},
+      );
+    } finally {
+      await ds.close();
+    }
+    // Opened again, the dataset is the second version, read normally.
+    const second = randomMatrix(200, 20, 22);
+    const again = await openDatasetNode(root);
+    const loader = await createLoader(again, { batchSize: 50, seed: 3 });
+    for await (const batch of loader) {
+      checkBatchValues(second, batch);
+      batch.release();
+    }
+  });
+}
+
+test("a loader that skips unreadable tiles does not skip through a rewritten dataset: it stops with DatasetChanged", async () => {
+  const root = join(dir, "loader-skip");
+  for (const threads of [undefined, 2]) {
+    const first = await writeVersion(new FolderStore(root), 23);
+    const ds = await openDatasetNode(root);
+    await loaderAcrossRewrite(
+      ds,
+      first,
+      async () => {
+        await new Promise((r) => setTimeout(r, 20));
+        await replaceTiles(root);
+      },
+      { onUnreadableTile: "skip", ...(threads && { threads }) },
+    );
+  }
 });
 
 test("over HTTP, a tile whose Last-Modified is after the manifest's Date is DatasetChanged", async () => {

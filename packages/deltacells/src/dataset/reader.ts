@@ -30,6 +30,7 @@ import {
   VAR_TABLE_KEY,
 } from "./manifest.js";
 import { decodeNpyInt32 } from "./npy.js";
+import { pinned, rethrowChanged } from "./pin.js";
 import { poolTileDecoder } from "./pool-decoder.js";
 import type { SourceTable } from "./source.js";
 import { decodeVarTable } from "./var-table-read.js";
@@ -123,8 +124,26 @@ function where(store: ReadableStore): string {
   return (store as { url?: string }).url ?? "dataset";
 }
 
+/**
+ * What a {@link Dataset} is made of: what {@link openDataset} read and chose. A dataset made by hand
+ * from a store and a manifest without `openedAt` reads any version of the objects it finds.
+ */
+export interface DatasetParts {
+  store: ReadableStore;
+  manifest: DatasetManifest;
+  /** When `manifest.json` was read, on the store's clock (`ObjectInfo.readAt`): see {@link Dataset.openedAt}. */
+  openedAt?: number | undefined;
+  /** Decodes the tiles (default: this thread, into recycled buffers). */
+  decoder?: TileDecoder;
+  /** Where `obs()` puts columns (default: memory). */
+  obsLocalizer?: ObsLocalizer;
+  /** What {@link Dataset.close} runs (stopping a pool the dataset started). */
+  onClose?: () => Promise<void>;
+}
+
 /** An open deltacells dataset. */
 export class Dataset {
+  readonly store: ReadableStore;
   readonly manifest: DatasetManifest;
   readonly nCells: number;
   readonly nGenes: number;
@@ -138,24 +157,21 @@ export class Dataset {
    * dataset, and reading it is refused (`DatasetChanged`). See docs/deltacells-dataset.md.
    */
   readonly openedAt: number | undefined;
+  private readonly decoder: TileDecoder;
+  private readonly obsLocalizer: ObsLocalizer;
+  private readonly onClose: () => Promise<void>;
   private geneNamesCache: Promise<string[] | undefined> | undefined;
   private geneOrderCache: Promise<Int32Array | undefined> | undefined;
   private obsShards: ObsShards | undefined;
 
-  /**
-   * `decoder` decodes the tiles (default: this thread, into recycled buffers); `close` is what
-   * {@link Dataset.close} runs (stopping a pool the dataset started).
-   */
-  constructor(
-    readonly store: ReadableStore,
-    manifest: DatasetManifest,
-    private readonly decoder: TileDecoder = createLocalDecoder(),
-    private readonly obsLocalizer: ObsLocalizer = memoryLocalizer,
-    private readonly onClose: () => Promise<void> = async () => {},
-    manifestInfo: ObjectInfo = {},
-  ) {
-    this.openedAt = manifestInfo.readAt;
+  constructor(parts: DatasetParts) {
+    const { store, manifest } = parts;
+    this.store = store;
     this.manifest = manifest;
+    this.openedAt = parts.openedAt;
+    this.decoder = parts.decoder ?? createLocalDecoder();
+    this.obsLocalizer = parts.obsLocalizer ?? memoryLocalizer;
+    this.onClose = parts.onClose ?? (async () => {});
     this.url = where(store);
     this.nCells = manifest.n_cells;
     this.nGenes = manifest.n_genes;
@@ -166,6 +182,22 @@ export class Dataset {
       acc += manifest.tile_cells[i]!;
       this.limits[i] = acc;
     }
+  }
+
+  /**
+   * The same dataset, decoding on `decoder`: the same store, manifest, version (`openedAt`: an
+   * object rewritten since this handle was opened is refused through the copy as well) and obs
+   * localizer. Closing the copy runs `onClose` only (default: nothing), never this handle's.
+   */
+  withDecoder(decoder: TileDecoder, opts: { onClose?: () => Promise<void> } = {}): Dataset {
+    return new Dataset({
+      store: this.store,
+      manifest: this.manifest,
+      openedAt: this.openedAt,
+      decoder,
+      obsLocalizer: this.obsLocalizer,
+      ...(opts.onClose && { onClose: opts.onClose }),
+    });
   }
 
   /** The first cell of tile `i`. */
@@ -272,16 +304,12 @@ export class Dataset {
 
   /** The read option that refuses objects changed since the dataset was opened (when the store can tell). */
   private pinned(): { unchangedSince?: number } {
-    return this.openedAt === undefined ? {} : { unchangedSince: this.openedAt };
+    return pinned(this.openedAt);
   }
 
   /** `err` as thrown by a read of `key`; a store's `Changed` becomes `DatasetChanged`, naming the dataset. */
   private rethrow(err: unknown, key: string): never {
-    if (!isStorageError(err, "Changed")) throw err;
-    throw new DeltacellsError(
-      `${this.url} changed since it was opened: ${key} was rewritten after the manifest was read (${err.message}). Reading on would mix two versions of the dataset: open it again`,
-      { tag: "DatasetChanged", object: `${this.url}/${key}`, cause: err },
-    );
+    rethrowChanged(err, this.url, key);
   }
 
   private missing(i: number): DeltacellsError {
@@ -784,6 +812,12 @@ export async function openDataset(
     );
   }
   const manifest = parseManifest(bytes, `${url}/${MANIFEST_KEY}`);
+  const parts: DatasetParts = {
+    store,
+    manifest,
+    openedAt: info.readAt,
+    ...(opts.obsLocalizer && { obsLocalizer: opts.obsLocalizer }),
+  };
   if (opts.threads !== undefined) {
     if (opts.decoder !== undefined) {
       throw new DeltacellsError("openDataset takes either `threads` or `decoder`, not both", {
@@ -794,7 +828,7 @@ export async function openDataset(
       });
     }
     const { decoder, close } = poolTileDecoder(opts.threads);
-    return new Dataset(store, manifest, decoder, opts.obsLocalizer, close, info);
+    return new Dataset({ ...parts, decoder, onClose: close });
   }
-  return new Dataset(store, manifest, opts.decoder, opts.obsLocalizer, undefined, info);
+  return new Dataset({ ...parts, ...(opts.decoder && { decoder: opts.decoder }) });
 }

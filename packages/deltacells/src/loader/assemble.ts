@@ -8,6 +8,7 @@
 import { copyRange } from "../codec/copy.js";
 import { tileKey } from "../dataset/manifest.js";
 import type { Dataset } from "../dataset/reader.js";
+import { isDeltacellsError } from "../errors.js";
 import type { BatchArrays } from "./batch.js";
 import {
   type LoadedSegment,
@@ -112,7 +113,9 @@ export class Assembler {
       const { segment, tile } = l;
       if (tile === undefined) {
         if (l.error === STOPPED) throw STOPPED;
-        if (this.policy === "error") throw unreadable(this.ds, segment.tile, l.error);
+        // A rewritten dataset is never skipped through: every tile after it would be refused too.
+        if (this.policy === "error" || isDeltacellsError(l.error, "DatasetChanged"))
+          throw unreadable(this.ds, segment.tile, l.error);
         this.onSkip({
           epoch: this.plan.settings.epoch,
           tile: segment.tile,

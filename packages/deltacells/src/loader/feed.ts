@@ -12,7 +12,7 @@ import type { TileLayout } from "../codec/layout.js";
 import { outputBytes } from "../codec/recycle.js";
 import { tileKey } from "../dataset/manifest.js";
 import type { Dataset, DatasetTile } from "../dataset/reader.js";
-import { DeltacellsError } from "../errors.js";
+import { DeltacellsError, isDeltacellsError } from "../errors.js";
 import type { MemoryLedger } from "./memory.js";
 import type { EpochPlan, Segment } from "./plan.js";
 
@@ -231,8 +231,13 @@ export class TileFeed {
   }
 }
 
-/** The tagged error for a tile the loader could not use. */
+/**
+ * The tagged error for a tile the loader could not use: `UnreadableTile`, or the reader's own
+ * `DatasetChanged` as it is (the tile is not damaged: the dataset was rewritten since it was
+ * opened, and what helps is opening it again, not skipping or repairing tiles).
+ */
 export function unreadable(ds: Dataset, tile: number, cause: unknown): DeltacellsError {
+  if (isDeltacellsError(cause, "DatasetChanged")) return cause;
   const key = tileKey(tile);
   const why = cause instanceof Error ? cause.message : String(cause);
   return new DeltacellsError(

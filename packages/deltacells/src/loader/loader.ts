@@ -5,7 +5,7 @@
  * assembler (assemble.ts) copies rows into recycled batch buffers (batch.ts).
  */
 import { poolTileDecoder } from "../dataset/pool-decoder.js";
-import { Dataset } from "../dataset/reader.js";
+import type { Dataset } from "../dataset/reader.js";
 import { DeltacellsError } from "../errors.js";
 import { Assembler, type Filled } from "./assemble.js";
 import {
@@ -412,7 +412,8 @@ export async function createLoader(dataset: Dataset, options: LoaderOptions = {}
   if (s.threads !== undefined) {
     const pool = poolTileDecoder(s.threads);
     pool.start();
-    tiles = new Dataset(dataset.store, dataset.manifest, pool.decoder);
+    // The whole dataset, version pin included: a rewrite under the loader is refused, not read.
+    tiles = dataset.withDecoder(pool.decoder);
     onClose = pool.close;
   }
   try {
