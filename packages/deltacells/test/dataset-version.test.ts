@@ -5,7 +5,7 @@
  * stalled server by default.
  */
 import assert from "node:assert/strict";
-import { copyFile, mkdtemp, rename, rm, utimes } from "node:fs/promises";
+import { copyFile, mkdtemp, readdir, rename, rm, utimes } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { tmpdir } from "node:os";
@@ -19,6 +19,7 @@ import { openDataset as openDatasetNode, zstdCompressor } from "../src/node.js";
 import { memorySource, randomMatrix } from "./dataset-fixtures.js";
 import { checkBatchValues } from "./loader-fixtures.js";
 import { loaderAcrossRewrite, writeVersion } from "./loader-rewrite.js";
+import { obsSource } from "./obs-fixtures.js";
 
 let dir: string;
 let server: Server;
@@ -166,6 +167,42 @@ test("a loader that skips unreadable tiles does not skip through a rewritten dat
       { onUnreadableTile: "skip", ...(threads && { threads }) },
     );
   }
+});
+
+test("obs shards rewritten under an open folder dataset are DatasetChanged, never read into the obs cache", async () => {
+  const root = join(dir, "obs-ds");
+  const write = () =>
+    writeDataset(obsSource(), new FolderStore(root), {
+      encoder: { encode: (rows, o) => encodeTile(rows, { ...o, level: 3 }) },
+      compress: zstdCompressor(3),
+      tileSize: 10,
+      obs: { tilesPerFile: 3 },
+    });
+  await write();
+  const cacheDir = join(dir, "obs-cache");
+  const ds = await openDatasetNode(root);
+  assert.equal((await ds.obsTile(0, ["score"])).score!.length, 10);
+  await new Promise((r) => setTimeout(r, 20));
+  await write(); // the same obs: a reader cannot tell, as with tiles
+  const changed = (what: RegExp) => (e: unknown) => {
+    assert.ok(isDeltacellsError(e, "DatasetChanged"), String(e));
+    assert.match(e.message, new RegExp(`changed since it was opened: ${what.source} was rewritten`));
+    return true;
+  };
+  const obsFile = /obs\/(schema\.json|obs_\d{4}\.parquet)/;
+  await assert.rejects(ds.obsTile(3, ["score"]), changed(obsFile));
+  await assert.rejects(ds.obs(["donor"], { cacheDir }), changed(obsFile));
+  // The loader reads the gene order (rewritten too) and the obs (ds.obs, above) when created.
+  await assert.rejects(createLoader(ds, { obs: ["flag"], obsCacheDir: cacheDir }), changed(/\S+/));
+  // Nothing was cached from the new version under the old manifest's fingerprint.
+  const cached = await readdir(cacheDir, { recursive: true }).catch(() => []);
+  assert.deepEqual(
+    cached.filter((f) => f.endsWith(".arrow")),
+    [],
+    `cached: ${cached.join(", ")}`,
+  );
+  const fresh = await openDatasetNode(root);
+  assert.equal((await fresh.obs(["donor"], { cacheDir })).column("donor").table.numRows, 35);
 });
 
 test("over HTTP, a tile whose Last-Modified is after the manifest's Date is DatasetChanged", async () => {

@@ -691,7 +691,12 @@ export class Dataset {
 
   /** The obs shards' reader (refuses a dataset without obs). */
   private obsReader(): ObsShards {
-    this.obsShards ??= new ObsShards(this.store, this.manifest, this.url);
+    this.obsShards ??= new ObsShards({
+      store: this.store,
+      manifest: this.manifest,
+      url: this.url,
+      openedAt: this.openedAt,
+    });
     return this.obsShards;
   }
 

@@ -7,6 +7,7 @@ import type { ReadableStore } from "@deltacells/storage";
 import type { Data } from "apache-arrow";
 import type { AsyncBuffer, FileMetaData } from "hyparquet";
 import type { DatasetManifest } from "../dataset/manifest.js";
+import { pinned, rethrowChanged } from "../dataset/pin.js";
 import { DeltacellsError } from "../errors.js";
 import { loadDecompressors, loadParquet } from "../parquet-load.js";
 import { loadArrow } from "./arrow-load.js";
@@ -31,11 +32,23 @@ export class ObsShards {
   /** First tile of each shard's tiles, and the tiles' first cells. */
   readonly tilesPerFile: number;
 
-  constructor(
-    readonly store: ReadableStore,
-    readonly manifest: DatasetManifest,
-    readonly url: string,
-  ) {
+  readonly store: ReadableStore;
+  readonly manifest: DatasetManifest;
+  readonly url: string;
+  /** The dataset's version pin (`Dataset.openedAt`): a shard rewritten since is `DatasetChanged`. */
+  private readonly openedAt: number | undefined;
+
+  constructor(parts: {
+    store: ReadableStore;
+    manifest: DatasetManifest;
+    url: string;
+    openedAt?: number | undefined;
+  }) {
+    const { manifest, url } = parts;
+    this.store = parts.store;
+    this.manifest = manifest;
+    this.url = url;
+    this.openedAt = parts.openedAt;
     if (!manifest.has_obs) {
       throw new DeltacellsError(
         `${url} has no obs (has_obs is false): it was converted without a cell table`,
@@ -49,7 +62,9 @@ export class ObsShards {
   schema(opts: { signal?: AbortSignal } = {}): Promise<ObsSchema> {
     this.schemaCache ??= (async () => {
       const object = `${this.url}/${OBS_SCHEMA_KEY}`;
-      const bytes = await this.store.get(OBS_SCHEMA_KEY, opts);
+      const bytes = await this.store
+        .get(OBS_SCHEMA_KEY, { ...opts, ...pinned(this.openedAt) })
+        .catch((err: unknown) => rethrowChanged(err, this.url, OBS_SCHEMA_KEY));
       if (bytes === undefined)
         throw new DeltacellsError(`${object} is missing although has_obs is true: the dataset is damaged`, {
           tag: "NotFound",
@@ -109,7 +124,9 @@ export class ObsShards {
     return {
       byteLength: size,
       slice: async (start: number, end = size) => {
-        const bytes = await this.store.getRange(key, { offset: start, length: end - start }, { signal });
+        const bytes = await this.store
+          .getRange(key, { offset: start, length: end - start }, { signal, ...pinned(this.openedAt) })
+          .catch((err: unknown) => rethrowChanged(err, this.url, key));
         if (bytes === undefined) {
           throw new DeltacellsError(`${this.url}/${key} is missing, although the manifest lists it`, {
             tag: "NotFound",
