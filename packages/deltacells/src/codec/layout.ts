@@ -86,10 +86,11 @@ export function inspectTile(bytes: Uint8Array, opts: InspectOptions = {}): TileL
     }
     const n = e.nnzHi - e.nnzLo;
     if (n >= 2 ** 32) throw corrupt(object, `${at}.nnz_hi`, "fewer than 2^32 nonzeros per chunk", n);
-    checkFrame(object, k, "gaps", e.gapsOff, e.gapsLen, 2 * n, indptrEnd, totalSize, true);
-    checkFrame(object, k, "vals", e.valsOff, e.valsLen, 2 * n, indptrEnd, totalSize, true);
-    checkFrame(object, k, "vexc", e.vexcOff, e.vexcLen, 0, indptrEnd, totalSize, false);
-    checkFrame(object, k, "gexc", e.gexcOff, e.gexcLen, 0, indptrEnd, totalSize, false);
+    const where = { object, chunk: k, lowest: indptrEnd, totalSize };
+    checkFrame(where, { name: "gaps", off: e.gapsOff, len: e.gapsLen, contentSize: 2 * n, required: true });
+    checkFrame(where, { name: "vals", off: e.valsOff, len: e.valsLen, contentSize: 2 * n, required: true });
+    checkFrame(where, { name: "vexc", off: e.vexcOff, len: e.vexcLen, contentSize: 0, required: false });
+    checkFrame(where, { name: "gexc", off: e.gexcOff, len: e.gexcLen, contentSize: 0, required: false });
     if ((e.vexcLen > 0 || e.gexcLen > 0) && n === 0) {
       throw corrupt(
         object,
@@ -107,17 +108,27 @@ export function inspectTile(bytes: Uint8Array, opts: InspectOptions = {}): TileL
   return { header, chunks, indptr };
 }
 
-function checkFrame(
-  object: string | undefined,
-  k: number,
-  name: string,
-  off: number,
-  len: number,
-  contentSize: number,
-  lowest: number,
-  totalSize: number,
-  required: boolean,
-): void {
+/** Where a chunk's frames may lie: after the indptr (`lowest`), inside the tile's `totalSize` bytes. */
+interface FrameBounds {
+  object: string | undefined;
+  chunk: number;
+  lowest: number;
+  totalSize: number;
+}
+
+/** One zstd frame of a chunk, as its entry gives it, and the size of what it decompresses to. */
+interface FrameEntry {
+  name: "gaps" | "vals" | "vexc" | "gexc";
+  off: number;
+  len: number;
+  contentSize: number;
+  /** Whether the chunk must have this frame (`gaps`, `vals`) or may leave it out (exceptions). */
+  required: boolean;
+}
+
+function checkFrame(bounds: FrameBounds, frame: FrameEntry): void {
+  const { object, chunk: k, lowest, totalSize } = bounds;
+  const { name, off, len, contentSize, required } = frame;
   if (len === 0) {
     if (required) throw corrupt(object, `chunk[${k}].${name}_len`, "> 0 (a zstd frame)", 0);
     return;

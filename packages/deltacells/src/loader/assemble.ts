@@ -48,6 +48,20 @@ class WindowScratch {
   }
 }
 
+/** What an {@link Assembler} copies from, and what it does with a tile it cannot use. */
+export interface AssemblerOptions {
+  ds: Dataset;
+  plan: EpochPlan;
+  /** Decodes the windows' tiles. */
+  feed: TileFeed;
+  map: ColumnMap;
+  obs: ObsGather | undefined;
+  sortIndices: boolean;
+  policy: UnreadableTilePolicy;
+  /** Told of each tile skipped (`policy: "skip"`). */
+  onSkip: (s: SkippedTile) => void;
+}
+
 export class Assembler {
   private current = -1;
   private start = 0;
@@ -64,16 +78,25 @@ export class Assembler {
   private sortIdx = new Int32Array(0);
   private sortData = new Float64Array(0);
 
-  constructor(
-    private readonly ds: Dataset,
-    private readonly plan: EpochPlan,
-    private readonly feed: TileFeed,
-    private readonly map: ColumnMap,
-    private readonly obs: ObsGather | undefined,
-    private readonly sortIndices: boolean,
-    private readonly policy: UnreadableTilePolicy,
-    private readonly onSkip: (s: SkippedTile) => void,
-  ) {}
+  private readonly ds: Dataset;
+  private readonly plan: EpochPlan;
+  private readonly feed: TileFeed;
+  private readonly map: ColumnMap;
+  private readonly obs: ObsGather | undefined;
+  private readonly sortIndices: boolean;
+  private readonly policy: UnreadableTilePolicy;
+  private readonly onSkip: (s: SkippedTile) => void;
+
+  constructor(o: AssemblerOptions) {
+    this.ds = o.ds;
+    this.plan = o.plan;
+    this.feed = o.feed;
+    this.map = o.map;
+    this.obs = o.obs;
+    this.sortIndices = o.sortIndices;
+    this.policy = o.policy;
+    this.onSkip = o.onSkip;
+  }
 
   /** Whether rows come out with increasing indices. */
   get sorted(): boolean {

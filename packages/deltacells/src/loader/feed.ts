@@ -59,6 +59,26 @@ interface Entry {
   result: Promise<LoadedSegment> | undefined;
 }
 
+/** What a {@link TileFeed} reads, and within what. */
+export interface TileFeedOptions {
+  ds: Dataset;
+  plan: EpochPlan;
+  /** The plan's windows to read, `[first, end)`. */
+  windows: [number, number];
+  ledger: MemoryLedger;
+  /** Tiles fetched or decoding at once, at most. */
+  maxInFlight: number;
+  values: "int32" | "float32";
+  /** A renumbering the decoder applies (`Dataset.tile`'s `columns`), or undefined. */
+  columns: Int32Array | undefined;
+  signal?: AbortSignal | undefined;
+  /**
+   * Fetch the stored tiles and check their layouts instead of decoding them (the slot path:
+   * the tiles are decoded later, straight into the batches). Only the stored bytes are counted.
+   */
+  stored?: boolean;
+}
+
 export class TileFeed {
   private readonly entries: Entry[] = [];
   private readonly byWindow = new Map<number, Entry[]>();
@@ -70,27 +90,27 @@ export class TileFeed {
   private readonly waiters: (() => void)[] = [];
   /** Windows being given back, or given back. */
   private readonly releases = new Map<number, Promise<void>>();
+  private readonly ds: Dataset;
+  private readonly ledger: MemoryLedger;
+  private readonly maxInFlight: number;
+  private readonly values: "int32" | "float32";
+  private readonly columns: Int32Array | undefined;
+  private readonly signal: AbortSignal | undefined;
+  private readonly stored: boolean;
 
-  constructor(
-    private readonly ds: Dataset,
-    plan: EpochPlan,
-    windows: [number, number],
-    private readonly ledger: MemoryLedger,
-    private readonly maxInFlight: number,
-    private readonly values: "int32" | "float32",
-    /** A renumbering the decoder applies (`Dataset.tile`'s `columns`), or undefined. */
-    private readonly columns: Int32Array | undefined,
-    private readonly signal?: AbortSignal,
-    /**
-     * Fetch the stored tiles and check their layouts instead of decoding them (the slot path:
-     * the tiles are decoded later, straight into the batches). Only the stored bytes are counted.
-     */
-    private readonly stored = false,
-  ) {
+  constructor(o: TileFeedOptions) {
+    const { ds, plan, windows } = o;
+    this.ds = ds;
+    this.ledger = o.ledger;
+    this.maxInFlight = o.maxInFlight;
+    this.values = o.values;
+    this.columns = o.columns;
+    this.signal = o.signal;
+    this.stored = o.stored ?? false;
     for (let w = windows[0]; w < windows[1]; w++) {
       const list: Entry[] = [];
       for (const segment of plan.windows[w]!.segments) {
-        const e = { window: w, segment, cost: tileCost(ds, segment.tile, stored), result: undefined };
+        const e = { window: w, segment, cost: tileCost(ds, segment.tile, this.stored), result: undefined };
         this.entries.push(e);
         list.push(e);
       }

@@ -85,6 +85,26 @@ export interface Loader<B extends Batch = Batch> extends AsyncIterable<B> {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
+/** What a loader is made of, once {@link createLoader} has read the genes and obs and sized it. */
+interface LoaderParts {
+  /** The dataset given to `createLoader` (its manifest, genes and obs). */
+  ds: Dataset;
+  /** The same dataset on the decoder that reads the tiles (the loader's own pool with `threads`). */
+  tiles: Dataset;
+  settings: LoaderSettings;
+  map: ColumnMap;
+  obs: ObsGather | undefined;
+  /** Whether decoders write rows straight into the batches (slots.ts) instead of this thread copying them. */
+  slots: boolean;
+  buffers: BatchBuffers;
+  ledger: MemoryLedger;
+  /** Tiles fetched or decoding at once, at most. */
+  maxInFlight: number;
+  /** What `close()` runs (stopping the loader's pool). */
+  onClose: () => Promise<void>;
+  signal: AbortSignal | undefined;
+}
+
 class DatasetLoader implements Loader {
   readonly batchSize: number;
   readonly rank: number;
@@ -96,21 +116,29 @@ class DatasetLoader implements Loader {
   private position: number;
   private iterating = false;
   private readonly recycler: BatchRecycler;
+  private readonly ds: Dataset;
+  private readonly tiles: Dataset;
+  private readonly s: LoaderSettings;
+  private readonly map: ColumnMap;
+  private readonly obs: ObsGather | undefined;
+  private readonly slots: boolean;
+  private readonly ledger: MemoryLedger;
+  private readonly maxInFlight: number;
+  private readonly onClose: () => Promise<void>;
+  private readonly signal: AbortSignal | undefined;
 
-  constructor(
-    private readonly ds: Dataset,
-    private readonly tiles: Dataset,
-    private readonly s: LoaderSettings,
-    private readonly map: ColumnMap,
-    private readonly obs: ObsGather | undefined,
-    /** Whether decoders write rows straight into the batches (slots.ts) instead of this thread copying them. */
-    private readonly slots: boolean,
-    buffers: BatchBuffers,
-    private readonly ledger: MemoryLedger,
-    private readonly maxInFlight: number,
-    private readonly onClose: () => Promise<void>,
-    private readonly signal: AbortSignal | undefined,
-  ) {
+  constructor(o: LoaderParts) {
+    const { settings: s, map, buffers, ledger } = o;
+    this.ds = o.ds;
+    this.tiles = o.tiles;
+    this.s = s;
+    this.map = map;
+    this.obs = o.obs;
+    this.slots = o.slots;
+    this.ledger = ledger;
+    this.maxInFlight = o.maxInFlight;
+    this.onClose = o.onClose;
+    this.signal = o.signal;
     this.batchSize = s.batchSize;
     this.rank = s.rank;
     this.worldSize = s.worldSize;
@@ -129,7 +157,7 @@ class DatasetLoader implements Loader {
         },
       );
     if (this.position === this.batchesPerEpoch) this.nextEpoch();
-    const shared = slots && tiles.scatters!.shared;
+    const shared = o.slots && o.tiles.scatters!.shared;
     this.recycler = new BatchRecycler(
       () => new BatchArrays(s.batchSize, map.count, s.output, s.values, buffers.nnzHint, shared, ledger),
       buffers.count,
@@ -223,33 +251,41 @@ class DatasetLoader implements Loader {
     const s = this.s;
     const epoch = this.epoch;
     const plan = this.plan(epoch);
-    const feed = new TileFeed(
-      this.tiles,
+    const windows = plan.windowsFrom(this.position);
+    const feed = new TileFeed({
+      ds: this.tiles,
       plan,
-      plan.windowsFrom(this.position),
-      this.ledger,
-      this.maxInFlight,
-      s.values,
-      decoderColumns(this.map),
-      this.signal,
-      this.slots,
-    );
+      windows,
+      ledger: this.ledger,
+      maxInFlight: this.maxInFlight,
+      values: s.values,
+      columns: decoderColumns(this.map),
+      signal: this.signal,
+      stored: this.slots,
+    });
     const asm = this.slots
-      ? new SlotAssembler(
-          this.tiles,
+      ? new SlotAssembler({
+          ds: this.tiles,
           plan,
           feed,
-          plan.windowsFrom(this.position),
-          plan.batchRange(this.position)[0],
-          this.map,
-          s.output,
-          this.obs,
-          () => this.recycler.acquire(),
-          (a) => this.recycler.release(a),
-        )
-      : new Assembler(this.ds, plan, feed, this.map, this.obs, s.sortIndices, s.onUnreadableTile, (skip) =>
-          this.skipped.push(skip),
-        );
+          windows,
+          firstPos: plan.batchRange(this.position)[0],
+          map: this.map,
+          output: s.output,
+          obs: this.obs,
+          acquire: () => this.recycler.acquire(),
+          giveBack: (a) => this.recycler.release(a),
+        })
+      : new Assembler({
+          ds: this.ds,
+          plan,
+          feed,
+          map: this.map,
+          obs: this.obs,
+          sortIndices: s.sortIndices,
+          policy: s.onUnreadableTile,
+          onSkip: (skip) => this.skipped.push(skip),
+        });
     const pending: Promise<Batch>[] = [];
     let made = this.position;
     let chain: Promise<unknown> = Promise.resolve();
@@ -463,17 +499,17 @@ async function prepareLoader(
   // Tiles fetched or decoding at once: twice the workers `tiles` decodes on (the loader's pool when
   // `threads` is given, else the dataset's decoder).
   const maxInFlight = Math.max(4, 2 * (tiles.threads ?? 1));
-  return new DatasetLoader(
-    dataset,
+  return new DatasetLoader({
+    ds: dataset,
     tiles,
-    s,
+    settings: s,
     map,
     obs,
-    chosen.slots,
-    chosen.buffers,
+    slots: chosen.slots,
+    buffers: chosen.buffers,
     ledger,
     maxInFlight,
     onClose,
-    options.signal,
-  );
+    signal: options.signal,
+  });
 }

@@ -57,6 +57,25 @@ interface OpenBatch {
   jobs: Promise<TileDone>[];
 }
 
+/** What a {@link SlotAssembler} lays out, and where its batch buffers come from. */
+export interface SlotAssemblerOptions {
+  /** The dataset whose decoder scatters the tiles. */
+  ds: Dataset;
+  plan: EpochPlan;
+  /** Fetches the stored tiles (a feed of `stored` tiles). */
+  feed: TileFeed;
+  /** The plan's windows to lay out, `[first, end)`. */
+  windows: [number, number];
+  /** Stream position of the first batch made (a resumed loader skips the ones before). */
+  firstPos: number;
+  map: ColumnMap;
+  output: "csr" | "dense";
+  obs: ObsGather | undefined;
+  /** A batch's buffers, and giving back those of a batch never handed out. */
+  acquire: () => BatchArrays;
+  giveBack: (a: BatchArrays) => void;
+}
+
 export class SlotAssembler {
   private next: number;
   /** Each window's layout, by window (settled once its tiles are decoding). */
@@ -72,23 +91,27 @@ export class SlotAssembler {
   private posAt = new Float64Array(0);
   private readonly columns: Int32Array | undefined;
 
-  constructor(
-    private readonly ds: Dataset,
-    private readonly plan: EpochPlan,
-    private readonly feed: TileFeed,
-    [firstWindow, endWindow]: [number, number],
-    /** Stream position of the first batch made (a resumed loader skips the ones before). */
-    private readonly firstPos: number,
-    map: ColumnMap,
-    private readonly output: "csr" | "dense",
-    private readonly obs: ObsGather | undefined,
-    private readonly acquire: () => BatchArrays,
-    private readonly giveBack: (a: BatchArrays) => void,
-  ) {
-    this.next = firstWindow;
-    this.endWindow = endWindow;
-    this.columns = decoderColumns(map);
-    this.sorted = map.monotone;
+  private readonly ds: Dataset;
+  private readonly plan: EpochPlan;
+  private readonly feed: TileFeed;
+  private readonly firstPos: number;
+  private readonly output: "csr" | "dense";
+  private readonly obs: ObsGather | undefined;
+  private readonly acquire: () => BatchArrays;
+  private readonly giveBack: (a: BatchArrays) => void;
+
+  constructor(o: SlotAssemblerOptions) {
+    this.ds = o.ds;
+    this.plan = o.plan;
+    this.feed = o.feed;
+    this.firstPos = o.firstPos;
+    this.output = o.output;
+    this.obs = o.obs;
+    this.acquire = o.acquire;
+    this.giveBack = o.giveBack;
+    [this.next, this.endWindow] = o.windows;
+    this.columns = decoderColumns(o.map);
+    this.sorted = o.map.monotone;
   }
 
   private readonly endWindow: number;
