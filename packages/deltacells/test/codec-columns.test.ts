@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { createTilePool, type DecodedTile, decodeTile, decodeTileSync, encodeTile } from "@deltacells/core";
 import { loadNativeKernel, useNativeKernel } from "../src/codec/native.js";
-import { openDataset } from "../src/dataset/reader.js";
+import { openDataset } from "../src/dataset/open.js";
 import { prng, randomCsr } from "./codec-helpers.js";
 import { loaderDataset } from "./loader-fixtures.js";
 import { watchWorkerPosts } from "./worker-posts.js";

@@ -11,7 +11,7 @@ import { test } from "node:test";
 import type { TileLayout } from "../src/codec/layout.js";
 import { createLocalDecoder } from "../src/codec/local-decoder.js";
 import type { ScatterJob } from "../src/codec/scatter.js";
-import type { TileDecoder } from "../src/dataset/reader.js";
+import type { TileDecoder } from "../src/dataset/tile-io.js";
 import { type Batch, createLoader, type LoaderOptions, openDataset } from "../src/index.js";
 import { checkBatchValues, loaderDataset, N_CELLS } from "./loader-fixtures.js";
 

@@ -21,7 +21,7 @@ import { createLocalDecoder } from "../src/codec/local-decoder.js";
 import { BufferRecycler, type LentBytes, type RecycledTile } from "../src/codec/recycle.js";
 import { tileKey } from "../src/dataset/manifest.js";
 import { poolTileDecoder } from "../src/dataset/pool-decoder.js";
-import type { TileDecoder } from "../src/dataset/reader.js";
+import type { TileDecoder } from "../src/dataset/tile-io.js";
 import {
   createTilePool,
   type DatasetTile,

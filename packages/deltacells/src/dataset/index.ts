@@ -1,16 +1,9 @@
 /** Datasets: the browser-safe half (reader, writer, validator). Opening by path is in `../node.ts`. */
 export { DEFAULT_LEVEL, DEFAULT_N_CHUNKS } from "../codec/encode.js";
+export type { CellRows } from "./cell-rows.js";
 export type { DatasetManifest } from "./manifest.js";
-export {
-  type CellRows,
-  Dataset,
-  type DatasetTile,
-  type OpenDatasetOptions,
-  openDataset,
-  type ReadOptions,
-  type TileDecoder,
-  type TileReadOptions,
-} from "./reader.js";
+export { type OpenDatasetOptions, openDataset } from "./open.js";
+export { Dataset } from "./reader.js";
 export { type DatasetRowBlocks, type DatasetRowBlocksOptions, datasetRowBlocks } from "./row-blocks.js";
 export type {
   DatasetSource,
@@ -21,6 +14,7 @@ export type {
   SourceTable,
   SourceTableReader,
 } from "./source.js";
+export type { DatasetTile, ReadOptions, TileDecoder, TileReadOptions } from "./tile-io.js";
 export { type ValidationProblem, type ValidationReport, validateDataset } from "./validate.js";
 export type { Compress } from "./var-table.js";
 export {

@@ -4,12 +4,8 @@ import type { ReadableStore } from "@deltacells/storage";
 import { type FolderStoreOptions, openStore } from "@deltacells/storage/node";
 import type { compress as Compressor } from "zstd-napi";
 import { cacheLocalizer } from "../obs/cache-node.js";
-import {
-  type Dataset,
-  networkOptions,
-  type OpenDatasetOptions,
-  openDataset as openDatasetInStore,
-} from "./reader.js";
+import { networkOptions, type OpenDatasetOptions, openDataset as openDatasetInStore } from "./open.js";
+import type { Dataset } from "./reader.js";
 import type { Compress } from "./var-table.js";
 
 /**

@@ -5,7 +5,7 @@
  */
 import { createTilePool } from "../codec/pool/pool.js";
 import { BufferRecycler, canShareMemory, type LentBytes, lendBytes } from "../codec/recycle.js";
-import type { TileDecoder } from "./reader.js";
+import type { TileDecoder } from "./tile-io.js";
 
 /**
  * A decoder on a new pool of `threads` workers, lending shared memory to read tiles into (they

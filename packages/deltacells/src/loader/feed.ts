@@ -11,7 +11,8 @@
 import type { TileLayout } from "../codec/layout.js";
 import { outputBytes } from "../codec/recycle.js";
 import { tileKey } from "../dataset/manifest.js";
-import type { Dataset, DatasetTile } from "../dataset/reader.js";
+import type { Dataset } from "../dataset/reader.js";
+import type { DatasetTile } from "../dataset/tile-io.js";
 import { DeltacellsError, isDeltacellsError } from "../errors.js";
 import type { MemoryLedger } from "./memory.js";
 import type { EpochPlan, Segment } from "./plan.js";
