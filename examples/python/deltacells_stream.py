@@ -21,9 +21,9 @@ With torch, one ``deltacells stream`` process per rank and per DataLoader worker
     from deltacells_stream import DeltacellsDataset
 
     ds = DeltacellsDataset("s3://bucket/atlas", batch_size=4096, obs=["cell_type"], output="torch_csr")
-    loader = DataLoader(ds, batch_size=None, num_workers=4)   # batch_size=None: batches come ready-made
+    loader = DataLoader(ds, batch_size=None, num_workers=4, persistent_workers=True)   # batches come ready-made
     for epoch in range(10):
-        ds.set_epoch(epoch)
+        ds.set_epoch(epoch)   # shared memory: reaches the workers, persistent ones too
         for batch in loader:
             ...
 
@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing
 import os
 import shlex
 import shutil
@@ -443,14 +444,60 @@ def iter_batches(dataset: str, *, output: Output = "scipy", dtype: Any = np.floa
             yield convert(batch, stream.genes, output, dtype, stream.writable)
 
 
-class DeltacellsDataset(IterableDataset):
+class EpochStreams:
+    """The batches of each epoch of a dataset, for any shard, with the epoch in shared memory.
+
+    :meth:`set_epoch` in the process that made this object reaches every process it was handed to
+    when that process was started (by fork, or pickled at its start by spawn or forkserver), even
+    one started before: each reads the epoch when it starts iterating (:meth:`batches`). This is
+    what makes ``DataLoader(..., persistent_workers=True)`` see each new epoch; a plain attribute
+    would be the workers' own copy, frozen at the epoch they were started in. Needs no torch.
+    """
+
+    def __init__(self, dataset: str, *, output: Output = "scipy", dtype: Any = np.float32, **options: Any):
+        self.dataset, self.output, self.dtype, self.options = dataset, output, dtype, options
+        # A raw shared int64: one writer (this process, between epochs), readers that only read it.
+        self._epoch = multiprocessing.RawValue("q", int(options.pop("epoch", 0)))
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the next iteration yields, in whichever process asks."""
+        return int(self._epoch.value)
+
+    @epoch.setter
+    def epoch(self, epoch: int) -> None:
+        self.set_epoch(epoch)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Makes every process's next iteration yield epoch ``epoch`` (before the epoch's loop, as
+        with ``DistributedSampler.set_epoch``)."""
+        if isinstance(epoch, bool) or not isinstance(epoch, int | np.integer) or epoch < 0:
+            raise ValueError(f"set_epoch takes an integer >= 0, got {epoch!r}")
+        self._epoch.value = int(epoch)
+
+    def batches(self, shard: int = 0, shards: int = 1) -> Iterator[Batch]:
+        """Shard ``shard`` of ``shards`` of the current epoch (:func:`iter_batches` as rank of world size)."""
+        yield from iter_batches(
+            self.dataset,
+            output=self.output,
+            dtype=self.dtype,
+            epoch=self.epoch,
+            rank=shard,
+            world_size=shards,
+            **self.options,
+        )
+
+
+class DeltacellsDataset(EpochStreams, IterableDataset):
     """A torch ``IterableDataset`` of ready-made mini-batches (use ``DataLoader(ds, batch_size=None)``).
 
     Each DataLoader worker of each rank starts its own ``deltacells stream`` as shard
     ``rank * workers + worker`` of ``world_size * workers``. ``rank`` and ``world_size`` default to
     torch.distributed's when it is initialised. Call :meth:`set_epoch` before each epoch, as with
     ``DistributedSampler``: the shuffle depends on the seed and the epoch only, so every process
-    agrees on it without talking to the others. ``threads`` is the decoding threads per process.
+    agrees on it without talking to the others. The epoch is shared memory (see
+    :class:`EpochStreams`), so it reaches persistent workers too (``persistent_workers=True``).
+    ``threads`` is the decoding threads per process.
     """
 
     def __init__(
@@ -471,11 +518,11 @@ class DeltacellsDataset(IterableDataset):
         command: Sequence[str] | None = None,
     ):
         if torch is None:
-            raise ImportError("DeltacellsDataset needs torch; iter_batches works without it")
-        super().__init__()
-        self.dataset, self.output, self.dtype, self.epoch = dataset, output, dtype, 0
-        self.rank, self.world_size = rank, world_size
-        self.options = dict(
+            raise ImportError("DeltacellsDataset needs torch; iter_batches and EpochStreams work without it")
+        super().__init__(
+            dataset,
+            output=output,
+            dtype=dtype,
             batch_size=batch_size,
             shuffle=shuffle,
             seed=seed,
@@ -485,9 +532,7 @@ class DeltacellsDataset(IterableDataset):
             threads=threads,
             command=command,
         )
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
+        self.rank, self.world_size = rank, world_size
 
     def shard(self) -> tuple[int, int]:
         """(shard, shards) of the calling process: its rank and DataLoader worker folded into one."""
@@ -502,13 +547,6 @@ class DeltacellsDataset(IterableDataset):
         return rank * workers + worker, world * workers
 
     def __iter__(self) -> Iterator[Batch]:
-        shard, shards = self.shard()
-        yield from iter_batches(
-            self.dataset,
-            output=self.output,
-            dtype=self.dtype,
-            epoch=self.epoch,
-            rank=shard,
-            world_size=shards,
-            **self.options,
-        )
+        # Called in the worker at the start of each epoch, persistent workers included: the epoch
+        # is read from shared memory now, not from a copy made when the worker started.
+        yield from self.batches(*self.shard())
