@@ -16,6 +16,7 @@ Checked, reading the stream with pyarrow's own IPC reader:
   "deltacells.batch" metadata reports, equal batch counts, padding equal to the schema's count;
 - obs labels equal the input's obs (pandas categoricals, via the dictionaries);
 - --genes (names) with --dense: float32 rows equal to the input's columns;
+- the end batch: one batch of no rows, last, whose "deltacells.end" counts the batches and rows;
 - the example module: iter_batches gives scipy CSR batches equal to the input's rows, numpy dense
   ones too; leaving early stops the command quietly; a missing dataset raises StreamError with the
   command's message.
@@ -55,17 +56,25 @@ def command() -> list[str]:
 
 
 def read_stream(args: list[str]) -> tuple[pa.Schema, list[tuple[pa.RecordBatch, dict]]]:
+    """The stream's schema and mini-batches; its end batch (no rows, "deltacells.end") checked and left out."""
     proc = subprocess.run([*command(), "stream", *args], capture_output=True, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"deltacells stream {' '.join(args)} failed: {proc.stderr.decode()}")
     reader = ipc.open_stream(proc.stdout)
     batches = []
+    end = None
     while True:
         try:
             batch, meta = reader.read_next_batch_with_custom_metadata()
         except StopIteration:
             break
+        if b"deltacells.end" in meta:
+            check(end is None and batch.num_rows == 0, "the end batch is one batch of no rows")
+            end = json.loads(meta[b"deltacells.end"])
+            continue
+        check(end is None, "a batch after the end batch")
         batches.append((batch, json.loads(meta[b"deltacells.batch"])))
+    check(end is not None and end["batches"] == len(batches) and end["rows"] == sum(b.num_rows for b, _ in batches), f"the end batch says {end}, for {len(batches)} batches")
     return reader.schema, batches
 
 

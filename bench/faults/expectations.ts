@@ -29,6 +29,7 @@ export const EXPECTATIONS: Readonly<Record<string, Expectation>> = {
   // Corrupt-tile errors of ds.cells()/export that do not name the tile key.
   "tile-mutants": STRICT,
   "killed-convert": STRICT,
+  "killed-stream": STRICT,
   // No stall timeout (a stalled server hangs every reader); binary error bodies pasted into
   // messages; validate labels HTTP failures [Error].
   network: STRICT,

@@ -4,6 +4,7 @@ import { concurrentSlices } from "./concurrent-slices.js";
 import { h5adDamage } from "./h5ad-damage.js";
 import { hostileKeys } from "./hostile-keys.js";
 import { killedConvert } from "./killed-convert.js";
+import { killedStream } from "./killed-stream.js";
 import { network } from "./network.js";
 import { sporadikDamage } from "./sporadik-damage.js";
 import { tileMutants } from "./tile-mutants.js";
@@ -11,6 +12,7 @@ import { tileMutants } from "./tile-mutants.js";
 export const CLASSES: readonly FaultClass[] = [
   tileMutants,
   killedConvert,
+  killedStream,
   network,
   concurrentSlices,
   sporadikDamage,

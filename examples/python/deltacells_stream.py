@@ -33,7 +33,8 @@ yield the same number of batches (the command pads the epoch by repeating cells,
 remainder with ``drop_last``), and together they cover every cell of the epoch exactly once.
 
 The command is found as ``$DELTACELLS`` (a command line, split like a shell would) or ``deltacells``
-on the PATH. Its errors come back as :class:`StreamError` with the command's message; stopping
+on the PATH. Its errors come back as :class:`StreamError` with the command's message; a stream that
+ends without its end batch (the command killed mid-epoch) raises :class:`IncompleteEpoch`; stopping
 early (``break``) closes the pipe and the command exits quietly.
 """
 
@@ -161,6 +162,23 @@ class StreamError(RuntimeError):
     def __init__(self, message: str, returncode: int):
         super().__init__(message)
         self.returncode = returncode
+
+
+class IncompleteEpoch(StreamError):
+    """The stream ended without its end batch (``deltacells.end``): it holds part of an epoch only.
+
+    The command writes that batch after the epoch's last one; Arrow's own end of stream cannot tell,
+    since a reader sees a command killed between two batches as a clean end. ``received`` batches
+    came; ``start_batch`` resumes after them."""
+
+    def __init__(self, message: str, returncode: int, received: int, start_batch: int):
+        super().__init__(message, returncode)
+        self.received = received
+        self.start_batch = start_batch
+
+
+#: The metadata key of the stream's last record batch (no rows), which only a complete epoch carries.
+END_KEY = b"deltacells.end"
 
 
 def deltacells_command() -> list[str]:
@@ -389,22 +407,56 @@ class Stream:
         return self._reader.schema
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
+        received = 0
+        end = None
         while True:
             try:
-                batch = self._reader.read_next_batch()
+                batch, meta = self._reader.read_next_batch_with_custom_metadata()
             except StopIteration:
                 break
             except (pa.ArrowInvalid, OSError) as err:
                 self._fail(err)  # a damaged stream: the command's error says why
+            if meta is not None and END_KEY in meta:
+                end = json.loads(meta[END_KEY])
+                continue
+            if end is not None:
+                self._proc.stdout.close()
+                raise StreamError("deltacells stream wrote a batch after its end batch: not a stream of this version", 0)
+            received += 1
             yield batch
         # The end of the stream is also where a failing command stops writing: its exit code tells.
-        self._raise_if_failed(self._proc.wait())
+        code = self._proc.wait()
+        self._raise_if_failed(code)
+        self._check_end(end, received, code)
+
+    def _check_end(self, end: dict | None, received: int, code: int) -> None:
+        """Raises :class:`IncompleteEpoch` unless ``end`` (the end batch's metadata) is there and
+        counts the ``received`` batches: a command whose exit code was lost (a wrapper, a pipe from
+        elsewhere) may have stopped mid-epoch."""
+        start = int(self.info.get("start_batch", 0))
+        expected = int(self.info["batches"]) - start
+        if end is not None and int(end["batches"]) == received:
+            return
+        what = "without its end batch (deltacells.end)" if end is None else f"with an end batch counting {end['batches']}"
+        raise IncompleteEpoch(
+            f"deltacells stream ended after {received} of {expected} batches {what}: this is part of an epoch "
+            f"(the command was stopped before it finished); run it again, or resume with start_batch={start + received}",
+            code,
+            received,
+            start + received,
+        )
 
     def _raise_if_failed(self, code: int) -> None:
         if code != 0:
             self._stderr.seek(0)
             message = self._stderr.read().decode(errors="replace").strip()
-            raise StreamError(message or f"deltacells stream exited with code {code}", code)
+            if not message:
+                message = (
+                    f"deltacells stream was killed by signal {-code} before the epoch was complete"
+                    if code < 0
+                    else f"deltacells stream exited with code {code}"
+                )
+            raise StreamError(message, code)
 
     def _fail(self, err: Exception) -> None:
         # Close our end first: a command still writing then stops (EPIPE) instead of waiting forever.

@@ -11,7 +11,7 @@ import { int64Of } from "@deltacells/core";
 import {
   Bool,
   type Data,
-  type DataType,
+  DataType,
   Dictionary,
   Field,
   FixedSizeList,
@@ -114,6 +114,11 @@ export class ArrowBatches {
     );
   }
 
+  /** The vocabulary of category column `name`, as sent with the first batch. */
+  vocabulary(name: string): Vector<Utf8> | undefined {
+    return this.obs.find((o) => o.schema.name === name)?.vocabulary;
+  }
+
   /** `batch` as a record batch whose buffers are views of the batch's own arrays. */
   recordBatch(batch: Batch): RecordBatch {
     const n = batch.size;
@@ -177,6 +182,45 @@ export class ArrowBatches {
       metadata,
     );
   }
+}
+
+/** The metadata key of the stream's last record batch, which only a complete epoch carries. */
+export const END_KEY = "deltacells.end";
+
+/** What the stream's last record batch says (JSON in its `deltacells.end` metadata). */
+export interface StreamEnd {
+  epoch: number;
+  rank: number;
+  world_size: number;
+  /** The record batches written before it (the epoch's batches from `start_batch` on). */
+  batches: number;
+  /** Their rows, padding included. */
+  rows: number;
+}
+
+/**
+ * The stream's last record batch: no rows, metadata `deltacells.end`. Arrow's end-of-stream
+ * marker cannot say an epoch is complete: a reader sees a producer killed between two messages
+ * as a clean end. Category columns keep the vocabulary already sent (no dictionary is resent).
+ */
+export function endBatch(arrow: ArrowBatches, end: StreamEnd): RecordBatch {
+  const fields = arrow.schema.fields;
+  const children = fields.map((f) =>
+    DataType.isDictionary(f.type)
+      ? makeData({
+          type: f.type,
+          length: 0,
+          nullCount: 0,
+          data: new Int32Array(0),
+          dictionary: arrow.vocabulary(f.name),
+        })
+      : vectorFromArray([], f.type).data[0]!,
+  );
+  return new RecordBatch(
+    arrow.schema,
+    makeData({ type: new Struct(fields), length: 0, nullCount: 0, children }),
+    new Map([[END_KEY, JSON.stringify(end)]]),
+  );
 }
 
 function obsEncoding(c: ObsColumnSchema, i: number): ObsEncoding {

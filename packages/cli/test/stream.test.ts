@@ -67,6 +67,8 @@ interface Streamed {
   stdout: Buffer;
   schema?: Schema;
   batches: RecordBatch[];
+  /** The end batch's `deltacells.end` (a complete epoch), or undefined. */
+  end?: { epoch: number; rank: number; world_size: number; batches: number; rows: number };
 }
 
 function spawnStream(args: string[]) {
@@ -87,17 +89,28 @@ async function stream(...args: string[]): Promise<Streamed> {
   if (r.code === 0) {
     const reader = RecordBatchReader.from(r.binary).open();
     result.schema = reader.schema;
-    result.batches = batchesOf(reader);
+    const all = [...reader];
+    result.batches = all.filter((b) => b.numRows > 0);
+    result.end = endOf(all);
   }
   return result;
 }
 
 /**
- * The record batches of a stream. apache-arrow's reader yields one empty placeholder batch for a
- * stream without batches; the command never writes an empty batch, so empty ones are left out.
+ * The mini-batches of a stream: its end batch (no rows, `deltacells.end`) left out. The command
+ * writes no other empty batch.
  */
 function batchesOf(reader: Iterable<RecordBatch>): RecordBatch[] {
   return [...reader].filter((b) => b.numRows > 0);
+}
+
+/** The `deltacells.end` of a stream's last batch, if it has one; it must be the last, with no rows. */
+function endOf(batches: RecordBatch[]): Streamed["end"] {
+  const at = batches.findIndex((b) => b.metadata.has("deltacells.end"));
+  if (at < 0) return undefined;
+  assert.equal(at, batches.length - 1, "the end batch is the last");
+  assert.equal(batches[at]!.numRows, 0);
+  return JSON.parse(batches[at]!.metadata.get("deltacells.end")!);
 }
 
 function info(s: Streamed): Record<string, number | string | boolean> {
@@ -169,6 +182,13 @@ test("every cell once over ranks, padding as reported, equal batch counts, rows 
       assert.equal(s.code, 0, s.stderr);
       const meta = info(s);
       assert.equal(s.batches.length, meta.batches);
+      assert.deepEqual(s.end, {
+        epoch: 0,
+        rank,
+        world_size: worldSize,
+        batches: meta.batches,
+        rows: s.batches.reduce((a, b) => a + b.numRows, 0),
+      });
       counts.add(s.batches.length);
       assert.deepEqual(JSON.parse(s.schema!.metadata.get("deltacells.genes")!), sourceNames);
       const flat = s.batches.flatMap(cellsOf);
@@ -258,6 +278,7 @@ test("--start-batch K gives exactly the batches from K on, for every K", async (
     const s = await stream(...args, "--start-batch", String(k));
     assert.equal(s.code, 0, s.stderr);
     assert.deepEqual(s.batches.map(cellsOf), full.batches.slice(k).map(cellsOf), `from batch ${k}`);
+    assert.equal(s.end?.batches, full.batches.length - k, `from batch ${k}: the end counts what was written`);
     assert.deepEqual(
       s.batches.map((b) => batchMeta(b).index),
       full.batches.slice(k).map((b) => batchMeta(b).index),
@@ -381,8 +402,11 @@ test("a corrupt tile stops the stream with exit code 1 and a message naming it; 
   // The loader's way around it is an option the command has no flag for: the hint says what to run.
   assert.match(s.stderr, /\n {2}hint: deltacells validate DATASET lists every damaged tile; .*\n$/);
   assert.doesNotMatch(s.stdout.toString("latin1"), /error|tile_000002/i);
-  // Batches made before the error are whole (how many depends on how far decoding ran ahead).
-  const read = batchesOf(RecordBatchReader.from(s.stdout));
+  // Batches made before the error are whole (how many depends on how far decoding ran ahead),
+  // and the stream has no end batch: the epoch is not complete.
+  const all = [...RecordBatchReader.from(s.stdout)];
+  assert.equal(endOf(all), undefined);
+  const read = batchesOf(all);
   assert.ok(read.length <= 2, "none from the corrupt tile on");
   assert.deepEqual(read.flatMap(cellsOf), [...Array(16 * read.length).keys()]);
   assertRowsMatch({ ...s, batches: read });

@@ -29,6 +29,7 @@ async function loadModules() {
     cacheLocalizer: node.cacheLocalizer,
     openCountedDataset: io.openCountedDataset,
     ArrowBatches: batches.ArrowBatches,
+    endBatch: batches.endBatch,
     MAX_LIST_VALUES: batches.MAX_LIST_VALUES,
     ArrowOutput: output.ArrowOutput,
     ReaderGone: output.ReaderGone,
@@ -52,7 +53,10 @@ they do not increase (valid CSR for scipy; sort before torch): --sort-indices so
 cost. The schema's metadata holds "deltacells.genes" (JSON: the gene of each column) and
 "deltacells.stream" (JSON: dataset, settings, batches per rank, this rank's padded and dropped
 cells, sorted_indices); each batch's metadata "deltacells.batch" its epoch, index, and the padded
-rows at its end.
+rows at its end. A complete epoch ends with one more record batch, of no rows, whose metadata
+"deltacells.end" holds {"epoch", "rank", "world_size", "batches", "rows"} (the batches and rows
+written before it): a stream that ends without it is part of an epoch (the command was killed),
+even where the reader saw a clean end.
 
 The batches are a function of --seed, --epoch, --batch-size, --rank/--world-size and --drop-last
 only. Each rank reads only its own tiles, every rank writes the same number of batches (a rank
@@ -197,6 +201,7 @@ async function streamOn(
     cacheLocalizer,
     openCountedDataset,
     ArrowBatches,
+    endBatch,
     MAX_LIST_VALUES,
     ArrowOutput,
     ReaderGone,
@@ -279,16 +284,23 @@ async function streamOn(
       const out = new ArrowOutput(sink, arrow.schema);
       try {
         await out.start();
+        let batches = 0;
+        let rows = 0;
         // At --start-batch = batches the epoch is over: the loader would go on with the next one.
         if (startBatch < summary.batches) {
           for await (const batch of loader) {
             try {
               await out.write(arrow.recordBatch(batch));
+              batches++;
+              rows += batch.size;
             } finally {
               batch.release();
             }
           }
         }
+        // Only now is the epoch whole: a consumer that sees no end batch got part of one.
+        const end = { epoch, rank: summary.rank, world_size: summary.worldSize, batches, rows };
+        await out.write(endBatch(arrow, end));
         await out.end();
       } catch (err) {
         if (!(err instanceof ReaderGone)) throw err;
