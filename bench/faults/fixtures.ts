@@ -17,6 +17,8 @@ import { FolderStore } from "@deltacells/storage/node";
 import { mulberry32 } from "../../test-utils/prng.js";
 
 export const REPO = join(import.meta.dirname, "../..");
+/** The conformance environment's Python (anndata, pyarrow): the classes that need it say so (`needsPython`). */
+export const PYTHON = join(REPO, "conformance/.venv/bin/python");
 
 /** A fresh temporary folder, removed by `dispose`. */
 export function workDir(label: string): { dir: string; dispose: () => void } {

@@ -14,10 +14,9 @@ import { openDataset } from "@deltacells/core/node";
 import { mulberry32 } from "../../test-utils/prng.js";
 import type { FaultClass, RunOptions } from "./classes.js";
 import { cliTag, deltacells } from "./cli.js";
-import { REPO, workDir } from "./fixtures.js";
+import { PYTHON, REPO, workDir } from "./fixtures.js";
 import { type CaseResult, inParallel } from "./outcome.js";
 
-const PY = join(REPO, "conformance/.venv/bin/python");
 const HELPER = join(REPO, "bench/faults/h5ad_reference.py");
 const INPUTS = ["data/anndata/csr.h5ad", "data/anndata/csr-lzf.h5ad"];
 
@@ -32,7 +31,7 @@ interface Reference {
 
 function python(args: string[], input = ""): Promise<string> {
   return new Promise((ok, fail) => {
-    const child = spawn(PY, [HELPER, ...args], { stdio: ["pipe", "pipe", "inherit"] });
+    const child = spawn(PYTHON, [HELPER, ...args], { stdio: ["pipe", "pipe", "inherit"] });
     let out = "";
     child.stdout.on("data", (d) => {
       out += d;
@@ -50,7 +49,7 @@ async function references(paths: string[], deadlineMs: number): Promise<Referenc
   const out: Reference[] = [];
   while (out.length < paths.length) {
     const rest = paths.slice(out.length);
-    const child = spawn(PY, [HELPER, "read"], { stdio: ["pipe", "pipe", "ignore"] });
+    const child = spawn(PYTHON, [HELPER, "read"], { stdio: ["pipe", "pipe", "ignore"] });
     child.stdin.end(`${rest.join("\n")}\n`);
     let buffer = "";
     let timer: NodeJS.Timeout | undefined;

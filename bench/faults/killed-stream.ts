@@ -17,11 +17,10 @@ import { RecordBatchReader } from "apache-arrow";
 import { mulberry32 } from "../../test-utils/prng.js";
 import type { FaultClass, RunOptions } from "./classes.js";
 import { deltacells, MAIN } from "./cli.js";
-import { REPO, workDir } from "./fixtures.js";
+import { PYTHON, REPO, workDir } from "./fixtures.js";
 import { type CaseResult, firstLine, inParallel } from "./outcome.js";
 
 const INPUT = join(REPO, "data/pbmc68k-counts/pbmc68k_counts.h5ad");
-const PY = join(REPO, "conformance/.venv/bin/python");
 const STREAM = ["--batch-size", "16", "--seed", "3", "--threads", "1", "--obs", "louvain"];
 
 /** What a consumer made of a stream: the whole epoch (its batches and a digest of their cells), or an error. */
@@ -121,7 +120,7 @@ function messageBodyLength(header: Uint8Array): number {
 /** stream_end_check.py's verdicts on `files`, by file. */
 function pythonReads(files: string[]): Promise<Map<string, { pyarrow: Read; example: Read }>> {
   return new Promise((ok, fail) => {
-    const child = spawn(PY, [join(REPO, "conformance/stream_end_check.py"), ...files], { cwd: REPO });
+    const child = spawn(PYTHON, [join(REPO, "conformance/stream_end_check.py"), ...files], { cwd: REPO });
     let out = "";
     let err = "";
     child.stdout.on("data", (d) => {
