@@ -7,6 +7,10 @@ Driven by packages/sporadik/test/*.test.ts. Every subcommand prints one JSON obj
   write STORE SPEC           write a store with Python sporadik from a JSON spec of coordinates
   anndata STORE SPEC         rank two: what anndata writes/reads for the same scipy matrix vs STORE
   slices STORE AXIS JSON     Python's slices_at(positions) Selection on STORE
+  read-all STORE             every layout read whole by Python sporadik (or the error it raised)
+  zarr-read STORE            every array of STORE read whole by zarr-python (or the error it raised)
+  zarr-meta DTYPE N CHUNK    the zarr.json zarr-python writes for a 1-D array compressed with
+                             ZstdCodec(level=0, checksum=True)
 """
 
 from __future__ import annotations
@@ -65,6 +69,19 @@ def refusal(path):
         for axis in info.layouts:
             with sporadik.open_store(path, axis=axis) as reader:
                 reader.slice_at(0) if reader.info.slices else None
+    except Exception as error:  # noqa: BLE001 - the class is the answer
+        print(json.dumps({"raised": type(error).__name__, "message": str(error)}))
+        return
+    print(json.dumps({"raised": "ok"}))
+
+
+def read_all(path):
+    """Every layout of STORE read whole by Python sporadik, or the class of what it raised."""
+    try:
+        info = sporadik.describe(path)
+        for axis in info.layouts:
+            with sporadik.open_store(path, axis=axis) as reader:
+                reader.to_layout()
     except Exception as error:  # noqa: BLE001 - the class is the answer
         print(json.dumps({"raised": type(error).__name__, "message": str(error)}))
         return
@@ -187,6 +204,40 @@ def recompress(path, name):
     print(json.dumps({"ok": True}))
 
 
+def zarr_read(path):
+    """Every array under STORE, read whole by zarr-python itself (not through sporadik)."""
+    out = {}
+
+    def walk(group, prefix):
+        for key, node in sorted(group.members()):
+            if isinstance(node, zarr.Group):
+                walk(node, f"{prefix}{key}/")
+            else:
+                out[f"{prefix}{key}"] = _plain(node[...])
+
+    try:
+        walk(zarr.open_group(path, mode="r"), "")
+    except Exception as error:  # noqa: BLE001 - the class is the answer
+        print(json.dumps({"raised": type(error).__name__, "message": str(error)}))
+        return
+    print(json.dumps({"raised": "ok", "arrays": out}))
+
+
+def zarr_meta(dtype, length, chunk):
+    from zarr import codecs
+
+    with tempfile.TemporaryDirectory() as scratch:
+        zarr.open_group(scratch, mode="w").create_array(
+            "a",
+            shape=(int(length),),
+            dtype=dtype,
+            chunks=(int(chunk),),
+            compressors=[codecs.ZstdCodec(level=0, checksum=True)],
+        )
+        with open(f"{scratch}/a/zarr.json") as handle:
+            print(json.dumps({"text": handle.read()}))
+
+
 if __name__ == "__main__":
     # Library deprecation chatter goes to stderr and says nothing about the format.
     warnings.filterwarnings("ignore")
@@ -198,5 +249,8 @@ if __name__ == "__main__":
         "anndata": anndata_check,
         "slices": slices,
         "recompress": recompress,
+        "zarr-read": zarr_read,
+        "read-all": read_all,
+        "zarr-meta": zarr_meta,
     }
     commands[command](*args)

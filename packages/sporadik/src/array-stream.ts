@@ -12,7 +12,7 @@ import { SporadikError } from "./errors.js";
 import type { SpillFile, SpillSpace } from "./spill.js";
 import { keyOf, type WritableStore } from "./store.js";
 import { chunkFor } from "./writer.js";
-import { arrayMetadataText, type CodecMetadata, DEFAULT_COMPRESSOR, encodeChunk } from "./zarr.js";
+import { arrayMetadataText, type CodecMetadata, compressorFor, encodeChunk } from "./zarr.js";
 
 /**
  * Turns one chunk's raw little-endian bytes into its stored bytes. It may take ownership of `raw`
@@ -111,6 +111,8 @@ export interface ArrayContext {
   inFlight: InFlight;
   spill: SpillSpace;
   byteAddressable: boolean;
+  /** Chunks compressed with zstd's content checksum on (never with `byteAddressable`). */
+  checksums?: boolean;
   /** Elements per chunk, when the caller fixed it (never capped at the array's length then). */
   chunk: number | undefined;
   /** Bytes an object written in parts parks in memory before the store opened it. Default 32 MiB. */
@@ -151,6 +153,12 @@ export class ArrayWriter {
   #spoolReady: Promise<SpillFile> | undefined;
   /** Byte-addressable with a known length into a store taking parts: bytes go straight to the object. */
   #direct: DirectObject | undefined;
+  readonly #compressors: readonly CodecMetadata[];
+  /**
+   * A `data` array stores every chunk, all-zero ones too: every element of `data` is a stored
+   * value, so a reader refuses a missing `data` chunk as damage rather than read it as zeros.
+   */
+  readonly #keepZeroChunks: boolean;
   /** Elements appended so far. */
   length = 0;
 
@@ -165,6 +173,8 @@ export class ArrayWriter {
     expectedLength?: number,
   ) {
     this.#Ctor = constructorOf(dtype);
+    this.#compressors = [compressorFor(context.checksums === true)];
+    this.#keepZeroChunks = path.endsWith("/data");
     const { store } = context;
     if (context.byteAddressable && expectedLength !== undefined && expectedLength > 0 && hasSetParts(store)) {
       this.#direct = new DirectObject(
@@ -238,8 +248,9 @@ export class ArrayWriter {
   async #emit(index: number, values: NumericArray): Promise<void> {
     const { store, encoder: encode, inFlight } = this.context;
     const key = keyOf(this.path, `c/${index}`);
-    // Like zarr-python (and writeStore), an all-fill chunk is not stored; an old object there must go.
-    if (isAllZero(values)) {
+    // Like zarr-python (and writeStore), an all-fill chunk is not stored (an old object there must
+    // go), except in `data`.
+    if (!this.#keepZeroChunks && isAllZero(values)) {
       await inFlight.submit(async () => {
         await store.delete?.(key);
       });
@@ -248,11 +259,11 @@ export class ArrayWriter {
     const toFile = encode.toFile;
     if (toFile !== undefined && hasSetFile(store)) {
       await inFlight.submit(() =>
-        store.setFile(key, (path) => toFile(bytesOf(values), [DEFAULT_COMPRESSOR], path)),
+        store.setFile(key, (path) => toFile(bytesOf(values), this.#compressors, path)),
       );
       return;
     }
-    await inFlight.submit(async () => store.set(key, await encode(bytesOf(values), [DEFAULT_COMPRESSOR])));
+    await inFlight.submit(async () => store.set(key, await encode(bytesOf(values), this.#compressors)));
   }
 
   /** Abandon the array: an object being written in parts is dropped, not landed. */
@@ -289,7 +300,7 @@ export class ArrayWriter {
     this.#pending = new this.#Ctor(0);
     await store.set(
       keyOf(this.path, "zarr.json"),
-      encoder.encode(arrayMetadataText(this.dtype, this.length, chunk, [DEFAULT_COMPRESSOR])),
+      encoder.encode(arrayMetadataText(this.dtype, this.length, chunk, this.#compressors)),
     );
   }
 

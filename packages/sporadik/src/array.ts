@@ -177,6 +177,8 @@ export interface OpenArrayReaderOptions {
   decompressors?: Decompressors;
   /** Check the positions of every slice read, as for {@link openReader}. Default false. */
   checkIndices?: boolean;
+  /** Read a missing `data` chunk as zeros instead of refusing it, as for {@link openReader}. Default false. */
+  fillMissingData?: boolean;
 }
 
 /** A written store, described once, with a reader per axis opened when first asked for. */
@@ -299,5 +301,6 @@ export async function openArrayReader(
     limiter: new Limiter(options.concurrency ?? 64),
     ...(options.decompressors ? { decompressors: options.decompressors } : {}),
     ...(options.checkIndices !== undefined ? { checkIndices: options.checkIndices } : {}),
+    ...(options.fillMissingData !== undefined ? { fillMissingData: options.fillMissingData } : {}),
   });
 }

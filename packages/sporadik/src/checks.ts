@@ -36,3 +36,37 @@ export function firstDisorderedIndex(indices: IntegerArray, indptr: IntegerArray
   }
   return -1;
 }
+
+/**
+ * The first of `values[0:end)` outside `[0, top)`, as its offset, or -1: an `indices` chunk
+ * checked once when it is decoded, whatever slices are read from it later.
+ */
+export function firstOutside(values: IntegerArray, end: number, top: number): number {
+  if (values instanceof BigInt64Array || values instanceof BigUint64Array) {
+    const limit = BigInt(top);
+    for (let k = 0; k < end; k++) {
+      const v = values[k] as bigint;
+      if (v < 0n || v >= limit) return k;
+    }
+    return -1;
+  }
+  for (let k = 0; k < end; k++) {
+    const v = values[k] as number;
+    if (!(v >= 0 && v < top)) return k;
+  }
+  return -1;
+}
+
+/**
+ * The first of `values[0:end)` that is below the one before it (or below `floor`, for the first)
+ * or above `top`, as its offset, or -1: an `indptr` chunk checked once when it is decoded.
+ */
+export function firstNotMonotone(values: IntegerArray, end: number, floor: number, top: number): number {
+  let previous = floor;
+  for (let k = 0; k < end; k++) {
+    const v = Number(values[k]);
+    if (!(v >= previous && v <= top)) return k;
+    previous = v;
+  }
+  return -1;
+}

@@ -194,6 +194,11 @@ export interface ArrayReaderOptions {
    * rule for a complete store); throws to refuse where the fill value cannot be what was written.
    */
   onMissing?: (index: number, key: string, signal?: AbortSignal) => Promise<void>;
+  /**
+   * Called with every chunk this reader decodes, once per decode (reads served from the cache are
+   * not checked again); throws to refuse a chunk whose elements cannot be what was written.
+   */
+  onDecoded?: (chunk: NumericArray, index: number, key: string) => void;
 }
 
 /**
@@ -210,6 +215,7 @@ export class ArrayReader {
   readonly #decompressors: Decompressors | undefined;
   readonly #width: number;
   readonly #onMissing: ArrayReaderOptions["onMissing"];
+  readonly #onDecoded: ArrayReaderOptions["onDecoded"];
   readonly #missing = new Set<number>();
 
   constructor(
@@ -222,6 +228,7 @@ export class ArrayReader {
     this.limiter = options.limiter ?? new Limiter();
     this.#decompressors = options.decompressors;
     this.#onMissing = options.onMissing;
+    this.#onDecoded = options.onDecoded;
     this.#ranged = isByteAddressable(info) && typeof store.getRange === "function";
     this.#width = constructorOf(info.dtype).BYTES_PER_ELEMENT;
   }
@@ -285,7 +292,9 @@ export class ArrayReader {
             this.info,
           );
         }
-        return decodeChunk(stored, this.info, index, this.#decompressors, into, wave);
+        const chunk = await decodeChunk(stored, this.info, index, this.#decompressors, into, wave);
+        this.#onDecoded?.(chunk, index, key);
+        return chunk;
       },
       read,
     );

@@ -14,7 +14,7 @@ import { type ChunkEncoder, wasmEncoder } from "./array-stream.js";
 import { SporadikError } from "./errors.js";
 import { napi } from "./napi.js";
 import { refusePending } from "./pool-close.js";
-import type { CodecMetadata } from "./zarr.js";
+import { type CodecMetadata, isChecksummedZstd } from "./zarr.js";
 
 /**
  * A chunk sent to a worker: its raw bytes (moved) and the zstd level; with `path`, the file the
@@ -26,6 +26,8 @@ export interface EncodeJob {
   offset: number;
   length: number;
   level: number;
+  /** zstd's content checksum on (the frame ends with the checksum of its decoded bytes). */
+  checksum?: boolean;
   path?: string;
 }
 
@@ -158,9 +160,12 @@ export class EncodePool {
     return b;
   }
 
-  /** Compress `raw` at `level`. `raw`'s buffer is moved to the worker when it is the whole buffer. */
-  async encode(raw: Uint8Array, level: number): Promise<Uint8Array> {
-    const { encoded, length } = await this.#send(raw, level, undefined);
+  /**
+   * Compress `raw` at `level`, with zstd's content checksum when `checksum`. `raw`'s buffer is
+   * moved to the worker when it is the whole buffer.
+   */
+  async encode(raw: Uint8Array, level: number, checksum = false): Promise<Uint8Array> {
+    const { encoded, length } = await this.#send(raw, level, undefined, checksum);
     return new Uint8Array(encoded as ArrayBuffer, 0, length);
   }
 
@@ -169,14 +174,15 @@ export class EncodePool {
    * truncated), on the worker: resolves to their length. A failed write rejects with the file
    * system's error (its `code` kept). `raw`'s buffer is moved as by {@link encode}.
    */
-  async encodeToFile(raw: Uint8Array, level: number, path: string): Promise<number> {
-    return (await this.#send(raw, level, path)).length;
+  async encodeToFile(raw: Uint8Array, level: number, path: string, checksum = false): Promise<number> {
+    return (await this.#send(raw, level, path, checksum)).length;
   }
 
   #send(
     raw: Uint8Array,
     level: number,
     path: string | undefined,
+    checksum: boolean,
   ): Promise<{ encoded?: ArrayBuffer; length: number }> {
     const slot = this.#pick();
     // Move the buffer when the chunk is all of it; otherwise copy (never move memory others view).
@@ -187,6 +193,7 @@ export class EncodePool {
       if (slot.pending.size === 1) slot.worker.ref();
       const job: EncodeJob = { id, raw: own.buffer as ArrayBuffer, offset: 0, length: own.byteLength, level };
       if (path !== undefined) job.path = path;
+      if (checksum) job.checksum = true;
       slot.worker.postMessage(job, [job.raw]);
     });
   }
@@ -206,31 +213,30 @@ export class EncodePool {
 }
 
 /**
- * A {@link ChunkEncoder} on `pool`: zstd at level 1 (zarr's default `level: 0`) natively on its
- * workers; anything else through the WebAssembly codecs. Above level 1 the native library and the
- * WebAssembly build were measured to disagree on some chunks (both valid zstd, other bytes), and a
- * store must not depend on which encoder wrote it. Without zstd-napi (an optional dependency that
- * may not have built), everything goes through the WebAssembly codecs.
+ * A {@link ChunkEncoder} on `pool`: zstd at level 1 (zarr's default `level: 0`), with or without
+ * its content checksum, natively on its workers; anything else through the WebAssembly codecs.
+ * Above level 1 the native library and the WebAssembly build were measured to disagree on some
+ * chunks (both valid zstd, other bytes), and a store must not depend on which encoder wrote it
+ * (with the checksum, the native frame is the WebAssembly one with its checksum added, byte for
+ * byte). Without zstd-napi (an optional dependency that may not have built), everything goes
+ * through the WebAssembly codecs.
  */
 export function nativeEncoder(pool: EncodePool): ChunkEncoder {
   if (napi === undefined) return wasmEncoder;
   const native = (compressors: readonly CodecMetadata[]): boolean => {
     const only = compressors.length === 1 ? compressors[0] : undefined;
-    return (
-      only?.name === "zstd" &&
-      only.configuration?.checksum !== true &&
-      zstdLevel(only.configuration?.level) === 1
-    );
+    return only?.name === "zstd" && zstdLevel(only.configuration?.level) === 1;
   };
+  const checksum = (compressors: readonly CodecMetadata[]) => isChecksummedZstd(compressors[0]);
   const encode: ChunkEncoder = (raw, compressors) => {
     if (compressors.length === 0) return Promise.resolve(raw);
-    return native(compressors) ? pool.encode(raw, 1) : wasmEncoder(raw, compressors);
+    return native(compressors) ? pool.encode(raw, 1, checksum(compressors)) : wasmEncoder(raw, compressors);
   };
   // Chunk buffers come back from the workers and are handed out again.
   encode.allocate = (byteLength) => pool.buffer(byteLength);
   // A chunk bound for a file is written by the worker that compressed it.
   encode.toFile = async (raw, compressors, path) => {
-    if (native(compressors)) return pool.encodeToFile(raw, 1, path);
+    if (native(compressors)) return pool.encodeToFile(raw, 1, path, checksum(compressors));
     const bytes = await encode(raw, compressors);
     await writeFile(path, bytes);
     return bytes.byteLength;

@@ -11,6 +11,8 @@ import zstd from "zstd-napi/binding.js";
 import type { EncodeJob, EncodeReply } from "./encode-pool.js";
 
 const context = new zstd.CCtx();
+/** Compresses with the content checksum on, at the level last asked for (`compress` ignores parameters). */
+let checked: { context: InstanceType<typeof zstd.CCtx>; level: number } | undefined;
 const port = parentPort;
 /**
  * Compressed into this, reused, then copied out at its exact length (or written from it): a new
@@ -24,7 +26,14 @@ port?.on("message", (job: EncodeJob) => {
     const raw = new Uint8Array(job.raw, job.offset, job.length);
     const bound = zstd.compressBound(job.length);
     if (scratch.byteLength < bound) scratch = new Uint8Array(bound);
-    written = context.compress(scratch, raw, job.level);
+    if (job.checksum === true) {
+      if (checked?.level !== job.level) {
+        checked = { context: new zstd.CCtx(), level: job.level };
+        checked.context.setParameter(zstd.CParameter.compressionLevel, job.level);
+        checked.context.setParameter(zstd.CParameter.checksumFlag, 1);
+      }
+      written = checked.context.compress2(scratch, raw);
+    } else written = context.compress(scratch, raw, job.level);
   } catch (cause) {
     const reply: EncodeReply = { id: job.id, error: cause instanceof Error ? cause.message : String(cause) };
     port.postMessage(reply);

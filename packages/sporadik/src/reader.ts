@@ -3,7 +3,7 @@
  * ({@link openReader}). A slice is two waves of reads: the `indptr` bracket, then the `indices` and
  * `data` runs together; nothing else is fetched.
  */
-import { firstDisorderedIndex } from "./checks.js";
+import { firstDisorderedIndex, firstNotMonotone, firstOutside } from "./checks.js";
 import { ArrayReader, type ArrayReaderOptions, ChunkCache, Limiter } from "./chunks.js";
 import {
   constructorOf,
@@ -362,6 +362,8 @@ export interface OpenReaderOptions extends DescribeOptions {
   decompressors?: Decompressors;
   /** Check the positions of every slice read (see {@link ReaderOptions.checkIndices}). Default false. */
   checkIndices?: boolean;
+  /** Read a missing `data` chunk as zeros (see {@link ReaderOptions.fillMissingData}). Default false. */
+  fillMissingData?: boolean;
 }
 
 /** How a {@link SparseReader} reads: its arrays' options, and whether it checks what it read. */
@@ -374,6 +376,14 @@ export interface ReaderOptions extends ArrayReaderOptions {
    * was missing (read as zeros, zarr's fill value) are checked whatever this says.
    */
   checkIndices?: boolean;
+  /**
+   * Read a missing `data` chunk (or byte-addressable object) as zeros, zarr's fill value, instead
+   * of refusing it. Every element of `data` is a stored value, so in a complete store written
+   * here or by Python sporadik a missing `data` chunk is damage (Python sporadik 1.1.1 reads one as
+   * zeros in chunked stores and refuses it in byte-addressable ones). Only for stores written by a
+   * tool that leaves out `data` chunks of explicit zeros. Default false.
+   */
+  fillMissingData?: boolean;
 }
 
 /** One slice: raveled positions over the other axes (in `indexOrder`), and their values. */
@@ -416,6 +426,7 @@ export async function openReader(
     limiter: new Limiter(options.concurrency ?? 64),
     ...(options.decompressors ? { decompressors: options.decompressors } : {}),
     ...(options.checkIndices !== undefined ? { checkIndices: options.checkIndices } : {}),
+    ...(options.fillMissingData !== undefined ? { fillMissingData: options.fillMissingData } : {}),
   });
 }
 
@@ -446,17 +457,24 @@ export class SparseReader {
     this.#checkIndices = options.checkIndices === true;
     this.#extent = info.indexShape.reduce((a, b) => a * b, 1);
     // One cache and one limiter for the four arrays, whatever the caller passed or not.
-    const { checkIndices: _, ...arrayOptions } = options;
+    const { checkIndices: _, fillMissingData, ...arrayOptions } = options;
     const shared: ArrayReaderOptions = {
       ...arrayOptions,
       cache: options.cache ?? new ChunkCache(),
       limiter: options.limiter ?? new Limiter(),
     };
-    this.#data = new ArrayReader(backing, root, info.arrays.data, shared);
-    this.#indices = new ArrayReader(backing, root, info.arrays.indices, shared);
+    this.#data = new ArrayReader(backing, root, info.arrays.data, {
+      ...shared,
+      ...(fillMissingData === true ? {} : { onMissing: (index, key) => this.#dataMissing(index, key) }),
+    });
+    this.#indices = new ArrayReader(backing, root, info.arrays.indices, {
+      ...shared,
+      onDecoded: (chunk, index, key) => this.#checkIndicesChunk(chunk as IntegerArray, index, key),
+    });
     this.#indptr = new ArrayReader(backing, root, info.arrays.indptr, {
       ...shared,
       onMissing: (index, key, signal) => this.#indptrMissing(index, key, signal),
+      onDecoded: (chunk, index, key) => this.#checkIndptrChunk(chunk as IntegerArray, index, key),
     });
     this.#maxima = info.arrays.maxima
       ? new ArrayReader(backing, root, info.arrays.maxima, shared)
@@ -472,6 +490,52 @@ export class SparseReader {
     if (!Number.isInteger(position) || position < 0 || position >= this.info.slices) {
       throw PositionError.along(position, this.info.indexedAxis, this.info.slices, this.info.shape);
     }
+  }
+
+  /** How many elements of chunk `index` of `array` lie inside the array (the rest is padding). */
+  #inside(array: ArrayInfo, index: number): number {
+    return Math.max(0, Math.min(array.chunk, array.length - index * array.chunk));
+  }
+
+  /**
+   * A missing `data` chunk: every element of `data` is a stored value, and our writer stores every
+   * `data` chunk (zeros too), so in a complete store the object was removed after it was written.
+   */
+  async #dataMissing(index: number, key: string): Promise<void> {
+    const { chunk, length } = this.info.arrays.data;
+    const start = index * chunk;
+    throw new IncompleteError(
+      `${key} is missing from the store, so zarr would read values [${start}, ${Math.min(start + chunk, length)}) as zeros (its fill value), but every element of data is a stored value: the object was removed after the store was written, or the store was written by a tool that leaves out chunks of explicit zeros. Copy or rewrite the store; to read such chunks as zeros anyway, pass { fillMissingData: true } (deltacells slice --fill-missing-data).`,
+      { object: key, expected: "a stored chunk", found: "none" },
+    );
+  }
+
+  /**
+   * Positions are checked once per decoded `indices` chunk: every one below the product of the
+   * other axes' lengths (one pass over the chunk; cached chunks are not checked again). Their
+   * order within a slice needs the slice's bracket, so it is checked per read (`checkIndices`).
+   */
+  #checkIndicesChunk(chunk: IntegerArray, index: number, key: string): void {
+    const k = firstOutside(chunk, this.#inside(this.info.arrays.indices, index), this.#extent);
+    if (k < 0) return;
+    const element = index * this.info.arrays.indices.chunk + k;
+    throw new LayoutError(
+      `${key} is damaged: indices[${element}] is ${chunk[k]}, but positions along the other axes are below ${this.#extent}. Its positions would put values in the wrong places; rewrite the store.`,
+      { object: key, expected: `0 <= position < ${this.#extent}`, found: Number(chunk[k]) },
+    );
+  }
+
+  /** `indptr` never decreases and stays within the values: checked once per decoded chunk. */
+  #checkIndptrChunk(chunk: IntegerArray, index: number, key: string): void {
+    const { nnz } = this.info;
+    const k = firstNotMonotone(chunk, this.#inside(this.info.arrays.indptr, index), 0, nnz);
+    if (k < 0) return;
+    const element = index * this.info.arrays.indptr.chunk + k;
+    const before = k > 0 ? ` after ${chunk[k - 1]}` : "";
+    throw new LayoutError(
+      `${key} is damaged: indptr[${element}] is ${chunk[k]}${before}, but indptr never decreases and stays within the ${nnz} values. Slices would read other slices' values; rewrite the store.`,
+      { object: key, found: Number(chunk[k]) },
+    );
   }
 
   /**

@@ -33,6 +33,7 @@ import { needsInt64 } from "./layout.js";
 import { BLOCK_KEY, type Block, blockFor, ENCODING_VERSION, LAYOUTS_GROUP, layoutPath } from "./spec.js";
 import { MemorySpill, type SpillFile, type SpillSpace } from "./spill.js";
 import { keyOf, normalizePrefix, type WritableStore } from "./store.js";
+import { checkChecksums } from "./writer.js";
 import { groupMetadataText } from "./zarr.js";
 
 /** Consecutive rows of a CSR matrix, as input readers hand them over: `indptr` may start past 0. */
@@ -75,6 +76,8 @@ export interface StreamWriteOptions {
   chunk?: number;
   /** One uncompressed chunk per array (as {@link WriteOptions.byteAddressable}). */
   byteAddressable?: boolean;
+  /** zstd's content checksum on every chunk (as {@link WriteOptions.checksums}). Default false. */
+  checksums?: boolean;
   /** Also write each layout's `maxima`. Default true. */
   maxima?: boolean;
   /** Where in the store the prefix is. Default: the store's root. */
@@ -324,6 +327,7 @@ export class StreamWriter {
    * interrupted write leaves a store readers refuse, never one they read as zeros.
    */
   static async open(store: WritableStore, options: StreamWriteOptions): Promise<StreamWriter> {
+    checkChecksums(options);
     const writer = new StreamWriter(store, options);
     await writer.#start();
     return writer;
@@ -349,6 +353,7 @@ export class StreamWriter {
       inFlight: this.#inFlight,
       spill: this.#spill,
       byteAddressable: this.#options.byteAddressable === true,
+      checksums: this.#options.checksums === true,
       chunk: this.#options.chunk,
     };
   }

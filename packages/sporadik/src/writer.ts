@@ -11,7 +11,7 @@ import { keyOf, normalizePrefix, type WritableStore } from "./store.js";
 import {
   arrayMetadataText,
   type CodecMetadata,
-  DEFAULT_COMPRESSOR,
+  compressorFor,
   encodeChunk,
   groupMetadataText,
 } from "./zarr.js";
@@ -28,12 +28,29 @@ export interface WriteOptions {
   chunk?: number;
   /** One uncompressed chunk per array, so `indptr` names exact byte ranges. Default false. */
   byteAddressable?: boolean;
+  /**
+   * Compress with zstd's content checksum on (`"checksum": true`), so every read verifies each
+   * chunk it decodes (zarr-python and Python sporadik read such stores). Default false: the bytes
+   * Python sporadik writes by default. Not with `byteAddressable`: a checksum covers a whole object,
+   * and a byte-range read cannot verify it.
+   */
+  checksums?: boolean;
   /** Also write each layout's `maxima` (largest absolute value per slice). Default true. */
   maxima?: boolean;
   /** Where in the store the prefix is. Default: the store's root. */
   prefix?: string;
   /** Chunk writes in flight at once. Default 8. */
   concurrency?: number;
+}
+
+/** Refuses checksums on byte-addressable arrays, which range reads could never verify. */
+export function checkChecksums(options: { checksums?: boolean; byteAddressable?: boolean }): void {
+  if (options.checksums === true && options.byteAddressable === true) {
+    throw new SporadikError(
+      "checksums and byteAddressable cannot be combined: a checksum covers a whole object, and a byte-range read of part of it cannot verify it. Write a chunked store with checksums, or a byte-addressable one without.",
+      { tag: "ArgumentError", expected: "checksums or byteAddressable", found: "both" },
+    );
+  }
 }
 
 /** The chunk length written for an array of `dtype` and `length` elements, as zarr-python does. */
@@ -72,7 +89,7 @@ async function writeArray(
     byteAddressable ? values.length : (options.chunk ?? chunkFor(dtype, values.length)),
     1,
   );
-  const compressors: CodecMetadata[] = byteAddressable ? [] : [DEFAULT_COMPRESSOR];
+  const compressors: CodecMetadata[] = byteAddressable ? [] : [compressorFor(options.checksums === true)];
   await store.set(
     keyOf(path, "zarr.json"),
     encoder.encode(arrayMetadataText(dtype, values.length, chunk, compressors)),
@@ -94,8 +111,9 @@ async function writeArray(
       // Like zarr-python, a chunk that is all fill value is not stored (an old object there must
       // go), except in byte-addressable mode: there the object *is* the array a reader asks byte
       // ranges of, so it is always written (Python sporadik 1.1.1 leaves it out, and then cannot
-      // read its own store).
-      if (!byteAddressable && isAllZero(piece)) {
+      // read its own store). Nor in `data`: every element of it is a stored value, so a reader
+      // refuses a missing `data` chunk as damage.
+      if (!byteAddressable && !path.endsWith("/data") && isAllZero(piece)) {
         await store.delete?.(key);
         return;
       }
@@ -149,6 +167,7 @@ export async function writeStore(
       found: options.chunk,
     });
   }
+  checkChecksums(options);
   const root = normalizePrefix(options.prefix);
   const shape = (byAxis.values().next().value as Layout).shape;
   await store.set(keyOf(root, "zarr.json"), encoder.encode(groupMetadataText({})));

@@ -9,6 +9,7 @@ import { registry } from "zarrita";
 import { crc32c } from "./crc32c.js";
 import { constructorOf, type DataType, isDataType, isFloat, type NumericArray } from "./dtypes.js";
 import { DecodeWorkerError, LayoutError, SporadikError } from "./errors.js";
+import { hasZstdChecksum, withZstdChecksum } from "./zstd-checksum.js";
 
 /** One codec entry of an array's metadata. */
 export interface CodecMetadata {
@@ -21,6 +22,26 @@ export const DEFAULT_COMPRESSOR: CodecMetadata = {
   name: "zstd",
   configuration: { level: 0, checksum: false },
 };
+
+/**
+ * zarr's zstd with its content checksum on (`--checksums`): every frame ends with the checksum of
+ * its decoded bytes, which zstd verifies while decoding. Spelled as zarr-python writes
+ * `ZstdCodec(level=0, checksum=True)`.
+ */
+export const CHECKSUMMED_COMPRESSOR: CodecMetadata = {
+  name: "zstd",
+  configuration: { level: 0, checksum: true },
+};
+
+/** The compressor of a chunked array: zarr's default, or the same with zstd's content checksum. */
+export function compressorFor(checksums: boolean): CodecMetadata {
+  return checksums ? CHECKSUMMED_COMPRESSOR : DEFAULT_COMPRESSOR;
+}
+
+/** Whether `meta` is zstd with its content checksum on. */
+export function isChecksummedZstd(meta: CodecMetadata | undefined): boolean {
+  return meta?.name === "zstd" && meta.configuration?.checksum === true;
+}
 
 const BYTES_CODEC: CodecMetadata = { name: "bytes", configuration: { endian: "little" } };
 
@@ -238,7 +259,11 @@ export async function encodeChunk(
   compressors: readonly CodecMetadata[],
 ): Promise<Uint8Array> {
   let bytes = new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
-  for (const meta of compressors) bytes = await (await codecFor(meta)).encode(bytes);
+  for (const meta of compressors) {
+    const encoded = await (await codecFor(meta)).encode(bytes);
+    // numcodecs' WebAssembly zstd takes no checksum setting: the checksum is added to its frame.
+    bytes = isChecksummedZstd(meta) ? withZstdChecksum(encoded, bytes) : encoded;
+  }
   return bytes;
 }
 
@@ -260,8 +285,19 @@ export type Decompressor = (
 /** Decompressors by codec name; a codec not named here is decoded through zarrita's registry. */
 export type Decompressors = Readonly<Record<string, Decompressor | undefined>>;
 
+function chunkWhere(info: ArrayInfo, index: number): string {
+  return `/${info.path}/${info.chunkKey(index)}`;
+}
+
 function undecodable(info: ArrayInfo, index: number, name: string, cause: unknown): LayoutError {
-  const where = `/${info.path}/${info.chunkKey(index)}`;
+  const where = chunkWhere(info, index);
+  // zstd's own words for a content checksum that does not match (native and WebAssembly builds).
+  if (name === "zstd" && /checksum/i.test(String((cause as Error | undefined)?.message ?? cause))) {
+    return new LayoutError(
+      `${where} fails its zstd content checksum: its bytes changed after they were written. Rewrite the store, or copy it again from where it was written.`,
+      { object: where, cause },
+    );
+  }
   return new LayoutError(
     `${where} cannot be decoded with ${name}: the object is damaged or was written with another codec. Rewrite the store.`,
     { object: where, cause },
@@ -269,18 +305,42 @@ function undecodable(info: ArrayInfo, index: number, name: string, cause: unknow
 }
 
 function wrongLength(info: ArrayInfo, index: number, found: number, expected: number): LayoutError {
-  const where = `/${info.path}/${info.chunkKey(index)}`;
+  const where = chunkWhere(info, index);
   return new LayoutError(
     `${where} decodes to ${found} bytes, but a chunk of ${info.chunk} ${info.dtype} is ${expected}. The object is damaged or belongs to another array; rewrite the store.`,
     { object: where },
   );
 }
 
+/** `stored` without its trailing crc32c, refused unless the checksum matches. */
+function checkedCrc32c(stored: Uint8Array, info: ArrayInfo, index: number): Uint8Array {
+  const where = chunkWhere(info, index);
+  if (stored.byteLength < 4) {
+    throw new LayoutError(
+      `${where} is ${stored.byteLength} bytes, too short to hold the crc32c checksum its array declares: the object is damaged. Rewrite the store.`,
+      { object: where },
+    );
+  }
+  const body = stored.subarray(0, stored.byteLength - 4);
+  const declared = new DataView(stored.buffer, stored.byteOffset + body.byteLength, 4).getUint32(0, true);
+  const actual = crc32c(body);
+  if (declared !== actual) {
+    throw new LayoutError(
+      `${where} fails its crc32c checksum (0x${actual.toString(16)}, the object says 0x${declared.toString(16)}): its bytes changed after they were written. Rewrite the store, or copy it again from where it was written.`,
+      { object: where, expected: declared, found: actual },
+    );
+  }
+  return body;
+}
+
 /**
- * Decode one stored chunk's bytes into its typed array, checking it holds a whole chunk. An array
- * with one compressor that `decompressors` names is decoded straight into `into()` (a buffer of
- * exactly one decoded chunk, a fresh one by default); anything else goes through zarrita's registry
- * (WebAssembly, so it runs in a browser too).
+ * Decode one stored chunk's bytes into its typed array, checking it holds a whole chunk and every
+ * checksum its array declares: a trailing `crc32c` over the stored bytes (checked here, before
+ * anything decodes them), and zstd's content checksum (`checksum: true`, verified by zstd itself;
+ * a frame that does not announce one is refused, since it would decode unchecked). An array whose
+ * one compressor (after a `crc32c`) `decompressors` names is decoded straight into `into()` (a
+ * buffer of exactly one decoded chunk, a fresh one by default); anything else goes through
+ * zarrita's registry (WebAssembly, so it runs in a browser too).
  */
 export async function decodeChunk(
   stored: Uint8Array,
@@ -292,13 +352,27 @@ export async function decodeChunk(
 ): Promise<NumericArray> {
   const Ctor = constructorOf(info.dtype);
   const expected = info.chunk * Ctor.BYTES_PER_ELEMENT;
-  const only = info.compressors.length === 1 ? (info.compressors[0] as CodecMetadata) : undefined;
+  let compressors = info.compressors;
+  let bytes = stored;
+  if (compressors.length > 0 && compressors[compressors.length - 1]?.name === "crc32c") {
+    bytes = checkedCrc32c(bytes, info, index);
+    compressors = compressors.slice(0, -1);
+  }
+  const outer = compressors[compressors.length - 1];
+  if (isChecksummedZstd(outer) && !hasZstdChecksum(bytes)) {
+    const where = chunkWhere(info, index);
+    throw new LayoutError(
+      `${where} is not a zstd frame with a content checksum, which its array declares: the object is damaged (a frame without one would decode unchecked). Rewrite the store.`,
+      { object: where },
+    );
+  }
+  const only = compressors.length === 1 ? (compressors[0] as CodecMetadata) : undefined;
   const plugged = only === undefined ? undefined : decompressors?.[only.name];
   if (only !== undefined && plugged !== undefined) {
     const target = into(expected);
     let written: number;
     try {
-      written = await plugged(stored, target, only.configuration ?? {}, wave);
+      written = await plugged(bytes, target, only.configuration ?? {}, wave);
     } catch (cause) {
       // A worker that could not run is this process's fault, not the object's.
       if (cause instanceof DecodeWorkerError) throw cause;
@@ -307,9 +381,8 @@ export async function decodeChunk(
     if (written !== expected) throw wrongLength(info, index, written, expected);
     return new Ctor(target.buffer, target.byteOffset, info.chunk);
   }
-  let bytes = stored;
-  for (let k = info.compressors.length - 1; k >= 0; k--) {
-    const meta = info.compressors[k] as CodecMetadata;
+  for (let k = compressors.length - 1; k >= 0; k--) {
+    const meta = compressors[k] as CodecMetadata;
     let codec: BytesCodec;
     try {
       codec = await codecFor(meta);

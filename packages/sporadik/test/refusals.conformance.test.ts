@@ -294,7 +294,7 @@ test("a missing indptr chunk after a nonzero entry is refused, naming it (indptr
   await assert.rejects(reader.slicesAt([3, 20]), { _tag: "IncompleteError" });
 });
 
-test("missing chunks where zeros are what was written still read: leading empty slices' indptr, data", async () => {
+test("missing indptr chunks where zeros are what was written still read: leading empty slices", async () => {
   // Rows 0-35 empty: indptr chunks c/0 and c/1 (entries 0-31) are all zero, so neither is stored.
   const shape = [40, 30];
   const coords = [
@@ -313,11 +313,38 @@ test("missing chunks where zeros are what was written still read: leading empty 
   assert.deepEqual(plain((await reader.sliceAt(20)).positions), []);
   assert.deepEqual(plain((await reader.sliceAt(36)).positions), [2, 7]);
   assert.deepEqual(plain((await reader.slicesAt([0, 36, 39])).indices), [2, 7, 29]);
-  // A value chunk not stored is zeros, as in zarr: no rule of the format tells it from stored zeros.
-  rmSync(join(path, "layouts/axis0/data/c/0"));
-  const again = await openReader(new FolderStore(path), { axis: 0 });
-  assert.deepEqual(plain((await again.sliceAt(36)).values), [0, 0]);
 });
+
+test("a missing data chunk is refused naming it (fillMissingData reads zeros); Python sporadik reads zeros when chunked and fails byte-addressable", async () => {
+  for (const byteAddressable of [false, true]) {
+    const path = await broken(
+      [40, 30],
+      (p) => rmSync(join(p, "layouts/axis0/data/c/0")),
+      byteAddressable ? { byteAddressable } : { chunk: 16 },
+    );
+    const reader = await openReader(new FolderStore(path), { axis: 0 });
+    await assert.rejects(reader.readLayout(), {
+      _tag: "IncompleteError",
+      object: "/layouts/axis0/data/c/0",
+      message: /is missing from the store.*every element of data is a stored value/,
+    });
+    const filling = await openReader(new FolderStore(path), { axis: 0, fillMissingData: true });
+    const ours = plain((await filling.slicesOver(0, 40)).data);
+    if (byteAddressable) {
+      // Python reads byte ranges of the object, and fails on it (the file system's error, untagged).
+      assert.equal(python<{ raised: string }>("refusal", path).raised, "FileNotFoundError");
+    } else {
+      // Python reads through zarr, which fills the chunk: what fillMissingData reads.
+      const theirs = python<{ data: { values: number[] } }>("slices", path, "0", JSON.stringify(range(40)));
+      assert.deepEqual(theirs.data.values, ours);
+      assert.deepEqual(ours.slice(0, 16), new Array(16).fill(0));
+    }
+  }
+});
+
+function range(n: number): number[] {
+  return Array.from({ length: n }, (_, k) => k);
+}
 
 test("a layout path leading out of the prefix is refused without being followed", async () => {
   const path = await broken([8, 6], (p) => editBlock(p, (block) => (block.layouts[0].path = "../elsewhere")));

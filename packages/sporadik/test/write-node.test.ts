@@ -45,6 +45,15 @@ function* blocksOf(m: ReturnType<typeof matrix>, nRows: number, rows: number): G
 }
 
 test("writeStoreFromRowBlocks writes writeStore's bytes (both axes) and leaves no temporary folder", async () => {
+  for (const checksums of [false, true]) await sameBytes(checksums);
+});
+
+/**
+ * The native encoder on worker threads and the in-memory writer's WebAssembly zstd write the same
+ * bytes, with or without zstd's content checksum (native zstd's own, and one added to the
+ * WebAssembly frame).
+ */
+async function sameBytes(checksums: boolean) {
   const { dir, cleanup } = tempDir();
   try {
     const [nRows, nCols] = [400, 250];
@@ -52,12 +61,16 @@ test("writeStoreFromRowBlocks writes writeStore's bytes (both axes) and leaves n
     const rows = layoutFromCompressed({ format: "csr", shape: [nRows, nCols], ...m });
     const { coords, values } = coordsOfLayout(rows);
     const reference = new MemoryStore();
-    await writeStore(reference, [rows, layoutFromCoords([nRows, nCols], coords, values, 1)], { chunk: 1000 });
+    await writeStore(reference, [rows, layoutFromCoords([nRows, nCols], coords, values, 1)], {
+      chunk: 1000,
+      checksums,
+    });
     const streamed = new MemoryStore();
     const seen = new Set<string>();
     const result = await writeStoreFromRowBlocks(streamed, blocksOf(m, nRows, 64), {
       shape: [nRows, nCols],
       chunk: 1000,
+      checksums,
       tmpDir: dir,
       threads: 2,
       onProgress: () => {
@@ -71,10 +84,12 @@ test("writeStoreFromRowBlocks writes writeStore's bytes (both axes) and leaves n
     for (const [key, bytes] of reference.objects)
       assert.ok(Buffer.from(bytes).equals(Buffer.from(streamed.objects.get(key) as Uint8Array)), key);
     assert.deepEqual(readdirSync(dir), []);
+    const chunk = reference.objects.get("layouts/axis0/data/c/0") as Uint8Array;
+    assert.equal(((chunk[4] as number) & 0x04) !== 0, checksums, "the frame announces a checksum");
   } finally {
     cleanup();
   }
-});
+}
 
 test("a source failing midway leaves a store without a block and no temporary folder", async () => {
   const { dir, cleanup } = tempDir();
