@@ -70,6 +70,7 @@ export async function buildSynthetic(root: string, nCells: number, name = "synth
   } finally {
     await pool.close();
   }
-  await writeCompanion(dir, 2, new ProgressBar(process.stderr, false));
+  // As `convert --sporadik` writes it: with checksums.
+  await writeCompanion(dir, 2, new ProgressBar(process.stderr, false), true);
   return dir;
 }

@@ -49,14 +49,19 @@ export function companionOf(ds: Dataset): string | undefined {
   return rel;
 }
 
-/** Writes the companion of the dataset just written at `output`, then names it in the manifest. */
-export async function writeCompanion(output: string, threads: number, bar: ProgressBar) {
+/**
+ * Writes the companion of the dataset just written at `output`, then names it in the manifest.
+ * With `checksums` (the default of `--sporadik`) every chunk carries zstd's content checksum, which
+ * the viewer's reader (zarrita's WebAssembly zstd) verifies as it decodes.
+ */
+export async function writeCompanion(output: string, threads: number, bar: ProgressBar, checksums: boolean) {
   const { convertToSporadik } = await import("./convert-sporadik.js");
   const result = await convertToSporadik({
     input: output,
     output: insideLocation(output, COMPANION_PATH),
     axes: [0, 1],
     byteAddressable: false,
+    checksums,
     overwrite: false,
     breakLock: false,
     maxNnz: undefined,

@@ -75,6 +75,8 @@ export interface SporadikConvertOptions {
   output: string;
   axes: number[];
   byteAddressable: boolean;
+  /** zstd's content checksum in every chunk (`--checksums`). */
+  checksums: boolean;
   /** An explicit bound on nonzeros, or undefined for none. */
   maxNnz: number | undefined;
   /** Replace a dataset or store already at `output` (staged, moved into place once complete). */
@@ -251,6 +253,7 @@ async function convertLocked(
       shape: [nRows, nCols],
       axes: o.axes,
       byteAddressable: o.byteAddressable,
+      checksums: o.checksums,
       dtype: "int32",
       ...(nnzKnown !== undefined ? { nnz: nnzKnown } : {}),
       ...(nnzAtMost !== undefined ? { nnzAtMost } : {}),
@@ -286,6 +289,7 @@ async function convertLocked(
       nnz: result.nnz,
       axes: o.axes,
       byte_addressable: o.byteAddressable,
+      checksums: o.checksums,
       gene_order: geneOrder,
       bytes,
       bytes_per_nonzero: result.nnz ? bytes / result.nnz : 0,
@@ -303,7 +307,7 @@ async function convertLocked(
         : geneOrder === "dataset"
           ? "; genes in the dataset's order (it has no gene_order.npy)"
           : "";
-    const text = `converted ${o.input} (${source.format}, ${source.matrixPath}) -> ${target.store.url} (sporadik${o.byteAddressable ? ", byte-addressable" : ""})
+    const text = `converted ${o.input} (${source.format}, ${source.matrixPath}) -> ${target.store.url} (sporadik${o.byteAddressable ? ", byte-addressable" : ""}${o.checksums ? ", checksummed" : ""})
   ${nRows.toLocaleString("en-US")} cells x ${nCols.toLocaleString("en-US")} genes, ${result.nnz.toLocaleString("en-US")} nonzeros; layouts along axes ${o.axes.join(", ")} (${o.axes.map((a) => (a === 0 ? "cells contiguous" : "genes contiguous")).join(", ")}), with maxima${order}
   ${bytes.toLocaleString("en-US")} bytes written in ${seconds.toFixed(1)} s (cell and gene names are not stored: sporadik has no place for them)`;
     const statsDetail = `temporary: ${result.bytesSpilled.toLocaleString("en-US")} bytes spilled (peak ${result.peakSpillBytes.toLocaleString("en-US")}) in ${tmpParent}, ${result.bytesInMemory.toLocaleString("en-US")} transposed in memory; rows ${rowsSeconds.toFixed(1)} s, genes ${columnsSeconds.toFixed(1)} s`;

@@ -77,3 +77,34 @@ test("--sporadik with --format sporadik is a usage error", async () => {
   assert.equal(r.code, 2);
   assert.match(r.stderr, /--sporadik applies to --format deltacells only/);
 });
+
+/** The zstd configuration of every array's zarr.json in the store at `root`. */
+function zstdOf(root: string): unknown[] {
+  return ["axis0", "axis1"].flatMap((layout) =>
+    ["data", "indices", "indptr", "maxima"].map((name) => {
+      const meta = JSON.parse(readFileSync(join(root, "layouts", layout, name, "zarr.json"), "utf8"));
+      return meta.codecs[1].configuration;
+    }),
+  );
+}
+
+test("the companion carries zstd's content checksum in every chunk by default, and --no-checksums leaves it out", async () => {
+  for (const configuration of zstdOf(join(out, "sporadik")))
+    assert.deepEqual(configuration, { level: 0, checksum: true });
+  const plain = join(dir, "plain");
+  const r = await cli(
+    "convert",
+    H5,
+    plain,
+    "--sporadik",
+    "--no-checksums",
+    "--quiet",
+    "--threads",
+    "1",
+    "--json",
+  );
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal((JSON.parse(r.stdout) as { sporadik: { checksums: boolean } }).sporadik.checksums, false);
+  for (const configuration of zstdOf(join(plain, "sporadik")))
+    assert.deepEqual(configuration, { level: 0, checksum: false });
+});

@@ -28,7 +28,7 @@ import type { CommandResult } from "./types.js";
 const MAX_TILE_SIZE = 2 ** 20;
 
 export const CONVERT_HELP = `usage: deltacells convert INPUT OUTPUT [options]
-       deltacells convert INPUT OUTPUT.zarr --format sporadik [--axes 0,1] [--byte-addressable]
+       deltacells convert INPUT OUTPUT.zarr --format sporadik [--axes 0,1] [--byte-addressable | --checksums]
 
 Convert a count matrix to a deltacells dataset. INPUT is an AnnData .h5ad or .zarr, a Cell Ranger
 .h5, a 10x Matrix Market folder, a Matrix Market file or a zarr array; OUTPUT is a local folder
@@ -51,6 +51,10 @@ options:
   --axes LIST    sporadik: the axes to make contiguous, 0 (cells, CSR) and/or 1 (genes, CSC); default 0,1
   --byte-addressable
                  sporadik: one uncompressed chunk per array, so a slice reads exact byte ranges
+  --checksums    sporadik: zstd's content checksum in every chunk, verified on every read (Python
+                 sporadik and zarr-python read and verify it too); default for the --sporadik
+                 companion, off for --format sporadik (whose default bytes are Python sporadik's)
+  --no-checksums the --sporadik companion without checksums (Python sporadik's default bytes)
   --tmp-dir DIR  sporadik: where the temporary files go (default: beside a local OUTPUT, else the system's)
   --max-nnz N    sporadik: refuse a matrix with more nonzeros (default: no bound)
   --tile-size N  cells per tile (default: as many as hold ~${TARGET_TILE_NNZ.toLocaleString("en-US")} nonzeros, 64 .. ${DEFAULT_TILE_SIZE}; at most ${MAX_TILE_SIZE.toLocaleString("en-US")})
@@ -112,6 +116,8 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       format: { type: "string" },
       axes: { type: "string" },
       "byte-addressable": { type: "boolean" },
+      checksums: { type: "boolean" },
+      "no-checksums": { type: "boolean" },
       "max-nnz": { type: "string" },
       overwrite: { type: "boolean" },
       "break-lock": { type: "boolean" },
@@ -138,6 +144,14 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     // s3:// and http(s):// zarr inputs are read through the storage layer (credentials, retries).
     openStore: (url: string) => openCounted(url),
   };
+  if (values.checksums && values["no-checksums"]) {
+    throw new UsageError("--checksums and --no-checksums contradict each other: give one");
+  }
+  if (values.checksums && values["byte-addressable"]) {
+    throw new UsageError(
+      "--checksums and --byte-addressable cannot be combined: a checksum covers a whole object, and a slice's byte-range read could not verify it",
+    );
+  }
   if (format === "sporadik") {
     for (const name of ["tile-size", "chunks", "level", "sporadik", ...Object.keys(OBS_PARSE_OPTIONS)]) {
       if (values[name] !== undefined) throw new UsageError(`--${name} applies to --format deltacells only`);
@@ -147,6 +161,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       output,
       axes: axesOption(values.axes as string | undefined),
       byteAddressable: values["byte-addressable"] === true,
+      checksums: values.checksums === true,
       maxNnz: intOption(values, "max-nnz", undefined, 1, MAX_NNZ_CEILING),
       overwrite: values.overwrite === true,
       breakLock: values["break-lock"] === true,
@@ -161,6 +176,10 @@ export async function convert(argv: string[]): Promise<CommandResult> {
   }
   for (const name of ["axes", "byte-addressable", "max-nnz", "tmp-dir"]) {
     if (values[name] !== undefined) throw new UsageError(`--${name} applies to --format sporadik only`);
+  }
+  for (const name of ["checksums", "no-checksums"]) {
+    if (values[name] !== undefined && !values.sporadik)
+      throw new UsageError(`--${name} applies to sporadik output only (--format sporadik or --sporadik)`);
   }
 
   const obs = obsOptions(values);
@@ -200,7 +219,9 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     bar.finish();
     await target.commit("manifest.json");
     // The companion goes in once the dataset is in place; the manifest names it only when complete.
-    const companion = values.sporadik ? await writeCompanion(output, threads, bar) : undefined;
+    const companion = values.sporadik
+      ? await writeCompanion(output, threads, bar, values["no-checksums"] !== true)
+      : undefined;
     const seconds = (performance.now() - started) / 1000;
     const nnz = manifest.tile_nnz.reduce((a, b) => a + b, 0);
     const tileBytes = manifest.tile_bytes.reduce((a, b) => a + b, 0);
@@ -217,7 +238,15 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       tile_bytes: tileBytes,
       has_obs: manifest.has_obs,
       tile_bytes_per_nonzero: nnz ? tileBytes / nnz : 0,
-      ...(companion ? { sporadik: { path: COMPANION_PATH, bytes: companion.json.bytes } } : {}),
+      ...(companion
+        ? {
+            sporadik: {
+              path: COMPANION_PATH,
+              bytes: companion.json.bytes,
+              checksums: companion.json.checksums,
+            },
+          }
+        : {}),
       removed_temp_files: target.removedTempFiles,
       seconds,
     };
@@ -225,7 +254,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
   ${manifest.n_cells.toLocaleString("en-US")} cells x ${manifest.n_genes.toLocaleString("en-US")} genes, ${nnz.toLocaleString("en-US")} nonzeros in ${count(manifest.tile_cells.length, "tile")}
   ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${
     companion
-      ? `\n  sporadik companion: ${companion.json.output} (${companion.json.bytes.toLocaleString("en-US")} bytes, both layouts, with maxima)`
+      ? `\n  sporadik companion: ${companion.json.output} (${companion.json.bytes.toLocaleString("en-US")} bytes, both layouts, with maxima${companion.json.checksums ? ", checksummed" : ""})`
       : ""
   }${leftoverLine(target.removedTempFiles)}`;
     return { text, json: summary, store };

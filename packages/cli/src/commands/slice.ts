@@ -22,11 +22,16 @@ brackets, then every indices and data run). A POSITION is a whole number or a ha
 URL (s3://bucket/prefix, https://...).
 
 The axis is always named: which layout to read is the whole difference between them. An axis the
-store has no layout for, and a position outside the axis, are refused.
+store has no layout for, and a position outside the axis, are refused. So is a damaged store: a
+missing chunk, positions out of order or past the other axis, a decreasing indptr, a chunk failing
+its checksum (stores written with --checksums), each named (\`deltacells validate STORE\` checks it all).
 
 options:
   --axis K       the axis to select along (required)
   --dense        print each slice dense over the other axes instead of its nonzeros
+  --fill-missing-data
+                 read a missing data chunk as zeros (zarr's fill value) instead of refusing it:
+                 only for stores written by a tool that leaves out chunks of explicit zeros
 ${COMMON_HELP}
 With --stats, the reads of describing the store and of the slices are also counted apart, with
 their waves (a wave: requests in flight together; the next one starts when none is left).`;
@@ -148,10 +153,11 @@ function render(sel: Selection, store: SparseArrayReader, url: string, dense: bo
 }
 
 export async function slice(argv: string[]): Promise<CommandResult> {
-  const { values, positionals } = parse(argv, { axis: { type: "string" }, dense: { type: "boolean" } }, [
-    "STORE",
-    "POSITION...",
-  ]);
+  const { values, positionals } = parse(
+    argv,
+    { axis: { type: "string" }, dense: { type: "boolean" }, "fill-missing-data": { type: "boolean" } },
+    ["STORE", "POSITION..."],
+  );
   if (values.help) return { text: SLICE_HELP };
   if (values.axis === undefined) {
     throw new UsageError(
@@ -164,7 +170,11 @@ export async function slice(argv: string[]): Promise<CommandResult> {
 
   const store = openCounted(location);
   const waves = new WaveCounter(store);
-  const array = await openArrayReader(waves).catch(async (err) => {
+  // Positions are checked in every slice read: one pass, nothing next to printing them.
+  const array = await openArrayReader(waves, {
+    checkIndices: true,
+    fillMissingData: values["fill-missing-data"] === true,
+  }).catch(async (err) => {
     // A deltacells dataset is the likeliest wrong STORE: say what to do with it.
     if ((err as { _tag?: string })._tag === "IncompleteError" && (await store.get("manifest.json"))) {
       throw new NotSporadikError(
