@@ -34,15 +34,18 @@ export const EXPECTATIONS: Readonly<Record<string, Expectation>> = {
   // messages; validate labels HTTP failures [Error].
   network: STRICT,
   "concurrent-slices": STRICT,
-  // Readers (checkIndices off by default) answer from stores whose indptr chunk is missing or whose
-  // indices chunk is swapped or flipped, where validate refuses them.
   // By design, not a defect: a swapped or flipped `indices` chunk (or a missing `indptr` chunk of
-  // leading slices) breaks the positions' order only, which the reader checks when asked
-  // (`checkIndices`: 1.15-2.1x on warm batches, bench/sporadik/index-check.ts, so off by default)
-  // and `deltacells validate` always checks.
-  "sporadik-damage": known("opt-in checkIndices (validate always refuses)", {
+  // leading slices) that keeps every position inside the axis breaks the positions' order only,
+  // which the reader checks when asked (`checkIndices`: 1.15-2.1x on warm batches,
+  // bench/sporadik/index-check.ts, so off by default) and `deltacells validate` and `deltacells
+  // slice` always check. Checksums leave the swaps (a sibling chunk carries a valid checksum of its
+  // own) and the missing first `indptr` chunk (legal zeros for leading empty slices, no chunk to check).
+  "sporadik-damage": known("opt-in checkIndices (validate and slice always refuse)", {
     "indices chunk/*": ["wrong"],
     "indptr chunk/*": ["wrong"],
+    "checksummed indices chunk/swap": ["wrong"],
+    "checksummed indptr chunk/swap": ["wrong"],
+    "checksummed indptr chunk/delete": ["wrong"],
   }),
   // lzf damage spins inside HDF5 (no watchdog); HDF5 and WASM failures reach the user untagged.
   "h5ad-damage": STRICT,
@@ -51,17 +54,17 @@ export const EXPECTATIONS: Readonly<Record<string, Expectation>> = {
 };
 
 /**
- * What the formats cannot detect, and stays tolerated after every fix. A sporadik chunk carries
- * no checksum (zstd's is off, as the Python implementation writes it, byte for byte): a data
- * chunk that is missing reads as zarr's fill value, and one replaced by another valid chunk, or
- * flipped where zstd still decodes, reads as other numbers. validate catches these when the
- * maxima or the two layouts' sums disagree.
+ * What the formats cannot detect, and stays tolerated after every fix. Without checksums (zstd's is
+ * off, as Python sporadik writes by default, byte for byte) a `data` chunk flipped where zstd still
+ * decodes reads as other numbers; with or without them, a `data` chunk replaced by another valid
+ * chunk of the same array (a swap: its checksum is its own) does. validate catches these when the
+ * maxima or the two layouts' sums disagree. A missing `data` chunk is no longer one: it is refused.
  */
 export const FORMAT_LIMITS: Readonly<Record<string, Readonly<Record<string, readonly Outcome[]>>>> = {
   "sporadik-damage": {
-    "data chunk/delete": ["wrong"],
     "data chunk/swap": ["wrong"],
     "data chunk/flip": ["wrong"],
+    "checksummed data chunk/swap": ["wrong"],
   },
 };
 

@@ -30,13 +30,19 @@ test("the harness tells a wrong answer, a crash and an unclear refusal from a cl
   // Tolerances match a kind or a prefix (sporadik's opt-in order checks), format limits a kind;
   // anything else is a violation, and a strict class tolerates nothing.
   const wrong = (kind: string): CaseResult => ({ id: kind, kind, outcome: "wrong" });
+  // A missing data chunk is refused, and checksums leave only swaps tolerated.
   assert.deepEqual(
     violations("sporadik-damage", [
       wrong("indices chunk/swap"),
       wrong("data chunk/swap"),
       wrong("block/flip"),
+      wrong("data chunk/delete"),
+      wrong("checksummed data chunk/swap"),
+      wrong("checksummed data chunk/flip"),
+      wrong("checksummed indices chunk/flip"),
+      wrong("checksummed indices chunk/swap"),
     ]).map((r) => r.id),
-    ["block/flip"],
+    ["block/flip", "data chunk/delete", "checksummed data chunk/flip", "checksummed indices chunk/flip"],
   );
   const unclear = (kind: string): CaseResult => ({ id: kind, kind, outcome: "refused-unclear" });
   assert.deepEqual(

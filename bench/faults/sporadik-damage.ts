@@ -4,7 +4,9 @@
  * by random bytes or by another chunk of the same array, and each zarr.json edited to other valid
  * JSON. Then `deltacells validate` runs on the store and the reader reads every slice along both
  * axes. A case is as bad as its worst observation: numbers that differ from the undamaged store
- * without an error are wrong answers, whether validate accepted the store or not.
+ * without an error are wrong answers, whether validate accepted the store or not. The same damage
+ * is done to a second store written with checksums (zstd's content checksum in every chunk), its
+ * kinds prefixed `checksummed`.
  */
 import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
@@ -150,41 +152,53 @@ async function observe(dir: string, key: string, expected: Slices[]): Promise<Ca
   return out;
 }
 
-async function run({ seed, long, cases: count, log }: RunOptions): Promise<CaseResult[]> {
+/** Every case of one store (plain or checksummed), damaged one file at a time and restored after. */
+async function runStore(
+  dir: string,
+  checksums: boolean,
+  { seed, long, cases: count, log }: RunOptions,
+): Promise<CaseResult[]> {
+  const expected = await writeSporadik(dir, seed, false, checksums);
+  const files = filesUnder(dir)
+    .map((p) => relative(dir, p))
+    .sort();
+  const originals = new Map(files.map((k) => [k, new Uint8Array(readFileSync(join(dir, k)))]));
+  // Long mode: every file with every mutation. Bounded: a seeded sample of them.
+  let cases = files.flatMap((key) => mutationsFor(key).map((mutation) => ({ key, mutation })));
+  const rnd = mulberry32(checksums ? seed + 1 : seed);
+  if (!long || count !== undefined) {
+    for (let i = cases.length - 1; i > 0; i--) {
+      const j = Math.floor(rnd() * (i + 1));
+      [cases[i], cases[j]] = [cases[j]!, cases[i]!];
+    }
+    cases = cases.slice(0, count ?? 90);
+  }
+  const prefix = checksums ? "checksummed " : "";
+  const results: CaseResult[] = [];
+  for (const [n, { key, mutation }] of cases.entries()) {
+    const path = join(dir, key);
+    const original = originals.get(key)!;
+    const siblingKey = files.find((k) => k !== key && k.replace(/\d+$/, "") === key.replace(/\d+$/, ""));
+    const damaged = MUTATIONS[mutation]!(original, rnd, siblingKey ? originals.get(siblingKey) : undefined);
+    if (damaged === undefined) rmSync(path);
+    else writeFileSync(path, damaged);
+    const id = `${prefix}${n}: ${key} ${mutation}`;
+    const kind = `${prefix}${roleOf(key)}/${mutation}`;
+    const seen = await withTimeout(30_000, () => observe(dir, key, expected));
+    results.push(seen === "timeout" ? { id, kind, outcome: "hang" } : { ...seen.reduce(worst), id, kind });
+    writeFileSync(path, original);
+    if ((n + 1) % 100 === 0) log(`sporadik-damage${checksums ? " (checksummed)" : ""}: ${n + 1}/${cases.length}`);
+  }
+  return results;
+}
+
+async function run(options: RunOptions): Promise<CaseResult[]> {
   const work = workDir("sporadik");
   try {
-    const dir = join(work.dir, "store.zarr");
-    const expected = await writeSporadik(dir, seed);
-    const files = filesUnder(dir)
-      .map((p) => relative(dir, p))
-      .sort();
-    const originals = new Map(files.map((k) => [k, new Uint8Array(readFileSync(join(dir, k)))]));
-    // Long mode: every file with every mutation. Bounded: a seeded sample of them.
-    let cases = files.flatMap((key) => mutationsFor(key).map((mutation) => ({ key, mutation })));
-    const rnd = mulberry32(seed);
-    if (!long || count !== undefined) {
-      for (let i = cases.length - 1; i > 0; i--) {
-        const j = Math.floor(rnd() * (i + 1));
-        [cases[i], cases[j]] = [cases[j]!, cases[i]!];
-      }
-      cases = cases.slice(0, count ?? 90);
-    }
-    const results: CaseResult[] = [];
-    for (const [n, { key, mutation }] of cases.entries()) {
-      const path = join(dir, key);
-      const original = originals.get(key)!;
-      const siblingKey = files.find((k) => k !== key && k.replace(/\d+$/, "") === key.replace(/\d+$/, ""));
-      const damaged = MUTATIONS[mutation]!(original, rnd, siblingKey ? originals.get(siblingKey) : undefined);
-      if (damaged === undefined) rmSync(path);
-      else writeFileSync(path, damaged);
-      const id = `${n}: ${key} ${mutation}`;
-      const kind = `${roleOf(key)}/${mutation}`;
-      const seen = await withTimeout(30_000, () => observe(dir, key, expected));
-      results.push(seen === "timeout" ? { id, kind, outcome: "hang" } : { ...seen.reduce(worst), id, kind });
-      writeFileSync(path, original);
-      if ((n + 1) % 100 === 0) log(`sporadik-damage: ${n + 1}/${cases.length}`);
-    }
-    return results;
+    return [
+      ...(await runStore(join(work.dir, "store.zarr"), false, options)),
+      ...(await runStore(join(work.dir, "checksummed.zarr"), true, options)),
+    ];
   } finally {
     work.dispose();
   }
@@ -193,6 +207,6 @@ async function run({ seed, long, cases: count, log }: RunOptions): Promise<CaseR
 export const sporadikDamage: FaultClass = {
   name: "sporadik-damage",
   summary:
-    "each chunk and zarr.json of a two-layout sporadik store deleted, truncated, flipped, zeroed, garbled, swapped with a sibling chunk or edited; then validate and every slice along both axes",
+    "each chunk and zarr.json of a two-layout sporadik store (and of one written with checksums) deleted, truncated, flipped, zeroed, garbled, swapped with a sibling chunk or edited; then validate and every slice along both axes",
   run,
 };

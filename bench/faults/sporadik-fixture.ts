@@ -14,9 +14,15 @@ export type Slices = { positions: number[]; values: number[] }[];
 
 /**
  * Writes the store into `dir` and returns the expected slices along each axis. Byte-addressable:
- * one uncompressed chunk per array, read with Range requests.
+ * one uncompressed chunk per array, read with Range requests. Checksums: zstd's content checksum
+ * in every chunk (chunked stores only).
  */
-export async function writeSporadik(dir: string, seed: number, byteAddressable = false): Promise<Slices[]> {
+export async function writeSporadik(
+  dir: string,
+  seed: number,
+  byteAddressable = false,
+  checksums = false,
+): Promise<Slices[]> {
   const rnd = mulberry32(seed);
   const rows: number[] = [];
   const cols: number[] = [];
@@ -34,7 +40,7 @@ export async function writeSporadik(dir: string, seed: number, byteAddressable =
   const layouts = [0, 1].map((axis) =>
     layoutFromCoords(SHAPE, [Int32Array.from(rows), Int32Array.from(cols)], Int32Array.from(values), axis),
   );
-  await writeStore(new FolderStore(dir), layouts, byteAddressable ? { byteAddressable } : { chunk: 64 });
+  await writeStore(new FolderStore(dir), layouts, byteAddressable ? { byteAddressable } : { chunk: 64, checksums });
   return layouts.map((l) => {
     const out: Slices = [];
     for (let p = 0; p + 1 < l.indptr.length; p++) {
