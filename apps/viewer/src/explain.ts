@@ -2,6 +2,7 @@
 
 interface Tagged {
   _tag?: string;
+  object?: string;
   status?: number;
   message?: string;
   name?: string;
@@ -18,6 +19,10 @@ export function explain(err: unknown, location: string): string {
   }
   if (e._tag === "IncompleteDataset") {
     return `${location} is not a deltacells dataset: it has no manifest.json (or its conversion never finished; the manifest is written last). Check the URL, or convert the data with \`deltacells convert\`.`;
+  }
+  // A chunk of the companion missing or failing a check (its checksum, its positions): not torn.
+  if ((e._tag === "IncompleteError" || e._tag === "LayoutError") && /\/c\/\d+$/.test(e.object ?? "")) {
+    return `The sporadik store of ${location} is damaged: ${text} Convert again with --sporadik (or copy the dataset again).`;
   }
   if (e._tag === "IncompleteError" || e._tag === "Incomplete") {
     return `The sporadik store of ${location} is torn (its completion block is missing or says incomplete): convert again with --sporadik. ${text}`;

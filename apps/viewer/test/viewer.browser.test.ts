@@ -5,7 +5,7 @@
  * own answers, taken here from the tiles (an independent path from the companion the page reads).
  */
 import assert from "node:assert/strict";
-import { cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -50,6 +50,14 @@ before(async () => {
   // A torn copy: the companion's completion block never written.
   cpSync(pbmc, join(root, "torn"), { recursive: true });
   rmSync(join(root, "torn/sporadik/zarr.json"));
+  // A damaged copy: every chunk of the gene layout's values with its stored checksum changed.
+  cpSync(pbmc, join(root, "bad-checksum"), { recursive: true });
+  const values = join(root, "bad-checksum/sporadik/layouts/axis1/data/c");
+  for (const name of readdirSync(values)) {
+    const bytes = readFileSync(join(values, name));
+    bytes[bytes.length - 1] = (bytes[bytes.length - 1] as number) ^ 0x01;
+    writeFileSync(join(values, name), bytes);
+  }
   server = await startServer({ root, viewerDir: join(root, "viewer-dist"), port: 0 });
   // Another origin: the same files without CORS, and a path that always answers 403 (with CORS, so
   // the page can see the status).
@@ -696,6 +704,21 @@ for (const [what, data, message] of refusals) {
     await page.close();
   });
 }
+
+test("the companion convert --sporadik writes is checksummed, reads in the page, and a chunk failing its checksum is refused there naming it", async () => {
+  const meta = JSON.parse(readFileSync(join(pbmc, "sporadik/layouts/axis1/data/zarr.json"), "utf8"));
+  assert.deepEqual(meta.codecs[1], { name: "zstd", configuration: { level: 0, checksum: true } });
+  // The pbmc68k test above reads genes from this companion; its damaged copy:
+  const { page, errors } = await openViewer("/bad-checksum/");
+  type W = { __viewer: { searchGene(n: string): Promise<void> } };
+  await page.evaluate(() => (window as unknown as W).__viewer.searchGene("CD74"));
+  const s = await snapshot(page);
+  assert.match(s.error ?? "", /is damaged: \/layouts\/axis1\/data\/c\/\d+ fails its zstd content checksum/);
+  assert.equal(s.gene?.name === "CD74" && s.gene.values.some((v) => v > 0), false, "no values shown");
+  assert.match((await page.locator("#message").textContent())!, /fails its zstd content checksum/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
 
 test("a read that hangs shows its progress and Cancel aborts its requests", async () => {
   const { page, errors } = await openViewer(`${plain.url}/slow/pbmc68k/`);
