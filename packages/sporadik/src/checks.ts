@@ -50,10 +50,15 @@ export function firstOutside(values: IntegerArray, end: number, top: number): nu
     }
     return -1;
   }
-  for (let k = 0; k < end; k++) {
-    const v = values[k] as number;
-    if (!(v >= 0 && v < top)) return k;
-  }
+  // Read as unsigned, a negative int32 is above any extent: one comparison per position.
+  const unsigned =
+    values instanceof Int32Array ? new Uint32Array(values.buffer, values.byteOffset, values.length) : values;
+  return firstAtLeast(unsigned as ArrayLike<number>, end, top);
+}
+
+/** The first of `values[0:end)` at or above `top` (or not a number), or -1. */
+function firstAtLeast(values: ArrayLike<number>, end: number, top: number): number {
+  for (let k = 0; k < end; k++) if (!((values[k] as number) < top)) return k;
   return -1;
 }
 
