@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { MemoryStore } from "@deltacells/storage";
+import { crc32c } from "../src/crc32c.js";
 import {
   describe,
   layoutFromCoords,
@@ -206,4 +207,45 @@ test("checksums and byteAddressable together are refused before anything is writ
     { _tag: "ArgumentError" },
   );
   assert.deepEqual(await backing.list(""), []);
+});
+
+test("a crc32c after zstd is checked before the plugged (native) zstd decodes the chunk, and a mismatch is refused naming it", async () => {
+  const { backing, layouts } = await store();
+  // zarr-python's zstd + crc32c spelling for axis 0's data: every chunk gets its checksum appended.
+  const meta = "/layouts/axis0/data/zarr.json";
+  const json = JSON.parse(new TextDecoder().decode((await backing.get(meta)) as Uint8Array));
+  json.codecs.push({ name: "crc32c" });
+  await backing.set(meta, new TextEncoder().encode(JSON.stringify(json)));
+  const keys = (await backing.list("layouts/axis0/data/c/")).sort();
+  for (const key of keys) {
+    const bytes = (await backing.get(key)) as Uint8Array;
+    const out = new Uint8Array(bytes.length + 4);
+    out.set(bytes);
+    new DataView(out.buffer).setUint32(bytes.length, crc32c(bytes), true);
+    await backing.set(key, out);
+  }
+  let native = 0;
+  const counted = {
+    zstd: (stored: Uint8Array, into: Uint8Array, configuration: Readonly<Record<string, unknown>>) => {
+      native++;
+      return (nativeDecompressors.zstd as NonNullable<typeof nativeDecompressors.zstd>)(
+        stored,
+        into,
+        configuration,
+      );
+    },
+  };
+  const reader = await openReader(backing, { axis: 0, decompressors: counted });
+  assert.deepEqual(plain((await reader.readLayout()).data), plain(layouts[0]?.data));
+  const others = await Promise.all(["indices", "indptr"].map((a) => backing.list(`layouts/axis0/${a}/c/`)));
+  assert.equal(native, keys.length + others.flat().length, "every chunk went through the plugged zstd");
+  const damaged = (await backing.get(keys[1] as string)) as Uint8Array;
+  damaged[10] = (damaged[10] as number) ^ 0x20;
+  await backing.set(keys[1] as string, damaged);
+  const again = await openReader(backing, { axis: 0, decompressors: counted });
+  await assert.rejects(again.readLayout(), {
+    _tag: "LayoutError",
+    object: `/${keys[1]}`,
+    message: /fails its crc32c checksum/,
+  });
 });
