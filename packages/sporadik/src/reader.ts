@@ -26,7 +26,13 @@ import {
   SUPPORTED_SPECS,
 } from "./spec.js";
 import { keyOf, normalizePrefix, type ReadableStore } from "./store.js";
-import { type ArrayInfo, type Decompressors, isByteAddressable, parseArrayMetadata } from "./zarr.js";
+import {
+  type ArrayInfo,
+  type Decompressors,
+  isByteAddressable,
+  isChecksummed,
+  parseArrayMetadata,
+} from "./zarr.js";
 
 /** What one layout states about itself. Everything but the block's three fields is derived from the bytes. */
 export interface LayoutInfo {
@@ -467,9 +473,15 @@ export class SparseReader {
       ...shared,
       ...(fillMissingData === true ? {} : { onMissing: (index, key) => this.#dataMissing(index, key) }),
     });
+    // A checksum already proves each chunk is what the writer wrote: the range scan (about a
+    // quarter of a chunk's native decode, bench/RESULTS.md) is for stores without one.
     this.#indices = new ArrayReader(backing, root, info.arrays.indices, {
       ...shared,
-      onDecoded: (chunk, index, key) => this.#checkIndicesChunk(chunk as IntegerArray, index, key),
+      ...(isChecksummed(info.arrays.indices)
+        ? {}
+        : {
+            onDecoded: (chunk, index, key) => this.#checkIndicesChunk(chunk as IntegerArray, index, key),
+          }),
     });
     this.#indptr = new ArrayReader(backing, root, info.arrays.indptr, {
       ...shared,
@@ -511,9 +523,10 @@ export class SparseReader {
   }
 
   /**
-   * Positions are checked once per decoded `indices` chunk: every one below the product of the
-   * other axes' lengths (one pass over the chunk; cached chunks are not checked again). Their
-   * order within a slice needs the slice's bracket, so it is checked per read (`checkIndices`).
+   * Positions are checked once per decoded `indices` chunk of an array without checksums: every
+   * one below the product of the other axes' lengths (one pass over the chunk; cached chunks are
+   * not checked again). Their order within a slice needs the slice's bracket, so it is checked per
+   * read (`checkIndices`).
    */
   #checkIndicesChunk(chunk: IntegerArray, index: number, key: string): void {
     const k = firstOutside(chunk, this.#inside(this.info.arrays.indices, index), this.#extent);

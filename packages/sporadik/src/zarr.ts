@@ -43,6 +43,15 @@ export function isChecksummedZstd(meta: CodecMetadata | undefined): boolean {
   return meta?.name === "zstd" && meta.configuration?.checksum === true;
 }
 
+/**
+ * Whether every chunk of the array carries a checksum its reader verifies: a trailing `crc32c`,
+ * or zstd's content checksum as the compressor applied last.
+ */
+export function isChecksummed(info: ArrayInfo): boolean {
+  const last = info.compressors[info.compressors.length - 1];
+  return last?.name === "crc32c" || isChecksummedZstd(last);
+}
+
 const BYTES_CODEC: CodecMetadata = { name: "bytes", configuration: { endian: "little" } };
 
 /** What a reader needs to know about one 1-D array, all read off its `zarr.json`. */
