@@ -187,7 +187,8 @@ async function runStore(
     const seen = await withTimeout(30_000, () => observe(dir, key, expected));
     results.push(seen === "timeout" ? { id, kind, outcome: "hang" } : { ...seen.reduce(worst), id, kind });
     writeFileSync(path, original);
-    if ((n + 1) % 100 === 0) log(`sporadik-damage${checksums ? " (checksummed)" : ""}: ${n + 1}/${cases.length}`);
+    if ((n + 1) % 100 === 0)
+      log(`sporadik-damage${checksums ? " (checksummed)" : ""}: ${n + 1}/${cases.length}`);
   }
   return results;
 }

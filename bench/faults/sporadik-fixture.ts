@@ -40,7 +40,11 @@ export async function writeSporadik(
   const layouts = [0, 1].map((axis) =>
     layoutFromCoords(SHAPE, [Int32Array.from(rows), Int32Array.from(cols)], Int32Array.from(values), axis),
   );
-  await writeStore(new FolderStore(dir), layouts, byteAddressable ? { byteAddressable } : { chunk: 64, checksums });
+  await writeStore(
+    new FolderStore(dir),
+    layouts,
+    byteAddressable ? { byteAddressable } : { chunk: 64, checksums },
+  );
   return layouts.map((l) => {
     const out: Slices = [];
     for (let p = 0; p + 1 < l.indptr.length; p++) {

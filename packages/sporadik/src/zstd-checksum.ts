@@ -63,6 +63,13 @@ function round(acch: number, accl: number, inh: number, inl: number): void {
   mul(H, L, P1H, P1L);
 }
 
+/** `(h ^ (H, L))` rotated left by `r`, times `m`, plus `a`: how a lane or the tail joins the hash. */
+function mixIn(h: number, l: number, r: number, mh: number, ml: number, ah: number, al: number): void {
+  rotl((h ^ H) >>> 0, (l ^ L) >>> 0, r);
+  mul(H, L, mh, ml);
+  add(H, L, ah, al);
+}
+
 /** The low 32 bits of XXH64 (seed 0) of `bytes`: zstd's content checksum. */
 export function xxh64Low32(bytes: Uint8Array): number {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -136,21 +143,13 @@ export function xxh64Low32(bytes: Uint8Array): number {
   hl = L;
   for (; p + 8 <= n; p += 8) {
     round(0, 0, view.getUint32(p + 4, true), view.getUint32(p, true));
-    hh = (hh ^ H) >>> 0;
-    hl = (hl ^ L) >>> 0;
-    rotl(hh, hl, 27);
-    mul(H, L, P1H, P1L);
-    add(H, L, P4H, P4L);
+    mixIn(hh, hl, 27, P1H, P1L, P4H, P4L);
     hh = H;
     hl = L;
   }
   if (p + 4 <= n) {
     mul(0, view.getUint32(p, true), P1H, P1L);
-    hh = (hh ^ H) >>> 0;
-    hl = (hl ^ L) >>> 0;
-    rotl(hh, hl, 23);
-    mul(H, L, P2H, P2L);
-    add(H, L, P3H, P3L);
+    mixIn(hh, hl, 23, P2H, P2L, P3H, P3L);
     hh = H;
     hl = L;
     p += 4;
