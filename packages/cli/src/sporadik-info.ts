@@ -19,6 +19,7 @@ function layoutFacts(l: LayoutInfo) {
     chunks: l.chunks,
     compressors: l.arrays.data.compressors.map((c) => c.name),
     byte_addressable: l.byteAddressable,
+    checksums: l.checksums,
     has_maxima: l.hasMaxima,
   };
 }
@@ -47,7 +48,7 @@ export function inspectSporadik(store: StatsStore, info: StoreInfo): CommandResu
     `  layouts      along axes ${json.indexed_axes.join(", ")} (a slice along any other axis would be a scan)`,
     ...layouts.map((l) => {
       const f = layoutFacts(l);
-      return `  ${l.path.padEnd(12)} ${f.encoding}, index_order [${f.index_order.join(", ")}], ${n(f.slices)} slices; indices ${f.index_dtype}, indptr ${f.indptr_dtype}; chunks data ${n(f.chunks.data)}, indices ${n(f.chunks.indices)}, indptr ${n(f.chunks.indptr)} (${f.compressors.join("+") || "uncompressed"}); byte-addressable ${f.byte_addressable ? "yes" : "no"}; maxima ${f.has_maxima ? "yes" : "no"}`;
+      return `  ${l.path.padEnd(12)} ${f.encoding}, index_order [${f.index_order.join(", ")}], ${n(f.slices)} slices; indices ${f.index_dtype}, indptr ${f.indptr_dtype}; chunks data ${n(f.chunks.data)}, indices ${n(f.chunks.indices)}, indptr ${n(f.chunks.indptr)} (${f.compressors.join("+") || "uncompressed"}); byte-addressable ${f.byte_addressable ? "yes" : "no"}; checksums ${f.checksums ? "yes" : "no"}; maxima ${f.has_maxima ? "yes" : "no"}`;
     }),
   ];
   return { text: lines.join("\n"), json, store };

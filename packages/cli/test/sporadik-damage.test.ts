@@ -30,6 +30,17 @@ test("convert --format sporadik writes Python sporadik's default bytes, and zstd
   assert.equal((JSON.parse(r.stdout) as { checksums: boolean }).checksums, true);
   assert.deepEqual(zstd(plain, "data"), { level: 0, checksum: false });
   assert.deepEqual(zstd(checked, "data"), { level: 0, checksum: true });
+  const inspected = async (store: string) =>
+    (JSON.parse((await cli("inspect", store, "--json")).stdout) as { layouts: { checksums: boolean }[] })
+      .layouts;
+  assert.deepEqual(
+    (await inspected(plain)).map((l) => l.checksums),
+    [false, false],
+  );
+  assert.deepEqual(
+    (await inspected(checked)).map((l) => l.checksums),
+    [true, true],
+  );
   // The same numbers either way.
   const a = await cli("slice", plain, "--axis", "1", "0:50", "--json");
   const b = await cli("slice", checked, "--axis", "1", "0:50", "--json");

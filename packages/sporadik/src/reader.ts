@@ -56,6 +56,11 @@ export interface LayoutInfo {
   readonly byteAddressable: boolean;
   /** Whether the layout carries the writer's per-slice `maxima`. */
   readonly hasMaxima: boolean;
+  /**
+   * Whether every chunk of `data`, `indices` and `indptr` carries a checksum the reader verifies
+   * (zstd's content checksum, or a trailing `crc32c`): a store written with `checksums: true`.
+   */
+  readonly checksums: boolean;
   /** Positions along the compressed axis. */
   readonly slices: number;
   /** The shape `indices` ravel over: the other axes' lengths, in `indexOrder`. */
@@ -256,6 +261,7 @@ function describeLayout(where: string, fetched: Fetched, shape: readonly number[
     chunks: { data: data.chunk, indices: indices.chunk, indptr: indptr.chunk },
     byteAddressable: isByteAddressable(data) && isByteAddressable(indices) && isByteAddressable(indptr),
     hasMaxima: maxima !== undefined,
+    checksums: isChecksummed(data) && isChecksummed(indices) && isChecksummed(indptr),
     slices,
     indexShape: indexOrder.map((a) => shape[a] as number),
     arrays: maxima === undefined ? { data, indices, indptr } : { data, indices, indptr, maxima },
