@@ -95,3 +95,21 @@ test("slice refuses a store whose data chunk is missing, naming it; --fill-missi
     writeFileSync(chunk, saved);
   }
 });
+
+test("slice refuses positions out of order within a slice, naming the object, where the library's default reads them", async () => {
+  const store = join(dir, "disordered.zarr");
+  assert.equal(
+    (await cli("convert", H5AD, store, "--format", "sporadik", "--byte-addressable", "--quiet")).code,
+    0,
+  );
+  const file = join(store, "layouts/axis0/indices/c/0");
+  const bytes = readFileSync(file);
+  const positions = new Int32Array(bytes.buffer, bytes.byteOffset, 2);
+  // Cell 0's first two genes swapped: both still inside the axis, their order broken.
+  [positions[0], positions[1]] = [positions[1] as number, positions[0] as number];
+  writeFileSync(file, bytes);
+  const r = await cli("slice", store, "--axis", "0", "0");
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /\[LayoutError\]: .*slice 0 lists position \d+ \(indices\[1\]\) after \d+/);
+  assert.match(r.stderr, /indices\/c\/0 is damaged/);
+});
