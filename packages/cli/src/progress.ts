@@ -1,4 +1,8 @@
-/** A one-line progress bar with rate and ETA on stderr, drawn only on a terminal. */
+/**
+ * A one-line progress bar with rate and ETA on stderr, drawn only on a terminal; for a program
+ * (`DELTACELLS_STDERR=json`), the same updates as `{"progress": ...}` lines.
+ */
+import { progressLine, stderrIsJson } from "./stderr-json.js";
 
 function duration(seconds: number): string {
   if (!Number.isFinite(seconds)) return "--:--";
@@ -22,11 +26,13 @@ export class ProgressBar {
   constructor(
     private readonly out: NodeJS.WriteStream = process.stderr,
     readonly enabled = Boolean(process.stderr.isTTY),
+    /** Write `{"progress": ...}` lines instead of drawing. */
+    private readonly json = false,
   ) {}
 
   /** Start (or restart, for a new phase) counting from zero. */
   phase(label: string): void {
-    if (this.drawn) this.out.write("\n");
+    if (this.drawn && !this.json) this.out.write("\n");
     this.label = label;
     this.start = performance.now();
     this.last = 0;
@@ -39,6 +45,10 @@ export class ProgressBar {
     const now = performance.now();
     if (done < total && now - this.last < 100) return;
     this.last = now;
+    if (this.json) {
+      this.out.write(progressLine(this.label, done, total, unit));
+      return;
+    }
     const elapsed = (now - this.start) / 1000;
     // The first blocks arrive in a burst: a rate over less than half a second means nothing.
     const perSec = elapsed > 0.5 ? done / elapsed : 0;
@@ -56,4 +66,13 @@ export class ProgressBar {
     if (this.drawn) this.out.write("\n");
     this.drawn = false;
   }
+}
+
+/**
+ * The bar of a command taking `--quiet` and `--json`: drawn on a terminal unless either is given;
+ * for a program (`DELTACELLS_STDERR=json`) as progress lines unless `--quiet`.
+ */
+export function commandBar(values: { quiet?: unknown; json?: unknown }): ProgressBar {
+  if (stderrIsJson()) return new ProgressBar(process.stderr, values.quiet !== true, true);
+  return new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
 }

@@ -9,6 +9,7 @@ import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_SECONDS } from "@deltacells/storage";
 import { UsageError } from "./args.js";
 import type { CommandResult } from "./commands/types.js";
 import { cliHint, oneLine, stackOf, tagOf } from "./report.js";
+import { errorLine, stderrIsJson } from "./stderr-json.js";
 
 /**
  * Where a run writes what it prints. `serve`'s address and progress bars (on a terminal only)
@@ -82,7 +83,10 @@ function version(): string {
   ).version;
 }
 
-/** Print `err` as one line (and a hint line when there is one); the stack only with `io.debug`. */
+/**
+ * Print `err` as one line (and a hint line when there is one); the stack only with `io.debug`.
+ * With `DELTACELLS_STDERR=json`, one `{"error": ...}` line instead (stderr-json.ts).
+ */
 export async function report(io: CliIo, prefix: string, err: unknown, json: boolean): Promise<void> {
   const tag = tagOf(err);
   const message = await oneLine(err);
@@ -93,9 +97,23 @@ export async function report(io: CliIo, prefix: string, err: unknown, json: bool
     io.stdout.write(
       `${JSON.stringify({ error: { tag: tag ?? "Error", message, ...(hint ? { hint } : {}) } }, null, 2)}\n`,
     );
-  io.stderr.write(
-    `${prefix}: error${tag ? ` [${tag}]` : ""}: ${message}\n${hint ? `  hint: ${hint}\n` : ""}`,
-  );
+  if (stderrIsJson()) {
+    const e = err as { object?: unknown; expected?: unknown; found?: unknown };
+    io.stderr.write(
+      errorLine({
+        tag: tag ?? "Error",
+        message,
+        hint,
+        object: typeof e?.object === "string" ? e.object : undefined,
+        expected: e?.expected,
+        found: e?.found,
+      }),
+    );
+  } else {
+    io.stderr.write(
+      `${prefix}: error${tag ? ` [${tag}]` : ""}: ${message}\n${hint ? `  hint: ${hint}\n` : ""}`,
+    );
+  }
   if (io.debug) io.stderr.write(`${stackOf(err)}\n`);
 }
 
@@ -138,7 +156,15 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     return result.exitCode ?? 0;
   } catch (err) {
     if (err instanceof UsageError) {
-      io.stderr.write(`deltacells ${name}: ${err.message}\nRun \`deltacells ${name} --help\` for usage.\n`);
+      io.stderr.write(
+        stderrIsJson()
+          ? errorLine({
+              tag: "Usage",
+              message: err.message,
+              hint: `run \`deltacells ${name} --help\` for usage`,
+            })
+          : `deltacells ${name}: ${err.message}\nRun \`deltacells ${name} --help\` for usage.\n`,
+      );
       return 2;
     }
     await report({ ...io, debug }, `deltacells ${name}`, err, json);

@@ -17,7 +17,7 @@ import { COMPANION_PATH, writeCompanion } from "../companion.js";
 import { convertToSporadik, MAX_NNZ_CEILING } from "../convert-sporadik.js";
 import { openCounted } from "../io.js";
 import { explainObsError, OBS_HELP, OBS_PARSE_OPTIONS, OBS_ZSTD_LEVEL, obsOptions } from "../obs-options.js";
-import { ProgressBar } from "../progress.js";
+import { commandBar } from "../progress.js";
 import { openTarget } from "../target.js";
 import type { CommandResult } from "./types.js";
 
@@ -134,7 +134,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
   const level = intOption(values, "level", DEFAULT_LEVEL, 1, 22)!;
   const threads = intOption(values, "threads", availableParallelism(), 1, 256)!;
   const format = (values.format as string | undefined) ?? "deltacells";
-  const bar = new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
+  const bar = commandBar(values);
   const inputOptions = {
     layer: values.layer as string | undefined,
     raw: values.raw === true,

@@ -7,7 +7,7 @@ import { exportObs } from "../export-obs.js";
 import { type ExportPlan, planExport } from "../export-rows.js";
 import { openCountedDataset } from "../io.js";
 import { writeFileAtomically } from "../output-file.js";
-import { ProgressBar } from "../progress.js";
+import { commandBar, type ProgressBar } from "../progress.js";
 import type { CommandResult } from "./types.js";
 
 export const EXPORT_HELP = `usage: deltacells export DATASET OUTPUT [options]
@@ -24,6 +24,7 @@ options:
   --cells A:B           export cells A .. B-1 only (either side may be omitted)
   --source-gene-order   columns in the source's order (needs gene_order.npy)
   --format mtx|h5ad     override the format guessed from OUTPUT
+  --no-obs              .h5ad: leave the cell table out (obs names are the cell numbers; obs is not read)
   --quiet               no progress bar
 ${COMMON_HELP}`;
 
@@ -51,6 +52,7 @@ export async function exportCommand(argv: string[]): Promise<CommandResult> {
       cells: { type: "string" },
       "source-gene-order": { type: "boolean" },
       format: { type: "string" },
+      "no-obs": { type: "boolean" },
       quiet: { type: "boolean" },
     },
     ["DATASET", "OUTPUT"],
@@ -76,8 +78,10 @@ export async function exportCommand(argv: string[]): Promise<CommandResult> {
         `${ds.url} has no gene_order.npy, so --source-gene-order cannot map the columns back`,
       );
   }
+  if (values["no-obs"] === true && format !== "h5ad")
+    throw new UsageError("--no-obs applies to .h5ad exports: a Matrix Market file holds no cell table");
   const planned = await planExport(ds, a, b, order);
-  const bar = new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
+  const bar = commandBar(values);
   const plan = withProgress(planned, bar);
   await writeFileAtomically(output, async (tmp) => {
     if (format === "mtx") {
@@ -106,7 +110,7 @@ export async function exportCommand(argv: string[]): Promise<CommandResult> {
         varTable.index,
         varTable.columns,
         varTable.indexName,
-        await exportObs(ds, a, b),
+        values["no-obs"] === true ? undefined : await exportObs(ds, a, b),
       );
     }
   }).finally(() => bar.finish());

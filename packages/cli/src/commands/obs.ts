@@ -3,7 +3,8 @@
  * local Arrow cache (each column fetched once per machine).
  */
 
-import { cacheLocalizer } from "@deltacells/core/node";
+import type { Dataset } from "@deltacells/core";
+import { cacheLocalizer, obsCacheRoot } from "@deltacells/core/node";
 import { COMMON_HELP, cellRange, count, parse, UsageError } from "../args.js";
 import { openCountedDataset } from "../io.js";
 import type { CommandResult } from "./types.js";
@@ -18,9 +19,16 @@ values empty); with --json, {"columns": [names], "rows": [[...], ...]} with null
 Columns are fetched once into the local cache ($DELTACELLS_CACHE, $XDG_CACHE_HOME/deltacells or
 ~/.cache/deltacells) and read from there afterwards.
 
+With --localize, the columns (default: every one; the index column, the cells' names, always)
+are fetched into the cache and their files listed instead of printed: each is an uncompressed Arrow IPC file, one record batch per tile, for
+a program that maps it (the Python package does). With --json, {"dataset", "n_cells",
+"fingerprint", "cache_dir", "n_tiles", "index", "index_name", "ordered", "nullable", "columns":
+[{"name", "kind", "arrow_type", "categories", "path"}]}.
+
 options:
   --columns A,B    the columns to print (all: every column)
   --cells A:B      cells A .. B-1 only (either side may be omitted)
+  --localize       fetch the columns into the cache and list their files
   --cache-dir DIR  the cache folder (default as above)
 ${COMMON_HELP}`;
 
@@ -39,10 +47,57 @@ function tsvField(v: unknown): string {
   );
 }
 
+/** The names of `--columns A,B`, at least one. */
+function list(spec: string): string[] {
+  const names = spec
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+  if (names.length === 0) throw new UsageError(`--columns needs column names, got ${JSON.stringify(spec)}`);
+  return names;
+}
+
+/** `--localize`: the columns `names` in the cache, and where their files are. */
+async function localize(
+  ds: Dataset,
+  names: string[],
+  cacheDir: string | undefined,
+): Promise<Omit<CommandResult, "store">> {
+  const md = ds.manifest.metadata as Record<string, unknown>;
+  // The column whose values are the cells' names (AnnData's obs_names), as export rebuilds it.
+  const index = typeof md.obs_index === "string" ? md.obs_index : (await ds.obsSchema()).columns[0]!.name;
+  const frame = await ds.obs(names.includes(index) ? names : [...names, index], { cacheDir });
+  const columns = frame.columns.map((c) => ({
+    name: c.name,
+    kind: c.kind,
+    arrow_type: c.arrowType,
+    categories: c.categories,
+    path: c.path ?? null,
+  }));
+  const json = {
+    dataset: ds.url,
+    n_cells: ds.nCells,
+    fingerprint: ds.manifest.obs_fingerprint,
+    cache_dir: obsCacheRoot(cacheDir),
+    n_tiles: ds.nTiles,
+    index,
+    index_name: md.obs_index_name === undefined ? index : md.obs_index_name,
+    ordered: md.obs_ordered ?? [],
+    nullable: md.obs_nullable ?? [],
+    columns,
+  };
+  return { text: columns.map((c) => `${c.name}\t${c.path ?? "(in memory)"}`).join("\n"), json };
+}
+
 export async function obsCommand(argv: string[]): Promise<CommandResult> {
   const { values, positionals } = parse(
     argv,
-    { columns: { type: "string" }, cells: { type: "string" }, "cache-dir": { type: "string" } },
+    {
+      columns: { type: "string" },
+      cells: { type: "string" },
+      localize: { type: "boolean" },
+      "cache-dir": { type: "string" },
+    },
     ["DATASET"],
   );
   if (values.help) return { text: OBS_HELP };
@@ -56,6 +111,14 @@ export async function obsCommand(argv: string[]): Promise<CommandResult> {
   }
   const schema = await ds.obsSchema();
   const spec = values.columns as string | undefined;
+  const cacheDir = values["cache-dir"] as string | undefined;
+  if (values.localize) {
+    if (values.cells !== undefined)
+      throw new UsageError("--cells does not apply to --localize: a column is cached whole");
+    const names =
+      spec === undefined || spec.trim() === "all" ? schema.columns.map((c) => c.name) : list(spec);
+    return { ...(await localize(ds, names, cacheDir)), store };
+  }
   if (spec === undefined) {
     if (values.cells !== undefined)
       throw new UsageError("--cells needs --columns (without them the schema is printed)");
@@ -68,16 +131,9 @@ export async function obsCommand(argv: string[]): Promise<CommandResult> {
     ];
     return { text: lines.join("\n"), json: schema, store };
   }
-  const names =
-    spec.trim() === "all"
-      ? schema.columns.map((c) => c.name)
-      : spec
-          .split(",")
-          .map((s) => s.trim())
-          .filter((s) => s.length > 0);
-  if (names.length === 0) throw new UsageError(`--columns needs column names, got ${JSON.stringify(spec)}`);
+  const names = spec.trim() === "all" ? schema.columns.map((c) => c.name) : list(spec);
   const [a, b] = cellRange(values.cells as string | undefined, ds.nCells);
-  const frame = await ds.obs(names, { cacheDir: values["cache-dir"] as string | undefined });
+  const frame = await ds.obs(names, { cacheDir });
   const rows = frame.rows(a, b);
   const text = [names.map(tsvField).join("\t"), ...rows.map((r) => r.map(tsvField).join("\t"))].join("\n");
   return {

@@ -5,7 +5,7 @@ import { COMMON_HELP, count, intOption, parse } from "../args.js";
 import { validateCompanion } from "../companion.js";
 import { openCountedAny } from "../io.js";
 import { findLeftovers, type Leftover } from "../leftovers.js";
-import { ProgressBar } from "../progress.js";
+import { commandBar } from "../progress.js";
 import type { CommandResult } from "./types.js";
 
 export const VALIDATE_HELP = `usage: deltacells validate DATASET [options]
@@ -36,7 +36,7 @@ export async function validate(argv: string[]): Promise<CommandResult> {
   if (values.help) return { text: VALIDATE_HELP };
   const threads = intOption(values, "threads", availableParallelism(), 1, 256)!;
   const pool = createTilePool({ threads });
-  const bar = new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
+  const bar = commandBar(values);
   try {
     const opened = await openCountedAny(positionals[0]!, pool);
     const leftovers = await findLeftovers(positionals[0]!, opened.store);
