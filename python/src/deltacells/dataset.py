@@ -1,0 +1,227 @@
+"""``deltacells.open``: a dataset's shape, genes, cell table, AnnData slices and training batches."""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import os
+import tempfile
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from . import _obs
+from ._cli import positional, run_json, storage_arguments
+from ._progress import progress_bars
+
+if TYPE_CHECKING:
+    import anndata
+
+PathLike = str | os.PathLike[str]
+
+
+class Dataset:
+    """An open deltacells dataset (made by :func:`open`).
+
+    Holds the dataset's description only; every read runs the ``deltacells`` command, which
+    reads what it needs (the manifest, tiles, the obs sidecar) from the folder or the bucket.
+    """
+
+    def __init__(self, url: str, info: dict[str, Any], storage_args: list[str], env: dict[str, str]) -> None:
+        self.url = url
+        """The location as given to :func:`open`."""
+        self.info = info
+        """What ``deltacells inspect --json`` says of it: sizes, tiles, settings, obs columns, metadata."""
+        self._storage_args = storage_args
+        self._env = env
+        self._obs_columns: dict[tuple[str | None, str], Any] = {}
+
+    def __repr__(self) -> str:
+        return f"<deltacells.Dataset {self.url!r}: {self.n_cells:,} cells x {self.n_genes:,} genes>"
+
+    @property
+    def n_cells(self) -> int:
+        """The number of cells (rows)."""
+        return int(self.info["n_cells"])
+
+    @property
+    def n_genes(self) -> int:
+        """The number of genes (columns)."""
+        return int(self.info["n_genes"])
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(n_cells, n_genes)``, as ``AnnData.shape``."""
+        return (self.n_cells, self.n_genes)
+
+    @property
+    def nnz(self) -> int:
+        """The number of stored nonzeros."""
+        return int(self.info["nnz"])
+
+    @property
+    def obs_keys(self) -> list[str]:
+        """The names of the obs columns (the cell table), as ``AnnData.obs_keys()``."""
+        return [c["name"] for c in self.info.get("obs_columns", [])]
+
+    def _run(self, args: list[str], **kwargs: Any) -> Any:
+        return run_json([*args, *self._storage_args], env=self._env, **kwargs)
+
+    @functools.cached_property
+    def var(self) -> pd.DataFrame:
+        """The gene table (one row per gene, indexed by the genes' names) in the order of the input
+        the dataset was converted from, as anndata read it there (``adata.var``)."""
+        return self._export(0, 0, obs=False).var
+
+    @property
+    def var_names(self) -> pd.Index:
+        """The genes' names, in the input's order (``adata.var_names``)."""
+        return self.var.index
+
+    def obs(self, columns: Sequence[str] | str | None = None, *, cache_dir: PathLike | None = None) -> pd.DataFrame:
+        """The cell table: ``columns`` (default: all) as a DataFrame indexed by the cells' names.
+
+        Categoricals are ``pandas.Categorical`` over the whole dataset's vocabulary; columns the
+        input held in pandas nullable dtypes come back as those. Each column is fetched once into
+        the local cache shared with the TypeScript side (``cache_dir``, else ``$DELTACELLS_CACHE``,
+        ``$XDG_CACHE_HOME/deltacells`` or ``~/.cache/deltacells``; only its column chunks are read
+        from the parquet sidecar) and memory-mapped from there afterwards, by any process.
+        """
+        if isinstance(columns, str):
+            columns = [columns]
+        if not self.info.get("has_obs"):
+            from .errors import Usage
+
+            raise Usage(f"{self.url} has no obs: it was converted from an input without a cell table (or with obs=False)")
+        args = ["obs", self.url, "--localize"]
+        if columns is not None:
+            if len(columns) == 0:
+                raise ValueError("columns=[] names no column: leave it out for every column")
+            args += ["--columns", ",".join(columns)]
+        if cache_dir is not None:
+            args += ["--cache-dir", os.fspath(cache_dir)]
+        info = self._run(args)
+        return _obs.frame(info, None if columns is None else list(columns))
+
+    def to_anndata(
+        self,
+        cells: slice | range | Sequence[int] | np.ndarray | None = None,
+        genes: Sequence[str] | Sequence[int] | np.ndarray | None = None,
+        obs: Sequence[str] | bool | None = None,
+        *,
+        progress: bool | None = None,
+    ) -> anndata.AnnData:
+        """The cells (default: all) as an ``AnnData`` equal to the converted input's rows.
+
+        ``X`` is a ``scipy.sparse.csr_matrix`` of the counts, columns in the input's gene order;
+        ``var`` the gene table, ``obs`` the cell table (its index, categoricals, nullable dtypes)
+        and ``obsm`` the embeddings kept at conversion.
+
+        ``cells``: a slice or range (step 1 is read as such; others are read as their span), a
+        sequence or array of cell numbers, or a boolean mask. ``genes``: names or positions in the
+        input's order, or a mask (the columns are read whole, then selected). ``obs``: the columns
+        to keep (the index always), ``False`` for none, ``None`` for all.
+        """
+        start, stop, pick = _cell_selection(cells, self.n_cells)
+        adata = self._export(start, stop, obs=obs is not False, progress=progress)
+        if pick is not None:
+            adata = adata[pick - start].copy()
+        if genes is not None:
+            adata = adata[:, _gene_positions(genes, adata.var_names)].copy()
+        if obs is not None and obs is not True:
+            keep = [] if obs is False else list(obs)
+            missing = [c for c in keep if c not in adata.obs.columns]
+            if missing:
+                from .errors import Usage
+
+                raise Usage(f"obs columns {missing} are not in {self.url}'s cell table; it has {list(adata.obs.columns)}")
+            adata.obs = adata.obs[keep]
+        return adata
+
+    def _export(self, start: int, stop: int, *, obs: bool, progress: bool | None = None) -> anndata.AnnData:
+        import anndata
+
+        bars = progress_bars(progress)
+        with tempfile.TemporaryDirectory(prefix="deltacells-") as tmp:
+            path = os.path.join(tmp, "cells.h5ad")
+            args = ["export", self.url, path, "--cells", f"{start}:{stop}", "--source-gene-order"]
+            if not obs:
+                args.append("--no-obs")
+            if bars is None:
+                args.append("--quiet")
+            try:
+                self._run(args, on_progress=bars)
+            finally:
+                if bars is not None:
+                    bars.close()
+            return anndata.read_h5ad(path)
+
+
+def _cell_selection(cells: Any, n: int) -> tuple[int, int, np.ndarray | None]:
+    """``(start, stop, pick)``: the span of cells to read, and the cells to keep of it (None: all)."""
+    if cells is None:
+        return 0, n, None
+    if isinstance(cells, (slice, range)):
+        r = range(n)[cells] if isinstance(cells, slice) else cells
+        if r.step == 1 and (len(r) == 0 or (r.start >= 0 and r.stop <= n)):
+            return (r.start, r.stop, None) if len(r) else (0, 0, None)
+        cells = np.asarray(r, dtype=np.int64)
+    arr = np.asarray(cells)
+    if arr.dtype == bool:
+        if arr.shape != (n,):
+            raise IndexError(f"a boolean mask of cells must have {n} entries, got {arr.shape}")
+        arr = np.flatnonzero(arr)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"cells must be a slice, a range, cell numbers or a boolean mask, got {arr.dtype}")
+    arr = arr.astype(np.int64).ravel()
+    arr = np.where(arr < 0, arr + n, arr)
+    if arr.size and (arr.min() < 0 or arr.max() >= n):
+        raise IndexError(f"cell numbers must be in 0 .. {n - 1}")
+    if arr.size == 0:
+        return 0, 0, arr
+    start, stop = int(arr.min()), int(arr.max()) + 1
+    if arr.size == stop - start and np.array_equal(arr, np.arange(start, stop)):
+        return start, stop, None
+    return start, stop, arr
+
+
+def _gene_positions(genes: Any, names: pd.Index) -> np.ndarray:
+    arr = np.asarray(genes)
+    if arr.dtype == bool:
+        if arr.shape != (len(names),):
+            raise IndexError(f"a boolean mask of genes must have {len(names)} entries, got {arr.shape}")
+        return np.flatnonzero(arr)
+    if arr.dtype.kind in "iu":
+        return arr.astype(np.int64)
+    wanted = [str(g) for g in arr.tolist()]
+    positions = names.get_indexer(wanted) if names.is_unique else np.array([names.get_loc(g) if g in names else -1 for g in wanted])
+    missing = [g for g, p in zip(wanted, positions, strict=True) if p < 0]
+    if missing:
+        raise KeyError(f"genes not in the dataset: {missing[:10]}{' ...' if len(missing) > 10 else ''}")
+    return np.asarray(positions, dtype=np.int64)
+
+
+def open(url: PathLike, **storage_options: Any) -> Dataset:  # noqa: A001 - the package's front door, like anndata's read_*
+    """Open a deltacells dataset: a local folder, ``s3://bucket/prefix`` or ``https://...``.
+
+    Reads its manifest (and gene and obs names) only. ``storage_options``, as s3fs spells them:
+    ``anon=True`` reads a public bucket unsigned; otherwise credentials are found as the AWS CLI
+    finds them (``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``, ``AWS_PROFILE``,
+    ``~/.aws/credentials`` and ``~/.aws/config``), or given as ``key``, ``secret``, ``token``,
+    ``profile``; ``region``, ``endpoint_url`` (an S3-compatible server); ``retries`` and
+    ``timeout`` (seconds) for ``s3://`` and ``https://`` reads.
+    """
+    location = positional([url])[0]
+    storage_args, env = storage_arguments(storage_options)
+    info = run_json(["inspect", location, *storage_args], env=env)
+    if info.get("format") != "deltacells-dataset":
+        from .errors import NotAStore
+
+        raise NotAStore(f"{location} is a sporadik store, not a deltacells dataset: open() reads deltacells datasets", object=location)
+    return Dataset(location, info, storage_args, env)
+
+
+# ``open`` shadows the built-in in this module: keep the built-in reachable for the code here.
+_builtin_open = builtins.open
