@@ -13,7 +13,9 @@ import numpy as np
 import pandas as pd
 
 from . import _obs
+from ._batch import Output
 from ._cli import positional, run_json, storage_arguments
+from ._loader import BatchStream, LoaderOptions, loader_options
 from ._progress import progress_bars
 
 if TYPE_CHECKING:
@@ -139,6 +141,116 @@ class Dataset:
                 raise Usage(f"obs columns {missing} are not in {self.url}'s cell table; it has {list(adata.obs.columns)}")
             adata.obs = adata.obs[keep]
         return adata
+
+    def batches(
+        self,
+        batch_size: int = 4096,
+        *,
+        seed: int = 0,
+        epoch: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+        obs: Sequence[str] | str = (),
+        genes: Sequence[str] | Sequence[int] | None = None,
+        output: Output = "csr",
+        dtype: Any = np.float32,
+        drop_last: bool = False,
+        start_batch: int = 0,
+        shuffle: bool = True,
+        transport: str = "pipe",
+        **loader: Any,
+    ) -> BatchStream:
+        """One epoch of shuffled mini-batches of rank ``rank`` of ``world_size``: the training loader.
+
+        The batches are a function of ``seed``, ``epoch``, ``batch_size``, ``rank``/``world_size``
+        and ``drop_last`` only. Each rank reads only its own tiles; every rank yields the same
+        number of batches (a rank short of cells repeats some of its own at the end, reported as
+        ``batch.padded``; ``drop_last=True`` drops the remainder instead), and the ranks together
+        hold every cell once. ``start_batch=k`` resumes an epoch stopped after ``k`` batches without
+        reading the tiles before.
+
+        ``output``: ``"csr"`` (``scipy.sparse.csr_matrix``), ``"dense"`` (numpy), ``"torch_csr"``,
+        ``"torch_dense"``; counts as ``dtype`` (float32: decoded as such). Columns are the input's
+        genes in its order, or ``genes`` (names, or positions in :attr:`var_names`) in that order.
+        ``obs``: columns to attach (``batch.obs``: codes of categoricals, ``batch.categories``).
+        Also ``sort_indices``, ``threads`` (decoding threads), ``buffer_tiles``, ``memory_cap``
+        (MiB). ``transport``: how batches reach this process (``"pipe"``).
+        """
+        options = loader_options(
+            batch_size=batch_size,
+            seed=seed,
+            epoch=epoch,
+            rank=rank,
+            world_size=world_size,
+            obs=obs,
+            genes=None if genes is None else self._gene_names(genes),
+            drop_last=drop_last,
+            start_batch=start_batch,
+            shuffle=shuffle,
+            **loader,
+        )
+        return self._stream(options, output=output, dtype=dtype, transport=transport)
+
+    def torch_dataset(
+        self,
+        batch_size: int = 4096,
+        *,
+        seed: int = 0,
+        epoch: int = 0,
+        rank: int | None = None,
+        world_size: int | None = None,
+        obs: Sequence[str] | str = (),
+        genes: Sequence[str] | Sequence[int] | None = None,
+        output: Output = "torch_csr",
+        dtype: Any = np.float32,
+        drop_last: bool = False,
+        shuffle: bool = True,
+        transport: str = "pipe",
+        **loader: Any,
+    ) -> Any:
+        """A ``torch.utils.data.IterableDataset`` of ready-made batches (``DataLoader(ds, batch_size=None)``).
+
+        Options as :meth:`batches`. ``rank`` and ``world_size`` default to ``torch.distributed``'s
+        when it is initialised (else 0 of 1); each DataLoader worker streams its own shard, so every
+        cell comes once per epoch across ranks and workers. Call ``set_epoch(e)`` before each epoch
+        (it reaches persistent workers). ``threads`` is the decoding threads of each worker's
+        command: with several workers, 1 or 2 each.
+        """
+        from ._shards import EpochShards
+
+        try:
+            from .torch import TorchDataset
+        except ImportError as err:
+            raise ImportError(f"torch_dataset() needs torch ({err}): pip install torch; batches() works without it") from err
+        options = loader_options(
+            batch_size=batch_size,
+            seed=seed,
+            epoch=epoch,
+            obs=obs,
+            genes=None if genes is None else self._gene_names(genes),
+            drop_last=drop_last,
+            shuffle=shuffle,
+            **loader,
+        )
+        shards = EpochShards(self, options, output=output, dtype=dtype, transport=transport, rank=rank, world_size=world_size)
+        return TorchDataset(shards)
+
+    def _stream(self, options: LoaderOptions, *, output: str, dtype: Any, transport: str) -> BatchStream:
+        return BatchStream(
+            self.url,
+            options,
+            output=output,
+            dtype=dtype,
+            transport=transport,
+            storage_args=self._storage_args,
+            env=self._env,
+        )
+
+    def _gene_names(self, genes: Sequence[str] | Sequence[int]) -> list[str]:
+        arr = np.asarray(genes)
+        if arr.dtype.kind in "iub":
+            return [str(n) for n in self.var_names[_gene_positions(arr, self.var_names)]]
+        return [str(g) for g in arr.tolist()]
 
     def _export(self, start: int, stop: int, *, obs: bool, progress: bool | None = None) -> anndata.AnnData:
         import anndata

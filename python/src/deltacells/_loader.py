@@ -1,0 +1,175 @@
+"""The training loader's options and its stream of batches (``Dataset.batches``)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ._batch import OUTPUTS, Batch, make_batch
+from ._pipe import transport as find_transport
+
+
+@dataclasses.dataclass(frozen=True)
+class LoaderOptions:
+    """What makes an epoch's batches: each field is a flag of ``deltacells stream``.
+
+    The batches are a function of these alone (not of the transport or the machine). A new option
+    of the loader (an ``order``, say) is a field here and its flag in :meth:`arguments`.
+    """
+
+    batch_size: int = 4096
+    shuffle: bool = True
+    seed: int = 0
+    epoch: int = 0
+    rank: int = 0
+    world_size: int = 1
+    drop_last: bool = False
+    obs: tuple[str, ...] = ()
+    genes: tuple[str, ...] | None = None
+    start_batch: int = 0
+    sort_indices: bool = False
+    float32: bool = True
+    threads: int | None = None
+    buffer_tiles: int | None = None
+    memory_cap: int | None = None
+    """MiB for tiles in flight and batch buffers (the command's default: 512)."""
+
+    def __post_init__(self) -> None:
+        for name in ("batch_size", "world_size"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("seed", "epoch", "rank", "start_batch"):
+            if int(getattr(self, name)) < 0:
+                raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
+        if not 0 <= self.rank < self.world_size:
+            raise ValueError(f"rank {self.rank} is not below world_size {self.world_size}: ranks are 0 .. {self.world_size - 1}")
+
+    def replace(self, **changes: Any) -> LoaderOptions:
+        return dataclasses.replace(self, **changes)
+
+    def arguments(self, url: str, genes_file: str | None) -> list[str]:
+        """``deltacells stream`` arguments for these options (``genes`` as the file holding them)."""
+        args = [url, "--batch-size", str(self.batch_size), "--seed", str(self.seed), "--epoch", str(self.epoch)]
+        if not self.shuffle:
+            args.append("--no-shuffle")
+        if self.world_size != 1 or self.rank != 0:
+            args += ["--rank", str(self.rank), "--world-size", str(self.world_size)]
+        if self.drop_last:
+            args.append("--drop-last")
+        if self.obs:
+            args += ["--obs", ",".join(self.obs)]
+        if genes_file is not None:
+            args += ["--genes", genes_file]
+        if self.start_batch:
+            args += ["--start-batch", str(self.start_batch)]
+        if self.sort_indices:
+            args.append("--sort-indices")
+        if self.float32:
+            args.append("--float32")
+        for name, flag in (("threads", "--threads"), ("buffer_tiles", "--buffer-tiles"), ("memory_cap", "--memory-cap")):
+            value = getattr(self, name)
+            if value is not None:
+                args += [flag, str(int(value))]
+        return args
+
+
+def loader_options(**options: Any) -> LoaderOptions:
+    """:class:`LoaderOptions` from keywords, sequences as tuples; an unknown keyword is a TypeError."""
+    known = {f.name for f in dataclasses.fields(LoaderOptions)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(f"unknown loader option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    if isinstance(options.get("obs"), str):
+        options["obs"] = (options["obs"],)
+    for name in ("obs", "genes"):
+        if options.get(name) is not None:
+            options[name] = tuple(str(v) for v in options[name])
+    return LoaderOptions(**options)
+
+
+class BatchStream:
+    """One epoch's batches of one rank, started when made (the command decodes ahead).
+
+    Iterate it once (``for batch in stream``); ``len(stream)`` is the number of batches it yields,
+    ``info`` what the command announced (``batches``, ``cells``, ``padded``, ``dropped``, ...).
+    Leaving the loop early, ``close()`` or the ``with`` block's end stops the command.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        options: LoaderOptions,
+        *,
+        output: str = "csr",
+        dtype: Any = np.float32,
+        transport: str = "pipe",
+        storage_args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        if output not in OUTPUTS:
+            raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, got {output!r}")
+        if output.startswith("torch"):
+            import torch  # noqa: F401 - fail here, not on the first batch
+
+        self.options = options
+        self.output = output
+        self.dtype = np.dtype(dtype)
+        self._genes_file: str | None = None
+        if options.genes is not None:
+            if len(options.genes) == 0:
+                raise ValueError("genes=[] selects no column: leave it out for every gene")
+            with tempfile.NamedTemporaryFile("w", suffix=".txt", prefix="deltacells-genes-", delete=False) as f:
+                f.write("".join(f"{name}\n" for name in options.genes))
+            self._genes_file = f.name
+        # float32 counts come decoded as such: nothing to convert here.
+        wanted = options.replace(float32=self.dtype == np.float32)
+        try:
+            self._stream = find_transport(transport).open([*wanted.arguments(url, self._genes_file), *storage_args], env)
+        except BaseException:
+            self._remove_genes_file()
+            raise
+        self.genes: list[str] = self._stream.genes
+        """The gene of each column."""
+        self.info: dict[str, Any] = self._stream.info
+        """What the command streams: ``batches`` (per rank), ``cells``, ``padded``, ``dropped``, settings."""
+        self._started = False
+
+    def __len__(self) -> int:
+        return max(0, int(self.info["batches"]) - int(self.info.get("start_batch", 0)))
+
+    def __iter__(self) -> Iterator[Batch]:
+        if self._started:
+            raise RuntimeError("a batch stream is read once: call batches() again for another pass")
+        self._started = True
+        try:
+            for parts in self._stream:
+                yield make_batch(parts, self.genes, self.output, self.dtype)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the command (if still running) and remove what this stream made."""
+        self._stream.close()
+        self._remove_genes_file()
+
+    def _remove_genes_file(self) -> None:
+        if self._genes_file is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._genes_file)
+            self._genes_file = None
+
+    def __enter__(self) -> BatchStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
