@@ -18,7 +18,7 @@ class TqdmBars:
         if self._bar is None or p.get("phase") != self._phase:
             self.close()
             self._phase = p.get("phase")
-            self._bar = self._tqdm(total=p.get("total"), unit=p.get("unit") or "it", desc=self._phase, unit_scale=True, leave=True)
+            self._bar = self._tqdm(total=p.get("total"), unit=p.get("unit") or "it", desc=self._phase, unit_scale=(p.get("total") or 0) >= 10_000, leave=True)
         self._bar.update(max(0, int(p.get("done", 0)) - self._bar.n))
 
     def close(self) -> None:

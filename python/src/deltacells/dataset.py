@@ -119,7 +119,9 @@ class Dataset:
 
         ``X`` is a ``scipy.sparse.csr_matrix`` of the counts, columns in the input's gene order;
         ``var`` the gene table, ``obs`` the cell table (its index, categoricals, nullable dtypes)
-        and ``obsm`` the embeddings kept at conversion.
+        and ``obsm`` the embeddings kept at conversion. Categoricals keep the whole dataset's
+        categories (so codes mean the same in every slice, in :meth:`obs` and in the batches),
+        where anndata's own subsetting drops those a slice does not use.
 
         ``cells``: a slice or range (step 1 is read as such; others are read as their span), a
         sequence or array of cell numbers, or a boolean mask. ``genes``: names or positions in the
@@ -127,11 +129,9 @@ class Dataset:
         to keep (the index always), ``False`` for none, ``None`` for all.
         """
         start, stop, pick = _cell_selection(cells, self.n_cells)
-        adata = self._export(start, stop, obs=obs is not False, progress=progress)
-        if pick is not None:
-            adata = adata[pick - start].copy()
-        if genes is not None:
-            adata = adata[:, _gene_positions(genes, adata.var_names)].copy()
+        adata = self._export(start, stop, obs=True, progress=progress)  # obs=False too: the names are in obs
+        if pick is not None or genes is not None:
+            adata = _take(adata, None if pick is None else pick - start, None if genes is None else _gene_positions(genes, adata.var_names))
         if obs is not None and obs is not True:
             keep = [] if obs is False else list(obs)
             missing = [c for c in keep if c not in adata.obs.columns]
@@ -269,6 +269,20 @@ class Dataset:
                 if bars is not None:
                     bars.close()
             return anndata.read_h5ad(path)
+
+
+def _take(adata: anndata.AnnData, rows: np.ndarray | None, cols: np.ndarray | None) -> anndata.AnnData:
+    """Rows and columns of ``adata`` as a new AnnData, categoricals keeping the dataset's whole
+    vocabulary (anndata's own subsetting drops the unused categories: codes would then differ
+    between two slices of one dataset, and from ``obs()`` and the batches')."""
+    import anndata
+
+    x = adata.X if rows is None else adata.X[rows]
+    x = x if cols is None else x[:, cols]
+    obs = adata.obs if rows is None else adata.obs.iloc[rows]
+    var = adata.var if cols is None else adata.var.iloc[cols]
+    obsm = {k: (v if rows is None else v[rows]) for k, v in adata.obsm.items()}
+    return anndata.AnnData(X=x, obs=obs, var=var, obsm=obsm)
 
 
 def _cell_selection(cells: Any, n: int) -> tuple[int, int, np.ndarray | None]:
