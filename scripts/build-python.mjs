@@ -19,7 +19,8 @@
  *    for this platform (manylinux_2_N_<arch>, N the newest glibc symbol version the addons need).
  *
  * `--runtime-only` does step 1 alone (the wheel's build hook runs it for `pip install ./python`).
- * `--python PATH` picks the Python that runs pip (default: conformance/.venv's, else python3).
+ * `--python PATH` picks the Python that runs pip (default: conformance/.venv's, else python3);
+ * `--out DIR` where the wheel goes (default python/dist).
  */
 import { spawnSync } from "node:child_process";
 import {
@@ -41,6 +42,7 @@ const runtime = join(repo, "python/src/deltacells/_runtime");
 const args = process.argv.slice(2);
 const runtimeOnly = args.includes("--runtime-only");
 const pythonAt = args.indexOf("--python");
+const outAt = args.indexOf("--out");
 
 function fail(message) {
   console.error(`build-python: ${message}`);
@@ -199,7 +201,7 @@ if (runtimeOnly) process.exit(0);
 
 const venvPython = join(repo, "conformance/.venv/bin/python");
 const python = pythonAt >= 0 ? args[pythonAt + 1] : existsSync(venvPython) ? venvPython : "python3";
-const out = join(repo, "python/dist");
+const out = outAt >= 0 ? args[outAt + 1] : join(repo, "python/dist");
 mkdirSync(out, { recursive: true });
 const r = spawnSync(
   python,
@@ -218,4 +220,4 @@ const r = spawnSync(
 );
 if (r.status !== 0) fail(`pip wheel failed (exit code ${r.status ?? r.signal})`);
 const wheels = readdirSync(out).filter((n) => n.endsWith(`${info.platform_tag}.whl`));
-console.error(`build-python: ${wheels.map((w) => join("python/dist", w)).join(", ")}`);
+console.error(`build-python: ${wheels.map((w) => join(out, w)).join(", ")}`);

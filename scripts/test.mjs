@@ -87,7 +87,7 @@ if (listOnly) args.splice(args.indexOf("--list"), 1);
 const roots = args;
 const everything = roots.length === 0 && suite === undefined;
 
-const ROOTS = ["packages", "apps", "conformance", "bench", "test-utils"];
+const ROOTS = ["packages", "apps", "conformance", "bench", "test-utils", "python"];
 const all = (roots.length === 0 ? ROOTS : roots).flatMap((r) =>
   statSync(r).isDirectory() ? testFiles(r) : [r],
 );

@@ -1,0 +1,166 @@
+"""Dataset.batches: every cell once per epoch over ranks, each row equal to the input's, obs
+labels, outputs, resuming, genes, errors; and torch_dataset's split over ranks and workers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import deltacells
+from deltacells._loader import loader_options
+from deltacells._shards import EpochShards, worker_shard
+
+
+def rows_of(src, cells):
+    return sp.csr_matrix(src.X[cells], dtype=np.float32)
+
+
+@pytest.mark.parametrize("world_size", [1, 3])
+def test_an_epoch_over_every_rank_holds_every_cell_once_each_row_equal_to_the_inputs(datasets, sources, world_size) -> None:
+    src = sources["pbmc"]
+    ds = deltacells.open(datasets["pbmc"])
+    seen: list[np.ndarray] = []
+    counts = []
+    for rank in range(world_size):
+        stream = ds.batches(batch_size=64, seed=3, epoch=1, rank=rank, world_size=world_size, obs=["louvain"])
+        got = list(stream)
+        assert len(got) == len(stream) == stream.info["batches"]
+        counts.append(len(got))
+        for b in got:
+            assert isinstance(b.X, sp.csr_matrix) and b.X.dtype == np.float32
+            assert b.X.shape == (len(b.cells), src.n_vars)
+            assert (b.X != rows_of(src, b.cells)).nnz == 0
+            np.testing.assert_array_equal(b.labels("louvain"), src.obs["louvain"].to_numpy()[b.cells].astype(object))
+            real = len(b.cells) - b.padded
+            seen.append(b.cells[:real])
+    assert len(set(counts)) == 1  # every rank the same number of batches
+    cells = np.concatenate(seen)
+    assert sorted(cells.tolist()) == list(range(src.n_obs))
+
+
+def test_the_batches_are_a_function_of_seed_and_epoch(datasets) -> None:
+    ds = deltacells.open(datasets["pbmc"])
+    a = [b.cells.copy() for b in ds.batches(batch_size=100, seed=1, epoch=2)]
+    b = [b.cells.copy() for b in ds.batches(batch_size=100, seed=1, epoch=2)]
+    c = [b.cells.copy() for b in ds.batches(batch_size=100, seed=1, epoch=3)]
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    assert not all(np.array_equal(x, y) for x, y in zip(a, c, strict=True))
+
+
+def test_start_batch_resumes_with_the_same_remaining_batches(datasets) -> None:
+    ds = deltacells.open(datasets["pbmc"])
+    whole = [b.cells.copy() for b in ds.batches(batch_size=64, seed=5)]
+    rest = list(ds.batches(batch_size=64, seed=5, start_batch=4))
+    assert [b.index for b in rest] == list(range(4, len(whole)))
+    assert all(np.array_equal(x.cells, y) for x, y in zip(rest, whole[4:], strict=True))
+
+
+def test_dense_output_and_chosen_genes_in_their_order(datasets, sources) -> None:
+    src = sources["pbmc"]
+    genes = list(src.var_names[[10, 700, 2]])
+    ds = deltacells.open(datasets["pbmc"])
+    for b in ds.batches(batch_size=200, genes=genes, output="dense", shuffle=False):
+        assert b.genes == genes
+        assert isinstance(b.X, np.ndarray) and b.X.shape == (len(b.cells), 3)
+        np.testing.assert_array_equal(b.X, src[b.cells, genes].X.toarray().astype(np.float32))
+    by_position = next(iter(ds.batches(batch_size=200, genes=[10, 700, 2], shuffle=False)))
+    assert by_position.genes == genes
+
+
+def test_int32_counts_on_request(datasets, sources) -> None:
+    b = next(iter(deltacells.open(datasets["csr"]).batches(batch_size=57, dtype=np.int32)))
+    assert b.X.dtype == np.int32
+    assert (b.X != sp.csr_matrix(sources["csr"].X[b.cells]).astype(np.int32)).nnz == 0
+
+
+def test_drop_last_drops_the_remainder_and_padding_is_reported(datasets) -> None:
+    ds = deltacells.open(datasets["csr"])  # 57 cells
+    dropped = list(ds.batches(batch_size=10, drop_last=True))
+    assert [len(b) for b in dropped] == [10] * 5
+    # 4 tiles of 16, 16, 16, 9 on 2 ranks: rank 1 holds fewer cells and pads its last batch
+    ranks = [list(ds.batches(batch_size=10, rank=r, world_size=2)) for r in range(2)]
+    assert len(ranks[0]) == len(ranks[1])
+    padded = sum(b.padded for r in ranks for b in r)
+    assert padded == sum(s.info["padded"] for s in [ds.batches(batch_size=10, rank=r, world_size=2) for r in range(2)])
+    assert sum(len(b) - b.padded for r in ranks for b in r) == 57
+
+
+def test_leaving_early_stops_the_command(datasets) -> None:
+    stream = deltacells.open(datasets["pbmc"]).batches(batch_size=16)
+    for _ in stream:
+        break
+    stream.close()
+    assert stream._stream._proc.poll() is not None
+    with pytest.raises(RuntimeError, match="read once"):
+        next(iter(stream))
+
+
+def test_unknown_obs_and_options_are_refused(datasets) -> None:
+    ds = deltacells.open(datasets["csr"])
+    with pytest.raises(deltacells.Usage, match="no obs column"):
+        list(ds.batches(obs=["nope"]))
+    with pytest.raises(TypeError, match="unknown loader option"):
+        ds.batches(order="elastic")
+    with pytest.raises(ValueError, match="not below world_size"):
+        ds.batches(rank=2, world_size=2)
+
+
+def test_a_killed_command_raises_never_a_short_epoch(datasets) -> None:
+    stream = deltacells.open(datasets["pbmc"]).batches(batch_size=8, threads=1)
+    it = iter(stream)
+    next(it)
+    stream._stream._proc.kill()
+    with pytest.raises(deltacells.DeltacellsError):
+        for _ in it:
+            pass
+
+
+def test_worker_shards_tile_the_ranks() -> None:
+    shards = {worker_shard(r, 3, w, 2) for r in range(3) for w in range(2)}
+    assert shards == {(s, 6) for s in range(6)}
+    with pytest.raises(ValueError):
+        worker_shard(3, 3, 0, 1)
+
+
+@pytest.mark.parametrize(("world_size", "workers"), [(1, 1), (1, 3), (2, 2)])
+def test_torch_datasets_split_covers_every_cell_once_over_ranks_and_workers(datasets, world_size, workers) -> None:
+    """What TorchDataset runs per DataLoader worker (EpochShards), without torch."""
+    ds = deltacells.open(datasets["csr"])
+    options = loader_options(batch_size=5, seed=2, threads=1)
+    for epoch in (0, 1):
+        seen = []
+        lengths = set()
+        for rank in range(world_size):
+            shards = EpochShards(ds, options, output="csr", dtype=np.float32, transport="pipe", rank=rank, world_size=world_size)
+            shards.set_epoch(epoch)
+            for worker in range(workers):
+                got = list(shards.iterate(worker, workers))
+                lengths.add(len(got))
+                assert all(b.epoch == epoch for b in got)
+                seen += [c for b in got for c in b.cells[: len(b) - b.padded].tolist()]
+        assert len(lengths) == 1
+        assert sorted(seen) == list(range(57))
+
+
+def test_set_epoch_reaches_a_copy_made_by_a_worker_process(datasets) -> None:
+    import multiprocessing
+
+    shards = EpochShards(deltacells.open(datasets["csr"]), loader_options(), output="csr", dtype=np.float32, transport="pipe")
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    shards.set_epoch(7)
+    proc = ctx.Process(target=_report_epoch, args=(shards, queue))
+    proc.start()
+    assert queue.get(timeout=60) == 7
+    shards.set_epoch(8)
+    queue.put("again")
+    assert queue.get(timeout=60) == 8
+    proc.join(timeout=60)
+
+
+def _report_epoch(shards, queue) -> None:
+    queue.put(shards.epoch)
+    while queue.get() != "again":
+        pass
+    queue.put(shards.epoch)
