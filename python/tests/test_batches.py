@@ -164,3 +164,60 @@ def _report_epoch(shards, queue) -> None:
     while queue.get() != "again":
         pass
     queue.put(shards.epoch)
+
+
+def _replay(tmp_path, stream_file):
+    """A stand-in for node that answers --version and writes ``stream_file`` as the stream, exit 0
+    (as a wrapper that lost the command's exit code would)."""
+    fake = tmp_path / "fake-node"
+    fake.write_text(f'#!/bin/sh\nif [ "$1" = --version ]; then echo v20.0.0; exit 0; fi\ncat {stream_file}\n')
+    fake.chmod(0o755)
+    return fake
+
+
+def _rewrite(source, target, keep):
+    """The stream in ``source`` with only the record batches ``keep(i, meta)`` allows, into ``target``."""
+    import pyarrow as pa
+
+    reader = pa.ipc.open_stream(source.read_bytes())
+    with pa.OSFile(str(target), "wb") as sink, pa.ipc.new_stream(sink, reader.schema) as writer:
+        i = 0
+        while True:
+            try:
+                batch, meta = reader.read_next_batch_with_custom_metadata()
+            except StopIteration:
+                break
+            if keep(i, meta):
+                writer.write_batch(batch, custom_metadata=meta)
+            i += 1
+
+
+def test_a_stream_ending_cleanly_without_its_end_batch_is_an_incomplete_epoch(datasets, tmp_path, monkeypatch) -> None:
+    from deltacells._node import cli_entry
+
+    whole = tmp_path / "whole.arrows"
+    with whole.open("wb") as out:
+        import subprocess
+
+        subprocess.run([deltacells.find_node().path, cli_entry(), "stream", str(datasets["pbmc"]), "--batch-size", "100", "--float32"], stdout=out, check=True)
+    ds = deltacells.open(datasets["pbmc"])
+    # every batch there, only the end batch missing: Arrow's end of stream looks clean
+    no_end = tmp_path / "no-end.arrows"
+    _rewrite(whole, no_end, lambda i, meta: meta is None or b"deltacells.end" not in meta)
+    monkeypatch.setenv("DELTACELLS_NODE", str(_replay(tmp_path, no_end)))
+    with pytest.raises(deltacells.IncompleteEpoch) as caught:
+        list(ds.batches(batch_size=100))
+    assert caught.value.received == 7 and caught.value.start_batch == 7
+    # the first three batches only
+    three = tmp_path / "three.arrows"
+    _rewrite(whole, three, lambda i, meta: i < 3)
+    monkeypatch.setenv("DELTACELLS_NODE", str(_replay(tmp_path, three)))
+    got = []
+    with pytest.raises(deltacells.IncompleteEpoch) as caught:
+        for b in ds.batches(batch_size=100):
+            got.append(b)
+    assert len(got) == 3 and caught.value.start_batch == 3
+    assert "start_batch=3" in (caught.value.hint or "")
+    # the whole stream replayed is a whole epoch
+    monkeypatch.setenv("DELTACELLS_NODE", str(_replay(tmp_path, whole)))
+    assert sum(len(b) for b in ds.batches(batch_size=100)) == 700

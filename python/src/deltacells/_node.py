@@ -6,9 +6,9 @@ the PATH that is version 20 or newer (an older one is passed over), then the one
 environment on a machine with no Node still works). The native addons laid into the wheel are
 Node-API, so one build runs on any of them.
 
-The command is the bundle laid into this package by its build (``_runtime/``), or, in a checkout of
-the repository, the repository's own built command; ``$DELTACELLS_CLI`` names another JavaScript
-entry (for development).
+The command is, in a checkout of the repository, the repository's own built command, else the
+bundle laid into this package by its build (``_runtime/``); ``$DELTACELLS_CLI`` names another
+JavaScript entry (for development).
 """
 
 from __future__ import annotations
@@ -114,10 +114,12 @@ def cli_entry(env: os._Environ[str] | dict[str, str] | None = None) -> str:
     forced = env.get("DELTACELLS_CLI")
     if forced:
         return forced
-    if _BUNDLE.is_file():
-        return str(_BUNDLE)
+    # A checkout's own command first: a runtime laid into the source tree by an earlier wheel
+    # build may be older than the checkout.
     if _CHECKOUT_BIN.is_file():
         return str(_CHECKOUT_BIN)
+    if _BUNDLE.is_file():
+        return str(_BUNDLE)
     raise NodeNotFound(
         f"this deltacells package holds no command ({_BUNDLE} is missing): it was installed from a source tree that was not built",
         hint="install the wheel (npm run build:python in the repository), or set DELTACELLS_CLI to packages/cli/bin/deltacells.js of a built checkout",

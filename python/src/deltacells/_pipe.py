@@ -22,7 +22,7 @@ import pyarrow.ipc
 
 from ._batch import Parts
 from ._cli import StderrReader, command, environment, stop
-from .errors import StreamBroken
+from .errors import IncompleteEpoch
 
 #: Linux's F_SETPIPE_SZ: a 1 MiB pipe instead of 64 KiB, 16x fewer wake-ups of both processes.
 _PIPE_BYTES = 1 << 20
@@ -98,8 +98,10 @@ class PipeStream:
     """A running ``deltacells stream``: its schema's metadata, then its record batches.
 
     Leaving early (:meth:`close`) closes the pipe: the command stops quietly. Its failure raises
-    the exception of its tag; an end before every announced batch arrived raises
-    :class:`~deltacells.errors.StreamBroken`, never a short epoch.
+    the exception of its tag. A complete epoch ends with a record batch of no rows whose metadata
+    ``deltacells.end`` counts the batches before it: a stream that ends without it, or with one
+    counting other batches, raises :class:`~deltacells.errors.IncompleteEpoch`, never a short
+    epoch (Arrow's own end of stream looks clean when the command is killed between two batches).
     """
 
     def __init__(self, args: Sequence[str], env: Mapping[str, str] | None = None) -> None:
@@ -127,30 +129,33 @@ class PipeStream:
 
     def __iter__(self) -> Iterator[Parts]:
         """Each batch's arrays (views of the memory its message was read into) and metadata."""
-        expected = max(0, int(self.info["batches"]) - int(self.info.get("start_batch", 0)))
-        got = 0
+        start = int(self.info.get("start_batch", 0))
+        received = 0
+        end: dict[str, Any] | None = None
         while True:
             try:
                 batch, meta = self._reader.read_next_batch_with_custom_metadata()
             except StopIteration:
                 break
             except (pa.ArrowInvalid, OSError) as err:
-                self._fail(err)
-            got += 1
+                self._fail(err, received, start)
+            if meta is not None and _END_KEY in meta:
+                end = json.loads(meta[_END_KEY])
+                continue
+            if end is not None:
+                self.close()
+                raise IncompleteEpoch("deltacells stream wrote a batch after its end batch: not a stream this package reads")
+            received += 1
             yield _parts(batch, json.loads((meta or {}).get(b"deltacells.batch", b"{}")), self._pipe.writable)
         code = self._proc.wait()
         self._stderr.join()
         if code != 0:
             raise self._stderr.failure(code, "deltacells stream")
-        if got != expected:
-            raise StreamBroken(
-                f"the stream of {self.info.get('dataset')} ended after {got} of its {expected} batches",
-                hint="the command was stopped or its output cut: run the epoch again",
-                expected=expected,
-                found=got,
-            )
+        if end is None or int(end["batches"]) != received:
+            how = "without its end batch" if end is None else f"with an end batch counting {end['batches']}"
+            raise _incomplete(self.info, received, start, how)
 
-    def _fail(self, err: Exception) -> None:
+    def _fail(self, err: Exception, received: int = 0, start: int = 0) -> None:
         # Close our end first: a command still writing then stops (EPIPE) instead of waiting.
         assert self._proc.stdout is not None
         self._proc.stdout.close()
@@ -158,7 +163,7 @@ class PipeStream:
         self._stderr.join()
         if code != 0:
             raise self._stderr.failure(code, "deltacells stream") from None
-        raise StreamBroken(f"the stream of batches is damaged: {err}") from err
+        raise _incomplete(getattr(self, "info", {}), received, start, f"on a damaged message ({err})") from err
 
     def close(self) -> None:
         """Stop the command (closing the pipe makes it exit quietly) and wait for it."""
@@ -169,6 +174,23 @@ class PipeStream:
         except subprocess.TimeoutExpired:
             stop(self._proc, grace=5)
         self._stderr.join()
+
+
+#: The metadata key of the stream's last record batch (no rows), which only a complete epoch carries.
+_END_KEY = b"deltacells.end"
+
+
+def _incomplete(info: dict[str, Any], received: int, start: int, how: str) -> IncompleteEpoch:
+    expected = int(info["batches"]) - start if "batches" in info else None
+    err = IncompleteEpoch(
+        f"the stream of {info.get('dataset', 'the dataset')} ended after {received}"
+        f"{'' if expected is None else f' of {expected}'} batches {how}: this is part of an epoch",
+        hint=f"the command was stopped before the epoch was complete: run it again, or resume with start_batch={start + received}",
+        expected=expected,
+        found=received,
+    )
+    err.received, err.start_batch = received, start + received
+    return err
 
 
 class PipeTransport:

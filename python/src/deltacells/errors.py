@@ -85,10 +85,13 @@ class NodeNotFound(DeltacellsError, FileNotFoundError):
     tag = "NodeNotFound"
 
 
-class StreamBroken(DeltacellsError):
-    """The stream of batches ended before its epoch did (the command was killed, or its output cut)."""
+class IncompleteEpoch(DeltacellsError):
+    """The batches of an epoch stopped before its end (the command was killed, its output cut):
+    never taken for a whole epoch. ``received`` batches came; ``start_batch`` resumes after them."""
 
-    tag = "StreamBroken"
+    tag = "IncompleteEpoch"
+    received: int = 0
+    start_batch: int = 0
 
 
 # The command's (@deltacells/cli).
