@@ -143,11 +143,12 @@ def test_torch_datasets_split_covers_every_cell_once_over_ranks_and_workers(data
         assert sorted(seen) == list(range(57))
 
 
-def test_set_epoch_reaches_a_copy_made_by_a_worker_process(datasets) -> None:
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_set_epoch_reaches_a_copy_made_by_a_worker_process(datasets, start) -> None:
     import multiprocessing
 
     shards = EpochShards(deltacells.open(datasets["csr"]), loader_options(), output="csr", dtype=np.float32, transport="pipe")
-    ctx = multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context(start)
     queue = ctx.Queue()
     shards.set_epoch(7)
     proc = ctx.Process(target=_report_epoch, args=(shards, queue))

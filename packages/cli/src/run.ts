@@ -74,7 +74,8 @@ ${Object.entries(COMMANDS)
 Run \`deltacells COMMAND --help\` for a command's options. Every command takes --debug (show the
 stack of an error), and --retries N and --timeout SECONDS for http(s):// and s3:// locations
 (transient failures are retried ${DEFAULT_RETRIES} times, a request silent for ${DEFAULT_TIMEOUT_SECONDS} s fails; 0 turns either off);
-\`deltacells --version\` prints the version.`;
+\`deltacells --version\` prints the version. With DELTACELLS_STDERR=json in the environment, an error and progress
+go to stderr as JSON lines, for programs (the Python package).`;
 
 /** This package's version, from its package.json (beside src/ and dist/ alike). */
 function version(): string {

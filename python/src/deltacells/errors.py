@@ -46,7 +46,8 @@ class DeltacellsError(Exception):
         self.message = message
         """What went wrong: the object, what was expected, what was found."""
         self.hint = hint
-        """What to do about it, in this API's words where it differs from the command's, or None."""
+        """What to do about it (naming the command's flags: ``--layer counts`` is ``layer="counts"``
+        here; ``--no-sign-request`` is said as ``anon=True``), or None."""
         self.object = object
         """The path or URL concerned (a key's address, a file), or None."""
         self.expected = expected
@@ -187,9 +188,12 @@ def error_from_record(record: dict[str, Any], exit_code: int | None = None) -> D
     tag = str(record.get("tag") or "Error")
     message = str(record.get("message") or f"deltacells failed ({tag})")
     cls = DeltacellsError if tag == "Error" else error_class(tag)
+    hint = record.get("hint")
+    if isinstance(hint, str):
+        hint = hint.replace("--no-sign-request", "anon=True")
     return cls(
         message,
-        hint=record.get("hint"),
+        hint=hint,
         object=record.get("object"),
         expected=record.get("expected"),
         found=record.get("found"),
