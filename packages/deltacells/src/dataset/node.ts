@@ -44,6 +44,9 @@ export interface NodeOpenDatasetOptions extends OpenDatasetOptions {
   folder?: FolderStoreOptions;
 }
 
+/** One localizer for every dataset this process opens: each cache file is hashed once per process. */
+const processLocalizer = cacheLocalizer();
+
 /**
  * Open a dataset from a local path, `file://`, `http(s)://` or `s3://` URL (S3 settings from the
  * AWS environment and `~/.aws`, see `openStore` of `@deltacells/storage/node`), or from a store. Same checks as the browser-safe `openDataset`;
@@ -60,7 +63,7 @@ export function openDataset(
       ? openStore(location, { ...networkOptions(rest), folder: folder ?? { blockingReads: true } })
       : location;
   return openDatasetInStore(store, {
-    obsLocalizer: cacheLocalizer(),
+    obsLocalizer: processLocalizer,
     ...rest,
   });
 }

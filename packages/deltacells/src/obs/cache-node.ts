@@ -6,17 +6,24 @@
  * buffer the Arrow table's columns are views of). `<cache>` is the `cacheDir` option, then
  * `$DELTACELLS_CACHE`, then `$XDG_CACHE_HOME/deltacells`, then `~/.cache/deltacells`.
  *
+ * Integrity: beside each file, `<file>.sha256` holds the SHA-256 of the bytes written (in
+ * `sha256sum` form, so `sha256sum -c` checks it by hand). An Arrow file has no checksum of its
+ * own, and a flipped byte inside a value buffer still decodes: the first time a localizer opens a
+ * file (per inode, size and times: a replaced file is checked again) it hashes it, and a file
+ * that disagrees with its record, or has none, is fetched again. Its batch count, row counts,
+ * name and type are checked on every open.
+ *
  * Concurrency: a column is written to a temporary file and renamed into place (readers never see
  * half a file), under `<file>.lock`, created exclusively. Other processes wait for the lock and
  * then find the file. The holder refreshes the lock's mtime while it fetches; a lock whose owner
  * is dead (same host, no such pid) or that has not been refreshed for `staleMs` is broken. Even
  * if two processes ever fetched the same column, each rename installs a complete, identical file.
  */
-import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, unlinkSync } from "node:fs";
+import { createHash, randomBytes } from "node:crypto";
+import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, statSync } from "node:fs";
 import { open, readFile, rename, stat, unlink, utimes, writeFile } from "node:fs/promises";
 import { homedir, hostname } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { loadArrow } from "./arrow-load.js";
 import { ObsColumn } from "./frame.js";
 import type { ObsLocalizer } from "./localize.js";
@@ -43,6 +50,40 @@ export function quoteColumnName(name: string): string {
 export function obsCachePath(root: string, fingerprint: string, column: string): string {
   return join(root, fingerprint, "obs", `${quoteColumnName(column)}.arrow`);
 }
+
+/** The file beside a cache file that records its SHA-256 (`sha256sum` form: hex, two spaces, file name). */
+export function obsChecksumPath(path: string): string {
+  return `${path}.sha256`;
+}
+
+function sha256Hex(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
+}
+
+/** The line of a checksum file for `bytes` stored at `path`. */
+function checksumLine(path: string, bytes: Uint8Array): string {
+  return `${sha256Hex(bytes)}  ${basename(path)}\n`;
+}
+
+/** The SHA-256 recorded for the cache file at `path`, or undefined when there is no readable record. */
+function recordedSha256(path: string): string | undefined {
+  try {
+    return /^([0-9a-f]{64}) /.exec(readFileSync(obsChecksumPath(path), "latin1"))?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+/** What tells one file from its replacement or an edit of it: device, inode, size, times (ns). */
+function identity(st: { dev: bigint; ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint }): string {
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+}
+
+/**
+ * Files a localizer has hashed and found as recorded: path to {@link identity}. A file is hashed
+ * the first time it is opened (per identity), not on every `obs()` call.
+ */
+type Verified = Map<string, string>;
 
 /** Tunables of the lock (tests shorten them). */
 export interface ObsCacheLockOptions {
@@ -155,28 +196,67 @@ async function withLock<T>(
 /** The obs Arrow helpers (apache-arrow: loaded only by a process that reads obs). */
 type ArrowHelpers = Awaited<ReturnType<typeof loadArrow>>;
 
-/** The cached column if its file exists and agrees with the tiles; a disagreeing file is deleted. */
+/**
+ * The cached column if its file exists, matches its recorded SHA-256 and agrees with the tiles;
+ * undefined otherwise (the caller fetches it again and the rename replaces the file).
+ */
 function openCached(
   { decodeColumnFile }: ArrowHelpers,
   path: string,
   col: ObsColumnSchema,
   tileCells: number[],
+  verified: Verified,
 ): ObsColumn | undefined {
   let bytes: Uint8Array;
+  let id: string;
   try {
-    bytes = readFileSync(path);
+    // The identity and the bytes of one open file: a rename between a stat and a read cannot mix them.
+    const fd = openSync(path, "r");
+    try {
+      id = identity(fstatSync(fd, { bigint: true }));
+      bytes = readFileSync(fd);
+    } finally {
+      closeSync(fd);
+    }
   } catch {
     return undefined;
   }
-  const table = decodeColumnFile(bytes, col, tileCells);
-  if (table) return new ObsColumn(col, table, path);
-  try {
-    // batch count, row counts, name or type disagree with the manifest: fetch again
-    unlinkSync(path);
-  } catch {
-    // another process replaced or removed it meanwhile
+  if (verified.get(path) !== id) {
+    const recorded = recordedSha256(path);
+    if (recorded === undefined || recorded !== sha256Hex(bytes)) return undefined;
+    verified.set(path, id);
   }
-  return undefined;
+  // batch count, row counts, name or type disagreeing with the manifest: fetch again
+  const table = decodeColumnFile(bytes, col, tileCells);
+  return table ? new ObsColumn(col, table, path) : undefined;
+}
+
+/** Removes `path` if it exists (another process may have replaced or removed it meanwhile). */
+async function removeIfThere(path: string): Promise<void> {
+  await unlink(path).catch(() => {});
+}
+
+/**
+ * Install `bytes` as the cache file `path` and its checksum: both written to temporary files,
+ * the checksum renamed into place first. A reader that meets the new checksum beside the old file
+ * (or a writer killed between the renames) sees a mismatch and fetches again, never a wrong value.
+ */
+async function install(path: string, bytes: Uint8Array, verified: Verified): Promise<void> {
+  const suffix = `${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+  const sum = obsChecksumPath(path);
+  const tmp = `${path}.${suffix}`;
+  const tmpSum = `${sum}.${suffix}`;
+  try {
+    await writeFile(tmp, bytes, { flush: true });
+    await writeFile(tmpSum, checksumLine(path, bytes), { flush: true });
+    await rename(tmpSum, sum);
+    await rename(tmp, path);
+  } catch (err) {
+    await Promise.all([removeIfThere(tmp), removeIfThere(tmpSum)]);
+    throw err;
+  }
+  // Just hashed from the bytes written: the next open needs no second pass over them.
+  verified.set(path, identity(statSync(path, { bigint: true })));
 }
 
 /** Fetch one column into the cache (atomically) unless another process already did. */
@@ -185,30 +265,29 @@ async function localizeColumn(
   shards: ObsShards,
   col: ObsColumnSchema,
   path: string,
+  verified: Verified,
   opts: ObsCacheLockOptions & { signal?: AbortSignal },
 ): Promise<ObsColumn> {
   const tileCells = shards.manifest.tile_cells;
-  const ready = openCached(arrow, path, col, tileCells);
+  const ready = openCached(arrow, path, col, tileCells, verified);
   if (ready) return ready;
   return withLock(path, opts, async () => {
-    const done = openCached(arrow, path, col, tileCells);
+    const done = openCached(arrow, path, col, tileCells, verified);
     if (done) return done;
+    // A damaged file goes now: should the fetch fail, nothing wrong is left to be read.
+    await Promise.all([removeIfThere(path), removeIfThere(obsChecksumPath(path))]);
     const table = arrow.columnTable(col, await shards.readColumn(col, opts));
-    const bytes = arrow.encodeColumnFile(table);
-    const tmp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-    try {
-      await writeFile(tmp, bytes, { flush: true });
-      await rename(tmp, path);
-    } catch (err) {
-      await unlink(tmp).catch(() => {});
-      throw err;
-    }
-    return openCached(arrow, path, col, tileCells) ?? new ObsColumn(col, table);
+    await install(path, arrow.encodeColumnFile(table), verified);
+    return openCached(arrow, path, col, tileCells, verified) ?? new ObsColumn(col, table);
   });
 }
 
-/** The Node localizer: the local Arrow cache. */
+/**
+ * A Node localizer: the local Arrow cache. Each localizer hashes a cache file the first time it
+ * opens it; `openDataset` of the Node entry shares one per process.
+ */
 export function cacheLocalizer(lock: ObsCacheLockOptions = {}): ObsLocalizer {
+  const verified: Verified = new Map();
   return async (shards, columns, opts) => {
     const root = obsCacheRoot(opts.cacheDir);
     const fingerprint = shards.manifest.obs_fingerprint!;
@@ -216,7 +295,7 @@ export function cacheLocalizer(lock: ObsCacheLockOptions = {}): ObsLocalizer {
     const arrow = await loadArrow();
     return Promise.all(
       columns.map((c) =>
-        localizeColumn(arrow, shards, c, obsCachePath(root, fingerprint, c.name), {
+        localizeColumn(arrow, shards, c, obsCachePath(root, fingerprint, c.name), verified, {
           ...lock,
           signal: opts.signal,
         }),
