@@ -51,6 +51,8 @@ export const EXPECTATIONS: Readonly<Record<string, Expectation>> = {
   "h5ad-damage": STRICT,
   // validate refuses a manifest's escaping metadata.sporadik with an untagged Error (companionOf).
   "hostile-keys": STRICT,
+  // A flipped byte of a cached obs column was served by every later read, and never replaced.
+  "obs-cache": STRICT,
 };
 
 /**

@@ -6,6 +6,7 @@ import { hostileKeys } from "./hostile-keys.js";
 import { killedConvert } from "./killed-convert.js";
 import { killedStream } from "./killed-stream.js";
 import { network } from "./network.js";
+import { obsCache } from "./obs-cache.js";
 import { sporadikDamage } from "./sporadik-damage.js";
 import { tileMutants } from "./tile-mutants.js";
 
@@ -18,6 +19,7 @@ export const CLASSES: readonly FaultClass[] = [
   sporadikDamage,
   h5adDamage,
   hostileKeys,
+  obsCache,
 ];
 
 /** The seed CI runs (faults.test.ts) and the runner defaults to. */
