@@ -21,7 +21,7 @@ const INPUTS: [kind: string, path: string][] = [
   ["10x-mtx", "10x-v3-chr21/filtered_feature_bc_matrix"],
   ["10x-h5", "10x-v2/filtered_gene_bc_matrices_h5.h5"],
   ["10x-h5", "visium/raw_probe_bc_matrix.h5"],
-  ["zarr-array", "mouse-10k-subset/10x-10k-subset.zarr"],
+  ["anndata-zarr", "mouse-10k-subset/10x-10k-subset.zarr"],
   ["mtx", "seurat-pbmc-small/pbmc_small_counts.mtx"],
 ];
 

@@ -23,8 +23,8 @@ const HDF5_MAGIC = [0x89, 0x48, 0x44, 0x46, 0x0d, 0x0a, 0x1a, 0x0a];
  * Opens a count matrix, detecting its format from the path and its content:
  * - a file starting with the HDF5 signature: `10x-h5` when it has a top-level `matrix` group or
  *   Cell Ranger v2 genome groups (with `barcodes`/`genes`), `h5ad` otherwise;
- * - a folder with `.zgroup`/`zarr.json` and an `obs` or `X` entry: `anndata-zarr`, or `zarr-array`
- *   when it is a plain array (`.zarray`) or a pre-0.7 group whose obs/var are record arrays;
+ * - a folder with `.zgroup`/`zarr.json` and an `obs` or `X` entry: `anndata-zarr` (also a pre-0.7
+ *   group, whose obs/var are record arrays), or `zarr-array` when it is a plain array (`.zarray`);
  * - a folder with `matrix.mtx[.gz]`: `10x-mtx`;
  * - a file starting with `%%MatrixMarket` (optionally gzipped): `mtx`.
  * `opts.format` skips detection. `path` may be a `file://` URL; an `s3://` or `http(s)://` URL is
@@ -119,14 +119,6 @@ export async function openInput(location: string, opts: OpenInputOptions = {}): 
   }
 }
 
-async function isFile(p: string): Promise<boolean> {
-  try {
-    return (await stat(p)).isFile();
-  } catch {
-    return false;
-  }
-}
-
 async function head(path: string, n: number): Promise<Uint8Array> {
   const fh = await openFile(path, "r");
   try {
@@ -151,10 +143,8 @@ export async function detectFormat(path: string): Promise<InputFormat> {
     if (names.has(".zarray")) return "zarr-array";
     if (names.has("zarr.json") && (await zarrJsonNodeType(join(path, "zarr.json"))) === "array")
       return "zarr-array";
-    if (names.has(".zgroup") || names.has("zarr.json")) {
-      if (await isFile(join(path, "obs", ".zarray"))) return "zarr-array"; // pre-0.7 record-array obs
-      if (names.has("X") || names.has("obs")) return "anndata-zarr";
-    }
+    if ((names.has(".zgroup") || names.has("zarr.json")) && (names.has("X") || names.has("obs")))
+      return "anndata-zarr";
     if (names.has("matrix.mtx") || names.has("matrix.mtx.gz")) return "10x-mtx";
     throw new InputError(
       `${path}: a folder that is neither a zarr store (.zgroup, zarr.json, .zarray) nor a 10x Matrix Market folder (matrix.mtx[.gz]).`,

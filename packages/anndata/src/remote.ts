@@ -104,8 +104,13 @@ export async function detectRemoteFormat(store: RemoteZarrStore, url: string): P
   } else if (await has("/.zarray")) {
     return "zarr-array";
   } else if (await has("/.zgroup")) {
-    if (await has("/obs/.zarray")) return "zarr-array"; // pre-0.7 record-array obs
-    if ((await has("/X/.zarray")) || (await has("/X/.zgroup")) || (await has("/obs/.zgroup")))
+    // a pre-0.7 group's obs is a record array (`/obs/.zarray`)
+    if (
+      (await has("/X/.zarray")) ||
+      (await has("/X/.zgroup")) ||
+      (await has("/obs/.zgroup")) ||
+      (await has("/obs/.zarray"))
+    )
       return "anndata-zarr";
   }
   if ((await has("/matrix.mtx.gz")) || (await has("/matrix.mtx"))) return "10x-mtx";

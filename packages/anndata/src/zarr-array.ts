@@ -1,7 +1,6 @@
 /**
- * Zarr stores that are not current AnnData groups ("zarr-array"): a bare 2-d array (cells x genes)
- * at the root, or a pre-0.7 AnnData group (dense X, obs/var as record arrays, as the scanpy test
- * file 10x-10k-subset.zarr). Browser-safe.
+ * A bare 2-d zarr array (cells x genes) at the root ("zarr-array"): no names, no cell table.
+ * A group given this format is read as the AnnData group it is. Browser-safe.
  */
 
 import { openAnnData } from "./anndata.js";
@@ -13,7 +12,7 @@ import type { ColumnTable, MatrixSource, OpenInputOptions, RowBlock } from "./ty
 
 export async function openZarrArray(tree: Tree, opts: OpenInputOptions): Promise<MatrixSource> {
   const root = await tree.get("");
-  if (root?.kind === "group") return openAnnData(tree, "zarr-array", opts);
+  if (root?.kind === "group") return openAnnData(tree, "anndata-zarr", opts);
   if (root?.kind !== "array" || root.shape.length !== 2) {
     throw new InputError(`${tree.location}: expected a 2-d zarr array (cells x genes) at the root.`, {
       tag: "MalformedInput",

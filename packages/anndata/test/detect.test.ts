@@ -19,7 +19,7 @@ test("every input kind is detected from its path and content", async () => {
     [join(DATA, "anndata", "csr-v2.zarr"), "anndata-zarr"],
     [join(DATA, "anndata", "csr-v3.zarr"), "anndata-zarr"],
     [join(DATA, "anndata", "bare-v3.zarr"), "zarr-array"],
-    [join(DATA, "mouse-10k-subset", "10x-10k-subset.zarr"), "zarr-array"],
+    [join(DATA, "mouse-10k-subset", "10x-10k-subset.zarr"), "anndata-zarr"],
     [join(DATA, "10x-v3-chr21", "filtered_feature_bc_matrix.h5"), "10x-h5"],
     [join(DATA, "10x-v2", "multiple_genomes.h5"), "10x-h5"],
     [join(DATA, "visium", "raw_probe_bc_matrix.h5"), "10x-h5"],
@@ -165,6 +165,31 @@ function countingFolderStore(folder: string, log: string[]) {
     },
   };
 }
+
+test("a pre-0.7 AnnData zarr group (obs and var record arrays) is AnnData, local or remote, with its cell table", async () => {
+  const path = join(DATA, "mouse-10k-subset", "10x-10k-subset.zarr");
+  for (const src of [
+    await openInput(path),
+    await openInput("s3://bucket/10x-10k-subset.zarr", { openStore: () => folderAsStore(path) }),
+  ]) {
+    try {
+      assert.equal(src.format, "anndata-zarr");
+      assert.equal(src.matrixPath, "X");
+      const obs = await src.obs();
+      assert.equal(obs.indexName, "index");
+      assert.equal(obs.index.length, 10_000);
+      assert.deepEqual(obs.index.slice(0, 2), ["AAACCTGAGATAGGAG-1", "AAACCTGAGCGGCTTC-1"]);
+      const vars = await src.var();
+      assert.deepEqual(vars.index.slice(0, 2), ["Xkr4", "Gm1992"]);
+      assert.deepEqual(
+        vars.columns.map((c) => c.name),
+        ["gene_ids"],
+      );
+    } finally {
+      await src.close();
+    }
+  }
+});
 
 test("a remote 10x folder is detected without reading its matrix: each file is fetched once, by the copy", async () => {
   const log: string[] = [];

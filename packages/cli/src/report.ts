@@ -24,6 +24,8 @@ export function cliHint(err: unknown): string | undefined {
   // The loader's message offers `onUnreadableTile: "skip"`, which `stream` has no flag for.
   if (e._tag === "UnreadableTile")
     return "deltacells validate DATASET lists every damaged tile; re-fetch them or convert the input again";
+  if (e._tag === "NotFound" && e.field === "has_obs")
+    return "convert the input again without --no-obs to keep its cell table (AnnData obs, 10x barcodes; a Matrix Market file or a bare zarr array has none)";
   if (e._tag === "InvalidInput" && e.field === "obsm")
     return "choose the obsm entries with --obsm KEYS, or store none with --obsm none";
   const hint = e.hint;

@@ -85,8 +85,21 @@ test("obs refuses an unknown column (listing the columns) and a dataset without 
   const c = await cli("convert", "data/seurat-pbmc-small/pbmc_small_counts.mtx", plain, "--quiet");
   assert.equal(c.code, 0, c.stderr);
   const none = await cli("obs", plain);
-  assert.equal(none.code, 2);
-  assert.match(none.stderr, /has no obs/);
+  assert.equal(none.code, 1, "the dataset's content, not a usage mistake (exit code 2)");
+  assert.match(none.stderr, /\[NotFound\].*has no obs \(has_obs is false in its manifest\)/);
+  assert.match(none.stderr, /hint: convert the input again without --no-obs/);
+});
+
+test("a pre-0.7 AnnData zarr keeps its cell table: obs lists its barcodes as anndata names them", async () => {
+  const out = join(dir, "legacy-zarr");
+  const c = await cli("convert", "data/mouse-10k-subset/10x-10k-subset.zarr", out, "--quiet", "--level", "1");
+  assert.equal(c.code, 0, c.stderr);
+  const info = JSON.parse((await cli("inspect", out, "--json")).stdout);
+  assert.equal(info.has_obs, true);
+  assert.deepEqual(info.obs_columns, [{ name: "index", kind: "string", arrow_type: "string" }]);
+  const r = await cli("obs", out, "--columns", "index", "--cells", "0:3", "--cache-dir", cache);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout, "index\nAAACCTGAGATAGGAG-1\nAAACCTGAGCGGCTTC-1\nAAACCTGAGGAATCGC-1\n");
 });
 
 test("inspect lists the obs columns and kinds; validate checks the shards", async () => {

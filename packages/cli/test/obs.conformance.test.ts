@@ -41,6 +41,12 @@ const CASES: Case[] = [
     label: "zarr v3, every column encoding",
   },
   { kind: "anndata-zarr", input: "data/anndata/csr-v2.zarr" },
+  {
+    kind: "anndata-zarr",
+    input: "data/mouse-10k-subset/10x-10k-subset.zarr",
+    opts: ["--tile-size", "4000"],
+    label: "pre-0.7 zarr: obs and var as record arrays, 3 tiles",
+  },
   { kind: "anndata-zarr", input: "data/anndata/csr-v3.zarr" },
   { kind: "h5ad", input: "data/anndata/obs-0.7.h5ad", label: "anndata 0.7 __categories" },
   {

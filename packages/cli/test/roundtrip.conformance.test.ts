@@ -39,7 +39,7 @@ const CASES: Case[] = [
   { kind: "mtx", input: "data/seurat-pbmc-small/pbmc_small_counts.mtx" },
   { kind: "mtx", input: "data/10x-v2/hg19_chr21_matrix.mtx" },
   { kind: "mtx", input: "data/anndata/cells-by-genes.mtx", opts: ["--transpose"] },
-  { kind: "zarr-array", input: "data/mouse-10k-subset/10x-10k-subset.zarr", tileSize: 1000 },
+  { kind: "anndata-zarr", input: "data/mouse-10k-subset/10x-10k-subset.zarr", tileSize: 1000 },
 ];
 
 /** Generated per run: a gene table with every column kind (see conformance/dataset_fixture.py). */

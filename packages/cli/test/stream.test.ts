@@ -18,7 +18,7 @@ import { type RecordBatch, RecordBatchReader, RecordBatchStreamWriter, type Sche
 import { type RunningServer, startServe } from "../../../test-utils/servers.js";
 import { ArrowBatches } from "../src/arrow-batches.js";
 import { ArrowOutput, ReaderGone } from "../src/arrow-output.js";
-import { deltacells, MAIN, REPO, streamInProcess, tempDir } from "./cli-helpers.js";
+import { cli, deltacells, MAIN, REPO, streamInProcess, tempDir } from "./cli-helpers.js";
 
 const dir = tempDir();
 const DS = join(dir, "ds");
@@ -364,6 +364,21 @@ test("refusals: usage mistakes exit 2, a missing column or obs exit 1, nothing o
   assert.equal(none.code, 1);
   assert.match(none.stderr, /nothing is there/);
   assert.equal(none.stdout.length, 0);
+  // --obs on a dataset converted without a cell table: its content, not a usage mistake
+  const plain = join(dir, "no-obs");
+  const c = await cli(
+    "convert",
+    "data/seurat-pbmc-small/pbmc_small_counts.mtx",
+    plain,
+    "--quiet",
+    "--level",
+    "1",
+  );
+  assert.equal(c.code, 0, c.stderr);
+  const noObs = await stream(plain, "--obs", "cell_type");
+  assert.equal(noObs.code, 1, noObs.stderr);
+  assert.match(noObs.stderr, /\[NotFound\].*has no obs \(has_obs is false in its manifest\)/);
+  assert.equal(noObs.stdout.length, 0);
 });
 
 test("stream refuses to write binary to a terminal", () => {

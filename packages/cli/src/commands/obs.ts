@@ -104,11 +104,8 @@ export async function obsCommand(argv: string[]): Promise<CommandResult> {
   const { store, ds } = await openCountedDataset(positionals[0]!, undefined, {
     obsLocalizer: cacheLocalizer(),
   });
-  if (!ds.manifest.has_obs) {
-    throw new UsageError(
-      `${ds.url} has no obs: it was converted from an input without a cell table (or with --no-obs)`,
-    );
-  }
+  // A dataset without obs is refused by obsSchema (NotFound, field has_obs): the dataset's
+  // content, not a mistake on the command line.
   const schema = await ds.obsSchema();
   const spec = values.columns as string | undefined;
   const cacheDir = values["cache-dir"] as string | undefined;

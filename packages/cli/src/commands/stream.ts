@@ -210,10 +210,7 @@ async function streamOn(
   try {
     let obsSchemas: ObsColumnSchema[] = [];
     if (obs.length > 0) {
-      if (!ds.manifest.has_obs)
-        throw new UsageError(
-          `${ds.url} has no obs, so --obs has nothing to attach: it was converted from an input without a cell table (or with --no-obs)`,
-        );
+      // without obs, NotFound (field has_obs): the dataset's content, not a usage mistake
       const schema = await ds.obsSchema();
       obsSchemas = obs.map((name) => {
         const c = schema.columns.find((col) => col.name === name);

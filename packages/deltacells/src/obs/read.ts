@@ -51,8 +51,8 @@ export class ObsShards {
     this.openedAt = parts.openedAt;
     if (!manifest.has_obs) {
       throw new DeltacellsError(
-        `${url} has no obs (has_obs is false): it was converted without a cell table`,
-        { tag: "NotFound", object: `${url}/manifest.json`, field: "has_obs" },
+        `${url} has no obs (has_obs is false in its manifest): it was converted from an input without a cell table, or with the obs skip option`,
+        { tag: "NotFound", object: `${url}/manifest.json`, field: "has_obs", expected: true, found: false },
       );
     }
     this.tilesPerFile = manifest.obs_tiles_per_file!;
