@@ -6,11 +6,13 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { MemoryStore } from "@deltacells/storage";
+import type { SchemaElement } from "hyparquet";
 import { encodeManifest, MANIFEST_KEY, parseManifest } from "../src/dataset/manifest.js";
 import { encodeTile, isDeltacellsError, openDataset, validateDataset, writeDataset } from "../src/index.js";
 import { zstdCompressor } from "../src/node.js";
 import { obsFingerprint, sha256Hex } from "../src/obs/fingerprint.js";
-import { OBS_SCHEMA_KEY, obsShardKey } from "../src/obs/schema.js";
+import { columnMismatch, parquetArrowType } from "../src/obs/parquet-type.js";
+import { OBS_SCHEMA_KEY, type ObsColumnSchema, obsShardKey } from "../src/obs/schema.js";
 import { obsSource } from "./obs-fixtures.js";
 
 const compress = zstdCompressor(3);
@@ -100,17 +102,76 @@ test("a schema.json whose Arrow type disagrees with the parquet column is refuse
   const ds = await openDataset(store);
   await assert.rejects(ds.obs(["score"]), (e) => {
     assert.ok(isDeltacellsError(e, "InconsistentManifest"), String(e));
-    assert.match(e.message, /column "score" is type "FLOAT".*but obs\/schema\.json says numeric double/);
+    assert.match(
+      e.message,
+      /column "score" is FLOAT OPTIONAL, Arrow type float, but obs\/schema\.json says numeric double/,
+    );
     return true;
   });
   const report = await validateDataset(ds);
   assert.equal(report.problems.length, 2); // both shards
   assert.match(
     report.problems[0]!.message,
-    /column "score": type "FLOAT", but obs\/schema\.json says numeric double/,
+    /column "score" is FLOAT OPTIONAL, Arrow type float, but obs\/schema\.json says numeric double/,
   );
   // the other columns still read
   assert.equal((await ds.obs(["maybe"])).column("maybe").table.numRows, 35);
+});
+
+test("a parquet column's Arrow type is read off its physical type and either annotation, as a parquet reader does", () => {
+  const el = (e: Partial<SchemaElement>): SchemaElement => ({ name: "c", repetition_type: "OPTIONAL", ...e });
+  const cases: [Partial<SchemaElement>, string | undefined][] = [
+    [{ type: "INT32" }, "int32"],
+    [{ type: "INT32", converted_type: "INT_8" }, "int8"],
+    [{ type: "INT32", logical_type: { type: "INTEGER", bitWidth: 16, isSigned: true } }, "int16"],
+    [{ type: "INT32", logical_type: { type: "INTEGER", bitWidth: 32, isSigned: false } }, "uint32"],
+    [
+      {
+        type: "INT32",
+        converted_type: "UINT_8",
+        logical_type: { type: "INTEGER", bitWidth: 8, isSigned: false },
+      },
+      "uint8",
+    ],
+    [{ type: "INT64" }, "int64"],
+    [{ type: "INT64", logical_type: { type: "INTEGER", bitWidth: 64, isSigned: false } }, "uint64"],
+    [{ type: "FLOAT" }, "float"],
+    [{ type: "DOUBLE" }, "double"],
+    [{ type: "BOOLEAN" }, "bool"],
+    [{ type: "BYTE_ARRAY", converted_type: "UTF8" }, "string"],
+    [{ type: "BYTE_ARRAY", logical_type: { type: "STRING" } }, "string"],
+    // annotations that make the column something no obs column is
+    [{ type: "INT32", converted_type: "DATE" }, undefined],
+    [
+      { type: "INT64", logical_type: { type: "TIMESTAMP", isAdjustedToUTC: false, unit: "NANOS" } },
+      undefined,
+    ],
+    [
+      {
+        type: "INT32",
+        converted_type: "INT_8",
+        logical_type: { type: "INTEGER", bitWidth: 16, isSigned: true },
+      },
+      undefined,
+    ],
+    [{ type: "INT32", converted_type: "INT_64" }, undefined],
+    [{ type: "BYTE_ARRAY" }, undefined],
+    [{ type: "BYTE_ARRAY", logical_type: { type: "JSON" } }, undefined],
+    [{ type: "INT96" }, undefined],
+  ];
+  for (const [e, want] of cases) assert.equal(parquetArrowType(el(e)), want, JSON.stringify(e));
+  const codes: ObsColumnSchema = { name: "c", kind: "category", arrow_type: "int8", categories: ["a"] };
+  // nullable or required codes alike; a repeated column never
+  assert.equal(columnMismatch(el({ type: "INT32", converted_type: "INT_8" }), codes), undefined);
+  assert.equal(
+    columnMismatch(el({ type: "INT32", converted_type: "INT_8", repetition_type: "REQUIRED" }), codes),
+    undefined,
+  );
+  assert.equal(
+    columnMismatch(el({ type: "INT32", converted_type: "INT_8", repetition_type: "REPEATED" }), codes),
+    "INT32 INT_8 REPEATED",
+  );
+  assert.equal(columnMismatch(undefined, codes), "missing");
 });
 
 test("a schema.json replaced after conversion does not give the fingerprint and is refused", async () => {

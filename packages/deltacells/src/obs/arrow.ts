@@ -82,6 +82,17 @@ export function columnData(col: ObsColumnSchema, values: ArrayLike<unknown>): Da
   if (col.arrow_type === "string") {
     return vectorFromArray(Array.from(values as ArrayLike<string | null>), new Utf8()).data[0]!;
   }
+  if (col.kind === "category") {
+    // Codes are never null in what this package writes (-1 is missing); a writer whose codes are
+    // nullable (pyarrow's default) may write a missing value as null, which means the same.
+    const codes = numericValues(col.arrow_type as ObsNumericType, values) as
+      | Int8Array
+      | Int16Array
+      | Int32Array;
+    for (let i = 0; i < length; i++) if (values[i] === null || values[i] === undefined) codes[i] = -1;
+    // biome-ignore lint/suspicious/noExplicitAny: makeData's overloads are per type; the type is chosen at run time
+    return makeData({ type: type as any, length, nullCount: 0, data: codes as any });
+  }
   const { bitmap, nulls } = validity(values);
   if (col.arrow_type === "bool") {
     const bits = new Uint8Array((length + 7) >> 3);

@@ -11,7 +11,8 @@ import { pinned, rethrowChanged } from "../dataset/pin.js";
 import { DeltacellsError } from "../errors.js";
 import { loadDecompressors, loadParquet } from "../parquet-load.js";
 import { loadArrow } from "./arrow-load.js";
-import { obsFingerprint } from "./fingerprint.js";
+import { checkFingerprint } from "./fingerprint.js";
+import { columnMismatch } from "./parquet-type.js";
 import {
   OBS_SCHEMA_KEY,
   type ObsColumnSchema,
@@ -19,7 +20,6 @@ import {
   obsShardKey,
   parseObsSchema,
 } from "./schema.js";
-import { parquetElement } from "./write.js";
 
 function toArrayBuffer(bytes: Uint8Array): ArrayBuffer {
   return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
@@ -73,16 +73,21 @@ export class ObsShards {
       const text = new TextDecoder().decode(bytes);
       const schema = parseObsSchema(text, object);
       const m = this.manifest;
-      const fp = await obsFingerprint(text, m.tile_cells, m.obs_shard_sha256!);
-      if (fp !== m.obs_fingerprint) {
+      const { matches, strict } = await checkFingerprint(
+        m.obs_fingerprint,
+        text,
+        m.tile_cells,
+        m.obs_shard_sha256!,
+      );
+      if (!matches) {
         throw new DeltacellsError(
-          `${object} does not belong to this manifest: with it the obs fingerprint is ${fp}, the manifest says ${m.obs_fingerprint}; the dataset was modified after conversion`,
+          `${object} does not belong to this manifest: with it the obs fingerprint is ${strict}, the manifest says ${m.obs_fingerprint}; the dataset was modified after conversion`,
           {
             tag: "InconsistentManifest",
             object,
             field: "obs_fingerprint",
             expected: m.obs_fingerprint,
-            found: fp,
+            found: strict,
           },
         );
       }
@@ -201,16 +206,15 @@ export class ObsShards {
 
   /** Check the shard's parquet column against the schema before trusting its values. */
   private checkColumn(s: number, meta: FileMetaData, col: ObsColumnSchema): void {
-    const el = meta.schema.find((e, i) => i > 0 && e.name === col.name) as unknown as
-      | Record<string, unknown>
-      | undefined;
-    const want = parquetElement(col) as unknown as Record<string, unknown>;
-    const fields = ["type", "repetition_type", "converted_type"];
-    if (!el || fields.some((f) => (el[f] ?? null) !== (want[f] ?? null))) {
+    const mismatch = columnMismatch(
+      meta.schema.find((e, i) => i > 0 && e.name === col.name),
+      col,
+    );
+    if (mismatch !== undefined) {
       const object = `${this.url}/${obsShardKey(s)}`;
       throw new DeltacellsError(
-        `${object}: column ${JSON.stringify(col.name)} is ${el ? fields.map((f) => `${f} ${JSON.stringify(el[f] ?? null)}`).join(", ") : "missing"}, but ${OBS_SCHEMA_KEY} says ${col.kind} ${col.arrow_type}`,
-        { tag: "InconsistentManifest", object, field: col.name, expected: col.arrow_type },
+        `${object}: column ${JSON.stringify(col.name)} is ${mismatch}, but ${OBS_SCHEMA_KEY} says ${col.kind} ${col.arrow_type}`,
+        { tag: "InconsistentManifest", object, field: col.name, expected: col.arrow_type, found: mismatch },
       );
     }
   }

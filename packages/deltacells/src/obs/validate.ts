@@ -1,25 +1,23 @@
 /**
  * The deep check of the obs sidecar (`validateDataset` calls it when `has_obs`): every shard
  * fetched whole, its size and SHA-256 against the manifest, one row group per tile with the
- * tile's rows, the parquet columns against `obs/schema.json` (names, order, physical types and
- * annotations), and the fingerprint recomputed. Problems are returned, not thrown.
+ * tile's rows, the parquet columns against `obs/schema.json` (names, order, and the Arrow type
+ * their physical types and annotations give), and the fingerprint recomputed (in any spelling
+ * readers accept). Problems are returned, not thrown.
  */
 import type { ReadableStore } from "@deltacells/storage";
 import type { parquetMetadata } from "hyparquet";
 import type { DatasetManifest } from "../dataset/manifest.js";
 import { loadParquet } from "../parquet-load.js";
-import { obsFingerprint, sha256Hex } from "./fingerprint.js";
+import { checkFingerprint, sha256Hex } from "./fingerprint.js";
+import { columnMismatch } from "./parquet-type.js";
 import { OBS_SCHEMA_KEY, type ObsSchema, obsShardKey, parseObsSchema } from "./schema.js";
-import { parquetElement } from "./write.js";
 
 export interface ObsProblem {
   object: string;
   tag: string;
   message: string;
 }
-
-/** The parquet schema elements that must match the schema's, field by field. */
-const COMPARED = ["name", "type", "repetition_type", "converted_type"] as const;
 
 /** Check every shard of a dataset's obs; `signal` aborts between shards. */
 export async function validateObs(
@@ -108,26 +106,24 @@ export async function validateObs(
         );
       } else {
         schema.columns.forEach((c, i) => {
-          const expected = parquetElement(c) as unknown as Record<string, unknown>;
-          const found = leaves[i] as unknown as Record<string, unknown>;
-          const diff = COMPARED.filter((f) => (expected[f] ?? null) !== (found[f] ?? null));
-          if (diff.length > 0) {
+          const mismatch = columnMismatch(leaves[i], c);
+          if (mismatch !== undefined) {
             add(
               key,
               "InconsistentManifest",
-              `${key} column ${JSON.stringify(c.name)}: ${diff.map((f) => `${f} ${JSON.stringify(found[f] ?? null)}`).join(", ")}, but ${OBS_SCHEMA_KEY} says ${c.kind} ${c.arrow_type} (${diff.map((f) => `${f} ${JSON.stringify(expected[f] ?? null)}`).join(", ")})`,
+              `${key} column ${JSON.stringify(c.name)} is ${mismatch}, but ${OBS_SCHEMA_KEY} says ${c.kind} ${c.arrow_type}`,
             );
           }
         });
       }
     }
   }
-  const fingerprint = await obsFingerprint(schemaText, tileCells, shas);
-  if (fingerprint !== manifest.obs_fingerprint) {
+  const { matches, strict } = await checkFingerprint(manifest.obs_fingerprint, schemaText, tileCells, shas);
+  if (!matches) {
     add(
       "manifest.json",
       "InconsistentManifest",
-      `obs_fingerprint is ${manifest.obs_fingerprint} but schema.json, tile_cells and the shards' hashes give ${fingerprint}`,
+      `obs_fingerprint is ${manifest.obs_fingerprint} but schema.json, tile_cells and the shards' hashes give ${strict}`,
     );
   }
   return problems;
