@@ -11,7 +11,8 @@ Prints one JSON line per case: {"ok": bool, "problems": [...], "columns": [names
 Checked: every shard's size and SHA-256 against the manifest; one row group per tile, in tile
 order, with tile_cells[t] rows; zstd, no statistics; the Arrow types of the parquet files equal
 schema.json's, column for column; the values equal the source's obs (index, categoricals
-through the global vocabulary with -1 for missing, nullable columns with nulls) and obsm
+through the global vocabulary with -1 for missing, nullable columns with nulls, datetime64 columns
+as numpy's ISO-8601 text, which pandas reads back as the same instants) and obsm
 (float32 columns KEY_0, KEY_1, ...); the fingerprint recomputed with json.dumps; cache files (one
 uncompressed Arrow IPC file per column, one record batch per tile, at
 <cache>/<fingerprint>/obs/<urllib.parse.quote(name, safe="")>.arrow) equal to the shards; the
@@ -84,15 +85,28 @@ def as_list(values):
     return [None if missing(v) else (v.item() if hasattr(v, "item") else v) for v in values]
 
 
-def as_exported(obs, max_categories):
+def datetime_text(kind, path, name):
+    """A datetime64 obs column as numpy writes it as text (NaT as None), from the stored array:
+    anndata's pandas turns datetime64[D] into datetime64[s], which prints otherwise."""
+    import zarr
+
+    values = zarr.open_group(path, mode="r")["obs"][name][...]
+    return [None if s == "NaT" else str(s) for s in np.datetime_as_string(values)]
+
+
+def as_exported(obs, max_categories, texts=None):
     """The obs an export gives back: the source's, dtypes included, except categoricals over
-    max_categories, stored as strings: object strings, or pandas strings when some are missing
-    (an anndata string-array cannot hold a missing value)."""
+    max_categories, stored as strings, and datetime64 columns, stored as ISO-8601 text (`texts`):
+    object strings, or pandas strings when some are missing (an anndata string-array cannot hold a
+    missing value)."""
     out = obs.copy()
     for name in out.columns:
         s = out[name]
         if isinstance(s.dtype, pd.CategoricalDtype) and len(s.cat.categories) > max_categories:
             out[name] = s.astype("string") if s.isna().any() else s.astype(object)
+        elif pd.api.types.is_datetime64_any_dtype(s.dtype):
+            text = pd.Series(texts[name], index=out.index, dtype=object)
+            out[name] = text.astype("string") if text.isna().any() else text
     return out
 
 
@@ -175,6 +189,7 @@ def check(case):
     if table.column(0).to_pylist() != list(obs.index):
         problems.append("the index column differs from obs_names")
     by_name = {c["name"]: c for c in cols}
+    texts = {}
     for name in obs.columns:
         if name in exclude:
             if name in by_name:
@@ -205,6 +220,18 @@ def check(case):
             back = [None if x < 0 else c["categories"][x] for x in codes]
             if back != [None if v is None else str(v) for v in labels]:
                 problems.append(f"{name}: labels differ")
+        elif pd.api.types.is_datetime64_any_dtype(src.dtype):
+            # kept as ISO-8601 text, exactly numpy's, which pandas reads back as the same instants
+            texts[name] = datetime_text(case["kind"], case["input"], name)
+            if c["kind"] != "string":
+                problems.append(f"{name}: kind {c['kind']}, expected string (ISO-8601 text)")
+            if got.to_pylist() != texts[name]:
+                problems.append(f"{name}: text differs from numpy.datetime_as_string")
+            back = pd.to_datetime(pd.Series(got.to_pylist(), dtype=object), format="ISO8601")
+            if not back.equals(pd.Series(src.to_numpy(), name=None).astype(back.dtype)):
+                problems.append(f"{name}: the text does not read back as the source's instants")
+            if not man["metadata"].get("obs_text_from", {}).get(name, "").startswith("datetime64["):
+                problems.append(f"{name}: not in the manifest's obs_text_from")
         elif pd.api.types.is_bool_dtype(src.dtype):
             if c["kind"] != "bool":
                 problems.append(f"{name}: kind {c['kind']}, expected bool")
@@ -272,7 +299,7 @@ def check(case):
     export = case.get("export")
     if export:
         back = ad.read_h5ad(export)
-        want = as_exported(obs.drop(columns=[c for c in obs.columns if c in exclude]), max_cats)
+        want = as_exported(obs.drop(columns=[c for c in obs.columns if c in exclude]), max_cats, texts)
         try:
             pd.testing.assert_frame_equal(back.obs, want, check_exact=True)
         except AssertionError as e:

@@ -15,6 +15,10 @@ once by hand: conformance/.venv/bin/python conformance/obs_fixtures.py).
   with and without missing values; a named index.
 - obs-unsupported.h5ad: a valid file plus two obs columns obs cannot hold: `when` (numpy
   datetime64 stored by h5py as an opaque type) and `nested` (an awkward-array group).
+- obs-datetime-v2.zarr and obs-datetime-v3.zarr: 12 cells whose obs has numpy datetime64 columns
+  as zarr stores them (anndata cannot write them, but reads them): `when` datetime64[ns] with a
+  NaT and a value before 1970, `day` datetime64[D] (in chunks of 5 rows), beside a categorical
+  and a float; and `gap`, a timedelta64[s] column.
 """
 
 import os
@@ -25,6 +29,7 @@ import h5py
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+import zarr
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "data", "anndata")
@@ -154,8 +159,45 @@ def encodings():
         pd.testing.assert_frame_equal(back.obs, obs, check_exact=True)
 
 
+def datetimes():
+    n = 12
+    i = np.arange(n)
+    obs = pd.DataFrame(
+        {
+            "cell_type": pd.Categorical(np.array(["B", "T", "NK"])[i % 3]),
+            "score": (i / 7).astype(np.float64),
+        },
+        index=pd.Index([f"c{k:02d}" for k in i], name="cell"),
+    )
+    x = sp.csr_matrix((np.arange(n * 4).reshape(n, 4) % 5).astype(np.float32))
+    when = (np.datetime64("2024-01-01T00:00:00") + (i * 90061).astype("timedelta64[s]")).astype("datetime64[ns]")
+    when[3] = np.datetime64("NaT")
+    when[4] = np.datetime64("1969-12-31T23:59:59.999999999")
+    columns = {
+        "when": when,
+        "day": (np.datetime64("1999-12-30") + i.astype("timedelta64[D]")).astype("datetime64[D]"),
+        "gap": (i * 3600).astype("timedelta64[s]"),
+    }
+    for fmt in (2, 3):
+        path = os.path.join(OUT, f"obs-datetime-v{fmt}.zarr")
+        shutil.rmtree(path, ignore_errors=True)
+        ad.settings.zarr_write_format = fmt
+        ad.AnnData(X=x, obs=obs).write_zarr(path)
+        g = zarr.open_group(path, mode="a", use_consolidated=False)
+        o = g["obs"]
+        for name, values in columns.items():
+            o.create_array(name, data=values, chunks=(5,))
+        o.attrs["column-order"] = list(o.attrs["column-order"]) + list(columns)
+        zarr.consolidate_metadata(path)
+        back = ad.read_zarr(path).obs
+        assert back["when"].dtype == "datetime64[ns]", back.dtypes
+        assert back["when"].isna().sum() == 1
+        assert list(back.columns) == ["cell_type", "score", *columns], back.columns
+
+
 if __name__ == "__main__":
     compound()
     legacy_07()
     unsupported()
     encodings()
+    datetimes()

@@ -4,6 +4,7 @@
  * Browser-safe.
  */
 
+import { datetimeTexts, unitText } from "./datetime-text.js";
 import { InputError, objectIn, UnsupportedColumnsError } from "./errors.js";
 import { chunkWindowed } from "./row-window.js";
 import {
@@ -119,7 +120,13 @@ async function wholeColumn(r: TableColumnReader, nRows: number): Promise<TableCo
         ordered: r.ordered,
       };
     case "string":
-      return { name, kind: "string", values: await r.read(0, nRows), ...nullable };
+      return {
+        name,
+        kind: "string",
+        values: await r.read(0, nRows),
+        ...nullable,
+        ...(r.textFrom ? { textFrom: r.textFrom } : {}),
+      };
     case "bool":
       return { name, kind: "bool", ...(await r.read(0, nRows)), ...nullable };
     case "numeric":
@@ -146,6 +153,7 @@ async function legacyFrame(tree: Tree, a: TreeArray, exclude: ReadonlySet<string
   }
   const columns: TableColumn[] = [];
   const excluded: string[] = [];
+  const unsupported: [string, string][] = [];
   for (const f of a.fields) {
     if (f.name === "index" || f.shape) continue;
     if (exclude.has(f.name)) {
@@ -153,9 +161,23 @@ async function legacyFrame(tree: Tree, a: TreeArray, exclude: ReadonlySet<string
       continue;
     }
     const v = cols.get(f.name);
-    if (v === undefined) continue;
+    if (v === undefined) {
+      // a field no reader decodes: refused by name with the others, never dropped unseen
+      unsupported.push([f.name, f.dtype ?? `a ${f.kind} field of ${f.itemSize} bytes`]);
+      continue;
+    }
     if (Array.isArray(v)) {
       columns.push({ name: f.name, kind: "string", values: v });
+      continue;
+    }
+    if (f.datetime) {
+      const textFrom = `datetime64[${unitText(f.datetime)}]`;
+      columns.push({
+        name: f.name,
+        kind: "string",
+        values: datetimeTexts(v as BigInt64Array, f.datetime),
+        textFrom,
+      });
       continue;
     }
     const cats = await tree.get(`uns/${f.name}_categories`);
@@ -173,6 +195,14 @@ async function legacyFrame(tree: Tree, a: TreeArray, exclude: ReadonlySet<string
     } else {
       columns.push({ name: f.name, kind: "numeric", values: v });
     }
+  }
+  if (unsupported.length > 0) {
+    throw UnsupportedColumnsError.of(
+      loc,
+      a.path,
+      unsupported.map(([n]) => n),
+      unsupported.map(([, t]) => t),
+    );
   }
   return { indexName: "index", index, columns, excluded };
 }
@@ -235,6 +265,7 @@ async function columnReaders(
   const columns: TableColumnReader[] = [];
   const excluded: string[] = [];
   const unsupported: string[] = [];
+  const types: string[] = [];
   for (const name of names) {
     if (exclude.has(name)) {
       excluded.push(name);
@@ -245,9 +276,10 @@ async function columnReaders(
     } catch (err) {
       if (!(err instanceof InputError) || err._tag !== "Unsupported") throw err;
       unsupported.push(name);
+      types.push(typeof err.found === "string" ? err.found : "");
     }
   }
-  if (unsupported.length > 0) throw UnsupportedColumnsError.of(tree.location, frame, unsupported);
+  if (unsupported.length > 0) throw UnsupportedColumnsError.of(tree.location, frame, unsupported, types);
   return { columns, excluded };
 }
 
@@ -297,12 +329,26 @@ async function columnReader(
       };
     }
     if (node.element === "other" || node.element === "compound" || node.shape.length !== 1) {
-      throw new InputError(
-        `${node.path} has an element type or shape (${node.element}, ${JSON.stringify(node.shape)}) no table column holds.`,
-        { tag: "Unsupported" },
-      );
+      const type =
+        node.shape.length !== 1
+          ? `a ${node.shape.length}-d array of shape ${JSON.stringify(node.shape)}`
+          : (node.dtype ?? (node.element === "compound" ? "a record array" : "an unknown element type"));
+      throw new InputError(`${node.path} is ${type}, which no table column holds.`, {
+        tag: "Unsupported",
+        found: type,
+      });
     }
     const a = rows(node);
+    if (a.element === "datetime" && node.datetime) {
+      // obs has no date type: ISO-8601 text keeps every value (pandas.to_datetime reads it back)
+      const unit = node.datetime;
+      return {
+        name,
+        kind: "string",
+        textFrom: `datetime64[${unitText(unit)}]`,
+        read: async (s, e) => datetimeTexts((await a.read(s, e)) as BigInt64Array, unit),
+      };
+    }
     if (a.element === "string") return { name, kind: "string", read: (s, e) => a.readStrings(s, e) };
     if (a.element === "bool")
       return {
@@ -364,7 +410,7 @@ async function columnReader(
   }
   throw new InputError(
     `${loc}: column ${path} has encoding ${JSON.stringify(enc ?? null)}, which is not supported.`,
-    { tag: "Unsupported", object: objectIn(loc, path) },
+    { tag: "Unsupported", object: objectIn(loc, path), found: `encoding ${JSON.stringify(enc ?? null)}` },
   );
 }
 

@@ -196,21 +196,29 @@ export class UnsupportedFilterError extends InputError {
 export class UnsupportedColumnsError extends InputError {
   declare readonly _tag: "Unsupported";
   readonly columns: string[];
+  /** What each of {@link columns} is stored as (`HDF5 opaque (8 bytes ...)`, `encoding "awkward-array"`). */
+  readonly types: string[];
 
-  constructor(message: string, options: { object: string; columns: string[] }) {
+  constructor(message: string, options: { object: string; columns: string[]; types?: string[] }) {
     super(message, { tag: "Unsupported", object: options.object, found: options.columns });
     this.columns = options.columns;
+    this.types = options.types ?? options.columns.map(() => "");
   }
 
-  /** The refusal of `columns` of data frame `frame` (obs, var) of the input at `location`. */
-  static of(location: string, frame: string, columns: string[]): UnsupportedColumnsError {
+  /** The refusal of `columns` (stored as `types`) of data frame `frame` (obs, var) of the input at `location`. */
+  static of(location: string, frame: string, columns: string[], types?: string[]): UnsupportedColumnsError {
     return new UnsupportedColumnsError(
       `${location}: ${frame} has ${columns.length === 1 ? "a column" : "columns"} of a type that cannot be stored ` +
-        `(only categorical, numeric, boolean and string columns can): ${columns.map((c) => JSON.stringify(c)).join(", ")}. ` +
+        `(only categorical, numeric, boolean and string columns can): ${namedTypes(columns, types)}. ` +
         "Exclude them, or convert them (e.g. datetimes to strings) in Python first.",
-      { object: objectIn(location, frame), columns },
+      { object: objectIn(location, frame), columns, ...(types ? { types } : {}) },
     );
   }
+}
+
+/** `"when" (HDF5 opaque (8 bytes)), "nested" (encoding "awkward-array")`: each column and its type. */
+function namedTypes(columns: readonly string[], types?: readonly string[]): string {
+  return columns.map((c, i) => `${JSON.stringify(c)}${types?.[i] ? ` (${types[i]})` : ""}`).join(", ");
 }
 
 /** True when `err` is an {@link InputError}, optionally of the given tag. */

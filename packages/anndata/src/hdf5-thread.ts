@@ -356,6 +356,7 @@ class ThreadArray implements TreeArray {
   readonly element: ElementKind;
   readonly itemSize: number;
   readonly fields?: CompoundField[];
+  readonly dtype?: string;
 
   constructor(
     private readonly tree: ThreadTree,
@@ -366,6 +367,7 @@ class ThreadArray implements TreeArray {
     this.element = info.element;
     this.itemSize = info.itemSize;
     if (info.fields) this.fields = info.fields;
+    if (info.dtype) this.dtype = info.dtype;
   }
   async attrs(): Promise<Record<string, unknown>> {
     return (await this.tree.call({ op: "attrs", path: this.path }, this.path)) as Record<string, unknown>;

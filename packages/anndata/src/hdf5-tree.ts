@@ -175,12 +175,33 @@ function kindOf(meta: TypeMeta): ElementKind {
   }
 }
 
+/** HDF5 type classes no reader here decodes, as a refusal names them. */
+const UNREAD_CLASSES: Record<number, string> = {
+  2: "HDF5 time",
+  4: "HDF5 bitfield",
+  5: "HDF5 opaque",
+  7: "HDF5 reference",
+  9: "HDF5 variable-length sequence",
+  10: "HDF5 array",
+};
+
+/** The stored type of an element no reader decodes, in words; undefined for those read. */
+function unreadType(meta: TypeMeta): string | undefined {
+  const name = UNREAD_CLASSES[meta.type];
+  if (name === undefined) return undefined;
+  // h5py keeps numpy's datetime64 and timedelta64 as 8-byte opaque values (the numpy dtype in the
+  // type's tag, which h5wasm does not expose)
+  const h5py = meta.type === 5 && meta.size === 8 ? ": how h5py stores numpy datetime64 and timedelta64" : "";
+  return `${name}, ${meta.size} bytes${h5py}`;
+}
+
 class Hdf5Array implements TreeArray {
   readonly kind = "array" as const;
   readonly shape: number[];
   readonly element: ElementKind;
   readonly itemSize: number;
   readonly fields?: CompoundField[];
+  readonly dtype?: string;
   private checked = false;
 
   constructor(
@@ -196,6 +217,8 @@ class Hdf5Array implements TreeArray {
     this.shape = meta.shape ?? [];
     this.element = kindOf(meta);
     this.itemSize = meta.size;
+    const unread = unreadType(meta);
+    if (unread !== undefined) this.dtype = unread;
     if (meta.compound_type) {
       this.fields = meta.compound_type.members.map(fieldOf);
     }

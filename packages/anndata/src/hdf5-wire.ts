@@ -22,6 +22,7 @@ export type NodeInfo =
       element: ElementKind;
       itemSize: number;
       fields?: CompoundField[];
+      dtype?: string;
     };
 
 /** An error thrown in the worker, rebuilt as the same error class on the main thread. */

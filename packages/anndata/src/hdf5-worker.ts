@@ -31,6 +31,7 @@ function info(node: TreeNode | undefined): NodeInfo | null {
     element: node.element,
     itemSize: node.itemSize,
     ...(node.fields ? { fields: node.fields } : {}),
+    ...(node.dtype ? { dtype: node.dtype } : {}),
   };
 }
 

@@ -3,10 +3,14 @@
  * written once for HDF5 and zarr. Browser-safe: implementations live in their own modules.
  */
 
+import type { DatetimeUnit } from "./datetime-text.js";
 import type { NumericValues } from "./types.js";
 
-/** Element type of an array, as far as the readers care. */
-export type ElementKind = "int" | "uint" | "float" | "bool" | "string" | "compound" | "other";
+/**
+ * Element type of an array, as far as the readers care. `datetime`: numpy datetime64, int64 counts
+ * of {@link TreeArray.datetime}'s unit since 1970-01-01 (NaT the smallest int64).
+ */
+export type ElementKind = "int" | "uint" | "float" | "bool" | "string" | "datetime" | "compound" | "other";
 
 /** One field of a compound (structured) element type: legacy anndata obs/var tables. */
 export interface CompoundField {
@@ -19,6 +23,10 @@ export interface CompoundField {
    * absent for scalar fields. `readCompound` returns such a field row-major, records x elements.
    */
   shape?: number[];
+  /** The unit of a `datetime` field, which `readCompound` gives as int64 counts. */
+  datetime?: DatetimeUnit;
+  /** The stored type in words, for a field no reader decodes (see {@link TreeArray.dtype}). */
+  dtype?: string;
 }
 
 export interface TreeArray {
@@ -31,6 +39,13 @@ export interface TreeArray {
   readonly itemSize: number;
   /** Fields, for compound element types. */
   readonly fields?: CompoundField[];
+  /** The unit of a `datetime` array; `read` gives its int64 counts. */
+  readonly datetime?: DatetimeUnit;
+  /**
+   * The stored type in the format's words, where `element` cannot say it (`datetime64[ns]`,
+   * `timedelta64[s]`, `complex128`, `HDF5 opaque (8 bytes)`): what a refusal names.
+   */
+  readonly dtype?: string;
   /**
    * Rows per chunk along the first axis when a read decodes every chunk it touches whole (zarr);
    * undefined where a range costs only its rows (HDF5).

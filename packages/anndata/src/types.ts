@@ -35,12 +35,14 @@ export type NumericValues =
 /**
  * One column of an obs/var table. `nulls[i] === 1` marks a missing value (pandas NA); `nullable`
  * marks a column stored as a pandas nullable array (nullable-integer, -boolean, -string-array),
- * which may have no missing value at all.
+ * which may have no missing value at all. `textFrom` marks a string column that was not text in
+ * the input: the input's type (`datetime64[ns]`), whose values are given as ISO-8601 text
+ * (`numpy.datetime_as_string`), missing values (NaT) as null.
  */
 export type TableColumn =
   | { name: string; kind: "numeric"; values: NumericValues; nulls?: Uint8Array; nullable?: boolean }
   | { name: string; kind: "bool"; values: Uint8Array; nulls?: Uint8Array; nullable?: boolean }
-  | { name: string; kind: "string"; values: (string | null)[]; nullable?: boolean }
+  | { name: string; kind: "string"; values: (string | null)[]; nullable?: boolean; textFrom?: string }
   | {
       name: string;
       kind: "category";
@@ -72,6 +74,8 @@ export type TableColumnReader =
       kind: "string";
       read(a: number, b: number): Promise<(string | null)[]>;
       nullable?: boolean;
+      /** As in {@link TableColumn}: the input's type of a column given as text. */
+      textFrom?: string;
     }
   | {
       name: string;

@@ -1,11 +1,13 @@
 /**
  * Zarr v2 record arrays (numpy structured dtypes), which zarrita cannot open: the obs/var tables
  * of AnnData zarr stores written before anndata 0.7. Only 1-d arrays of fixed-width fields
- * (bytes strings, little-endian numbers, bools) compressed with blosc, zlib, gzip or nothing.
+ * (bytes strings, little-endian numbers, bools, datetime64) compressed with blosc, zlib, gzip or
+ * nothing.
  * Browser-safe.
  */
 
 import { Blosc, GZip, Zlib } from "numcodecs";
+import { parseDatetimeUnit } from "./datetime-text.js";
 import { InputError, objectIn } from "./errors.js";
 import type { CompoundField, ElementKind, TreeArray } from "./tree.js";
 import type { NumericValues } from "./types.js";
@@ -55,6 +57,13 @@ export async function openRecordArray(
       throw bad(`field ${JSON.stringify(f)} is not a plain (name, type) pair`);
     }
     const typestr = f[1];
+    const dt = /^[<|]M8\[(\w+)\]$/.exec(typestr);
+    const datetime = dt ? parseDatetimeUnit(dt[1]!) : undefined;
+    if (datetime) {
+      fields.push({ name: f[0], kind: "datetime", itemSize: 8, offset, typestr, datetime });
+      offset += 8;
+      continue;
+    }
     const m = /^([<>|])([biufS])(\d+)$/.exec(typestr);
     if (!m || m[1] === ">") throw bad(`field type ${typestr} is not supported`);
     const size = Number(m[3]);
@@ -176,7 +185,7 @@ function readField(view: DataView, n: number, f: Field, at: (i: number) => numbe
     return Int16Array.from({ length: n }, (_, i) => view.getInt16(at(i), true));
   if (kind === "int" && itemSize === 4)
     return Int32Array.from({ length: n }, (_, i) => view.getInt32(at(i), true));
-  if (kind === "int" && itemSize === 8)
+  if ((kind === "int" || kind === "datetime") && itemSize === 8)
     return BigInt64Array.from({ length: n }, (_, i) => view.getBigInt64(at(i), true));
   if (kind === "uint" && itemSize === 2)
     return Uint16Array.from({ length: n }, (_, i) => view.getUint16(at(i), true));

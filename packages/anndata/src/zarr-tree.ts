@@ -4,9 +4,11 @@
  */
 
 import * as zarr from "zarrita";
+import type { DatetimeUnit } from "./datetime-text.js";
 import { InputError, objectIn } from "./errors.js";
 import type { ElementKind, Tree, TreeArray, TreeGroup, TreeNode } from "./tree.js";
 import type { NumericValues } from "./types.js";
+import { int64View, readArrayMeta, type ZarrArrayMeta } from "./zarr-dtype.js";
 import { openRecordArray } from "./zarr-records.js";
 
 /** What zarrita needs from a store: `get("/a/b")` resolving to the bytes or undefined. */
@@ -21,13 +23,39 @@ export function openZarrTree(location: string, store: ZarrReadable): Tree {
   return new ZarrTree(location, store);
 }
 
+/** The metadata documents of zarr v2 and v3, which several readers of one node each ask for. */
+const METADATA = /(^|\/)(\.zarray|\.zgroup|\.zattrs|zarr\.json)$/;
+
+/**
+ * `store` with each metadata document fetched once: the record-array check, zarrita and the
+ * data type check read the same `.zarray` or `zarr.json`, and over HTTP each read is a request.
+ */
+function onceMetadata(store: ZarrReadable): ZarrReadable {
+  const seen = new Map<string, Promise<Uint8Array | undefined>>();
+  return {
+    get: (key) => {
+      if (!METADATA.test(key)) return store.get(key);
+      let p = seen.get(key);
+      if (!p) {
+        p = store.get(key);
+        p.catch(() => seen.delete(key)); // a failed read is tried again
+        seen.set(key, p);
+      }
+      return p;
+    },
+    ...(store.children ? { children: (path: string) => store.children!(path) } : {}),
+  };
+}
+
 class ZarrTree implements Tree {
   private readonly root: zarr.Location<ZarrReadable>;
+  private readonly store: ZarrReadable;
   constructor(
     readonly location: string,
-    private readonly store: ZarrReadable,
+    store: ZarrReadable,
   ) {
-    this.root = zarr.root(store);
+    this.store = onceMetadata(store);
+    this.root = zarr.root(this.store);
   }
 
   async get(path: string): Promise<TreeNode | undefined> {
@@ -37,6 +65,10 @@ class ZarrTree implements Tree {
     try {
       node = await zarr.open(path === "" ? this.root : this.root.resolve(path));
     } catch (cause) {
+      // An array of a data type zarrita does not know fails to open (as "not found" in v2): its
+      // metadata says what it is, read only now so that the usual nodes cost no extra request.
+      const meta = await readArrayMeta(this.store, path);
+      if (meta !== undefined) return this.openUnknown(meta, path, cause);
       if (cause instanceof Error && cause.name === "NotFoundError") return undefined;
       if (cause instanceof Error && /not found/i.test(cause.message)) return undefined;
       throw new InputError(`${this.location}: cannot open zarr node ${path}: ${String(cause)}`, {
@@ -47,6 +79,17 @@ class ZarrTree implements Tree {
     }
     if (node instanceof zarr.Group) return new ZarrGroup(node, path);
     return new ZarrArray(this.location, node, path);
+  }
+
+  /** A datetime64 array read as its int64 counts; any other data type zarrita refused, named. */
+  private async openUnknown(meta: ZarrArrayMeta, path: string, cause: unknown): Promise<TreeArray> {
+    if (meta.datetime === undefined) return new UnreadableArray(this.location, this.store, path, meta, cause);
+    const location = zarr.root(int64View(this.store, meta)).resolve(path);
+    const array =
+      meta.version === 2
+        ? await zarr.open.v2(location, { kind: "array" })
+        : await zarr.open.v3(location, { kind: "array" });
+    return new ZarrArray(this.location, array, path, meta);
   }
 
   async close(): Promise<void> {}
@@ -85,15 +128,24 @@ class ZarrArray implements TreeArray {
   readonly itemSize: number;
   readonly chunkRows: number | undefined;
 
+  readonly datetime?: DatetimeUnit;
+  readonly dtype?: string;
+
   constructor(
     private readonly location: string,
     private readonly array: zarr.Array<zarr.DataType, ZarrReadable>,
     readonly path: string,
+    /** The metadata of a datetime64 array, which `array` reads as int64. */
+    datetime?: ZarrArrayMeta,
   ) {
     this.shape = array.shape;
     this.chunkRows = array.chunks[0];
-    this.element = kindOf(array.dtype);
+    this.element = datetime ? "datetime" : kindOf(array.dtype);
     this.itemSize = Number(/\d+/.exec(array.dtype)?.[0] ?? 8) / 8;
+    if (datetime?.datetime) {
+      this.datetime = datetime.datetime;
+      this.dtype = datetime.dtype;
+    }
   }
 
   async attrs(): Promise<Record<string, unknown>> {
@@ -160,5 +212,61 @@ class ZarrArray implements TreeArray {
       tag: "Unsupported",
       object: objectIn(this.location, this.path),
     });
+  }
+}
+
+/** An array whose data type no reader here decodes: its shape and data type, and refusals naming it. */
+class UnreadableArray implements TreeArray {
+  readonly kind = "array" as const;
+  readonly element = "other" as const;
+  readonly itemSize = 0;
+  readonly shape: number[];
+  readonly dtype: string;
+
+  constructor(
+    private readonly location: string,
+    private readonly store: ZarrReadable,
+    readonly path: string,
+    private readonly meta: ZarrArrayMeta,
+    private readonly cause: unknown,
+  ) {
+    this.shape = meta.shape;
+    this.dtype = meta.dtype;
+  }
+
+  async attrs(): Promise<Record<string, unknown>> {
+    if (this.meta.version === 3) return { ...((this.meta.json.attributes as object | undefined) ?? {}) };
+    const bytes = await this.store.get(`/${this.path}/.zattrs`);
+    try {
+      return bytes === undefined
+        ? {}
+        : (JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>);
+    } catch {
+      return {};
+    }
+  }
+
+  private refuse(): InputError {
+    return new InputError(
+      `${this.location}: zarr array ${this.path} holds ${this.dtype}, a data type this reader cannot decode.`,
+      {
+        tag: "Unsupported",
+        object: objectIn(this.location, this.path),
+        found: this.dtype,
+        cause: this.cause,
+      },
+    );
+  }
+
+  async read(): Promise<NumericValues> {
+    throw this.refuse();
+  }
+
+  async readStrings(): Promise<string[]> {
+    throw this.refuse();
+  }
+
+  async readCompound(): Promise<Map<string, string[] | NumericValues>> {
+    throw this.refuse();
   }
 }

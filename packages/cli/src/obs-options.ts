@@ -71,7 +71,7 @@ export function explainObsError(err: unknown): unknown {
   if (!(err instanceof UnsupportedObsColumns)) return err;
   const flag = `--obs-exclude ${err.columns.join(",")}`;
   const skip = `Add ${flag} to convert without ${err.columns.length === 1 ? "it" : "them"}`;
-  return new DeltacellsError(UnsupportedObsColumns.describe(err.object!, err.columns, skip), {
+  return new DeltacellsError(UnsupportedObsColumns.describe(err.object!, err.columns, skip, err.types), {
     tag: "InvalidInput",
     object: err.object,
     field: "obs",

@@ -122,7 +122,11 @@ test("convert refuses obs columns it cannot store, names them and the flag, and 
   const out = join(dir, "refused");
   const r = await cli("convert", "data/anndata/obs-unsupported.h5ad", out, "--quiet");
   assert.equal(r.code, 1);
-  assert.match(r.stderr, /\[InvalidInput\].*"when", "nested".*--obs-exclude when,nested/);
+  // each column with what it is stored as: h5py's opaque datetime values, an awkward array
+  assert.match(
+    r.stderr,
+    /\[InvalidInput\].*"when" \(HDF5 opaque, 8 bytes: how h5py stores numpy datetime64 and timedelta64\), "nested" \(encoding "awkward-array"\)\. Add --obs-exclude when,nested/,
+  );
   assert.equal(existsSync(join(out, "manifest.json")), false);
   // over an existing dataset: the refusal comes before anything is deleted
   const before = readFileSync(join(ds, "manifest.json"));
@@ -138,6 +142,43 @@ test("convert refuses obs columns it cannot store, names them and the flag, and 
     "when,nested",
   );
   assert.equal(ok.code, 0, ok.stderr);
+});
+
+test("convert keeps a zarr input's datetime64 obs columns as ISO-8601 text and says so; a timedelta64 one is refused by name and type", async () => {
+  const out = join(dir, "datetimes");
+  const refused = await cli("convert", "data/anndata/obs-datetime-v3.zarr", out, "--quiet");
+  assert.equal(refused.code, 1);
+  assert.match(
+    refused.stderr,
+    /\[InvalidInput\].*"gap" \(timedelta64\[s\]\)\. Add --obs-exclude gap to convert without it/,
+  );
+  assert.doesNotMatch(refused.stderr, /missing/);
+  const r = await cli("convert", "data/anndata/obs-datetime-v3.zarr", out, "--quiet", "--obs-exclude", "gap");
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(
+    r.stdout,
+    /\n {2}obs: "when" \(datetime64\[ns\]\), "day" \(datetime64\[D\]\) kept as ISO-8601 text, the only way obs can hold them/,
+  );
+  const json = await cli(
+    "convert",
+    "data/anndata/obs-datetime-v2.zarr",
+    join(dir, "dt2"),
+    "--quiet",
+    "--obs-exclude",
+    "gap",
+    "--json",
+  );
+  assert.deepEqual(JSON.parse(json.stdout).obs_text_from, { when: "datetime64[ns]", day: "datetime64[D]" });
+  const manifest = JSON.parse(readFileSync(join(out, "manifest.json"), "utf8"));
+  assert.deepEqual(manifest.metadata.obs_text_from, { when: "datetime64[ns]", day: "datetime64[D]" });
+  const rows = await cli("obs", out, "--columns", "cell,when,day", "--cells", "2:5", "--cache-dir", cache);
+  assert.equal(
+    rows.stdout,
+    "cell\twhen\tday\nc02\t2024-01-03T02:02:02.000000000\t2000-01-01\nc03\t\t2000-01-02\nc04\t1969-12-31T23:59:59.999999999\t2000-01-03\n",
+  );
+  // an input without such columns says nothing of it
+  const plain = await cli("convert", "data/anndata/csr.h5ad", join(dir, "plain-summary"), "--quiet");
+  assert.doesNotMatch(plain.stdout, /ISO-8601/);
 });
 
 test("convert --obs-exclude refuses a name that is no obs column, names it and the columns there are", async () => {
@@ -169,11 +210,13 @@ test("the library's obs refusals are told with --obs-exclude, their details kept
     [unknown._tag, unknown.found, unknown.expected],
     ["InvalidInput", ["celltype", "batch "], { columns: ["cell_type"] }],
   );
-  const unsupported = explainObsError(UnsupportedObsColumns.of("in.h5ad", ["when"], undefined));
+  const unsupported = explainObsError(
+    UnsupportedObsColumns.of("in.h5ad", ["when"], undefined, ["HDF5 opaque"]),
+  );
   assert.ok(unsupported instanceof DeltacellsError);
   assert.equal(
     unsupported.message,
-    'in.h5ad: obs has a column of a type deltacells cannot store (only categorical, numeric, boolean and string): "when". Add --obs-exclude when to convert without it, or convert it (e.g. datetimes to strings) in Python first.',
+    'in.h5ad: obs has a column of a type deltacells cannot store (only categorical, numeric, boolean and string): "when" (HDF5 opaque). Add --obs-exclude when to convert without it, or convert it (e.g. to strings) in Python first.',
   );
   assert.deepEqual(unsupported.expected, { flag: "--obs-exclude when" });
   // An obs error that only mentions the option's words is no refusal of excluded names.

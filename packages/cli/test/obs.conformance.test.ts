@@ -41,6 +41,13 @@ const CASES: Case[] = [
     label: "zarr v3, every column encoding",
   },
   { kind: "anndata-zarr", input: "data/anndata/csr-v2.zarr" },
+  ...[2, 3].map((v) => ({
+    kind: "anndata-zarr",
+    input: `data/anndata/obs-datetime-v${v}.zarr`,
+    opts: ["--obs-exclude", "gap", "--tile-size", "5"],
+    check: { exclude: ["gap"] },
+    label: `zarr v${v}: datetime64 columns kept as ISO-8601 text, a timedelta64 one excluded`,
+  })),
   {
     kind: "anndata-zarr",
     input: "data/mouse-10k-subset/10x-10k-subset.zarr",

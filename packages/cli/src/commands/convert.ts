@@ -87,6 +87,17 @@ export function leftoverLine(removed: string[]): string {
   return `\n  removed ${count(removed.length, "temporary file")} left by a writer that was killed (${removed[0]}${removed.length > 1 ? ", ..." : ""})`;
 }
 
+/**
+ * The line saying which obs columns were stored as text though they were not text in the input
+ * (datetime64 columns as ISO-8601 text), if any: what a reader of the summary would not expect.
+ */
+export function textFromLine(textFrom: Record<string, string> | undefined): string {
+  const entries = Object.entries(textFrom ?? {});
+  if (entries.length === 0) return "";
+  const list = entries.map(([name, type]) => `${JSON.stringify(name)} (${type})`).join(", ");
+  return `\n  obs: ${list} kept as ISO-8601 text, the only way obs can hold ${entries.length === 1 ? "it" : "them"} (pandas.to_datetime reads ${entries.length === 1 ? "it" : "them"} back)`;
+}
+
 /** `--axes 0,1` as the sorted, distinct axes of a cells x genes matrix. */
 function axesOption(spec: string | undefined): number[] {
   if (spec === undefined) return [0, 1];
@@ -225,6 +236,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     const seconds = (performance.now() - started) / 1000;
     const nnz = manifest.tile_nnz.reduce((a, b) => a + b, 0);
     const tileBytes = manifest.tile_bytes.reduce((a, b) => a + b, 0);
+    const textFrom = manifest.metadata.obs_text_from as Record<string, string> | undefined;
     const summary = {
       input,
       output: store.url,
@@ -237,6 +249,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       bytes,
       tile_bytes: tileBytes,
       has_obs: manifest.has_obs,
+      ...(textFrom ? { obs_text_from: textFrom } : {}),
       tile_bytes_per_nonzero: nnz ? tileBytes / nnz : 0,
       ...(companion
         ? {
@@ -256,7 +269,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     companion
       ? `\n  sporadik companion: ${companion.json.output} (${companion.json.bytes.toLocaleString("en-US")} bytes, both layouts, with maxima${companion.json.checksums ? ", checksummed" : ""})`
       : ""
-  }${leftoverLine(target.removedTempFiles)}`;
+  }${textFromLine(textFrom)}${leftoverLine(target.removedTempFiles)}`;
     return { text, json: summary, store };
   } catch (err) {
     await target.abandon().catch(() => undefined);

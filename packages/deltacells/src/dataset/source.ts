@@ -36,7 +36,14 @@ export type SourceColumn =
       nullable?: boolean;
     }
   | { name: string; kind: "bool"; values: Uint8Array; nulls?: Uint8Array; nullable?: boolean }
-  | { name: string; kind: "string"; values: (string | null)[]; nullable?: boolean }
+  | {
+      name: string;
+      kind: "string";
+      values: (string | null)[];
+      nullable?: boolean;
+      /** A column that was not text in the input: its type there (`datetime64[ns]`), here as ISO-8601 text. */
+      textFrom?: string;
+    }
   | { name: string; kind: "category"; codes: Int32Array; categories: string[]; ordered: boolean };
 
 /** A table with a string index (a pandas DataFrame as stored by anndata). */
@@ -77,6 +84,8 @@ export type SourceColumnReader =
       kind: "string";
       read(a: number, b: number): Promise<(string | null)[]>;
       nullable?: boolean;
+      /** As in {@link SourceColumn}. */
+      textFrom?: string;
     }
   | {
       name: string;

@@ -153,7 +153,13 @@ export function tableReader(table: SourceTable, location: string, nCells: number
         rowsOf(col.name, col.values.length);
         const values = Utf8Strings.from(col.values);
         const nullable = col.nullable ? { nullable: true } : {};
-        return { name: col.name, kind: "string", read: async (a, b) => values.slice(a, b), ...nullable };
+        return {
+          name: col.name,
+          kind: "string",
+          read: async (a, b) => values.slice(a, b),
+          ...nullable,
+          ...(col.textFrom ? { textFrom: col.textFrom } : {}),
+        };
       }
     }
   });

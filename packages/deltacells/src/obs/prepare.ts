@@ -14,7 +14,7 @@ import { DEFAULT_MAX_CATEGORIES } from "./schema.js";
 export interface ObsWriteOptions {
   /** Write no obs even when the source has a cell table (default false). */
   skip?: boolean;
-  /** obs columns not to read or write (e.g. datetimes, which the format cannot hold). */
+  /** obs columns not to read or write (types the format cannot hold, such as timedeltas). */
   exclude?: string[];
   /**
    * obsm entries to store as float32 columns `KEY_0, KEY_1, ...`: "auto" (default) takes every
@@ -40,25 +40,35 @@ const obsRefusal = (object: string, expected: unknown, found: string[]) =>
 /** A refusal of obs columns the format cannot hold: the columns in `found`, the option in `expected`. */
 export class UnsupportedObsColumns extends DeltacellsError {
   readonly columns: string[];
-  constructor(message: string, options: { object: string; columns: string[]; cause?: unknown }) {
+  /** What each of {@link columns} is stored as in the input, as the reader said (may be ""). */
+  readonly types: string[];
+  constructor(
+    message: string,
+    options: { object: string; columns: string[]; types?: string[]; cause?: unknown },
+  ) {
     const { object, columns, cause } = options;
     super(message, { ...obsRefusal(object, { exclude: columns }, columns), cause });
     this.columns = columns;
+    this.types = options.types ?? columns.map(() => "");
   }
 
-  /** The refusal of `columns` of the obs of the input at `location`. */
-  static of(location: string, columns: string[], cause: unknown): UnsupportedObsColumns {
+  /** The refusal of `columns` (stored as `types`) of the obs of the input at `location`. */
+  static of(location: string, columns: string[], cause: unknown, types?: string[]): UnsupportedObsColumns {
     const skip = `Skip ${columns.length === 1 ? "it" : "them"} with the obs exclude option`;
-    return new UnsupportedObsColumns(UnsupportedObsColumns.describe(location, columns, skip), {
+    return new UnsupportedObsColumns(UnsupportedObsColumns.describe(location, columns, skip, types), {
       object: location,
       columns,
+      ...(types ? { types } : {}),
       cause,
     });
   }
 
   /** The message of {@link of}, with `skip` saying how to skip the columns (a CLI names its flag). */
-  static describe(location: string, columns: string[], skip: string): string {
-    return `${location}: obs has ${columns.length === 1 ? "a column" : "columns"} of a type deltacells cannot store (only categorical, numeric, boolean and string): ${names(columns)}. ${skip}, or convert ${columns.length === 1 ? "it" : "them"} (e.g. datetimes to strings) in Python first.`;
+  static describe(location: string, columns: string[], skip: string, types?: string[]): string {
+    const typed = columns
+      .map((c, i) => `${JSON.stringify(c)}${types?.[i] ? ` (${types[i]})` : ""}`)
+      .join(", ");
+    return `${location}: obs has ${columns.length === 1 ? "a column" : "columns"} of a type deltacells cannot store (only categorical, numeric, boolean and string): ${typed}. ${skip}, or convert ${columns.length === 1 ? "it" : "them"} (e.g. to strings) in Python first.`;
   }
 }
 
@@ -129,6 +139,12 @@ export interface ObsMetadata {
    * also when no value is missing (the schema has no place for it).
    */
   obs_nullable: string[];
+  /**
+   * Columns stored as text that were not text in the input, with the input's type: a numpy
+   * `datetime64[ns]` column is kept as ISO-8601 text (obs has no date type). Present only when
+   * there are such columns.
+   */
+  obs_text_from?: Record<string, string>;
 }
 
 /** The planned obs columns of `source` and their metadata, or undefined when it gets no obs. */
@@ -146,8 +162,12 @@ export async function prepareObs(
       reader ??
       tableReader(await source.obs({ exclude: opts.exclude ?? [] }), source.location, source.nCells);
   } catch (err) {
-    const columns = (err as { columns?: unknown }).columns;
-    if (Array.isArray(columns)) throw UnsupportedObsColumns.of(source.location, columns as string[], err);
+    const { columns, types } = err as { columns?: unknown; types?: unknown };
+    if (Array.isArray(columns)) {
+      const described =
+        Array.isArray(types) && types.length === columns.length ? (types as string[]) : undefined;
+      throw UnsupportedObsColumns.of(source.location, columns as string[], err, described);
+    }
     throw err;
   }
   refuseUnknownExcluded(source.location, table, opts.exclude ?? []);
@@ -182,6 +202,10 @@ export async function prepareObs(
     obs_ordered: table.columns.filter((c) => c.kind === "category" && c.ordered).map((c) => c.name),
     obs_nullable: table.columns.filter((c) => c.kind !== "category" && c.nullable).map((c) => c.name),
   };
+  const textFrom = Object.fromEntries(
+    table.columns.flatMap((c) => (c.kind === "string" && c.textFrom ? [[c.name, c.textFrom]] : [])),
+  );
+  if (Object.keys(textFrom).length > 0) metadata.obs_text_from = textFrom;
   return { columns, metadata };
 }
 
