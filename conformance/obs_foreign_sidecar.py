@@ -5,9 +5,11 @@ nothing (every field nullable, so category codes are OPTIONAL in parquet; statis
 dictionary encoding) and the fingerprint's canonical JSON with json.dumps's default separators
 (", " and ": ").
 
-Usage: obs_foreign_sidecar.py DATASET OUT [--null-codes] [--compact]
-  --null-codes  missing categories as null codes instead of -1 (pyarrow's dictionary arrays do so)
-  --compact     the fingerprint with separators=(",", ":") instead (the strict form)
+Usage: obs_foreign_sidecar.py DATASET OUT [--null-codes] [--compact] [--no-obs-metadata]
+  --null-codes       missing categories as null codes instead of -1 (pyarrow's dictionary arrays do so)
+  --compact          the fingerprint with separators=(",", ":") instead (the strict form)
+  --no-obs-metadata  drop the manifest metadata's obs_* keys (the free-form metadata deltacells
+                     writes: which column is the index, ...), which another writer would not write
 OUT is a copy of DATASET with new obs shards, obs_shard_bytes, obs_shard_sha256 and obs_fingerprint.
 Prints {"fingerprint": ..., "separators": ...}.
 """
@@ -29,6 +31,7 @@ def main():
     p.add_argument("out")
     p.add_argument("--null-codes", action="store_true")
     p.add_argument("--compact", action="store_true")
+    p.add_argument("--no-obs-metadata", action="store_true")
     args = p.parse_args()
     shutil.copytree(args.dataset, args.out)
     with open(os.path.join(args.out, "manifest.json")) as f:
@@ -68,6 +71,8 @@ def main():
     man["obs_shard_bytes"] = sizes
     man["obs_shard_sha256"] = shas
     man["obs_fingerprint"] = hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+    if args.no_obs_metadata:
+        man["metadata"] = {k: v for k, v in man["metadata"].items() if not k.startswith("obs_")}
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(man, f, indent=1)
     print(json.dumps({"fingerprint": man["obs_fingerprint"], "separators": list(separators)}))

@@ -2,6 +2,9 @@
  * The obs of an exported range of cells, rebuilt as AnnData holds it: the index from the column
  * named in `metadata.obs_index` (with the pandas index name of `metadata.obs_index_name`), the
  * embedding columns `KEY_0..` back into float32 `obsm[KEY]`, every other column as a table column.
+ * A dataset whose metadata names no index column (one written by another implementation: the
+ * metadata is free-form) keeps every column, and its cells are named by their numbers in the
+ * dataset, as an AnnData without obs names has them.
  */
 import type { Dataset, ObsColumn, ObsNumericType } from "@deltacells/core";
 import { numericValues } from "@deltacells/core/internal";
@@ -90,14 +93,19 @@ export async function exportObs(ds: Dataset, a: number, b: number): Promise<Expo
     obs_index_name?: string | null;
     obs_embeddings?: Record<string, number>;
   };
-  const indexColumn = md.obs_index ?? frame.columns[0]!.name;
+  // No named index: no column is taken for one (a first column of labels would become
+  // repeated cell names and leave obs).
+  const indexColumn = md.obs_index;
   const embeddings = Object.entries(md.obs_embeddings ?? {});
   const embedded = new Set(
     embeddings.flatMap(([key, k]) => Array.from({ length: k }, (_, j) => `${key}_${j}`)),
   );
   const ordered = new Set((ds.manifest.metadata.obs_ordered as string[] | undefined) ?? []);
   const nullable = new Set((ds.manifest.metadata.obs_nullable as string[] | undefined) ?? []);
-  const index = indexLabels(frame.column(indexColumn), a, b);
+  const index =
+    indexColumn === undefined
+      ? Array.from({ length: b - a }, (_, i) => String(a + i))
+      : indexLabels(frame.column(indexColumn), a, b);
   const columns = frame.columns
     .filter((c) => c.name !== indexColumn && !embedded.has(c.name))
     .map((c): FrameColumn => {
@@ -116,7 +124,8 @@ export async function exportObs(ds: Dataset, a: number, b: number): Promise<Expo
     return { name, k, values };
   });
   return {
-    indexName: md.obs_index_name === undefined ? indexColumn : md.obs_index_name,
+    indexName:
+      indexColumn === undefined ? null : md.obs_index_name === undefined ? indexColumn : md.obs_index_name,
     index,
     columns,
     obsm,

@@ -171,3 +171,62 @@ test("the index comes back as labels when the index column is a category", async
   const obs = await exportObs(await openDataset(store), 1, 4);
   assert.deepEqual(obs?.index, ["b", "a", "b"]);
 });
+
+test("without a named obs index every column is kept and the cells are numbered, as a dataset written by others has it", async () => {
+  const store = new MemoryStore();
+  const source = {
+    format: "h5ad",
+    location: "memory://no-index",
+    matrixPath: "X",
+    nCells: 4,
+    nGenes: 1,
+    var: async () => ({ indexName: null, index: ["g"], columns: [] }),
+    obs: async () => ({
+      indexName: "cell",
+      index: ["w", "x", "y", "z"],
+      columns: [
+        {
+          name: "cluster",
+          kind: "category" as const,
+          codes: Int32Array.of(0, 1, 1, 0),
+          categories: ["Mono", "NK"],
+          ordered: false,
+        },
+        { name: "n_genes", kind: "numeric" as const, values: Int32Array.of(10, 20, 30, 40) },
+      ],
+    }),
+    async *rowBlocks() {
+      yield {
+        rowStart: 0,
+        nRows: 4,
+        indptr: new Float64Array(5),
+        indices: new Int32Array(0),
+        data: new Int32Array(0),
+      };
+    },
+  };
+  await writeDataset(source as never, store, {
+    encoder: {
+      encode: (rows: Parameters<typeof encodeTile>[0], o?: object) => encodeTile(rows, { ...o, level: 1 }),
+    },
+    compress: zstdCompressor(1),
+    tileSize: 2,
+  });
+  // another writer's manifest: no obs_* metadata at all
+  const manifest = JSON.parse(new TextDecoder().decode((await store.get("manifest.json"))!));
+  manifest.metadata = { source: "elsewhere" };
+  await store.set("manifest.json", new TextEncoder().encode(JSON.stringify(manifest)));
+  const obs = (await exportObs(await openDataset(store), 1, 4))!;
+  assert.deepEqual(obs.index, ["1", "2", "3"], "the dataset's cell numbers, not a column's labels");
+  assert.equal(obs.indexName, null);
+  assert.deepEqual(
+    obs.columns.map((c) => c.name),
+    ["cell", "cluster", "n_genes"],
+  );
+  const cluster = obs.columns[1]!;
+  assert.ok(cluster.kind === "category");
+  assert.deepEqual(
+    Array.from(cluster.codes, (c) => cluster.categories[c]),
+    ["NK", "NK", "Mono"],
+  );
+});

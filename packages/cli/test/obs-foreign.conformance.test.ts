@@ -92,6 +92,36 @@ for (const [what, { path }] of Object.entries(VARIANTS)) {
   });
 }
 
+test("export of a sidecar whose manifest names no obs index keeps every column and numbers the cells, as anndata reads it", async () => {
+  const path = join(dir, "no-metadata");
+  const r = await run(PYTHON, ["conformance/obs_foreign_sidecar.py", ORIGINAL, path, "--no-obs-metadata"]);
+  assert.equal(r.code, 0, r.stderr);
+  const back = join(dir, "no-metadata.h5ad");
+  const e = await cli("export", path, back, "--quiet", "--cells", "3:9");
+  assert.equal(e.code, 0, e.stderr);
+  const check = await run(PYTHON, [
+    "-c",
+    [
+      "import json, sys, anndata as ad",
+      "a = ad.read_h5ad(sys.argv[1]); o = ad.read_h5ad(sys.argv[2])[3:9]",
+      "print(json.dumps({'names': list(a.obs_names), 'index_name': a.obs.index.name, 'columns': list(a.obs.columns),",
+      "  'cell_id': list(a.obs['cell_id']), 'same_cat': list(a.obs['cat'].astype(str)) == list(o.obs['cat'].astype(str)),",
+      "  'same_cats': list(a.obs['cat'].cat.categories) == list(o.obs['cat'].cat.categories)}))",
+    ].join("\n"),
+    back,
+    "data/anndata/obs-encodings.h5ad",
+  ]);
+  assert.equal(check.code, 0, check.stderr);
+  const got = JSON.parse(check.stdout);
+  assert.deepEqual(got.names, ["3", "4", "5", "6", "7", "8"], "the cells' numbers in the dataset");
+  assert.equal(got.index_name, null);
+  assert.equal(got.columns[0], "cell_id", "the column that was the index is kept, first");
+  assert.ok(got.columns.includes("cat") && got.columns.includes("X_umap_0"), got.columns.join(","));
+  assert.deepEqual(got.cell_id, ["c003", "c004", "c005", "c006", "c007", "c008"]);
+  assert.equal(got.same_cat, true, "a categorical stays a column, not cell names");
+  assert.equal(got.same_cats, true);
+});
+
 test("a pyarrow-written sidecar changed afterwards is still refused: the accepted spellings are of the same content", async () => {
   const { path } = VARIANTS["json.dumps's default separators, nullable codes"];
   const schema = join(path, "obs", "schema.json");
