@@ -25,6 +25,7 @@ import { mulberry32 } from "../../test-utils/prng.js";
 import type { FaultClass, RunOptions } from "./classes.js";
 import { workDir } from "./fixtures.js";
 import { type CaseResult, judgeError, withTimeout } from "./outcome.js";
+import { MUTATIONS } from "./tile-mutants.js";
 
 const N = 600;
 
@@ -102,27 +103,9 @@ type Damage = (file: Uint8Array, at: number, rnd: () => number, other: Uint8Arra
 
 /** Each damage: the bytes the file gets, or undefined to delete it. */
 const DAMAGES: Record<string, Damage> = {
-  flip: (file, at, rnd) => {
-    const out = file.slice();
-    out[at]! ^= 1 << Math.floor(rnd() * 8);
-    if (rnd() < 0.5)
-      out[Math.min(out.length - 1, at + 1 + Math.floor(rnd() * 8))]! ^= 1 << Math.floor(rnd() * 8);
-    return out;
-  },
-  fill: (file, at, rnd) => {
-    const out = file.slice();
-    out.fill(rnd() < 0.5 ? 0 : 0xff, at, Math.min(out.length, at + 1 + Math.floor(rnd() * 16)));
-    return out;
-  },
-  truncate: (file, at) => file.slice(0, at),
+  ...MUTATIONS,
   empty: () => new Uint8Array(0),
   garbage: (file, _at, rnd) => Uint8Array.from({ length: file.length }, () => Math.floor(rnd() * 256)),
-  extend: (file, _at, rnd) => {
-    const out = new Uint8Array(file.length + 1 + Math.floor(rnd() * 64));
-    out.set(file);
-    for (let i = file.length; i < out.length; i++) out[i] = Math.floor(rnd() * 256);
-    return out;
-  },
   swap: (_file, _at, _rnd, other) => other.slice(),
   delete: () => undefined,
 };

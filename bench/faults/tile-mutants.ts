@@ -45,7 +45,12 @@ export function tileRegions(tile: Uint8Array): Record<Region, [number, number][]
 
 type Mutate = (tile: Uint8Array, at: number, rnd: () => number) => Uint8Array;
 
-const MUTATIONS: Record<string, Mutate> = {
+/**
+ * Byte damage at a seeded offset, each returning a damaged copy: one or two bits flipped, a run
+ * of 1-16 bytes set to 0x00 or 0xFF, a truncation there, 1-64 random bytes appended. The obs cache
+ * class damages its files the same ways.
+ */
+export const MUTATIONS: Record<"flip" | "fill" | "truncate" | "extend", Mutate> = {
   flip: (tile, at, rnd) => {
     const out = tile.slice();
     out[at]! ^= 1 << Math.floor(rnd() * 8);
@@ -113,7 +118,7 @@ async function run({ seed, long, cases, log }: RunOptions): Promise<CaseResult[]
       if (mutation === "extend") region = "tail";
       const key = `tiles/tile_${String(t).padStart(6, "0")}.dct`;
       const path = join(dir, key);
-      const mutant = MUTATIONS[mutation]!(tiles[t]!, at, rnd);
+      const mutant = MUTATIONS[mutation as keyof typeof MUTATIONS](tiles[t]!, at, rnd);
       const start = reference.tileStart(t);
       const end = reference.limits[t]!;
       const a = start + Math.floor(rnd() * (end - start));
