@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -78,6 +79,36 @@ def test_obs_shares_the_typescript_sides_cache_both_ways(datasets, tmp_path) -> 
         capture_output=True, text=True, check=True,
     )
     assert out.stdout.splitlines()[1] == str(first["cell_type"].iloc[0])
+
+
+def test_a_dataset_naming_no_obs_index_keeps_every_column_and_numbers_its_cells(datasets, sources, tmp_path) -> None:
+    # as another implementation writes the manifest: none of deltacells' obs_* metadata
+    ds_dir = tmp_path / "foreign"
+    subprocess.run(["cp", "-r", str(datasets["csr"]), str(ds_dir)], check=True)
+    manifest = json.loads((ds_dir / "manifest.json").read_text())
+    manifest["metadata"] = {"source": "elsewhere"}
+    (ds_dir / "manifest.json").write_text(json.dumps(manifest))
+    src = sources["csr"].obs
+    ds = deltacells.open(ds_dir)
+    obs = ds.obs()
+    assert list(obs.index) == [str(i) for i in range(len(src))]
+    assert obs.index.name is None
+    assert obs.columns[0] == "barcode", "the column that was the index stays a column"
+    assert list(obs["barcode"]) == list(src.index)
+    assert list(obs["cell_type"].astype(object)) == list(src["cell_type"].astype(object))
+    adata = ds.to_anndata(cells=slice(3, 6))
+    assert list(adata.obs_names) == ["3", "4", "5"]
+    assert list(adata.obs["barcode"]) == list(src.index[3:6])
+
+
+def test_obs_of_a_dataset_without_a_cell_table_is_not_found_not_a_usage_mistake(tmp_path) -> None:
+    plain = tmp_path / "plain"
+    deltacells.convert(REPO / "data/seurat-pbmc-small/pbmc_small_counts.mtx", plain, level=1, progress=False)
+    with pytest.raises(deltacells.NotFound) as caught:
+        deltacells.open(plain).obs()
+    assert isinstance(caught.value, FileNotFoundError)
+    assert "has no obs" in caught.value.message
+    assert "obs=False" in caught.value.hint
 
 
 def test_obs_goes_to_deltacells_cache_by_default(datasets, private_cache) -> None:

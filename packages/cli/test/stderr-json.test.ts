@@ -108,6 +108,45 @@ test("obs --localize caches the columns and the index column, and lists Arrow fi
   }
 });
 
+test("obs --localize of a dataset whose metadata names no index column lists index null and every column asked for", async () => {
+  const foreign = join(dir, "foreign");
+  mkdirSync(foreign);
+  const c = await cli(
+    "convert",
+    "data/anndata/csr.h5ad",
+    foreign,
+    "--tile-size",
+    "16",
+    "--quiet",
+    "--level",
+    "1",
+  );
+  assert.equal(c.code, 0, c.stderr);
+  // as another implementation writes the manifest: no obs_* metadata
+  const path = join(foreign, "manifest.json");
+  const manifest = JSON.parse(readFileSync(path, "utf8"));
+  manifest.metadata = { source: "elsewhere" };
+  writeFileSync(path, JSON.stringify(manifest));
+  const r = await cli(
+    "obs",
+    foreign,
+    "--columns",
+    "cell_type",
+    "--localize",
+    "--json",
+    "--cache-dir",
+    join(dir, "cache"),
+  );
+  assert.equal(r.code, 0, r.stderr);
+  const out = JSON.parse(r.stdout);
+  assert.equal(out.index, null, "no column taken for the cells' names");
+  assert.equal(out.index_name, null);
+  assert.deepEqual(
+    out.columns.map((col: { name: string }) => col.name),
+    ["cell_type"],
+  );
+});
+
 test("obs --localize refuses --cells: a column is cached whole", async () => {
   const r = await cli("obs", ds, "--localize", "--cells", "0:4");
   assert.equal(r.code, 2);

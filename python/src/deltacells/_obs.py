@@ -96,17 +96,22 @@ def frame(info: dict[str, Any], wanted: list[str] | None) -> pd.DataFrame:
     for c in columns.values():
         if not c.get("path"):
             raise DeltacellsError(f"obs column {c['name']!r} was not cached", tag="CacheUnreadable")
-    index_name = info["index"]
+    # None: the dataset names no index column (another writer's): every column stays a column,
+    # and the cells are named by their numbers, as anndata names cells without names
+    index_name = info.get("index")
     names = [n for n in columns if n != index_name] if wanted is None else wanted
 
     def series(name: str) -> Any:
         c = columns[name]
         return to_pandas(c, read_cached(c["path"], n_cells, n_tiles), name in ordered, name in nullable)
 
-    index_values = series(index_name)
-    if isinstance(index_values, pd.Categorical):
-        index_values = np.asarray(index_values.astype(object).fillna(""), dtype=object)
+    if index_name is None:
+        index_values = np.array([str(i) for i in range(n_cells)], dtype=object)
     else:
-        index_values = np.array(["" if v is None or v is pd.NA else str(v) for v in np.asarray(index_values, dtype=object)], dtype=object)
+        index_values = series(index_name)
+        if isinstance(index_values, pd.Categorical):
+            index_values = np.asarray(index_values.astype(object).fillna(""), dtype=object)
+        else:
+            index_values = np.array(["" if v is None or v is pd.NA else str(v) for v in np.asarray(index_values, dtype=object)], dtype=object)
     index = pd.Index(index_values, name=info.get("index_name"), dtype=object)
     return pd.DataFrame({name: series(name) for name in names}, index=index)

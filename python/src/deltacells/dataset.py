@@ -94,9 +94,16 @@ class Dataset:
         if isinstance(columns, str):
             columns = [columns]
         if not self.info.get("has_obs"):
-            from .errors import Usage
+            from .errors import NotFound
 
-            raise Usage(f"{self.url} has no obs: it was converted from an input without a cell table (or with obs=False)")
+            # the dataset's content, not a mistake in the call: as the command says it
+            raise NotFound(
+                f"{self.url} has no obs (has_obs is false in its manifest): it was converted from an input without a cell table, or with obs=False",
+                hint="convert the input again without obs=False to keep its cell table (AnnData obs, 10x barcodes; a Matrix Market file or a bare zarr array has none)",
+                object=f"{self.url}/manifest.json",
+                expected=True,
+                found=False,
+            )
         args = ["obs", self.url, "--localize"]
         if columns is not None:
             if len(columns) == 0:

@@ -23,7 +23,8 @@ With --localize, the columns (default: every one; the index column, the cells' n
 are fetched into the cache and their files listed instead of printed: each is an uncompressed Arrow IPC file, one record batch per tile, for
 a program that maps it (the Python package does). With --json, {"dataset", "n_cells",
 "fingerprint", "cache_dir", "n_tiles", "index", "index_name", "ordered", "nullable", "columns":
-[{"name", "kind", "arrow_type", "categories", "path"}]}.
+[{"name", "kind", "arrow_type", "categories", "path"}]}; "index" is null when the dataset names no
+index column (one written by another implementation): its cells are then numbered.
 
 options:
   --columns A,B    the columns to print (all: every column)
@@ -64,9 +65,11 @@ async function localize(
   cacheDir: string | undefined,
 ): Promise<Omit<CommandResult, "store">> {
   const md = ds.manifest.metadata as Record<string, unknown>;
-  // The column whose values are the cells' names (AnnData's obs_names), as export rebuilds it.
-  const index = typeof md.obs_index === "string" ? md.obs_index : (await ds.obsSchema()).columns[0]!.name;
-  const frame = await ds.obs(names.includes(index) ? names : [...names, index], { cacheDir });
+  // The column whose values are the cells' names (AnnData's obs_names), as export rebuilds it;
+  // null when the metadata names none (another writer's dataset): the cells are then numbered.
+  const index = typeof md.obs_index === "string" ? md.obs_index : null;
+  const wanted = index === null || names.includes(index) ? names : [...names, index];
+  const frame = await ds.obs(wanted, { cacheDir });
   const columns = frame.columns.map((c) => ({
     name: c.name,
     kind: c.kind,
@@ -81,7 +84,7 @@ async function localize(
     cache_dir: obsCacheRoot(cacheDir),
     n_tiles: ds.nTiles,
     index,
-    index_name: md.obs_index_name === undefined ? index : md.obs_index_name,
+    index_name: index === null ? null : md.obs_index_name === undefined ? index : md.obs_index_name,
     ordered: md.obs_ordered ?? [],
     nullable: md.obs_nullable ?? [],
     columns,
