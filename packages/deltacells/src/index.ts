@@ -1,5 +1,6 @@
 /** @deltacells/core: the deltacells v2 tile codec and datasets. Browser-safe; Node extras in `./node`. */
 
+export * from "./atlas/index.js";
 export * from "./codec/index.js";
 export * from "./dataset/index.js";
 export {

@@ -15,13 +15,10 @@ export type {
   SourceTableReader,
 } from "./source.js";
 export type { DatasetTile, ReadOptions, TileDecoder, TileReadOptions } from "./tile-io.js";
+export { autoTileSize, DEFAULT_TILE_SIZE, TARGET_TILE_NNZ, type TileEncoder } from "./tiling.js";
 export { type ValidationProblem, type ValidationReport, validateDataset } from "./validate.js";
 export type { Compress } from "./var-table.js";
 export {
-  autoTileSize,
-  DEFAULT_TILE_SIZE,
-  TARGET_TILE_NNZ,
-  type TileEncoder,
   type WriteDatasetOptions,
   type WriteDatasetResult,
   type WriteProgress,

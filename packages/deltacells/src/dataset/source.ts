@@ -134,5 +134,15 @@ export interface DatasetSource {
   obsmKeys?(): Promise<string[]>;
   /** The `obsm` entries named by `keys`, each read whole. */
   obsm?(keys?: string[]): Promise<Record<string, SourceEmbedding>>;
-  rowBlocks(opts?: { blockCells?: number; signal?: AbortSignal }): AsyncIterable<SourceRowBlock>;
+  /**
+   * The cells as row blocks, in order. `rowStart`/`rowEnd` ask for cells `[rowStart, rowEnd)`
+   * only: a source that can seek starts there (blocks keep their global `rowStart`); one that
+   * cannot may ignore it, and the caller skips what it does not need.
+   */
+  rowBlocks(opts?: {
+    blockCells?: number;
+    signal?: AbortSignal;
+    rowStart?: number;
+    rowEnd?: number;
+  }): AsyncIterable<SourceRowBlock>;
 }

@@ -1,7 +1,6 @@
 /**
  * Which obs columns a dataset gets, and of which kind (spec: "Obs"), from the input's cell table
- * and its obsm embeddings. Browser-safe and pure: the writer asks a plan for the rows of one tile
- * at a time, so nothing of the table is copied whole.
+ * and its obsm embeddings, and how a column's rows are handed to parquet. Browser-safe and pure.
  */
 
 import type {
@@ -12,22 +11,18 @@ import type {
   SourceTableReader,
 } from "../dataset/source.js";
 import { DeltacellsError } from "../errors.js";
-import { categoryCodeType, type ObsArrowType, type ObsColumnSchema } from "./schema.js";
+import { categoryCodeType, type ObsArrowType, type ObsColumnSchema, type ObsNumericType } from "./schema.js";
 import { Utf8Strings } from "./utf8-strings.js";
-
-/** One planned column: its schema entry and how to cut the rows of cells `[a, b)` for parquet. */
-export interface PlannedColumn {
-  schema: ObsColumnSchema;
-  /** Values of cells `[a, b)` as hyparquet-writer takes them for this column's parquet type. */
-  rows(a: number, b: number): Promise<ArrayLike<unknown>>;
-}
 
 /** The columns of an embedding: `KEY_0`, `KEY_1`, ... */
 export function embeddingColumnName(key: string, j: number): string {
   return `${key}_${j}`;
 }
 
-function numericArrowType(values: Extract<SourceColumn, { kind: "numeric" }>["values"]): ObsArrowType {
+/** The Arrow type of a numeric column's typed array. */
+export function numericArrowType(
+  values: Extract<SourceColumn, { kind: "numeric" }>["values"],
+): ObsNumericType {
   if (values instanceof Int8Array) return "int8";
   if (values instanceof Uint8Array) return "uint8";
   if (values instanceof Int16Array) return "int16";
@@ -62,7 +57,7 @@ export function parquetPhysical(
 }
 
 /** Cells `[a, b)` of a numeric column as its parquet physical type wants them, nulls as null. */
-function numericRows(
+export function numericRows(
   t: ObsArrowType,
   values: ArrayLike<number | bigint>,
   nulls: Uint8Array | undefined,
@@ -174,13 +169,13 @@ export function tableReader(table: SourceTable, location: string, nCells: number
 /** Rows of category codes checked per read, so a check never holds a whole column. */
 const CHECK_ROWS = 65_536;
 
-/** A table column as a planned obs column (a categorical over `maxCategories` becomes a string). */
+/** A table column's schema entry (a categorical over `maxCategories` becomes a string). */
 async function planColumn(
   location: string,
   col: SourceColumnReader,
   nCells: number,
   maxCategories: number,
-): Promise<PlannedColumn> {
+): Promise<ObsColumnSchema> {
   switch (col.kind) {
     case "category": {
       const { categories } = col;
@@ -202,53 +197,30 @@ async function planColumn(
         throw refuse(location, `obs column ${JSON.stringify(col.name)} has repeated categories`, {
           field: col.name,
         });
-      if (categories.length > maxCategories) {
-        return {
-          schema: { name: col.name, kind: "string", arrow_type: "string", categories: null },
-          rows: async (a, b) => Array.from(await col.read(a, b), (c) => (c < 0 ? null : categories[c]!)),
-        };
-      }
+      if (categories.length > maxCategories)
+        return { name: col.name, kind: "string", arrow_type: "string", categories: null };
       return {
-        schema: {
-          name: col.name,
-          kind: "category",
-          arrow_type: categoryCodeType(categories.length),
-          categories: [...categories],
-        },
-        rows: (a, b) => col.read(a, b),
+        name: col.name,
+        kind: "category",
+        arrow_type: categoryCodeType(categories.length),
+        categories: [...categories],
       };
     }
     case "numeric": {
       // The Arrow type is the reader's array type: the first row tells it.
       const t = numericArrowType((await col.read(0, Math.min(1, nCells))).values);
-      return {
-        schema: { name: col.name, kind: "numeric", arrow_type: t, categories: null },
-        rows: async (a, b) => {
-          const { values, nulls } = await col.read(a, b);
-          return numericRows(t, values as ArrayLike<number | bigint>, nulls, 0, b - a);
-        },
-      };
+      return { name: col.name, kind: "numeric", arrow_type: t, categories: null };
     }
     case "bool":
-      return {
-        schema: { name: col.name, kind: "bool", arrow_type: "bool", categories: null },
-        rows: async (a, b) => {
-          const { values, nulls } = await col.read(a, b);
-          return Array.from({ length: b - a }, (_, i) => (nulls?.[i] ? null : values[i] !== 0));
-        },
-      };
+      return { name: col.name, kind: "bool", arrow_type: "bool", categories: null };
     case "string":
-      return {
-        schema: { name: col.name, kind: "string", arrow_type: "string", categories: null },
-        rows: (a, b) => col.read(a, b),
-      };
+      return { name: col.name, kind: "string", arrow_type: "string", categories: null };
   }
 }
 
 /** The float32 columns of a 2-D dense embedding. */
-function planEmbedding(location: string, key: string, e: SourceEmbedding, nCells: number): PlannedColumn[] {
-  const values = e.values;
-  if (e.kind !== "dense" || e.shape.length !== 2 || values === undefined) {
+function planEmbedding(location: string, key: string, e: SourceEmbedding, nCells: number): ObsColumnSchema[] {
+  if (e.kind !== "dense" || e.shape.length !== 2 || e.values === undefined) {
     throw refuse(
       location,
       `obsm ${JSON.stringify(key)} is a ${e.kind} entry of shape ${JSON.stringify(e.shape)}; only 2-D dense embeddings become obs columns (choose others with the obsm option, or none)`,
@@ -259,12 +231,10 @@ function planEmbedding(location: string, key: string, e: SourceEmbedding, nCells
   if (rows !== nCells)
     throw refuse(location, `obsm ${JSON.stringify(key)} has ${rows} rows, expected ${nCells} (one per cell)`);
   return Array.from({ length: k }, (_, j) => ({
-    schema: { name: embeddingColumnName(key, j), kind: "numeric", arrow_type: "float", categories: null },
-    rows: async (a: number, b: number) => {
-      const out = new Float32Array(b - a);
-      for (let i = a; i < b; i++) out[i - a] = Number(values[i * k + j]!);
-      return out;
-    },
+    name: embeddingColumnName(key, j),
+    kind: "numeric",
+    arrow_type: "float",
+    categories: null,
   }));
 }
 
@@ -281,8 +251,9 @@ export function autoEmbeddingKeys(entries: Record<string, { kind: string; shape:
 }
 
 /**
- * Plan the obs columns: the index first (named as the pandas index, or `indexColumn` when
- * unnamed), then the table's columns, then each embedding's. Refuses name clashes.
+ * Plan the obs columns of one input: the index first (named as the pandas index, or `indexColumn`
+ * when unnamed), then the table's columns, then each embedding's. Checks every category code and
+ * refuses name clashes, before anything is written.
  */
 export async function planObs(opts: {
   location: string;
@@ -291,27 +262,24 @@ export async function planObs(opts: {
   indexColumn: string;
   embeddings: [string, SourceEmbedding][];
   maxCategories: number;
-}): Promise<PlannedColumn[]> {
+}): Promise<ObsColumnSchema[]> {
   const { location, nCells, table } = opts;
   const indexName = table.indexName ?? opts.indexColumn;
-  const planned: PlannedColumn[] = [
-    {
-      schema: { name: indexName, kind: "string", arrow_type: "string", categories: null },
-      rows: (a, b) => table.index(a, b),
-    },
+  const planned: ObsColumnSchema[] = [
+    { name: indexName, kind: "string", arrow_type: "string", categories: null },
   ];
   for (const col of table.columns) planned.push(await planColumn(location, col, nCells, opts.maxCategories));
   for (const [key, e] of opts.embeddings) planned.push(...planEmbedding(location, key, e, nCells));
   const seen = new Set<string>();
   for (const p of planned) {
-    if (seen.has(p.schema.name)) {
+    if (seen.has(p.name)) {
       throw refuse(
         location,
-        `two obs columns would be named ${JSON.stringify(p.schema.name)} (the index, a column or an embedding column); rename one in the input, or exclude it`,
-        { field: p.schema.name },
+        `two obs columns would be named ${JSON.stringify(p.name)} (the index, a column or an embedding column); rename one in the input, or exclude it`,
+        { field: p.name },
       );
     }
-    seen.add(p.schema.name);
+    seen.add(p.name);
   }
   return planned;
 }

@@ -7,8 +7,7 @@
 import type { DatasetSource, SourceEmbedding, SourceTableReader } from "../dataset/source.js";
 import type { Compress } from "../dataset/var-table.js";
 import { DeltacellsError } from "../errors.js";
-import { autoEmbeddingKeys, type PlannedColumn, planObs, tableReader } from "./plan.js";
-import { DEFAULT_MAX_CATEGORIES } from "./schema.js";
+import { autoEmbeddingKeys, tableReader } from "./plan.js";
 
 /** What the writer does with obs. */
 export interface ObsWriteOptions {
@@ -106,11 +105,10 @@ export class UnknownObsExclude extends DeltacellsError {
 const names = (list: string[]) => list.map((n) => JSON.stringify(n)).join(", ");
 
 /**
- * Refuses names in `exclude` that are no column of `table` (read with them excluded): a typo
+ * Refuses names in `exclude` that are none of the `available` columns: a typo
  * would otherwise keep the column silently, or fail later on the column it meant to skip.
  */
-function refuseUnknownExcluded(location: string, table: SourceTableReader, exclude: string[]): void {
-  const available = [...(table.excluded ?? []), ...table.columns.map((c) => c.name)];
+function refuseUnknownExcluded(location: string, available: string[], exclude: string[]): void {
   const known = new Set(available);
   const unknown = exclude.filter((n) => !known.has(n));
   if (unknown.length > 0) throw UnknownObsExclude.of(location, unknown, available);
@@ -147,20 +145,37 @@ export interface ObsMetadata {
   obs_text_from?: Record<string, string>;
 }
 
-/** The planned obs columns of `source` and their metadata, or undefined when it gets no obs. */
-export async function prepareObs(
+/** An input's cell table read by row range, and the embeddings chosen, before any planning. */
+export interface OpenedObs {
+  /** The table without the excluded columns. */
+  table: SourceTableReader;
+  /** Every column of the table, the excluded ones included. */
+  available: string[];
+  embeddings: [string, SourceEmbedding][];
+  /** obsm keys asked for by name that this input lacks (only when opened `tolerant`). */
+  missingObsm: string[];
+  /** The obs column of the index when the index has no name. */
+  indexColumn: string;
+}
+
+/**
+ * The cell table of `source` and its embeddings, or undefined when it gets no obs. `tolerant`
+ * (one input of several) accepts excluded names and obsm keys this input does not have: the
+ * caller checks them against all the inputs.
+ */
+export async function openObs(
   source: DatasetSource,
   opts: ObsWriteOptions = {},
-): Promise<{ columns: PlannedColumn[]; metadata: ObsMetadata } | undefined> {
+  tolerant = false,
+): Promise<OpenedObs | undefined> {
   if (opts.skip || !source.obs || NO_CELL_TABLE.has(source.format)) return undefined;
-  const excluded = new Set(opts.exclude ?? []);
+  const exclude = opts.exclude ?? [];
+  const excluded = new Set(exclude);
   let table: SourceTableReader;
   try {
     // A reader by row range when the source has one: only a tile of each column is held at once.
-    const reader = source.nCells > 0 ? await source.obsReader?.({ exclude: opts.exclude ?? [] }) : undefined;
-    table =
-      reader ??
-      tableReader(await source.obs({ exclude: opts.exclude ?? [] }), source.location, source.nCells);
+    const reader = source.nCells > 0 ? await source.obsReader?.({ exclude }) : undefined;
+    table = reader ?? tableReader(await source.obs({ exclude }), source.location, source.nCells);
   } catch (err) {
     const { columns, types } = err as { columns?: unknown; types?: unknown };
     if (Array.isArray(columns)) {
@@ -170,43 +185,32 @@ export async function prepareObs(
     }
     throw err;
   }
-  refuseUnknownExcluded(source.location, table, opts.exclude ?? []);
+  const available = [...(table.excluded ?? []), ...table.columns.map((c) => c.name)];
+  if (!tolerant) refuseUnknownExcluded(source.location, available, exclude);
   table = { ...table, columns: table.columns.filter((c) => !excluded.has(c.name)) };
   let embeddings: [string, SourceEmbedding][] = [];
+  const missingObsm: string[] = [];
   const choice = opts.obsm ?? "auto";
   if (source.obsm && source.obsmKeys && (choice === "auto" || choice.length > 0)) {
     if (choice === "auto") {
       embeddings = await autoEmbeddings(source);
     } else {
-      const entries = await source.obsm(choice);
-      embeddings = choice.map((k) => [k, entries[k]!]);
+      const keys = tolerant ? await source.obsmKeys() : choice;
+      const wanted = choice.filter((k) => keys.includes(k));
+      missingObsm.push(...choice.filter((k) => !keys.includes(k)));
+      const entries = await source.obsm(wanted);
+      embeddings = wanted.map((k) => [k, entries[k]!]);
     }
   } else if (Array.isArray(choice) && choice.length > 0) {
-    throw new DeltacellsError(
-      `${source.location}: obsm entries ${choice.join(", ")} were asked for, but a ${source.format} input has no obsm`,
-      { tag: "InvalidInput", object: source.location, field: "obsm", found: choice },
-    );
+    if (!tolerant) {
+      throw new DeltacellsError(
+        `${source.location}: obsm entries ${choice.join(", ")} were asked for, but a ${source.format} input has no obsm`,
+        { tag: "InvalidInput", object: source.location, field: "obsm", found: choice },
+      );
+    }
+    missingObsm.push(...choice);
   }
-  const columns = await planObs({
-    location: source.location,
-    nCells: source.nCells,
-    table,
-    indexColumn: defaultIndexColumn(source.format),
-    embeddings,
-    maxCategories: opts.maxCategories ?? DEFAULT_MAX_CATEGORIES,
-  });
-  const metadata: ObsMetadata = {
-    obs_index: columns[0]!.schema.name,
-    obs_index_name: table.indexName,
-    obs_embeddings: Object.fromEntries(embeddings.map(([k, e]) => [k, e.shape[1]!])),
-    obs_ordered: table.columns.filter((c) => c.kind === "category" && c.ordered).map((c) => c.name),
-    obs_nullable: table.columns.filter((c) => c.kind !== "category" && c.nullable).map((c) => c.name),
-  };
-  const textFrom = Object.fromEntries(
-    table.columns.flatMap((c) => (c.kind === "string" && c.textFrom ? [[c.name, c.textFrom]] : [])),
-  );
-  if (Object.keys(textFrom).length > 0) metadata.obs_text_from = textFrom;
-  return { columns, metadata };
+  return { table, available, embeddings, missingObsm, indexColumn: defaultIndexColumn(source.format) };
 }
 
 /**

@@ -92,6 +92,14 @@ export function numericValues(type: ObsNumericType, values: ArrayLike<unknown>):
   return out;
 }
 
+/** A zeroed typed array of `n` values of the numeric Arrow type `type` (int64/uint64: BigInts). */
+export function newNumericArray(
+  type: ObsNumericType,
+  n: number,
+): ArrayLike<number | bigint> & { [i: number]: number | bigint } {
+  return new TYPED_ARRAY[type](n);
+}
+
 /** The code type of a vocabulary of `n` categories (code -1 must fit too). */
 export function categoryCodeType(n: number): "int8" | "int16" | "int32" {
   return n <= 127 ? "int8" : n <= 32767 ? "int16" : "int32";

@@ -9,14 +9,8 @@ import type { Compress } from "../dataset/var-table.js";
 import { CONVERTER_NAME, CONVERTER_VERSION } from "../dataset/version.js";
 import { loadParquetWriter } from "../parquet-load.js";
 import { obsFingerprint, sha256Hex } from "./fingerprint.js";
-import { type PlannedColumn, parquetPhysical } from "./plan.js";
-import {
-  OBS_SCHEMA_FORMAT,
-  OBS_SCHEMA_KEY,
-  OBS_SCHEMA_VERSION,
-  type ObsColumnSchema,
-  obsShardKey,
-} from "./schema.js";
+import { parquetPhysical } from "./plan.js";
+import { OBS_SCHEMA_FORMAT, OBS_SCHEMA_VERSION, type ObsColumnSchema, obsShardKey } from "./schema.js";
 
 /** The manifest fields the obs writer produces. */
 export interface ObsManifestFields {
@@ -52,55 +46,66 @@ export function obsSchemaText(columns: ObsColumnSchema[]): string {
   return `${JSON.stringify({ format: OBS_SCHEMA_FORMAT, version: OBS_SCHEMA_VERSION, columns }, null, 1)}\n`;
 }
 
-/** Writes obs row groups as tiles are cut; `finish` uploads the schema and returns the manifest fields. */
-export class ObsWriter {
-  readonly schemaText: string;
+/** An obs shard a writer uploaded: its index, size and SHA-256. */
+export interface WrittenShard {
+  index: number;
+  bytes: number;
+  sha256: string;
+}
+
+/**
+ * Writes obs row groups, one per tile, from tile `firstTile` on (the first tile of a shard), and
+ * uploads each shard as soon as its `tilesPerFile` groups are written; `finish` uploads a last,
+ * shorter shard. Groups are written one after the other, in the order they are added.
+ */
+export class ObsShardWriter {
   private readonly parquetSchema: SchemaElement[];
   private writer: ParquetWriter | undefined;
   private bytes: ByteWriter | undefined;
   private groupsInShard = 0;
-  /** Row groups are read and written one after the other, in tile order. */
+  private nextShard: number;
+  /** Row groups are written one after the other, in tile order. */
   private chain: Promise<void> = Promise.resolve();
-  private nextCell = 0;
-  private readonly tileCells: number[] = [];
-  private readonly shardBytes: number[] = [];
-  private readonly shardSha: string[] = [];
+  private readonly shards: WrittenShard[] = [];
 
   constructor(
-    private readonly columns: PlannedColumn[],
+    columns: ObsColumnSchema[],
     private readonly put: (key: string, value: Uint8Array) => Promise<void>,
     private readonly compress: Compress,
     readonly tilesPerFile: number,
+    firstTile = 0,
   ) {
-    this.schemaText = obsSchemaText(columns.map((c) => c.schema));
+    if (firstTile % tilesPerFile !== 0)
+      throw new RangeError(
+        `obs shards start at a multiple of ${tilesPerFile} tiles, not at tile ${firstTile}`,
+      );
+    this.nextShard = firstTile / tilesPerFile;
     this.parquetSchema = [
       { name: "schema", num_children: columns.length },
-      ...columns.map((c) => parquetElement(c.schema)),
+      ...columns.map((c) => parquetElement(c)),
     ];
+    this.names = columns.map((c) => c.name);
   }
+  private readonly names: string[];
 
   /**
-   * The next tile's `nCells` rows as one row group, read and written after the previous tile's.
-   * Returns the work up to the upload of a shard this tile completes (the caller awaits it with
-   * the tiles in flight), or undefined; a failure of any tile surfaces there or in {@link finish}.
+   * The next tile's row group: `data[k]` holds its `nCells` values of column k as hyparquet-writer
+   * takes them. Resolves once the group (and the upload of a shard it completes) is done; a
+   * failure surfaces there and in {@link finish}.
    */
-  addTile(nCells: number): Promise<void> | undefined {
-    const a = this.nextCell;
-    const b = a + nCells;
-    this.nextCell = b;
-    this.tileCells.push(nCells);
+  addGroup(nCells: number, data: ArrayLike<unknown>[]): Promise<void> {
     const closes = ++this.groupsInShard === this.tilesPerFile;
     if (closes) this.groupsInShard = 0;
     this.chain = this.chain.then(async () => {
-      await this.writeGroup(a, b);
+      await this.writeGroup(nCells, data);
       if (closes) await this.closeShard();
     });
     // handled here so that a failure is not an unhandled rejection before finish awaits it
     this.chain.catch(() => {});
-    return closes ? this.chain : undefined;
+    return this.chain;
   }
 
-  private async writeGroup(a: number, b: number): Promise<void> {
+  private async writeGroup(nCells: number, data: ArrayLike<unknown>[]): Promise<void> {
     if (!this.writer) {
       const { ByteWriter, ParquetWriter } = await loadParquetWriter();
       this.bytes = new ByteWriter();
@@ -115,45 +120,49 @@ export class ObsWriter {
         createdBy: `${CONVERTER_NAME} ${CONVERTER_VERSION}`,
       });
     }
-    const columnData = [];
-    for (const c of this.columns) {
-      columnData.push({
-        name: c.schema.name,
-        // biome-ignore lint/suspicious/noExplicitAny: hyparquet-writer's DecodedArray is a loose union
-        data: (await c.rows(a, b)) as any,
-        statistics: false,
-        offsetIndex: false,
-      });
-    }
-    void this.writer.write({ columnData, rowGroupSize: Math.max(1, b - a) });
+    const columnData = this.names.map((name, k) => ({
+      name,
+      // biome-ignore lint/suspicious/noExplicitAny: hyparquet-writer's DecodedArray is a loose union
+      data: data[k] as any,
+      statistics: false,
+      offsetIndex: false,
+    }));
+    void this.writer.write({ columnData, rowGroupSize: Math.max(1, nCells) });
   }
 
   private async closeShard(): Promise<void> {
     const writer = this.writer!;
     const bytes = this.bytes!;
-    const index = this.shardBytes.length;
+    const index = this.nextShard++;
     this.writer = undefined;
     this.bytes = undefined;
-    this.shardBytes.push(0);
-    this.shardSha.push("");
     await writer.finish();
     const file = bytes.getBytes();
-    this.shardBytes[index] = file.length;
-    this.shardSha[index] = await sha256Hex(file);
+    this.shards.push({ index, bytes: file.length, sha256: await sha256Hex(file) });
     await this.put(obsShardKey(index), file);
   }
 
-  /** Upload the last shard and the schema; the fields the manifest needs. */
-  async finish(): Promise<ObsManifestFields> {
+  /** Upload the last shard if it is open; every shard written, in order. */
+  async finish(): Promise<WrittenShard[]> {
     await this.chain;
     if (this.writer) await this.closeShard();
-    await this.put(OBS_SCHEMA_KEY, new TextEncoder().encode(this.schemaText));
-    return {
-      has_obs: true,
-      obs_tiles_per_file: this.tilesPerFile,
-      obs_shard_bytes: this.shardBytes,
-      obs_shard_sha256: this.shardSha,
-      obs_fingerprint: await obsFingerprint(this.schemaText, this.tileCells, this.shardSha),
-    };
+    return this.shards;
   }
+}
+
+/** The manifest fields of obs with `schemaText` over tiles of `tileCells`, the shards' sizes and hashes given. */
+export async function obsManifestFields(
+  schemaText: string,
+  tilesPerFile: number,
+  tileCells: number[],
+  shards: { bytes: number; sha256: string }[],
+): Promise<ObsManifestFields> {
+  const sha = shards.map((s) => s.sha256);
+  return {
+    has_obs: true,
+    obs_tiles_per_file: tilesPerFile,
+    obs_shard_bytes: shards.map((s) => s.bytes),
+    obs_shard_sha256: sha,
+    obs_fingerprint: await obsFingerprint(schemaText, tileCells, sha),
+  };
 }
