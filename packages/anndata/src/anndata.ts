@@ -7,7 +7,14 @@
  * attributes, `raw.X`/`raw.var`).
  */
 
-import { cscBlocks, csrBlocks, denseBlocks, type MatrixShape, type SparseLayout } from "./blocks.js";
+import {
+  type CellRange,
+  cscBlocks,
+  csrBlocks,
+  denseBlocks,
+  type MatrixShape,
+  type SparseLayout,
+} from "./blocks.js";
 import { frameReader, readDataFrame, rowName } from "./dataframe.js";
 import { InputError, objectIn } from "./errors.js";
 import { obsmKeys, readObsmEntry } from "./obsm.js";
@@ -186,10 +193,11 @@ class AnnDataSource extends BaseSource {
     return readObsmEntry(this.tree, key, this.nCells);
   }
 
-  protected blocks(blockCells: number, signal?: AbortSignal): AsyncGenerator<RowBlock> {
+  protected blocks(blockCells: number, signal?: AbortSignal, range?: CellRange): AsyncGenerator<RowBlock> {
     const m: MatrixShape = { location: this.location, nCells: this.nCells, nGenes: this.nGenes };
-    if (this.layout.kind === "dense") return denseBlocks(m, this.layout.array, blockCells, signal);
-    if (this.layout.kind === "csr") return csrBlocks(m, this.layout, blockCells, signal);
+    if (this.layout.kind === "dense")
+      return denseBlocks(m, this.layout.array, blockCells, signal, undefined, range);
+    if (this.layout.kind === "csr") return csrBlocks(m, this.layout, blockCells, signal, range);
     return cscBlocks(m, this.layout, blockCells, signal);
   }
 

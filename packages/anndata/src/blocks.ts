@@ -29,20 +29,35 @@ export interface MatrixShape {
   nGenes: number;
 }
 
+/** Cells `[start, end)` of a matrix: the blocks a reader that can seek yields. */
+export interface CellRange {
+  start: number;
+  end: number;
+}
+
+/** The first cell and the end of `range` over a matrix of `nCells` (all of them without one). */
+function span(nCells: number, range: CellRange | undefined): { from: number; to: number } {
+  if (range === undefined) return { from: 0, to: nCells };
+  const to = Math.min(nCells, Math.max(0, range.end));
+  return { from: Math.min(to, Math.max(0, range.start)), to };
+}
+
 const CSC_SLAB = 1 << 20;
 const DENSE_SLAB_VALUES = 1 << 22;
 
-/** CSR row blocks. */
+/** CSR row blocks (of the cells of `range` only, when given: a CSR matrix seeks). */
 export async function* csrBlocks(
   m: MatrixShape,
   l: SparseLayout,
   blockCells: number,
   signal?: AbortSignal,
+  range?: CellRange,
 ): AsyncGenerator<RowBlock> {
   checkSparseLengths(m, l, m.nCells);
-  for (let start = 0; start < m.nCells || (start === 0 && m.nCells === 0); start += blockCells) {
+  const { from, to } = span(m.nCells, range);
+  for (let start = from; start < to || (start === 0 && m.nCells === 0); start += blockCells) {
     signal?.throwIfAborted();
-    const rows = Math.min(blockCells, m.nCells - start);
+    const rows = Math.min(blockCells, to - start);
     const indptr = toNumbers(await l.indptr.read(start, start + rows + 1));
     checkOffsets(m, l, indptr, start);
     const lo = indptr[0] as number;
@@ -54,18 +69,20 @@ export async function* csrBlocks(
   }
 }
 
-/** Dense row blocks (a cells x genes array), read in slabs of at most ~4M values. */
+/** Dense row blocks (a cells x genes array), read in slabs of at most ~4M values; `range` as for CSR. */
 export async function* denseBlocks(
   m: MatrixShape,
   array: TreeArray,
   blockCells: number,
   signal?: AbortSignal,
   slabValues = DENSE_SLAB_VALUES,
+  range?: CellRange,
 ): AsyncGenerator<RowBlock> {
   const slabRows = Math.max(1, Math.floor(slabValues / Math.max(1, m.nGenes)));
-  for (let start = 0; start < m.nCells || (start === 0 && m.nCells === 0); start += blockCells) {
+  const { from, to } = span(m.nCells, range);
+  for (let start = from; start < to || (start === 0 && m.nCells === 0); start += blockCells) {
     signal?.throwIfAborted();
-    const rows = Math.min(blockCells, m.nCells - start);
+    const rows = Math.min(blockCells, to - start);
     const b = new RowBlockBuilder(start, rows, m.nGenes);
     for (let r = 0; r < rows; r += slabRows) {
       const n = Math.min(slabRows, rows - r);

@@ -3,6 +3,7 @@
  * errors into input errors that name the cell, the gene and the matrices worth trying instead.
  */
 
+import type { CellRange } from "./blocks.js";
 import { BadCount, BadGeneIndex } from "./canonical.js";
 import { InputError, NotCountsError, objectIn } from "./errors.js";
 import type {
@@ -35,7 +36,12 @@ export abstract class BaseSource implements MatrixSource {
 
   protected abstract readVar(): Promise<ColumnTable>;
   protected abstract readObs(exclude: ReadonlySet<string>): Promise<ColumnTable>;
-  protected abstract blocks(blockCells: number, signal?: AbortSignal): AsyncGenerator<RowBlock>;
+  /** The row blocks; a reader that can seek yields only those of `range` (others may ignore it). */
+  protected abstract blocks(
+    blockCells: number,
+    signal?: AbortSignal,
+    range?: CellRange,
+  ): AsyncGenerator<RowBlock>;
   abstract close(): Promise<void>;
 
   /** obsm keys; inputs without obsm keep this default. */
@@ -106,7 +112,11 @@ export abstract class BaseSource implements MatrixSource {
   async *rowBlocks(opts: RowBlockOptions = {}): AsyncGenerator<RowBlock> {
     const blockCells = Math.max(1, Math.floor(opts.blockCells ?? DEFAULT_BLOCK_CELLS));
     try {
-      yield* this.blocks(blockCells, opts.signal);
+      const range =
+        opts.rowStart !== undefined || opts.rowEnd !== undefined
+          ? { start: opts.rowStart ?? 0, end: opts.rowEnd ?? this.nCells }
+          : undefined;
+      yield* this.blocks(blockCells, opts.signal, range);
     } catch (err) {
       throw await this.explain(err);
     }

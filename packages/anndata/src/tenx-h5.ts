@@ -14,7 +14,7 @@
  * var table keeps them as in the file, with gene_ids as the unique key.
  */
 
-import { csrBlocks, type MatrixShape, type SparseLayout } from "./blocks.js";
+import { type CellRange, csrBlocks, type MatrixShape, type SparseLayout } from "./blocks.js";
 import { InputError, objectIn } from "./errors.js";
 import { BaseSource } from "./source.js";
 import { joinPath, type Tree, type TreeArray, toNumbers } from "./tree.js";
@@ -192,9 +192,9 @@ export class TenxH5Source extends BaseSource {
     return { indexName: null, index, columns: filtered ? [filtered] : [] };
   }
 
-  protected blocks(blockCells: number, signal?: AbortSignal): AsyncGenerator<RowBlock> {
+  protected blocks(blockCells: number, signal?: AbortSignal, range?: CellRange): AsyncGenerator<RowBlock> {
     const m: MatrixShape = { location: this.location, nCells: this.nCells, nGenes: this.nGenes };
-    return csrBlocks(m, this.layout, blockCells, signal);
+    return csrBlocks(m, this.layout, blockCells, signal, range);
   }
 
   async close(): Promise<void> {

@@ -153,6 +153,13 @@ export interface RowBlockOptions {
   /** Cells per block (default 4096). Memory per block is about blockCells x nonzeros per cell. */
   blockCells?: number;
   signal?: AbortSignal;
+  /**
+   * Only cells `[rowStart, rowEnd)`: CSR and dense matrices (h5ad, AnnData zarr, 10x HDF5) start
+   * there; CSC and Matrix Market inputs cannot seek and yield every block (skip what is before).
+   * Blocks keep their index in the whole matrix (`rowStart`).
+   */
+  rowStart?: number;
+  rowEnd?: number;
 }
 
 /** An opened count matrix, cells x genes, streamed as row blocks. */

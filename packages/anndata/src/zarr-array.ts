@@ -4,7 +4,7 @@
  */
 
 import { openAnnData } from "./anndata.js";
-import { denseBlocks, type MatrixShape } from "./blocks.js";
+import { type CellRange, denseBlocks, type MatrixShape } from "./blocks.js";
 import { InputError } from "./errors.js";
 import { BaseSource } from "./source.js";
 import type { Tree, TreeArray } from "./tree.js";
@@ -56,9 +56,9 @@ class BareArraySource extends BaseSource {
     return { indexName: null, index: positions(this.nCells), columns: [] };
   }
 
-  protected blocks(blockCells: number, signal?: AbortSignal): AsyncGenerator<RowBlock> {
+  protected blocks(blockCells: number, signal?: AbortSignal, range?: CellRange): AsyncGenerator<RowBlock> {
     const m: MatrixShape = { location: this.location, nCells: this.nCells, nGenes: this.nGenes };
-    return denseBlocks(m, this.array, blockCells, signal);
+    return denseBlocks(m, this.array, blockCells, signal, undefined, range);
   }
 
   async close(): Promise<void> {

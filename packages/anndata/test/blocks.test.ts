@@ -54,3 +54,25 @@ test("a dense matrix read two rows per hyperslab gives the same blocks as its CS
     await tree.close();
   }
 });
+
+test("CSR and dense inputs start at rowStart and stop at rowEnd, each block where the whole pass has it", async () => {
+  const whole = await reference(6); // blocks of 6 cells from 0
+  for (const [file, opts] of [
+    ["csr.h5ad", { layer: "counts" }],
+    ["dense.h5ad", {}],
+    ["csr-v3.zarr", {}],
+  ] as const) {
+    const src = await openInput(join(DATA, "anndata", file), opts);
+    try {
+      const part = await all(src.rowBlocks({ blockCells: 6, rowStart: 12, rowEnd: 30 }));
+      assert.deepEqual(part, whole.slice(2 * 4, 5 * 4), file);
+      assert.deepEqual(
+        await all(src.rowBlocks({ blockCells: 6, rowStart: 54, rowEnd: 100 })),
+        whole.slice(9 * 4),
+        file,
+      );
+    } finally {
+      await src.close();
+    }
+  }
+});

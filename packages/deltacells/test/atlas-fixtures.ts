@@ -18,7 +18,7 @@ import {
   taskStep,
 } from "../src/index.js";
 import { zstdCompressor } from "../src/node.js";
-import { memorySource, randomMatrix } from "./dataset-fixtures.js";
+import { denseToBlock, memorySource, randomMatrix } from "./dataset-fixtures.js";
 
 export const compress = zstdCompressor(3);
 
@@ -31,24 +31,32 @@ export function atlasInput(
   nCells: number,
   genes: string[],
   seed: number,
-  opts: { obs?: SourceTable; umap?: number; blockCells?: number } = {},
+  opts: { obs?: SourceTable; umap?: number; blockCells?: number; ids?: string[]; seeks?: boolean } = {},
 ): DatasetSource & { opened: number } {
   const m = randomMatrix(nCells, genes.length, seed, 0.3);
   const table: SourceTable = {
     indexName: null,
     index: genes,
     columns: [
-      { name: "gene_ids", kind: "string", values: genes.map((g) => `ENS-${g}`) },
+      { name: "gene_ids", kind: "string", values: opts.ids ?? genes.map((g) => `ENS-${g}`) },
       { name: "length", kind: "numeric", values: Int32Array.from(genes, (_, i) => 100 + seed * 10 + i) },
     ],
   };
   const base = memorySource(m, { table, blockCells: opts.blockCells ?? 7 });
+  const step = opts.blockCells ?? 7;
   const src: DatasetSource & { opened: number } = {
     ...base,
     format: "h5ad",
     location,
     opened: 0,
-    rowBlocks: base.rowBlocks,
+    // A reader that can seek starts at rowStart, as CSR inputs do; the others start at 0.
+    rowBlocks: opts.seeks
+      ? async function* (o) {
+          const end = Math.min(nCells, o?.rowEnd ?? nCells);
+          for (let a = o?.rowStart ?? 0; a < end; a += step)
+            yield denseToBlock(m, a, Math.min(end, a + step));
+        }
+      : base.rowBlocks,
   };
   if (opts.obs) {
     const obs = opts.obs;

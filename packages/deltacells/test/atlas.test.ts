@@ -34,8 +34,9 @@ import {
 } from "./atlas-fixtures.js";
 
 /** Three inputs over overlapping gene sets, with cell tables (a missing column, int vs float, new categories). */
-function threeInputs(): (DatasetSource & { opened: number })[] {
+function threeInputs(seeks = false): (DatasetSource & { opened: number })[] {
   const a = atlasInput("data/a.h5ad", 23, genes(0, 9), 1, {
+    seeks,
     obs: cells("a", 23, [
       {
         name: "cell_type",
@@ -49,6 +50,7 @@ function threeInputs(): (DatasetSource & { opened: number })[] {
     umap: 2,
   });
   const b = atlasInput("data/b.h5ad", 17, genes(4, 8), 2, {
+    seeks,
     obs: cells("b", 17, [
       { name: "n_genes", kind: "numeric", values: Float32Array.from({ length: 17 }, (_, i) => i + 0.5) },
       {
@@ -175,13 +177,18 @@ test("the obs of three inputs: a missing column is null, int and float become fl
   await ds.close();
 });
 
-test("plan + N tasks + finalize equals the one-process build byte for byte, for N = 1, 2 and 7", async () => {
+test("plan + N tasks + finalize equals the one-process build byte for byte, for N = 1, 2 and 7, whether inputs seek to a task's rows or not", async () => {
   const opts = { tileSize: 4, obs: { tilesPerFile: 2 } };
   const once = objects(await buildOnce(threeInputs(), opts));
   assert.ok([...once.keys()].filter((k) => k.startsWith("obs/obs_")).length >= 7);
   assert.ok(![...once.keys()].some((k) => k.startsWith(ATLAS_PREFIX)), "the build's records are removed");
-  for (const n of [1, 2, 7]) {
-    const steps = objects(await buildInSteps(threeInputs(), n, opts));
+  for (const [n, seeks] of [
+    [1, false],
+    [2, true],
+    [7, false],
+    [7, true],
+  ] as const) {
+    const steps = objects(await buildInSteps(threeInputs(seeks), n, opts));
     assert.deepEqual([...steps.keys()], [...once.keys()], `N = ${n}: the same objects`);
     for (const [key, bytes] of once) assert.deepEqual(steps.get(key), bytes, `N = ${n}: ${key}`);
   }
