@@ -7,6 +7,7 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Store } from "@deltacells/storage";
+import { count } from "./args.js";
 import { localPath } from "./io.js";
 import { STAGING_PREFIX } from "./target.js";
 import { LOCK_KEY, tempFiles } from "./writer-lock.js";
@@ -44,4 +45,10 @@ export async function findLeftovers(location: string, store: Store): Promise<Lef
   for (const p of prefixes) out.push({ object: `${base}/${p}/`, message: STAGING });
   if (keys.includes(LOCK_KEY)) out.push({ object: `${base}/${LOCK_KEY}`, message: LOCK });
   return out;
+}
+
+/** The line saying which temporary files of killed writers the conversion removed, if any. */
+export function leftoverLine(removed: string[]): string {
+  if (removed.length === 0) return "";
+  return `\n  removed ${count(removed.length, "temporary file")} left by a writer that was killed (${removed[0]}${removed.length > 1 ? ", ..." : ""})`;
 }

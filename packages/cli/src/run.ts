@@ -32,6 +32,14 @@ const COMMANDS: Record<string, { load: () => Promise<Command>; summary: string }
     load: async () => (await import("./commands/convert.js")).convert,
     summary: "convert an .h5ad, .zarr, 10x or Matrix Market input to a dataset (or a sporadik store)",
   },
+  plan: {
+    load: async () => (await import("./commands/plan.js")).plan,
+    summary: "plan an atlas built by N tasks across machines (a job array), from a scan of its inputs",
+  },
+  finalize: {
+    load: async () => (await import("./commands/finalize.js")).finalize,
+    summary: "complete an atlas built by tasks: check every task, then write the manifest",
+  },
   inspect: {
     load: async () => (await import("./commands/inspect.js")).inspect,
     summary: "show a dataset's (or a sporadik store's) shape, tiles, sizes and settings",

@@ -23,9 +23,9 @@ import { acquireWriterLock, LOCK_KEY, removeStaleTempFiles, type WriterLock } fr
 /** The prefix of staging folders inside a target. */
 export const STAGING_PREFIX = ".deltacells-staging-";
 
-/** Keys a deltacells dataset or a sporadik store (or an earlier staging prefix) may hold. */
-const KNOWN_KEY =
-  /^(manifest\.json|gene_order\.npy|var_names\.txt|var\.parquet|tiles\/.+|obs\/.+|sporadik\/.+|zarr\.json|layouts\/.+|\.deltacells-staging-[0-9a-f]+\/.+)$/;
+/** Keys a deltacells dataset or a sporadik store (or an earlier staging prefix, or an atlas build's records) may hold. */
+export const KNOWN_KEY =
+  /^(manifest\.json|gene_order\.npy|var_names\.txt|var\.parquet|tiles\/.+|obs\/.+|sporadik\/.+|zarr\.json|layouts\/.+|\.deltacells-staging-[0-9a-f]+\/.+|\.deltacells-atlas\/.+)$/;
 
 /** Staged objects moved into place at once (renames in a folder, copies in a bucket). */
 const MOVES_AT_ONCE = 16;

@@ -104,6 +104,7 @@ export async function acquireWriterLock(
   output: string,
   outPath: string | undefined,
   breakLock: boolean,
+  command = "deltacells convert",
 ): Promise<WriterLock> {
   const where =
     outPath !== undefined ? resolve(outPath, LOCK_KEY) : `${output.replace(/\/+$/, "")}/${LOCK_KEY}`;
@@ -112,7 +113,7 @@ export async function acquireWriterLock(
     host: hostname(),
     pid: process.pid,
     started: new Date().toISOString(),
-    command: "deltacells convert",
+    command,
     id: randomBytes(8).toString("hex"),
   };
   const bytes = new TextEncoder().encode(`${JSON.stringify(holder, null, 2)}\n`);

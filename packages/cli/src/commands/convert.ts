@@ -13,9 +13,21 @@ import {
 } from "@deltacells/core";
 import { zstdCompressor } from "@deltacells/core/node";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
+import {
+  ATLAS_HELP,
+  ATLAS_PARSE_OPTIONS,
+  asksForAtlas,
+  atlasInputs,
+  planOptions,
+  readOptions,
+  TASK_INDEX_VARIABLES,
+  taskIndex,
+} from "../atlas-options.js";
 import { COMPANION_PATH, writeCompanion } from "../companion.js";
+import { convertAtlas, convertPlanTask } from "../convert-atlas.js";
 import { convertToSporadik, MAX_NNZ_CEILING } from "../convert-sporadik.js";
 import { openCounted } from "../io.js";
+import { leftoverLine } from "../leftovers.js";
 import { explainObsError, OBS_HELP, OBS_PARSE_OPTIONS, OBS_ZSTD_LEVEL, obsOptions } from "../obs-options.js";
 import { commandBar } from "../progress.js";
 import { openTarget } from "../target.js";
@@ -28,6 +40,8 @@ import type { CommandResult } from "./types.js";
 const MAX_TILE_SIZE = 2 ** 20;
 
 export const CONVERT_HELP = `usage: deltacells convert INPUT OUTPUT [options]
+       deltacells convert INPUT... OUTPUT [options]      (or --inputs LIST OUTPUT: an atlas)
+       deltacells convert --plan OUTPUT [--task I]       (one task of deltacells plan's plan)
        deltacells convert INPUT OUTPUT.zarr --format sporadik [--axes 0,1] [--byte-addressable | --checksums]
 
 Convert a count matrix to a deltacells dataset. INPUT is an AnnData .h5ad or .zarr, a Cell Ranger
@@ -36,6 +50,15 @@ or an s3://bucket/prefix URL. Genes are reordered by decreasing total counts (th
 in gene_order.npy). The cell table (AnnData obs with its index, 10x barcodes) and small obsm
 embeddings go to the obs parquet sidecar (see --obsm). manifest.json is written last. OUTPUT
 must be new or empty unless --overwrite.
+
+Several inputs (of any kinds above, mixed) make one dataset, their cells in input order: genes
+matched by var index (or --var-key) and joined (--join outer by default, as anndata.concat), in
+decreasing total counts over all inputs; var.parquet the union, each gene from the first input
+that has it; obs concatenated with a categorical column naming each cell's input (--source-column)
+and schemas reconciled (a missing column is null, int and float become float, categories get one
+vocabulary; a real conflict is refused, --obs-exclude is the way out). Inputs are opened one at a
+time and memory stays that of one input's conversion. The same build across machines:
+\`deltacells plan --help\`.
 
 With --format sporadik, OUTPUT is a sporadik store (cells x genes, one layout per axis in --axes,
 with maxima; the block is written last) and INPUT may also be a deltacells dataset (a folder with
@@ -78,14 +101,13 @@ options:
                  genes in the source's order, with maxima; named in the manifest's metadata), so
                  one gene across all cells reads in two requests (the viewer colours cells by it)
   --quiet        no progress bar
+  --plan OUTPUT  run one task of the plan at OUTPUT (made by deltacells plan): its tiles and obs
+                 shards, then its completion record; the index is --task I, else
+                 ${TASK_INDEX_VARIABLES.join(", ")} (the first set)
+  --task I       with --plan: the task to run (0-based)
+${ATLAS_HELP}
 ${OBS_HELP}
 ${COMMON_HELP}`;
-
-/** The line saying which temporary files of killed writers the conversion removed, if any. */
-export function leftoverLine(removed: string[]): string {
-  if (removed.length === 0) return "";
-  return `\n  removed ${count(removed.length, "temporary file")} left by a writer that was killed (${removed[0]}${removed.length > 1 ? ", ..." : ""})`;
-}
 
 /**
  * The line saying which obs columns were stored as text though they were not text in the input
@@ -111,6 +133,7 @@ function axesOption(spec: string | undefined): number[] {
 }
 
 export async function convert(argv: string[]): Promise<CommandResult> {
+  const planTask = argv.some((a) => a === "--plan" || a.startsWith("--plan="));
   const { values, positionals } = parse(
     argv,
     {
@@ -135,17 +158,57 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       ...OBS_PARSE_OPTIONS,
       sporadik: { type: "boolean" },
       "tmp-dir": { type: "string" },
+      plan: { type: "string" },
+      task: { type: "string" },
+      ...ATLAS_PARSE_OPTIONS,
     },
-    ["INPUT", "OUTPUT"],
+    planTask ? [] : ["ARG..."],
   );
   if (values.help) return { text: CONVERT_HELP };
-  const [input, output] = positionals as [string, string];
+  if (values.task !== undefined && !planTask)
+    throw new UsageError("--task applies with --plan OUTPUT (a task of a plan)");
   const tileSize = intOption(values, "tile-size", undefined, 1, MAX_TILE_SIZE);
   const nChunks = intOption(values, "chunks", DEFAULT_N_CHUNKS, 1, 4096)!;
   const level = intOption(values, "level", DEFAULT_LEVEL, 1, 22)!;
   const threads = intOption(values, "threads", availableParallelism(), 1, 256)!;
   const format = (values.format as string | undefined) ?? "deltacells";
   const bar = commandBar(values);
+  if (planTask) {
+    return convertPlanTask({
+      output: values.plan as string,
+      task: (n) => taskIndex(values, n, "task of the plan"),
+      hdf5Timeout: readOptions(values).hdf5Timeout,
+      threads,
+      bar,
+    });
+  }
+  const output = positionals.at(-1)!;
+  const inputs = await atlasInputs(positionals.slice(0, -1), values);
+  if (inputs.paths.length === 0)
+    throw new UsageError("expected INPUT OUTPUT, INPUT... OUTPUT or --inputs LIST OUTPUT");
+  if (inputs.paths.length > 1 || asksForAtlas(values)) {
+    if (format !== "deltacells")
+      throw new UsageError(
+        "several inputs make a deltacells dataset; convert it to a sporadik store afterwards (deltacells convert DATASET OUT.zarr --format sporadik)",
+      );
+    for (const name of ["axes", "byte-addressable", "max-nnz", "tmp-dir", "checksums"]) {
+      if (values[name] !== undefined) throw new UsageError(`--${name} applies to --format sporadik only`);
+    }
+    if (values["no-checksums"] !== undefined && !values.sporadik)
+      throw new UsageError("--no-checksums applies to the --sporadik companion only");
+    return convertAtlas({
+      output,
+      options: await planOptions(values, inputs, { tileSize, nChunks, level, obs: obsOptions(values) }),
+      hdf5Timeout: readOptions(values).hdf5Timeout,
+      threads,
+      overwrite: values.overwrite === true,
+      breakLock: values["break-lock"] === true,
+      sporadik: values.sporadik === true,
+      checksums: values["no-checksums"] !== true,
+      bar,
+    });
+  }
+  const input = positionals[0]!;
   const inputOptions = {
     layer: values.layer as string | undefined,
     raw: values.raw === true,

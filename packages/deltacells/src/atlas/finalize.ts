@@ -37,7 +37,9 @@ export interface TaskProblem {
 /** `finalize` refused: some tasks are missing or inconsistent (see `problems`); nothing was written. */
 export class AtlasIncomplete extends DeltacellsError {
   readonly problems: TaskProblem[];
-  constructor(message: string, options: { object: string; problems: TaskProblem[] }) {
+  /** The plan's number of tasks. */
+  readonly total: number;
+  constructor(message: string, options: { object: string; problems: TaskProblem[]; total: number }) {
     super(message, {
       tag: "IncompleteDataset",
       object: options.object,
@@ -45,20 +47,20 @@ export class AtlasIncomplete extends DeltacellsError {
       found: options.problems,
     });
     this.problems = options.problems;
+    this.total = options.total;
   }
 
-  /** The message, `rerun(t)` saying how to run task t again (a CLI gives its command). */
+  /** The message (one line), `rerun(tasks)` saying how to run those tasks again (a CLI gives its command). */
   static describe(
     where: string,
     problems: TaskProblem[],
     total: number,
-    rerun: (t: number) => string,
+    rerun: (tasks: number[]) => string,
   ): string {
-    const lines = problems
-      .slice(0, 20)
-      .map((p) => `  task ${p.task}: ${p.reason}; run it again: ${rerun(p.task)}`);
-    const more = problems.length > 20 ? `\n  ... and ${problems.length - 20} more` : "";
-    return `${where}: ${problems.length} of the ${total} tasks ${problems.length === 1 ? "is" : "are"} not done, so the atlas was not finalized (nothing was written):\n${lines.join("\n")}${more}`;
+    const listed = problems.slice(0, 10).map((p) => `task ${p.task}: ${p.reason}`);
+    const more = problems.length > 10 ? `; and ${problems.length - 10} more` : "";
+    const one = problems.length === 1;
+    return `${where}: ${problems.length} of the ${total} tasks ${one ? "is" : "are"} not done, so the atlas was not finalized (nothing was written): ${listed.join("; ")}${more}. Run ${one ? "it" : "them"} again: ${rerun(problems.map((p) => p.task))}`;
   }
 }
 
@@ -229,7 +231,9 @@ export async function finalizeAtlas(
       problems.push({
         task: t,
         problem: "missing",
-        reason: bytes ? "its completion record is damaged" : "it has not completed (no completion record)",
+        reason: bytes
+          ? "its completion record is damaged"
+          : "no completion record (not run, or not finished)",
       });
     } else {
       const reason =
@@ -257,11 +261,13 @@ export async function finalizeAtlas(
   }
   if (problems.length > 0) {
     throw new AtlasIncomplete(
-      AtlasIncomplete.describe(where, problems, plan.tasks.length, (t) => `task ${t} of the plan`),
-      {
-        object: where,
+      AtlasIncomplete.describe(
+        where,
         problems,
-      },
+        plan.tasks.length,
+        (tasks) => `tasks ${tasks.join(", ")} of the plan`,
+      ),
+      { object: where, problems, total: plan.tasks.length },
     );
   }
   const { manifest, schemaText } = await assemble(plan, records);

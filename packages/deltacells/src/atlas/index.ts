@@ -18,7 +18,7 @@ export { sourceNames } from "./keys.js";
 export { ATLAS_PREFIX } from "./layout.js";
 export { type AtlasObsColumn, ConflictingObsColumn } from "./obs-merge.js";
 export type { AtlasPlan, AtlasPlanOptions, PlanInput, PlanTask } from "./plan.js";
-export type { InputIdentity } from "./scan.js";
+export { checkIdentity, type InputIdentity } from "./scan.js";
 export { MissingScans, planStep, type ScanStepOptions, scanDigest, scanStep, taskStep } from "./steps.js";
 export { readPlan, type ScanProblem } from "./store.js";
 export type { OpenedSource, TaskOptions, TaskProgress, TaskRecord, WrittenTile } from "./task.js";

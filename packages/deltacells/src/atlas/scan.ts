@@ -20,6 +20,21 @@ export interface InputIdentity {
   mtime: string | null;
 }
 
+/** Refuses an input whose identity is not the one recorded when it was scanned (unknown on either side passes). */
+export function checkIdentity(
+  location: string,
+  planned: InputIdentity | null,
+  found: InputIdentity | null,
+): void {
+  if (planned === null || found === null) return;
+  if (planned.bytes === found.bytes && planned.mtime === found.mtime) return;
+  throw invalidInput(
+    location,
+    `it changed since the plan was made (${found.bytes} bytes, modified ${found.mtime}; it was ${planned.bytes} bytes, modified ${planned.mtime}): make the plan again, or restore the input`,
+    { field: "identity", expected: planned, found },
+  );
+}
+
 /** One column of an input's cell table, as that input has it. */
 export interface ColumnScan {
   name: string;

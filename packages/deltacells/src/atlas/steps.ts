@@ -46,21 +46,22 @@ export class MissingScans extends DeltacellsError {
     this.problems = options.problems;
   }
 
-  /** The message, `rerun(i)` saying how to scan input i again (a CLI gives its command). */
+  /** The message (one line), `rerun(inputs)` saying how to scan those inputs (a CLI gives its command). */
   static describe(
     where: string,
     problems: ScanProblem[],
     total: number,
-    rerun: (i: number) => string,
+    rerun: (inputs: number[]) => string,
   ): string {
-    const lines = problems
-      .slice(0, 20)
+    const listed = problems
+      .slice(0, 10)
       .map(
         (p) =>
-          `  input ${p.input}: ${p.problem === "missing" ? "not scanned" : "scanned with other inputs or options"}; scan it: ${rerun(p.input)}`,
+          `input ${p.input} ${p.problem === "missing" ? "is not scanned" : "was scanned with other inputs or options"}`,
       );
-    const more = problems.length > 20 ? `\n  ... and ${problems.length - 20} more` : "";
-    return `${where}: ${problems.length} of the ${total} inputs ${problems.length === 1 ? "has" : "have"} no scan record of this build, so no plan was made:\n${lines.join("\n")}${more}`;
+    const more = problems.length > 10 ? `; and ${problems.length - 10} more` : "";
+    const one = problems.length === 1;
+    return `${where}: ${problems.length} of the ${total} inputs ${one ? "has" : "have"} no scan record of this build, so no plan was made: ${listed.join("; ")}${more}. Scan ${one ? "it" : "them"}: ${rerun(problems.map((p) => p.input))}`;
   }
 }
 
@@ -116,7 +117,7 @@ export async function planStep(
   if (problems.length > 0) {
     const where = store.url ?? "the atlas";
     throw new MissingScans(
-      MissingScans.describe(where, problems, opts.paths.length, (i) => `scan input ${i} (${opts.paths[i]})`),
+      MissingScans.describe(where, problems, opts.paths.length, (inputs) => `inputs ${inputs.join(", ")}`),
       { object: `${where}/${scanKey(problems[0]!.input)}`, problems },
     );
   }

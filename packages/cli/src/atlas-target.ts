@@ -1,0 +1,61 @@
+/**
+ * The output of an atlas built in steps (`plan`, its tasks, `finalize`): the steps write straight
+ * into it, since many machines share it (no staging). It may hold an unfinished build (scan and
+ * task records, tiles, obs shards, gene files) and nothing else: a complete dataset there is
+ * refused (appended to with `append`, replaced with `convert --overwrite`), and so are objects that
+ * belong to no dataset. Steps that must run alone (the merge, finalize) take the writer lock; the
+ * steps many machines run at once (scans, tasks) take none: each writes objects of its own, the
+ * same bytes however often it runs.
+ */
+import type { StatsStore } from "@deltacells/storage";
+import { localPath, openCounted } from "./io.js";
+import { KNOWN_KEY, TargetError } from "./target.js";
+import { acquireWriterLock, LOCK_KEY, removeStaleTempFiles, type WriterLock } from "./writer-lock.js";
+
+export interface AtlasTarget {
+  store: StatsStore;
+  /** The output as a local path, when it is one. */
+  outPath: string | undefined;
+  /** Held by the steps that must run alone; release it in a `finally`. */
+  lock: WriterLock | undefined;
+  /** Temporary files of killed writers removed (a folder, under the lock). */
+  removedTempFiles: string[];
+}
+
+/**
+ * Open `output` for an atlas step: refused when it holds objects of no dataset, or (unless
+ * `finalized` is allowed) a complete dataset. With `lock`, the writer lock is taken first
+ * (`command` names the step in it).
+ */
+export async function openAtlasTarget(
+  output: string,
+  opts: { lock?: boolean; breakLock?: boolean; command: string; allowFinalized?: boolean },
+): Promise<AtlasTarget> {
+  const outPath = localPath(output);
+  const store = openCounted(output);
+  const lock = opts.lock
+    ? await acquireWriterLock(store, output, outPath, opts.breakLock === true, opts.command)
+    : undefined;
+  try {
+    const keys = (await store.list()).filter((k) => k !== LOCK_KEY);
+    const unknown = keys.filter((k) => !KNOWN_KEY.test(k));
+    if (unknown.length > 0) {
+      throw new TargetError(
+        `${store.url} holds ${unknown.length} object${unknown.length === 1 ? "" : "s"} that belong to no deltacells dataset (${unknown.slice(0, 3).join(", ")}${unknown.length > 3 ? ", ..." : ""}); an atlas is built into a new or empty folder or prefix. Nothing was written`,
+        { tag: "TargetNotEmpty", object: store.url, found: unknown.slice(0, 5) },
+      );
+    }
+    if (!opts.allowFinalized && keys.includes("manifest.json")) {
+      throw new TargetError(
+        `${store.url} already holds a complete deltacells dataset. Nothing was written: add cells to it with deltacells append, build the atlas elsewhere, or replace it with deltacells convert ... --overwrite`,
+        { tag: "TargetNotEmpty", object: store.url, found: ["manifest.json"] },
+      );
+    }
+    const removedTempFiles =
+      lock && outPath !== undefined ? await removeStaleTempFiles(outPath, lock.taken) : [];
+    return { store, outPath, lock, removedTempFiles };
+  } catch (err) {
+    await lock?.release();
+    throw err;
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * `deltacells finalize OUTPUT`: completes an atlas built by tasks. Every task's completion record
+ * is checked against the objects it lists; while any task is missing or inconsistent nothing is
+ * written and each is named with the command that runs it again. Then obs/schema.json and
+ * manifest.json are written, the manifest last.
+ */
+import { rm } from "node:fs/promises";
+import { resolve } from "node:path";
+import { ATLAS_PREFIX, AtlasIncomplete, finalizeAtlas } from "@deltacells/core";
+import { COMMON_HELP, count, parse } from "../args.js";
+import { openAtlasTarget } from "../atlas-target.js";
+import { leftoverLine } from "../leftovers.js";
+import { ProgressBar } from "../progress.js";
+import type { CommandResult } from "./types.js";
+
+export const FINALIZE_HELP = `usage: deltacells finalize OUTPUT [options]
+
+Complete an atlas built with \`deltacells plan\` and its tasks (\`deltacells convert --plan OUTPUT
+--task I\`): check every task's completion record against the tiles and obs shards it wrote
+(sizes, checksums) and the nonzeros and counts of all against the plan, then write
+obs/schema.json and manifest.json, the manifest last. While a task is missing or inconsistent it
+writes nothing and lists them, each with the command to run it again. Running it again on a
+finalized dataset changes nothing.
+
+options:
+  --break-lock   delete a writer lock left by a killed step (only when nothing else writes there)
+  --quiet        no progress bar
+${COMMON_HELP}`;
+
+export async function finalize(argv: string[]): Promise<CommandResult> {
+  const { values, positionals } = parse(
+    argv,
+    { "break-lock": { type: "boolean" }, quiet: { type: "boolean" } },
+    ["OUTPUT"],
+  );
+  if (values.help) return { text: FINALIZE_HELP };
+  const output = positionals[0]!;
+  const started = performance.now();
+  const bar = new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
+  const target = await openAtlasTarget(output, {
+    lock: true,
+    breakLock: values["break-lock"] === true,
+    command: "deltacells finalize",
+    allowFinalized: true,
+  });
+  try {
+    bar.phase("check");
+    const done = await finalizeAtlas(target.store, {
+      onProgress: (d, total) => bar.update(d, total, "tasks"),
+    });
+    bar.finish();
+    // A folder keeps the empty directories a key-by-key delete leaves.
+    if (target.outPath !== undefined)
+      await rm(resolve(target.outPath, ATLAS_PREFIX), { recursive: true, force: true });
+    const m = done.manifest;
+    const nnz = m.tile_nnz.reduce((a, b) => a + b, 0);
+    const seconds = (performance.now() - started) / 1000;
+    const json = {
+      output: target.store.url,
+      finalized: done.finalized,
+      n_cells: m.n_cells,
+      n_genes: m.n_genes,
+      nnz,
+      n_tiles: m.tile_cells.length,
+      n_tasks: done.plan?.tasks.length ?? null,
+      bytes: done.bytes,
+      has_obs: m.has_obs,
+      removed_temp_files: target.removedTempFiles,
+      seconds,
+    };
+    const text = done.finalized
+      ? `finalized ${target.store.url}: ${count(done.plan!.tasks.length, "task")} checked
+  ${m.n_cells.toLocaleString("en-US")} cells x ${m.n_genes.toLocaleString("en-US")} genes, ${nnz.toLocaleString("en-US")} nonzeros in ${count(m.tile_cells.length, "tile")}, ${done.bytes.toLocaleString("en-US")} bytes, in ${seconds.toFixed(1)} s${leftoverLine(target.removedTempFiles)}`
+      : `${target.store.url} is finalized already (it has its manifest.json): nothing to do`;
+    return { text, json, store: target.store };
+  } catch (err) {
+    if (err instanceof AtlasIncomplete) {
+      const rerun = (tasks: number[]) =>
+        tasks.length === 1
+          ? `deltacells convert --plan ${output} --task ${tasks[0]}`
+          : `deltacells convert --plan ${output} --task I for I in ${tasks.join(" ")} (a job array: --array=${tasks.join(",")})`;
+      throw new AtlasIncomplete(AtlasIncomplete.describe(output, err.problems, err.total, rerun), {
+        object: err.object!,
+        problems: err.problems,
+        total: err.total,
+      });
+    }
+    throw err;
+  } finally {
+    bar.finish();
+    await target.lock?.release();
+  }
+}

@@ -1,0 +1,210 @@
+/**
+ * `convert` of an atlas: several inputs (or one with atlas options) into one dataset in this
+ * process, with the one-input guarantees (the lock, `--overwrite` staging, the manifest last); and
+ * one task of a plan (`convert --plan OUTPUT --task I`), written straight into the shared output.
+ */
+import { availableParallelism } from "node:os";
+import {
+  type AtlasPlanOptions,
+  buildAtlas,
+  checkIdentity,
+  createTilePool,
+  DEFAULT_LEVEL,
+  type PlanInput,
+  readPlan,
+  taskStep,
+} from "@deltacells/core";
+import { inputIdentity, zstdCompressor } from "@deltacells/core/node";
+import { count } from "./args.js";
+import { explainAtlasError, inputOpener } from "./atlas-options.js";
+import { describePlan } from "./atlas-report.js";
+import { openAtlasTarget } from "./atlas-target.js";
+import type { CommandResult } from "./commands/types.js";
+import { COMPANION_PATH, writeCompanion } from "./companion.js";
+import { CliError } from "./errors.js";
+import { leftoverLine } from "./leftovers.js";
+import { explainObsError, OBS_ZSTD_LEVEL } from "./obs-options.js";
+import type { ProgressBar } from "./progress.js";
+import { openTarget } from "./target.js";
+
+/** Opens a plan's input, refusing one that changed since it was scanned. */
+function planOpener(read: Record<string, unknown>, hdf5Timeout: number | undefined) {
+  const open = inputOpener(read, hdf5Timeout);
+  return async (input: PlanInput) => {
+    checkIdentity(input.path, input.identity, await inputIdentity(input.path));
+    return open(input.path);
+  };
+}
+
+export interface ConvertAtlasOptions {
+  output: string;
+  options: AtlasPlanOptions;
+  hdf5Timeout: number | undefined;
+  threads: number;
+  overwrite: boolean;
+  breakLock: boolean;
+  sporadik: boolean;
+  /** The companion's chunks checksummed (see `--no-checksums`). */
+  checksums: boolean;
+  bar: ProgressBar;
+}
+
+/** Several inputs into one dataset, in this process. */
+export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResult> {
+  const { output, options, bar } = o;
+  const started = performance.now();
+  const paths = options.paths;
+  const target = await openTarget(paths[0]!, output, o.overwrite, o.breakLock);
+  for (const p of paths.slice(1)) {
+    if (p.replace(/\/+$/, "") === output.replace(/\/+$/, "")) {
+      await target.lock.release();
+      throw new CliError(
+        `${output} is one of the inputs: a conversion cannot replace what it reads; write to another location`,
+        {
+          tag: "TargetIsInput",
+          object: output,
+        },
+      );
+    }
+  }
+  const open = inputOpener(options.read ?? {}, o.hdf5Timeout);
+  const pool = createTilePool({ threads: o.threads });
+  let phase = "";
+  try {
+    const { manifest, bytes, plan } = await buildAtlas(
+      paths.map((path) => ({ path, open: () => open(path), identity: () => inputIdentity(path) })),
+      target.staging,
+      {
+        ...options,
+        encoder: pool,
+        compress: zstdCompressor(DEFAULT_LEVEL),
+        obsCompress: zstdCompressor(OBS_ZSTD_LEVEL),
+        inFlight: o.threads + 2,
+        onProgress: (p) => {
+          const label =
+            p.phase === "totals" ? `scan ${(p.input ?? 0) + 1}/${p.inputs ?? paths.length}` : "tiles";
+          if (label !== phase) {
+            phase = label;
+            bar.phase(label);
+          }
+          bar.update(p.cellsDone, p.nCells, "cells");
+        },
+      },
+    );
+    bar.finish();
+    await target.commit("manifest.json");
+    const companion = o.sporadik ? await writeCompanion(output, o.threads, bar, o.checksums) : undefined;
+    const seconds = (performance.now() - started) / 1000;
+    const nnz = manifest.tile_nnz.reduce((a, b) => a + b, 0);
+    const tileBytes = manifest.tile_bytes.reduce((a, b) => a + b, 0);
+    const summary = {
+      inputs: paths,
+      output: target.store.url,
+      n_inputs: paths.length,
+      n_cells: manifest.n_cells,
+      n_genes: manifest.n_genes,
+      nnz,
+      n_tiles: manifest.tile_cells.length,
+      bytes,
+      tile_bytes: tileBytes,
+      has_obs: manifest.has_obs,
+      tile_bytes_per_nonzero: nnz ? tileBytes / nnz : 0,
+      dropped: plan.dropped,
+      notes: plan.notes,
+      ...(companion ? { sporadik: { path: COMPANION_PATH, bytes: companion.json.bytes } } : {}),
+      removed_temp_files: target.removedTempFiles,
+      seconds,
+    };
+    const text = `converted ${count(paths.length, "input")} -> ${target.store.url}
+${describePlan(plan)
+  .split("\n")
+  .filter((l) => !l.startsWith("  1 task"))
+  .join("\n")}
+  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${
+    companion
+      ? `\n  sporadik companion: ${companion.json.output} (${companion.json.bytes.toLocaleString("en-US")} bytes)`
+      : ""
+  }${leftoverLine(target.removedTempFiles)}`;
+    return { text, json: summary, store: target.store };
+  } catch (err) {
+    await target.abandon().catch(() => undefined);
+    throw explainAtlasError(explainObsError(err));
+  } finally {
+    bar.finish();
+    await pool.close();
+    await target.lock.release();
+  }
+}
+
+/** One task of the plan at `output`. */
+export async function convertPlanTask(o: {
+  output: string;
+  task: (count: number) => number;
+  hdf5Timeout: number | undefined;
+  threads: number;
+  bar: ProgressBar;
+}): Promise<CommandResult> {
+  const started = performance.now();
+  const target = await openAtlasTarget(o.output, { command: "deltacells convert --plan" });
+  const plan = await readPlan(target.store);
+  if (plan === undefined) {
+    throw new CliError(
+      `${o.output} has no atlas plan (.deltacells-atlas/plan.json): make it first with deltacells plan INPUT... ${o.output} --tasks N`,
+      {
+        tag: "NotFound",
+        object: `${target.store.url}/.deltacells-atlas/plan.json`,
+      },
+    );
+  }
+  const t = o.task(plan.tasks.length);
+  if (t >= plan.tasks.length) {
+    throw new CliError(
+      `task ${t} is not in the plan of ${o.output}, which has ${count(plan.tasks.length, "task")} (0 .. ${plan.tasks.length - 1})`,
+      {
+        tag: "Usage",
+        object: o.output,
+        expected: `0 .. ${plan.tasks.length - 1}`,
+        found: t,
+      },
+    );
+  }
+  const open = planOpener(plan.read, o.hdf5Timeout);
+  const pool = createTilePool({ threads: o.threads });
+  try {
+    o.bar.phase(`task ${t}`);
+    const { record } = await taskStep(target.store, t, {
+      open: (input) => open(input),
+      encoder: pool,
+      compress: zstdCompressor(OBS_ZSTD_LEVEL),
+      inFlight: o.threads + 2,
+      onProgress: (p) => o.bar.update(p.cellsDone, p.nCells, "cells"),
+    });
+    o.bar.finish();
+    const [t0, t1] = plan.tasks[t]!.tiles;
+    const bytes =
+      record.tiles.reduce((a, x) => a + x.bytes, 0) + record.shards.reduce((a, x) => a + x.bytes, 0);
+    const cells = record.tiles.reduce((a, x) => a + x.cells, 0);
+    const seconds = (performance.now() - started) / 1000;
+    const json = {
+      output: target.store.url,
+      plan: plan.id,
+      task: t,
+      n_tasks: plan.tasks.length,
+      tiles: [t0, t1],
+      n_cells: cells,
+      nnz: record.nnz,
+      bytes,
+      seconds,
+    };
+    const text =
+      t0 === t1
+        ? `task ${t} of ${plan.tasks.length} has nothing to write (more tasks than obs shards); done`
+        : `task ${t} of ${plan.tasks.length}: tiles ${t0} .. ${t1 - 1}, ${cells.toLocaleString("en-US")} cells, ${record.nnz.toLocaleString("en-US")} nonzeros, ${bytes.toLocaleString("en-US")} bytes in ${seconds.toFixed(1)} s (${availableParallelism() > 1 ? `${o.threads} threads` : "1 thread"})`;
+    return { text, json, store: target.store };
+  } catch (err) {
+    throw explainAtlasError(explainObsError(err));
+  } finally {
+    o.bar.finish();
+    await pool.close();
+  }
+}
