@@ -22,6 +22,8 @@ export interface GeneSpaceOptions {
   dropUnlisted?: boolean;
   /** The output order itself, as keys (each gene of the space once), instead of decreasing totals. */
   order?: string[];
+  /** Match genes by key even with one input (its genes are named by a var column). */
+  match?: boolean;
 }
 
 /** Genes of one input left out of the space. */
@@ -130,7 +132,8 @@ export async function geneSpace(
 ): Promise<GeneSpace> {
   const join = opts.join ?? "outer";
   // One input is its own gene space: its keys need not be unique (10x symbols repeat), nothing is matched.
-  const matched = scans.count > 1 || opts.genes !== undefined || opts.order !== undefined;
+  const matched =
+    scans.count > 1 || opts.genes !== undefined || opts.order !== undefined || opts.match === true;
   let fixed: string[] | undefined;
   if (opts.genes !== undefined) {
     const k = repeatedKey(opts.genes);

@@ -227,7 +227,7 @@ export async function makePlan(
   }
   const obsScans: (ObsScan | null)[] = [];
   const light: (Omit<ScanSummary, "keys" | "totals" | "geneNnz" | "obs"> & VarSummary)[] = [];
-  const space = await geneSpace(scans, opts.genes, (s) => {
+  const space = await geneSpace(scans, { ...opts.genes, match: opts.varKey !== undefined }, (s) => {
     obsScans.push(s.obs);
     const { keys: _k, totals: _t, geneNnz: _g, obs: _o, ...rest } = s;
     light.push(rest);

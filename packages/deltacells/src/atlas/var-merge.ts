@@ -1,15 +1,20 @@
 /**
- * The gene table of an atlas: one row per gene of the space, in first-seen order, each taken from
- * the first input that has the gene (its index value and its columns), as `anndata.concat(...,
- * merge="first")` would for a gene alone. Columns are those of the inputs that give at least one
- * gene, merged by the obs rules (promoted numbers, one vocabulary); a column with a real conflict
- * is left out with a note, since no option could repair a gene table. A gene declared but in no
- * input gets its key as index (and in the key column) and nulls elsewhere. One input's gene table
- * is kept as it is.
+ * The gene table of an atlas: one row per gene of the space, in first-seen order. A gene's index
+ * value is the first input's that has the gene; each of its column values the first input's (in
+ * input order) that has both the gene and the column, so no value any input knows is lost (what
+ * `anndata.concat(..., merge="first")` gives per column, without its blanks for genes the first
+ * input lacks). Columns are every input's, merged by the obs rules (promoted numbers, one
+ * vocabulary); a column with a real conflict is left out with a note, since no option could
+ * repair a gene table. Genes matched on a var column (`gene_ids`) have it as their index, as
+ * anndata has the names it matched on, each input's own index kept as a column (named as that
+ * index, `gene_symbols` when unnamed, as scanpy's `read_10x_h5(var_names="gene_ids")` does). A
+ * gene declared but in no input gets its key as index and nulls elsewhere. One input's gene table
+ * (matched on nothing) is kept as it is.
  */
 import type { SourceColumn, SourceTable } from "../dataset/source.js";
 import { newNumericArray, type ObsColumnSchema, type ObsNumericType } from "../obs/schema.js";
 import type { GeneSpace } from "./genes.js";
+import { geneKeys } from "./keys.js";
 import { ConflictingObsColumn, mergeColumn, type Seen } from "./obs-merge.js";
 import type { ColumnScan } from "./scan.js";
 import { copyNumeric, positions } from "./values.js";
@@ -22,6 +27,38 @@ export interface VarSummary {
 }
 
 type NumericColumn = Extract<SourceColumn, { kind: "numeric" }>;
+
+/** The column an input's own var index goes to when genes are matched on another column. */
+function formerIndex(indexName: string | null): string {
+  return indexName ?? "gene_symbols";
+}
+
+/** An input's gene table with `keys` (its `varKey` column) as index and its own index as a column. */
+function byKey(t: SourceTable, keys: string[], varKey: string | undefined): SourceTable {
+  if (varKey === undefined || varKey === t.indexName) return t;
+  const former = formerIndex(t.indexName);
+  const columns = t.columns.filter((c) => c.name !== varKey);
+  if (!columns.some((c) => c.name === former))
+    columns.push({ name: former, kind: "string", values: t.index });
+  return { indexName: varKey, index: keys, columns };
+}
+
+/** The columns of {@link byKey}'s table, from what the scan recorded. */
+function columnsByKey(inp: VarSummary, varKey: string | undefined): ColumnScan[] {
+  if (varKey === undefined || varKey === inp.varIndexName) return inp.varColumns;
+  const former = formerIndex(inp.varIndexName);
+  const columns = inp.varColumns.filter((c) => c.name !== varKey);
+  if (!columns.some((c) => c.name === former))
+    columns.push({
+      name: former,
+      kind: "string",
+      arrowType: "string",
+      categories: null,
+      ordered: false,
+      nullable: false,
+    });
+  return columns;
+}
 
 /** A column of `n` missing values, to be filled gene by gene. */
 function emptyColumn(schema: ObsColumnSchema, n: number, nullable: boolean, ordered: boolean): SourceColumn {
@@ -56,13 +93,13 @@ function label(col: SourceColumn, row: number): string | null {
   return col.kind === "string" ? col.values[row]! : null;
 }
 
-/** Copies the rows of the genes whose first input is `input` from its column `src`. */
-function fillColumn(col: SourceColumn, src: SourceColumn, space: GeneSpace, input: number): void {
-  const { firstOf, rowOf } = space;
+/** Copies into `col` the value of row `rows[u]` of `src` for each gene `u` not `filled` yet (-1: the input lacks it). */
+function fillColumn(col: SourceColumn, src: SourceColumn, rows: Int32Array, filled: Uint8Array): void {
   const where = col.kind === "category" ? positions(col.categories) : undefined;
-  for (let u = 0; u < firstOf.length; u++) {
-    if (firstOf[u] !== input) continue;
-    const r = rowOf[u]!;
+  for (let u = 0; u < rows.length; u++) {
+    const r = rows[u]!;
+    if (r < 0 || filled[u]) continue;
+    filled[u] = 1;
     if (col.kind === "numeric" && src.kind === "numeric") {
       if (src.nulls?.[r]) continue;
       copyNumeric(src.values, r, r + 1, col.values, u);
@@ -91,8 +128,8 @@ function finishColumn(col: SourceColumn): SourceColumn {
 
 /**
  * The atlas's gene table over `space` (see the module comment). `inputs` describe the inputs'
- * gene tables; `table(i)` reads input i's, asked only of inputs that give genes, one at a time;
- * `notes` receives what was left out.
+ * gene tables; `table(i)` reads input i's, one at a time, each once; `notes` receives what was
+ * left out.
  */
 export async function mergeVar(
   space: GeneSpace,
@@ -103,13 +140,12 @@ export async function mergeVar(
 ): Promise<SourceTable> {
   if (!space.matched) return table(0);
   const n = space.keys.length;
-  const giving = [...new Set(space.firstOf)].filter((i) => i >= 0).sort((a, b) => a - b);
   const uses = new Map<string, Seen[]>();
-  for (const i of giving) {
-    for (const c of inputs[i]!.varColumns) {
+  for (const inp of inputs) {
+    for (const c of columnsByKey(inp, varKey)) {
       const list = uses.get(c.name) ?? [];
       if (list.length === 0) uses.set(c.name, list);
-      list.push({ location: inputs[i]!.location, scan: c });
+      list.push({ location: inp.location, scan: c });
     }
   }
   const columns: SourceColumn[] = [];
@@ -135,17 +171,26 @@ export async function mergeVar(
       ),
     );
   }
+  const filled = columns.map(() => new Uint8Array(n));
   const index = space.keys.slice();
-  const keyColumn = varKey === undefined ? undefined : columns.find((c) => c.name === varKey);
-  if (keyColumn?.kind === "string") for (let u = 0; u < n; u++) keyColumn.values[u] = space.keys[u]!;
-  for (const i of giving) {
-    const t = await table(i);
+  const where = positions(space.keys);
+  const rows = new Int32Array(n);
+  for (let i = 0; i < inputs.length; i++) {
+    const own = await table(i);
+    const keys = geneKeys(own, varKey, inputs[i]!.location);
+    const t = byKey(own, keys, varKey);
+    rows.fill(-1);
+    keys.forEach((k, r) => {
+      const u = where.get(k);
+      if (u !== undefined) rows[u] = r;
+    });
     for (let u = 0; u < n; u++) if (space.firstOf[u] === i) index[u] = t.index[space.rowOf[u]!]!;
-    for (const col of columns) {
+    columns.forEach((col, k) => {
       const src = t.columns.find((c) => c.name === col.name);
-      if (src !== undefined) fillColumn(col, src, space, i);
-    }
+      if (src !== undefined) fillColumn(col, src, rows, filled[k]!);
+    });
   }
-  const head = giving.length > 0 ? inputs[giving[0]!]! : inputs[0]!;
-  return { indexName: head.varIndexName, index, columns: columns.map(finishColumn) };
+  const first = space.firstOf.find((i) => i >= 0) ?? 0;
+  const indexName = varKey ?? inputs[first]!.varIndexName;
+  return { indexName, index, columns: columns.map(finishColumn) };
 }
