@@ -2,7 +2,7 @@
  * Fixtures for the atlas tests: small in-memory inputs with their own gene sets and cell tables,
  * the steps of a distributed build run in-process, and a store's objects as a map. Not a test file.
  */
-import { MemoryStore } from "@deltacells/storage";
+import { MemoryStore, type Store } from "@deltacells/storage";
 import {
   type AtlasInputRef,
   type AtlasPlanOptions,
@@ -99,8 +99,17 @@ export async function buildOnce(
   opts: BuildOptions = {},
 ): Promise<MemoryStore> {
   const store = new MemoryStore("memory://once");
-  await buildAtlas(refs(inputs), store, { encoder, compress, ...opts });
+  await buildAtlasInto(store, inputs, opts);
   return store;
+}
+
+/** The one-process build of `inputs` into `store`. */
+export async function buildAtlasInto(
+  store: Store,
+  inputs: (DatasetSource & { opened: number })[],
+  opts: BuildOptions = {},
+): Promise<void> {
+  await buildAtlas(refs(inputs), store, { encoder, compress, ...opts });
 }
 
 /**

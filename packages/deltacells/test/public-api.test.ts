@@ -14,6 +14,7 @@ import { assertSuperset, exportsOf } from "../../../test-utils/public-api.js";
 
 test("@deltacells/core exports exactly these names", () => {
   assert.deepEqual(exportsOf(browser), [
+    "APPEND_STAGING: string",
     "ATLAS_PREFIX: string",
     "AtlasIncomplete: class",
     "ConflictingObsColumn: class",
@@ -34,6 +35,7 @@ test("@deltacells/core exports exactly these names", () => {
     "TARGET_TILE_NNZ: number",
     "UnknownObsExclude: class",
     "UnsupportedObsColumns: class",
+    "appendToDataset: function",
     "autoTileSize: function",
     "buildAtlas: function",
     "categoryLabels: function",
@@ -68,6 +70,7 @@ test("@deltacells/core exports exactly these names", () => {
 
 test("@deltacells/core/node exports exactly these names", () => {
   assert.deepEqual(exportsOf(node), [
+    "APPEND_STAGING: string",
     "ATLAS_PREFIX: string",
     "AtlasIncomplete: class",
     "ConflictingObsColumn: class",
@@ -88,6 +91,7 @@ test("@deltacells/core/node exports exactly these names", () => {
     "TARGET_TILE_NNZ: number",
     "UnknownObsExclude: class",
     "UnsupportedObsColumns: class",
+    "appendToDataset: function",
     "autoTileSize: function",
     "buildAtlas: function",
     "cacheLocalizer: function",

@@ -24,6 +24,8 @@ export interface GeneSpaceOptions {
   order?: string[];
   /** Match genes by key even with one input (its genes are named by a var column). */
   match?: boolean;
+  /** What `genes` is, in a refusal (default "the declared gene list"). */
+  genesName?: string;
 }
 
 /** Genes of one input left out of the space. */
@@ -197,7 +199,7 @@ export async function geneSpace(
     if (out.length === 0) continue;
     if (opts.genes !== undefined && !opts.dropUnlisted) {
       throw refuse(
-        `${s.location}: ${out.length} of its ${s.keys.length} genes are not in the declared gene list (${few(out)}), holding ${lost} counts (${((100 * lost) / (all || 1)).toFixed(2)}% of this input's). Add them to the list, or drop them with the drop-unlisted-genes option`,
+        `${s.location}: ${out.length} of its ${s.keys.length} genes are not in ${opts.genesName ?? "the declared gene list"} (${few(out)}), holding ${lost} counts (${((100 * lost) / (all || 1)).toFixed(2)}% of this input's). ${opts.genesName ? `A dataset's genes are fixed: drop them with the drop-unlisted-genes option, or convert all the inputs anew` : "Add them to the list, or drop them with the drop-unlisted-genes option"}`,
         { object: s.location, field: "genes", found: out.slice(0, 20) },
       );
     }

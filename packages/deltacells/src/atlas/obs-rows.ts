@@ -179,12 +179,20 @@ export class InputObs {
         case "column":
           return columnFill(source.location, c, byName.get(c.schema.name));
         case "embedding":
-          return embeddingFill(c, embeddings.get(c.key));
+          // A dataset appended to holds its embeddings as columns already.
+          return (
+            embeddingFill(c, embeddings.get(c.key)) ??
+            columnFill(source.location, c, byName.get(c.schema.name))
+          );
         default: {
+          // A dataset appended to has its cells' sources in its own column; an input is one source.
+          const own = byName.get(c.schema.name);
+          if (own !== undefined) return columnFill(source.location, c, own);
           const name = plan.inputs[input]!.name;
+          const code = c.schema.categories?.indexOf(name) ?? -1;
           return async (tile, k, a, b, o) => {
             const buf = tile.buffers[k]!;
-            if (buf.kind === "category") buf.codes.fill(input, o, o + b - a);
+            if (buf.kind === "category") buf.codes.fill(code, o, o + b - a);
             else if (buf.kind === "string") buf.values.fill(name, o, o + b - a);
           };
         }

@@ -94,12 +94,14 @@ function label(col: SourceColumn, row: number): string | null {
 }
 
 /** Copies into `col` the value of row `rows[u]` of `src` for each gene `u` not `filled` yet (-1: the input lacks it). */
-function fillColumn(col: SourceColumn, src: SourceColumn, rows: Int32Array, filled: Uint8Array): void {
+function fillColumn(col: SourceColumn, src: SourceColumn, rows: Int32Array, filled: Uint8Array): number {
+  let n = 0;
   const where = col.kind === "category" ? positions(col.categories) : undefined;
   for (let u = 0; u < rows.length; u++) {
     const r = rows[u]!;
     if (r < 0 || filled[u]) continue;
     filled[u] = 1;
+    n++;
     if (col.kind === "numeric" && src.kind === "numeric") {
       if (src.nulls?.[r]) continue;
       copyNumeric(src.values, r, r + 1, col.values, u);
@@ -115,6 +117,7 @@ function fillColumn(col: SourceColumn, src: SourceColumn, rows: Int32Array, fill
       col.values[u] = label(src, r);
     }
   }
+  return n;
 }
 
 /** A filled column without a null mask where nothing is missing (as the readers hand columns over). */
@@ -129,7 +132,7 @@ function finishColumn(col: SourceColumn): SourceColumn {
 /**
  * The atlas's gene table over `space` (see the module comment). `inputs` describe the inputs'
  * gene tables; `table(i)` reads input i's, one at a time, each once; `notes` receives what was
- * left out.
+ * left out, and `filledBy[i]` is set when input i gave any value.
  */
 export async function mergeVar(
   space: GeneSpace,
@@ -137,6 +140,7 @@ export async function mergeVar(
   table: (i: number) => Promise<SourceTable>,
   varKey: string | undefined,
   notes: string[],
+  filledBy?: Uint8Array,
 ): Promise<SourceTable> {
   if (!space.matched) return table(0);
   const n = space.keys.length;
@@ -187,7 +191,7 @@ export async function mergeVar(
     for (let u = 0; u < n; u++) if (space.firstOf[u] === i) index[u] = t.index[space.rowOf[u]!]!;
     columns.forEach((col, k) => {
       const src = t.columns.find((c) => c.name === col.name);
-      if (src !== undefined) fillColumn(col, src, rows, filled[k]!);
+      if (src !== undefined && fillColumn(col, src, rows, filled[k]!) > 0 && filledBy) filledBy[i] = 1;
     });
   }
   const first = space.firstOf.find((i) => i >= 0) ?? 0;

@@ -1,0 +1,262 @@
+/**
+ * Appending to a dataset: it equals a fresh conversion of all the inputs with the dataset's gene
+ * order, byte for byte; only what changes is written; genes the dataset lacks are refused or
+ * dropped; an append killed before or while moving into place leaves the old dataset valid, and
+ * the next append completes or clears it; a reader opened before sees the old version or
+ * `DatasetChanged`.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import type { MemoryStore, Store } from "@deltacells/storage";
+import { FolderStore } from "@deltacells/storage/node";
+import { tileKey } from "../src/dataset/manifest.js";
+import {
+  APPEND_STAGING,
+  appendToDataset,
+  type DatasetSource,
+  isDeltacellsError,
+  openDataset,
+  validateDataset,
+} from "../src/index.js";
+import {
+  atlasInput,
+  buildAtlasInto,
+  buildOnce,
+  cells,
+  compress,
+  encoder,
+  genes,
+  objects,
+  refs,
+} from "./atlas-fixtures.js";
+
+type Input = DatasetSource & { opened: number };
+const OPTS = { tileSize: 4, obs: { tilesPerFile: 2 } };
+
+function inputA(): Input {
+  return atlasInput("data/a.h5ad", 21, genes(0, 9), 1, {
+    obs: cells("a", 21, [
+      {
+        name: "cell_type",
+        kind: "category",
+        codes: Int32Array.from({ length: 21 }, (_, i) => i % 2),
+        categories: ["B", "T"],
+        ordered: false,
+      },
+      { name: "n_genes", kind: "numeric", values: Int32Array.from({ length: 21 }, (_, i) => i) },
+    ]),
+    umap: 2,
+  });
+}
+function inputB(): Input {
+  return atlasInput("data/b.h5ad", 10, genes(4, 8), 2, {
+    obs: cells("b", 10, [
+      {
+        name: "cell_type",
+        kind: "category",
+        codes: new Int32Array(10).fill(1),
+        categories: ["B", "T"],
+        ordered: false,
+      },
+    ]),
+    umap: 2,
+  });
+}
+/** New cells over some of the genes: a new category; with `widen`, n_genes as float and a new column. */
+function inputC(widen: boolean): Input {
+  const columns: NonNullable<Parameters<typeof cells>[2]> = [
+    {
+      name: "cell_type",
+      kind: "category",
+      codes: Int32Array.from({ length: 13 }, (_, i) => i % 3),
+      categories: ["T", "NK", "B"],
+      ordered: false,
+    },
+  ];
+  if (widen) {
+    columns.push(
+      { name: "n_genes", kind: "numeric", values: Float64Array.from({ length: 13 }, (_, i) => i + 0.25) },
+      { name: "donor", kind: "string", values: Array.from({ length: 13 }, (_, i) => `d${i % 2}`) },
+    );
+  }
+  return atlasInput("data/c.h5ad", 13, ["G3", "G11", "G0", "G7"], 3, {
+    obs: cells("c", 13, columns),
+    umap: 2,
+  });
+}
+
+async function datasetOf(inputs: Input[]): Promise<MemoryStore> {
+  return buildOnce(inputs, OPTS);
+}
+
+/** The dataset's gene keys in output order (what a fresh conversion is given as its order). */
+async function outputKeys(store: Store): Promise<string[]> {
+  const ds = await openDataset(store);
+  const names = (await ds.geneNames())!;
+  await ds.close();
+  return names;
+}
+
+async function append(
+  store: Store,
+  inputs: Input[],
+  extra: Partial<Parameters<typeof appendToDataset>[2]> = {},
+) {
+  return appendToDataset(store, refs(inputs), { encoder, compress, ...extra });
+}
+
+for (const widen of [false, true]) {
+  test(`an appended dataset equals a fresh conversion of all the inputs with its gene order, byte for byte (${widen ? "a new column and int becoming float: every shard rewritten" : "new categories only: the last shard rewritten"})`, async () => {
+    const store = await datasetOf([inputA(), inputB()]);
+    const before = objects(store);
+    const order = await outputKeys(store);
+    const result = await append(store, [inputC(widen)]);
+    const fresh = objects(
+      await buildOnce([inputA(), inputB(), inputC(widen)], { ...OPTS, genes: { order } }),
+    );
+    const after = objects(store);
+    assert.deepEqual([...after.keys()], [...fresh.keys()]);
+    for (const [key, bytes] of fresh) assert.deepEqual(after.get(key), bytes, key);
+    // 31 old cells in 8 tiles (the last of 3), 44 now in 11: tiles 7..10 written, 0..6 untouched
+    assert.deepEqual(
+      result.written.filter((k) => k.startsWith("tiles/")),
+      [tileKey(8), tileKey(9), tileKey(10), tileKey(7)],
+    );
+    for (let t = 0; t < 7; t++) assert.deepEqual(after.get(tileKey(t)), before.get(tileKey(t)));
+    const shards = result.written.filter((k) => k.startsWith("obs/obs_"));
+    assert.deepEqual(
+      shards,
+      widen
+        ? [
+            "obs/obs_0000.parquet",
+            "obs/obs_0001.parquet",
+            "obs/obs_0002.parquet",
+            "obs/obs_0003.parquet",
+            "obs/obs_0004.parquet",
+            "obs/obs_0005.parquet",
+          ]
+        : ["obs/obs_0003.parquet", "obs/obs_0004.parquet", "obs/obs_0005.parquet"],
+    );
+    if (!widen)
+      for (const s of [0, 1, 2])
+        assert.deepEqual(after.get(`obs/obs_000${s}.parquet`), before.get(`obs/obs_000${s}.parquet`));
+    assert.equal(result.cells, 13);
+    const ds = await openDataset(store);
+    assert.equal((await validateDataset(ds)).problems.length, 0);
+    const type = (await ds.obsSchema()).columns.find((c) => c.name === "cell_type")!;
+    assert.deepEqual(
+      type.categories,
+      ["B", "T", "NK"],
+      "old codes keep their meaning, new categories at the end",
+    );
+    await ds.close();
+  });
+}
+
+test("genes the dataset lacks are refused, naming how many and the input, or dropped with dropUnlisted and reported", async () => {
+  const store = await datasetOf([inputA(), inputB()]);
+  const before = objects(store);
+  const d = atlasInput("data/d.h5ad", 6, ["G1", "G2", "X9"], 4, { obs: cells("d", 6, []), umap: 2 });
+  await assert.rejects(append(store, [d]), (err: unknown) => {
+    assert.ok(isDeltacellsError(err, "InvalidInput"));
+    assert.match(
+      err.message,
+      /data\/d\.h5ad: 1 of its 3 genes are not in the genes of memory:\/\/once \("X9"\).*A dataset's genes are fixed: drop them with the drop-unlisted-genes option/,
+    );
+    return true;
+  });
+  assert.deepEqual(objects(store), before, "nothing written");
+  const result = await append(
+    store,
+    [atlasInput("data/d.h5ad", 6, ["G1", "G2", "X9"], 4, { obs: cells("d", 6, []), umap: 2 })],
+    { dropUnlisted: true },
+  );
+  assert.deepEqual(
+    result.dropped.map((x) => [x.location, x.count, x.keys]),
+    [["data/d.h5ad", 1, ["X9"]]],
+  );
+  const ds = await openDataset(store);
+  assert.equal(ds.nCells, 37);
+  await ds.close();
+});
+
+test("an input without an embedding the dataset has is refused unless obsmFill, which appends nulls for its cells", async () => {
+  const store = await datasetOf([inputA(), inputB()]);
+  const bare = () => atlasInput("data/e.h5ad", 5, ["G1"], 5, { obs: cells("e", 5, []) });
+  await assert.rejects(
+    append(store, [bare()]),
+    /data\/e\.h5ad has no obsm "X_umap" of 2 columns.*obsm fill option/,
+  );
+  await append(store, [bare()], { obs: { obsmFill: true } });
+  const ds = await openDataset(store);
+  const frame = await ds.obs(["X_umap_0"]);
+  assert.deepEqual(frame.rows(30, 32), [[2 + (9 * 2) / 8], [null]]); // b's last cell, then e's first
+  await ds.close();
+});
+
+test("an append killed before it moves into place leaves the old dataset valid and as it was; the next append clears its staging and appends", async () => {
+  const store = await datasetOf([inputA(), inputB()]);
+  const before = objects(store);
+  let writes = 0;
+  const dying = Object.assign(Object.create(store) as MemoryStore, {
+    set: async (key: string, value: Uint8Array) => {
+      if (key.startsWith(APPEND_STAGING) && key.includes("tiles/") && ++writes === 2)
+        throw new Error("killed");
+      return store.set(key, value);
+    },
+  });
+  await assert.rejects(append(dying, [inputC(true)]), /killed/);
+  for (const [key, bytes] of before) assert.deepEqual(store.objects.get(key), bytes, key);
+  const ds = await openDataset(store);
+  assert.equal((await validateDataset(ds)).problems.length, 0);
+  await ds.close();
+  assert.ok(
+    [...store.objects.keys()].some((k) => k.startsWith(APPEND_STAGING)),
+    "the staging area is left",
+  );
+  const order = await outputKeys(store);
+  await append(store, [inputC(true)]);
+  assert.ok(![...store.objects.keys()].some((k) => k.startsWith(APPEND_STAGING)));
+  const fresh = objects(await buildOnce([inputA(), inputB(), inputC(true)], { ...OPTS, genes: { order } }));
+  assert.deepEqual(objects(store), fresh);
+});
+
+test("an append killed while moving into place is completed by the next append of the same inputs, from its journal", async () => {
+  const store = await datasetOf([inputA(), inputB()]);
+  const order = await outputKeys(store);
+  let moved = 0;
+  const killer = async (from: string, to: string) => {
+    if (++moved === 3) throw new Error("killed while moving");
+    await store.set(to, (await store.get(from))!);
+    await store.delete(from);
+  };
+  await assert.rejects(append(store, [inputC(true)], { move: killer }), /killed while moving/);
+  const resumed = await append(store, [inputC(true)]);
+  assert.deepEqual(resumed.resumed, ["data/c.h5ad"]);
+  assert.equal(resumed.cells, 0);
+  const fresh = objects(await buildOnce([inputA(), inputB(), inputC(true)], { ...OPTS, genes: { order } }));
+  assert.deepEqual(objects(store), fresh);
+});
+
+test("a reader opened before an append reads the old cells or refuses a rewritten tile with DatasetChanged, never a mix", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "deltacells-append-"));
+  try {
+    const folder = new FolderStore(dir);
+    await buildAtlasInto(folder, [inputA(), inputB()], OPTS);
+    const reader = await openDataset(folder);
+    const tile0 = await reader.cells(0, 4);
+    await new Promise((r) => setTimeout(r, 20)); // a clock tick after the open
+    await append(folder, [inputC(false)]);
+    assert.deepEqual(await reader.cells(0, 4), tile0, "an old tile still reads the same");
+    await assert.rejects(reader.cells(28, 31), (err: unknown) => isDeltacellsError(err, "DatasetChanged"));
+    await reader.close();
+    const now = await openDataset(folder);
+    assert.equal(now.nCells, 44);
+    await now.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
