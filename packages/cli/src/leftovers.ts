@@ -6,6 +6,7 @@
  */
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
+import { APPEND_STAGING, ATLAS_PREFIX } from "@deltacells/core";
 import type { Store } from "@deltacells/storage";
 import { count } from "./args.js";
 import { localPath } from "./io.js";
@@ -22,6 +23,10 @@ const TEMP =
   "a temporary file of a write that never finished (its writer was killed); the next conversion into this place removes it, or delete it";
 const STAGING =
   "the staging prefix of a conversion that never finished (killed); convert again with --overwrite to remove it, or delete it";
+const APPEND =
+  "the staging area of an append that never finished (killed): the dataset is as it was, or, if it was moving into place, the next append of the same inputs completes it; append again, or delete it";
+const BUILD =
+  "the records of an atlas build (plan, scans, tasks) that was not finalized: run deltacells finalize, or delete it";
 const LOCK =
   "a writer lock: a conversion is writing here now, or one was killed; if none is running, delete it (or convert with --break-lock)";
 
@@ -34,6 +39,10 @@ export async function findLeftovers(location: string, store: Store): Promise<Lef
     for (const e of await readdir(root, { withFileTypes: true }).catch(() => [])) {
       if (e.isDirectory() && e.name.startsWith(STAGING_PREFIX))
         out.push({ object: join(root, e.name), message: STAGING });
+      if (e.isDirectory() && e.name.startsWith(APPEND_STAGING))
+        out.push({ object: join(root, e.name), message: APPEND });
+      if (e.isDirectory() && `${e.name}/` === ATLAS_PREFIX)
+        out.push({ object: join(root, e.name), message: BUILD });
       if (e.name === LOCK_KEY) out.push({ object: join(root, e.name), message: LOCK });
     }
     return out;
@@ -43,6 +52,10 @@ export async function findLeftovers(location: string, store: Store): Promise<Lef
   const out: Leftover[] = [];
   const prefixes = new Set(keys.filter((k) => k.startsWith(STAGING_PREFIX)).map((k) => k.split("/")[0]!));
   for (const p of prefixes) out.push({ object: `${base}/${p}/`, message: STAGING });
+  const appends = new Set(keys.filter((k) => k.startsWith(APPEND_STAGING)).map((k) => k.split("/")[0]!));
+  for (const p of appends) out.push({ object: `${base}/${p}/`, message: APPEND });
+  if (keys.some((k) => k.startsWith(ATLAS_PREFIX)))
+    out.push({ object: `${base}/${ATLAS_PREFIX}`, message: BUILD });
   if (keys.includes(LOCK_KEY)) out.push({ object: `${base}/${LOCK_KEY}`, message: LOCK });
   return out;
 }

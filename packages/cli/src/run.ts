@@ -36,6 +36,10 @@ const COMMANDS: Record<string, { load: () => Promise<Command>; summary: string }
     load: async () => (await import("./commands/plan.js")).plan,
     summary: "plan an atlas built by N tasks across machines (a job array), from a scan of its inputs",
   },
+  append: {
+    load: async () => (await import("./commands/append.js")).append,
+    summary: "add the cells of new inputs at the end of a dataset, writing only what changes",
+  },
   finalize: {
     load: async () => (await import("./commands/finalize.js")).finalize,
     summary: "complete an atlas built by tasks: check every task, then write the manifest",

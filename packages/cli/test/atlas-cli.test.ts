@@ -208,3 +208,41 @@ test("two copies of one task running at once as processes are harmless: finalize
   assert.equal((await cli("finalize", out)).code, 0);
   assertSameFiles(await once(), out);
 });
+
+test("append adds the cells of a new input: the result equals a fresh conversion of all three with the dataset's gene order (--gene-order), byte for byte", async () => {
+  const dir = tempDir();
+  const first = [INPUTS[0]!, "data/anndata/csr.h5ad"];
+  const ds = join(dir, "grown");
+  assert.equal((await cli("convert", ...first, ds, ...SMALL, "--quiet")).code, 0);
+  const order = join(dir, "order.txt");
+  writeFileSync(order, readFileSync(join(ds, "var_names.txt")));
+  const r = await cli("append", ds, "data/anndata/dense.h5ad");
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(
+    r.stdout,
+    /^appended 1 input \(57 cells\) to .*\n {2}now 814 cells x \d+ genes in 13 tiles; wrote 2 tiles, \d+ obs shards? and the manifest/,
+  );
+  const fresh = join(dir, "fresh");
+  assert.equal(
+    (
+      await cli(
+        "convert",
+        ...first,
+        "data/anndata/dense.h5ad",
+        fresh,
+        ...SMALL,
+        "--gene-order",
+        order,
+        "--quiet",
+      )
+    ).code,
+    0,
+  );
+  assertSameFiles(fresh, ds);
+  const v = await cli("validate", ds);
+  assert.equal(v.code, 0, v.stdout);
+  assertShortError(
+    await cliPlain("append", ds, INPUTS[2]!),
+    /obs-encodings\.h5ad: 12 of its 12 genes are not in the genes of .*A dataset's genes are fixed: drop them with --drop-unlisted-genes/,
+  );
+});

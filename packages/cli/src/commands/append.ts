@@ -1,0 +1,220 @@
+/**
+ * `deltacells append DATASET NEW_INPUT...`: adds cells at the end of a dataset, writing only what
+ * changes, staged inside the dataset and moved into place with the manifest last (see
+ * `appendToDataset` in @deltacells/core).
+ */
+
+import { mkdir, readdir, rename, rm } from "node:fs/promises";
+import { availableParallelism } from "node:os";
+import { dirname, resolve } from "node:path";
+import { APPEND_STAGING, appendToDataset, createTilePool, DEFAULT_LEVEL } from "@deltacells/core";
+import { inputIdentity, zstdCompressor } from "@deltacells/core/node";
+import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
+import {
+  ATLAS_PARSE_OPTIONS,
+  atlasInputs,
+  cliWords,
+  explainAtlasError,
+  inputOpener,
+  READ_PARSE_OPTIONS,
+  readOptions,
+} from "../atlas-options.js";
+import { writeCompanion } from "../companion.js";
+import { localPath, openCounted } from "../io.js";
+import { leftoverLine } from "../leftovers.js";
+import { explainObsError, OBS_ZSTD_LEVEL } from "../obs-options.js";
+import { ProgressBar } from "../progress.js";
+import { acquireWriterLock, removeStaleTempFiles } from "../writer-lock.js";
+import type { CommandResult } from "./types.js";
+
+export const APPEND_HELP = `usage: deltacells append DATASET NEW_INPUT... [options]
+       deltacells append DATASET --inputs LIST [options]
+
+Add the cells of new inputs at the end of a dataset (a folder or s3:// prefix). The gene space and
+order stay: a gene the dataset does not have is refused (or dropped with --drop-unlisted-genes,
+and reported); genes are matched as the dataset's were (its var index, or its --var-key). New
+categories extend the global vocabularies (existing codes keep their meaning); a new obs column is
+null for the old cells; the source column names the new inputs. Only the new tiles, the old last
+tile if it was partial, the obs shards that change and a new manifest are written (a new column or
+type rewrites every shard). The result equals a fresh conversion of all the inputs with the
+dataset's gene order.
+
+It is written under DATASET/${APPEND_STAGING}<id>/ first and moved into place, new tiles first and
+manifest.json last: a killed append leaves the old dataset valid; readers opened before see the
+old version or refuse a rewritten object ([DatasetChanged]), never a mix. One killed while moving
+into place is completed by the next append of the same inputs. One writer at a time (the lock).
+
+options:
+  --inputs LIST  a text file of new inputs, one path or URL a line (see convert --help)
+  --var-key COL  only as the dataset was converted (genes are matched the same way)
+  --drop-unlisted-genes
+                 drop the new inputs' genes the dataset does not have, reporting them and their
+                 share of counts
+  --source-names A,B,...
+                 the new inputs' names in the source column (default: their file names)
+  --obsm-fill    append new inputs that lack an embedding the dataset has, null for their cells
+  --obs-exclude A,B
+                 obs columns of the new inputs not to store
+  --obsm KEYS    the new inputs' obsm embeddings to read (default: the dataset's)
+  --max-categories N
+                 categoricals with more categories are stored as strings (default 20,000)
+  --layer NAME, --raw, --transpose, --genome NAME, --hdf5-timeout S
+                 how the new inputs are read (see convert --help)
+  --threads N    encoding threads (default: the number of cores)
+  --sporadik     write the sporadik companion (OUTPUT/sporadik/) again once the cells are added
+  --no-checksums the companion without checksums
+  --break-lock   delete a writer lock left by a killed writer (only when nothing else writes there)
+  --quiet        no progress bar
+${COMMON_HELP}`;
+
+export async function append(argv: string[]): Promise<CommandResult> {
+  const { values, positionals } = parse(
+    argv,
+    {
+      ...READ_PARSE_OPTIONS,
+      ...ATLAS_PARSE_OPTIONS,
+      "obs-exclude": { type: "string" },
+      obsm: { type: "string" },
+      "max-categories": { type: "string" },
+      threads: { type: "string" },
+      sporadik: { type: "boolean" },
+      "no-checksums": { type: "boolean" },
+      "break-lock": { type: "boolean" },
+      quiet: { type: "boolean" },
+    },
+    ["DATASET..."],
+  );
+  if (values.help) return { text: APPEND_HELP };
+  for (const flag of ["join", "genes", "gene-order", "source-column", "no-source-column"]) {
+    if (values[flag] !== undefined)
+      throw new UsageError(
+        `--${flag} does not apply to append: the dataset's genes and source column are fixed`,
+      );
+  }
+  const dataset = positionals[0]!;
+  const inputs = await atlasInputs(positionals.slice(1), values);
+  if (inputs.paths.length === 0) throw new UsageError("expected DATASET NEW_INPUT... (or --inputs LIST)");
+  const names =
+    values["source-names"] === undefined
+      ? undefined
+      : (values["source-names"] as string).split(",").map((s) => s.trim());
+  if (names !== undefined && names.length !== inputs.paths.length)
+    throw new UsageError(`--source-names gives ${names.length} names for ${inputs.paths.length} new inputs`);
+  const listed = inputs.names.some((n) => n !== undefined) ? inputs.names : undefined;
+  const threads = intOption(values, "threads", availableParallelism(), 1, 256)!;
+  const { read, hdf5Timeout } = readOptions(values);
+  const obsm = values.obsm as string | undefined;
+  const bar = new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
+  const started = performance.now();
+  const outPath = localPath(dataset);
+  const store = openCounted(dataset);
+  const lock = await acquireWriterLock(
+    store,
+    dataset,
+    outPath,
+    values["break-lock"] === true,
+    "deltacells append",
+  );
+  const pool = createTilePool({ threads });
+  try {
+    const removed = outPath === undefined ? [] : await removeStaleTempFiles(outPath, lock.taken);
+    const open = inputOpener(read, hdf5Timeout);
+    const move =
+      outPath !== undefined
+        ? async (from: string, to: string) => {
+            const target = resolve(outPath, to);
+            await mkdir(dirname(target), { recursive: true });
+            await rename(resolve(outPath, from), target);
+          }
+        : store.copy
+          ? async (from: string, to: string) => {
+              await store.copy!(from, to);
+              await store.delete(from);
+            }
+          : undefined;
+    let phase = "";
+    const result = await appendToDataset(
+      store,
+      inputs.paths.map((path) => ({ path, open: () => open(path), identity: () => inputIdentity(path) })),
+      {
+        varKey: values["var-key"] as string | undefined,
+        dropUnlisted: values["drop-unlisted-genes"] === true,
+        names: names ?? (listed ? listed.map((n, i) => n ?? inputs.paths[i]!) : undefined),
+        obs: {
+          exclude:
+            typeof values["obs-exclude"] === "string"
+              ? (values["obs-exclude"] as string).split(",").map((s) => s.trim())
+              : undefined,
+          obsm:
+            obsm === undefined
+              ? undefined
+              : obsm.trim() === "none"
+                ? []
+                : obsm.split(",").map((s) => s.trim()),
+          maxCategories: intOption(values, "max-categories", undefined, 0),
+          obsmFill: values["obsm-fill"] === true,
+        },
+        read,
+        encoder: pool,
+        compress: zstdCompressor(DEFAULT_LEVEL),
+        obsCompress: zstdCompressor(OBS_ZSTD_LEVEL),
+        inFlight: threads + 2,
+        ...(move ? { move } : {}),
+        onProgress: (p) => {
+          if (p.phase !== phase) {
+            phase = p.phase;
+            bar.phase(p.phase);
+          }
+          bar.update(p.done, p.total, p.phase === "move" ? "objects" : "cells");
+        },
+      },
+    );
+    bar.finish();
+    if (outPath !== undefined) {
+      // A folder keeps the empty directories a key-by-key delete leaves.
+      for (const dir of (await readdir(outPath)).filter((x) => x.startsWith(APPEND_STAGING)))
+        await rm(resolve(outPath, dir), { recursive: true, force: true });
+    }
+    const companion = values.sporadik
+      ? await writeCompanion(dataset, threads, bar, values["no-checksums"] !== true)
+      : undefined;
+    const m = result.manifest;
+    const seconds = (performance.now() - started) / 1000;
+    const tiles = result.written.filter((k) => k.startsWith("tiles/")).length;
+    const shards = result.written.filter((k) => k.startsWith("obs/obs_")).length;
+    const json = {
+      dataset: store.url,
+      n_inputs: inputs.paths.length,
+      cells_added: result.cells,
+      n_cells: m.n_cells,
+      n_genes: m.n_genes,
+      n_tiles: m.tile_cells.length,
+      written: result.written,
+      dropped: result.dropped,
+      notes: result.notes,
+      resumed: result.resumed ?? null,
+      removed_temp_files: removed,
+      seconds,
+    };
+    const head = result.resumed
+      ? `completed the interrupted append of ${count(result.resumed.length, "input")} to ${store.url}`
+      : `appended ${count(inputs.paths.length, "input")} (${result.cells.toLocaleString("en-US")} cells) to ${store.url}`;
+    const lines = [
+      head,
+      `  now ${m.n_cells.toLocaleString("en-US")} cells x ${m.n_genes.toLocaleString("en-US")} genes in ${count(m.tile_cells.length, "tile")}; wrote ${count(tiles, "tile")}, ${count(shards, "obs shard")}${result.written.includes("var.parquet") ? ", var.parquet" : ""} and the manifest in ${seconds.toFixed(1)} s`,
+      ...result.dropped.map(
+        (d) =>
+          `  ${d.location}: ${count(d.count, "gene")} the dataset does not have, dropped (${d.keys.slice(0, 3).join(", ")}${d.count > 3 ? ", ..." : ""}), ${(100 * d.share).toFixed(2)}% of its counts`,
+      ),
+      ...result.notes.map((n) => `  note: ${cliWords(n)}`),
+      ...(companion ? [`  sporadik companion: ${companion.json.output} written again`] : []),
+    ];
+    return { text: lines.join("\n") + leftoverLine(removed), json, store };
+  } catch (err) {
+    throw explainAtlasError(explainObsError(err));
+  } finally {
+    bar.finish();
+    await pool.close();
+    await lock.release();
+  }
+}
