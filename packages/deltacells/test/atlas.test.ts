@@ -333,3 +333,18 @@ test("an input whose genes changed since the plan is refused by the task that re
     /data\/b\.h5ad: its genes are not those it had when the plan was made/,
   );
 });
+
+test("more tasks than obs shards: the extra tasks write nothing and succeed, and the result is the same", async () => {
+  const opts = { tileSize: 8, obs: { tilesPerFile: 100 } }; // 71 cells: 9 tiles, in one shard
+  const once = objects(await buildOnce(threeInputs(), opts));
+  const store = await buildInSteps(threeInputs(), 3, { ...opts, finalize: false });
+  const plan = (await readPlan(store))!;
+  const ranges = plan.tasks.map((t) => t.tiles);
+  assert.deepEqual(
+    ranges.filter(([a, b]) => b > a),
+    [[0, 9]],
+    JSON.stringify(ranges),
+  );
+  await finalizeAtlas(store);
+  assert.deepEqual(objects(store), once);
+});

@@ -155,15 +155,17 @@ export async function runTask(
   };
   const cutter = new TileCutter(ts, plan.n_genes);
   const columns = plan.obs?.columns;
+  // A task with nothing to write (more tasks than shards) has no shard to start.
   const shards =
-    plan.obs &&
-    new ObsShardWriter(
-      columns!.map((c) => c.schema),
-      put,
-      opts.compress,
-      plan.obs.tiles_per_file,
-      u0,
-    );
+    plan.obs && t1 > u0
+      ? new ObsShardWriter(
+          columns!.map((c) => c.schema),
+          put,
+          opts.compress,
+          plan.obs.tiles_per_file,
+          u0,
+        )
+      : undefined;
   let obsTile = columns ? new ObsTileRows(columns, ts) : undefined;
   const tiles: WrittenTile[] = [];
   const pending: Promise<void>[] = [];
