@@ -20,11 +20,12 @@ import { explainAtlasError, inputOpener } from "./atlas-options.js";
 import { describePlan } from "./atlas-report.js";
 import { openAtlasTarget } from "./atlas-target.js";
 import type { CommandResult } from "./commands/types.js";
-import { COMPANION_PATH, writeCompanion } from "./companion.js";
+import { writeCompanion } from "./companion.js";
 import { CliError } from "./errors.js";
 import { leftoverLine } from "./leftovers.js";
 import { explainObsError, OBS_ZSTD_LEVEL } from "./obs-options.js";
 import type { ProgressBar } from "./progress.js";
+import { companionLine, companionSummary, datasetSummary } from "./summary.js";
 import { openTarget } from "./target.js";
 
 /** Opens a plan's input, refusing one that changed since it was scanned. */
@@ -95,36 +96,23 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
     await target.commit("manifest.json");
     const companion = o.sporadik ? await writeCompanion(output, o.threads, bar, o.checksums) : undefined;
     const seconds = (performance.now() - started) / 1000;
-    const nnz = manifest.tile_nnz.reduce((a, b) => a + b, 0);
-    const tileBytes = manifest.tile_bytes.reduce((a, b) => a + b, 0);
     const summary = {
       inputs: paths,
       output: target.store.url,
       n_inputs: paths.length,
-      n_cells: manifest.n_cells,
-      n_genes: manifest.n_genes,
-      nnz,
-      n_tiles: manifest.tile_cells.length,
-      bytes,
-      tile_bytes: tileBytes,
-      has_obs: manifest.has_obs,
-      tile_bytes_per_nonzero: nnz ? tileBytes / nnz : 0,
+      ...datasetSummary(manifest, bytes),
       dropped: plan.dropped,
       notes: plan.notes,
-      ...(companion ? { sporadik: { path: COMPANION_PATH, bytes: companion.json.bytes } } : {}),
+      ...companionSummary(companion),
       removed_temp_files: target.removedTempFiles,
       seconds,
     };
+    const described = describePlan(plan)
+      .split("\n")
+      .filter((l) => !l.startsWith("  1 task"));
     const text = `converted ${count(paths.length, "input")} -> ${target.store.url}
-${describePlan(plan)
-  .split("\n")
-  .filter((l) => !l.startsWith("  1 task"))
-  .join("\n")}
-  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${
-    companion
-      ? `\n  sporadik companion: ${companion.json.output} (${companion.json.bytes.toLocaleString("en-US")} bytes)`
-      : ""
-  }${leftoverLine(target.removedTempFiles)}`;
+${described.join("\n")}
+  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion)}${leftoverLine(target.removedTempFiles)}`;
     return { text, json: summary, store: target.store };
   } catch (err) {
     await target.abandon().catch(() => undefined);

@@ -15,7 +15,8 @@ import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { mkdir, rename, rm, rmdir, stat } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
-import type { RangeQuery, StatsStore, Store, StoreOptions } from "@deltacells/storage";
+import { PrefixStore } from "@deltacells/core/internal";
+import type { StatsStore, Store } from "@deltacells/storage";
 import { CliError } from "./errors.js";
 import { localPath, openCounted } from "./io.js";
 import { acquireWriterLock, LOCK_KEY, removeStaleTempFiles, type WriterLock } from "./writer-lock.js";
@@ -41,37 +42,6 @@ export class TargetError extends CliError {
   constructor(message: string, options: { tag: TargetError["_tag"]; object: string; found?: string[] }) {
     super(message, { ...options, found: options.found ?? [] });
     this.name = "TargetError";
-  }
-}
-
-/** A view of `inner` under `prefix/`: what the writers write the new dataset or store into. */
-class PrefixStore implements Store {
-  readonly url: string;
-  constructor(
-    private readonly inner: Store,
-    private readonly prefix: string,
-  ) {
-    this.url = `${inner.url.replace(/\/+$/, "")}/${prefix}`;
-  }
-  private key(k: string): string {
-    return `${this.prefix}/${k.startsWith("/") ? k.slice(1) : k}`;
-  }
-  get(key: string, opts?: StoreOptions) {
-    return this.inner.get(this.key(key), opts);
-  }
-  getRange(key: string, range: RangeQuery, opts?: StoreOptions) {
-    return this.inner.getRange(this.key(key), range, opts);
-  }
-  set(key: string, value: Uint8Array, opts?: StoreOptions) {
-    return this.inner.set(this.key(key), value, opts);
-  }
-  delete(key: string, opts?: StoreOptions) {
-    return this.inner.delete(this.key(key), opts);
-  }
-  async list(prefix = "", opts?: StoreOptions) {
-    const p = prefix.startsWith("/") ? prefix.slice(1) : prefix;
-    const keys = await this.inner.list(`${this.prefix}/${p}`, opts);
-    return keys.map((k) => k.slice(this.prefix.length + 1));
   }
 }
 

@@ -4,10 +4,20 @@
  * their byte-for-byte agreement, and their refusals.
  */
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { test } from "node:test";
-import { assertShortError, cli, cliPlain, cliWithEnv, deltacells, REPO, tempDir } from "./cli-helpers.js";
+import {
+  assertSameFiles,
+  assertShortError,
+  cli,
+  cliPlain,
+  cliWithEnv,
+  deltacells,
+  filesUnder,
+  REPO,
+  tempDir,
+} from "./cli-helpers.js";
 
 const INPUTS = [
   "data/pbmc68k-counts/pbmc68k_counts.h5ad",
@@ -16,27 +26,6 @@ const INPUTS = [
   "data/anndata/csr-v3.zarr",
 ];
 const SMALL = ["--tile-size", "64", "--obs-tiles-per-file", "2", "--level", "3"];
-
-/** Every file under `dir` (relative path -> bytes), the build's records excluded. */
-function files(dir: string): Map<string, Buffer> {
-  const out = new Map<string, Buffer>();
-  const walk = (d: string) => {
-    for (const name of readdirSync(d).sort()) {
-      const p = join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else out.set(relative(dir, p), readFileSync(p));
-    }
-  };
-  walk(dir);
-  return out;
-}
-
-function assertSameFiles(a: string, b: string): void {
-  const fa = files(a);
-  const fb = files(b);
-  assert.deepEqual([...fb.keys()], [...fa.keys()]);
-  for (const [k, v] of fa) assert.ok(v.equals(fb.get(k)!), `${k} differs`);
-}
 
 let reference: string | undefined;
 /** The one-process conversion of INPUTS (made once). */
@@ -126,7 +115,7 @@ test("finalize refuses while a task is missing, naming it and the command that r
     f,
     /2 of the 3 tasks are not done, so the atlas was not finalized \(nothing was written\): task 0: no completion record \(not run, or not finished\); task 2: .*Run them again: deltacells convert --plan .* --task I for I in 0 2 \(a job array: --array=0,2\)/,
   );
-  assert.ok(!files(out).has("manifest.json"));
+  assert.ok(!filesUnder(out).has("manifest.json"));
   const scans = join(tempDir(), "scans");
   assert.equal((await cli("plan", "--scan", ...INPUTS, scans, "--task", "2")).code, 0);
   const m = await cliPlain("plan", "--merge", ...INPUTS, scans);

@@ -6,10 +6,10 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { chmodSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { join, relative } from "node:path";
+import { chmodSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { test } from "node:test";
-import { cli, MAIN, REPO, tempDir } from "./cli-helpers.js";
+import { assertSameFiles, cli, MAIN, REPO, tempDir } from "./cli-helpers.js";
 
 /** The fenced blocks of docs/atlas.md in `language`. */
 export function blocks(language: string): string[] {
@@ -17,19 +17,6 @@ export function blocks(language: string): string[] {
   const out: string[] = [];
   const re = new RegExp(`\`\`\`${language}\\n([\\s\\S]*?)\`\`\``, "g");
   for (let m = re.exec(text); m; m = re.exec(text)) out.push(m[1]!);
-  return out;
-}
-
-function files(dir: string): Map<string, Buffer> {
-  const out = new Map<string, Buffer>();
-  const walk = (d: string) => {
-    for (const name of readdirSync(d).sort()) {
-      const p = join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else out.set(relative(dir, p), readFileSync(p));
-    }
-  };
-  walk(dir);
   return out;
 }
 
@@ -97,10 +84,7 @@ echo "$id"
   assert.match(calls[3]!, /^103 .*--dependency=afterok:102 .*--wrap deltacells finalize /);
   const once = join(dir, "once");
   assert.equal((await cli("convert", "--inputs", list, once, "--quiet")).code, 0);
-  const want = files(once);
-  const got = files(out);
-  assert.deepEqual([...got.keys()], [...want.keys()]);
-  for (const [k, v] of want) assert.ok(v.equals(got.get(k)!), k);
+  assertSameFiles(once, out);
 });
 
 test("the documented AWS Batch job definition is a container job running a task of the plan, retried, with its output a parameter", () => {

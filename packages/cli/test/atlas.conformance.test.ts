@@ -9,12 +9,11 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import { before, test } from "node:test";
 import { S3Store } from "@deltacells/storage";
 import { type AtlasInputs, writeAtlasInputs } from "../../../test-utils/atlas-inputs.js";
-import { assertShortError, cli, cliPlain, PYTHON, REPO, tempDir } from "./cli-helpers.js";
+import { assertShortError, cli, cliPlain, filesUnder, PYTHON, REPO, tempDir } from "./cli-helpers.js";
 import { motoBucket } from "./s3-helpers.js";
 
 const BUCKET = "atlas";
@@ -37,19 +36,6 @@ function check(dataset: string, expected: string): { ok: boolean; problems: stri
     },
   );
   return JSON.parse(out);
-}
-
-function files(dir: string): Map<string, Buffer> {
-  const out = new Map<string, Buffer>();
-  const walk = (d: string) => {
-    for (const name of readdirSync(d).sort()) {
-      const p = join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else out.set(relative(dir, p), readFileSync(p));
-    }
-  };
-  walk(dir);
-  return out;
 }
 
 test("seven inputs matched by var index convert into what anndata.concat(join='outer') makes of them: counts, var, obs with the source column", async () => {
@@ -82,7 +68,7 @@ test("plan --scan per input, plan --merge, 2 and 7 tasks and finalize into S3 eq
   ];
   const once = join(tempDir(), "once");
   assert.equal((await cli("convert", ...paths(), once, ...small, "--quiet")).code, 0);
-  const want = files(once);
+  const want = filesUnder(once);
   assert.ok([...want.keys()].filter((k) => k.startsWith("obs/obs_")).length >= 7);
   for (const n of [2, 7]) {
     const url = `s3://${BUCKET}/atlas-${n}`;

@@ -4,9 +4,9 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { Writable } from "node:stream";
 import { run as runCommand } from "../src/run.js";
 
@@ -173,4 +173,26 @@ export function tempDir(): string {
   }
   tempDirs.push(dir);
   return dir;
+}
+
+/** Every file under `dir`, by its path relative to `dir` (sorted), with its bytes. */
+export function filesUnder(dir: string): Map<string, Buffer> {
+  const out = new Map<string, Buffer>();
+  const walk = (d: string) => {
+    for (const name of readdirSync(d).sort()) {
+      const p = join(d, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else out.set(relative(dir, p), readFileSync(p));
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+/** `b` holds the same files as `a`, byte for byte. */
+export function assertSameFiles(a: string, b: string): void {
+  const fa = filesUnder(a);
+  const fb = filesUnder(b);
+  assert.deepEqual([...fb.keys()], [...fa.keys()]);
+  for (const [k, v] of fa) assert.ok(v.equals(fb.get(k)!), `${k} differs`);
 }

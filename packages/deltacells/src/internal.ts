@@ -8,6 +8,7 @@
  * @internal
  * @module
  */
+export { PrefixStore } from "./atlas/prefix-store.js";
 export { MANIFEST_KEY, parseManifest, tileKey } from "./dataset/manifest.js";
 export { poolTileDecoder } from "./dataset/pool-decoder.js";
 export { DEFAULT_BATCH_SIZE, DEFAULT_BUFFER_TILES } from "./loader/options.js";

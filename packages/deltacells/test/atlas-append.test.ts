@@ -25,6 +25,7 @@ import {
   atlasInput,
   buildAtlasInto,
   buildOnce,
+  category,
   cells,
   compress,
   encoder,
@@ -39,13 +40,7 @@ const OPTS = { tileSize: 4, obs: { tilesPerFile: 2 } };
 function inputA(): Input {
   return atlasInput("data/a.h5ad", 21, genes(0, 9), 1, {
     obs: cells("a", 21, [
-      {
-        name: "cell_type",
-        kind: "category",
-        codes: Int32Array.from({ length: 21 }, (_, i) => i % 2),
-        categories: ["B", "T"],
-        ordered: false,
-      },
+      category("cell_type", 21, (i) => i % 2, ["B", "T"]),
       { name: "n_genes", kind: "numeric", values: Int32Array.from({ length: 21 }, (_, i) => i) },
     ]),
     umap: 2,
@@ -68,13 +63,7 @@ function inputB(): Input {
 /** New cells over some of the genes: a new category; with `widen`, n_genes as float and a new column. */
 function inputC(widen: boolean): Input {
   const columns: NonNullable<Parameters<typeof cells>[2]> = [
-    {
-      name: "cell_type",
-      kind: "category",
-      codes: Int32Array.from({ length: 13 }, (_, i) => i % 3),
-      categories: ["T", "NK", "B"],
-      ordered: false,
-    },
+    category("cell_type", 13, (i) => i % 3, ["T", "NK", "B"]),
   ];
   if (widen) {
     columns.push(

@@ -12,6 +12,7 @@ import {
   encodeTile,
   finalizeAtlas,
   planStep,
+  type SourceColumn,
   type SourceTable,
   scanStep,
   type TileEncoder,
@@ -73,6 +74,22 @@ export function atlasInput(
       );
   }
   return src;
+}
+
+/** A categorical column of `n` cells, cell i's code `code(i)` (-1: missing). */
+export function category(
+  name: string,
+  n: number,
+  code: (i: number) => number,
+  categories: string[],
+): SourceColumn {
+  return {
+    name,
+    kind: "category",
+    codes: Int32Array.from({ length: n }, (_, i) => code(i)),
+    categories,
+    ordered: false,
+  };
 }
 
 /** A cell table of `n` cells with the columns given (index `cell-<prefix>-i`). */

@@ -25,6 +25,7 @@ import {
   atlasInput,
   buildInSteps,
   buildOnce,
+  category,
   cells,
   compress,
   encoder,
@@ -38,13 +39,7 @@ function threeInputs(seeks = false): (DatasetSource & { opened: number })[] {
   const a = atlasInput("data/a.h5ad", 23, genes(0, 9), 1, {
     seeks,
     obs: cells("a", 23, [
-      {
-        name: "cell_type",
-        kind: "category",
-        codes: Int32Array.from({ length: 23 }, (_, i) => i % 2),
-        categories: ["B", "T"],
-        ordered: false,
-      },
+      category("cell_type", 23, (i) => i % 2, ["B", "T"]),
       { name: "n_genes", kind: "numeric", values: Int32Array.from({ length: 23 }, (_, i) => i) },
     ]),
     umap: 2,
@@ -53,13 +48,7 @@ function threeInputs(seeks = false): (DatasetSource & { opened: number })[] {
     seeks,
     obs: cells("b", 17, [
       { name: "n_genes", kind: "numeric", values: Float32Array.from({ length: 17 }, (_, i) => i + 0.5) },
-      {
-        name: "cell_type",
-        kind: "category",
-        codes: Int32Array.from({ length: 17 }, (_, i) => (i % 3) - 1),
-        categories: ["NK", "T"],
-        ordered: false,
-      },
+      category("cell_type", 17, (i) => (i % 3) - 1, ["NK", "T"]),
       { name: "donor", kind: "string", values: Array.from({ length: 17 }, (_, i) => `d${i % 2}`) },
     ]),
     umap: 2,

@@ -133,6 +133,7 @@ test("@deltacells/core/internal exports exactly these names", () => {
     "DEFAULT_BATCH_SIZE: number",
     "DEFAULT_BUFFER_TILES: number",
     "MANIFEST_KEY: string",
+    "PrefixStore: class",
     "numericValues: function",
     "parseManifest: function",
     "poolTileDecoder: function",

@@ -23,13 +23,14 @@ import {
   TASK_INDEX_VARIABLES,
   taskIndex,
 } from "../atlas-options.js";
-import { COMPANION_PATH, writeCompanion } from "../companion.js";
+import { writeCompanion } from "../companion.js";
 import { convertAtlas, convertPlanTask } from "../convert-atlas.js";
 import { convertToSporadik, MAX_NNZ_CEILING } from "../convert-sporadik.js";
 import { openCounted } from "../io.js";
 import { leftoverLine } from "../leftovers.js";
 import { explainObsError, OBS_HELP, OBS_PARSE_OPTIONS, OBS_ZSTD_LEVEL, obsOptions } from "../obs-options.js";
 import { commandBar } from "../progress.js";
+import { companionLine, companionSummary, datasetSummary, textFromLine } from "../summary.js";
 import { openTarget } from "../target.js";
 import type { CommandResult } from "./types.js";
 
@@ -108,17 +109,6 @@ options:
 ${ATLAS_HELP}
 ${OBS_HELP}
 ${COMMON_HELP}`;
-
-/**
- * The line saying which obs columns were stored as text though they were not text in the input
- * (datetime64 columns as ISO-8601 text), if any: what a reader of the summary would not expect.
- */
-export function textFromLine(textFrom: Record<string, string> | undefined): string {
-  const entries = Object.entries(textFrom ?? {});
-  if (entries.length === 0) return "";
-  const list = entries.map(([name, type]) => `${JSON.stringify(name)} (${type})`).join(", ");
-  return `\n  obs: ${list} kept as ISO-8601 text, the only way obs can hold ${entries.length === 1 ? "it" : "them"} (pandas.to_datetime reads ${entries.length === 1 ? "it" : "them"} back)`;
-}
 
 /** `--axes 0,1` as the sorted, distinct axes of a cells x genes matrix. */
 function axesOption(spec: string | undefined): number[] {
@@ -297,42 +287,19 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       ? await writeCompanion(output, threads, bar, values["no-checksums"] !== true)
       : undefined;
     const seconds = (performance.now() - started) / 1000;
-    const nnz = manifest.tile_nnz.reduce((a, b) => a + b, 0);
-    const tileBytes = manifest.tile_bytes.reduce((a, b) => a + b, 0);
-    const textFrom = manifest.metadata.obs_text_from as Record<string, string> | undefined;
     const summary = {
       input,
       output: store.url,
       source_format: source.format,
       matrix_path: source.matrixPath,
-      n_cells: manifest.n_cells,
-      n_genes: manifest.n_genes,
-      nnz,
-      n_tiles: manifest.tile_cells.length,
-      bytes,
-      tile_bytes: tileBytes,
-      has_obs: manifest.has_obs,
-      ...(textFrom ? { obs_text_from: textFrom } : {}),
-      tile_bytes_per_nonzero: nnz ? tileBytes / nnz : 0,
-      ...(companion
-        ? {
-            sporadik: {
-              path: COMPANION_PATH,
-              bytes: companion.json.bytes,
-              checksums: companion.json.checksums,
-            },
-          }
-        : {}),
+      ...datasetSummary(manifest, bytes),
+      ...companionSummary(companion),
       removed_temp_files: target.removedTempFiles,
       seconds,
     };
     const text = `converted ${input} (${source.format}, ${source.matrixPath}) -> ${store.url}
-  ${manifest.n_cells.toLocaleString("en-US")} cells x ${manifest.n_genes.toLocaleString("en-US")} genes, ${nnz.toLocaleString("en-US")} nonzeros in ${count(manifest.tile_cells.length, "tile")}
-  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${
-    companion
-      ? `\n  sporadik companion: ${companion.json.output} (${companion.json.bytes.toLocaleString("en-US")} bytes, both layouts, with maxima${companion.json.checksums ? ", checksummed" : ""})`
-      : ""
-  }${textFromLine(textFrom)}${leftoverLine(target.removedTempFiles)}`;
+  ${manifest.n_cells.toLocaleString("en-US")} cells x ${manifest.n_genes.toLocaleString("en-US")} genes, ${summary.nnz.toLocaleString("en-US")} nonzeros in ${count(manifest.tile_cells.length, "tile")}
+  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion)}${textFromLine(manifest)}${leftoverLine(target.removedTempFiles)}`;
     return { text, json: summary, store };
   } catch (err) {
     await target.abandon().catch(() => undefined);

@@ -26,21 +26,28 @@ import {
 import { openDataset } from "../dataset/open.js";
 import type { Dataset } from "../dataset/reader.js";
 import type { SourceTable } from "../dataset/source.js";
-import type { TileEncoder } from "../dataset/tiling.js";
-import type { Compress } from "../dataset/var-table.js";
 import { CONVERTER_NAME, CONVERTER_VERSION } from "../dataset/version.js";
 import { DeltacellsError } from "../errors.js";
 import { sha256Hex } from "../obs/fingerprint.js";
 import type { ObsMetadata } from "../obs/prepare.js";
 import { DEFAULT_OBS_TILES_PER_FILE, OBS_SCHEMA_KEY, obsShardKey } from "../obs/schema.js";
 import { obsManifestFields, obsSchemaText } from "../obs/write.js";
-import type { AtlasInputRef } from "./build.js";
+import type { AtlasInputRef, EncodeSettings } from "./build.js";
 import { datasetInput } from "./dataset-input.js";
 import { type DroppedGenes, geneSpace } from "./genes.js";
 import { repeatedKey, sourceNames } from "./keys.js";
 import { ATLAS_PREFIX } from "./layout.js";
 import { type AtlasObsColumn, mergeObs, type ObsInput } from "./obs-merge.js";
-import { type AtlasPlan, PLAN_FORMAT, PLAN_VERSION, type PlanInput, rowsOf } from "./plan.js";
+import {
+  type AtlasPlan,
+  type InputEntry,
+  inputEntry,
+  PLAN_FORMAT,
+  PLAN_VERSION,
+  type PlanInput,
+  planInputs,
+  rowsOf,
+} from "./plan.js";
 import { PrefixStore } from "./prefix-store.js";
 import type { ScanSummary } from "./records.js";
 import type { ColumnScan, ObsScan } from "./scan.js";
@@ -53,7 +60,7 @@ export const APPEND_STAGING = ".deltacells-append-";
 /** The journal of an append, in its staging area: the manifest it applies to and its inputs. */
 const JOURNAL_KEY = "append.json";
 
-export interface AppendOptions {
+export interface AppendOptions extends EncodeSettings {
   /** How new inputs' genes are matched (must be the dataset's own key, its default). */
   varKey?: string;
   /** Drop the new inputs' genes the dataset lacks (reported) instead of refusing them. */
@@ -63,13 +70,6 @@ export interface AppendOptions {
   obs?: { exclude?: string[]; obsm?: "auto" | string[]; maxCategories?: number; obsmFill?: boolean };
   /** How the new inputs are read (the matrix, the layout). */
   read?: Record<string, unknown>;
-  encoder: TileEncoder;
-  /** zstd compressor of `var.parquet`, and of the obs shards unless `obsCompress`. */
-  compress: Compress;
-  obsCompress?: Compress;
-  inFlight?: number;
-  blockCells?: number;
-  signal?: AbortSignal;
   /** Moves a staged object to its place (default: copied, then the staged one deleted); a folder renames. */
   move?: (from: string, to: string) => Promise<void>;
   /** A random id for the staging area (default: from the clock and Math.random). */
@@ -109,16 +109,6 @@ function refuse(
 const bytesOf = (s: string) => new TextEncoder().encode(s);
 
 /** The metadata of an old dataset's inputs: its list, or the one input of a one-input conversion. */
-interface InputEntry {
-  path: string;
-  name?: string;
-  format: string;
-  matrix_path: string;
-  cells: number;
-  first_cell: number;
-  bytes: number | null;
-  mtime: string | null;
-}
 
 function oldInputs(m: DatasetManifest): InputEntry[] {
   const listed = m.metadata.inputs as InputEntry[] | undefined;
@@ -450,28 +440,8 @@ async function stageAndCommit(
     keys_sha256: await keysDigest(keys),
     identity: null,
   };
-  let first = n0;
-  const planInputs: PlanInput[] = [
-    datasetRef,
-    ...scans.map((s, i): PlanInput => {
-      const inp = {
-        path: paths[i]!,
-        location: s.location,
-        name: newNames[i]!,
-        format: s.format,
-        matrix_path: s.matrixPath,
-        cells: s.nCells,
-        first_cell: first,
-        genes: s.nGenes,
-        nnz: space.inputNnz[i]!,
-        total: space.inputTotal[i]!,
-        keys_sha256: s.keysSha256,
-        identity: s.identity,
-      };
-      first += s.nCells;
-      return inp;
-    }),
-  ];
+  const inputsOfPlan: PlanInput[] = [datasetRef, ...planInputs(scans, paths, newNames, space, n0)];
+
   const {
     obs_index: _i,
     obs_index_name: _n,
@@ -497,19 +467,7 @@ async function stageAndCommit(
     );
   const metadata: Record<string, unknown> = {
     ...extra,
-    inputs: [
-      ...old.map((o, i) => entry(o, oldNames[i]!)),
-      ...planInputs.slice(1).map((inp) => ({
-        path: inp.location,
-        name: inp.name,
-        format: inp.format,
-        matrix_path: inp.matrix_path,
-        cells: inp.cells,
-        first_cell: inp.first_cell,
-        bytes: inp.identity?.bytes ?? null,
-        mtime: inp.identity?.mtime ?? null,
-      })),
-    ],
+    inputs: [...old.map((o, i) => entry(o, oldNames[i]!)), ...inputsOfPlan.slice(1).map(inputEntry)],
     var_key: varKey ?? null,
     gene_space: (m0.metadata.gene_space as string | undefined) ?? "outer",
     source_column: sourceColumn,
@@ -521,7 +479,7 @@ async function stageAndCommit(
     format: PLAN_FORMAT,
     version: PLAN_VERSION,
     id: "append",
-    inputs: planInputs,
+    inputs: inputsOfPlan,
     read: opts.read ?? {},
     var_key: varKey ?? null,
     genes: { matched: true, keys: unionKeys, order: Array.from(order) },
@@ -541,7 +499,7 @@ async function stageAndCommit(
           columns: merged.columns,
         }
       : null,
-    tasks: [{ tiles: [t0, nTiles], obs_tiles: [u0, nTiles], rows: rowsOf(planInputs, u0 * ts, nCells) }],
+    tasks: [{ tiles: [t0, nTiles], obs_tiles: [u0, nTiles], rows: rowsOf(inputsOfPlan, u0 * ts, nCells) }],
     metadata,
     dropped: space.dropped,
     notes,

@@ -34,15 +34,19 @@ export interface BuildProgress {
   inputs?: number;
 }
 
-export interface BuildAtlasOptions extends Omit<AtlasPlanOptions, "paths" | "tasks"> {
+/** How tiles and obs shards are encoded and written: what a build and an append share. */
+export interface EncodeSettings {
   encoder: TileEncoder;
-  /** zstd compressor of `var.parquet`. */
+  /** zstd compressor of `var.parquet`, and of the obs shards unless `obsCompress`. */
   compress: Compress;
-  /** zstd compressor of the obs shards (default `compress`). */
   obsCompress?: Compress;
+  /** Tiles encoded or being written at once (default 4). */
   inFlight?: number;
   blockCells?: number;
   signal?: AbortSignal;
+}
+
+export interface BuildAtlasOptions extends Omit<AtlasPlanOptions, "paths" | "tasks">, EncodeSettings {
   onProgress?: (p: BuildProgress) => void;
 }
 

@@ -6,6 +6,7 @@ export {
   type BuildAtlasResult,
   type BuildProgress,
   buildAtlas,
+  type EncodeSettings,
 } from "./build.js";
 export {
   AtlasIncomplete,

@@ -189,6 +189,67 @@ function planTasks(
   }));
 }
 
+/**
+ * The plan's inputs of `scans`, opened at `paths` and named `names`, with what each gives to the
+ * gene space `space`; their first cells from `first` on.
+ */
+export function planInputs(
+  scans: Pick<
+    ScanSummary,
+    "location" | "format" | "matrixPath" | "nCells" | "nGenes" | "keysSha256" | "identity"
+  >[],
+  paths: string[],
+  names: string[],
+  space: { inputNnz: number[]; inputTotal: number[] },
+  first: number,
+): PlanInput[] {
+  let at = first;
+  return scans.map((s, i) => {
+    const inp: PlanInput = {
+      path: paths[i]!,
+      location: s.location,
+      name: names[i]!,
+      format: s.format,
+      matrix_path: s.matrixPath,
+      cells: s.nCells,
+      first_cell: at,
+      genes: s.nGenes,
+      nnz: space.inputNnz[i]!,
+      total: space.inputTotal[i]!,
+      keys_sha256: s.keysSha256,
+      identity: s.identity,
+    };
+    at += s.nCells;
+    return inp;
+  });
+}
+
+/** An input as the manifest's `metadata.inputs` lists it. */
+export interface InputEntry {
+  path: string;
+  name?: string;
+  format: string;
+  matrix_path: string;
+  cells: number;
+  first_cell: number;
+  bytes: number | null;
+  mtime: string | null;
+}
+
+/** The manifest's entry of a plan's input. */
+export function inputEntry(inp: PlanInput): InputEntry {
+  return {
+    path: inp.location,
+    name: inp.name,
+    format: inp.format,
+    matrix_path: inp.matrix_path,
+    cells: inp.cells,
+    first_cell: inp.first_cell,
+    bytes: inp.identity?.bytes ?? null,
+    mtime: inp.identity?.mtime ?? null,
+  };
+}
+
 /** The plan's id: the SHA-256 of its JSON with an empty id. */
 async function planId(plan: AtlasPlan): Promise<string> {
   return (await sha256Hex(new TextEncoder().encode(JSON.stringify({ ...plan, id: "" })))).slice(0, 24);
@@ -242,25 +303,7 @@ export async function makePlan(
   const nCells = light.reduce((a, s) => a + s.nCells, 0);
   const entries = light.reduce((a, s) => a + s.entries, 0);
   const tileSize = opts.tileSize ?? autoTileSize(nCells, entries);
-  let first = 0;
-  const inputs = light.map((s, i): PlanInput => {
-    const inp: PlanInput = {
-      path: opts.paths[i]!,
-      location: s.location,
-      name: names[i]!,
-      format: s.format,
-      matrix_path: s.matrixPath,
-      cells: s.nCells,
-      first_cell: first,
-      genes: s.nGenes,
-      nnz: space.inputNnz[i]!,
-      total: space.inputTotal[i]!,
-      keys_sha256: s.keysSha256,
-      identity: s.identity,
-    };
-    first += s.nCells;
-    return inp;
-  });
+  const inputs = planInputs(light, opts.paths, names, space, 0);
   const obsMeta = obs ? obs.metadata : {};
   const converter = `${CONVERTER_NAME} ${CONVERTER_VERSION}`;
   const metadata: Record<string, unknown> =
@@ -276,16 +319,7 @@ export async function makePlan(
         }
       : {
           ...opts.metadata,
-          inputs: inputs.map((inp) => ({
-            path: inp.location,
-            name: inp.name,
-            format: inp.format,
-            matrix_path: inp.matrix_path,
-            cells: inp.cells,
-            first_cell: inp.first_cell,
-            bytes: inp.identity?.bytes ?? null,
-            mtime: inp.identity?.mtime ?? null,
-          })),
+          inputs: inputs.map(inputEntry),
           var_key: opts.varKey ?? null,
           gene_space: opts.genes?.genes ? "declared" : (opts.genes?.join ?? "outer"),
           source_column: sourceColumn,

@@ -1,0 +1,50 @@
+/** What a conversion says about the dataset it wrote (its `--json` fields and its lines). */
+import type { DatasetManifest } from "@deltacells/core";
+import { COMPANION_PATH } from "./companion.js";
+
+/** The `--json` fields of a written dataset. */
+export function datasetSummary(manifest: DatasetManifest, bytes: number) {
+  const nnz = manifest.tile_nnz.reduce((a, b) => a + b, 0);
+  const tileBytes = manifest.tile_bytes.reduce((a, b) => a + b, 0);
+  const textFrom = manifest.metadata.obs_text_from as Record<string, string> | undefined;
+  return {
+    n_cells: manifest.n_cells,
+    n_genes: manifest.n_genes,
+    nnz,
+    n_tiles: manifest.tile_cells.length,
+    bytes,
+    tile_bytes: tileBytes,
+    has_obs: manifest.has_obs,
+    ...(textFrom ? { obs_text_from: textFrom } : {}),
+    tile_bytes_per_nonzero: nnz ? tileBytes / nnz : 0,
+  };
+}
+
+/** The `--json` field of a companion written with the dataset. */
+export function companionSummary(companion: { json: { bytes: number; checksums: boolean } } | undefined) {
+  return companion
+    ? { sporadik: { path: COMPANION_PATH, bytes: companion.json.bytes, checksums: companion.json.checksums } }
+    : {};
+}
+
+/** The companion's line, or nothing. */
+export function companionLine(
+  companion: { json: { output: string; bytes: number; checksums: boolean } } | undefined,
+): string {
+  return companion
+    ? `\n  sporadik companion: ${companion.json.output} (${companion.json.bytes.toLocaleString("en-US")} bytes, both layouts, with maxima${companion.json.checksums ? ", checksummed" : ""})`
+    : "";
+}
+
+/**
+ * The line saying which obs columns were stored as text though they were not text in the input
+ * (datetime64 columns as ISO-8601 text), if any: what a reader of the summary would not expect.
+ */
+export function textFromLine(manifest: DatasetManifest): string {
+  const entries = Object.entries(
+    (manifest.metadata.obs_text_from as Record<string, string> | undefined) ?? {},
+  );
+  if (entries.length === 0) return "";
+  const list = entries.map(([name, type]) => `${JSON.stringify(name)} (${type})`).join(", ");
+  return `\n  obs: ${list} kept as ISO-8601 text, the only way obs can hold ${entries.length === 1 ? "it" : "them"} (pandas.to_datetime reads ${entries.length === 1 ? "it" : "them"} back)`;
+}
