@@ -16,7 +16,7 @@ import {
 } from "@deltacells/core";
 import { inputIdentity, zstdCompressor } from "@deltacells/core/node";
 import { count } from "./args.js";
-import { explainAtlasError, inputOpener } from "./atlas-options.js";
+import { absoluteInput, explainAtlasError, inputOpener } from "./atlas-options.js";
 import { describePlan } from "./atlas-report.js";
 import { openAtlasTarget } from "./atlas-target.js";
 import type { CommandResult } from "./commands/types.js";
@@ -55,10 +55,8 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
   const { output, options, bar } = o;
   const started = performance.now();
   const paths = options.paths;
-  const target = await openTarget(paths[0]!, output, o.overwrite, o.breakLock);
-  for (const p of paths.slice(1)) {
-    if (p.replace(/\/+$/, "") === output.replace(/\/+$/, "")) {
-      await target.lock.release();
+  for (const p of paths) {
+    if (p.replace(/\/+$/, "") === absoluteInput(output).replace(/\/+$/, "")) {
       throw new CliError(
         `${output} is one of the inputs: a conversion cannot replace what it reads; write to another location`,
         {
@@ -68,6 +66,7 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
       );
     }
   }
+  const target = await openTarget(paths[0]!, output, o.overwrite, o.breakLock);
   const open = inputOpener(options.read ?? {}, o.hdf5Timeout);
   const pool = createTilePool({ threads: o.threads });
   let phase = "";

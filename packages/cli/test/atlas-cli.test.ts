@@ -235,3 +235,22 @@ test("append adds the cells of a new input: the result equals a fresh conversion
     /obs-encodings\.h5ad: 12 of its 12 genes are not in the genes of .*A dataset's genes are fixed: drop them with --drop-unlisted-genes/,
   );
 });
+
+test("several inputs into an OUTPUT holding a dataset are refused without --overwrite and replace it with it; an input as OUTPUT is refused", async () => {
+  const out = join(tempDir(), "replaced");
+  assert.equal((await cli("convert", INPUTS[2]!, out, "--quiet")).code, 0);
+  assertShortError(
+    await cliPlain("convert", ...INPUTS.slice(0, 2), out),
+    /already holds a deltacells dataset .*--overwrite/,
+  );
+  const r = await cli("convert", ...INPUTS.slice(0, 2), out, "--overwrite", ...SMALL, "--quiet");
+  assert.equal(r.code, 0, r.stderr);
+  const manifest = JSON.parse(readFileSync(join(out, "manifest.json"), "utf8"));
+  assert.equal(manifest.metadata.inputs.length, 2);
+  assert.ok(!filesUnder(out).has(".deltacells-lock"), "the lock is released");
+  assert.equal((await cli("validate", out)).code, 0);
+  assertShortError(
+    await cliPlain("convert", INPUTS[2]!, INPUTS[3]!, INPUTS[3]!),
+    /is one of the inputs|is the input itself/,
+  );
+});
