@@ -103,7 +103,6 @@ function row(r: Record<string, unknown>): void {
   rows.push(out);
   console.log(JSON.stringify(out));
 }
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 // 1. The scan, per input.
 const scanOut = join(work, "scan");
@@ -237,7 +236,8 @@ row({
 // The sizing table: cores to convert a 100 M-cell atlas of 2,000 nonzeros per cell in one hour.
 const atlasNnz = 100e6 * 2000;
 const sizing = ["19", "9"].map((level) => {
-  const rate = median(perCore[level]!);
+  // The fastest repetition: on a shared machine the others measure the neighbours too.
+  const rate = Math.max(...perCore[level]!);
   const coreHours = atlasNnz / rate / 3600;
   return {
     level: Number(level),
