@@ -197,3 +197,17 @@ test("the source column is named after the files, with parent folders where name
     /inputs 0 \(a\.h5ad\) and 1 \(b\.h5ad\) would both be named "same"/,
   );
 });
+
+test("a column kept as text from another type (a datetime64 as ISO-8601) stays listed in metadata.obs_text_from", async () => {
+  const when = (n: number): SourceColumn => ({
+    name: "when",
+    kind: "string",
+    values: Array.from({ length: n }, (_, i) => `2024-01-0${1 + (i % 9)}T00:00:00`),
+    textFrom: "datetime64[ns]",
+  });
+  const a = atlasInput("a.h5ad", 10, genes(0, 4), 1, { obs: cells("a", 10, [when(10)]) });
+  const b = atlasInput("b.h5ad", 12, genes(0, 4), 2, { obs: cells("b", 12, []) });
+  const ds = await openDataset(await buildOnce([a, b], { tileSize: 8 }));
+  assert.deepEqual(ds.manifest.metadata.obs_text_from, { when: "datetime64[ns]" });
+  await ds.close();
+});
