@@ -12,6 +12,12 @@ interface BatchCommon {
   readonly epoch: number;
   /** Its number within the epoch (0-based; the same on every rank). */
   readonly index: number;
+  /**
+   * Elastic order: its number in the epoch's global batch sequence (rank r of W yields r, r + W,
+   * ... from where the run started); at or past the epoch's global batch count, a padding batch
+   * repeating global batch `globalIndex - lanes`. Absent in the default order.
+   */
+  readonly globalIndex?: number;
   /** Cells (rows) in the batch. */
   readonly size: number;
   /** Output columns: the gene selection's length, or every gene. */
@@ -140,6 +146,19 @@ export class BatchArrays {
     this.ledger?.addBatches(this.bytes - before);
   }
 
+  /** Copies the first `size` rows (`nnz` nonzeros) of `src`, arrays of the same shape. */
+  copyFrom(src: BatchArrays, size: number, nnz: number): void {
+    this.cells.set(src.cells.subarray(0, size));
+    if (this.format === "dense") {
+      this.dense.set(src.dense.subarray(0, size * this.nCols));
+      return;
+    }
+    this.indptr.set(src.indptr.subarray(0, size + 1));
+    if (nnz > this.indices.length) this.grow(nnz, 0);
+    this.indices.set(src.indices.subarray(0, nnz));
+    (this.data as Int32Array).set((src.data as Int32Array).subarray(0, nnz));
+  }
+
   /** Bytes held. */
   get bytes(): number {
     const { cells, indptr, indices, dense } = this;
@@ -170,6 +189,7 @@ export class BatchRecycler {
 export interface BatchFields {
   epoch: number;
   index: number;
+  globalIndex: number | undefined;
   size: number;
   nnz: number;
   padded: number;
@@ -202,6 +222,7 @@ export function lendBatch(arrays: BatchArrays, f: BatchFields, giveBack: (a: Bat
     format: arrays.format,
     epoch: f.epoch,
     index: f.index,
+    ...(f.globalIndex !== undefined && { globalIndex: f.globalIndex }),
     size: f.size,
     nGenes: arrays.nCols,
     padded: f.padded,

@@ -19,9 +19,10 @@ import {
 import { type SkippedTile, TileFeed, tileCost } from "./feed.js";
 import { type ColumnMap, decoderColumns, type LoaderGenes, resolveGenes } from "./genes.js";
 import { MemoryLedger } from "./memory.js";
-import { ObsGather } from "./obs.js";
+import { type BatchObsColumn, copyObs, ObsGather } from "./obs.js";
 import { type LoaderOptions, type LoaderSettings, type LoaderState, settingsOf } from "./options.js";
-import { EpochPlan } from "./plan.js";
+import type { EpochPlan } from "./plan.js";
+import { EpochSchedule, type LaneRun, type ScheduledBatch } from "./schedule.js";
 import { SlotAssembler, slotsApply } from "./slots.js";
 
 /** What an epoch holds for this rank, known before reading any tile. */
@@ -36,6 +37,25 @@ export interface EpochSummary {
   padded: Float64Array;
   /** The cells of this rank's share that are not yielded (`dropLast`). */
   dropped: Float64Array;
+  /** Elastic order: the epoch's global batch sequence and the part of it this rank yields. */
+  elastic?: ElasticSummary;
+}
+
+/** Where a rank's batches sit in the epoch's global batch sequence (elastic order). */
+export interface ElasticSummary {
+  lanes: number;
+  /** Global batches in the epoch: `lanes` times the batches of a lane. */
+  globalBatches: number;
+  /** Global batches consumed before this run of the epoch (a resume's `globalBatchesConsumed`). */
+  startGlobalBatch: number;
+  /**
+   * The global batch of this rank's first batch: its batches are global batches `first`,
+   * `first + worldSize`, ...; those at or past `globalBatches` are padding, repeating global
+   * batch `g - lanes`.
+   */
+  firstGlobalBatch: number;
+  /** The step of the first batch this rank yields (`index` of its first batch). */
+  firstBatch: number;
 }
 
 /** Bytes the loader accounts for. */
@@ -114,7 +134,10 @@ class DatasetLoader implements Loader {
   readonly skipped: SkippedTile[] = [];
   private epoch: number;
   private position: number;
+  /** Elastic order: the global batches of the current epoch consumed before this loader's run of it. */
+  private origin: number;
   private iterating = false;
+  private memo: { epoch: number; origin: number; schedule: EpochSchedule } | undefined;
   private readonly recycler: BatchRecycler;
   private readonly ds: Dataset;
   private readonly tiles: Dataset;
@@ -144,8 +167,20 @@ class DatasetLoader implements Loader {
     this.worldSize = s.worldSize;
     this.epoch = s.epoch;
     this.position = s.startBatch;
+    this.origin = s.startGlobalBatch;
     this.obsColumns = s.obs;
-    this.batchesPerEpoch = this.plan(s.epoch).batches;
+    const full = this.schedule(s.epoch, 0);
+    this.batchesPerEpoch = full.batches;
+    if (this.origin > full.globalBatches)
+      throw new DeltacellsError(
+        `loader option startGlobalBatch is ${this.origin} but an epoch has ${full.globalBatches} global batches`,
+        {
+          tag: "InvalidInput",
+          field: "startGlobalBatch",
+          expected: `0 .. ${full.globalBatches}`,
+          found: this.origin,
+        },
+      );
     if (this.position > this.batchesPerEpoch)
       throw new DeltacellsError(
         `loader option startBatch is ${this.position} but an epoch has ${this.batchesPerEpoch} batches on each rank`,
@@ -156,7 +191,7 @@ class DatasetLoader implements Loader {
           found: this.position,
         },
       );
-    if (this.position === this.batchesPerEpoch) this.nextEpoch();
+    if (this.position === this.schedule(this.epoch, this.origin).batches) this.nextEpoch();
     const shared = o.slots && o.tiles.scatters!.shared;
     this.recycler = new BatchRecycler(
       () => new BatchArrays(s.batchSize, map.count, s.output, s.values, buffers.nnzHint, shared, ledger),
@@ -183,29 +218,40 @@ class DatasetLoader implements Loader {
     };
   }
 
-  private plan(epoch: number): EpochPlan {
+  /** The epoch's schedule from `origin` on (memoised: `state()` may be called at every batch). */
+  private schedule(epoch: number, origin: number): EpochSchedule {
+    const m = this.memo;
+    if (m?.epoch === epoch && m.origin === origin) return m.schedule;
     const s = this.s;
-    return new EpochPlan({
-      tileCells: this.ds.manifest.tile_cells,
-      batchSize: s.batchSize,
-      shuffle: s.shuffle,
-      seed: s.seed,
+    const schedule = new EpochSchedule(
+      {
+        tileCells: this.ds.manifest.tile_cells,
+        batchSize: s.batchSize,
+        shuffle: s.shuffle,
+        seed: s.seed,
+        rank: s.rank,
+        worldSize: s.worldSize,
+        bufferTiles: s.bufferTiles,
+        dropLast: s.dropLast,
+        order: s.order,
+        lanes: s.lanes,
+      },
       epoch,
-      rank: s.rank,
-      worldSize: s.worldSize,
-      bufferTiles: s.bufferTiles,
-      dropLast: s.dropLast,
-    });
+      origin,
+    );
+    this.memo = { epoch, origin, schedule };
+    return schedule;
   }
 
   private nextEpoch(): void {
     this.epoch++;
     this.position = 0;
+    this.origin = 0;
   }
 
   state(): LoaderState {
     const s = this.s;
-    return {
+    const state: LoaderState = {
       seed: s.seed,
       epoch: this.epoch,
       batchesYielded: this.position,
@@ -216,6 +262,15 @@ class DatasetLoader implements Loader {
       rank: s.rank,
       worldSize: s.worldSize,
       nCells: this.ds.nCells,
+    };
+    if (s.order !== "elastic") return state;
+    const sc = this.schedule(this.epoch, this.origin);
+    const consumed = this.origin + (this.position - sc.first) * s.worldSize;
+    return {
+      ...state,
+      order: "elastic",
+      lanes: s.lanes,
+      globalBatchesConsumed: Math.min(sc.globalBatches, consumed),
     };
   }
 
@@ -230,19 +285,30 @@ class DatasetLoader implements Loader {
     if (this.iterating) throw busy("setEpoch");
     this.epoch = epoch;
     this.position = 0;
+    this.origin = 0;
   }
 
   epochSummary(epoch = this.epoch): EpochSummary {
-    const p = this.plan(epoch);
-    return {
+    const sc = this.schedule(epoch, epoch === this.epoch ? this.origin : 0);
+    const { cells, padded, dropped } = sc.cells();
+    const summary: EpochSummary = {
       epoch,
       rank: this.rank,
       worldSize: this.worldSize,
-      batches: p.batches,
-      cells: Math.min(p.real, p.length),
-      padded: p.cellsAt(p.real, p.length),
-      dropped: p.cellsAt(p.length, p.real),
+      batches: sc.batches,
+      cells,
+      padded,
+      dropped,
     };
+    if (this.s.order === "elastic")
+      summary.elastic = {
+        lanes: this.s.lanes,
+        globalBatches: sc.globalBatches,
+        startGlobalBatch: sc.origin,
+        firstGlobalBatch: sc.origin + this.rank,
+        firstBatch: sc.first,
+      };
+    return summary;
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<Batch> {
@@ -250,14 +316,83 @@ class DatasetLoader implements Loader {
     this.iterating = true;
     const s = this.s;
     const epoch = this.epoch;
-    const plan = this.plan(epoch);
-    const windows = plan.windowsFrom(this.position);
+    const schedule = this.schedule(epoch, this.origin);
+    const start = this.position;
+    const runs = schedule.lanesFrom(start);
+    const pipes = new Map<number, LanePipe>();
+    // Fetches shared out among the lanes (the default order has one: the rank's share).
+    const inFlight = Math.max(1, Math.ceil(this.maxInFlight / Math.max(1, runs.length)));
+    for (const run of runs) pipes.set(run.lane, this.pipe(schedule.plans[run.lane]!, run, inFlight));
+    // Elastic order: a padding batch repeating one this rank yields is a copy of it.
+    const copyAt = schedule.paddingSource(start);
+    let copy: Promise<Made> | undefined;
+    let copyLent = false;
+    const pending: Promise<Batch>[] = [];
+    let made = start;
+    const make = () => {
+      const k = made++;
+      const entry = schedule.at(k);
+      let p: Promise<Batch>;
+      if (entry.padding && copy !== undefined) {
+        p = copy.then((m) => {
+          copyLent = true;
+          return this.lend(m, epoch, k, entry);
+        });
+      } else {
+        const pipe = pipes.get(entry.lane)!;
+        const done = pipe.chain.then(() => this.assemble(pipe.asm, entry));
+        pipe.chain = done.catch(() => {});
+        if (k === copyAt) {
+          copy = done.then((m) => this.copyOf(m));
+          copy.catch(() => {});
+        }
+        p = done.then((m) => this.lend(m, epoch, k, entry));
+      }
+      p.catch(() => {}); // observed when its turn comes
+      pending.push(p);
+    };
+    try {
+      for (let k = start; k < schedule.batches; k++) {
+        this.signal?.throwIfAborted();
+        while (made < schedule.batches && pending.length < s.prefetch + 1) make();
+        const batch = await pending.shift()!;
+        if (this.signal?.aborted) {
+          batch.release();
+          this.signal.throwIfAborted();
+        }
+        this.position = k + 1;
+        if (this.position === schedule.batches) this.nextEpoch();
+        yield batch;
+      }
+      if (schedule.batches === start) this.nextEpoch();
+    } finally {
+      // Stopped early (break, error): batches made ahead were never handed out, and the windows
+      // they wait for need not be decoded.
+      for (const pipe of pipes.values()) pipe.feed.stop();
+      for (const r of await Promise.allSettled(pending)) if (r.status === "fulfilled") r.value.release();
+      if (copy !== undefined && !copyLent) {
+        const [r] = await Promise.allSettled([copy]);
+        if (r!.status === "fulfilled") this.recycler.release(r!.value.arrays);
+      }
+      for (const pipe of pipes.values()) {
+        await pipe.chain;
+        await pipe.asm.finish();
+        await pipe.feed.close();
+      }
+      this.iterating = false;
+    }
+  }
+
+  /** The feed and assembler making one lane's batches `[run.from, run.to)`. */
+  private pipe(plan: EpochPlan, run: LaneRun, maxInFlight: number): LanePipe {
+    const s = this.s;
+    const windows = plan.windowsFor(run.from, run.to);
     const feed = new TileFeed({
       ds: this.tiles,
       plan,
       windows,
       ledger: this.ledger,
-      maxInFlight: this.maxInFlight,
+      maxInFlight,
       values: s.values,
       columns: decoderColumns(this.map),
       signal: this.signal,
@@ -269,7 +404,7 @@ class DatasetLoader implements Loader {
           plan,
           feed,
           windows,
-          firstPos: plan.batchRange(this.position)[0],
+          firstPos: plan.batchRange(run.from)[0],
           map: this.map,
           output: s.output,
           obs: this.obs,
@@ -286,68 +421,53 @@ class DatasetLoader implements Loader {
           policy: s.onUnreadableTile,
           onSkip: (skip) => this.skipped.push(skip),
         });
-    const pending: Promise<Batch>[] = [];
-    let made = this.position;
-    let chain: Promise<unknown> = Promise.resolve();
-    const make = () => {
-      const k = made++;
-      const p = chain.then(() => this.assemble(asm, epoch, k));
-      chain = p.catch(() => {});
-      p.catch(() => {}); // observed when its turn comes
-      pending.push(p);
-    };
-    try {
-      for (let k = this.position; k < plan.batches; k++) {
-        this.signal?.throwIfAborted();
-        while (made < plan.batches && pending.length < s.prefetch + 1) make();
-        const batch = await pending.shift()!;
-        if (this.signal?.aborted) {
-          batch.release();
-          this.signal.throwIfAborted();
-        }
-        this.position = k + 1;
-        if (this.position === plan.batches) this.nextEpoch();
-        yield batch;
-      }
-      if (plan.batches === 0) this.nextEpoch();
-    } finally {
-      // Stopped early (break, error): batches made ahead were never handed out, and the windows
-      // they wait for need not be decoded.
-      feed.stop();
-      for (const r of await Promise.allSettled(pending)) if (r.status === "fulfilled") r.value.release();
-      await chain;
-      await asm.finish();
-      await feed.close();
-      this.iterating = false;
-    }
+    return { feed, asm, chain: Promise.resolve() };
   }
 
-  private async assemble(asm: Assembler | SlotAssembler, epoch: number, k: number): Promise<Batch> {
+  private async assemble(asm: Assembler | SlotAssembler, entry: ScheduledBatch): Promise<Made> {
+    const made = (arrays: BatchArrays, f: Filled): Made => ({
+      arrays,
+      size: f.size,
+      nnz: f.nnz,
+      // A padding batch repeats a batch yielded before: every row is a repeat.
+      padded: entry.padding ? f.size : f.padded,
+      skipped: f.skipped,
+      sorted: asm.sorted,
+      obs: f.obs?.finish(f.size) ?? {},
+    });
     if (asm instanceof SlotAssembler) {
-      const { arrays, filled } = await asm.fill(k);
-      return this.lend(arrays, filled, epoch, k, asm.sorted);
+      const { arrays, filled } = await asm.fill(entry.laneBatch);
+      return made(arrays, filled);
     }
     const arrays = this.recycler.acquire();
     try {
-      return this.lend(arrays, await asm.fill(k, arrays), epoch, k, asm.sorted);
+      return made(arrays, await asm.fill(entry.laneBatch, arrays));
     } catch (err) {
       this.recycler.release(arrays);
       throw err;
     }
   }
 
-  private lend(arrays: BatchArrays, f: Filled, epoch: number, k: number, sorted: boolean): Batch {
+  /** A copy of a made batch, in buffers of its own: the padding batch that repeats it. */
+  private copyOf(m: Made): Made {
+    const arrays = this.recycler.acquire();
+    arrays.copyFrom(m.arrays, m.size, m.nnz);
+    return { ...m, arrays, padded: m.size, obs: copyObs(m.obs) };
+  }
+
+  private lend(m: Made, epoch: number, k: number, entry: ScheduledBatch): Batch {
     return lendBatch(
-      arrays,
+      m.arrays,
       {
         epoch,
         index: k,
-        size: f.size,
-        nnz: f.nnz,
-        padded: f.padded,
-        skipped: f.skipped,
-        sortedIndices: sorted,
-        obs: f.obs?.finish(f.size) ?? {},
+        globalIndex: entry.global,
+        size: m.size,
+        nnz: m.nnz,
+        padded: m.padded,
+        skipped: m.skipped,
+        sortedIndices: m.sorted,
+        obs: m.obs,
       },
       (a) => this.recycler.release(a),
     );
@@ -360,6 +480,24 @@ class DatasetLoader implements Loader {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
+}
+
+/** One lane's feed and assembler during an iteration, and the chain its batches are made on, in order. */
+interface LanePipe {
+  feed: TileFeed;
+  asm: Assembler | SlotAssembler;
+  chain: Promise<unknown>;
+}
+
+/** A batch assembled and not yet lent. */
+interface Made {
+  arrays: BatchArrays;
+  size: number;
+  nnz: number;
+  padded: number;
+  skipped: number;
+  sorted: boolean;
+  obs: Record<string, BatchObsColumn>;
 }
 
 function busy(what: string): DeltacellsError {
@@ -390,8 +528,19 @@ function batchBuffers(ds: Dataset, s: LoaderSettings, map: ColumnMap, slots: boo
   // grows is counted as grown; see memory.ts).
   const nnzHint = Math.ceil(1.1 * s.batchSize * densest(ds) * (map.count / ds.nGenes));
   const maxWindow = s.bufferTiles * ds.manifest.tile_cells.reduce((a, b) => Math.max(a, b), 0);
-  const count = s.prefetch + 2 + (slots ? Math.ceil((2 * maxWindow) / s.batchSize) : 0);
+  const lanes = lanesPerRank(s);
+  // Elastic order: every lane lays its windows out, and a padding batch may copy a batch.
+  const count =
+    s.prefetch +
+    2 +
+    (slots ? lanes * Math.ceil((2 * maxWindow) / s.batchSize) : 0) +
+    (s.order === "elastic" ? 1 : 0);
   return { count, nnzHint, bytes: count * BatchArrays.bytesFor(s.batchSize, map.count, s.output, nnzHint) };
+}
+
+/** The lanes a rank serves at once: 1 in the default order (its own share), `lanes / worldSize` in the elastic one. */
+function lanesPerRank(s: LoaderSettings): number {
+  return s.lanes / s.worldSize;
 }
 
 /** The bytes of the `bufferTiles` largest tiles: a shuffle window at most. */
@@ -479,7 +628,8 @@ async function prepareLoader(
   // buffers and no decoded tiles: where only the copying path fits the cap, it is taken.
   const needs = (slots: boolean) => {
     const buffers = batchBuffers(dataset, s, map, slots);
-    const window = windowBytes(dataset, s, slots);
+    // Elastic order: a rank serves lanes / worldSize lanes, each holding its own window.
+    const window = lanesPerRank(s) * windowBytes(dataset, s, slots);
     return { slots, buffers, window, total: window + buffers.bytes };
   };
   // The copying path's needs only when the slot path is not taken (each sorts every tile's cost).
@@ -490,8 +640,13 @@ async function prepareLoader(
     // The path that needs least says how much is enough.
     const least = slotted && slotted.total < copying.total ? slotted : copying;
     const { window, buffers } = least;
+    const lanes = lanesPerRank(s);
+    const windows =
+      lanes > 1
+        ? `${lanes} shuffle windows of ${s.bufferTiles} tiles (one per lane this rank serves: lanes ${s.lanes} / worldSize ${s.worldSize})`
+        : `a shuffle window of ${s.bufferTiles} tiles`;
     throw new DeltacellsError(
-      `loader option memoryCap is ${s.memoryCap} bytes but a shuffle window of ${s.bufferTiles} tiles can need ${window} bytes and the ${buffers.count} batch buffers the loader holds at once about ${buffers.bytes}: raise memoryCap to at least ${least.total}, or lower bufferTiles, batchSize or prefetch`,
+      `loader option memoryCap is ${s.memoryCap} bytes but ${windows} can need ${window} bytes and the ${buffers.count} batch buffers the loader holds at once about ${buffers.bytes}: raise memoryCap to at least ${least.total}, or lower bufferTiles, batchSize or prefetch${lanes > 1 ? ", or run on more ranks" : ""}`,
       { tag: "InvalidInput", field: "memoryCap", expected: `>= ${least.total}`, found: s.memoryCap },
     );
   }

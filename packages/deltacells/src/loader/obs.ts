@@ -148,6 +148,20 @@ export class BatchObsBuilder {
   }
 }
 
+/** A copy of a batch's obs columns (its own arrays; the vocabularies are shared, being the dataset's). */
+export function copyObs(obs: Record<string, BatchObsColumn>): Record<string, BatchObsColumn> {
+  const out: Record<string, BatchObsColumn> = {};
+  for (const [name, c] of Object.entries(obs)) {
+    if (c.kind === "category")
+      out[name] = { ...c, codes: c.codes.slice(), ...(c.labels && { labels: c.labels.slice() }) };
+    else if (c.kind === "string") out[name] = { ...c, values: c.values.slice() };
+    else if (c.kind === "numeric")
+      out[name] = { ...c, values: c.values.slice(), valid: c.valid?.slice() ?? null };
+    else out[name] = { ...c, values: c.values.slice(), valid: c.valid?.slice() ?? null };
+  }
+  return out;
+}
+
 function unsafe(c: ObsColumn, v: bigint): DeltacellsError {
   return new DeltacellsError(
     `obs column ${JSON.stringify(c.name)} holds ${v}, beyond the integers a float64 holds exactly (2^53): the loader will not round it; leave the column out of obs`,

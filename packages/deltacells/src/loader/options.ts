@@ -21,6 +21,26 @@ export interface LoaderOptions {
   startBatch?: number;
   /** A state from `loader.state()`: continue exactly where that loader stopped (see {@link LoaderState}). */
   resume?: LoaderState;
+  /**
+   * How batches are ordered and handed to ranks (default `"default"`): each rank shuffles its own
+   * share of the epoch. `"elastic"`: the epoch is one sequence of global batches, a function of the
+   * seed, the epoch and `lanes` only; rank r of W yields global batches r, r + W, ...; and a state
+   * saved at one world size resumes at any other that divides `lanes` (see docs/loader.md,
+   * "Elastic order").
+   */
+  order?: LoaderOrder;
+  /**
+   * Elastic order: the lanes the epoch is cut into (default: `worldSize`), each a contiguous share
+   * of the epoch's tiles with its own shuffle windows; global batch g comes from lane g mod lanes.
+   * The world sizes the sequence runs on are the divisors of `lanes` (24: 1, 2, 3, 4, 6, 8, 12, 24);
+   * a rank holds `lanes / worldSize` shuffle windows at once.
+   */
+  lanes?: number;
+  /**
+   * Elastic order: global batches of the epoch already consumed, by every rank together, at any
+   * world size (a resume from plain numbers; `startBatch` K means K times `worldSize`).
+   */
+  startGlobalBatch?: number;
   /** Tiles whose cells are shuffled together (default 8): more mixes better and holds more memory. */
   bufferTiles?: number;
   /**
@@ -81,6 +101,9 @@ export interface LoaderOptions {
   signal?: AbortSignal;
 }
 
+/** How batches are ordered and handed to ranks (see {@link LoaderOptions.order}). */
+export type LoaderOrder = "default" | "elastic";
+
 /**
  * Where a loader is, as plain JSON: pass it back as `resume` to a new loader over the same dataset
  * and it yields exactly the batches this one had not yet yielded. The settings that decide batch
@@ -99,6 +122,17 @@ export interface LoaderState {
   worldSize: number;
   /** The dataset's cell count, so a state is not applied to another dataset by mistake. */
   nCells: number;
+  /** Elastic order only (absent in the default order). */
+  order?: "elastic";
+  /** Elastic order: the lanes, which fix the global batch sequence. */
+  lanes?: number;
+  /**
+   * Elastic order: the global batches of `epoch` consumed by every rank together (`worldSize`, the
+   * world size the state was saved at, times the batches each yielded, from where it started). A
+   * loader resumed from it at any world size dividing `lanes` yields the global batches from this
+   * one on, each exactly once; `rank` and `worldSize` are then the new loader's own options.
+   */
+  globalBatchesConsumed?: number;
 }
 
 /** Options with every default applied. */
@@ -112,6 +146,11 @@ export interface LoaderSettings {
   dropLast: boolean;
   rank: number;
   worldSize: number;
+  order: LoaderOrder;
+  /** Elastic order: the lanes (`worldSize` in the default order, where each rank is one). */
+  lanes: number;
+  /** Elastic order: global batches of the first epoch already consumed (0 in the default order). */
+  startGlobalBatch: number;
   threads: number | undefined;
   prefetch: number;
   memoryCap: number;
@@ -155,15 +194,19 @@ function bool(field: string, v: unknown, fallback: boolean): boolean {
   return v;
 }
 
-const STATE_FIELDS = [
-  "seed",
-  "batchSize",
-  "shuffle",
-  "bufferTiles",
-  "dropLast",
-  "rank",
-  "worldSize",
-] as const;
+/** The state fields that decide batch boundaries: a resumed loader's options must agree with them. */
+const STATE_FIELDS = ["seed", "batchSize", "shuffle", "bufferTiles", "dropLast"] as const;
+/** In the default order a rank's batches also depend on its rank and world size. */
+const RANK_FIELDS = ["rank", "worldSize"] as const;
+
+function contradicts(field: string, state: unknown, option: unknown): DeltacellsError {
+  return invalid(
+    field,
+    `${JSON.stringify(state)} (the value in the resumed state)`,
+    option,
+    ": the batches would differ",
+  );
+}
 
 /** The options with defaults applied and `resume` merged in, or a refusal. */
 export function settingsOf(ds: Dataset, o: LoaderOptions): LoaderSettings {
@@ -178,24 +221,60 @@ export function settingsOf(ds: Dataset, o: LoaderOptions): LoaderSettings {
         s.nCells,
         ` (cells of the dataset the state came from; this is ${ds.url})`,
       );
-    for (const f of STATE_FIELDS) {
-      if (o[f] !== undefined && o[f] !== s[f])
-        throw invalid(
-          f,
-          `${JSON.stringify(s[f])} (the value in the resumed state)`,
-          o[f],
-          ": the batches would differ",
-        );
+    const elastic = s.order === "elastic";
+    if (o.order !== undefined && o.order !== (s.order ?? "default"))
+      throw contradicts("order", s.order ?? "default", o.order);
+    const fields = elastic ? [...STATE_FIELDS, "lanes" as const] : [...STATE_FIELDS, ...RANK_FIELDS];
+    for (const f of fields) {
+      if (o[f] !== undefined && o[f] !== s[f]) throw contradicts(f, s[f], o[f]);
       (merged as Record<string, unknown>)[f] = s[f];
     }
-    if (o.epoch !== undefined || o.startBatch !== undefined)
-      throw invalid("epoch", "absent when resuming (the state says where to start)", o.epoch ?? o.startBatch);
+    if (o.epoch !== undefined || o.startBatch !== undefined || o.startGlobalBatch !== undefined)
+      throw invalid(
+        "epoch",
+        "absent when resuming (the state says where to start)",
+        o.epoch ?? o.startBatch ?? o.startGlobalBatch,
+      );
     merged.epoch = s.epoch;
-    merged.startBatch = s.batchesYielded;
+    if (elastic) {
+      merged.order = "elastic";
+      // The world size may change: the state's only when the options give none.
+      merged.rank = o.rank ?? (o.worldSize === undefined ? s.rank : undefined);
+      merged.worldSize = o.worldSize ?? s.worldSize;
+      merged.startGlobalBatch = s.globalBatchesConsumed;
+    } else merged.startBatch = s.batchesYielded;
   }
   const worldSize = integer("worldSize", merged.worldSize, 1, 1);
   const rank = integer("rank", merged.rank, 0, 0);
   if (rank >= worldSize) throw invalid("rank", `below worldSize (${worldSize})`, rank);
+  const order = oneOf("order", merged.order, ["default", "elastic"] as const, "default");
+  const elastic = order === "elastic";
+  if (!elastic && merged.lanes !== undefined)
+    throw invalid("lanes", 'absent unless order is "elastic"', merged.lanes, '; pass order: "elastic"');
+  if (!elastic && merged.startGlobalBatch !== undefined)
+    throw invalid(
+      "startGlobalBatch",
+      'absent unless order is "elastic" (use startBatch)',
+      merged.startGlobalBatch,
+    );
+  const lanes = elastic ? integer("lanes", merged.lanes, 1, worldSize) : worldSize;
+  if (lanes % worldSize !== 0)
+    throw invalid(
+      "worldSize",
+      `a divisor of lanes (${lanes}): ${divisors(lanes).join(", ")}`,
+      worldSize,
+      "; the lanes fix the batch sequence, so a run at another world size needs lanes a multiple of it (set lanes on the first run)",
+    );
+  if (merged.startBatch !== undefined && merged.startGlobalBatch !== undefined)
+    throw invalid(
+      "startGlobalBatch",
+      "absent with startBatch (they say the same thing)",
+      merged.startGlobalBatch,
+    );
+  const startBatch = integer("startBatch", merged.startBatch, 0, 0);
+  const startGlobalBatch = elastic
+    ? integer("startGlobalBatch", merged.startGlobalBatch, 0, startBatch * worldSize)
+    : 0;
   const output = oneOf("output", merged.output, ["csr", "dense"] as const, "csr");
   const threads = merged.threads === undefined ? undefined : integer("threads", merged.threads, 1, 1);
   const obs = merged.obs ?? [];
@@ -206,11 +285,14 @@ export function settingsOf(ds: Dataset, o: LoaderOptions): LoaderSettings {
     shuffle: bool("shuffle", merged.shuffle, true),
     seed: integer("seed", merged.seed, 0, 0),
     epoch: integer("epoch", merged.epoch, 0, 0),
-    startBatch: integer("startBatch", merged.startBatch, 0, 0),
+    startBatch: elastic ? Math.floor(startGlobalBatch / worldSize) : startBatch,
     bufferTiles: integer("bufferTiles", merged.bufferTiles, 1, DEFAULT_BUFFER_TILES),
     dropLast: bool("dropLast", merged.dropLast, false),
     rank,
     worldSize,
+    order,
+    lanes,
+    startGlobalBatch,
     threads,
     prefetch: integer("prefetch", merged.prefetch, 0, DEFAULT_PREFETCH),
     memoryCap: integer("memoryCap", merged.memoryCap, 1, DEFAULT_MEMORY_CAP),
@@ -225,12 +307,26 @@ export function settingsOf(ds: Dataset, o: LoaderOptions): LoaderSettings {
   };
   if (output === "dense" && merged.values === "int32")
     throw invalid("values", '"float32" (or absent) with output "dense"', merged.values);
-  if (!settings.dropLast && ds.nCells < worldSize)
-    throw invalid(
-      "worldSize",
-      `at most the dataset's ${ds.nCells} cells (each rank needs a cell of its own to pad with)`,
-      worldSize,
-      "; use fewer ranks or dropLast",
-    );
+  if (!settings.dropLast && ds.nCells < lanes)
+    throw elastic
+      ? invalid(
+          "lanes",
+          `at most the dataset's ${ds.nCells} cells (each lane needs a cell of its own to pad with)`,
+          lanes,
+          "; use fewer lanes or dropLast",
+        )
+      : invalid(
+          "worldSize",
+          `at most the dataset's ${ds.nCells} cells (each rank needs a cell of its own to pad with)`,
+          worldSize,
+          "; use fewer ranks or dropLast",
+        );
   return settings;
+}
+
+/** The divisors of n, increasing. */
+function divisors(n: number): number[] {
+  const out: number[] = [];
+  for (let d = 1; d <= n; d++) if (n % d === 0) out.push(d);
+  return out;
 }

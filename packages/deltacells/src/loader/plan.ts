@@ -144,12 +144,17 @@ export class EpochPlan {
 
   /** The windows batches `[fromBatch, batches)` read: `[first, end)`. */
   windowsFrom(fromBatch: number): [number, number] {
-    if (fromBatch >= this.batches || this.windows.length === 0) return [0, 0];
+    return this.windowsFor(fromBatch, this.batches);
+  }
+
+  /** The windows batches `[fromBatch, toBatch)` read: `[first, end)`. */
+  windowsFor(fromBatch: number, toBatch: number): [number, number] {
+    if (fromBatch >= toBatch || this.windows.length === 0) return [0, 0];
     const [from] = this.batchRange(fromBatch);
-    const lastPos = Math.min(this.length, this.real) - 1;
+    const [, to] = this.batchRange(toBatch - 1);
     const first = this.windowOf(this.source(from));
     // Padding reads the last window, which ends the rank's share anyway.
-    const end = this.padded > 0 ? this.windows.length : this.windowOf(lastPos) + 1;
+    const end = to > this.real ? this.windows.length : this.windowOf(to - 1) + 1;
     return [Math.min(first, end - 1), end];
   }
 
