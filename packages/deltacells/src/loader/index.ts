@@ -2,7 +2,20 @@
 export { type Batch, type CsrBatch, type DenseBatch, int64Of } from "./batch.js";
 export type { SkippedTile, UnreadableTilePolicy } from "./feed.js";
 export type { ColumnOrder, LoaderGenes } from "./genes.js";
-export { createLoader, type EpochSummary, type Loader, type LoaderMemory } from "./loader.js";
+export {
+  createLoader,
+  type ElasticSummary,
+  type EpochSummary,
+  type Loader,
+  type LoaderMemory,
+} from "./loader.js";
+export {
+  formatMixing,
+  MixingMeter,
+  type MixingReport,
+  type MixingStats,
+  mixingMeter,
+} from "./mixing.js";
 export type { BatchObsColumn } from "./obs.js";
 export {
   DEFAULT_BATCH_SIZE,
@@ -10,5 +23,6 @@ export {
   DEFAULT_MEMORY_CAP,
   DEFAULT_PREFETCH,
   type LoaderOptions,
+  type LoaderOrder,
   type LoaderState,
 } from "./options.js";
