@@ -170,6 +170,7 @@ export class ArrowBatches {
         JSON.stringify({
           epoch: batch.epoch,
           index: batch.index,
+          ...(batch.globalIndex !== undefined && { global_index: batch.globalIndex }),
           padded: batch.padded,
           skipped: batch.skipped,
           ...(batch.format === "csr" && { sorted_indices: batch.sortedIndices }),
@@ -196,6 +197,15 @@ export interface StreamEnd {
   batches: number;
   /** Their rows, padding included. */
   rows: number;
+  /** Elastic order (`--order elastic`): where the batches sit in the epoch's global sequence. */
+  order?: "elastic";
+  lanes?: number;
+  /** The epoch's global batches; a batch's `global_index` at or past it is padding. */
+  global_batches?: number;
+  /** Global batches consumed before this run (`--start-global-batch`). */
+  start_global_batch?: number;
+  /** This rank's first global batch: it wrote `first_global_batch + k * world_size`, k < batches. */
+  first_global_batch?: number;
 }
 
 /**

@@ -16,7 +16,7 @@ import { createLoader } from "@deltacells/core";
 import { openDataset } from "@deltacells/core/node";
 import { type RecordBatch, RecordBatchReader, RecordBatchStreamWriter, type Schema } from "apache-arrow";
 import { type RunningServer, startServe } from "../../../test-utils/servers.js";
-import { ArrowBatches } from "../src/arrow-batches.js";
+import { ArrowBatches, type StreamEnd } from "../src/arrow-batches.js";
 import { ArrowOutput, ReaderGone } from "../src/arrow-output.js";
 import { cli, deltacells, MAIN, REPO, streamInProcess, tempDir } from "./cli-helpers.js";
 
@@ -68,7 +68,7 @@ interface Streamed {
   schema?: Schema;
   batches: RecordBatch[];
   /** The end batch's `deltacells.end` (a complete epoch), or undefined. */
-  end?: { epoch: number; rank: number; world_size: number; batches: number; rows: number };
+  end?: StreamEnd;
 }
 
 function spawnStream(args: string[]) {
@@ -123,6 +123,7 @@ function batchMeta(b: RecordBatch): {
   padded: number;
   skipped: number;
   sorted_indices?: boolean;
+  global_index?: number;
 } {
   return JSON.parse(b.metadata.get("deltacells.batch")!);
 }
@@ -544,4 +545,164 @@ test("--float32: counts as list<float32> (the loader's float32 values), equal to
     assert.deepEqual(values(f), values(b), `batch ${k}`);
     assert.deepEqual(listRow(f, "indices", 0), listRow(b, "indices", 0));
   });
+});
+
+/** The global batches of streams (`global_index` from each batch's metadata), each once, as cell lists. */
+function globalBatches(streams: Streamed[]): Map<number, number[]> {
+  const out = new Map<number, number[]>();
+  for (const s of streams)
+    for (const b of s.batches) {
+      const g = batchMeta(b).global_index;
+      assert.ok(g !== undefined, "an elastic batch says its global index");
+      assert.ok(!out.has(g), `global batch ${g} twice`);
+      out.set(g, cellsOf(b));
+    }
+  return out;
+}
+
+test("--order elastic: 1, 2 and 4 ranks write the same global batches; --start-global-batch resumes on another world size", async () => {
+  // 57 cells in 4 lanes of at most 15 cells: 4 batches of 4 a lane, 16 global batches.
+  const args = [
+    DS,
+    "--order",
+    "elastic",
+    "--lanes",
+    "4",
+    "--batch-size",
+    "4",
+    "--seed",
+    "3",
+    "--threads",
+    "1",
+  ];
+  const ranks = async (worldSize: number, ...more: string[]) => {
+    const out: Streamed[] = [];
+    for (let rank = 0; rank < worldSize; rank++) {
+      const s = await stream(...args, "--rank", String(rank), "--world-size", String(worldSize), ...more);
+      assert.equal(s.code, 0, s.stderr);
+      out.push(s);
+    }
+    return out;
+  };
+  let reference: Map<number, number[]> | undefined;
+  for (const worldSize of [1, 2, 4]) {
+    const streams = await ranks(worldSize);
+    streams.forEach((s, rank) => {
+      const meta = info(s);
+      assert.equal(meta.order, "elastic");
+      assert.equal(meta.global_batches, 16);
+      assert.deepEqual(s.end, {
+        epoch: 0,
+        rank,
+        world_size: worldSize,
+        batches: 16 / worldSize,
+        rows: s.batches.reduce((a, b) => a + b.numRows, 0),
+        order: "elastic",
+        lanes: 4,
+        global_batches: 16,
+        start_global_batch: 0,
+        first_global_batch: rank,
+      });
+      assert.deepEqual(
+        s.batches.map((b) => batchMeta(b).global_index),
+        s.batches.map((_, k) => rank + k * worldSize),
+      );
+    });
+    assertRowsMatch({ ...streams[0]!, batches: streams.flatMap((s) => s.batches) });
+    const all = globalBatches(streams);
+    assert.deepEqual(
+      [...all.keys()].sort((a, b) => a - b),
+      [...Array(16).keys()],
+    );
+    if (reference === undefined) reference = all;
+    else assert.deepEqual(all, reference, `world size ${worldSize}`);
+  }
+  // Stopped after 3 batches per rank on 2 ranks (6 global batches), resumed on 4: 10 left, so
+  // ranks 2 and 3 end with a padding batch repeating global batch g - 4.
+  const resumed = await ranks(4, "--start-global-batch", "6");
+  const real = new Map<number, number[]>();
+  resumed.forEach((s, rank) => {
+    assert.equal(s.batches.length, 3);
+    assert.equal(info(s).start_global_batch, 6);
+    assert.equal(s.end?.first_global_batch, 6 + rank);
+    for (const b of s.batches) {
+      const g = batchMeta(b).global_index!;
+      if (g >= 16) {
+        assert.equal(batchMeta(b).padded, b.numRows, "a padding batch is all padding");
+        assert.deepEqual(cellsOf(b), reference!.get(g - 4));
+      } else real.set(g, cellsOf(b));
+    }
+  });
+  assert.deepEqual(
+    [...real.keys()].sort((a, b) => a - b),
+    [6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
+  );
+  for (const [g, cells] of real) assert.deepEqual(cells, reference!.get(g));
+  // --start-batch K on W ranks is --start-global-batch K*W.
+  const [same] = await ranks(1, "--start-batch", "6");
+  assert.deepEqual(
+    same!.batches.map(cellsOf),
+    [...Array(10).keys()].map((i) => reference!.get(6 + i)),
+  );
+});
+
+test("--report-mixing COLUMN prints how mixed the batches were; =FILE writes it as JSON, equal to the stream's own labels", async () => {
+  const args = [DS, "--batch-size", "8", "--seed", "2", "--obs", "cell_type", "--threads", "1"];
+  const printed = await stream(...args, "--report-mixing", "cell_type");
+  assert.equal(printed.code, 0, printed.stderr);
+  assert.match(printed.stderr, /^mixing of cell_type over 8 batches \(57 rows\): \d+ labels, [\d.]+ bits/);
+  assert.match(printed.stderr, /entropy per batch: mean [\d.]+ .* of a random batch's/);
+  assert.match(printed.stderr, /tiles per batch: mean [\d.]+/);
+  const file = join(dir, "mixing.json");
+  const written = await stream(...args, "--report-mixing", `cell_type=${file}`);
+  assert.equal(written.code, 0, written.stderr);
+  assert.equal(written.stderr, "", "with =FILE nothing goes to stderr");
+  const report = JSON.parse(readFileSync(file, "utf8"));
+  assert.equal(report.complete, true);
+  assert.equal(report.batches, written.batches.length);
+  // The entropy of each batch's labels as the stream itself wrote them (its dictionary column).
+  const entropies = written.batches.map((b) => {
+    const counts = new Map<unknown, number>();
+    for (const v of b.getChild("cell_type")!.toArray()) counts.set(v, (counts.get(v) ?? 0) + 1);
+    return -[...counts.values()].reduce((h, k) => h + (k / b.numRows) * Math.log2(k / b.numRows), 0);
+  });
+  const mean = entropies.reduce((a, b) => a + b) / entropies.length;
+  assert.ok(Math.abs(report.batchEntropy.mean - mean) < 1e-9, `${report.batchEntropy.mean} vs ${mean}`);
+  const tiles = written.batches.map((b) => new Set(cellsOf(b).map((c) => Math.floor(c / 16))).size);
+  assert.equal(report.tilesPerBatch.max, Math.max(...tiles));
+  assert.ok(report.randomBatchEntropy > 0 && report.datasetEntropy >= report.randomBatchEntropy);
+});
+
+test("elastic and mixing refusals: usage mistakes exit 2, a world size not dividing lanes and a numeric column exit 1", async () => {
+  const usage: [string[], RegExp][] = [
+    [["--lanes", "4"], /--lanes applies to --order elastic/],
+    [["--start-global-batch", "4"], /--start-global-batch applies to --order elastic/],
+    [["--order", "elastic", "--start-batch", "1", "--start-global-batch", "2"], /give one/],
+    [["--order", "random"], /--order random: expected default or elastic/],
+    [["--report-mixing", "nope"], /--report-mixing nope: .* has no obs column "nope"; it has barcode/],
+    [["--report-mixing", "=x.json"], /expected an obs column/],
+  ];
+  for (const [args, pattern] of usage) {
+    const s = await stream(DS, ...args);
+    assert.equal(s.code, 2, `${args}: ${s.stderr}`);
+    assert.match(s.stderr, pattern);
+    assert.equal(s.stdout.length, 0);
+  }
+  const world = await stream(DS, "--order", "elastic", "--lanes", "4", "--rank", "0", "--world-size", "3");
+  assert.equal(world.code, 1);
+  assert.match(world.stderr, /worldSize must be a divisor of lanes \(4\): 1, 2, 4/);
+  const numeric = await stream(DS, "--report-mixing", "maybe_int");
+  assert.equal(numeric.code, 1);
+  assert.match(numeric.stderr, /"maybe_int" .* needs a category or bool column/);
+});
+
+test("stream --help describes the elastic order and the mixing report", async () => {
+  const r = await streamInProcess("--help");
+  for (const line of [
+    /--order ORDER +default \(each rank shuffles its own share\) or elastic/,
+    /--lanes L +elastic: the lanes/,
+    /--start-global-batch N\n +elastic: skip the epoch's first N global batches/,
+    /--report-mixing COLUMN\[=FILE\]\n +after the epoch, how mixed the batches were/,
+  ])
+    assert.match(r.stdout, line);
 });

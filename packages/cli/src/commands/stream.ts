@@ -4,10 +4,12 @@
  * decoded at the codec's speed without a reimplementation.
  */
 import { readFileSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
-import type { ObsColumnSchema, TileDecoder } from "@deltacells/core";
+import type { MixingMeter, ObsColumnSchema, TileDecoder } from "@deltacells/core";
 import { DEFAULT_BATCH_SIZE, DEFAULT_BUFFER_TILES, poolTileDecoder } from "@deltacells/core/internal";
 import { COMMON_HELP, intOption, parse, UsageError } from "../args.js";
+import { writeFileAtomically } from "../output-file.js";
 import type { CliIo } from "../run.js";
 import type { CommandResult } from "./types.js";
 
@@ -26,6 +28,8 @@ async function loadModules() {
   ]);
   return {
     createLoader: core.createLoader,
+    mixingMeter: core.mixingMeter,
+    formatMixing: core.formatMixing,
     cacheLocalizer: node.cacheLocalizer,
     openCountedDataset: io.openCountedDataset,
     ArrowBatches: batches.ArrowBatches,
@@ -64,6 +68,15 @@ one cell short repeats one of its cells, or with --drop-last the remainder is dr
 ranks together cover every cell exactly once. --start-batch K continues a stopped job with the
 same batches from K on, without reading the tiles before.
 
+With --order elastic the epoch is one sequence of global batches, a function of --seed, --epoch,
+--batch-size, --buffer-tiles, --lanes and --drop-last only: rank R of W writes global batches R,
+R + W, ... (each batch's metadata says which: "global_index"), so the ranks of any world size
+dividing --lanes write the same batches between them. A job stopped after K batches per rank on W ranks resumes on
+any other such world size with --start-global-batch K*W: the global batches from there on, each
+once; a rank left one short ends with a padding batch (every row padded, repeating global batch
+"global_index" - lanes). The stream's and the end batch's metadata then also hold "order",
+"lanes", "global_batches", "start_global_batch" and "first_global_batch".
+
 Errors go to stderr with exit code 1, never into the stream. A consumer that closes the stream
 early ends the command quietly (exit code 0). stdout must be a pipe or a file, not a terminal.
 
@@ -78,6 +91,16 @@ options:
   --obs A,B          obs columns to attach (see \`deltacells obs DATASET\`)
   --genes FILE       gene names, one per line: only these columns, in this order
   --start-batch K    skip the epoch's first K batches
+  --order ORDER      default (each rank shuffles its own share) or elastic (one global batch
+                     sequence whatever the world size; see above)
+  --lanes L          elastic: the lanes the sequence interleaves (default the world size): every
+                     world size dividing L writes the same batches; a rank holds L/W windows
+  --start-global-batch N
+                     elastic: skip the epoch's first N global batches (consumed at any world size)
+  --report-mixing COLUMN[=FILE]
+                     after the epoch, how mixed the batches were along the obs label COLUMN
+                     (entropy per batch against the dataset's and random batches', labels and
+                     tiles per batch): on stderr, or as JSON in FILE
   --sort-indices     each cell's indices increasing (canonical CSR; slower)
   --dense            counts as dense float32 rows (pair with --genes: 4 bytes per gene and cell)
   --float32          counts as list<float32> (exact below 2^24), decoded as such: what a model
@@ -111,8 +134,9 @@ function list(spec: string): string[] {
     .filter((s) => s.length > 0);
 }
 
-export async function stream(argv: string[], io?: Pick<CliIo, "binary">): Promise<CommandResult> {
+export async function stream(argv: string[], io?: Pick<CliIo, "binary" | "stderr">): Promise<CommandResult> {
   const sink = io?.binary ?? process.stdout;
+  const stderr = io?.stderr ?? process.stderr;
   const { values, positionals } = parse(
     argv,
     {
@@ -126,6 +150,10 @@ export async function stream(argv: string[], io?: Pick<CliIo, "binary">): Promis
       obs: { type: "string" },
       genes: { type: "string" },
       "start-batch": { type: "string" },
+      order: { type: "string" },
+      lanes: { type: "string" },
+      "start-global-batch": { type: "string" },
+      "report-mixing": { type: "string" },
       dense: { type: "boolean" },
       float32: { type: "boolean" },
       "sort-indices": { type: "boolean" },
@@ -160,8 +188,38 @@ export async function stream(argv: string[], io?: Pick<CliIo, "binary">): Promis
   const memoryCap = intOption(values, "memory-cap", undefined, 1, 1 << 30);
   const epoch = intOption(values, "epoch", 0, 0)!;
   const seed = intOption(values, "seed", 0, 0)!;
-  const startBatch = intOption(values, "start-batch", 0, 0)!;
-  const settings = { batchSize, rank, worldSize, dense, obs, genes, memoryCap, epoch, seed, startBatch };
+  const startBatch = intOption(values, "start-batch", undefined, 0);
+  const order = orderOf(values.order);
+  const lanes = intOption(values, "lanes", undefined, 1);
+  const startGlobalBatch = intOption(values, "start-global-batch", undefined, 0);
+  if (order !== "elastic" && lanes !== undefined)
+    throw new UsageError("--lanes applies to --order elastic: add --order elastic, or leave --lanes out");
+  if (order !== "elastic" && startGlobalBatch !== undefined)
+    throw new UsageError(
+      "--start-global-batch applies to --order elastic; in the default order use --start-batch",
+    );
+  if (startBatch !== undefined && startGlobalBatch !== undefined)
+    throw new UsageError(
+      "--start-batch and --start-global-batch say the same thing: give one (K batches per rank on W ranks is --start-global-batch K*W)",
+    );
+  const mixing = mixingOf(values["report-mixing"]);
+  const settings = {
+    batchSize,
+    rank,
+    worldSize,
+    dense,
+    obs,
+    genes,
+    memoryCap,
+    epoch,
+    seed,
+    startBatch,
+    order,
+    lanes,
+    startGlobalBatch,
+    mixing,
+    stderr,
+  };
 
   // The decoding workers start first: the rest of the command's modules load meanwhile.
   const pool = poolTileDecoder(threads);
@@ -175,6 +233,25 @@ export async function stream(argv: string[], io?: Pick<CliIo, "binary">): Promis
 
 type Values = ReturnType<typeof parse>["values"];
 
+/** `--order`: default or elastic. */
+function orderOf(v: unknown): "default" | "elastic" {
+  if (v === undefined || v === "default" || v === "elastic") return v ?? "default";
+  throw new UsageError(`--order ${String(v)}: expected default or elastic`);
+}
+
+/** `--report-mixing COLUMN[=FILE]`. */
+function mixingOf(v: unknown): { column: string; file: string | undefined } | undefined {
+  if (typeof v !== "string") return undefined;
+  const at = v.indexOf("=");
+  const column = at < 0 ? v : v.slice(0, at);
+  const file = at < 0 ? undefined : v.slice(at + 1);
+  if (column.length === 0 || file === "")
+    throw new UsageError(
+      `--report-mixing ${v}: expected an obs column, optionally =FILE (e.g. --report-mixing cell_type=mixing.json)`,
+    );
+  return { column, file };
+}
+
 interface Settings {
   batchSize: number;
   rank: number | undefined;
@@ -185,7 +262,12 @@ interface Settings {
   memoryCap: number | undefined;
   epoch: number;
   seed: number;
-  startBatch: number;
+  startBatch: number | undefined;
+  order: "default" | "elastic";
+  lanes: number | undefined;
+  startGlobalBatch: number | undefined;
+  mixing: { column: string; file: string | undefined } | undefined;
+  stderr: { write(text: string): unknown };
 }
 
 /** The stream of `location`'s batches, decoded by `decoder` (the pool the command started). */
@@ -194,10 +276,14 @@ async function streamOn(
   location: string,
   values: Values,
   sink: NonNullable<CliIo["binary"]>,
-  { batchSize, rank, worldSize, dense, obs, genes, memoryCap, epoch, seed, startBatch }: Settings,
+  settings: Settings,
 ): Promise<CommandResult> {
+  const { batchSize, rank, worldSize, dense, obs, genes, memoryCap, epoch, seed, startBatch } = settings;
+  const { order, lanes, startGlobalBatch, mixing } = settings;
   const {
     createLoader,
+    mixingMeter,
+    formatMixing,
     cacheLocalizer,
     openCountedDataset,
     ArrowBatches,
@@ -221,15 +307,30 @@ async function streamOn(
         return c;
       });
     }
+    let meter: MixingMeter | undefined;
+    if (mixing) {
+      const schema = ds.manifest.has_obs ? await ds.obsSchema() : { columns: [] };
+      if (!schema.columns.some((c) => c.name === mixing.column))
+        throw new UsageError(
+          `--report-mixing ${mixing.column}: ${ds.url} has no obs column ${JSON.stringify(mixing.column)}${schema.columns.length > 0 ? `; it has ${schema.columns.map((c) => c.name).join(", ")}` : " (it has no obs)"}`,
+        );
+      meter = await mixingMeter(ds, mixing.column, {
+        ...(typeof values["cache-dir"] === "string" && { cacheDir: values["cache-dir"] }),
+      });
+    }
+    const elastic = order === "elastic";
+    const world = worldSize ?? 1;
     const loader = await createLoader(ds, {
       batchSize,
       shuffle: values["no-shuffle"] !== true,
       seed,
       epoch,
-      startBatch,
+      ...(startBatch !== undefined && { startBatch }),
+      ...(elastic && { order, ...(lanes !== undefined && { lanes }) }),
+      ...(startGlobalBatch !== undefined && { startGlobalBatch }),
       dropLast: values["drop-last"] === true,
       rank: rank ?? 0,
-      worldSize: worldSize ?? 1,
+      worldSize: world,
       bufferTiles: intOption(values, "buffer-tiles", DEFAULT_BUFFER_TILES, 1),
       ...(memoryCap !== undefined && { memoryCap: memoryCap * 1024 * 1024 }),
       output: dense ? "dense" : "csr",
@@ -245,6 +346,19 @@ async function streamOn(
           `--dense with --batch-size ${batchSize} and ${loader.genes.count} genes is ${batchSize * loader.genes.count} values per batch, beyond Arrow's 2^31 - 1 per list column: select genes with --genes or lower --batch-size`,
         );
       const summary = loader.epochSummary(epoch);
+      // Where the epoch starts, and whether it is already over (the loader then stands at the
+      // next epoch, which this command does not write).
+      const startGlobal = startGlobalBatch ?? (startBatch ?? 0) * world;
+      const over = summary.elastic
+        ? startGlobal >= summary.elastic.globalBatches
+        : (startBatch ?? 0) >= summary.batches;
+      const elasticInfo = summary.elastic && {
+        order: "elastic" as const,
+        lanes: summary.elastic.lanes,
+        global_batches: summary.elastic.globalBatches,
+        start_global_batch: startGlobal,
+        first_global_batch: startGlobal + summary.rank,
+      };
       const columns = loader.genes.datasetColumns;
       let increasing = true;
       for (let i = 1; i < columns.length && increasing; i++) increasing = columns[i]! > columns[i - 1]!;
@@ -266,7 +380,7 @@ async function streamOn(
             rank: summary.rank,
             world_size: summary.worldSize,
             drop_last: values["drop-last"] === true,
-            start_batch: startBatch,
+            start_batch: summary.elastic ? Math.floor(startGlobal / world) : (startBatch ?? 0),
             batches: summary.batches,
             cells: summary.cells,
             padded: summary.padded.length,
@@ -274,19 +388,21 @@ async function streamOn(
             output: dense ? "dense" : "csr",
             sorted_indices: dense || values["sort-indices"] === true || increasing,
             obs,
+            ...elasticInfo,
           },
         },
         values.float32 === true,
       );
       const out = new ArrowOutput(sink, arrow.schema);
+      let batches = 0;
+      let rows = 0;
+      let complete = false;
       try {
         await out.start();
-        let batches = 0;
-        let rows = 0;
-        // At --start-batch = batches the epoch is over: the loader would go on with the next one.
-        if (startBatch < summary.batches) {
+        if (!over) {
           for await (const batch of loader) {
             try {
+              meter?.add(batch.cells, batch.size);
               await out.write(arrow.recordBatch(batch));
               batches++;
               rows += batch.size;
@@ -296,13 +412,45 @@ async function streamOn(
           }
         }
         // Only now is the epoch whole: a consumer that sees no end batch got part of one.
-        const end = { epoch, rank: summary.rank, world_size: summary.worldSize, batches, rows };
+        const end = {
+          epoch,
+          rank: summary.rank,
+          world_size: summary.worldSize,
+          batches,
+          rows,
+          ...elasticInfo,
+        };
         await out.write(endBatch(arrow, end));
         await out.end();
+        complete = true;
       } catch (err) {
         if (!(err instanceof ReaderGone)) throw err;
       } finally {
         out.detach();
+      }
+      if (meter && mixing) {
+        // A consumer that left early gets the report of the batches it took.
+        const report = meter.report();
+        if (mixing.file === undefined)
+          settings.stderr.write(
+            `${formatMixing(report)}${complete ? "" : "\n  (part of the epoch: the consumer closed the stream)"}\n`,
+          );
+        else {
+          const json = {
+            ...report,
+            complete,
+            epoch,
+            rank: summary.rank,
+            world_size: summary.worldSize,
+            batch_size: batchSize,
+            order,
+            ...(summary.elastic && { lanes: summary.elastic.lanes }),
+            buffer_tiles: intOption(values, "buffer-tiles", DEFAULT_BUFFER_TILES, 1),
+          };
+          await writeFileAtomically(mixing.file, (tmp) =>
+            writeFile(tmp, `${JSON.stringify(json, null, 2)}\n`),
+          );
+        }
       }
     } finally {
       await loader.close();
