@@ -23,7 +23,8 @@
  * batch. (c) always runs the built command, bin/deltacells.js.)
  *
  * Options: --dir DIR (inputs, made once: default $TMPDIR/deltacells-bench-loader), --cells N,
- * --reps N (each row measured N times, interleaved; the median is reported), --skip a,b,c,d.
+ * --reps N (each row measured N times, interleaved; the median is reported), --skip a,b,c,d,m
+ * (m: the mixing report of the loader's batches at these settings, printed after the table).
  * Cells per second count every cell of one epoch from the moment the loader (or process) starts,
  * so the time to the first batch is included; the time to the first batch is given separately,
  * and so is the rate after it (the steady state: worker start-up and the first shuffle window
@@ -49,6 +50,7 @@ import { openDataset } from "@deltacells/core/node";
 import { openStore, S3Store, type Store } from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
 import { AwsClient } from "aws4fetch";
+import { MIXING_HEADER, measureMixing, mixingCells } from "./mixing-measure.js";
 import { type S3ServerKind, startBenchS3Server } from "./s3-server.js";
 
 const REPO = resolve(import.meta.dirname, "../..");
@@ -562,4 +564,21 @@ const goals = [
 ];
 console.log(`\n${goals.join("\n")}`);
 console.log(`\nuptime before: ${uptimeBefore}\nuptime after:  ${uptimeAfter}`);
+if (!skip.has("m")) {
+  // How mixed the loader's batches are at the settings above (not timed): the default order on
+  // 1 and 8 ranks, the elastic order with 8 lanes (the same batches on 1 and on 8 ranks).
+  const ds = await openDataset(FOLDER);
+  const options = { batchSize: BATCH, seed: 1 };
+  const table = [...MIXING_HEADER];
+  for (const [name, extra, worlds] of [
+    ["default", {}, [1, 8]],
+    ["elastic, lanes 8", { order: "elastic", lanes: 8 }, [1, 8]],
+  ] as const)
+    for (const w of worlds) {
+      const m = await measureMixing(FOLDER, ds, "cell_type", { ...options, ...extra }, w, 1);
+      table.push(`| ${name} | ${w} | ${mixingCells(m).join(" | ")} |`);
+    }
+  await ds.close();
+  console.log(`\nmixing of cell_type, batches of ${BATCH}, one epoch:\n${table.join("\n")}`);
+}
 console.log(JSON.stringify(Object.fromEntries([...rows].map(([k, v]) => [k, v]))));

@@ -406,3 +406,27 @@ test("an elastic rank serving several lanes holds their windows and batch buffer
     }
   }
 });
+
+test("an elastic loader broken out of goes on from there when iterated again, padding batch included", async () => {
+  const { ds, m } = await fixture();
+  const before = await world(ds, m, 3, BASE, 5);
+  for (let rank = 0; rank < 2; rank++) {
+    const opts = { resume: before[0]!.state, rank, worldSize: 2 };
+    const whole = await rankRun(ds, m, opts);
+    for (const stop of [1, whole.got.length - 2, whole.got.length - 1]) {
+      const loader = await createLoader(ds, opts);
+      const got: number[][] = [];
+      for (let pass = 0; pass < 2; pass++)
+        for await (const b of loader) {
+          got.push([b.globalIndex!, ...b.cells]);
+          b.release();
+          if (pass === 0 && got.length === stop) break;
+        }
+      assert.deepEqual(
+        got,
+        whole.got.map((b) => [b.global, ...b.cells]),
+        `rank ${rank}, broken after ${stop}`,
+      );
+    }
+  }
+});

@@ -574,7 +574,9 @@ function densest(ds: Dataset): number {
  *
  * Every batch is a deterministic function of (seed, epoch, rank, worldSize, batchSize,
  * bufferTiles, shuffle, dropLast) and the manifest: each rank reads only the tiles of its own
- * share, all ranks yield the same number of batches, and `loader.state()` resumes exactly. See
+ * share, all ranks yield the same number of batches, and `loader.state()` resumes exactly. With
+ * `order: "elastic"` the epoch's global batch sequence depends on `lanes` instead of the world
+ * size, and a state resumes at any world size dividing `lanes`. See
  * docs/loader.md for the semantics of shuffling, sharding, padding and memory. Transient storage
  * errors are retried by the store (`withRetries` from `@deltacells/storage`); a tile that stays
  * unreadable stops the epoch with an `UnreadableTile` error, or is skipped and reported.
