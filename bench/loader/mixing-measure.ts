@@ -35,6 +35,8 @@ export interface Mixing {
   readsPerTile: number;
   /** The batches' cells, in an order that does not depend on the world size in the elastic order. */
   batches: string;
+  /** The most bytes a rank's loader held at once (`loader.memory.peakBytes`, the largest over the ranks). */
+  peakBytes: number;
 }
 
 /** Every rank of a world of `worldSize` over `epochs` epochs of `options`, on the dataset at `path`. */
@@ -48,6 +50,7 @@ export async function measureMixing(
 ): Promise<Mixing> {
   const meter = await mixingMeter(ds, column);
   let reads = 0;
+  let peakBytes = 0;
   const cells: number[][] = [];
   for (let rank = 0; rank < worldSize; rank++) {
     const c = counting(path);
@@ -62,11 +65,17 @@ export async function measureMixing(
       }
     }
     reads += c.reads();
+    peakBytes = Math.max(peakBytes, loader.memory.peakBytes);
     await loader.close();
     await on.close();
   }
   cells.sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]!);
-  return { report: meter.report(), readsPerTile: reads / epochs / ds.nTiles, batches: JSON.stringify(cells) };
+  return {
+    report: meter.report(),
+    readsPerTile: reads / epochs / ds.nTiles,
+    batches: JSON.stringify(cells),
+    peakBytes,
+  };
 }
 
 /** A table row's figures: entropy (mean, range), ratios, labels, tiles, reads. */
@@ -82,10 +91,11 @@ export function mixingCells(m: Mixing): string[] {
     range(r.labelsPerBatch),
     range(r.tilesPerBatch),
     f2(m.readsPerTile),
+    (m.peakBytes / 2 ** 20).toFixed(1),
   ];
 }
 
 export const MIXING_HEADER = [
-  "| order | world size | batches | entropy per batch (bits): mean, min-max | / dataset's | / random batch's | labels per batch | tiles per batch | tile reads per epoch / tiles |",
-  "|---|---|---|---|---|---|---|---|---|",
+  "| order | world size | batches | entropy per batch (bits): mean, min-max | / dataset's | / random batch's | labels per batch | tiles per batch | tile reads per epoch / tiles | peak memory of a rank (MiB) |",
+  "|---|---|---|---|---|---|---|---|---|---|",
 ];

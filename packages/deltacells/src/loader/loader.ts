@@ -410,6 +410,7 @@ class DatasetLoader implements Loader {
           obs: this.obs,
           acquire: () => this.recycler.acquire(),
           giveBack: (a) => this.recycler.release(a),
+          ahead: lanesPerRank(s) === 1,
         })
       : new Assembler({
           ds: this.ds,
@@ -529,12 +530,11 @@ function batchBuffers(ds: Dataset, s: LoaderSettings, map: ColumnMap, slots: boo
   const nnzHint = Math.ceil(1.1 * s.batchSize * densest(ds) * (map.count / ds.nGenes));
   const maxWindow = s.bufferTiles * ds.manifest.tile_cells.reduce((a, b) => Math.max(a, b), 0);
   const lanes = lanesPerRank(s);
-  // Elastic order: every lane lays its windows out, and a padding batch may copy a batch.
-  const count =
-    s.prefetch +
-    2 +
-    (slots ? lanes * Math.ceil((2 * maxWindow) / s.batchSize) : 0) +
-    (s.order === "elastic" ? 1 : 0);
+  // Elastic order: every lane lays its windows out (one at a time when a rank serves several: no
+  // window ahead), and a padding batch may copy a batch.
+  const laidOut =
+    lanes === 1 ? Math.ceil((2 * maxWindow) / s.batchSize) : lanes * Math.ceil(maxWindow / s.batchSize);
+  const count = s.prefetch + 2 + (slots ? laidOut : 0) + (s.order === "elastic" ? 1 : 0);
   return { count, nnzHint, bytes: count * BatchArrays.bytesFor(s.batchSize, map.count, s.output, nnzHint) };
 }
 

@@ -61,8 +61,7 @@ export class EpochSchedule {
   /** Elastic order: the global batches consumed before this run of the epoch started. */
   readonly origin: number;
   private readonly elastic: boolean;
-  /** Elastic order: the lane of each plan, and the plan of each lane this rank serves. */
-  private readonly laneIds: number[] = [];
+  /** Elastic order: the plan of each lane this rank serves. */
   private readonly planOfLane = new Map<number, number>();
   private readonly perLane: number;
 
@@ -87,7 +86,6 @@ export class EpochSchedule {
     this.plans = [];
     for (let l = residue; l < L; l += W) {
       this.planOfLane.set(l, this.plans.length);
-      this.laneIds.push(l);
       this.plans.push(new EpochPlan({ ...s, epoch, rank: l, worldSize: L }));
     }
     // Every lane has the same number of batches (its share is ceil(N / L) cells, or cut).
@@ -139,11 +137,6 @@ export class EpochSchedule {
       else run.to = Math.max(run.to, e.laneBatch + 1);
     }
     return [...runs.values()].sort((a, b) => a.lane - b.lane);
-  }
-
-  /** The lane (in `lanes`' numbering) of plan `p`; in the default order, the rank. */
-  laneId(p: number): number {
-    return this.elastic ? this.laneIds[p]! : this.s.rank;
   }
 
   /** The cells steps `[first, batches)` yield, repeat and drop. */

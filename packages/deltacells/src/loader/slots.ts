@@ -74,6 +74,12 @@ export interface SlotAssemblerOptions {
   /** A batch's buffers, and giving back those of a batch never handed out. */
   acquire: () => BatchArrays;
   giveBack: (a: BatchArrays) => void;
+  /**
+   * Lay the next window out while this one's last batch is filled (default true). Off when the
+   * loader interleaves several lanes: the other lanes keep the decoder busy meanwhile, and each
+   * lane then holds the batches of one window, not two.
+   */
+  ahead?: boolean;
 }
 
 export class SlotAssembler {
@@ -99,6 +105,7 @@ export class SlotAssembler {
   private readonly obs: ObsGather | undefined;
   private readonly acquire: () => BatchArrays;
   private readonly giveBack: (a: BatchArrays) => void;
+  private readonly ahead: boolean;
 
   constructor(o: SlotAssemblerOptions) {
     this.ds = o.ds;
@@ -109,6 +116,7 @@ export class SlotAssembler {
     this.obs = o.obs;
     this.acquire = o.acquire;
     this.giveBack = o.giveBack;
+    this.ahead = o.ahead ?? true;
     [this.next, this.endWindow] = o.windows;
     this.columns = decoderColumns(o.map);
     this.sorted = o.map.monotone;
@@ -129,7 +137,7 @@ export class SlotAssembler {
     // One window ahead: its tiles decode while this batch's last ones finish (else the workers
     // would wait for the next fill at every window's end). A failure there belongs to the
     // batches of that window: it is seen when they are filled.
-    if (this.next === last + 1 && this.next < this.endWindow) this.dispatchNext();
+    if (this.ahead && this.next === last + 1 && this.next < this.endWindow) this.dispatchNext();
     const b = this.open.get(k);
     if (b === undefined) throw new Error(`deltacells loader: batch ${k} was never laid out`);
     this.open.delete(k);
