@@ -23,8 +23,9 @@
  * batch. (c) always runs the built command, bin/deltacells.js.)
  *
  * Options: --dir DIR (inputs, made once: default $TMPDIR/deltacells-bench-loader), --cells N,
- * --reps N (each row measured N times, interleaved; the median is reported), --skip a,b,c,d,m
- * (m: the mixing report of the loader's batches at these settings, printed after the table).
+ * --reps N (each row measured N times, interleaved; the median is reported), --skip a,b,c,d,e,m
+ * (e: the elastic order with 8 lanes on one rank against the default order, second epochs, 2
+ * threads; m: the mixing report of the loader's batches at these settings, printed after the table).
  * Cells per second count every cell of one epoch from the moment the loader (or process) starts,
  * so the time to the first batch is included; the time to the first batch is given separately,
  * and so is the rate after it (the steady state: worker start-up and the first shuffle window
@@ -44,6 +45,7 @@ import {
   createLoader,
   createTilePool,
   type Dataset,
+  type LoaderOptions,
   openDataset as openStoreDataset,
 } from "@deltacells/core";
 import { openDataset } from "@deltacells/core/node";
@@ -168,6 +170,7 @@ async function loaderEpochs(
   threads: number,
   copy = false,
   epochs = 1,
+  extra: LoaderOptions = {},
 ): Promise<Row[]> {
   const t0 = performance.now();
   const c0 = process.cpuUsage();
@@ -179,6 +182,7 @@ async function loaderEpochs(
     seed: 1,
     threads: pool ? undefined : threads,
     output: "csr",
+    ...extra,
   });
   const out: Row[] = [];
   for (let epoch = 0; epoch < epochs; epoch++) {
@@ -431,6 +435,16 @@ try {
         }
       }
     }
+    if (!skip.has("e")) {
+      // The elastic order on one rank serving 8 lanes (8 shuffle windows at once, beyond the
+      // default memory cap), next to the default order, interleaved; second epochs.
+      const pair = rep % 2 === 0 ? [false, true] : [true, false];
+      for (const elastic of pair) {
+        const extra: LoaderOptions = elastic ? { order: "elastic", lanes: 8, memoryCap: 2 ** 31 } : {};
+        const [, reused] = await loaderEpochs(() => openDataset(FOLDER), 2, false, 2, extra);
+        record(elastic ? "elastic 2t, 8 lanes" : "default order 2t", reused!);
+      }
+    }
     if (s3) {
       /** A row with the server's CPU seconds meanwhile. */
       const withServer = async (row: () => Promise<Row>): Promise<Row> => {
@@ -543,9 +557,11 @@ const lines = [
           ? `${ratio(name, "s3 raw GET")} of raw GETs (our S3 client's cost)`
           : name.startsWith("s3 ") && name !== "s3 raw GET"
             ? `${ratio(name, name.replace("s3", "folder"))} of the folder, ${ratio(name, "s3 raw GET")} of raw GETs`
-            : name.startsWith("stream")
-              ? `${ratio(name, "annbatch")} of annbatch; ${steadyRatio(name, "annbatch")}${cpuRatio(name, "annbatch")}; ${ratio(name, "pipe node->python")} of the raw pipe`
-              : "";
+            : name.startsWith("elastic")
+              ? `${ratio(name, "default order 2t")} of the default order`
+              : name.startsWith("stream")
+                ? `${ratio(name, "annbatch")} of annbatch; ${steadyRatio(name, "annbatch")}${cpuRatio(name, "annbatch")}; ${ratio(name, "pipe node->python")} of the raw pipe`
+                : "";
     return `| ${name} | ${fmt(r)} | ${r.firstBatch.toFixed(2)} s | ${Math.round(r.steady).toLocaleString("en-US")} | ${cpuOf(name)} | ${[ref, serverOf(name)].filter(Boolean).join("; ")} |`;
   }),
 ];
