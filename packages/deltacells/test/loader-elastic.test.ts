@@ -373,30 +373,37 @@ test("an elastic rank serving several lanes holds their windows and batch buffer
     assert.ok(isDeltacellsError(refusal, "InvalidInput"));
     assert.match(refusal.message, /4 shuffle windows/);
     const least = Number(/^>= (\d+)$/.exec(String(refusal.expected))?.[1]);
-    // Saved after 3 global batches on one rank, resumed on 2: one rank ends with a padding batch.
+    // A whole epoch on one rank serving the 4 lanes; then saved after 3 global batches on one
+    // rank and resumed on 2: one rank ends with a padding batch. With the least cap the loader
+    // accepts, and with the default one (where the slot path fits).
     const first = await createLoader(ds, { ...opts, memoryCap: least });
     for await (const b of first) {
       b.release();
       if (first.state().globalBatchesConsumed === 3) break;
     }
-    for (let rank = 0; rank < 2; rank++) {
-      const loader = await createLoader(ds, {
-        resume: first.state(),
-        rank,
-        worldSize: 2,
-        prefetch: opts.prefetch,
-        memoryCap: least,
-      });
+    const runs: [string, LoaderOptions][] = [];
+    for (const memoryCap of [least, undefined]) {
+      runs.push([`one rank, 4 lanes, cap ${memoryCap}`, { ...opts, memoryCap }]);
+      for (let rank = 0; rank < 2; rank++)
+        runs.push([
+          `rank ${rank} of 2, cap ${memoryCap}`,
+          { resume: first.state(), rank, worldSize: 2, prefetch: opts.prefetch, memoryCap },
+        ]);
+    }
+    for (const [run, options] of runs) {
+      const rank = run.startsWith("rank 1 of 2") ? 1 : 0;
+      const loader = await createLoader(ds, options);
       const seen = new Set<ArrayBufferLike>();
       let padding = 0;
       for await (const b of loader) {
-        for (const v of [b.cells, b.indptr, b.indices, b.data]) seen.add(v.buffer);
+        const views = b.format === "csr" ? [b.cells, b.indptr, b.indices, b.data] : [b.cells, b.values];
+        for (const v of views) seen.add(v.buffer);
         if (b.padded === b.size) padding++;
         b.release();
       }
       const allocated = [...seen].reduce((n, buf) => n + buf.byteLength, 0);
       const m = loader.memory;
-      const what = `${path}, rank ${rank}`;
+      const what = `${path}, ${run}`;
       assert.equal(padding, rank, `${what}: padding batches`);
       assert.ok(
         allocated <= m.batchBytes,
