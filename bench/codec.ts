@@ -510,7 +510,7 @@ async function bench(name: string) {
         `  ${`plain outputs' extra CPU, ${workers} worker${workers > 1 ? "s" : ""}`.padEnd(52)} ${inPool.toFixed(2).padStart(6)} ns/nnz (c/d = ${(inPool / d).toFixed(2)}): at most 2d/(d+c) = ${((2 * d) / (d + Math.max(0, inPool))).toFixed(2)}x on 2 cores`,
       );
     }
-    // The issue's goals (#17), each ratio from pairs measured side by side in this run.
+    // The goals of the pool and of ds.tiles(), each ratio from pairs measured side by side in this run.
     const goal = (label: string, r: number, min: number) =>
       `${label} ${r.toFixed(2)}x ${r >= min ? "met" : "MISSED"} (>= ${min}x)`;
     for (const [how, k, one] of [

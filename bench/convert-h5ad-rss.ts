@@ -3,7 +3,7 @@
  * anndata with 10 obs columns (bench/obs_h5ad.py; generated once under the temporary folder), run
  * through the CLI with and without obs (`--no-obs`), alternating, `--reps` times each. Reports
  * each run's peak RSS (GNU time's maximum resident set size of the command, worker threads
- * included) and the difference of the medians: the issue's bound is +100 MiB.
+ * included) and the difference of the medians: the bound is +100 MiB.
  *
  *   node --import tsx --conditions=source bench/convert-h5ad-rss.ts [--cells 1000000] [--reps 3]
  */

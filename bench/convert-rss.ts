@@ -7,7 +7,7 @@
  *   node --import tsx --conditions=source bench/convert-rss.ts --cells 1000000 --genes-per-cell 50
  *
  * `--obs` gives the source a 10-column cell table and a 2-column UMAP (12 obs columns written):
- * the obs sidecar must add little to the peak (the issue's bound: +100 MiB at 1,000,000 cells).
+ * the obs sidecar must add little to the peak (the bound: +100 MiB at 1,000,000 cells).
  * `--obs-skip` gives the source the same table but writes no obs: the difference between the two
  * is the writer's own cost, the rest is the cell table the source holds in memory.
  */

@@ -3,7 +3,7 @@ import type { CaseResult } from "./outcome.js";
 
 export interface RunOptions {
   seed: number;
-  /** The case counts instead of the bounded CI counts. */
+  /** The long case counts instead of the bounded CI counts. */
   long: boolean;
   /** Overrides the mode's number of cases (where a class draws its cases). */
   cases?: number;

@@ -1,14 +1,14 @@
 /**
- * Which bad outcomes are known defects of main, being fixed on another branch (issue 14). The CI
- * test fails on any wrong answer, crash, hang or unnamed refusal that is not listed here. After
- * merging a fix, replace that class's line by `STRICT` and rerun (see docs/reliability.md): the
- * test then fails if the defect is still there.
+ * Which bad outcomes each class tolerates: a known defect until its fix is merged, or a documented
+ * limit of the design. The CI test fails on any wrong answer, crash, hang or unnamed refusal that
+ * is not listed here. After merging a fix, replace that class's line by `STRICT` and rerun (see
+ * docs/reliability.md): the test then fails if the defect is still there.
  */
 import type { CaseResult, Outcome } from "./outcome.js";
 import { GOOD } from "./outcome.js";
 
 export interface Expectation {
-  /** The branch (or issue item) that fixes the tolerated outcomes. */
+  /** What fixes the tolerated outcomes, or why they stay. */
   fixedBy?: string;
   /**
    * Per fault kind, the bad outcomes tolerated until then. A key is a kind (`indices chunk/swap`),

@@ -1,10 +1,10 @@
 /**
- * The fault campaign of issue 14 (see docs/reliability.md).
+ * The fault campaign (see docs/reliability.md).
  *
  *   node --import tsx --conditions=source bench/faults/run.ts [--class NAME]... [--seed N] [--long] [--cases N]
  *
  * Bounded mode (the default, what CI runs through faults.test.ts) finishes in about a minute;
- * --long runs the issue's case counts; --cases overrides a class's number of cases. Prints one table per class and exits 1 when a class has an
+ * --long runs the long case counts; --cases overrides a class's number of cases. Prints one table per class and exits 1 when a class has an
  * outcome its line of expectations.ts does not allow.
  */
 import { parseArgs } from "node:util";

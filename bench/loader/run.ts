@@ -1,5 +1,5 @@
 /**
- * The training loader (issue #13) against its ceilings and against the fastest Python loader, all
+ * The training loader against its ceilings and against the fastest Python loader, all
  * in one run on the same cells, batch size 4096, shuffle on:
  *
  *  (a) `createLoader` from a local folder, 1 and 2 decoding threads, against the codec's full
@@ -566,7 +566,7 @@ const lines = [
   }),
 ];
 console.log(lines.join("\n"));
-// The issue's goals, as ratios of medians of this run (a quiet machine decides: see bench/RESULTS.md).
+// The goals, as ratios of medians of this run (a quiet machine decides: see bench/RESULTS.md).
 const goals = [
   ...[1, 2].map(
     (t) =>

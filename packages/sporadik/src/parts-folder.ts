@@ -76,8 +76,8 @@ const MAX_UNSYNCED = 8192;
  * With deferred syncs and no file-system sync, files are handed to background syncs in batches of
  * this many (a failure there fails the next {@link FolderParts.flush}), at most BACKGROUND_SYNCS
  * at once. A sync holds one of libuv's 4 threads while the disk flushes (milliseconds on the
- * machine measured): with 2 at once the background kept up with a fifth of 2,500 chunk files, with
- * 8 with two thirds, and the final pass took 0.2 s instead of 0.6-1.0 s (bench/RESULTS.md, issue 15).
+ * machine measured): with 8 at once the background keeps up with most chunk files, 2 left four
+ * fifths of them to the final pass (bench/RESULTS.md, "sporadik writes").
  */
 const BACKGROUND_BATCH = 16;
 const BACKGROUND_SYNCS = 8;
@@ -115,11 +115,10 @@ export function syncfsReportsErrors(): boolean {
 /**
  * How deferred files are made durable; tests replace these to see which is used. `fileSystems`
  * syncs the whole file system of each folder given with `sync -f` (coreutils, busybox), which
- * calls `syncfs`: one journal commit for every file instead of one per file (2,500 chunk files:
- * 0.13-0.3 s of CPU instead of 0.45-0.9 s in this process, a third to three fifths of the machine's,
- * bench/RESULTS.md, issue 15). It says whether that sync succeeded; on any failure (no such
- * command, an error anywhere on the file system) the files are synced one by one instead, which
- * says precisely which one failed, if any of ours did.
+ * calls `syncfs`: one journal commit for every file instead of one per file (for 2,500 chunk
+ * files a third of the CPU: bench/RESULTS.md, "sporadik writes"). It says whether that sync
+ * succeeded; on any failure (no such command, an error anywhere on the file system) the files
+ * are synced one by one instead, which says precisely which one failed, if any of ours did.
  */
 export const durability = {
   fileSystems: (folders: readonly string[]): Promise<boolean> =>

@@ -251,8 +251,8 @@ export class StreamWriter {
    * The batches kept in memory, one after another (each 8-byte aligned), in one buffer allocated
    * when the first is kept, and the end of the last. One buffer instead of one per batch (16 MiB
    * each by default): V8 answered each new batch's external memory with another garbage
-   * collection (main-thread mark-compacts 6 -> 3 at 20 M nonzeros), and the batches' backing
-   * stores were each allocated and freed (bench/RESULTS.md, issue 15, session 9).
+   * collection (twice as many main-thread mark-compacts), and the batches' backing stores were
+   * each allocated and freed (bench/RESULTS.md, "sporadik writes").
    */
   #region: ArrayBuffer | undefined;
   #regionEnd = 0;

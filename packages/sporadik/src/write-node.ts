@@ -20,12 +20,10 @@ import {
 /**
  * Bytes of the transposition {@link writeStoreFromRowBlocks} keeps in memory by default: 160 MiB,
  * about 21 M int32 nonzeros (8 bytes each), so a matrix of that size is transposed without a disk.
- * Spilling is costly where writing and reading files is: at 20 M nonzeros, spilling all past
- * 64 MiB (95 MB) took 0.3-0.4 s of the file threads' CPU, a fifth of a byte-addressable write's
- * (bench/RESULTS.md, issue 15). Peak RSS of the bench at 202 M nonzeros, both layouts
- * (chunked / byte-addressable): 352 / 354 MiB with 64 MiB, 407 / 372 with 128, 432 / 406 with
- * 160, under the 512 MiB bound (input blocks, compression threads and the 64 MiB assembly buffer
- * of a large matrix come on top).
+ * Spilling is costly where writing and reading files is: at 20 M nonzeros, spilling past 64 MiB
+ * took a fifth of a byte-addressable write's CPU. At 202 M nonzeros the peak stays under the
+ * 512 MiB bound with input blocks, compression threads and the 64 MiB assembly buffer of a large
+ * matrix on top (bench/RESULTS.md, "sporadik writes", has the peak for each setting).
  */
 export const TRANSPOSE_MEMORY = 160 * 2 ** 20;
 

@@ -3,7 +3,7 @@
  * from one that was only descheduled (see FolderStore's `blockingReads`). On 2 cores with two
  * decoding workers the calling thread is descheduled often, and a 0.14 ms page-cache read of a
  * tile then takes over 0.84 ms by the wall clock now and then: four in a row switched the store to
- * the thread pool for 5 s, and `ds.tiles()` with threads ran 20% slower meanwhile (issue #17).
+ * the thread pool for 5 s, and `ds.tiles()` with threads ran slower meanwhile.
  */
 import { readFileSync } from "node:fs";
 

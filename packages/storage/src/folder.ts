@@ -69,7 +69,7 @@ const BLOCKING_COOL_OFF_MS = 5000;
  * Objects up to this size may be read into the caller's memory (`getInto`: a tile, into a decoder's
  * buffer) by blocking calls. Larger than `get`'s limit: the caller decodes what it reads on this
  * thread or hands it to workers, and a tile from the page cache costs ~0.1 ms to read this way
- * against five thread-pool round trips (bench/RESULTS.md, issue #17).
+ * against five thread-pool round trips (bench/RESULTS.md, "Decoding on a pool").
  */
 const BLOCKING_GET_INTO_MAX = 1 << 21;
 /** Page-cache reads copy at several GB/s: a blocking read is slow past 0.5 ms plus 1 ms per 2 MB. */

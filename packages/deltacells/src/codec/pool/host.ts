@@ -75,8 +75,8 @@ function withColumnMap(req: Request, maps: WorkerColumnMaps): Request {
  * Jobs sent to one worker at a time: the one it runs and the next, so that it starts the next as
  * soon as it answers instead of waiting for the calling thread to hear the answer and send
  * another (that thread shares the cores with the workers: on 2 cores it is often descheduled
- * right then, and each worker idled ~0.5 ms per tile, bench/RESULTS.md #17). A job goes to a
- * worker that already has one only when no worker is free.
+ * right then, and each worker idled between tiles: bench/RESULTS.md, "Decoding on a pool"). A
+ * job goes to a worker that already has one only when no worker is free.
  */
 export const WORKER_DEPTH = 2;
 
@@ -146,7 +146,8 @@ export function startWorkerHost(threads: number): WorkerHost {
         // A worker left without work gets a job now; one still holding its next job is refilled
         // after this task, once the caller has had the answer and could release the tile: the job
         // sent then reuses that output buffer, just written and still in cache, instead of taking
-        // another (a buffer more in rotation costs 6-14% more CPU per tile, bench/RESULTS.md #17).
+        // another (a buffer more in rotation costs CPU per tile: bench/RESULTS.md, "Decoding on a
+        // pool").
         pump(1);
         if (queue.length > 0) pumpSoon();
         else if (slot.busy === 0) steal(slot);
