@@ -4,7 +4,8 @@
  * (a tile's indptr is stored uncompressed, so every row's length is known from the stored bytes).
  * The tile is decoded chunk by chunk into a small per-thread buffer, and each row is copied to its
  * slots while that buffer is still in cache: the decoded tile is never written out whole and read
- * back, which cost the loader's thread as much as decoding (bench/RESULTS.md, "Loader").
+ * back, which cost the loader's thread as much as decoding (bench/RESULTS.md, "The training
+ * loader").
  */
 import { DeltacellsError } from "../errors.js";
 import { outsideColumnMap } from "./columns.js";
