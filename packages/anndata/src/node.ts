@@ -3,6 +3,14 @@
  * Everything from "." is re-exported.
  */
 
+export {
+  type Frame,
+  type FrameColumn,
+  type H5adMatrix,
+  type H5adObs,
+  reorderRows,
+  writeH5ad,
+} from "./h5ad-write.js";
 export { hdf5Reason } from "./hdf5-errors.js";
 export * from "./index.js";
 export { detectFormat, openInput } from "./open.js";

@@ -29,6 +29,8 @@ test("@deltacells/anndata/node exports exactly these names", () => {
     "hdf5Reason: function",
     "isAnndataError: function",
     "openInput: function",
+    "reorderRows: function",
+    "writeH5ad: function",
   ]);
 });
 

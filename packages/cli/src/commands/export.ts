@@ -1,9 +1,9 @@
 /** `deltacells export DATASET OUTPUT`: to Matrix Market or AnnData .h5ad. */
 import { fileURLToPath } from "node:url";
+import { reorderRows, writeH5ad } from "@deltacells/anndata/node";
+import { exportObs } from "@deltacells/core";
 import { COMMON_HELP, cellRange, parse, UsageError } from "../args.js";
-import { reorderRows, writeH5ad } from "../export-h5ad.js";
 import { writeMatrixMarket } from "../export-mtx.js";
-import { exportObs } from "../export-obs.js";
 import { type ExportPlan, planExport } from "../export-rows.js";
 import { openCountedDataset } from "../io.js";
 import { writeFileAtomically } from "../output-file.js";

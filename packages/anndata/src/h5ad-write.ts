@@ -3,11 +3,9 @@
  * int32, indptr int64) filled tile by tile into resizable datasets, obs and var as `dataframe`
  * groups (var with the gene table's columns), with the encoding attributes anndata >= 0.8 expects.
  */
-import type { SourceColumn, SourceTable } from "@deltacells/core";
 import h5wasm, { type Group } from "h5wasm/node";
-import type { ExportedObs } from "./export-obs.js";
-import type { ExportPlan } from "./export-rows.js";
 import { BoolDatasets } from "./h5-bool.js";
+import type { TableColumn } from "./types.js";
 
 function encoding(g: Group, type: string, version: string): void {
   g.create_attribute("encoding-type", type);
@@ -26,11 +24,42 @@ function codesArray(codes: Int32Array, n: number): Int8Array | Int16Array | Int3
   return codes;
 }
 
+type NumericColumn = Extract<TableColumn, { kind: "numeric" }>;
+
 /**
- * A data frame column to write; `nullable` marks one that came from a pandas nullable array
- * (Int32, boolean, string), which keeps its nullable encoding even with no value missing.
+ * A data frame column to write: a {@link TableColumn}, whose numbers may also be uint64;
+ * `nullable` marks one that came from a pandas nullable array (Int32, boolean, string), which
+ * keeps its nullable encoding even with no value missing.
  */
-export type FrameColumn = SourceColumn & { nullable?: boolean };
+export type FrameColumn =
+  | Exclude<TableColumn, NumericColumn>
+  | (Omit<NumericColumn, "values"> & { values: NumericColumn["values"] | BigUint64Array });
+
+/** A data frame to write: a string index (with its pandas name) and typed columns. */
+export interface Frame {
+  indexName: string | null;
+  index: string[];
+  columns: FrameColumn[];
+}
+
+/** obs to write: the data frame, and the per-cell matrices of `obsm` (float32, row-major). */
+export interface H5adObs extends Frame {
+  obsm: { name: string; k: number; values: Float32Array }[];
+}
+
+/** The matrix of an export: its shape and nonzeros, and CSR parts of consecutive rows, in order. */
+export interface H5adMatrix {
+  nCells: number;
+  nGenes: number;
+  nnz: number;
+  /** Each part's `indptr` starts at 0; `indices` and `data` hold at least its nonzeros. */
+  parts(): AsyncIterable<{
+    nCells: number;
+    indptr: ArrayLike<number>;
+    indices: Int32Array;
+    data: Int32Array;
+  }>;
+}
 
 const anyMissing = (nulls: Uint8Array | undefined): nulls is Uint8Array =>
   nulls?.some((x) => x !== 0) === true;
@@ -50,7 +79,7 @@ function nullable(
   encoding(bools.create(c, "mask", mask) as unknown as Group, "array", "0.2.0");
 }
 
-function array(g: Group, name: string, data: Extract<SourceColumn, { kind: "numeric" }>["values"]): void {
+function array(g: Group, name: string, data: Extract<FrameColumn, { kind: "numeric" }>["values"]): void {
   const ds = g.create_dataset({ name, data: data as Float64Array });
   encoding(ds as unknown as Group, "array", "0.2.0");
 }
@@ -148,12 +177,12 @@ const CHUNK = 1 << 16;
  */
 export async function writeH5ad(
   path: string,
-  plan: ExportPlan,
+  plan: H5adMatrix,
   obsNames: string[],
   varNames: string[],
   varColumns: FrameColumn[] = [],
   varIndexName: string | null = null,
-  obs?: ExportedObs,
+  obs?: H5adObs,
 ): Promise<void> {
   // HDF5 failures then throw (summarised by the command) instead of printing their whole stack.
   (await h5wasm.ready).activate_throwing_error_handler();
@@ -221,9 +250,9 @@ export async function writeH5ad(
 }
 
 /** The table's rows reordered: row k of the result is row `rows[k]` of `table`. */
-export function reorderRows(table: SourceTable, rows: Int32Array): SourceTable {
+export function reorderRows(table: Frame, rows: Int32Array): Frame {
   const pick = <T>(src: ArrayLike<T>) => Array.from(rows, (r) => src[r]!);
-  const columns = table.columns.map((c): SourceColumn => {
+  const columns = table.columns.map((c): FrameColumn => {
     switch (c.kind) {
       case "string":
         return { ...c, values: pick(c.values) };

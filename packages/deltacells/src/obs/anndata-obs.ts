@@ -6,9 +6,10 @@
  * metadata is free-form) keeps every column, and its cells are named by their numbers in the
  * dataset, as an AnnData without obs names has them.
  */
-import type { Dataset, ObsColumn, ObsNumericType } from "@deltacells/core";
-import { numericValues } from "@deltacells/core/internal";
-import type { FrameColumn } from "./export-h5ad.js";
+import type { Dataset } from "../dataset/reader.js";
+import type { SourceColumn as FrameColumn } from "../dataset/source.js";
+import type { ObsColumn } from "./frame.js";
+import { numericValues, type ObsNumericType } from "./schema.js";
 
 export interface ExportedObs {
   indexName: string | null;
