@@ -13,7 +13,7 @@ test("deltacells stream loads the tile pool up front and nothing heavy", async (
   const heavy = [
     "packages/deltacells/src/dataset/reader.ts",
     "packages/deltacells/src/loader/loader.ts",
-    "packages/cli/src/arrow-output.ts",
+    "packages/deltacells/src/loader/arrow-output.ts",
   ].filter((f) => files.has(f));
   assert.deepEqual(heavy, []);
   assert.ok(!packagesOf(files).has("apache-arrow"), "apache-arrow is loaded up front");

@@ -13,11 +13,10 @@ import { Writable } from "node:stream";
 import { after, before, test } from "node:test";
 import type { Dataset } from "@deltacells/core";
 import { createLoader } from "@deltacells/core";
+import { ArrowBatches, ArrowOutput, ReaderGone, type StreamEnd } from "@deltacells/core/arrow";
 import { openDataset } from "@deltacells/core/node";
 import { type RecordBatch, RecordBatchReader, RecordBatchStreamWriter, type Schema } from "apache-arrow";
 import { type RunningServer, startServe } from "../../../test-utils/servers.js";
-import { ArrowBatches, type StreamEnd } from "../src/arrow-batches.js";
-import { ArrowOutput, ReaderGone } from "../src/arrow-output.js";
 import { cli, deltacells, MAIN, REPO, streamInProcess, tempDir } from "./cli-helpers.js";
 
 const dir = tempDir();

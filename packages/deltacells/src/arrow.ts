@@ -5,4 +5,13 @@
  * or a dataset is written, so that a page reading tiles only never downloads Arrow.
  */
 export { encodeVarTable } from "./dataset/var-table.js";
+export {
+  ArrowBatches,
+  END_KEY,
+  endBatch,
+  MAX_LIST_VALUES,
+  type StreamDescription,
+  type StreamEnd,
+} from "./loader/arrow-batches.js";
+export { ArrowOutput, ReaderGone } from "./loader/arrow-output.js";
 export { arrowType, columnTable, decodeColumnFile, encodeColumnFile } from "./obs/arrow.js";

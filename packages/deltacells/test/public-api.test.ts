@@ -155,10 +155,16 @@ test("@deltacells/core/node is a superset of @deltacells/core (its own `openData
 
 test("@deltacells/core/arrow exports exactly these names", () => {
   assert.deepEqual(exportsOf(arrow), [
+    "ArrowBatches: class",
+    "ArrowOutput: class",
+    "END_KEY: string",
+    "MAX_LIST_VALUES: number",
+    "ReaderGone: class",
     "arrowType: function",
     "columnTable: function",
     "decodeColumnFile: function",
     "encodeColumnFile: function",
     "encodeVarTable: function",
+    "endBatch: function",
   ]);
 });

@@ -19,12 +19,11 @@ import type { CommandResult } from "./types.js";
  * thread each and the codec's modules, then overlaps this thread's loading of these).
  */
 async function loadModules() {
-  const [core, node, io, batches, output] = await Promise.all([
+  const [core, node, io, arrow] = await Promise.all([
     import("@deltacells/core"),
     import("@deltacells/core/node"),
     import("../io.js"),
-    import("../arrow-batches.js"),
-    import("../arrow-output.js"),
+    import("@deltacells/core/arrow"),
   ]);
   return {
     createLoader: core.createLoader,
@@ -32,11 +31,11 @@ async function loadModules() {
     formatMixing: core.formatMixing,
     cacheLocalizer: node.cacheLocalizer,
     openCountedDataset: io.openCountedDataset,
-    ArrowBatches: batches.ArrowBatches,
-    endBatch: batches.endBatch,
-    MAX_LIST_VALUES: batches.MAX_LIST_VALUES,
-    ArrowOutput: output.ArrowOutput,
-    ReaderGone: output.ReaderGone,
+    ArrowBatches: arrow.ArrowBatches,
+    endBatch: arrow.endBatch,
+    MAX_LIST_VALUES: arrow.MAX_LIST_VALUES,
+    ArrowOutput: arrow.ArrowOutput,
+    ReaderGone: arrow.ReaderGone,
   };
 }
 

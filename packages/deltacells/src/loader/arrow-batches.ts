@@ -6,8 +6,6 @@
  * the batch's buffers, never copies of the nonzeros: the caller writes them out before releasing
  * the batch.
  */
-import type { Batch, BatchObsColumn, ObsColumnSchema } from "@deltacells/core";
-import { int64Of } from "@deltacells/core";
 import {
   Bool,
   type Data,
@@ -34,6 +32,9 @@ import {
   type Vector,
   vectorFromArray,
 } from "apache-arrow";
+import type { ObsColumnSchema } from "../obs/schema.js";
+import { type Batch, int64Of } from "./batch.js";
+import type { BatchObsColumn } from "./obs.js";
 
 /** Arrow lists index their values with int32: a batch holds fewer than 2^31 nonzeros (or dense values). */
 export const MAX_LIST_VALUES = 2 ** 31 - 1;
