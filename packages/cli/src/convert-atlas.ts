@@ -14,19 +14,18 @@ import {
   readPlan,
   taskStep,
 } from "@deltacells/core";
-import { inputIdentity, zstdCompressor } from "@deltacells/core/node";
+import { inputIdentity, openAtlasTarget, openTarget, zstdCompressor } from "@deltacells/core/node";
 import { count } from "./args.js";
 import { absoluteInput, explainAtlasError, inputOpener } from "./atlas-options.js";
 import { describePlan } from "./atlas-report.js";
-import { openAtlasTarget } from "./atlas-target.js";
 import type { CommandResult } from "./commands/types.js";
 import { writeCompanion } from "./companion.js";
 import { CliError } from "./errors.js";
+import { openCounted } from "./io.js";
 import { leftoverLine } from "./leftovers.js";
 import { explainObsError, OBS_ZSTD_LEVEL } from "./obs-options.js";
 import type { ProgressBar } from "./progress.js";
 import { companionLine, companionSummary, datasetSummary } from "./summary.js";
-import { openTarget } from "./target.js";
 
 /** Opens a plan's input, refusing one that changed since it was scanned. */
 function planOpener(read: Record<string, unknown>, hdf5Timeout: number | undefined) {
@@ -66,7 +65,7 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
       );
     }
   }
-  const target = await openTarget(paths[0]!, output, o.overwrite, o.breakLock);
+  const target = await openTarget(paths[0]!, output, o.overwrite, o.breakLock, openCounted);
   const open = inputOpener(options.read ?? {}, o.hdf5Timeout);
   const pool = createTilePool({ threads: o.threads });
   let phase = "";
@@ -132,7 +131,7 @@ export async function convertPlanTask(o: {
   bar: ProgressBar;
 }): Promise<CommandResult> {
   const started = performance.now();
-  const target = await openAtlasTarget(o.output, { command: "deltacells convert --plan" });
+  const target = await openAtlasTarget(o.output, { command: "deltacells convert --plan", open: openCounted });
   const plan = await readPlan(target.store);
   if (plan === undefined) {
     throw new CliError(

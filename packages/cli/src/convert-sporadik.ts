@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { OpenInputOptions } from "@deltacells/anndata/node";
 import { createTilePool, datasetRowBlocks, openDataset } from "@deltacells/core";
+import { type ConversionTarget, openTarget } from "@deltacells/core/node";
 import {
   type RowBlock,
   sweepStaleSpills,
@@ -25,7 +26,6 @@ import { withStats } from "@deltacells/storage/node";
 import { CliError } from "./errors.js";
 import { localPath, openCounted, openLocation } from "./io.js";
 import type { ProgressBar } from "./progress.js";
-import { type ConversionTarget, openTarget } from "./target.js";
 
 /** The hard ceiling of `--max-nnz`: what a JavaScript number counts exactly. */
 export const MAX_NNZ_CEILING = Number.MAX_SAFE_INTEGER;
@@ -139,7 +139,7 @@ export async function convertToSporadik(o: SporadikConvertOptions) {
   // Whether a new output can be removed whole on failure: asked before the writer lock makes the folder.
   const outPath = localPath(o.output);
   const outputExisted = outPath !== undefined && existsSync(outPath);
-  const target = await openTarget(o.input, o.output, o.overwrite, o.breakLock);
+  const target = await openTarget(o.input, o.output, o.overwrite, o.breakLock, openCounted);
   try {
     return await convertLocked(o, target, outputExisted, started);
   } finally {

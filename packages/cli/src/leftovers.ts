@@ -7,11 +7,10 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { APPEND_STAGING, ATLAS_PREFIX } from "@deltacells/core";
+import { LOCK_KEY, STAGING_PREFIX, tempFiles } from "@deltacells/core/node";
 import type { Store } from "@deltacells/storage";
 import { count } from "./args.js";
 import { localPath } from "./io.js";
-import { STAGING_PREFIX } from "./target.js";
-import { LOCK_KEY, tempFiles } from "./writer-lock.js";
 
 /** One leftover: the object (path or URL) and what to do about it. */
 export interface Leftover {

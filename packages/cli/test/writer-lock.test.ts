@@ -249,7 +249,7 @@ test("Ctrl-C removes the lock even when another SIGINT listener ends the process
   // The lock taken, then a listener registered after it that exits synchronously, as
   // FileSpill's removeOnSignal does: the lock's own asynchronous removal never gets to finish.
   const script = `
-    import { acquireWriterLock } from ${JSON.stringify(join(REPO, "packages/cli/src/writer-lock.ts"))};
+    import { acquireWriterLock } from ${JSON.stringify(join(REPO, "packages/deltacells/src/target/writer-lock.ts"))};
     import { openLocation } from ${JSON.stringify(join(REPO, "packages/cli/src/io.ts"))};
     await acquireWriterLock(openLocation(${JSON.stringify(out)}), ${JSON.stringify(out)}, ${JSON.stringify(out)}, false);
     process.once("SIGINT", () => process.exit(130));

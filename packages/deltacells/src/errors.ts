@@ -32,7 +32,17 @@ export type DeltacellsErrorTag =
   /** The host cannot run this code correctly (big-endian, no workers, a decompress-only zstd). */
   | "UnsupportedHost"
   /** An object of an open dataset was rewritten after the dataset was opened: reopen it. */
-  | "DatasetChanged";
+  | "DatasetChanged"
+  /** A conversion's target holds something else already. */
+  | "TargetNotEmpty"
+  /** A conversion's target is its input. */
+  | "TargetIsInput"
+  /** A conversion's target is a file, not a folder. */
+  | "TargetNotAFolder"
+  /** Another conversion holds the target's writer lock. */
+  | "TargetLocked"
+  /** A staged object changed under the writer (another writer at the same place). */
+  | "ConcurrentChange";
 
 /** What a {@link DeltacellsError} is made of, besides its message. */
 export interface DeltacellsErrorOptions {

@@ -7,3 +7,14 @@ export { inputIdentity } from "./atlas/identity-node.js";
 export { type NodeOpenDatasetOptions, openDataset, zstdCompressor } from "./dataset/node.js";
 export * from "./index.js";
 export { cacheLocalizer, type ObsCacheLockOptions, obsCacheRoot } from "./obs/cache-node.js";
+export { type AtlasTarget, type OpenAtlasTargetOptions, openAtlasTarget } from "./target/atlas-target.js";
+export { type ConversionTarget, openTarget, STAGING_PREFIX, TargetError } from "./target/target.js";
+export {
+  acquireWriterLock,
+  LOCK_KEY,
+  type LockHolder,
+  removeStaleTempFiles,
+  TargetLockedError,
+  tempFiles,
+  type WriterLock,
+} from "./target/writer-lock.js";

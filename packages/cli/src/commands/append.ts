@@ -8,7 +8,7 @@ import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { dirname, resolve } from "node:path";
 import { APPEND_STAGING, appendToDataset, createTilePool, DEFAULT_LEVEL } from "@deltacells/core";
-import { inputIdentity, zstdCompressor } from "@deltacells/core/node";
+import { acquireWriterLock, inputIdentity, removeStaleTempFiles, zstdCompressor } from "@deltacells/core/node";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import {
   ATLAS_PARSE_OPTIONS,
@@ -24,7 +24,6 @@ import { localPath, openCounted } from "../io.js";
 import { leftoverLine } from "../leftovers.js";
 import { explainObsError, OBS_ZSTD_LEVEL } from "../obs-options.js";
 import { ProgressBar } from "../progress.js";
-import { acquireWriterLock, removeStaleTempFiles } from "../writer-lock.js";
 import type { CommandResult } from "./types.js";
 
 export const APPEND_HELP = `usage: deltacells append DATASET NEW_INPUT... [options]

@@ -11,7 +11,7 @@ import {
   TARGET_TILE_NNZ,
   writeDataset,
 } from "@deltacells/core";
-import { zstdCompressor } from "@deltacells/core/node";
+import { openTarget, zstdCompressor } from "@deltacells/core/node";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import {
   ATLAS_HELP,
@@ -31,7 +31,6 @@ import { leftoverLine } from "../leftovers.js";
 import { explainObsError, OBS_HELP, OBS_PARSE_OPTIONS, OBS_ZSTD_LEVEL, obsOptions } from "../obs-options.js";
 import { commandBar } from "../progress.js";
 import { companionLine, companionSummary, datasetSummary, textFromLine } from "../summary.js";
-import { openTarget } from "../target.js";
 import type { CommandResult } from "./types.js";
 
 /**
@@ -249,7 +248,13 @@ export async function convert(argv: string[]): Promise<CommandResult> {
   const obs = obsOptions(values);
   const started = performance.now();
   // Before the input is read: a target that cannot be written is refused at once.
-  const target = await openTarget(input, output, values.overwrite === true, values["break-lock"] === true);
+  const target = await openTarget(
+    input,
+    output,
+    values.overwrite === true,
+    values["break-lock"] === true,
+    openCounted,
+  );
   const store = target.store;
   let source: Awaited<ReturnType<typeof import("@deltacells/anndata/node").openInput>>;
   try {

@@ -7,8 +7,9 @@
 import { rm } from "node:fs/promises";
 import { resolve } from "node:path";
 import { ATLAS_PREFIX, AtlasIncomplete, finalizeAtlas } from "@deltacells/core";
+import { openAtlasTarget } from "@deltacells/core/node";
 import { COMMON_HELP, count, parse } from "../args.js";
-import { openAtlasTarget } from "../atlas-target.js";
+import { openCounted } from "../io.js";
 import { leftoverLine } from "../leftovers.js";
 import { ProgressBar } from "../progress.js";
 import type { CommandResult } from "./types.js";
@@ -42,6 +43,7 @@ export async function finalize(argv: string[]): Promise<CommandResult> {
     breakLock: values["break-lock"] === true,
     command: "deltacells finalize",
     allowFinalized: true,
+    open: openCounted,
   });
   try {
     bar.phase("check");

@@ -13,7 +13,7 @@ import {
   planStep,
   scanStep,
 } from "@deltacells/core";
-import { inputIdentity, zstdCompressor } from "@deltacells/core/node";
+import { inputIdentity, openAtlasTarget, zstdCompressor } from "@deltacells/core/node";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import {
   ATLAS_HELP,
@@ -28,7 +28,7 @@ import {
   taskIndex,
 } from "../atlas-options.js";
 import { describePlan, planJson } from "../atlas-report.js";
-import { openAtlasTarget } from "../atlas-target.js";
+import { openCounted } from "../io.js";
 import { leftoverLine } from "../leftovers.js";
 import { explainObsError, OBS_HELP, OBS_PARSE_OPTIONS, obsOptions } from "../obs-options.js";
 import { ProgressBar } from "../progress.js";
@@ -136,7 +136,7 @@ export async function plan(argv: string[]): Promise<CommandResult> {
     if (values.scan) {
       const i = taskIndex(values, n, "input to scan");
       if (i >= n) throw new UsageError(`--task ${i}: there are ${n} inputs (0 .. ${n - 1})`);
-      const target = await openAtlasTarget(output, { command: "deltacells plan --scan" });
+      const target = await openAtlasTarget(output, { command: "deltacells plan --scan", open: openCounted });
       const scan = await scanOne(target.store, i);
       const seconds = (performance.now() - started) / 1000;
       const nnz = scan.geneNnz.reduce((a, b) => a + b, 0);
@@ -158,6 +158,7 @@ export async function plan(argv: string[]): Promise<CommandResult> {
       lock: true,
       breakLock: values["break-lock"] === true,
       command: values.merge ? "deltacells plan --merge" : "deltacells plan",
+      open: openCounted,
     });
     try {
       if (!values.merge) for (let i = 0; i < n; i++) await scanOne(target.store, i);

@@ -1,4 +1,7 @@
-/** A view of a store under `prefix/`: where an append stages the objects it replaces or adds. */
+/**
+ * A view of a store under `prefix/`: where a conversion stages the new dataset or store, and an
+ * append the objects it replaces or adds.
+ */
 import type { RangeQuery, Store, StoreOptions } from "@deltacells/storage";
 
 export class PrefixStore implements Store {

@@ -7,11 +7,20 @@
  * steps many machines run at once (scans, tasks) take none: each writes objects of its own, the
  * same bytes however often it runs.
  */
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { StatsStore } from "@deltacells/storage";
-import { localPath, openCounted } from "./io.js";
+import { openStore, withStats } from "@deltacells/storage/node";
 import { KNOWN_KEY, TargetError } from "./target.js";
 import { acquireWriterLock, LOCK_KEY, removeStaleTempFiles, type WriterLock } from "./writer-lock.js";
 
+/** The absolute local path a location names (a path or a file:// URL), or undefined for another URL. */
+function localPath(location: string): string | undefined {
+  if (/^file:/i.test(location)) return fileURLToPath(location);
+  return /^[a-z][a-z0-9+.-]+:/i.test(location) ? undefined : resolve(location);
+}
+
+/** An atlas step's output, opened by {@link openAtlasTarget}. */
 export interface AtlasTarget {
   store: StatsStore;
   /** The output as a local path, when it is one. */
@@ -22,17 +31,28 @@ export interface AtlasTarget {
   removedTempFiles: string[];
 }
 
+/** Options of {@link openAtlasTarget}. */
+export interface OpenAtlasTargetOptions {
+  /** Take the writer lock first (the steps that must run alone). Default false. */
+  lock?: boolean | undefined;
+  /** Delete a writer lock left by a killed step first. Default false. */
+  breakLock?: boolean | undefined;
+  /** The step, as the lock records it. */
+  command: string;
+  /** Accept a complete dataset there (finalize, run again). Default false. */
+  allowFinalized?: boolean | undefined;
+  /** Opens a location as a counting store. Default: `openStore` of @deltacells/storage/node, with stats. */
+  open?: ((location: string) => StatsStore) | undefined;
+}
+
 /**
  * Open `output` for an atlas step: refused when it holds objects of no dataset, or (unless
- * `finalized` is allowed) a complete dataset. With `lock`, the writer lock is taken first
- * (`command` names the step in it).
+ * `allowFinalized`) a complete dataset. With `lock`, the writer lock is taken first (`command`
+ * names the step in it).
  */
-export async function openAtlasTarget(
-  output: string,
-  opts: { lock?: boolean; breakLock?: boolean; command: string; allowFinalized?: boolean },
-): Promise<AtlasTarget> {
+export async function openAtlasTarget(output: string, opts: OpenAtlasTargetOptions): Promise<AtlasTarget> {
   const outPath = localPath(output);
-  const store = openCounted(output);
+  const store = (opts.open ?? ((location: string) => withStats(openStore(location))))(output);
   const lock = opts.lock
     ? await acquireWriterLock(store, output, outPath, opts.breakLock === true, opts.command)
     : undefined;

@@ -15,11 +15,18 @@ import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { mkdir, rename, rm, rmdir, stat } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
-import { PrefixStore } from "@deltacells/core/internal";
+import { fileURLToPath } from "node:url";
 import type { StatsStore, Store } from "@deltacells/storage";
-import { CliError } from "./errors.js";
-import { localPath, openCounted } from "./io.js";
+import { openStore, withStats } from "@deltacells/storage/node";
+import { PrefixStore } from "../atlas/prefix-store.js";
+import { DeltacellsError } from "../errors.js";
 import { acquireWriterLock, LOCK_KEY, removeStaleTempFiles, type WriterLock } from "./writer-lock.js";
+
+/** The absolute local path a location names (a path or a file:// URL), or undefined for another URL. */
+function localPath(location: string): string | undefined {
+  if (/^file:/i.test(location)) return fileURLToPath(location);
+  return /^[a-z][a-z0-9+.-]+:/i.test(location) ? undefined : resolve(location);
+}
 
 /** The prefix of staging folders inside a target. */
 export const STAGING_PREFIX = ".deltacells-staging-";
@@ -35,7 +42,7 @@ const MOVES_AT_ONCE = 16;
 const COMPLETION_KEYS = ["manifest.json", "zarr.json"];
 
 /** The target of a conversion cannot be written (not empty, or the input itself). */
-export class TargetError extends CliError {
+export class TargetError extends DeltacellsError {
   declare readonly _tag: "TargetNotEmpty" | "TargetIsInput" | "TargetNotAFolder";
   /** Up to five of the objects found there. */
   declare readonly found: string[];
@@ -83,6 +90,7 @@ export async function openTarget(
   output: string,
   overwrite: boolean,
   breakLock = false,
+  open: (location: string) => StatsStore = (location) => withStats(openStore(location)),
 ): Promise<ConversionTarget> {
   const outPath = localPath(output);
   const inPath = localPath(input);
@@ -103,7 +111,7 @@ export async function openTarget(
         { tag: "TargetNotAFolder", object: output },
       );
   }
-  const store = openCounted(output);
+  const store = open(output);
   const lock = await acquireWriterLock(store, output, outPath, breakLock);
   try {
     const removedTempFiles = outPath === undefined ? [] : await removeStaleTempFiles(outPath, lock.taken);
@@ -174,7 +182,7 @@ async function checkedTarget(
     async commit(last: string) {
       const staged = await staging.list();
       if (!staged.includes(last)) {
-        throw new CliError(`internal: ${last} was not staged under ${staging.url}`, {
+        throw new DeltacellsError(`internal: ${last} was not staged under ${staging.url}`, {
           tag: "ConcurrentChange",
           object: `${staging.url}/${last}`,
         });
@@ -200,7 +208,7 @@ async function checkedTarget(
         }
         const value = await staging.get(key);
         if (value === undefined) {
-          throw new CliError(`internal: staged ${key} vanished from ${staging.url}`, {
+          throw new DeltacellsError(`internal: staged ${key} vanished from ${staging.url}`, {
             tag: "ConcurrentChange",
             object: `${staging.url}/${key}`,
           });

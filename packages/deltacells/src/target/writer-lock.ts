@@ -12,7 +12,7 @@ import { readdir, rm, rmdir, stat } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { isStorageError, type Store } from "@deltacells/storage";
-import { CliError } from "./errors.js";
+import { DeltacellsError } from "../errors.js";
 
 /** The lock object's key at the root of a target. */
 export const LOCK_KEY = ".deltacells-lock";
@@ -29,7 +29,7 @@ export interface LockHolder {
 }
 
 /** Another conversion holds the target's lock. */
-export class TargetLockedError extends CliError {
+export class TargetLockedError extends DeltacellsError {
   constructor(
     message: string,
     /** The lock object (a path or URL). */
