@@ -4,7 +4,7 @@
  * read through `@deltacells/core`, `@deltacells/sporadik` and `@deltacells/storage`, and every store
  * goes through the page's meter.
  */
-import { type CellRows, type Dataset, openDataset } from "@deltacells/core";
+import { type CellRows, companionOf, type Dataset, openDataset } from "@deltacells/core";
 import { openArrayReader, type SparseArrayReader } from "@deltacells/sporadik";
 import { openStore, type ReadableStore } from "@deltacells/storage";
 import type { Meter } from "./meter.js";
@@ -76,9 +76,8 @@ export class Session {
   static async open(locs: Locations, meter: Meter, signal: AbortSignal): Promise<Session> {
     const store = meter.wrap(open(locs.data, locs));
     const ds = await openDataset(store, { signal });
-    const rel = ds.manifest.metadata.sporadik;
-    const companionLoc =
-      locs.sporadik ?? (typeof rel === "string" ? `${locs.data.replace(/\/+$/, "")}/${rel}` : undefined);
+    const rel = locs.sporadik === undefined ? companionOf(ds) : undefined;
+    const companionLoc = locs.sporadik ?? (rel ? `${locs.data.replace(/\/+$/, "")}/${rel}` : undefined);
     const [names, order, obs, companion] = await Promise.all([
       ds.geneNames(),
       ds.geneOrder(),

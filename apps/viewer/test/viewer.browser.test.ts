@@ -58,6 +58,12 @@ before(async () => {
     bytes[bytes.length - 1] = (bytes[bytes.length - 1] as number) ^ 0x01;
     writeFileSync(join(values, name), bytes);
   }
+  // A manifest naming a companion outside its own prefix (chr21's, beside it, of the same shape).
+  cpSync(join(root, "chr21"), join(root, "escaping"), { recursive: true });
+  const escaping = join(root, "escaping/manifest.json");
+  const manifest = JSON.parse(readFileSync(escaping, "utf8"));
+  manifest.metadata.sporadik = "../chr21/sporadik";
+  writeFileSync(escaping, `${JSON.stringify(manifest)}\n`);
   server = await startServer({ root, viewerDir: join(root, "viewer-dist"), port: 0 });
   // Another origin: the same files without CORS, and a path that always answers 403 (with CORS, so
   // the page can see the status).
@@ -689,6 +695,11 @@ const refusals: [string, () => string, RegExp][] = [
     /is not a deltacells dataset: it has no manifest\.json/,
   ],
   ["a torn companion", () => "/torn/", /sporadik store of .* is torn/],
+  [
+    "a manifest naming a companion outside the dataset",
+    () => "/escaping/",
+    /metadata\.sporadik must be a relative path inside the dataset/,
+  ],
   ["a server without CORS", () => `${plain.url}/pbmc68k/`, /does not allow cross-origin reads \(CORS/],
   ["a 403", () => `${plain.url}/forbidden/pbmc68k/`, /Access denied \(HTTP 403\)/],
   ["a URL the page cannot read", () => "ftp://example.org/x/", /not a URL this page can read/],

@@ -9,44 +9,17 @@
  * names one that is complete.
  */
 import { join } from "node:path";
-import { type Dataset, DeltacellsError } from "@deltacells/core";
-import { MANIFEST_KEY, parseManifest } from "@deltacells/core/internal";
+import { COMPANION_PATH, companionOf, type Dataset, nameCompanion } from "@deltacells/core";
 import { describe as describeStore } from "@deltacells/sporadik";
-import { CliError } from "./errors.js";
 import { openCounted } from "./io.js";
 import type { ProgressBar } from "./progress.js";
 import { validateSporadik } from "./sporadik-info.js";
-
-/** The companion's path inside the dataset, as recorded in `metadata.sporadik`. */
-export const COMPANION_PATH = "sporadik";
 
 /** A path inside a dataset location (a folder, file:// or another URL). */
 export function insideLocation(location: string, rel: string): string {
   return /^[a-z][a-z0-9+.-]+:\/\//i.test(location)
     ? `${location.replace(/\/+$/, "")}/${rel}`
     : join(location, rel);
-}
-
-/** The companion named by a dataset's manifest, or undefined; a name that could leave the prefix is refused. */
-export function companionOf(ds: Dataset): string | undefined {
-  const rel = ds.manifest.metadata.sporadik;
-  if (rel === undefined) return undefined;
-  if (
-    typeof rel !== "string" ||
-    !/^[A-Za-z0-9_-][A-Za-z0-9._-]*(\/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$/.test(rel)
-  ) {
-    throw new DeltacellsError(
-      `${ds.url}/manifest.json: metadata.sporadik must be a relative path inside the dataset (e.g. "sporadik"), got ${JSON.stringify(rel)}`,
-      {
-        tag: "InconsistentManifest",
-        object: `${ds.url}/manifest.json`,
-        field: "metadata.sporadik",
-        expected: "a relative path inside the dataset",
-        found: rel,
-      },
-    );
-  }
-  return rel;
 }
 
 /**
@@ -70,17 +43,7 @@ export async function writeCompanion(output: string, threads: number, bar: Progr
     inputOptions: {},
     bar,
   });
-  const store = openCounted(output);
-  const bytes = await store.get(MANIFEST_KEY);
-  if (bytes === undefined)
-    throw new CliError(`${store.url}/${MANIFEST_KEY} vanished while the companion was written`, {
-      tag: "ConcurrentChange",
-      object: `${store.url}/${MANIFEST_KEY}`,
-    });
-  const manifest = parseManifest(bytes, `${store.url}/${MANIFEST_KEY}`);
-  manifest.metadata = { ...manifest.metadata, sporadik: COMPANION_PATH };
-  // The writer's own serialisation: compact JSON on one line.
-  await store.set(MANIFEST_KEY, new TextEncoder().encode(`${JSON.stringify(manifest)}\n`));
+  await nameCompanion(openCounted(output), COMPANION_PATH);
   return result;
 }
 

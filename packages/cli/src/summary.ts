@@ -1,6 +1,5 @@
 /** What a conversion says about the dataset it wrote (its `--json` fields and its lines). */
-import type { DatasetManifest } from "@deltacells/core";
-import { COMPANION_PATH } from "./companion.js";
+import { COMPANION_PATH, type DatasetManifest } from "@deltacells/core";
 
 /** The `--json` fields of a written dataset. */
 export function datasetSummary(manifest: DatasetManifest, bytes: number) {

@@ -1,6 +1,7 @@
 /** Datasets: the browser-safe half (reader, writer, validator). Opening by path is in `../node.ts`. */
 export { DEFAULT_LEVEL, DEFAULT_N_CHUNKS } from "../codec/encode.js";
 export type { CellRows } from "./cell-rows.js";
+export { COMPANION_PATH, companionOf, nameCompanion } from "./companion.js";
 export type { DatasetManifest } from "./manifest.js";
 export { type OpenDatasetOptions, openDataset } from "./open.js";
 export { Dataset } from "./reader.js";
