@@ -56,7 +56,8 @@ export function formatBytes(n: number): string {
  * Counts calls and bytes through a store. Placed outside a retry wrapper it counts logical
  * requests; placed inside (`withRetries(withStats(s))`) it counts every attempt, i.e. what the
  * server saw. The inner store's `getInto` (a read into the caller's memory, counted as a `get`)
- * and `setParts` (an object written in parts, counted as a `set`) pass through when it has them.
+ * and `setParts` (an object written in parts, counted as a `set`) pass through when it has them,
+ * and so does `flush` (which makes deferred writes durable, sporadik's `withFileParts`; no request).
  */
 export class StatsStore implements Store {
   readonly url: string;
@@ -76,6 +77,8 @@ export class StatsStore implements Store {
    * request), its bytes not as written (they never pass through).
    */
   readonly copy?: Store["copy"];
+  /** The inner store's `flush` (deferred writes made durable), not counted; absent when it has none. */
+  readonly flush?: () => Promise<void>;
 
   constructor(inner: AnyStore) {
     this.inner = inner;
@@ -120,6 +123,8 @@ export class StatsStore implements Store {
           "set",
         );
       };
+    const { flush } = inner as { flush?: () => Promise<void> };
+    if (flush !== undefined) this.flush = () => flush.call(inner);
     const copy = inner.copy?.bind(inner);
     if (copy !== undefined) {
       this.copy = (from, to, opts) => {

@@ -377,6 +377,21 @@ describe("optional methods through the wrappers (getInto, setParts)", () => {
     assert.equal(s.stats.bytesWritten, 11);
   });
 
+  test("withStats passes flush on (only when its inner store has it): a folder's deferred syncs still run before the block", async () => {
+    type Flushing = { flush?: () => Promise<void> };
+    assert.equal((withStats(probe()) as Flushing).flush, undefined);
+    let flushed = 0;
+    const inner = Object.assign(probe(), {
+      async flush() {
+        flushed++;
+      },
+    });
+    const s = withStats(inner) as ReturnType<typeof withStats> & Flushing;
+    await s.flush!();
+    assert.equal(flushed, 1);
+    assert.deepEqual(s.stats.requests, { get: 0, getRange: 0, set: 0, delete: 0, list: 0 }, "not a request");
+  });
+
   test("withRetries retries a getInto into the memory it was given: allocate is called once", async () => {
     const inner = new PartsStore();
     inner.objects.set("obj", new Uint8Array([9, 8, 7]));
