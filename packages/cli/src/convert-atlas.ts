@@ -14,14 +14,14 @@ import {
   readPlan,
   taskStep,
 } from "@deltacells/core";
-import { inputIdentity, openAtlasTarget, openTarget, zstdCompressor } from "@deltacells/core/node";
+import { inputIdentity, openAtlasTarget, openTarget, TargetError, zstdCompressor } from "@deltacells/core/node";
 import { count } from "./args.js";
 import { absoluteInput, explainAtlasError, inputOpener } from "./atlas-options.js";
 import { describePlan } from "./atlas-report.js";
 import type { CommandResult } from "./commands/types.js";
 import { writeCompanion } from "./companion.js";
 import { CliError } from "./errors.js";
-import { openCounted } from "./io.js";
+import { atlasTargetOptions, targetOptions } from "./io.js";
 import { leftoverLine } from "./leftovers.js";
 import { explainObsError, OBS_ZSTD_LEVEL } from "./obs-options.js";
 import type { ProgressBar } from "./progress.js";
@@ -56,16 +56,18 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
   const paths = options.paths;
   for (const p of paths) {
     if (p.replace(/\/+$/, "") === absoluteInput(output).replace(/\/+$/, "")) {
-      throw new CliError(
+      throw new TargetError(
         `${output} is one of the inputs: a conversion cannot replace what it reads; write to another location`,
-        {
-          tag: "TargetIsInput",
-          object: output,
-        },
+        { tag: "TargetIsInput", object: output },
       );
     }
   }
-  const target = await openTarget(paths[0]!, output, o.overwrite, o.breakLock, openCounted);
+  const target = await openTarget(output, {
+    ...targetOptions(),
+    input: paths[0]!,
+    overwrite: o.overwrite,
+    breakLock: o.breakLock,
+  });
   const open = inputOpener(options.read ?? {}, o.hdf5Timeout);
   const pool = createTilePool({ threads: o.threads });
   let phase = "";
@@ -131,7 +133,7 @@ export async function convertPlanTask(o: {
   bar: ProgressBar;
 }): Promise<CommandResult> {
   const started = performance.now();
-  const target = await openAtlasTarget(o.output, { command: "deltacells convert --plan", open: openCounted });
+  const target = await openAtlasTarget(o.output, atlasTargetOptions("deltacells convert --plan"));
   const plan = await readPlan(target.store);
   if (plan === undefined) {
     throw new CliError(

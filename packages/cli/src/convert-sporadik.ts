@@ -1,74 +1,26 @@
 /**
  * `deltacells convert INPUT OUTPUT --format sporadik`: any converter input (`MatrixSource.rowBlocks`
  * of @deltacells/anndata), or a deltacells dataset (`datasetRowBlocks` of @deltacells/core), written
- * by `writeStoreFromRowBlocks` of @deltacells/sporadik/node (one layout per requested axis, with
- * maxima) in bounded memory whatever the number of nonzeros. This file is the command's part: the
- * target (staging, --overwrite), the temporary space check and messages, --max-nnz, the report.
+ * by `convertToStore` of @deltacells/sporadik/node (one layout per requested axis, with maxima, in
+ * bounded memory whatever the number of nonzeros; temporary space and --max-nnz checked before the
+ * first row). This file is the command's part: the target (staging, --overwrite), the input, the
+ * messages and the report.
  * Axis 1 is transposed in memory up to 160 MiB and through temporary files past that (8 bytes per
  * int32 nonzero at most, in `--tmp-dir` or beside the output), announced before the first row is
  * read and removed on success, failure and Ctrl-C.
  */
-import { existsSync, statfsSync, statSync } from "node:fs";
-import { rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { existsSync, statSync } from "node:fs";
+import { join } from "node:path";
 import type { OpenInputOptions } from "@deltacells/anndata/node";
 import { createTilePool, datasetRowBlocks, openDataset } from "@deltacells/core";
 import { type ConversionTarget, openTarget } from "@deltacells/core/node";
-import {
-  type RowBlock,
-  sweepStaleSpills,
-  temporaryBytesPerNonzero,
-  withFileParts,
-  writeStoreFromRowBlocks,
-} from "@deltacells/sporadik/node";
+import { convertToStore, type RowBlock, withFileParts } from "@deltacells/sporadik/node";
 import { withStats } from "@deltacells/storage/node";
-import { CliError } from "./errors.js";
-import { localPath, openCounted, openLocation } from "./io.js";
+import { localPath, openCounted, openLocation, targetOptions } from "./io.js";
 import type { ProgressBar } from "./progress.js";
 
 /** The hard ceiling of `--max-nnz`: what a JavaScript number counts exactly. */
 export const MAX_NNZ_CEILING = Number.MAX_SAFE_INTEGER;
-
-/** The matrix holds more nonzeros than `--max-nnz` allows. */
-export class TooManyNonzerosError extends CliError {
-  declare readonly _tag: "TooManyNonzeros";
-  /** Nonzeros found (or counted so far, when the reading stopped early); also `found`. */
-  readonly nnz: number;
-  /** The bound in force; also `expected`. */
-  readonly bound: number;
-  constructor(message: string, options: { object?: string; nnz: number; bound: number }) {
-    super(message, {
-      tag: "TooManyNonzeros",
-      object: options.object,
-      expected: options.bound,
-      found: options.nnz,
-    });
-    this.name = "TooManyNonzerosError";
-    this.nnz = options.nnz;
-    this.bound = options.bound;
-  }
-}
-
-/** The temporary folder would not fit on its disk. */
-export class NoTempSpaceError extends CliError {
-  declare readonly _tag: "NoTempSpace";
-  /** Bytes the conversion needs; also `expected`. */
-  readonly needed: number;
-  /** Bytes free on the disk of `object` (the temporary folder); also `found`. */
-  readonly available: number;
-  constructor(message: string, options: { object: string; needed: number; available: number }) {
-    super(message, {
-      tag: "NoTempSpace",
-      object: options.object,
-      expected: options.needed,
-      found: options.available,
-    });
-    this.name = "NoTempSpaceError";
-    this.needed = options.needed;
-    this.available = options.available;
-  }
-}
 
 export interface SporadikConvertOptions {
   input: string;
@@ -90,13 +42,6 @@ export interface SporadikConvertOptions {
   bar: ProgressBar;
 }
 
-function tooMany(what: string, nnz: number, bound: number, soFar: boolean): TooManyNonzerosError {
-  return new TooManyNonzerosError(
-    `${what} holds ${soFar ? "at least " : ""}${nnz.toLocaleString("en-US")} nonzeros, above the bound of ${bound.toLocaleString("en-US")} set with --max-nnz. The store was not finished (it has no block, so readers refuse it) and a new output was removed. Drop --max-nnz to convert it whatever its size.`,
-    { object: what, nnz, bound },
-  );
-}
-
 /**
  * Whether `input` is a deltacells dataset: a folder or URL with manifest.json (any other URL is an
  * input file or store, e.g. an AnnData zarr on S3).
@@ -116,20 +61,6 @@ function gib(bytes: number): string {
   return bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 }
 
-/** `blocks`, refused past `maxNnz` nonzeros (counted as they come, so a source of unknown size stops early). */
-async function* bounded(
-  blocks: AsyncIterable<RowBlock>,
-  what: string,
-  maxNnz: number | undefined,
-): AsyncGenerator<RowBlock> {
-  let nnz = 0;
-  for await (const block of blocks) {
-    nnz += (block.indptr[block.nRows] as number) - (block.indptr[0] as number);
-    if (maxNnz !== undefined && nnz > maxNnz) throw tooMany(what, nnz, maxNnz, true);
-    yield block;
-  }
-}
-
 /** Convert, write, and describe what was done for the command's text and JSON. */
 export async function convertToSporadik(o: SporadikConvertOptions) {
   const started = performance.now();
@@ -139,7 +70,12 @@ export async function convertToSporadik(o: SporadikConvertOptions) {
   // Whether a new output can be removed whole on failure: asked before the writer lock makes the folder.
   const outPath = localPath(o.output);
   const outputExisted = outPath !== undefined && existsSync(outPath);
-  const target = await openTarget(o.input, o.output, o.overwrite, o.breakLock, openCounted);
+  const target = await openTarget(o.output, {
+    ...targetOptions(),
+    input: o.input,
+    overwrite: o.overwrite,
+    breakLock: o.breakLock,
+  });
   try {
     return await convertLocked(o, target, outputExisted, started);
   } finally {
@@ -157,20 +93,11 @@ async function convertLocked(
   const writeTo = target.replacing ? target.stagingLocation : o.output;
   const local = localPath(writeTo);
   const existed = target.replacing ? local !== undefined && existsSync(local) : outputExisted;
-  const tmpParent = resolve(o.tmpDir ?? (local ? dirname(local) : tmpdir()));
-  const stale = await sweepStaleSpills(tmpParent);
   const say = (line: string) => {
     if (o.bar.enabled) process.stderr.write(`${line}\n`);
   };
   if (target.removedTempFiles.length > 0)
     say(`removed ${target.removedTempFiles.length} temporary file(s) left by a writer that was killed`);
-  for (const s of stale) {
-    say(
-      s.removed
-        ? `removed ${s.path} (${gib(s.bytes)}), left by an earlier conversion that was killed`
-        : `kept ${s.path} (${gib(s.bytes)}): another conversion (pid ${s.owner?.pid ?? "?"}) may still use it; remove it if not`,
-    );
-  }
 
   let close: () => Promise<void> = async () => undefined;
   let nRows: number;
@@ -179,24 +106,21 @@ async function convertLocked(
   /** An input's stored entries: at least its nonzeros (explicit zeros are left out of the rows). */
   let nnzAtMost: number | undefined;
   let blocks: AsyncIterable<RowBlock>;
-  let source: { format: string; matrixPath: string };
+  /** What the input is, and what messages call it. */
+  let source: { format: string; matrixPath: string; name: string };
   let geneOrder: "source" | "dataset" | "input" = "input";
   if (await isDatasetInput(o.input)) {
     const pool = createTilePool({ threads: o.threads });
     close = () => pool.close();
     const ds = await openDataset(openCounted(o.input), { decoder: pool });
     nnzKnown = ds.manifest.tile_nnz.reduce((a, b) => a + b, 0);
-    if (o.maxNnz !== undefined && nnzKnown > o.maxNnz) {
-      await close();
-      throw tooMany(ds.url, nnzKnown, o.maxNnz, false);
-    }
     // Columns go back to the source's order: that is the matrix a user converted. A dataset
     // without gene_order.npy never reordered them, or no longer knows how.
     const rows = await datasetRowBlocks(ds, { prefetch: o.threads + 1 });
     geneOrder = rows.geneOrder;
     [nRows, nCols] = [ds.nCells, ds.nGenes];
     blocks = rows.blocks;
-    source = { format: "deltacells", matrixPath: "tiles" };
+    source = { format: "deltacells", matrixPath: "tiles", name: ds.url };
   } else {
     // Loaded only for such an input: the HDF5 reader costs seconds to start.
     const { openInput } = await import("@deltacells/anndata/node");
@@ -205,51 +129,39 @@ async function convertLocked(
     [nRows, nCols] = [input.nCells, input.nGenes];
     nnzAtMost = input.nnz;
     blocks = input.rowBlocks();
-    source = { format: input.format, matrixPath: input.matrixPath };
+    source = { format: input.format, matrixPath: input.matrixPath, name: o.input };
   }
-
-  // The writer's spill, and a byte-addressable output's arrays (by default on the same disk).
-  const perNonzero = temporaryBytesPerNonzero({ axes: o.axes, nnz: nnzKnown, nnzAtMost, dtype: "int32" });
-  const sizing = nnzKnown ?? nnzAtMost;
-  const needed =
-    sizing === undefined
-      ? undefined
-      : sizing * perNonzero + (o.byteAddressable ? sizing * 8 * o.axes.length : 0);
-  const available = (() => {
-    try {
-      const fs = statfsSync(existsSync(tmpParent) ? tmpParent : dirname(tmpParent));
-      return fs.bavail * fs.bsize;
-    } catch {
-      return undefined;
-    }
-  })();
-  if (needed !== undefined && available !== undefined && needed > available) {
-    await close();
-    throw new NoTempSpaceError(
-      `The conversion needs about ${gib(needed)} of temporary space in ${tmpParent}, but only ${gib(available)} is free there. Nothing was written. Point --tmp-dir at a disk with room.`,
-      { object: tmpParent, needed, available },
-    );
-  }
-  say(
-    `temporary space: ${needed !== undefined ? `about ${gib(needed)}` : `about ${perNonzero + (o.byteAddressable ? 8 * o.axes.length : 0)} bytes per nonzero`} in ${tmpParent}${available !== undefined ? ` (${gib(available)} free)` : ""}, removed when done`,
-  );
 
   const raw = openLocation(writeTo);
   // A folder output: chunks written straight to their files and synced all at once before the
-  // block (counted by the stats wrapper around them). A byte-addressable array is one object as
-  // large as the array: written in parts (to a file, or as an S3 multipart upload as the bytes
-  // come), it is never held whole; the stats wrapper counts it as a set of its length.
-  const files = local ? withFileParts(raw, local, { deferSync: true }) : undefined;
-  const inner = files ?? raw;
-  const counted = withStats(inner);
-  // The folder's unsynced files are made durable by the writer's flush, before its block.
-  const store = files ? Object.assign(counted, { flush: () => files.flush() }) : counted;
+  // block (by the writer's flush, which the stats wrapper passes on). A byte-addressable array is
+  // one object as large as the array: written in parts (to a file, or as an S3 multipart upload as
+  // the bytes come), it is never held whole; the stats wrapper counts it as a set of its length.
+  const store = withStats(local ? withFileParts(raw, local, { deferSync: true }) : raw);
   let phase = "";
   let rowsSeconds = 0;
   const timing = { rowsStart: performance.now(), columnsStart: 0 };
   try {
     o.bar.phase("cells");
-    const result = await writeStoreFromRowBlocks(store, bounded(blocks, o.input, o.maxNnz), {
+    const result = await convertToStore(store, blocks, {
+      source: source.name,
+      ...(o.maxNnz !== undefined ? { maxNnz: o.maxNnz } : {}),
+      ...(local !== undefined ? { folder: local } : {}),
+      // A store this run created and did not finish is removed; an existing output is left as it is.
+      removeOnFailure: !existed,
+      optionNames: { maxNnz: "--max-nnz", tmpDir: "--tmp-dir" },
+      onStaleSpill: (s) =>
+        say(
+          s.removed
+            ? `removed ${s.path} (${gib(s.bytes)}), left by an earlier conversion that was killed`
+            : `kept ${s.path} (${gib(s.bytes)}): another conversion (pid ${s.owner?.pid ?? "?"}) may still use it; remove it if not`,
+        ),
+      onTemporarySpace: (t) => {
+        say(
+          `temporary space: about ${t.bytes !== undefined ? gib(t.bytes) : `${t.bytesPerNonzero} bytes per nonzero`} in ${t.folder}${t.available !== undefined ? ` (${gib(t.available)} free)` : ""}, removed when done`,
+        );
+        timing.rowsStart = performance.now();
+      },
       shape: [nRows, nCols],
       axes: o.axes,
       byteAddressable: o.byteAddressable,
@@ -257,7 +169,7 @@ async function convertLocked(
       dtype: "int32",
       ...(nnzKnown !== undefined ? { nnz: nnzKnown } : {}),
       ...(nnzAtMost !== undefined ? { nnzAtMost } : {}),
-      tmpDir: tmpParent,
+      ...(o.tmpDir !== undefined ? { tmpDir: o.tmpDir } : {}),
       threads: o.threads,
       removeOnSignal: true,
       onProgress: (p) => {
@@ -276,7 +188,7 @@ async function convertLocked(
     if (target.replacing) await target.commit("zarr.json");
     o.bar.finish();
     const seconds = (performance.now() - started) / 1000;
-    const bytes = counted.stats.bytesWritten;
+    const bytes = store.stats.bytesWritten;
     const columnsSeconds = timing.columnsStart ? (performance.now() - timing.columnsStart) / 1000 : 0;
     const json = {
       input: o.input,
@@ -296,7 +208,7 @@ async function convertLocked(
       temp_bytes_spilled: result.bytesSpilled,
       temp_peak_bytes: result.peakSpillBytes,
       transposed_in_memory_bytes: result.bytesInMemory,
-      temp_dir: tmpParent,
+      temp_dir: result.temporary.folder,
       seconds,
       seconds_rows: rowsSeconds,
       seconds_genes: columnsSeconds,
@@ -310,14 +222,12 @@ async function convertLocked(
     const text = `converted ${o.input} (${source.format}, ${source.matrixPath}) -> ${target.store.url} (sporadik${o.byteAddressable ? ", byte-addressable" : ""}${o.checksums ? ", checksummed" : ""})
   ${nRows.toLocaleString("en-US")} cells x ${nCols.toLocaleString("en-US")} genes, ${result.nnz.toLocaleString("en-US")} nonzeros; layouts along axes ${o.axes.join(", ")} (${o.axes.map((a) => (a === 0 ? "cells contiguous" : "genes contiguous")).join(", ")}), with maxima${order}
   ${bytes.toLocaleString("en-US")} bytes written in ${seconds.toFixed(1)} s (cell and gene names are not stored: sporadik has no place for them)`;
-    const statsDetail = `temporary: ${result.bytesSpilled.toLocaleString("en-US")} bytes spilled (peak ${result.peakSpillBytes.toLocaleString("en-US")}) in ${tmpParent}, ${result.bytesInMemory.toLocaleString("en-US")} transposed in memory; rows ${rowsSeconds.toFixed(1)} s, genes ${columnsSeconds.toFixed(1)} s`;
-    return { text, json, store: counted, statsDetail };
+    const statsDetail = `temporary: ${result.bytesSpilled.toLocaleString("en-US")} bytes spilled (peak ${result.peakSpillBytes.toLocaleString("en-US")}) in ${result.temporary.folder}, ${result.bytesInMemory.toLocaleString("en-US")} transposed in memory; rows ${rowsSeconds.toFixed(1)} s, genes ${columnsSeconds.toFixed(1)} s`;
+    return { text, json, store, statsDetail };
   } catch (error) {
     o.bar.finish();
-    // A staged store is dropped (the old one stays as it was); a store this run created and did
-    // not finish is removed; an existing output is left as it is.
+    // A staged store is dropped: the old one stays as it was.
     if (target.replacing) await target.abandon().catch(() => undefined);
-    else if (local !== undefined && !existed) await rm(local, { recursive: true, force: true });
     throw error;
   } finally {
     await close();

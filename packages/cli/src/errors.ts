@@ -13,24 +13,10 @@ export type CliErrorTag =
   | "NotAStore"
   /** A store that is a deltacells dataset where a sporadik store was asked for. */
   | "NotASporadikStore"
-  /** A conversion's target holds something else already. */
-  | "TargetNotEmpty"
-  /** A conversion's target is its input. */
-  | "TargetIsInput"
-  /** A conversion's target is a file, not a folder. */
-  | "TargetNotAFolder"
   /** An output file cannot be created where it was asked for. */
   | "OutputNotWritable"
-  /** The matrix holds more nonzeros than `--max-nnz` allows. */
-  | "TooManyNonzeros"
-  /** The temporary folder would not fit on its disk. */
-  | "NoTempSpace"
-  /** A companion or staged object changed under the command (another writer at the same place). */
-  | "ConcurrentChange"
   /** `serve` was given a root that is not a folder. */
-  | "NotAFolder"
-  /** Another conversion holds the target's writer lock. */
-  | "TargetLocked";
+  | "NotAFolder";
 
 /** What a {@link CliError} is made of, besides its message. */
 export interface CliErrorOptions {

@@ -9,6 +9,7 @@ import {
   openDataset,
   type TileDecoder,
 } from "@deltacells/core";
+import type { OpenAtlasTargetOptions, OpenTargetOptions } from "@deltacells/core/node";
 import type { StoreInfo } from "@deltacells/sporadik";
 import { openStore, type StatsStore, type Store, withStats } from "@deltacells/storage/node";
 import { network, s3Signing } from "./args.js";
@@ -37,6 +38,28 @@ export function openLocation(location: string): Store {
 /** A local path or URL (s3://, http(s)://, file://) opened as a store that counts its requests. */
 export function openCounted(location: string): StatsStore {
   return withStats(openLocation(location));
+}
+
+/**
+ * How a command opens its target: through {@link openCounted}, the lock recording the command
+ * (`writer`), messages naming its flags, and the lock released on Ctrl-C and SIGTERM.
+ */
+export function targetOptions(writer = "deltacells convert") {
+  return {
+    open: openCounted,
+    writer,
+    optionNames: { overwrite: "--overwrite", breakLock: "--break-lock" },
+    releaseOnSignal: true,
+  } satisfies OpenTargetOptions;
+}
+
+/** {@link targetOptions} of an atlas step, whose refusal of a complete dataset names the commands. */
+export function atlasTargetOptions(writer: string) {
+  return {
+    ...targetOptions(writer),
+    finalizedHint:
+      "add cells to it with deltacells append, build the atlas elsewhere, or replace it with deltacells convert ... --overwrite",
+  } satisfies Omit<OpenAtlasTargetOptions, "writer"> & { writer: string };
 }
 
 /** Nothing at all is at a location: no folder, or an empty one or prefix. */

@@ -251,7 +251,7 @@ test("Ctrl-C removes the lock even when another SIGINT listener ends the process
   const script = `
     import { acquireWriterLock } from ${JSON.stringify(join(REPO, "packages/deltacells/src/target/writer-lock.ts"))};
     import { openLocation } from ${JSON.stringify(join(REPO, "packages/cli/src/io.ts"))};
-    await acquireWriterLock(openLocation(${JSON.stringify(out)}), ${JSON.stringify(out)}, ${JSON.stringify(out)}, false);
+    await acquireWriterLock(openLocation(${JSON.stringify(out)}), ${JSON.stringify(out)}, { folder: ${JSON.stringify(out)}, releaseOnSignal: true });
     process.once("SIGINT", () => process.exit(130));
     process.stdout.write("locked\\n");
     setInterval(() => {}, 1000);

@@ -1,6 +1,8 @@
 /**
  * @deltacells/core/node: everything `@deltacells/core` exports, plus opening a dataset by path or
- * URL, a native zstd for `var.parquet`, and the local Arrow cache of obs columns. Node-only.
+ * URL, a native zstd for `var.parquet`, the local Arrow cache of obs columns, and conversions into a
+ * location: its writer lock, staging and `overwrite` ({@link openTarget}), and a dataset written
+ * through them ({@link convertToDataset}). Node-only.
  */
 
 export { inputIdentity } from "./atlas/identity-node.js";
@@ -8,7 +10,19 @@ export { type NodeOpenDatasetOptions, openDataset, zstdCompressor } from "./data
 export * from "./index.js";
 export { cacheLocalizer, type ObsCacheLockOptions, obsCacheRoot } from "./obs/cache-node.js";
 export { type AtlasTarget, type OpenAtlasTargetOptions, openAtlasTarget } from "./target/atlas-target.js";
-export { type ConversionTarget, openTarget, STAGING_PREFIX, TargetError } from "./target/target.js";
+export {
+  type ClosableSource,
+  type ConvertToDatasetOptions,
+  type ConvertToDatasetResult,
+  convertToDataset,
+} from "./target/convert.js";
+export {
+  type ConversionTarget,
+  type OpenTargetOptions,
+  openTarget,
+  STAGING_PREFIX,
+  TargetError,
+} from "./target/target.js";
 export {
   acquireWriterLock,
   LOCK_KEY,
@@ -17,4 +31,5 @@ export {
   TargetLockedError,
   tempFiles,
   type WriterLock,
+  type WriterLockOptions,
 } from "./target/writer-lock.js";

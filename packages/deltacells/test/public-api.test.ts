@@ -113,6 +113,7 @@ test("@deltacells/core/node exports exactly these names", () => {
     "checkIdentity: function",
     "codecInfo: function",
     "companionOf: function",
+    "convertToDataset: function",
     "createLoader: function",
     "createTilePool: function",
     "datasetRowBlocks: function",

@@ -27,7 +27,11 @@ export type SporadikErrorTag =
   /** A decode worker thread could not start, failed or stopped. */
   | "DecodeWorkerError"
   /** An encode (zstd compression) worker thread failed or stopped. */
-  | "EncodeWorkerError";
+  | "EncodeWorkerError"
+  /** A conversion's matrix holds more nonzeros than its bound allows (`TooManyNonzerosError`, Node). */
+  | "TooManyNonzeros"
+  /** A conversion's temporary folder would not fit on its disk (`NoTempSpaceError`, Node). */
+  | "NoTempSpace";
 
 /**
  * The brand of every deltacells-family error, its value the package (see `isDeltacellsFamilyError`

@@ -2,7 +2,8 @@
  * @deltacells/sporadik/node: everything `@deltacells/sporadik` exports, with chunks decoded by a
  * native zstd (zstd-napi) instead of zarrita's WebAssembly one. Decoding is what a chunked batch
  * spends its time on, and the native decoder writes each chunk straight into its typed array.
- * Writing large matrices: {@link writeStoreFromRowBlocks} (native zstd workers, a temporary folder).
+ * Writing large matrices: {@link writeStoreFromRowBlocks} (native zstd workers, a temporary folder),
+ * and {@link convertToStore} around it (temporary space and nonzero bound checked, as a conversion).
  * Node-only; a browser imports `@deltacells/sporadik`, which reads the same stores the same way.
  *
  * @module
@@ -20,6 +21,13 @@ import {
 import { napi, napiFailure } from "./napi.js";
 import type { Decompressor, Decompressors } from "./zarr.js";
 
+export {
+  type ConvertToStoreOptions,
+  convertToStore,
+  NoTempSpaceError,
+  type TemporarySpace,
+  TooManyNonzerosError,
+} from "./convert-node.js";
 export { EncodePool, nativeEncoder } from "./encode-pool.js";
 export * from "./index.js";
 export {

@@ -107,13 +107,13 @@ export async function append(argv: string[]): Promise<CommandResult> {
   const started = performance.now();
   const outPath = localPath(dataset);
   const store = openCounted(dataset);
-  const lock = await acquireWriterLock(
-    store,
-    dataset,
-    outPath,
-    values["break-lock"] === true,
-    "deltacells append",
-  );
+  const lock = await acquireWriterLock(store, dataset, {
+    folder: outPath,
+    breakLock: values["break-lock"] === true,
+    writer: "deltacells append",
+    breakLockName: "--break-lock",
+    releaseOnSignal: true,
+  });
   const pool = createTilePool({ threads });
   try {
     const removed = outPath === undefined ? [] : await removeStaleTempFiles(outPath, lock.taken);

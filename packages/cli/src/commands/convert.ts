@@ -9,9 +9,8 @@ import {
   DEFAULT_N_CHUNKS,
   DEFAULT_TILE_SIZE,
   TARGET_TILE_NNZ,
-  writeDataset,
 } from "@deltacells/core";
-import { openTarget, zstdCompressor } from "@deltacells/core/node";
+import { convertToDataset, zstdCompressor } from "@deltacells/core/node";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import {
   ATLAS_HELP,
@@ -26,7 +25,7 @@ import {
 import { writeCompanion } from "../companion.js";
 import { convertAtlas, convertPlanTask } from "../convert-atlas.js";
 import { convertToSporadik, MAX_NNZ_CEILING } from "../convert-sporadik.js";
-import { openCounted } from "../io.js";
+import { openCounted, targetOptions } from "../io.js";
 import { leftoverLine } from "../leftovers.js";
 import { explainObsError, OBS_HELP, OBS_PARSE_OPTIONS, OBS_ZSTD_LEVEL, obsOptions } from "../obs-options.js";
 import { commandBar } from "../progress.js";
@@ -247,50 +246,48 @@ export async function convert(argv: string[]): Promise<CommandResult> {
 
   const obs = obsOptions(values);
   const started = performance.now();
-  // Before the input is read: a target that cannot be written is refused at once.
-  const target = await openTarget(
-    input,
-    output,
-    values.overwrite === true,
-    values["break-lock"] === true,
-    openCounted,
-  );
-  const store = target.store;
-  let source: Awaited<ReturnType<typeof import("@deltacells/anndata/node").openInput>>;
-  try {
-    // Loaded here, not at the top: the HDF5 reader costs seconds to start, and a dataset input needs none.
-    const { openInput } = await import("@deltacells/anndata/node");
-    source = await openInput(input, inputOptions);
-  } catch (err) {
-    await target.abandon().catch(() => undefined);
-    await target.lock.release();
-    throw err;
-  }
   const pool = createTilePool({ threads });
   let phase = "";
+  let companion: Awaited<ReturnType<typeof writeCompanion>> | undefined;
   try {
-    const { manifest, bytes } = await writeDataset(source, target.staging, {
-      encoder: pool,
-      compress: zstdCompressor(DEFAULT_LEVEL),
-      tileSize,
-      nChunks,
-      level,
-      inFlight: threads + 2,
-      obs: { ...obs, compress: zstdCompressor(OBS_ZSTD_LEVEL) },
-      onProgress: (p) => {
-        if (p.phase !== phase) {
-          phase = p.phase;
-          bar.phase(p.phase === "totals" ? "pass 1" : "pass 2");
-        }
-        bar.update(p.cellsDone, p.nCells, "cells");
+    // The target is checked before the input is read: one that cannot be written is refused at once.
+    const { manifest, bytes, store, source, removedTempFiles } = await convertToDataset(
+      output,
+      async () => {
+        // Loaded here, not at the top: the HDF5 reader costs seconds to start, and a dataset input needs none.
+        const { openInput } = await import("@deltacells/anndata/node");
+        return openInput(input, inputOptions);
       },
-    });
-    bar.finish();
-    await target.commit("manifest.json");
-    // The companion goes in once the dataset is in place; the manifest names it only when complete.
-    const companion = values.sporadik
-      ? await writeCompanion(output, threads, bar, values["no-checksums"] !== true)
-      : undefined;
+      {
+        ...targetOptions(),
+        input,
+        overwrite: values.overwrite === true,
+        breakLock: values["break-lock"] === true,
+        encoder: pool,
+        compress: zstdCompressor(DEFAULT_LEVEL),
+        tileSize,
+        nChunks,
+        level,
+        inFlight: threads + 2,
+        obs: { ...obs, compress: zstdCompressor(OBS_ZSTD_LEVEL) },
+        onProgress: (p) => {
+          if (p.phase !== phase) {
+            phase = p.phase;
+            bar.phase(p.phase === "totals" ? "pass 1" : "pass 2");
+          }
+          bar.update(p.cellsDone, p.nCells, "cells");
+        },
+        // The companion goes in once the dataset is in place; the manifest names it only when complete.
+        ...(values.sporadik
+          ? {
+              afterCommit: async () => {
+                bar.finish();
+                companion = await writeCompanion(output, threads, bar, values["no-checksums"] !== true);
+              },
+            }
+          : {}),
+      },
+    );
     const seconds = (performance.now() - started) / 1000;
     const summary = {
       input,
@@ -299,20 +296,17 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       matrix_path: source.matrixPath,
       ...datasetSummary(manifest, bytes),
       ...companionSummary(companion),
-      removed_temp_files: target.removedTempFiles,
+      removed_temp_files: removedTempFiles,
       seconds,
     };
     const text = `converted ${input} (${source.format}, ${source.matrixPath}) -> ${store.url}
   ${manifest.n_cells.toLocaleString("en-US")} cells x ${manifest.n_genes.toLocaleString("en-US")} genes, ${summary.nnz.toLocaleString("en-US")} nonzeros in ${count(manifest.tile_cells.length, "tile")}
-  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion)}${textFromLine(manifest)}${leftoverLine(target.removedTempFiles)}`;
+  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion)}${textFromLine(manifest)}${leftoverLine(removedTempFiles)}`;
     return { text, json: summary, store };
   } catch (err) {
-    await target.abandon().catch(() => undefined);
     throw explainObsError(err);
   } finally {
     bar.finish();
     await pool.close();
-    await source.close();
-    await target.lock.release();
   }
 }

@@ -9,7 +9,7 @@ import { resolve } from "node:path";
 import { ATLAS_PREFIX, AtlasIncomplete, finalizeAtlas } from "@deltacells/core";
 import { openAtlasTarget } from "@deltacells/core/node";
 import { COMMON_HELP, count, parse } from "../args.js";
-import { openCounted } from "../io.js";
+import { atlasTargetOptions } from "../io.js";
 import { leftoverLine } from "../leftovers.js";
 import { ProgressBar } from "../progress.js";
 import type { CommandResult } from "./types.js";
@@ -39,11 +39,10 @@ export async function finalize(argv: string[]): Promise<CommandResult> {
   const started = performance.now();
   const bar = new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
   const target = await openAtlasTarget(output, {
+    ...atlasTargetOptions("deltacells finalize"),
     lock: true,
     breakLock: values["break-lock"] === true,
-    command: "deltacells finalize",
     allowFinalized: true,
-    open: openCounted,
   });
   try {
     bar.phase("check");

@@ -28,7 +28,7 @@ import {
   taskIndex,
 } from "../atlas-options.js";
 import { describePlan, planJson } from "../atlas-report.js";
-import { openCounted } from "../io.js";
+import { atlasTargetOptions } from "../io.js";
 import { leftoverLine } from "../leftovers.js";
 import { explainObsError, OBS_HELP, OBS_PARSE_OPTIONS, obsOptions } from "../obs-options.js";
 import { ProgressBar } from "../progress.js";
@@ -136,7 +136,7 @@ export async function plan(argv: string[]): Promise<CommandResult> {
     if (values.scan) {
       const i = taskIndex(values, n, "input to scan");
       if (i >= n) throw new UsageError(`--task ${i}: there are ${n} inputs (0 .. ${n - 1})`);
-      const target = await openAtlasTarget(output, { command: "deltacells plan --scan", open: openCounted });
+      const target = await openAtlasTarget(output, atlasTargetOptions("deltacells plan --scan"));
       const scan = await scanOne(target.store, i);
       const seconds = (performance.now() - started) / 1000;
       const nnz = scan.geneNnz.reduce((a, b) => a + b, 0);
@@ -157,8 +157,7 @@ export async function plan(argv: string[]): Promise<CommandResult> {
     const target = await openAtlasTarget(output, {
       lock: true,
       breakLock: values["break-lock"] === true,
-      command: values.merge ? "deltacells plan --merge" : "deltacells plan",
-      open: openCounted,
+      ...atlasTargetOptions(values.merge ? "deltacells plan --merge" : "deltacells plan"),
     });
     try {
       if (!values.merge) for (let i = 0; i < n; i++) await scanOne(target.store, i);

@@ -11,7 +11,7 @@ import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { StatsStore } from "@deltacells/storage";
 import { openStore, withStats } from "@deltacells/storage/node";
-import { KNOWN_KEY, TargetError } from "./target.js";
+import { KNOWN_KEY, type OpenTargetOptions, TargetError } from "./target.js";
 import { acquireWriterLock, LOCK_KEY, removeStaleTempFiles, type WriterLock } from "./writer-lock.js";
 
 /** The absolute local path a location names (a path or a file:// URL), or undefined for another URL. */
@@ -32,29 +32,38 @@ export interface AtlasTarget {
 }
 
 /** Options of {@link openAtlasTarget}. */
-export interface OpenAtlasTargetOptions {
+export interface OpenAtlasTargetOptions
+  extends Pick<OpenTargetOptions, "breakLock" | "open" | "optionNames" | "releaseOnSignal"> {
   /** Take the writer lock first (the steps that must run alone). Default false. */
   lock?: boolean | undefined;
-  /** Delete a writer lock left by a killed step first. Default false. */
-  breakLock?: boolean | undefined;
   /** The step, as the lock records it. */
-  command: string;
+  writer: string;
   /** Accept a complete dataset there (finalize, run again). Default false. */
   allowFinalized?: boolean | undefined;
-  /** Opens a location as a counting store. Default: `openStore` of @deltacells/storage/node, with stats. */
-  open?: ((location: string) => StatsStore) | undefined;
+  /**
+   * What the refusal of a complete dataset there suggests instead. Default: appending to it
+   * (`appendToDataset`), building the atlas elsewhere, or replacing it (`convertToDataset` with
+   * `overwrite`).
+   */
+  finalizedHint?: string | undefined;
 }
 
 /**
  * Open `output` for an atlas step: refused when it holds objects of no dataset, or (unless
- * `allowFinalized`) a complete dataset. With `lock`, the writer lock is taken first (`command`
+ * `allowFinalized`) a complete dataset. With `lock`, the writer lock is taken first (`writer`
  * names the step in it).
  */
 export async function openAtlasTarget(output: string, opts: OpenAtlasTargetOptions): Promise<AtlasTarget> {
   const outPath = localPath(output);
   const store = (opts.open ?? ((location: string) => withStats(openStore(location))))(output);
   const lock = opts.lock
-    ? await acquireWriterLock(store, output, outPath, opts.breakLock === true, opts.command)
+    ? await acquireWriterLock(store, output, {
+        folder: outPath,
+        breakLock: opts.breakLock,
+        writer: opts.writer,
+        breakLockName: opts.optionNames?.breakLock,
+        releaseOnSignal: opts.releaseOnSignal,
+      })
     : undefined;
   try {
     const keys = (await store.list()).filter((k) => k !== LOCK_KEY);
@@ -67,7 +76,7 @@ export async function openAtlasTarget(output: string, opts: OpenAtlasTargetOptio
     }
     if (!opts.allowFinalized && keys.includes("manifest.json")) {
       throw new TargetError(
-        `${store.url} already holds a complete deltacells dataset. Nothing was written: add cells to it with deltacells append, build the atlas elsewhere, or replace it with deltacells convert ... --overwrite`,
+        `${store.url} already holds a complete deltacells dataset. Nothing was written: ${opts.finalizedHint ?? "append to it (appendToDataset), build the atlas elsewhere, or replace it (convertToDataset with overwrite: true)"}`,
         { tag: "TargetNotEmpty", object: store.url, found: ["manifest.json"] },
       );
     }

@@ -20,7 +20,13 @@ import type { StatsStore, Store } from "@deltacells/storage";
 import { openStore, withStats } from "@deltacells/storage/node";
 import { PrefixStore } from "../atlas/prefix-store.js";
 import { DeltacellsError } from "../errors.js";
-import { acquireWriterLock, LOCK_KEY, removeStaleTempFiles, type WriterLock } from "./writer-lock.js";
+import {
+  acquireWriterLock,
+  LOCK_KEY,
+  removeStaleTempFiles,
+  type WriterLock,
+  type WriterLockOptions,
+} from "./writer-lock.js";
 
 /** The absolute local path a location names (a path or a file:// URL), or undefined for another URL. */
 function localPath(location: string): string | undefined {
@@ -78,25 +84,45 @@ export interface ConversionTarget {
   removedTempFiles: string[];
 }
 
+/** Options of {@link openTarget}. */
+export interface OpenTargetOptions {
+  /** The location the conversion reads: refused as its own target (`TargetIsInput`). */
+  input?: string | undefined;
+  /** Replace a dataset or store already there (staged, moved into place once complete). Default false. */
+  overwrite?: boolean | undefined;
+  /** Delete a writer lock left by a killed conversion first. Default false. */
+  breakLock?: boolean | undefined;
+  /** Opens a location as a counting store. Default: `openStore` of @deltacells/storage/node, with stats. */
+  open?: ((location: string) => StatsStore) | undefined;
+  /** Who writes, as the lock records it and the line printed on an interrupted run begins. Default "deltacells". */
+  writer?: string | undefined;
+  /** How messages name the options (a command line names its flags). Default `overwrite: true`, `breakLock: true`. */
+  optionNames?: { overwrite?: string; breakLock?: string } | undefined;
+  /** Also release the lock on SIGINT and SIGTERM, then end the process (see {@link WriterLockOptions}). Default false. */
+  releaseOnSignal?: boolean | undefined;
+}
+
 /**
  * Check `output` before anything is read or written: refused when it is `input` itself, or holds
  * anything and `overwrite` is false, or holds objects that are neither a dataset nor a store
  * (`overwrite` never deletes what it does not recognise), or another conversion holds its writer
- * lock (see writer-lock.ts; `breakLock` deletes a stale one first). The lock is taken before the
- * target is listed, and kept (release it when done) unless this refuses.
+ * lock (see {@link acquireWriterLock}; `breakLock` deletes a stale one first). The lock is taken
+ * before the target is listed, and kept (release it when done) unless this refuses.
  */
-export async function openTarget(
-  input: string,
-  output: string,
-  overwrite: boolean,
-  breakLock = false,
-  open: (location: string) => StatsStore = (location) => withStats(openStore(location)),
-): Promise<ConversionTarget> {
+export async function openTarget(output: string, options: OpenTargetOptions = {}): Promise<ConversionTarget> {
+  const {
+    input,
+    overwrite = false,
+    breakLock = false,
+    open = (location: string) => withStats(openStore(location)),
+    writer = "deltacells",
+  } = options;
+  const names = { overwrite: "overwrite: true", breakLock: "breakLock: true", ...options.optionNames };
   const outPath = localPath(output);
-  const inPath = localPath(input);
   if (
-    (outPath !== undefined && outPath === inPath) ||
-    input.replace(/\/+$/, "") === output.replace(/\/+$/, "")
+    input !== undefined &&
+    ((outPath !== undefined && outPath === localPath(input)) ||
+      input.replace(/\/+$/, "") === output.replace(/\/+$/, ""))
   ) {
     throw new TargetError(
       `${output} is the input itself: a conversion cannot replace what it reads; write to another location`,
@@ -112,10 +138,19 @@ export async function openTarget(
       );
   }
   const store = open(output);
-  const lock = await acquireWriterLock(store, output, outPath, breakLock);
+  const lock = await acquireWriterLock(store, output, {
+    folder: outPath,
+    breakLock,
+    writer,
+    breakLockName: names.breakLock,
+    releaseOnSignal: options.releaseOnSignal,
+  });
   try {
     const removedTempFiles = outPath === undefined ? [] : await removeStaleTempFiles(outPath, lock.taken);
-    return await checkedTarget(store, output, outPath, overwrite, lock, removedTempFiles);
+    return await checkedTarget(store, output, outPath, overwrite, lock, removedTempFiles, {
+      writer,
+      overwrite: names.overwrite,
+    });
   } catch (err) {
     await lock.release();
     throw err;
@@ -130,19 +165,20 @@ async function checkedTarget(
   overwrite: boolean,
   lock: WriterLock,
   removedTempFiles: string[],
+  words: { writer: string; overwrite: string },
 ): Promise<ConversionTarget> {
   const existing = (await store.list()).filter((k) => k !== LOCK_KEY);
   if (existing.length > 0) {
     const unknown = existing.filter((k) => !KNOWN_KEY.test(k));
     if (unknown.length > 0) {
       throw new TargetError(
-        `${store.url} holds ${existing.length} object${existing.length === 1 ? "" : "s"}, ${unknown.length} of which belong to no deltacells dataset or sporadik store (${unknown.slice(0, 3).join(", ")}${unknown.length > 3 ? ", ..." : ""}), which --overwrite never deletes. Nothing was written: choose a new or empty folder, or remove them first`,
+        `${store.url} holds ${existing.length} object${existing.length === 1 ? "" : "s"}, ${unknown.length} of which belong to no deltacells dataset or sporadik store (${unknown.slice(0, 3).join(", ")}${unknown.length > 3 ? ", ..." : ""}), which ${words.overwrite} never deletes. Nothing was written: choose a new or empty folder, or remove them first`,
         { tag: "TargetNotEmpty", object: store.url, found: unknown.slice(0, 5) },
       );
     }
     if (!overwrite) {
       throw new TargetError(
-        `${store.url} already holds ${describe(existing)} (${existing.length} object${existing.length === 1 ? "" : "s"}). Nothing was written: choose another OUTPUT, or pass --overwrite to replace it (the old one stays readable until the new one is complete)`,
+        `${store.url} already holds ${describe(existing)} (${existing.length} object${existing.length === 1 ? "" : "s"}). Nothing was written: choose another OUTPUT, or pass ${words.overwrite} to replace it (the old one stays readable until the new one is complete)`,
         { tag: "TargetNotEmpty", object: store.url, found: existing.slice(0, 5) },
       );
     }
@@ -170,7 +206,7 @@ async function checkedTarget(
       : existing.length > 0
         ? `stopped before the new data was complete: ${output} is as it was`
         : `stopped before the new data was complete: what ${output} holds is unfinished, and readers refuse it`;
-    process.stderr.write(`deltacells convert: ${left}\n`);
+    process.stderr.write(`${words.writer}: ${left}\n`);
   };
   process.once("exit", onExit);
   return {

@@ -4,7 +4,7 @@
  * written, and deleted when the conversion ends, whether it succeeded, failed or was interrupted
  * (Ctrl-C, SIGTERM). A second conversion into the same place finds it and is refused, so two
  * writers never mix their objects. A lock left by a killed process (SIGKILL, power loss) stays:
- * the refusal says who holds it and how to remove it (`--break-lock`, or deleting the object).
+ * the refusal says who holds it and how to remove it (`breakLock`, or deleting the object).
  */
 import { randomBytes } from "node:crypto";
 import { readFileSync, unlinkSync } from "node:fs";
@@ -78,6 +78,7 @@ function lockedMessage(
   where: string,
   holder: LockHolder | undefined,
   local: boolean,
+  breakLockName: string,
 ): string {
   const who = holder
     ? `by ${holder.command} (pid ${holder.pid} on ${holder.host}, since ${holder.started})`
@@ -90,22 +91,44 @@ function lockedMessage(
         ? " That process is still running: wait for it to finish."
         : "";
   const remove = local ? `rm ${where}` : `aws s3 rm ${where}`;
-  return `${output} is being written by another conversion ${who}; two writers would mix their objects, so nothing was written.${stale} If no conversion is writing there, remove the lock (${remove}, or run again with --break-lock) and convert again.`;
+  return `${output} is being written by another conversion ${who}; two writers would mix their objects, so nothing was written.${stale} If no conversion is writing there, remove the lock (${remove}, or run again with ${breakLockName}) and convert again.`;
+}
+
+/** Options of {@link acquireWriterLock}. */
+export interface WriterLockOptions {
+  /** The target's local folder, when it is one (then its lock also goes synchronously on `process.exit`). */
+  folder?: string | undefined;
+  /** Delete an existing lock first: its holder is known to be gone. Default false. */
+  breakLock?: boolean | undefined;
+  /** Who writes, as the lock records it (`LockHolder.command`). Default "deltacells". */
+  writer?: string | undefined;
+  /** How the refusal names `breakLock` (a command line names its flag). Default `breakLock: true`. */
+  breakLockName?: string | undefined;
+  /**
+   * Also release the lock on SIGINT and SIGTERM, then end the process as the signal would. For
+   * command-line tools; a library leaves signals to its host. Default false.
+   */
+  releaseOnSignal?: boolean | undefined;
 }
 
 /**
- * Take the lock of the target `store` (at `output`, a local path when `outPath` is given): refused
- * with {@link TargetLockedError} when another conversion holds it. With `breakLock`, an existing
- * lock is deleted first (the user said its holder is gone). The lock is also deleted when the
- * process exits or is interrupted; a folder's lock synchronously, even on `process.exit`.
+ * Take the lock of the target `store` (at `output`): refused with {@link TargetLockedError} when
+ * another conversion holds it. With `breakLock`, an existing lock is deleted first (the user said
+ * its holder is gone). The lock is also deleted when the process exits (a folder's synchronously,
+ * even on `process.exit`), and with `releaseOnSignal` when it is interrupted.
  */
 export async function acquireWriterLock(
   store: Store,
   output: string,
-  outPath: string | undefined,
-  breakLock: boolean,
-  command = "deltacells convert",
+  options: WriterLockOptions = {},
 ): Promise<WriterLock> {
+  const {
+    folder: outPath,
+    breakLock = false,
+    writer = "deltacells",
+    breakLockName = "breakLock: true",
+    releaseOnSignal = false,
+  } = options;
   const where =
     outPath !== undefined ? resolve(outPath, LOCK_KEY) : `${output.replace(/\/+$/, "")}/${LOCK_KEY}`;
   const folderExisted = outPath === undefined || (await stat(outPath).catch(() => undefined)) !== undefined;
@@ -113,7 +136,7 @@ export async function acquireWriterLock(
     host: hostname(),
     pid: process.pid,
     started: new Date().toISOString(),
-    command,
+    command: writer,
     id: randomBytes(8).toString("hex"),
   };
   const bytes = new TextEncoder().encode(`${JSON.stringify(holder, null, 2)}\n`);
@@ -145,8 +168,10 @@ export async function acquireWriterLock(
   };
   // Listening before the lock exists: an interruption at any moment after it does removes it.
   process.once("exit", onExit);
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
+  if (releaseOnSignal) {
+    process.once("SIGINT", onSignal);
+    process.once("SIGTERM", onSignal);
+  }
   const taken = Date.now();
   try {
     if (breakLock) await store.delete(LOCK_KEY);
@@ -155,7 +180,11 @@ export async function acquireWriterLock(
     await release();
     if (!isStorageError(err, "AlreadyExists")) throw err;
     const other = parseHolder(await store.get(LOCK_KEY).catch(() => undefined));
-    throw new TargetLockedError(lockedMessage(output, where, other, outPath !== undefined), where, other);
+    throw new TargetLockedError(
+      lockedMessage(output, where, other, outPath !== undefined, breakLockName),
+      where,
+      other,
+    );
   }
   return { location: where, taken, release };
 }
