@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { createTilePool, type DatasetSource, writeDataset } from "@deltacells/core";
 import { zstdCompressor } from "@deltacells/core/node";
 import { FolderStore } from "@deltacells/storage/node";
-import { writeCompanion } from "../packages/cli/src/companion.js";
+import { writeCompanion } from "../packages/cli/src/convert/companion.js";
 import { ProgressBar } from "../packages/cli/src/progress.js";
 import { mulberry32 } from "../test-utils/prng.js";
 import { syntheticSource } from "./synthetic-source.js";

@@ -27,7 +27,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { Page } from "playwright-core";
 import { buildPbmc, buildViewer } from "../apps/viewer/test/fixtures.js";
-import { startServer } from "../packages/cli/src/serve-http.js";
+import { startServer } from "../packages/cli/src/serve/http.js";
 import { launchChromium } from "../test-utils/browser/index.js";
 import { buildSynthetic } from "./viewer-data.js";
 

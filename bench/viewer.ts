@@ -17,7 +17,7 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { buildPbmc, buildViewer } from "../apps/viewer/test/fixtures.js";
-import { startServer } from "../packages/cli/src/serve-http.js";
+import { startServer } from "../packages/cli/src/serve/http.js";
 import { launchChromium } from "../test-utils/browser/index.js";
 import { buildSynthetic } from "./viewer-data.js";
 

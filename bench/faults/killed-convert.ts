@@ -9,8 +9,8 @@
 import { cpSync, existsSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { openDataset } from "@deltacells/core/node";
-import { convert } from "../../packages/cli/src/commands/convert.js";
-import { validate } from "../../packages/cli/src/commands/validate.js";
+import { convert } from "../../packages/cli/src/convert/command.js";
+import { validate } from "../../packages/cli/src/validate/command.js";
 import { mulberry32 } from "../../test-utils/prng.js";
 import type { FaultClass, RunOptions } from "./classes.js";
 import { deltacells } from "./cli.js";

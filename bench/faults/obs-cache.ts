@@ -19,7 +19,7 @@ import {
 } from "@deltacells/core";
 import { cacheLocalizer, openDataset, zstdCompressor } from "@deltacells/core/node";
 import { FolderStore } from "@deltacells/storage/node";
-import { obsCommand } from "../../packages/cli/src/commands/obs.js";
+import { obsCommand } from "../../packages/cli/src/obs/command.js";
 import { obsCachePath, obsChecksumPath } from "../../packages/deltacells/src/obs/cache-node.js";
 import { mulberry32 } from "../../test-utils/prng.js";
 import type { FaultClass, RunOptions } from "./classes.js";

@@ -10,7 +10,7 @@
  */
 import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { validate } from "../../packages/cli/src/commands/validate.js";
+import { validate } from "../../packages/cli/src/validate/command.js";
 import { mulberry32 } from "../../test-utils/prng.js";
 import type { FaultClass, RunOptions } from "./classes.js";
 import { workDir } from "./fixtures.js";

@@ -10,7 +10,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type CellRows, createTilePool } from "@deltacells/core";
 import { openDataset } from "@deltacells/core/node";
-import { exportCommand } from "../../packages/cli/src/commands/export.js";
+import { exportCommand } from "../../packages/cli/src/export/command.js";
 import { mulberry32 } from "../../test-utils/prng.js";
 import type { FaultClass, RunOptions } from "./classes.js";
 import { workDir, writeSynthetic } from "./fixtures.js";

@@ -11,7 +11,7 @@ import { join, relative } from "node:path";
 import { after, before, test } from "node:test";
 import { openDataset } from "@deltacells/core/node";
 import { AwsClient } from "aws4fetch";
-import { type RunningServer, startServer } from "../../../packages/cli/src/serve-http.js";
+import { type RunningServer, startServer } from "../../../packages/cli/src/serve/http.js";
 import type { RunningBrowser } from "../../../test-utils/browser/browser.js";
 import { launchChromium } from "../../../test-utils/browser/index.js";
 import { type RunningServer as Moto, startMoto } from "../../../test-utils/servers.js";

@@ -13,7 +13,7 @@ import { after, before, test } from "node:test";
 import { openInput } from "@deltacells/anndata/node";
 import { openDataset } from "@deltacells/core/node";
 import type { Page } from "playwright-core";
-import { type RunningServer, startServer } from "../../../packages/cli/src/serve-http.js";
+import { type RunningServer, startServer } from "../../../packages/cli/src/serve/http.js";
 import type { RunningBrowser } from "../../../test-utils/browser/browser.js";
 import { launchChromium, serveDirectory } from "../../../test-utils/browser/index.js";
 import type { StaticServer } from "../../../test-utils/browser/server.js";

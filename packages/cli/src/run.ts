@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import type { Writable } from "node:stream";
 import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_SECONDS } from "@deltacells/storage";
 import { UsageError } from "./args.js";
-import type { CommandResult } from "./commands/types.js";
+import type { CommandResult } from "./command.js";
 import { cliHint, oneLine, stackOf, tagOf } from "./report.js";
 import { errorLine, stderrIsJson } from "./stderr-json.js";
 
@@ -29,47 +29,47 @@ type Command = (argv: string[], io: CliIo) => Promise<CommandResult>;
 // Each command loads only when run: `inspect` never pays for the HDF5 or input readers.
 const COMMANDS: Record<string, { load: () => Promise<Command>; summary: string }> = {
   convert: {
-    load: async () => (await import("./commands/convert.js")).convert,
+    load: async () => (await import("./convert/command.js")).convert,
     summary: "convert an .h5ad, .zarr, 10x or Matrix Market input to a dataset (or a sporadik store)",
   },
   plan: {
-    load: async () => (await import("./commands/plan.js")).plan,
+    load: async () => (await import("./plan/command.js")).plan,
     summary: "plan an atlas built by N tasks across machines (a job array), from a scan of its inputs",
   },
   append: {
-    load: async () => (await import("./commands/append.js")).append,
+    load: async () => (await import("./append/command.js")).append,
     summary: "add the cells of new inputs at the end of a dataset, writing only what changes",
   },
   finalize: {
-    load: async () => (await import("./commands/finalize.js")).finalize,
+    load: async () => (await import("./finalize/command.js")).finalize,
     summary: "complete an atlas built by tasks: check every task, then write the manifest",
   },
   inspect: {
-    load: async () => (await import("./commands/inspect.js")).inspect,
+    load: async () => (await import("./inspect/command.js")).inspect,
     summary: "show a dataset's (or a sporadik store's) shape, tiles, sizes and settings",
   },
   validate: {
-    load: async () => (await import("./commands/validate.js")).validate,
+    load: async () => (await import("./validate/command.js")).validate,
     summary: "check a dataset or a sporadik store deeply (exit 0 only when valid)",
   },
   export: {
-    load: async () => (await import("./commands/export.js")).exportCommand,
+    load: async () => (await import("./export/command.js")).exportCommand,
     summary: "export cells to Matrix Market or .h5ad",
   },
   obs: {
-    load: async () => (await import("./commands/obs.js")).obsCommand,
+    load: async () => (await import("./obs/command.js")).obsCommand,
     summary: "print a dataset's obs (cell table) schema or rows",
   },
   slice: {
-    load: async () => (await import("./commands/slice.js")).slice,
+    load: async () => (await import("./slice/command.js")).slice,
     summary: "print slices of a sporadik store along one axis",
   },
   stream: {
-    load: async () => (await import("./commands/stream.js")).stream,
+    load: async () => (await import("./stream/command.js")).stream,
     summary: "write shuffled mini-batches to stdout as an Arrow stream (for PyTorch)",
   },
   serve: {
-    load: async () => (await import("./commands/serve.js")).serve,
+    load: async () => (await import("./serve/command.js")).serve,
     summary: "serve datasets and stores over HTTP (ranges, CORS) with the viewer",
   },
 };

@@ -1,5 +1,9 @@
-/** What a conversion says about the dataset it wrote (its `--json` fields and its lines). */
+/**
+ * What a writing command (convert, plan, append, finalize) says about what it wrote: its `--json`
+ * fields and its lines.
+ */
 import { COMPANION_PATH, type DatasetManifest } from "@deltacells/core";
+import { count } from "./args.js";
 
 /** The `--json` fields of a written dataset. */
 export function datasetSummary(manifest: DatasetManifest, bytes: number) {
@@ -46,4 +50,10 @@ export function textFromLine(manifest: DatasetManifest): string {
   if (entries.length === 0) return "";
   const list = entries.map(([name, type]) => `${JSON.stringify(name)} (${type})`).join(", ");
   return `\n  obs: ${list} kept as ISO-8601 text, the only way obs can hold ${entries.length === 1 ? "it" : "them"} (pandas.to_datetime reads ${entries.length === 1 ? "it" : "them"} back)`;
+}
+
+/** The line saying which temporary files of killed writers the conversion removed, if any. */
+export function leftoverLine(removed: string[]): string {
+  if (removed.length === 0) return "";
+  return `\n  removed ${count(removed.length, "temporary file")} left by a writer that was killed (${removed[0]}${removed.length > 1 ? ", ..." : ""})`;
 }

@@ -7,8 +7,8 @@ import { spawnSync } from "node:child_process";
 import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { before, test } from "node:test";
-import { writeMatrixMarket } from "../src/export-mtx.js";
-import type { ExportPlan } from "../src/export-rows.js";
+import { writeMatrixMarket } from "../src/export/mtx.js";
+import type { ExportPlan } from "../src/export/rows.js";
 import { assertShortError, cli, cliPlain, deltacells, tempDir } from "./cli-helpers.js";
 
 let dir = "";

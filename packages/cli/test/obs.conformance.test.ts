@@ -12,8 +12,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { before, test } from "node:test";
 import { openDataset } from "@deltacells/core/node";
-import { convert } from "../src/commands/convert.js";
-import { exportCommand } from "../src/commands/export.js";
+import { convert } from "../src/convert/command.js";
+import { exportCommand } from "../src/export/command.js";
 import { PYTHON, run, tempDir } from "./cli-helpers.js";
 
 interface Case {

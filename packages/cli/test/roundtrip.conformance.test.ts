@@ -10,8 +10,8 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { before, test } from "node:test";
 import { pathToFileURL } from "node:url";
-import { convert } from "../src/commands/convert.js";
-import { exportCommand } from "../src/commands/export.js";
+import { convert } from "../src/convert/command.js";
+import { exportCommand } from "../src/export/command.js";
 import { PYTHON, REPO, run, tempDir } from "./cli-helpers.js";
 
 interface Case {

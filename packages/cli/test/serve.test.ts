@@ -9,7 +9,7 @@ import { mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { type RunningServer, startServer } from "../src/serve-http.js";
+import { type RunningServer, startServer } from "../src/serve/http.js";
 import { deltacells, tempDir } from "./cli-helpers.js";
 
 interface Answer {

@@ -8,7 +8,7 @@ import { test } from "node:test";
 import { packagesOf, upFront } from "../../../test-utils/up-front.js";
 
 test("deltacells stream loads the tile pool up front and nothing heavy", async () => {
-  const files = await upFront("packages/cli/src/commands/stream.ts");
+  const files = await upFront("packages/cli/src/stream/command.ts");
   assert.ok(files.has("packages/deltacells/src/codec/pool/pool.ts"), "the pool is there to start");
   const heavy = [
     "packages/deltacells/src/dataset/reader.ts",

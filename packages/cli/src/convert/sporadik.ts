@@ -16,8 +16,8 @@ import { createTilePool, datasetRowBlocks, openDataset } from "@deltacells/core"
 import { type ConversionTarget, openTarget } from "@deltacells/core/node";
 import { convertToStore, type RowBlock, withFileParts } from "@deltacells/sporadik/node";
 import { withStats } from "@deltacells/storage/node";
-import { localPath, openCounted, openLocation, targetOptions } from "./io.js";
-import type { ProgressBar } from "./progress.js";
+import { localPath, openCounted, openLocation, targetOptions } from "../io.js";
+import type { ProgressBar } from "../progress.js";
 
 /** The hard ceiling of `--max-nnz`: what a JavaScript number counts exactly. */
 export const MAX_NNZ_CEILING = Number.MAX_SAFE_INTEGER;

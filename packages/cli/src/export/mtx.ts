@@ -4,7 +4,7 @@ import { once } from "node:events";
 import { createWriteStream } from "node:fs";
 import type { Writable } from "node:stream";
 import { createGzip } from "node:zlib";
-import type { ExportPlan } from "./export-rows.js";
+import type { ExportPlan } from "./rows.js";
 
 /** Writes `text`, waiting for room in `out` unless `failed` (the file's failure) settles first. */
 async function write(out: Writable, text: string, failed: Promise<unknown>): Promise<void> {

@@ -8,7 +8,12 @@ import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { dirname, resolve } from "node:path";
 import { APPEND_STAGING, appendToDataset, createTilePool, DEFAULT_LEVEL } from "@deltacells/core";
-import { acquireWriterLock, inputIdentity, removeStaleTempFiles, zstdCompressor } from "@deltacells/core/node";
+import {
+  acquireWriterLock,
+  inputIdentity,
+  removeStaleTempFiles,
+  zstdCompressor,
+} from "@deltacells/core/node";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import {
   ATLAS_PARSE_OPTIONS,
@@ -19,12 +24,12 @@ import {
   READ_PARSE_OPTIONS,
   readOptions,
 } from "../atlas-options.js";
-import { writeCompanion } from "../companion.js";
+import type { CommandResult } from "../command.js";
+import { writeCompanion } from "../convert/companion.js";
 import { localPath, openCounted } from "../io.js";
-import { leftoverLine } from "../leftovers.js";
 import { explainObsError, OBS_ZSTD_LEVEL } from "../obs-options.js";
 import { ProgressBar } from "../progress.js";
-import type { CommandResult } from "./types.js";
+import { leftoverLine } from "../summary.js";
 
 export const APPEND_HELP = `usage: deltacells append DATASET NEW_INPUT... [options]
        deltacells append DATASET --inputs LIST [options]

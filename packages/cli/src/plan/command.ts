@@ -28,11 +28,11 @@ import {
   taskIndex,
 } from "../atlas-options.js";
 import { describePlan, planJson } from "../atlas-report.js";
+import type { CommandResult } from "../command.js";
 import { atlasTargetOptions } from "../io.js";
-import { leftoverLine } from "../leftovers.js";
 import { explainObsError, OBS_HELP, OBS_PARSE_OPTIONS, obsOptions } from "../obs-options.js";
 import { ProgressBar } from "../progress.js";
-import type { CommandResult } from "./types.js";
+import { leftoverLine } from "../summary.js";
 
 export const PLAN_HELP = `usage: deltacells plan INPUT... OUTPUT --tasks N [options]
        deltacells plan --scan INPUT... OUTPUT [--task I] [options]

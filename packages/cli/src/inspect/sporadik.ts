@@ -1,8 +1,8 @@
 /** `inspect` and `validate` on a sporadik store: its description, and the deep check. */
 import { type LayoutInfo, maximaOf, openArrayReader, type StoreInfo } from "@deltacells/sporadik/node";
 import type { StatsStore } from "@deltacells/storage";
-import { count } from "./args.js";
-import type { CommandResult } from "./commands/types.js";
+import { count } from "../args.js";
+import type { CommandResult } from "../command.js";
 
 function layoutFacts(l: LayoutInfo) {
   return {

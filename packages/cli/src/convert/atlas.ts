@@ -14,18 +14,23 @@ import {
   readPlan,
   taskStep,
 } from "@deltacells/core";
-import { inputIdentity, openAtlasTarget, openTarget, TargetError, zstdCompressor } from "@deltacells/core/node";
-import { count } from "./args.js";
-import { absoluteInput, explainAtlasError, inputOpener } from "./atlas-options.js";
-import { describePlan } from "./atlas-report.js";
-import type { CommandResult } from "./commands/types.js";
+import {
+  inputIdentity,
+  openAtlasTarget,
+  openTarget,
+  TargetError,
+  zstdCompressor,
+} from "@deltacells/core/node";
+import { count } from "../args.js";
+import { absoluteInput, explainAtlasError, inputOpener } from "../atlas-options.js";
+import { describePlan } from "../atlas-report.js";
+import type { CommandResult } from "../command.js";
+import { CliError } from "../errors.js";
+import { atlasTargetOptions, targetOptions } from "../io.js";
+import { explainObsError, OBS_ZSTD_LEVEL } from "../obs-options.js";
+import type { ProgressBar } from "../progress.js";
+import { companionLine, companionSummary, datasetSummary, leftoverLine } from "../summary.js";
 import { writeCompanion } from "./companion.js";
-import { CliError } from "./errors.js";
-import { atlasTargetOptions, targetOptions } from "./io.js";
-import { leftoverLine } from "./leftovers.js";
-import { explainObsError, OBS_ZSTD_LEVEL } from "./obs-options.js";
-import type { ProgressBar } from "./progress.js";
-import { companionLine, companionSummary, datasetSummary } from "./summary.js";
 
 /** Opens a plan's input, refusing one that changed since it was scanned. */
 function planOpener(read: Record<string, unknown>, hdf5Timeout: number | undefined) {

@@ -9,10 +9,10 @@ import { resolve } from "node:path";
 import { ATLAS_PREFIX, AtlasIncomplete, finalizeAtlas } from "@deltacells/core";
 import { openAtlasTarget } from "@deltacells/core/node";
 import { COMMON_HELP, count, parse } from "../args.js";
+import type { CommandResult } from "../command.js";
 import { atlasTargetOptions } from "../io.js";
-import { leftoverLine } from "../leftovers.js";
 import { ProgressBar } from "../progress.js";
-import type { CommandResult } from "./types.js";
+import { leftoverLine } from "../summary.js";
 
 export const FINALIZE_HELP = `usage: deltacells finalize OUTPUT [options]
 

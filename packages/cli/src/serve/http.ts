@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { join, sep } from "node:path";
 import send from "send";
-import { CliError } from "./errors.js";
+import { CliError } from "../errors.js";
 
 /** Where the viewer's assets are served from; a dataset of this name would be shadowed. */
 export const VIEWER_ASSETS = "_viewer";

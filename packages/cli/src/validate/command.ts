@@ -2,11 +2,11 @@
 import { availableParallelism } from "node:os";
 import { createTilePool, validateDataset } from "@deltacells/core";
 import { COMMON_HELP, count, intOption, parse } from "../args.js";
-import { validateCompanion } from "../companion.js";
+import type { CommandResult } from "../command.js";
+import { validateCompanion } from "../convert/companion.js";
 import { openCountedAny } from "../io.js";
-import { findLeftovers, type Leftover } from "../leftovers.js";
 import { commandBar } from "../progress.js";
-import type { CommandResult } from "./types.js";
+import { findLeftovers, type Leftover } from "./leftovers.js";
 
 export const VALIDATE_HELP = `usage: deltacells validate DATASET [options]
 
@@ -41,7 +41,7 @@ export async function validate(argv: string[]): Promise<CommandResult> {
     const opened = await openCountedAny(positionals[0]!, pool);
     const leftovers = await findLeftovers(positionals[0]!, opened.store);
     if (opened.kind === "sporadik") {
-      const { validateSporadik } = await import("../sporadik-info.js");
+      const { validateSporadik } = await import("../inspect/sporadik.js");
       return withWarnings(await validateSporadik(opened.store, opened.info), leftovers);
     }
     const { store, ds } = opened;

@@ -3,12 +3,12 @@ import { fileURLToPath } from "node:url";
 import { reorderRows, writeH5ad } from "@deltacells/anndata/node";
 import { exportObs } from "@deltacells/core";
 import { COMMON_HELP, cellRange, parse, UsageError } from "../args.js";
-import { writeMatrixMarket } from "../export-mtx.js";
-import { type ExportPlan, planExport } from "../export-rows.js";
+import type { CommandResult } from "../command.js";
 import { openCountedDataset } from "../io.js";
 import { writeFileAtomically } from "../output-file.js";
 import { commandBar, type ProgressBar } from "../progress.js";
-import type { CommandResult } from "./types.js";
+import { writeMatrixMarket } from "./mtx.js";
+import { type ExportPlan, planExport } from "./rows.js";
 
 export const EXPORT_HELP = `usage: deltacells export DATASET OUTPUT [options]
 

@@ -22,15 +22,14 @@ import {
   TASK_INDEX_VARIABLES,
   taskIndex,
 } from "../atlas-options.js";
-import { writeCompanion } from "../companion.js";
-import { convertAtlas, convertPlanTask } from "../convert-atlas.js";
-import { convertToSporadik, MAX_NNZ_CEILING } from "../convert-sporadik.js";
+import type { CommandResult } from "../command.js";
 import { openCounted, targetOptions } from "../io.js";
-import { leftoverLine } from "../leftovers.js";
 import { explainObsError, OBS_HELP, OBS_PARSE_OPTIONS, OBS_ZSTD_LEVEL, obsOptions } from "../obs-options.js";
 import { commandBar } from "../progress.js";
-import { companionLine, companionSummary, datasetSummary, textFromLine } from "../summary.js";
-import type { CommandResult } from "./types.js";
+import { companionLine, companionSummary, datasetSummary, leftoverLine, textFromLine } from "../summary.js";
+import { convertAtlas, convertPlanTask } from "./atlas.js";
+import { writeCompanion } from "./companion.js";
+import { convertToSporadik, MAX_NNZ_CEILING } from "./sporadik.js";
 
 /**
  * The largest `--tile-size`: a tile is decoded whole (8 bytes per cell of indptr alone), and the

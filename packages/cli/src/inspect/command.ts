@@ -5,8 +5,8 @@
 import { codecInfo, formatCodecInfo } from "@deltacells/core";
 import { formatBytes } from "@deltacells/storage/internal";
 import { COMMON_HELP, count, parse } from "../args.js";
+import type { CommandResult } from "../command.js";
 import { openCountedAny } from "../io.js";
-import type { CommandResult } from "./types.js";
 
 export const INSPECT_HELP = `usage: deltacells inspect DATASET [options]
 
@@ -29,7 +29,7 @@ export async function inspect(argv: string[]): Promise<CommandResult> {
   if (values.help) return { text: INSPECT_HELP };
   const opened = await openCountedAny(positionals[0]!);
   if (opened.kind === "sporadik") {
-    const { inspectSporadik } = await import("../sporadik-info.js");
+    const { inspectSporadik } = await import("./sporadik.js");
     return inspectSporadik(opened.store, opened.info);
   }
   const { store, ds } = opened;

@@ -11,9 +11,9 @@
 import { join } from "node:path";
 import { COMPANION_PATH, companionOf, type Dataset, nameCompanion } from "@deltacells/core";
 import { describe as describeStore } from "@deltacells/sporadik";
-import { openCounted } from "./io.js";
-import type { ProgressBar } from "./progress.js";
-import { validateSporadik } from "./sporadik-info.js";
+import { validateSporadik } from "../inspect/sporadik.js";
+import { openCounted } from "../io.js";
+import type { ProgressBar } from "../progress.js";
 
 /** A path inside a dataset location (a folder, file:// or another URL). */
 export function insideLocation(location: string, rel: string): string {
@@ -28,7 +28,7 @@ export function insideLocation(location: string, rel: string): string {
  * the viewer's reader (zarrita's WebAssembly zstd) verifies as it decodes.
  */
 export async function writeCompanion(output: string, threads: number, bar: ProgressBar, checksums: boolean) {
-  const { convertToSporadik } = await import("./convert-sporadik.js");
+  const { convertToSporadik } = await import("./sporadik.js");
   const result = await convertToSporadik({
     input: output,
     output: insideLocation(output, COMPANION_PATH),

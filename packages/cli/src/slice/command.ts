@@ -7,10 +7,10 @@ import {
 } from "@deltacells/sporadik/node";
 import type { StoreStats } from "@deltacells/storage";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
+import type { CommandResult } from "../command.js";
 import { CliError } from "../errors.js";
 import { openCounted } from "../io.js";
-import { WaveCounter } from "../waves.js";
-import type { CommandResult } from "./types.js";
+import { WaveCounter } from "./waves.js";
 
 export const SLICE_HELP = `usage: deltacells slice STORE --axis K POSITION... [options]
 

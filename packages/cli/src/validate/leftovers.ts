@@ -9,8 +9,7 @@ import { join } from "node:path";
 import { APPEND_STAGING, ATLAS_PREFIX } from "@deltacells/core";
 import { LOCK_KEY, STAGING_PREFIX, tempFiles } from "@deltacells/core/node";
 import type { Store } from "@deltacells/storage";
-import { count } from "./args.js";
-import { localPath } from "./io.js";
+import { localPath } from "../io.js";
 
 /** One leftover: the object (path or URL) and what to do about it. */
 export interface Leftover {
@@ -57,10 +56,4 @@ export async function findLeftovers(location: string, store: Store): Promise<Lef
     out.push({ object: `${base}/${ATLAS_PREFIX}`, message: BUILD });
   if (keys.includes(LOCK_KEY)) out.push({ object: `${base}/${LOCK_KEY}`, message: LOCK });
   return out;
-}
-
-/** The line saying which temporary files of killed writers the conversion removed, if any. */
-export function leftoverLine(removed: string[]): string {
-  if (removed.length === 0) return "";
-  return `\n  removed ${count(removed.length, "temporary file")} left by a writer that was killed (${removed[0]}${removed.length > 1 ? ", ..." : ""})`;
 }

@@ -6,8 +6,8 @@
 import type { Dataset } from "@deltacells/core";
 import { cacheLocalizer, obsCacheRoot } from "@deltacells/core/node";
 import { COMMON_HELP, cellRange, count, parse, UsageError } from "../args.js";
+import type { CommandResult } from "../command.js";
 import { openCountedDataset } from "../io.js";
-import type { CommandResult } from "./types.js";
 
 export const OBS_HELP = `usage: deltacells obs DATASET [--columns A,B] [--cells A:B] [options]
 

@@ -7,8 +7,8 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { COMMON_HELP, intOption, parse, UsageError } from "../args.js";
-import { startServer } from "../serve-http.js";
-import type { CommandResult } from "./types.js";
+import type { CommandResult } from "../command.js";
+import { startServer } from "./http.js";
 
 export const SERVE_HELP = `usage: deltacells serve DIR [--port N] [--host ADDRESS] [--open]
 

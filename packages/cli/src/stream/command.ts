@@ -9,9 +9,9 @@ import { availableParallelism } from "node:os";
 import type { MixingMeter, ObsColumnSchema, TileDecoder } from "@deltacells/core";
 import { DEFAULT_BATCH_SIZE, DEFAULT_BUFFER_TILES, poolTileDecoder } from "@deltacells/core/internal";
 import { COMMON_HELP, intOption, parse, UsageError } from "../args.js";
+import type { CommandResult } from "../command.js";
 import { writeFileAtomically } from "../output-file.js";
 import type { CliIo } from "../run.js";
-import type { CommandResult } from "./types.js";
 
 /**
  * The modules the stream needs beyond parsing its arguments: the dataset reader and the loader,
