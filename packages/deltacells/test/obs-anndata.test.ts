@@ -1,11 +1,11 @@
 /**
- * A dataset's obs rebuilt as AnnData holds them (`exportObs`, what `deltacells export` writes to
+ * A dataset's obs rebuilt as AnnData holds them (`anndataObs`, what `deltacells export` writes to
  * an `.h5ad`): the index as labels whatever the index column's kind, and a dataset naming no index
  * column keeps every column with its cells numbered.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { encodeTile, exportObs, openDataset, writeDataset } from "@deltacells/core";
+import { anndataObs, encodeTile, openDataset, writeDataset } from "@deltacells/core";
 import { zstdCompressor } from "@deltacells/core/node";
 import { MemoryStore } from "@deltacells/storage";
 
@@ -67,7 +67,7 @@ test("the index comes back as labels when the index column is a category", async
     },
     (metadata) => ({ ...metadata, obs_index: "label" }),
   );
-  const obs = await exportObs(ds, 1, 4);
+  const obs = await anndataObs(ds, 1, 4);
   assert.deepEqual(obs?.index, ["b", "a", "b"]);
 });
 
@@ -83,7 +83,7 @@ test("without a named obs index every column is kept and the cells are numbered,
     },
     () => ({ source: "elsewhere" }), // no obs_* metadata at all
   );
-  const obs = (await exportObs(ds, 1, 4))!;
+  const obs = (await anndataObs(ds, 1, 4))!;
   assert.deepEqual(obs.index, ["1", "2", "3"], "the dataset's cell numbers, not a column's labels");
   assert.equal(obs.indexName, null);
   assert.deepEqual(

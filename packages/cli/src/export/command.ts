@@ -1,7 +1,7 @@
 /** `deltacells export DATASET OUTPUT`: to Matrix Market or AnnData .h5ad. */
 import { fileURLToPath } from "node:url";
 import { reorderRows, writeH5ad } from "@deltacells/anndata/node";
-import { exportObs } from "@deltacells/core";
+import { anndataObs } from "@deltacells/core";
 import { COMMON_HELP, cellRange, parse, UsageError } from "../args.js";
 import type { CommandResult } from "../command.js";
 import { openCountedDataset } from "../io.js";
@@ -110,7 +110,7 @@ export async function exportCommand(argv: string[]): Promise<CommandResult> {
         varTable.index,
         varTable.columns,
         varTable.indexName,
-        values["no-obs"] === true ? undefined : await exportObs(ds, a, b),
+        values["no-obs"] === true ? undefined : await anndataObs(ds, a, b),
       );
     }
   }).finally(() => bar.finish());

@@ -5,8 +5,17 @@
  * batch's buffers may be reused afterwards. A reader that goes away (EPIPE) ends the stream with
  * {@link ReaderGone}, which the command treats as a normal end.
  */
-import type { Writable } from "node:stream";
 import { AsyncByteQueue, type RecordBatch, RecordBatchStreamWriter, type Schema } from "apache-arrow";
+
+/**
+ * Where the stream goes: what {@link ArrowOutput} needs of a Node `Writable` (stdout, a socket, a
+ * file stream). `write`'s callback runs once the bytes were handed on, in order.
+ */
+export interface ByteSink {
+  write(chunk: Uint8Array, callback?: (error?: Error | null) => void): unknown;
+  on(event: "error", listener: (error: Error) => void): unknown;
+  off(event: "error", listener: (error: Error) => void): unknown;
+}
 
 /** The reading end was closed (EPIPE): the consumer stopped early, which is not an error. */
 export class ReaderGone extends Error {
@@ -30,6 +39,11 @@ class Chunks extends AsyncByteQueue {
   }
 }
 
+/**
+ * One Arrow IPC stream written to `out`: {@link start} (the schema), {@link write} for each record
+ * batch, {@link end}; each resolves once `out` took the bytes, and rejects with
+ * {@link ReaderGone} when the reader closed its end.
+ */
 export class ArrowOutput {
   private readonly chunks = new Chunks();
   private readonly writer = new RecordBatchStreamWriter();
@@ -39,7 +53,7 @@ export class ArrowOutput {
   };
 
   constructor(
-    private readonly out: Writable,
+    private readonly out: ByteSink,
     schema: Schema,
   ) {
     out.on("error", this.onError);
@@ -85,5 +99,5 @@ export class ArrowOutput {
 }
 
 function toFailure(err: Error): Error {
-  return (err as NodeJS.ErrnoException).code === "EPIPE" ? new ReaderGone(err) : err;
+  return (err as Error & { code?: unknown }).code === "EPIPE" ? new ReaderGone(err) : err;
 }

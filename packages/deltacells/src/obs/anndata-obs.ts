@@ -1,7 +1,9 @@
 /**
- * The obs of an exported range of cells, rebuilt as AnnData holds it: the index from the column
- * named in `metadata.obs_index` (with the pandas index name of `metadata.obs_index_name`), the
- * embedding columns `KEY_0..` back into float32 `obsm[KEY]`, every other column as a table column.
+ * The obs of a range of cells rebuilt as AnnData holds them (what `deltacells export` writes to an
+ * `.h5ad`): the index from the column named in `metadata.obs_index` (with the pandas index name of
+ * `metadata.obs_index_name`), the embedding columns `KEY_0..` back into float32 `obsm[KEY]`, every
+ * other column as a table column (ordered categoricals and pandas nullable columns as the
+ * converter recorded them in `metadata.obs_ordered` and `metadata.obs_nullable`).
  * A dataset whose metadata names no index column (one written by another implementation: the
  * metadata is free-form) keeps every column, and its cells are named by their numbers in the
  * dataset, as an AnnData without obs names has them.
@@ -11,10 +13,15 @@ import type { SourceColumn as FrameColumn } from "../dataset/source.js";
 import type { ObsColumn } from "./frame.js";
 import { numericValues, type ObsNumericType } from "./schema.js";
 
-export interface ExportedObs {
+/** A range of cells' obs as AnnData holds them: what `writeH5ad` of @deltacells/anndata/node takes. */
+export interface AnnDataObs {
+  /** The pandas name of the index, or null when it has none. */
   indexName: string | null;
+  /** The index labels (obs_names), one per cell. */
   index: string[];
+  /** The other columns, in the dataset's order. */
   columns: FrameColumn[];
+  /** The embeddings, `k` float32 values per cell, row-major. */
   obsm: { name: string; k: number; values: Float32Array }[];
 }
 
@@ -85,8 +92,11 @@ function indexLabels(col: ObsColumn, a: number, b: number): string[] {
   return values.map((v) => (v === null || v === undefined ? "" : String(v)));
 }
 
-/** obs of cells `[a, b)`, or undefined when the dataset has none. */
-export async function exportObs(ds: Dataset, a: number, b: number): Promise<ExportedObs | undefined> {
+/**
+ * The obs of cells `[a, b)` of `ds` as AnnData holds them (see {@link AnnDataObs}), or undefined
+ * when the dataset has none.
+ */
+export async function anndataObs(ds: Dataset, a: number, b: number): Promise<AnnDataObs | undefined> {
   if (!ds.manifest.has_obs) return undefined;
   const frame = await ds.obs();
   const md = ds.manifest.metadata as {
