@@ -6,7 +6,7 @@
  */
 import { type CellRows, companionOf, type Dataset, openDataset } from "@deltacells/core";
 import { openArrayReader, type SparseArrayReader } from "@deltacells/sporadik";
-import { openStore, type ReadableStore } from "@deltacells/storage";
+import { joinLocation, openStore, parseLocation, type ReadableStore } from "@deltacells/storage";
 import type { Meter } from "./meter.js";
 import { embeddingsOf, type Obs, type ObsValues, openObs } from "./obs.js";
 
@@ -21,7 +21,7 @@ export interface Locations {
 
 /** A page-relative location (`/NAME/`) made absolute against the page's own URL. */
 export function absolute(location: string, base: string): string {
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(location)) return location;
+  if (parseLocation(location).kind === "url") return location;
   return new URL(location, base).href;
 }
 
@@ -77,7 +77,7 @@ export class Session {
     const store = meter.wrap(open(locs.data, locs));
     const ds = await openDataset(store, { signal });
     const rel = locs.sporadik === undefined ? companionOf(ds) : undefined;
-    const companionLoc = locs.sporadik ?? (rel ? `${locs.data.replace(/\/+$/, "")}/${rel}` : undefined);
+    const companionLoc = locs.sporadik ?? (rel ? joinLocation(locs.data, rel) : undefined);
     const [names, order, obs, companion] = await Promise.all([
       ds.geneNames(),
       ds.geneOrder(),

@@ -4,6 +4,7 @@ import { open as openFile, readdir, readFile, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { constants, gunzipSync } from "node:zlib";
+import { parseLocation } from "@deltacells/storage";
 import { openAnnData } from "./anndata.js";
 import { InputError } from "./errors.js";
 import { LocalZarrStore } from "./folder-store.js";
@@ -46,7 +47,8 @@ export async function openInput(location: string, opts: OpenInputOptions = {}): 
     }
     remote = new RemoteZarrStore(open(location));
   }
-  const path = /^file:\/\//i.test(location) ? fileURLToPath(location) : location;
+  const parsed = parseLocation(location);
+  const path = parsed.kind === "url" && parsed.scheme === "file" ? fileURLToPath(location) : location;
   const format =
     opts.format ?? (remote ? await detectRemoteFormat(remote, location) : await detectFormat(path));
   if (remote && format === "10x-mtx" && opts.layer === undefined && !opts.raw && !opts.transpose) {

@@ -5,6 +5,7 @@
  * need a local file (h5wasm reads a file from its own file system; in Node it has no lazily
  * fetched file), so they are refused with the command that copies them.
  */
+import { parseLocation } from "@deltacells/storage";
 import { InputError } from "./errors.js";
 import type { InputFormat, RemoteStore } from "./types.js";
 import type { ZarrReadable } from "./zarr-tree.js";
@@ -13,8 +14,8 @@ const METADATA = [".zarray", ".zgroup", "zarr.json"];
 
 /** The scheme of a URL input (`s3`, `https`, ...), or undefined for a local path or `file://`. */
 export function remoteScheme(location: string): string | undefined {
-  const scheme = /^([a-z][a-z0-9+.-]+):\/\//i.exec(location)?.[1]?.toLowerCase();
-  return scheme === "file" ? undefined : scheme;
+  const parsed = parseLocation(location);
+  return parsed.kind === "url" && parsed.scheme !== "file" ? parsed.scheme : undefined;
 }
 
 /** The command that copies a remote input to a local path. */

@@ -13,6 +13,7 @@ import {
   type ObsWriteOptions,
   type OpenedSource,
 } from "@deltacells/core";
+import { parseLocation } from "@deltacells/storage";
 import { intOption, UsageError } from "./args.js";
 import { openCounted } from "./io.js";
 
@@ -71,11 +72,9 @@ function lines(text: string): string[] {
     .filter((l) => l.trim().length > 0 && !l.trimStart().startsWith("#"));
 }
 
-const isUrl = (p: string) => /^[a-z][a-z0-9+.-]*:\/\//i.test(p);
-
 /** A local path made absolute (tasks may run in another folder or on another machine); URLs as they are. */
 export function absoluteInput(path: string, base = process.cwd()): string {
-  return isUrl(path) ? path : resolve(base, path);
+  return parseLocation(path).kind === "url" ? path : resolve(base, path);
 }
 
 /** The inputs: the positional ones, then those of `--inputs LIST`, with the names a list gives. */

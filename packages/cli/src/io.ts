@@ -1,7 +1,5 @@
 /** Opening datasets and outputs for the commands, with request counting for `--stats`. */
 import { readdir, stat } from "node:fs/promises";
-import { resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import {
   type Dataset,
   isDeltacellsError,
@@ -11,15 +9,9 @@ import {
 } from "@deltacells/core";
 import type { OpenAtlasTargetOptions, OpenTargetOptions } from "@deltacells/core/node";
 import type { StoreInfo } from "@deltacells/sporadik";
-import { openStore, type StatsStore, type Store, withStats } from "@deltacells/storage/node";
+import { localPath, openStore, type StatsStore, type Store, withStats } from "@deltacells/storage/node";
 import { network, s3Signing } from "./args.js";
 import { CliError } from "./errors.js";
-
-/** The absolute local path a location names (a path or a file:// URL), or undefined for another URL. */
-export function localPath(location: string): string | undefined {
-  if (/^file:/i.test(location)) return fileURLToPath(location);
-  return /^[a-z][a-z0-9+.-]+:/i.test(location) ? undefined : resolve(location);
-}
 
 /**
  * A local path or URL (s3://, http(s)://, file://) opened as a store, signing S3 requests unless

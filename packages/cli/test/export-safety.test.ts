@@ -4,12 +4,13 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { before, test } from "node:test";
+import { pathToFileURL } from "node:url";
 import { writeMatrixMarket } from "../src/export/mtx.js";
 import type { ExportPlan } from "../src/export/rows.js";
-import { assertShortError, cli, cliPlain, deltacells, tempDir } from "./cli-helpers.js";
+import { assertShortError, cli, cliPlain, deltacells, REPO, tempDir } from "./cli-helpers.js";
 
 let dir = "";
 let good = "";
@@ -53,6 +54,20 @@ test("export into a missing folder says so in one line, for Matrix Market and .h
     const out = join(dir, "no", "such", "folder", name);
     assertShortError(await cliPlain("export", good, out), /the folder .*no\/such\/folder does not exist/);
   }
+});
+
+test("export to an s3:// or https:// URL is a usage error, not a local folder named after the scheme", async () => {
+  for (const out of ["s3://bucket/part.h5ad", "https://example.org/part.mtx"]) {
+    const r = await cliPlain("export", good, out);
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /export writes a local file; give a path \(or a file:\/\/ URL\)/);
+    assert.ok(!existsSync(join(REPO, out.split("/")[0]!)), "nothing was made in the working folder");
+  }
+  // A file:// URL is a local path.
+  const out = join(tempDir(), "part.mtx");
+  const r = await cliPlain("export", good, pathToFileURL(out).href);
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(existsSync(out));
 });
 
 test("a Matrix Market file failing while the rows are still read fails the export, not the process", async () => {

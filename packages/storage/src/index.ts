@@ -21,6 +21,7 @@ export {
 export { DEFAULT_MAX_IGNORED_RANGE_BYTES, HttpStore, type HttpStoreOptions } from "./http.js";
 export type { FetchLike } from "./http-read.js";
 export { ConcurrencyLimitStore, withConcurrencyLimit } from "./limit.js";
+export { isRemoteLocation, joinLocation, type Location, parseLocation } from "./location.js";
 export { MemoryStore } from "./memory.js";
 export { DEFAULT_RETRIES, DEFAULT_TIMEOUT_SECONDS, type OpenStoreOptions, openStore } from "./open.js";
 export { type RetryOptions, RetryStore, withRetries } from "./retry.js";

@@ -1,6 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { s3ConnectionFromAws } from "./aws-config.js";
 import { FolderStore, type FolderStoreOptions } from "./folder.js";
+import { parseLocation } from "./location.js";
 import { type OpenStoreOptions, openStore as openUrl } from "./open.js";
 import { parseS3Url } from "./s3.js";
 import type { Store } from "./types.js";
@@ -20,8 +21,9 @@ export function openStore(
   opts: OpenStoreOptions & { env?: Record<string, string | undefined>; folder?: FolderStoreOptions } = {},
 ): Store {
   // A drive letter (C:\data) is a path, not a scheme.
-  const scheme = /^([a-z][a-z0-9+.-]+):/i.exec(url)?.[1]?.toLowerCase();
-  if (scheme === undefined) return new FolderStore(url, opts.folder);
+  const location = parseLocation(url);
+  if (location.kind === "path") return new FolderStore(url, opts.folder);
+  const { scheme } = location;
   if (scheme === "file") return new FolderStore(fileURLToPath(url), opts.folder);
   const { env = process.env, folder: _folder, ...rest } = opts;
   if (scheme === "s3") {

@@ -1,6 +1,7 @@
 import { StorageError } from "./errors.js";
 import { HttpStore, type HttpStoreOptions } from "./http.js";
 import type { FetchLike } from "./http-read.js";
+import { parseLocation } from "./location.js";
 import { MemoryStore } from "./memory.js";
 import { withRetries } from "./retry.js";
 import { parseS3Url, S3Store, type S3StoreOptions } from "./s3.js";
@@ -66,7 +67,8 @@ function remote(opts: OpenStoreOptions, make: (client: Client) => Store): Store 
  * local paths and `file://` URLs and reads S3 settings from the AWS environment variables.
  */
 export function openStore(url: string, opts: OpenStoreOptions = {}): Store {
-  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
+  const location = parseLocation(url);
+  const scheme = location.kind === "url" ? location.scheme : undefined;
   switch (scheme) {
     case "http":
     case "https":

@@ -14,6 +14,7 @@ import {
   removeStaleTempFiles,
   zstdCompressor,
 } from "@deltacells/core/node";
+import { localPath } from "@deltacells/storage/node";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import {
   ATLAS_PARSE_OPTIONS,
@@ -26,7 +27,7 @@ import {
 } from "../atlas-options.js";
 import type { CommandResult } from "../command.js";
 import { writeCompanion } from "../convert/companion.js";
-import { localPath, openCounted } from "../io.js";
+import { openCounted } from "../io.js";
 import { explainObsError, OBS_ZSTD_LEVEL } from "../obs-options.js";
 import { ProgressBar } from "../progress.js";
 import { leftoverLine } from "../summary.js";

@@ -8,19 +8,12 @@
  * with the companion named. A run cut anywhere leaves a valid dataset that names no companion, or
  * names one that is complete.
  */
-import { join } from "node:path";
 import { COMPANION_PATH, companionOf, type Dataset, nameCompanion } from "@deltacells/core";
 import { describe as describeStore } from "@deltacells/sporadik";
+import { joinLocation } from "@deltacells/storage";
 import { validateSporadik } from "../inspect/sporadik.js";
 import { openCounted } from "../io.js";
 import type { ProgressBar } from "../progress.js";
-
-/** A path inside a dataset location (a folder, file:// or another URL). */
-export function insideLocation(location: string, rel: string): string {
-  return /^[a-z][a-z0-9+.-]+:\/\//i.test(location)
-    ? `${location.replace(/\/+$/, "")}/${rel}`
-    : join(location, rel);
-}
 
 /**
  * Writes the companion of the dataset just written at `output`, then names it in the manifest.
@@ -31,7 +24,7 @@ export async function writeCompanion(output: string, threads: number, bar: Progr
   const { convertToSporadik } = await import("./sporadik.js");
   const result = await convertToSporadik({
     input: output,
-    output: insideLocation(output, COMPANION_PATH),
+    output: joinLocation(output, COMPANION_PATH),
     axes: [0, 1],
     byteAddressable: false,
     checksums,
@@ -54,7 +47,7 @@ export async function validateCompanion(
 ): Promise<{ problems: { object: string; tag: string; message: string }[]; checked: boolean }> {
   const rel = companionOf(ds);
   if (rel === undefined) return { problems: [], checked: false };
-  const store = openCounted(insideLocation(location, rel));
+  const store = openCounted(joinLocation(location, rel));
   let info: Awaited<ReturnType<typeof describeStore>>;
   try {
     info = await describeStore(store);

@@ -15,8 +15,8 @@ import type { OpenInputOptions } from "@deltacells/anndata/node";
 import { createTilePool, datasetRowBlocks, openDataset } from "@deltacells/core";
 import { type ConversionTarget, openTarget } from "@deltacells/core/node";
 import { convertToStore, type RowBlock, withFileParts } from "@deltacells/sporadik/node";
-import { withStats } from "@deltacells/storage/node";
-import { localPath, openCounted, openLocation, targetOptions } from "../io.js";
+import { isRemoteLocation, localPath, withStats } from "@deltacells/storage/node";
+import { openCounted, openLocation, targetOptions } from "../io.js";
 import type { ProgressBar } from "../progress.js";
 
 /** The hard ceiling of `--max-nnz`: what a JavaScript number counts exactly. */
@@ -47,8 +47,7 @@ export interface SporadikConvertOptions {
  * input file or store, e.g. an AnnData zarr on S3).
  */
 export async function isDatasetInput(input: string): Promise<boolean> {
-  if (/^[a-z][a-z0-9+.-]+:\/\//i.test(input) && !/^file:/i.test(input))
-    return (await openCounted(input).get("manifest.json")) !== undefined;
+  if (isRemoteLocation(input)) return (await openCounted(input).get("manifest.json")) !== undefined;
   const path = localPath(input) ?? input;
   try {
     return statSync(path).isDirectory() && existsSync(join(path, "manifest.json"));

@@ -2,6 +2,7 @@
 import { fileURLToPath } from "node:url";
 import { reorderRows, writeH5ad } from "@deltacells/anndata/node";
 import { anndataObs } from "@deltacells/core";
+import { parseLocation } from "@deltacells/storage";
 import { COMMON_HELP, cellRange, parse, UsageError } from "../args.js";
 import type { CommandResult } from "../command.js";
 import { openCountedDataset } from "../io.js";
@@ -59,7 +60,12 @@ export async function exportCommand(argv: string[]): Promise<CommandResult> {
   );
   if (values.help) return { text: EXPORT_HELP };
   const [dataset, target] = positionals as [string, string];
-  const output = /^file:\/\//i.test(target) ? fileURLToPath(target) : target;
+  const parsed = parseLocation(target);
+  if (parsed.kind === "url" && parsed.scheme !== "file")
+    throw new UsageError(
+      `${target}: export writes a local file; give a path (or a file:// URL) and copy it from there`,
+    );
+  const output = parsed.kind === "url" ? fileURLToPath(target) : target;
   const format =
     (values.format as string | undefined) ??
     (/\.h5ad$/i.test(output) ? "h5ad" : /\.mtx(\.gz)?$/i.test(output) ? "mtx" : undefined);

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { APPEND_STAGING, ATLAS_PREFIX } from "@deltacells/core";
 import { LOCK_KEY, STAGING_PREFIX, tempFiles } from "@deltacells/core/node";
 import type { Store } from "@deltacells/storage";
-import { localPath } from "../io.js";
+import { localPath } from "@deltacells/storage/node";
 
 /** One leftover: the object (path or URL) and what to do about it. */
 export interface Leftover {

@@ -5,13 +5,13 @@
  */
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { localPath } from "@deltacells/storage/node";
 import type { InputIdentity } from "./scan.js";
 
 /** The size and latest change of the file or folder at `location`, or null for a URL. */
 export async function inputIdentity(location: string): Promise<InputIdentity | null> {
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(location) && !/^file:\/\//i.test(location)) return null;
-  const path = /^file:\/\//i.test(location) ? fileURLToPath(location) : location;
+  const path = localPath(location);
+  if (path === undefined) return null;
   const s = await stat(path);
   if (!s.isDirectory()) return { bytes: s.size, mtime: new Date(s.mtimeMs).toISOString() };
   let bytes = 0;

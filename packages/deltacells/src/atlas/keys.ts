@@ -3,6 +3,7 @@
  * since atlases match on Ensembl IDs), and the names the source column gives each input.
  * Browser-safe and pure.
  */
+import { parseLocation } from "@deltacells/storage";
 import type { SourceTable } from "../dataset/source.js";
 import { DeltacellsError } from "../errors.js";
 
@@ -59,7 +60,10 @@ export function repeatedKey(keys: string[]): string | undefined {
 const INPUT_SUFFIX = /(\.mtx\.gz|\.h5ad|\.zarr|\.h5|\.mtx|\.loom)$/i;
 
 function pathParts(location: string): string[] {
-  const bare = location.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, "").replace(/[?#].*$/, "");
+  const parsed = parseLocation(location);
+  // A URL's path only: neither its scheme nor its host names the input.
+  const path = parsed.kind === "url" ? parsed.url.replace(/^[^:]*:(\/\/[^/]*)?/, "") : parsed.path;
+  const bare = path.replace(/[?#].*$/, "");
   return bare.split(/[/\\]+/).filter((p) => p.length > 0 && p !== ".");
 }
 

@@ -7,18 +7,10 @@
  * steps many machines run at once (scans, tasks) take none: each writes objects of its own, the
  * same bytes however often it runs.
  */
-import { resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { StatsStore } from "@deltacells/storage";
-import { openStore, withStats } from "@deltacells/storage/node";
+import { localPath, openStore, withStats } from "@deltacells/storage/node";
 import { KNOWN_KEY, type OpenTargetOptions, TargetError } from "./target.js";
 import { acquireWriterLock, LOCK_KEY, removeStaleTempFiles, type WriterLock } from "./writer-lock.js";
-
-/** The absolute local path a location names (a path or a file:// URL), or undefined for another URL. */
-function localPath(location: string): string | undefined {
-  if (/^file:/i.test(location)) return fileURLToPath(location);
-  return /^[a-z][a-z0-9+.-]+:/i.test(location) ? undefined : resolve(location);
-}
 
 /** An atlas step's output, opened by {@link openAtlasTarget}. */
 export interface AtlasTarget {

@@ -15,9 +15,9 @@ import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { mkdir, rename, rm, rmdir, stat } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { StatsStore, Store } from "@deltacells/storage";
-import { openStore, withStats } from "@deltacells/storage/node";
+import { joinLocation } from "@deltacells/storage";
+import { localPath, openStore, withStats } from "@deltacells/storage/node";
 import { PrefixStore } from "../atlas/prefix-store.js";
 import { DeltacellsError } from "../errors.js";
 import {
@@ -27,12 +27,6 @@ import {
   type WriterLock,
   type WriterLockOptions,
 } from "./writer-lock.js";
-
-/** The absolute local path a location names (a path or a file:// URL), or undefined for another URL. */
-function localPath(location: string): string | undefined {
-  if (/^file:/i.test(location)) return fileURLToPath(location);
-  return /^[a-z][a-z0-9+.-]+:/i.test(location) ? undefined : resolve(location);
-}
 
 /** The prefix of staging folders inside a target. */
 export const STAGING_PREFIX = ".deltacells-staging-";
@@ -212,8 +206,7 @@ async function checkedTarget(
   return {
     store,
     staging,
-    stagingLocation:
-      outPath !== undefined ? resolve(outPath, prefix) : `${output.replace(/\/+$/, "")}/${prefix}`,
+    stagingLocation: outPath !== undefined ? resolve(outPath, prefix) : joinLocation(output, prefix),
     replacing: existing.length ? describe(existing) : undefined,
     async commit(last: string) {
       const staged = await staging.list();

@@ -11,7 +11,7 @@ import { readFileSync, unlinkSync } from "node:fs";
 import { readdir, rm, rmdir, stat } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
-import { isStorageError, type Store } from "@deltacells/storage";
+import { isStorageError, joinLocation, type Store } from "@deltacells/storage";
 import { DeltacellsError } from "../errors.js";
 
 /** The lock object's key at the root of a target. */
@@ -129,8 +129,7 @@ export async function acquireWriterLock(
     breakLockName = "breakLock: true",
     releaseOnSignal = false,
   } = options;
-  const where =
-    outPath !== undefined ? resolve(outPath, LOCK_KEY) : `${output.replace(/\/+$/, "")}/${LOCK_KEY}`;
+  const where = outPath !== undefined ? resolve(outPath, LOCK_KEY) : joinLocation(output, LOCK_KEY);
   const folderExisted = outPath === undefined || (await stat(outPath).catch(() => undefined)) !== undefined;
   const holder: LockHolder = {
     host: hostname(),
