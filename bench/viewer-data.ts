@@ -8,6 +8,7 @@ import { createTilePool, type DatasetSource, writeDataset } from "@deltacells/co
 import { zstdCompressor } from "@deltacells/core/node";
 import { FolderStore } from "@deltacells/storage/node";
 import { writeCompanion } from "../packages/cli/src/convert/companion.js";
+import { Locations } from "../packages/cli/src/locations.js";
 import { ProgressBar } from "../packages/cli/src/progress.js";
 import { mulberry32 } from "../test-utils/prng.js";
 import { syntheticSource } from "./synthetic-source.js";
@@ -71,6 +72,6 @@ export async function buildSynthetic(root: string, nCells: number, name = "synth
     await pool.close();
   }
   // As `convert --sporadik` writes it: with checksums.
-  await writeCompanion(dir, 2, new ProgressBar(process.stderr, false), true);
+  await writeCompanion(new Locations(), dir, 2, new ProgressBar(process.stderr, false), true);
   return dir;
 }

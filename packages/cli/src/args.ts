@@ -2,6 +2,7 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_SECONDS } from "@deltacells/storage";
 import { CliError, type CliErrorOptions } from "./errors.js";
+import { Locations } from "./locations.js";
 
 /** A mistake on the command line: reported with a pointer to `--help`, exit code 2. */
 export class UsageError extends CliError {
@@ -21,18 +22,6 @@ export const COMMON_OPTIONS = {
   retries: { type: "string" },
   timeout: { type: "string" },
 } as const satisfies ParseArgsConfig["options"];
-
-/**
- * Whether S3 requests are signed, as the last parsed command line said (`--no-sign-request`, the
- * AWS CLI's spelling, turns it off for public buckets). Set by {@link parse}, read when a store opens.
- */
-export const s3Signing = { signRequests: true };
-
-/**
- * Retries and stall timeout of http(s):// and s3:// locations, as the last parsed command line
- * said (`--retries`, `--timeout`). Set by {@link parse}, read when a store opens.
- */
-export const network = { retries: DEFAULT_RETRIES, timeoutMs: DEFAULT_TIMEOUT_SECONDS * 1000 };
 
 /** `--timeout SECONDS` in milliseconds: a number >= 0 (0: none). */
 function timeoutOption(raw: string | boolean | undefined): number {
@@ -61,7 +50,9 @@ export const COMMON_HELP = `  --json         print the result as JSON on stdout 
 
 /**
  * Parse `argv` against `options`, refusing unknown options and a wrong number of positionals. A
- * last positional named `NAME...` takes one or more arguments.
+ * last positional named `NAME...` takes one or more arguments. `locations` opens stores with
+ * this command line's `--no-sign-request` (the AWS CLI's spelling), `--retries` and `--timeout`:
+ * the command hands it to whatever opens a location.
  */
 export function parse<O extends NonNullable<ParseArgsConfig["options"]>>(
   argv: string[],
@@ -87,9 +78,11 @@ export function parse<O extends NonNullable<ParseArgsConfig["options"]>>(
     throw new UsageError((err as Error).message);
   }
   const values = parsed.values as Record<string, string | boolean | undefined>;
-  s3Signing.signRequests = values["no-sign-request"] !== true;
-  network.retries = intOption(values, "retries", DEFAULT_RETRIES, 0, 100)!;
-  network.timeoutMs = timeoutOption(values.timeout);
+  const locations = new Locations({
+    signRequests: values["no-sign-request"] !== true,
+    retries: intOption(values, "retries", DEFAULT_RETRIES, 0, 100)!,
+    timeoutMs: timeoutOption(values.timeout),
+  });
   const variadic = positionals.at(-1)?.endsWith("...") ?? false;
   const count = parsed.positionals.length;
   if (!values.help && (variadic ? count < positionals.length : count !== positionals.length)) {
@@ -97,7 +90,7 @@ export function parse<O extends NonNullable<ParseArgsConfig["options"]>>(
       `expected ${positionals.join(" ")}, got ${parsed.positionals.length ? parsed.positionals.map((p) => JSON.stringify(p)).join(" ") : "nothing"}`,
     );
   }
-  return { values, positionals: parsed.positionals };
+  return { values, positionals: parsed.positionals, locations };
 }
 
 /** `n` and `word`, pluralised in English ("1 tile", "4 tiles"). */

@@ -15,7 +15,7 @@ import {
 } from "@deltacells/core";
 import { parseLocation } from "@deltacells/storage";
 import { intOption, UsageError } from "./args.js";
-import { openCounted } from "./io.js";
+import type { Locations } from "./locations.js";
 
 export const ATLAS_PARSE_OPTIONS = {
   inputs: { type: "string" },
@@ -213,6 +213,7 @@ export function taskIndex(
 
 /** Opens atlas inputs as `convert` opens its input (local files, s3:// and http(s):// zarr). */
 export function inputOpener(
+  locations: Locations,
   read: Record<string, unknown>,
   hdf5Timeout: number | undefined,
 ): (path: string) => Promise<OpenedSource> {
@@ -222,7 +223,7 @@ export function inputOpener(
     const source = await openInput(path, {
       ...read,
       hdf5Timeout,
-      openStore: (url: string) => openCounted(url),
+      openStore: (url: string) => locations.openCounted(url),
     });
     return { source, release: () => source.close() };
   };

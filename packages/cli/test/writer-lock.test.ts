@@ -250,8 +250,8 @@ test("Ctrl-C removes the lock even when another SIGINT listener ends the process
   // FileSpill's removeOnSignal does: the lock's own asynchronous removal never gets to finish.
   const script = `
     import { acquireWriterLock } from ${JSON.stringify(join(REPO, "packages/deltacells/src/target/writer-lock.ts"))};
-    import { openLocation } from ${JSON.stringify(join(REPO, "packages/cli/src/io.ts"))};
-    await acquireWriterLock(openLocation(${JSON.stringify(out)}), ${JSON.stringify(out)}, { folder: ${JSON.stringify(out)}, releaseOnSignal: true });
+    import { Locations } from ${JSON.stringify(join(REPO, "packages/cli/src/locations.ts"))};
+    await acquireWriterLock(new Locations().open(${JSON.stringify(out)}), ${JSON.stringify(out)}, { folder: ${JSON.stringify(out)}, releaseOnSignal: true });
     process.once("SIGINT", () => process.exit(130));
     process.stdout.write("locked\\n");
     setInterval(() => {}, 1000);

@@ -27,7 +27,6 @@ import {
 } from "../atlas-options.js";
 import type { CommandResult } from "../command.js";
 import { writeCompanion } from "../convert/companion.js";
-import { openCounted } from "../io.js";
 import { explainObsError, OBS_ZSTD_LEVEL } from "../obs-options.js";
 import { ProgressBar } from "../progress.js";
 import { leftoverLine } from "../summary.js";
@@ -73,7 +72,7 @@ options:
 ${COMMON_HELP}`;
 
 export async function append(argv: string[]): Promise<CommandResult> {
-  const { values, positionals } = parse(
+  const { values, positionals, locations } = parse(
     argv,
     {
       ...READ_PARSE_OPTIONS,
@@ -112,7 +111,7 @@ export async function append(argv: string[]): Promise<CommandResult> {
   const bar = new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
   const started = performance.now();
   const outPath = localPath(dataset);
-  const store = openCounted(dataset);
+  const store = locations.openCounted(dataset);
   const lock = await acquireWriterLock(store, dataset, {
     folder: outPath,
     breakLock: values["break-lock"] === true,
@@ -123,7 +122,7 @@ export async function append(argv: string[]): Promise<CommandResult> {
   const pool = createTilePool({ threads });
   try {
     const removed = outPath === undefined ? [] : await removeStaleTempFiles(outPath, lock.taken);
-    const open = inputOpener(read, hdf5Timeout);
+    const open = inputOpener(locations, read, hdf5Timeout);
     const move =
       outPath !== undefined
         ? async (from: string, to: string) => {
@@ -181,7 +180,7 @@ export async function append(argv: string[]): Promise<CommandResult> {
         await rm(resolve(outPath, dir), { recursive: true, force: true });
     }
     const companion = values.sporadik
-      ? await writeCompanion(dataset, threads, bar, values["no-checksums"] !== true)
+      ? await writeCompanion(locations, dataset, threads, bar, values["no-checksums"] !== true)
       : undefined;
     const m = result.manifest;
     const seconds = (performance.now() - started) / 1000;

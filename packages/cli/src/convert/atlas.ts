@@ -26,15 +26,15 @@ import { absoluteInput, explainAtlasError, inputOpener } from "../atlas-options.
 import { describePlan } from "../atlas-report.js";
 import type { CommandResult } from "../command.js";
 import { CliError } from "../errors.js";
-import { atlasTargetOptions, targetOptions } from "../io.js";
+import type { Locations } from "../locations.js";
 import { explainObsError, OBS_ZSTD_LEVEL } from "../obs-options.js";
 import type { ProgressBar } from "../progress.js";
 import { companionLine, companionSummary, datasetSummary, leftoverLine } from "../summary.js";
 import { writeCompanion } from "./companion.js";
 
 /** Opens a plan's input, refusing one that changed since it was scanned. */
-function planOpener(read: Record<string, unknown>, hdf5Timeout: number | undefined) {
-  const open = inputOpener(read, hdf5Timeout);
+function planOpener(locations: Locations, read: Record<string, unknown>, hdf5Timeout: number | undefined) {
+  const open = inputOpener(locations, read, hdf5Timeout);
   return async (input: PlanInput) => {
     checkIdentity(input.path, input.identity, await inputIdentity(input.path));
     return open(input.path);
@@ -42,6 +42,8 @@ function planOpener(read: Record<string, unknown>, hdf5Timeout: number | undefin
 }
 
 export interface ConvertAtlasOptions {
+  /** How the command reaches its inputs and output. */
+  locations: Locations;
   output: string;
   options: AtlasPlanOptions;
   hdf5Timeout: number | undefined;
@@ -68,12 +70,12 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
     }
   }
   const target = await openTarget(output, {
-    ...targetOptions(),
+    ...o.locations.targetOptions(),
     input: paths[0]!,
     overwrite: o.overwrite,
     breakLock: o.breakLock,
   });
-  const open = inputOpener(options.read ?? {}, o.hdf5Timeout);
+  const open = inputOpener(o.locations, options.read ?? {}, o.hdf5Timeout);
   const pool = createTilePool({ threads: o.threads });
   let phase = "";
   try {
@@ -99,7 +101,9 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
     );
     bar.finish();
     await target.commit("manifest.json");
-    const companion = o.sporadik ? await writeCompanion(output, o.threads, bar, o.checksums) : undefined;
+    const companion = o.sporadik
+      ? await writeCompanion(o.locations, output, o.threads, bar, o.checksums)
+      : undefined;
     const seconds = (performance.now() - started) / 1000;
     const summary = {
       inputs: paths,
@@ -131,6 +135,7 @@ ${described.join("\n")}
 
 /** One task of the plan at `output`. */
 export async function convertPlanTask(o: {
+  locations: Locations;
   output: string;
   task: (count: number) => number;
   hdf5Timeout: number | undefined;
@@ -138,7 +143,7 @@ export async function convertPlanTask(o: {
   bar: ProgressBar;
 }): Promise<CommandResult> {
   const started = performance.now();
-  const target = await openAtlasTarget(o.output, atlasTargetOptions("deltacells convert --plan"));
+  const target = await openAtlasTarget(o.output, o.locations.atlasTargetOptions("deltacells convert --plan"));
   const plan = await readPlan(target.store);
   if (plan === undefined) {
     throw new CliError(
@@ -161,7 +166,7 @@ export async function convertPlanTask(o: {
       },
     );
   }
-  const open = planOpener(plan.read, o.hdf5Timeout);
+  const open = planOpener(o.locations, plan.read, o.hdf5Timeout);
   const pool = createTilePool({ threads: o.threads });
   try {
     o.bar.phase(`task ${t}`);

@@ -23,7 +23,6 @@ import {
   taskIndex,
 } from "../atlas-options.js";
 import type { CommandResult } from "../command.js";
-import { openCounted, targetOptions } from "../io.js";
 import { explainObsError, OBS_HELP, OBS_PARSE_OPTIONS, OBS_ZSTD_LEVEL, obsOptions } from "../obs-options.js";
 import { commandBar } from "../progress.js";
 import { companionLine, companionSummary, datasetSummary, leftoverLine, textFromLine } from "../summary.js";
@@ -121,7 +120,7 @@ function axesOption(spec: string | undefined): number[] {
 
 export async function convert(argv: string[]): Promise<CommandResult> {
   const planTask = argv.some((a) => a === "--plan" || a.startsWith("--plan="));
-  const { values, positionals } = parse(
+  const { values, positionals, locations } = parse(
     argv,
     {
       "tile-size": { type: "string" },
@@ -162,6 +161,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
   const bar = commandBar(values);
   if (planTask) {
     return convertPlanTask({
+      locations,
       output: values.plan as string,
       task: (n) => taskIndex(values, n, "task of the plan"),
       hdf5Timeout: readOptions(values).hdf5Timeout,
@@ -184,6 +184,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     if (values["no-checksums"] !== undefined && !values.sporadik)
       throw new UsageError("--no-checksums applies to the --sporadik companion only");
     return convertAtlas({
+      locations,
       output,
       options: await planOptions(values, inputs, { tileSize, nChunks, level, obs: obsOptions(values) }),
       hdf5Timeout: readOptions(values).hdf5Timeout,
@@ -203,7 +204,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     genome: values.genome as string | undefined,
     hdf5Timeout: intOption(values, "hdf5-timeout", undefined, 0, 86400),
     // s3:// and http(s):// zarr inputs are read through the storage layer (credentials, retries).
-    openStore: (url: string) => openCounted(url),
+    openStore: (url: string) => locations.openCounted(url),
   };
   if (values.checksums && values["no-checksums"]) {
     throw new UsageError("--checksums and --no-checksums contradict each other: give one");
@@ -217,7 +218,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     for (const name of ["tile-size", "chunks", "level", "sporadik", ...Object.keys(OBS_PARSE_OPTIONS)]) {
       if (values[name] !== undefined) throw new UsageError(`--${name} applies to --format deltacells only`);
     }
-    return convertToSporadik({
+    return convertToSporadik(locations, {
       input,
       output,
       axes: axesOption(values.axes as string | undefined),
@@ -258,7 +259,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
         return openInput(input, inputOptions);
       },
       {
-        ...targetOptions(),
+        ...locations.targetOptions(),
         input,
         overwrite: values.overwrite === true,
         breakLock: values["break-lock"] === true,
@@ -281,7 +282,13 @@ export async function convert(argv: string[]): Promise<CommandResult> {
           ? {
               afterCommit: async () => {
                 bar.finish();
-                companion = await writeCompanion(output, threads, bar, values["no-checksums"] !== true);
+                companion = await writeCompanion(
+                  locations,
+                  output,
+                  threads,
+                  bar,
+                  values["no-checksums"] !== true,
+                );
               },
             }
           : {}),

@@ -12,7 +12,7 @@ import { COMPANION_PATH, companionOf, type Dataset, nameCompanion } from "@delta
 import { describe as describeStore } from "@deltacells/sporadik";
 import { joinLocation } from "@deltacells/storage";
 import { validateSporadik } from "../inspect/sporadik.js";
-import { openCounted } from "../io.js";
+import type { Locations } from "../locations.js";
 import type { ProgressBar } from "../progress.js";
 
 /**
@@ -20,9 +20,15 @@ import type { ProgressBar } from "../progress.js";
  * With `checksums` (the default of `--sporadik`) every chunk carries zstd's content checksum, which
  * the viewer's reader (zarrita's WebAssembly zstd) verifies as it decodes.
  */
-export async function writeCompanion(output: string, threads: number, bar: ProgressBar, checksums: boolean) {
+export async function writeCompanion(
+  locations: Locations,
+  output: string,
+  threads: number,
+  bar: ProgressBar,
+  checksums: boolean,
+) {
   const { convertToSporadik } = await import("./sporadik.js");
-  const result = await convertToSporadik({
+  const result = await convertToSporadik(locations, {
     input: output,
     output: joinLocation(output, COMPANION_PATH),
     axes: [0, 1],
@@ -36,18 +42,19 @@ export async function writeCompanion(output: string, threads: number, bar: Progr
     inputOptions: {},
     bar,
   });
-  await nameCompanion(openCounted(output), COMPANION_PATH);
+  await nameCompanion(locations.openCounted(output), COMPANION_PATH);
   return result;
 }
 
 /** Problems of a dataset's companion: its own validation, and its shape against the manifest's. */
 export async function validateCompanion(
+  locations: Locations,
   ds: Dataset,
   location: string,
 ): Promise<{ problems: { object: string; tag: string; message: string }[]; checked: boolean }> {
   const rel = companionOf(ds);
   if (rel === undefined) return { problems: [], checked: false };
-  const store = openCounted(joinLocation(location, rel));
+  const store = locations.openCounted(joinLocation(location, rel));
   let info: Awaited<ReturnType<typeof describeStore>>;
   try {
     info = await describeStore(store);

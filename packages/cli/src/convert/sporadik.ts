@@ -16,7 +16,7 @@ import { createTilePool, datasetRowBlocks, openDataset } from "@deltacells/core"
 import { type ConversionTarget, openTarget } from "@deltacells/core/node";
 import { convertToStore, type RowBlock, withFileParts } from "@deltacells/sporadik/node";
 import { isRemoteLocation, localPath, withStats } from "@deltacells/storage/node";
-import { openCounted, openLocation, targetOptions } from "../io.js";
+import type { Locations } from "../locations.js";
 import type { ProgressBar } from "../progress.js";
 
 /** The hard ceiling of `--max-nnz`: what a JavaScript number counts exactly. */
@@ -46,8 +46,8 @@ export interface SporadikConvertOptions {
  * Whether `input` is a deltacells dataset: a folder or URL with manifest.json (any other URL is an
  * input file or store, e.g. an AnnData zarr on S3).
  */
-export async function isDatasetInput(input: string): Promise<boolean> {
-  if (isRemoteLocation(input)) return (await openCounted(input).get("manifest.json")) !== undefined;
+export async function isDatasetInput(locations: Locations, input: string): Promise<boolean> {
+  if (isRemoteLocation(input)) return (await locations.openCounted(input).get("manifest.json")) !== undefined;
   const path = localPath(input) ?? input;
   try {
     return statSync(path).isDirectory() && existsSync(join(path, "manifest.json"));
@@ -61,7 +61,7 @@ function gib(bytes: number): string {
 }
 
 /** Convert, write, and describe what was done for the command's text and JSON. */
-export async function convertToSporadik(o: SporadikConvertOptions) {
+export async function convertToSporadik(locations: Locations, o: SporadikConvertOptions) {
   const started = performance.now();
   // Before the input is read: a target that cannot be written is refused at once. A target that
   // holds a dataset or store (with --overwrite) gets the new store staged beside it, moved into
@@ -70,13 +70,13 @@ export async function convertToSporadik(o: SporadikConvertOptions) {
   const outPath = localPath(o.output);
   const outputExisted = outPath !== undefined && existsSync(outPath);
   const target = await openTarget(o.output, {
-    ...targetOptions(),
+    ...locations.targetOptions(),
     input: o.input,
     overwrite: o.overwrite,
     breakLock: o.breakLock,
   });
   try {
-    return await convertLocked(o, target, outputExisted, started);
+    return await convertLocked(locations, o, target, outputExisted, started);
   } finally {
     await target.lock.release();
   }
@@ -84,6 +84,7 @@ export async function convertToSporadik(o: SporadikConvertOptions) {
 
 /** {@link convertToSporadik} once the target's writer lock is held. */
 async function convertLocked(
+  locations: Locations,
   o: SporadikConvertOptions,
   target: ConversionTarget,
   outputExisted: boolean,
@@ -108,10 +109,10 @@ async function convertLocked(
   /** What the input is, and what messages call it. */
   let source: { format: string; matrixPath: string; name: string };
   let geneOrder: "source" | "dataset" | "input" = "input";
-  if (await isDatasetInput(o.input)) {
+  if (await isDatasetInput(locations, o.input)) {
     const pool = createTilePool({ threads: o.threads });
     close = () => pool.close();
-    const ds = await openDataset(openCounted(o.input), { decoder: pool });
+    const ds = await openDataset(locations.openCounted(o.input), { decoder: pool });
     nnzKnown = ds.manifest.tile_nnz.reduce((a, b) => a + b, 0);
     // Columns go back to the source's order: that is the matrix a user converted. A dataset
     // without gene_order.npy never reordered them, or no longer knows how.
@@ -131,7 +132,7 @@ async function convertLocked(
     source = { format: input.format, matrixPath: input.matrixPath, name: o.input };
   }
 
-  const raw = openLocation(writeTo);
+  const raw = locations.open(writeTo);
   // A folder output: chunks written straight to their files and synced all at once before the
   // block (by the writer's flush, which the stats wrapper passes on). A byte-addressable array is
   // one object as large as the array: written in parts (to a file, or as an S3 multipart upload as

@@ -47,7 +47,7 @@ function withProgress(plan: ExportPlan, bar: ProgressBar): ExportPlan {
 }
 
 export async function exportCommand(argv: string[]): Promise<CommandResult> {
-  const { values, positionals } = parse(
+  const { values, positionals, locations } = parse(
     argv,
     {
       cells: { type: "string" },
@@ -74,7 +74,7 @@ export async function exportCommand(argv: string[]): Promise<CommandResult> {
       `cannot tell the output format of ${JSON.stringify(output)}: name it *.mtx, *.mtx.gz or *.h5ad, or pass --format mtx|h5ad`,
     );
   }
-  const { store, ds } = await openCountedDataset(dataset);
+  const { store, ds } = await openCountedDataset(locations, dataset);
   const [a, b] = cellRange(values.cells as string | undefined, ds.nCells);
   let order: Int32Array | undefined;
   if (values["source-gene-order"]) {

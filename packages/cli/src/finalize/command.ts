@@ -10,7 +10,6 @@ import { ATLAS_PREFIX, AtlasIncomplete, finalizeAtlas } from "@deltacells/core";
 import { openAtlasTarget } from "@deltacells/core/node";
 import { COMMON_HELP, count, parse } from "../args.js";
 import type { CommandResult } from "../command.js";
-import { atlasTargetOptions } from "../io.js";
 import { ProgressBar } from "../progress.js";
 import { leftoverLine } from "../summary.js";
 
@@ -29,7 +28,7 @@ options:
 ${COMMON_HELP}`;
 
 export async function finalize(argv: string[]): Promise<CommandResult> {
-  const { values, positionals } = parse(
+  const { values, positionals, locations } = parse(
     argv,
     { "break-lock": { type: "boolean" }, quiet: { type: "boolean" } },
     ["OUTPUT"],
@@ -39,7 +38,7 @@ export async function finalize(argv: string[]): Promise<CommandResult> {
   const started = performance.now();
   const bar = new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
   const target = await openAtlasTarget(output, {
-    ...atlasTargetOptions("deltacells finalize"),
+    ...locations.atlasTargetOptions("deltacells finalize"),
     lock: true,
     breakLock: values["break-lock"] === true,
     allowFinalized: true,

@@ -25,9 +25,9 @@ function quantile(sorted: number[], q: number): number {
 }
 
 export async function inspect(argv: string[]): Promise<CommandResult> {
-  const { values, positionals } = parse(argv, {}, ["DATASET"]);
+  const { values, positionals, locations } = parse(argv, {}, ["DATASET"]);
   if (values.help) return { text: INSPECT_HELP };
-  const opened = await openCountedAny(positionals[0]!);
+  const opened = await openCountedAny(locations, positionals[0]!);
   if (opened.kind === "sporadik") {
     const { inspectSporadik } = await import("./sporadik.js");
     return inspectSporadik(opened.store, opened.info);

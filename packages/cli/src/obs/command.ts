@@ -93,7 +93,7 @@ async function localize(
 }
 
 export async function obsCommand(argv: string[]): Promise<CommandResult> {
-  const { values, positionals } = parse(
+  const { values, positionals, locations } = parse(
     argv,
     {
       columns: { type: "string" },
@@ -104,7 +104,7 @@ export async function obsCommand(argv: string[]): Promise<CommandResult> {
     ["DATASET"],
   );
   if (values.help) return { text: OBS_HELP };
-  const { store, ds } = await openCountedDataset(positionals[0]!, undefined, {
+  const { store, ds } = await openCountedDataset(locations, positionals[0]!, undefined, {
     obsLocalizer: cacheLocalizer(),
   });
   // A dataset without obs is refused by obsSchema (NotFound, field has_obs): the dataset's

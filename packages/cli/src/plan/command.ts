@@ -29,7 +29,6 @@ import {
 } from "../atlas-options.js";
 import { describePlan, planJson } from "../atlas-report.js";
 import type { CommandResult } from "../command.js";
-import { atlasTargetOptions } from "../io.js";
 import { explainObsError, OBS_HELP, OBS_PARSE_OPTIONS, obsOptions } from "../obs-options.js";
 import { ProgressBar } from "../progress.js";
 import { leftoverLine } from "../summary.js";
@@ -75,7 +74,7 @@ ${OBS_HELP}
 ${COMMON_HELP}`;
 
 export async function plan(argv: string[]): Promise<CommandResult> {
-  const { values, positionals } = parse(
+  const { values, positionals, locations } = parse(
     argv,
     {
       tasks: { type: "string" },
@@ -114,7 +113,7 @@ export async function plan(argv: string[]): Promise<CommandResult> {
     tasks,
   });
   const { hdf5Timeout } = readOptions(values);
-  const open = inputOpener(options.read ?? {}, hdf5Timeout);
+  const open = inputOpener(locations, options.read ?? {}, hdf5Timeout);
   const bar = new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
   const n = inputs.paths.length;
   const started = performance.now();
@@ -136,7 +135,7 @@ export async function plan(argv: string[]): Promise<CommandResult> {
     if (values.scan) {
       const i = taskIndex(values, n, "input to scan");
       if (i >= n) throw new UsageError(`--task ${i}: there are ${n} inputs (0 .. ${n - 1})`);
-      const target = await openAtlasTarget(output, atlasTargetOptions("deltacells plan --scan"));
+      const target = await openAtlasTarget(output, locations.atlasTargetOptions("deltacells plan --scan"));
       const scan = await scanOne(target.store, i);
       const seconds = (performance.now() - started) / 1000;
       const nnz = scan.geneNnz.reduce((a, b) => a + b, 0);
@@ -157,7 +156,7 @@ export async function plan(argv: string[]): Promise<CommandResult> {
     const target = await openAtlasTarget(output, {
       lock: true,
       breakLock: values["break-lock"] === true,
-      ...atlasTargetOptions(values.merge ? "deltacells plan --merge" : "deltacells plan"),
+      ...locations.atlasTargetOptions(values.merge ? "deltacells plan --merge" : "deltacells plan"),
     });
     try {
       if (!values.merge) for (let i = 0; i < n; i++) await scanOne(target.store, i);

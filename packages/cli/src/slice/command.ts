@@ -9,7 +9,6 @@ import type { StoreStats } from "@deltacells/storage";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import type { CommandResult } from "../command.js";
 import { CliError } from "../errors.js";
-import { openCounted } from "../io.js";
 import { WaveCounter } from "./waves.js";
 
 export const SLICE_HELP = `usage: deltacells slice STORE --axis K POSITION... [options]
@@ -153,7 +152,7 @@ function render(sel: Selection, store: SparseArrayReader, url: string, dense: bo
 }
 
 export async function slice(argv: string[]): Promise<CommandResult> {
-  const { values, positionals } = parse(
+  const { values, positionals, locations } = parse(
     argv,
     { axis: { type: "string" }, dense: { type: "boolean" }, "fill-missing-data": { type: "boolean" } },
     ["STORE", "POSITION..."],
@@ -168,7 +167,7 @@ export async function slice(argv: string[]): Promise<CommandResult> {
   const [location, ...rest] = positionals as [string, ...string[]];
   const args = rest.map(positionArg); // usage mistakes before any read
 
-  const store = openCounted(location);
+  const store = locations.openCounted(location);
   const waves = new WaveCounter(store);
   // Positions are checked in every slice read: one pass, nothing next to printing them.
   const array = await openArrayReader(waves, {

@@ -10,6 +10,7 @@ import type { MixingMeter, ObsColumnSchema, TileDecoder } from "@deltacells/core
 import { DEFAULT_BATCH_SIZE, DEFAULT_BUFFER_TILES, poolTileDecoder } from "@deltacells/core/internal";
 import { COMMON_HELP, intOption, parse, UsageError } from "../args.js";
 import type { CommandResult } from "../command.js";
+import type { Locations } from "../locations.js";
 import { writeFileAtomically } from "../output-file.js";
 import type { CliIo } from "../run.js";
 
@@ -136,7 +137,7 @@ function list(spec: string): string[] {
 export async function stream(argv: string[], io?: Pick<CliIo, "binary" | "stderr">): Promise<CommandResult> {
   const sink = io?.binary ?? process.stdout;
   const stderr = io?.stderr ?? process.stderr;
-  const { values, positionals } = parse(
+  const { values, positionals, locations } = parse(
     argv,
     {
       "batch-size": { type: "string" },
@@ -224,7 +225,7 @@ export async function stream(argv: string[], io?: Pick<CliIo, "binary" | "stderr
   const pool = poolTileDecoder(threads);
   pool.start();
   try {
-    return await streamOn(pool.decoder, positionals[0]!, values, sink, settings);
+    return await streamOn(locations, pool.decoder, positionals[0]!, values, sink, settings);
   } finally {
     await pool.close();
   }
@@ -271,6 +272,7 @@ interface Settings {
 
 /** The stream of `location`'s batches, decoded by `decoder` (the pool the command started). */
 async function streamOn(
+  locations: Locations,
   decoder: TileDecoder,
   location: string,
   values: Values,
@@ -291,7 +293,9 @@ async function streamOn(
     ArrowOutput,
     ReaderGone,
   } = await loadModules();
-  const { store, ds } = await openCountedDataset(location, decoder, { obsLocalizer: cacheLocalizer() });
+  const { store, ds } = await openCountedDataset(locations, location, decoder, {
+    obsLocalizer: cacheLocalizer(),
+  });
   try {
     let obsSchemas: ObsColumnSchema[] = [];
     if (obs.length > 0) {

@@ -30,15 +30,17 @@ options:
 ${COMMON_HELP}`;
 
 export async function validate(argv: string[]): Promise<CommandResult> {
-  const { values, positionals } = parse(argv, { threads: { type: "string" }, quiet: { type: "boolean" } }, [
-    "DATASET",
-  ]);
+  const { values, positionals, locations } = parse(
+    argv,
+    { threads: { type: "string" }, quiet: { type: "boolean" } },
+    ["DATASET"],
+  );
   if (values.help) return { text: VALIDATE_HELP };
   const threads = intOption(values, "threads", availableParallelism(), 1, 256)!;
   const pool = createTilePool({ threads });
   const bar = commandBar(values);
   try {
-    const opened = await openCountedAny(positionals[0]!, pool);
+    const opened = await openCountedAny(locations, positionals[0]!, pool);
     const leftovers = await findLeftovers(positionals[0]!, opened.store);
     if (opened.kind === "sporadik") {
       const { validateSporadik } = await import("../inspect/sporadik.js");
@@ -52,7 +54,7 @@ export async function validate(argv: string[]): Promise<CommandResult> {
     });
     bar.finish();
     // The sporadik companion named in the manifest (convert --sporadik) is part of the dataset.
-    const companion = await validateCompanion(ds, positionals[0]!);
+    const companion = await validateCompanion(locations, ds, positionals[0]!);
     report.problems.push(...companion.problems);
     report.valid &&= companion.problems.length === 0;
     const text = report.valid
