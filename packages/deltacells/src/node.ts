@@ -1,21 +1,37 @@
 /**
  * @deltacells/core/node: everything `@deltacells/core` exports, plus opening a dataset by path or
- * URL, a native zstd for `var.parquet`, the local Arrow cache of obs columns, and conversions into a
- * location: its writer lock, staging and `overwrite` ({@link openTarget}), and a dataset written
- * through them ({@link convertToDataset}). Node-only.
+ * URL, a native zstd for `var.parquet`, the local Arrow cache of obs columns, and writes into a
+ * location: its writer lock, staging and `overwrite` ({@link openTarget}, an atlas step's output
+ * {@link openAtlasTarget}), and a dataset written through them: one input converted
+ * ({@link convertToDataset}), several ({@link buildAtlasAt}), cells appended
+ * ({@link appendToDatasetAt}) and an atlas built by tasks finalized ({@link finalizeAtlasAt}).
+ * Node-only.
  */
 
 export { inputIdentity } from "./atlas/identity-node.js";
 export { type NodeOpenDatasetOptions, openDataset, zstdCompressor } from "./dataset/node.js";
 export * from "./index.js";
 export { cacheLocalizer, type ObsCacheLockOptions, obsCacheRoot } from "./obs/cache-node.js";
+export {
+  type AppendToDatasetAtOptions,
+  type AppendToDatasetAtResult,
+  appendToDatasetAt,
+} from "./target/append.js";
 export { type AtlasTarget, type OpenAtlasTargetOptions, openAtlasTarget } from "./target/atlas-target.js";
 export {
+  type BuildAtlasAtOptions,
+  type BuildAtlasAtResult,
+  buildAtlasAt,
   type ClosableSource,
   type ConvertToDatasetOptions,
   type ConvertToDatasetResult,
   convertToDataset,
 } from "./target/convert.js";
+export {
+  type FinalizeAtlasAtOptions,
+  type FinalizeAtlasAtResult,
+  finalizeAtlasAt,
+} from "./target/finalize.js";
 export {
   type ConversionTarget,
   type OpenTargetOptions,

@@ -1,20 +1,11 @@
 /**
  * `deltacells append DATASET NEW_INPUT...`: adds cells at the end of a dataset, writing only what
  * changes, staged inside the dataset and moved into place with the manifest last (see
- * `appendToDataset` in @deltacells/core).
+ * `appendToDatasetAt` in @deltacells/core/node).
  */
-
-import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import { availableParallelism } from "node:os";
-import { dirname, resolve } from "node:path";
-import { APPEND_STAGING, appendToDataset, createTilePool, DEFAULT_LEVEL } from "@deltacells/core";
-import {
-  acquireWriterLock,
-  inputIdentity,
-  removeStaleTempFiles,
-  zstdCompressor,
-} from "@deltacells/core/node";
-import { localPath } from "@deltacells/storage/node";
+import { APPEND_STAGING, createTilePool, DEFAULT_LEVEL } from "@deltacells/core";
+import { appendToDatasetAt, inputIdentity, zstdCompressor } from "@deltacells/core/node";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import {
   ATLAS_PARSE_OPTIONS,
@@ -110,37 +101,17 @@ export async function append(argv: string[]): Promise<CommandResult> {
   const obsm = values.obsm as string | undefined;
   const bar = new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
   const started = performance.now();
-  const outPath = localPath(dataset);
-  const store = locations.openCounted(dataset);
-  const lock = await acquireWriterLock(store, dataset, {
-    folder: outPath,
-    breakLock: values["break-lock"] === true,
-    writer: "deltacells append",
-    breakLockName: "--break-lock",
-    releaseOnSignal: true,
-  });
   const pool = createTilePool({ threads });
+  const open = inputOpener(locations, read, hdf5Timeout);
+  let phase = "";
+  let companion: Awaited<ReturnType<typeof writeCompanion>> | undefined;
   try {
-    const removed = outPath === undefined ? [] : await removeStaleTempFiles(outPath, lock.taken);
-    const open = inputOpener(locations, read, hdf5Timeout);
-    const move =
-      outPath !== undefined
-        ? async (from: string, to: string) => {
-            const target = resolve(outPath, to);
-            await mkdir(dirname(target), { recursive: true });
-            await rename(resolve(outPath, from), target);
-          }
-        : store.copy
-          ? async (from: string, to: string) => {
-              await store.copy!(from, to);
-              await store.delete(from);
-            }
-          : undefined;
-    let phase = "";
-    const result = await appendToDataset(
-      store,
+    const result = await appendToDatasetAt(
+      dataset,
       inputs.paths.map((path) => ({ path, open: () => open(path), identity: () => inputIdentity(path) })),
       {
+        ...locations.targetOptions("deltacells append"),
+        breakLock: values["break-lock"] === true,
         varKey: values["var-key"] as string | undefined,
         dropUnlisted: values["drop-unlisted-genes"] === true,
         names: names ?? (listed ? listed.map((n, i) => n ?? inputs.paths[i]!) : undefined),
@@ -163,7 +134,6 @@ export async function append(argv: string[]): Promise<CommandResult> {
         compress: zstdCompressor(DEFAULT_LEVEL),
         obsCompress: zstdCompressor(OBS_ZSTD_LEVEL),
         inFlight: threads + 2,
-        ...(move ? { move } : {}),
         onProgress: (p) => {
           if (p.phase !== phase) {
             phase = p.phase;
@@ -171,17 +141,23 @@ export async function append(argv: string[]): Promise<CommandResult> {
           }
           bar.update(p.done, p.total, p.phase === "move" ? "objects" : "cells");
         },
+        ...(values.sporadik
+          ? {
+              afterAppend: async () => {
+                bar.finish();
+                companion = await writeCompanion(
+                  locations,
+                  dataset,
+                  threads,
+                  bar,
+                  values["no-checksums"] !== true,
+                );
+              },
+            }
+          : {}),
       },
     );
-    bar.finish();
-    if (outPath !== undefined) {
-      // A folder keeps the empty directories a key-by-key delete leaves.
-      for (const dir of (await readdir(outPath)).filter((x) => x.startsWith(APPEND_STAGING)))
-        await rm(resolve(outPath, dir), { recursive: true, force: true });
-    }
-    const companion = values.sporadik
-      ? await writeCompanion(locations, dataset, threads, bar, values["no-checksums"] !== true)
-      : undefined;
+    const { store, removedTempFiles: removed } = result;
     const m = result.manifest;
     const seconds = (performance.now() - started) / 1000;
     const tiles = result.written.filter((k) => k.startsWith("tiles/")).length;
@@ -219,6 +195,5 @@ export async function append(argv: string[]): Promise<CommandResult> {
   } finally {
     bar.finish();
     await pool.close();
-    await lock.release();
   }
 }

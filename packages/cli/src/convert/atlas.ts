@@ -6,7 +6,6 @@
 import { availableParallelism } from "node:os";
 import {
   type AtlasPlanOptions,
-  buildAtlas,
   checkIdentity,
   createTilePool,
   DEFAULT_LEVEL,
@@ -14,15 +13,9 @@ import {
   readPlan,
   taskStep,
 } from "@deltacells/core";
-import {
-  inputIdentity,
-  openAtlasTarget,
-  openTarget,
-  TargetError,
-  zstdCompressor,
-} from "@deltacells/core/node";
+import { buildAtlasAt, inputIdentity, openAtlasTarget, zstdCompressor } from "@deltacells/core/node";
 import { count } from "../args.js";
-import { absoluteInput, explainAtlasError, inputOpener } from "../atlas-options.js";
+import { explainAtlasError, inputOpener } from "../atlas-options.js";
 import { describePlan } from "../atlas-report.js";
 import type { CommandResult } from "../command.js";
 import { CliError } from "../errors.js";
@@ -61,28 +54,18 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
   const { output, options, bar } = o;
   const started = performance.now();
   const paths = options.paths;
-  for (const p of paths) {
-    if (p.replace(/\/+$/, "") === absoluteInput(output).replace(/\/+$/, "")) {
-      throw new TargetError(
-        `${output} is one of the inputs: a conversion cannot replace what it reads; write to another location`,
-        { tag: "TargetIsInput", object: output },
-      );
-    }
-  }
-  const target = await openTarget(output, {
-    ...o.locations.targetOptions(),
-    input: paths[0]!,
-    overwrite: o.overwrite,
-    breakLock: o.breakLock,
-  });
   const open = inputOpener(o.locations, options.read ?? {}, o.hdf5Timeout);
   const pool = createTilePool({ threads: o.threads });
   let phase = "";
+  let companion: Awaited<ReturnType<typeof writeCompanion>> | undefined;
   try {
-    const { manifest, bytes, plan } = await buildAtlas(
+    const { manifest, bytes, plan, store, removedTempFiles } = await buildAtlasAt(
+      output,
       paths.map((path) => ({ path, open: () => open(path), identity: () => inputIdentity(path) })),
-      target.staging,
       {
+        ...o.locations.targetOptions(),
+        overwrite: o.overwrite,
+        breakLock: o.breakLock,
         ...options,
         encoder: pool,
         compress: zstdCompressor(DEFAULT_LEVEL),
@@ -97,39 +80,41 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
           }
           bar.update(p.cellsDone, p.nCells, "cells");
         },
+        // The companion goes in once the dataset is in place; the manifest names it only when complete.
+        ...(o.sporadik
+          ? {
+              afterCommit: async () => {
+                bar.finish();
+                companion = await writeCompanion(o.locations, output, o.threads, bar, o.checksums);
+              },
+            }
+          : {}),
       },
     );
-    bar.finish();
-    await target.commit("manifest.json");
-    const companion = o.sporadik
-      ? await writeCompanion(o.locations, output, o.threads, bar, o.checksums)
-      : undefined;
     const seconds = (performance.now() - started) / 1000;
     const summary = {
       inputs: paths,
-      output: target.store.url,
+      output: store.url,
       n_inputs: paths.length,
       ...datasetSummary(manifest, bytes),
       dropped: plan.dropped,
       notes: plan.notes,
       ...companionSummary(companion),
-      removed_temp_files: target.removedTempFiles,
+      removed_temp_files: removedTempFiles,
       seconds,
     };
     const described = describePlan(plan)
       .split("\n")
       .filter((l) => !l.startsWith("  1 task"));
-    const text = `converted ${count(paths.length, "input")} -> ${target.store.url}
+    const text = `converted ${count(paths.length, "input")} -> ${store.url}
 ${described.join("\n")}
-  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion)}${leftoverLine(target.removedTempFiles)}`;
-    return { text, json: summary, store: target.store };
+  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion)}${leftoverLine(removedTempFiles)}`;
+    return { text, json: summary, store };
   } catch (err) {
-    await target.abandon().catch(() => undefined);
     throw explainAtlasError(explainObsError(err));
   } finally {
     bar.finish();
     await pool.close();
-    await target.lock.release();
   }
 }
 

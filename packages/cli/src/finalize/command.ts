@@ -4,10 +4,8 @@
  * written and each is named with the command that runs it again. Then obs/schema.json and
  * manifest.json are written, the manifest last.
  */
-import { rm } from "node:fs/promises";
-import { resolve } from "node:path";
-import { ATLAS_PREFIX, AtlasIncomplete, finalizeAtlas } from "@deltacells/core";
-import { openAtlasTarget } from "@deltacells/core/node";
+import { AtlasIncomplete } from "@deltacells/core";
+import { finalizeAtlasAt } from "@deltacells/core/node";
 import { COMMON_HELP, count, parse } from "../args.js";
 import type { CommandResult } from "../command.js";
 import { ProgressBar } from "../progress.js";
@@ -37,26 +35,19 @@ export async function finalize(argv: string[]): Promise<CommandResult> {
   const output = positionals[0]!;
   const started = performance.now();
   const bar = new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
-  const target = await openAtlasTarget(output, {
-    ...locations.atlasTargetOptions("deltacells finalize"),
-    lock: true,
-    breakLock: values["break-lock"] === true,
-    allowFinalized: true,
-  });
   try {
     bar.phase("check");
-    const done = await finalizeAtlas(target.store, {
+    const done = await finalizeAtlasAt(output, {
+      ...locations.targetOptions("deltacells finalize"),
+      breakLock: values["break-lock"] === true,
       onProgress: (d, total) => bar.update(d, total, "tasks"),
     });
     bar.finish();
-    // A folder keeps the empty directories a key-by-key delete leaves.
-    if (target.outPath !== undefined)
-      await rm(resolve(target.outPath, ATLAS_PREFIX), { recursive: true, force: true });
     const m = done.manifest;
     const nnz = m.tile_nnz.reduce((a, b) => a + b, 0);
     const seconds = (performance.now() - started) / 1000;
     const json = {
-      output: target.store.url,
+      output: done.store.url,
       finalized: done.finalized,
       n_cells: m.n_cells,
       n_genes: m.n_genes,
@@ -65,14 +56,14 @@ export async function finalize(argv: string[]): Promise<CommandResult> {
       n_tasks: done.plan?.tasks.length ?? null,
       bytes: done.bytes,
       has_obs: m.has_obs,
-      removed_temp_files: target.removedTempFiles,
+      removed_temp_files: done.removedTempFiles,
       seconds,
     };
     const text = done.finalized
-      ? `finalized ${target.store.url}: ${count(done.plan!.tasks.length, "task")} checked
-  ${m.n_cells.toLocaleString("en-US")} cells x ${m.n_genes.toLocaleString("en-US")} genes, ${nnz.toLocaleString("en-US")} nonzeros in ${count(m.tile_cells.length, "tile")}, ${done.bytes.toLocaleString("en-US")} bytes, in ${seconds.toFixed(1)} s${leftoverLine(target.removedTempFiles)}`
-      : `${target.store.url} is finalized already (it has its manifest.json): nothing to do`;
-    return { text, json, store: target.store };
+      ? `finalized ${done.store.url}: ${count(done.plan!.tasks.length, "task")} checked
+  ${m.n_cells.toLocaleString("en-US")} cells x ${m.n_genes.toLocaleString("en-US")} genes, ${nnz.toLocaleString("en-US")} nonzeros in ${count(m.tile_cells.length, "tile")}, ${done.bytes.toLocaleString("en-US")} bytes, in ${seconds.toFixed(1)} s${leftoverLine(done.removedTempFiles)}`
+      : `${done.store.url} is finalized already (it has its manifest.json): nothing to do`;
+    return { text, json, store: done.store };
   } catch (err) {
     if (err instanceof AtlasIncomplete) {
       const rerun = (tasks: number[]) =>
@@ -88,6 +79,5 @@ export async function finalize(argv: string[]): Promise<CommandResult> {
     throw err;
   } finally {
     bar.finish();
-    await target.lock?.release();
   }
 }
