@@ -1,19 +1,24 @@
-/** The Kubernetes Indexed Job of docs/atlas.md, parsed as YAML (PyYAML) and checked for shape. */
+/** The Kubernetes Indexed Job of docs/atlas.md (examples/atlas), parsed as YAML (PyYAML) and checked for shape. */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { test } from "node:test";
-import { blocks } from "./atlas-docs.test.js";
+import { TASK_INDEX_VARIABLES } from "../src/atlas-options.js";
+import { assertTaskResources, example } from "./atlas-examples.js";
 import { PYTHON } from "./cli-helpers.js";
 
-test("the documented Kubernetes manifest is an Indexed Job whose pods each run one task of the plan, never restarted in place", () => {
-  const [manifest] = blocks("yaml");
+/** A Kubernetes quantity of memory (`2Gi`, `2048Mi`, `2G`) in MiB. */
+function mebibytes(q: string): number {
+  const m = /^(\d+)(Ki|Mi|Gi|K|M|G)?$/.exec(q);
+  assert.ok(m, `a memory quantity: ${q}`);
+  const unit = { Ki: 1 / 1024, Mi: 1, Gi: 1024, K: 1e3 / 2 ** 20, M: 1e6 / 2 ** 20, G: 1e9 / 2 ** 20 };
+  return Number(m[1]) * (m[2] ? unit[m[2] as keyof typeof unit] : 1 / 2 ** 20);
+}
+
+test("the Kubernetes manifest is an Indexed Job whose pods each run one task of the plan (the index from JOB_COMPLETION_INDEX, the output from the environment), never restarted in place, with the documented resources", () => {
   const json = execFileSync(
     PYTHON,
     ["-c", "import json, sys, yaml; print(json.dumps(yaml.safe_load(sys.stdin)))"],
-    {
-      input: manifest,
-      encoding: "utf8",
-    },
+    { input: example("kubernetes-indexed-job.yaml"), encoding: "utf8" },
   );
   const job = JSON.parse(json) as {
     apiVersion: string;
@@ -22,21 +27,48 @@ test("the documented Kubernetes manifest is an Indexed Job whose pods each run o
       completionMode: string;
       completions: number;
       parallelism: number;
-      template: { spec: { restartPolicy: string; containers: { command: string[] }[] } };
+      backoffLimitPerIndex: number;
+      template: {
+        spec: {
+          restartPolicy: string;
+          containers: {
+            image: string;
+            command: string[];
+            env: { name: string; value: string }[];
+            envFrom: { secretRef: { name: string } }[];
+            resources: { requests: { cpu: string; memory: string }; limits: { memory: string } };
+          }[];
+        };
+      };
     };
   };
   assert.equal(job.apiVersion, "batch/v1");
   assert.equal(job.kind, "Job");
   assert.equal(job.spec.completionMode, "Indexed");
   assert.ok(job.spec.completions >= job.spec.parallelism && job.spec.parallelism >= 1);
+  assert.ok(job.spec.backoffLimitPerIndex >= 1, "a failed index is retried: reruns are safe");
   assert.equal(job.spec.template.spec.restartPolicy, "Never");
-  assert.deepEqual(job.spec.template.spec.containers[0]!.command.slice(0, 3), [
-    "deltacells",
-    "convert",
-    "--plan",
-  ]);
+  const [container] = job.spec.template.spec.containers;
+  assert.match(container!.image, /deltacells/);
+  assert.deepEqual(container!.command.slice(0, 4), ["deltacells", "convert", "--plan", "$(OUTPUT)"]);
+  assert.match(container!.env.find((e) => e.name === "OUTPUT")!.value, /^s3:\/\//);
+  assert.ok(container!.env.some((e) => e.name === "AWS_REGION"));
   assert.ok(
-    !job.spec.template.spec.containers[0]!.command.includes("--task"),
-    "the index comes from JOB_COMPLETION_INDEX",
+    container!.envFrom.some((e) => e.secretRef.name !== ""),
+    "the S3 keys from a Secret",
   );
+  assert.ok(!container!.command.includes("--task"), "the index comes from JOB_COMPLETION_INDEX");
+  assert.ok(TASK_INDEX_VARIABLES.includes("JOB_COMPLETION_INDEX"));
+  const { requests, limits } = container!.resources;
+  assertTaskResources("kubernetes-indexed-job.yaml", {
+    cores: Number(requests.cpu),
+    threads: Number(container!.command[container!.command.indexOf("--threads") + 1]),
+    memoryMiB: mebibytes(requests.memory),
+  });
+  assert.ok(mebibytes(limits.memory) >= mebibytes(requests.memory));
+  const batch = JSON.parse(example("aws-batch-job-definition.json"));
+  const batchMemory = batch.containerProperties.resourceRequirements.find(
+    (r: { type: string }) => r.type === "MEMORY",
+  ).value;
+  assert.equal(mebibytes(requests.memory), Number(batchMemory), "the same sizing as on AWS Batch");
 });

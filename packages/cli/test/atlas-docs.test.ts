@@ -1,40 +1,43 @@
 /**
- * The job scripts of docs/atlas.md, checked for shape, and the Slurm one run: with a stand-in
+ * The scheduler examples of docs/atlas.md: the files of examples/atlas, shown in the doc as they
+ * are; the AWS Batch job definition checked for shape; the Slurm script run with a stand-in
  * `sbatch` that records each submission and runs it at once (every array index in turn, with
- * SLURM_ARRAY_TASK_ID set), the documented chain converts real inputs into what one `convert`
- * writes, byte for byte, and each step waits for the one before (afterok).
+ * SLURM_ARRAY_TASK_ID set): the documented chain converts real inputs into what one `convert`
+ * writes, byte for byte, each step submitted after the one before (afterok), and `--rerun`
+ * submits the tasks named and finalize after them. The same script on a real Slurm cluster is
+ * atlas-slurm.conformance.test.ts; the Kubernetes manifest, parsed as YAML, is
+ * atlas-docs.conformance.test.ts.
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
+import { TASK_INDEX_VARIABLES } from "../src/atlas-options.js";
+import { assertTaskResources, blocks, example } from "./atlas-examples.js";
 import { assertSameFiles, cli, MAIN, REPO, tempDir } from "./cli-helpers.js";
 
-/** The fenced blocks of docs/atlas.md in `language`. */
-export function blocks(language: string): string[] {
-  const text = readFileSync(join(REPO, "docs/atlas.md"), "utf8");
-  const out: string[] = [];
-  const re = new RegExp(`\`\`\`${language}\\n([\\s\\S]*?)\`\`\``, "g");
-  for (let m = re.exec(text); m; m = re.exec(text)) out.push(m[1]!);
-  return out;
-}
+test("docs/atlas.md shows the Slurm script, the AWS Batch job definition and the Kubernetes manifest of examples/atlas as they are", () => {
+  assert.deepEqual(blocks("bash"), [example("atlas-slurm.sh")]);
+  assert.deepEqual(blocks("json"), [example("aws-batch-job-definition.json")]);
+  assert.deepEqual(blocks("yaml"), [example("kubernetes-indexed-job.yaml")]);
+});
 
-test("the documented Slurm script submits scan array, merge, conversion array and finalize, each afterok the previous, and its chain converts the inputs as one convert does", async () => {
-  const [script] = blocks("bash");
-  assert.ok(script?.startsWith("#!/bin/bash"), "the Slurm script is the doc's bash block");
+test("the Slurm script submits scan array, merge, conversion array and finalize, each afterok the previous, and its chain converts the inputs as one convert does; --rerun submits the tasks named, then finalize", async () => {
   const dir = tempDir();
   const bin = join(dir, "bin");
   execFileSync("mkdir", ["-p", bin]);
   const log = join(dir, "sbatch.log");
   writeFileSync(log, "");
-  // sbatch: log the options, run --wrap now (each array index with SLURM_ARRAY_TASK_ID), print an id.
+  // sbatch: log the options, run --wrap now (each array index with SLURM_ARRAY_TASK_ID) unless
+  // RECORD_ONLY is set, print an id.
   writeFileSync(
     join(bin, "sbatch"),
     `#!/bin/bash
 set -e
 id=$(( $(wc -l < "${log}") + 100 ))
 echo "$id $*" >> "${log}"
+if [ -n "$RECORD_ONLY" ]; then echo "$id"; exit 0; fi
 array=""; wrap=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -44,8 +47,9 @@ while [ $# -gt 0 ]; do
   shift
 done
 if [ -n "$array" ]; then
-  range="\${array%%%*}"
-  for i in $(seq "\${range%-*}" "\${range#*-}"); do SLURM_ARRAY_TASK_ID=$i bash -c "$wrap" > /dev/null; done
+  for part in $(echo "\${array%%%*}" | tr , ' '); do
+    for i in $(seq "\${part%-*}" "\${part#*-}"); do SLURM_ARRAY_TASK_ID=$i bash -c "$wrap" > /dev/null; done
+  done
 else
   bash -c "$wrap" > /dev/null
 fi
@@ -66,47 +70,90 @@ echo "$id"
   const list = join(dir, "inputs.txt");
   writeFileSync(list, `# three studies\n${inputs.map((p) => join(REPO, p)).join("\n")}\n`);
   const out = join(dir, "atlas");
-  const doc = join(dir, "atlas-slurm.sh");
-  // The doc matches on gene_ids; these inputs share symbols: the same script, matching on the var index.
-  writeFileSync(doc, script!.replace(" --var-key gene_ids", ""));
-  execFileSync("bash", [doc, list, out, "3"], {
-    env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
-    stdio: "pipe",
-  });
+  const script = join(REPO, "examples/atlas/atlas-slurm.sh");
+  const env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, THREADS: "2", RECORD_ONLY: "" };
+  // These inputs share symbols: matched on the var index (no --var-key).
+  const printed = execFileSync("bash", [script, list, out, "3", "--level", "9"], { env, encoding: "utf8" });
+  assert.equal(
+    printed,
+    "scan: job 100 (3 tasks); merge: job 101\nconvert: job 102 (tasks 0-2); finalize: job 103\n",
+  );
   const calls = readFileSync(log, "utf8").trim().split("\n");
   assert.equal(calls.length, 4);
-  assert.match(calls[0]!, /^100 .*--array=0-2%100 .*--wrap deltacells plan --scan --inputs /);
-  assert.match(calls[1]!, /^101 .*--dependency=afterok:100 .*--wrap deltacells plan --merge .* --tasks 3/);
+  assert.match(
+    calls[0]!,
+    /^100 .*--array=0-2%100 .*--wrap deltacells plan --scan --inputs \S+ \S+ --level 9$/,
+  );
+  assert.match(
+    calls[1]!,
+    /^101 .*--dependency=afterok:100 .*--wrap deltacells plan --merge --inputs \S+ \S+ --level 9 --tasks 3$/,
+  );
   assert.match(
     calls[2]!,
-    /^102 .*--dependency=afterok:101 .*--array=0-2 .*--wrap deltacells convert --plan /,
+    /^102 .*--dependency=afterok:101 .*--array=0-2 --cpus-per-task=2 .*--wrap deltacells convert --plan \S+ --threads 2$/,
   );
-  assert.match(calls[3]!, /^103 .*--dependency=afterok:102 .*--wrap deltacells finalize /);
+  assert.match(calls[3]!, /^103 .*--dependency=afterok:102 .*--wrap deltacells finalize \S+$/);
   const once = join(dir, "once");
-  assert.equal((await cli("convert", "--inputs", list, once, "--quiet")).code, 0);
+  assert.equal((await cli("convert", "--inputs", list, once, "--level", "9", "--quiet")).code, 0);
+  assertSameFiles(once, out);
+
+  // The submissions of --rerun only: its tasks would refuse to run on a finalized dataset.
+  const again = execFileSync("bash", [script, "--rerun", "1,2", out], {
+    env: { ...env, THREADS: "1", RECORD_ONLY: "1" },
+  });
+  assert.equal(again.toString(), "convert: job 104 (tasks 1,2); finalize: job 105\n");
+  const reruns = readFileSync(log, "utf8").trim().split("\n").slice(4);
+  assert.equal(reruns.length, 2);
+  assert.doesNotMatch(reruns[0]!, /--dependency/);
+  assert.match(
+    reruns[0]!,
+    /^104 .*--array=1,2 --cpus-per-task=1 .*--wrap deltacells convert --plan \S+ --threads 1$/,
+  );
+  assert.match(reruns[1]!, /^105 .*--dependency=afterok:104 .*--wrap deltacells finalize \S+$/);
   assertSameFiles(once, out);
 });
 
-test("the documented AWS Batch job definition is a container job running a task of the plan, retried, with its output a parameter", () => {
-  const [definition] = blocks("json");
-  const job = JSON.parse(definition!) as {
+test("the Slurm script asks for the documented sizing: 8 cores and 2 GB a conversion task by default", () => {
+  const script = example("atlas-slurm.sh");
+  assert.match(script, /^THREADS=\$\{THREADS:-8\}$/m);
+  const convert = /--job-name=atlas-convert[^)]*/.exec(script)![0];
+  const cores = /--cpus-per-task="\$THREADS"/.test(convert) ? 8 : Number.NaN;
+  const threads = /--threads \$THREADS/.test(convert) ? 8 : Number.NaN;
+  const memory = /--mem=(\d+)G/.exec(convert);
+  assertTaskResources("atlas-slurm.sh", { cores, threads, memoryMiB: Number(memory?.[1]) * 1024 });
+});
+
+test("the AWS Batch job definition is a container job running a task of the plan whose index is the array's, retried, with its output a parameter, S3 keys as secrets and the documented resources", () => {
+  const job = JSON.parse(example("aws-batch-job-definition.json")) as {
     type: string;
     parameters: Record<string, string>;
-    containerProperties: { command: string[]; resourceRequirements: { type: string; value: string }[] };
+    containerProperties: {
+      image: string;
+      command: string[];
+      environment: { name: string; value: string }[];
+      secrets: { name: string; valueFrom: string }[];
+      executionRoleArn?: string;
+      resourceRequirements: { type: string; value: string }[];
+    };
     retryStrategy: { attempts: number };
   };
   assert.equal(job.type, "container");
-  assert.deepEqual(job.containerProperties.command.slice(0, 4), [
-    "deltacells",
-    "convert",
-    "--plan",
-    "Ref::output",
-  ]);
+  const c = job.containerProperties;
+  assert.match(c.image, /deltacells/);
+  assert.deepEqual(c.command.slice(0, 4), ["deltacells", "convert", "--plan", "Ref::output"]);
+  assert.ok(!c.command.includes("--task"), "the index comes from the array job");
+  assert.ok(TASK_INDEX_VARIABLES.includes("AWS_BATCH_JOB_ARRAY_INDEX"));
   assert.match(job.parameters.output!, /^s3:\/\//);
+  assert.ok(c.environment.some((e) => e.name === "AWS_REGION"));
+  assert.deepEqual(c.secrets.map((s) => s.name).sort(), ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]);
+  assert.ok(c.executionRoleArn, "the execution role reads the secrets");
   assert.ok(job.retryStrategy.attempts >= 2, "retries are safe and wanted");
-  const vcpu = job.containerProperties.resourceRequirements.find((r) => r.type === "VCPU")!.value;
-  const threads = job.containerProperties.command[job.containerProperties.command.indexOf("--threads") + 1];
-  assert.equal(threads, vcpu, "one encoding thread per vCPU");
+  const resource = (type: string) => Number(c.resourceRequirements.find((r) => r.type === type)!.value);
+  assertTaskResources("aws-batch-job-definition.json", {
+    cores: resource("VCPU"),
+    threads: Number(c.command[c.command.indexOf("--threads") + 1]),
+    memoryMiB: resource("MEMORY"),
+  });
   const [submit] = blocks("sh").filter((b) => b.includes("aws batch submit-job"));
   assert.match(submit!, /--array-properties size=\d+ --depends-on jobId=/);
   assert.match(submit!, /command=\["deltacells","finalize",/);
