@@ -30,6 +30,11 @@ export class FaultProxy {
   plan: Fault[] = [];
   /** What to do once `plan` is empty. */
   otherwise: Fault = "pass";
+  /**
+   * A fault chosen by the request itself (e.g. stall the upload of one key), taken before `plan`
+   * and `otherwise` when it returns one; requests it lets pass consume the plan as before.
+   */
+  rule: ((req: { method: string; path: string }) => Fault | undefined) | undefined;
   /** Every request seen: method, path and the fault applied. */
   readonly seen: { method: string; path: string; range: string | undefined; fault: Fault }[] = [];
   private readonly sockets = new Set<Socket>();
@@ -74,7 +79,10 @@ export class FaultProxy {
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
-    const fault = this.plan.shift() ?? this.otherwise;
+    const fault =
+      this.rule?.({ method: req.method ?? "GET", path: req.url ?? "" }) ??
+      this.plan.shift() ??
+      this.otherwise;
     const range = req.headers.range;
     this.seen.push({ method: req.method ?? "GET", path: req.url ?? "", range, fault });
     const ready = this.waiters.filter((w) => w.count <= this.seen.length);
