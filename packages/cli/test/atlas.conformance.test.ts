@@ -4,14 +4,17 @@
  * converted into one dataset equal `anndata.concat(..., join="outer")` of them (counts, var, obs
  * with the source column), matched by var index and by gene_ids, read back by independent code
  * (conformance/atlas_check.py); plan + 2 and 7 tasks + finalize into S3 (moto) equal the
- * one-process conversion byte for byte; the input of text where the others hold numbers is
+ * one-process conversion byte for byte, and so does an append into S3 with a fresh conversion of
+ * all the inputs; the input of text where the others hold numbers is
  * refused, naming the column and both inputs.
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { before, test } from "node:test";
 import { S3Store } from "@deltacells/storage";
+import { openStore } from "@deltacells/storage/node";
 import { type AtlasInputs, writeAtlasInputs } from "../../../test-utils/atlas-inputs.js";
 import { assertShortError, cli, cliPlain, filesUnder, PYTHON, REPO, tempDir } from "./cli-helpers.js";
 import { motoBucket } from "./s3-helpers.js";
@@ -98,6 +101,43 @@ test("plan --scan per input, plan --merge, 2 and 7 tasks and finalize into S3 eq
     for (const key of keys)
       assert.ok(Buffer.from((await store.get(key))!).equals(want.get(key)!), `N = ${n}: ${key}`);
   }
+});
+
+test("append into S3 (staged under the prefix, moved into place by server-side copies) equals a fresh conversion of all the inputs with the dataset's gene order, byte for byte, and leaves no staging behind", async () => {
+  const small = ["--tile-size", "64", "--obs-tiles-per-file", "2", "--level", "3", "--var-key", "gene_ids"];
+  const url = `s3://${BUCKET}/grown`;
+  // The appended inputs' genes are all in the dataset's (chr21-b and chr21-ensembl, matched by gene_ids).
+  const later = paths().filter((p) => /chr21-(b|ensembl)/.test(p));
+  const first = paths().filter((p) => !later.includes(p));
+  const made = await s3("convert", ...first, url, ...small, "--quiet");
+  assert.equal(made.code, 0, made.stderr);
+  const store = openStore(url, { env: s3.env() });
+  const order = join(tempDir(), "order.txt");
+  writeFileSync(order, (await store.get("var_names.txt"))!);
+  const before = await store.get("manifest.json");
+  const appended = await s3("append", url, ...later);
+  assert.equal(appended.code, 0, appended.stderr);
+  assert.match(appended.stdout, /^appended 2 inputs \(500 cells\) to s3:\/\/atlas\/grown\n/);
+  assert.notDeepEqual(await store.get("manifest.json"), before);
+
+  const fresh = join(tempDir(), "fresh");
+  const converted = await cli(
+    "convert",
+    ...first,
+    ...later,
+    fresh,
+    ...small,
+    "--gene-order",
+    order,
+    "--quiet",
+  );
+  assert.equal(converted.code, 0, converted.stderr);
+  const want = filesUnder(fresh);
+  const keys = await store.list();
+  assert.deepEqual(keys, [...want.keys()], "the same objects, no staging left");
+  for (const key of keys) assert.ok(Buffer.from((await store.get(key))!).equals(want.get(key)!), key);
+  const valid = await s3("validate", url);
+  assert.equal(valid.code, 0, valid.stdout);
 });
 
 test("an input whose n_genes holds text where the others hold numbers is refused, naming the column and both inputs; --obs-exclude n_genes converts", async () => {
