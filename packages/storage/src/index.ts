@@ -30,6 +30,7 @@ export {
   type S3Connection,
   S3Store,
   type S3StoreOptions,
+  type S3Upload,
   s3OptionsFromEnv,
 } from "./s3.js";
 export { withStallTimeout } from "./stall.js";

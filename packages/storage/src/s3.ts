@@ -72,6 +72,15 @@ export interface S3StoreOptions extends S3Connection {
   maxIgnoredRangeBytes?: number;
 }
 
+/** A multipart upload neither completed nor aborted, as {@link S3Store.uploads} lists it. */
+export interface S3Upload {
+  /** The object's key in the store (under its prefix). */
+  key: string;
+  uploadId: string;
+  /** When it was begun (the server's clock). */
+  initiated: Date;
+}
+
 /** The smallest part S3 accepts (every part but the last). */
 export const S3_MIN_PART_SIZE = 5 * 1024 * 1024;
 
@@ -458,6 +467,58 @@ export class S3Store implements Store {
       signal: opts?.signal,
       ok: [200, 204, 404],
     });
+    await res.body?.cancel().catch(() => {});
+  }
+
+  /**
+   * The multipart uploads begun under `prefix` and neither completed nor aborted
+   * (ListMultipartUploads, followed page by page), oldest first: what a writer killed in the middle
+   * of a large upload leaves. No listing shows them, and S3 bills their parts until they are
+   * aborted ({@link abortUpload}) or a lifecycle rule does it.
+   */
+  async uploads(prefix?: string, opts?: StoreOptions): Promise<S3Upload[]> {
+    throwIfAborted(opts?.signal);
+    const p = normalizePrefix(prefix, this.url);
+    const full = this.prefix ? `${this.prefix}/${p}` : p;
+    const out: S3Upload[] = [];
+    let marker: { key: string; uploadId: string } | undefined;
+    do {
+      const q = new URLSearchParams({ uploads: "", prefix: full, "max-uploads": String(this.listPageSize) });
+      if (marker !== undefined) {
+        q.set("key-marker", marker.key);
+        q.set("upload-id-marker", marker.uploadId);
+      }
+      const url = `${this.bucketUrl}?${q.toString().replace(/\+/g, "%20")}`;
+      const res = await this.request("GET", url, p, { signal: opts?.signal });
+      const root = await this.xml(res, url, p, opts?.signal);
+      for (const u of childrenNamed(root, "Upload")) {
+        const k = childText(u, "Key");
+        const uploadId = childText(u, "UploadId");
+        if (k === undefined || uploadId === undefined || !k.startsWith(full)) continue;
+        out.push({
+          key: this.prefix ? k.slice(this.prefix.length + 1) : k,
+          uploadId,
+          initiated: new Date(childText(u, "Initiated") ?? Number.NaN),
+        });
+      }
+      const truncated = childText(root, "IsTruncated") === "true";
+      const key = childText(root, "NextKeyMarker");
+      const uploadId = childText(root, "NextUploadIdMarker");
+      if (truncated && (!key || uploadId === undefined)) {
+        throw new StorageError(`${url}: a truncated listing of uploads without its next markers`, {
+          object: this.url,
+        });
+      }
+      marker = truncated ? { key: key!, uploadId: uploadId! } : undefined;
+    } while (marker !== undefined);
+    return out.sort((a, b) => a.initiated.getTime() - b.initiated.getTime());
+  }
+
+  /** Abort the multipart upload `uploadId` of `key`, dropping its parts; one already gone is no error. */
+  async abortUpload(key: string, uploadId: string, opts?: StoreOptions): Promise<void> {
+    throwIfAborted(opts?.signal);
+    const url = `${this.objectUrl(key)}?uploadId=${encodeURIComponent(uploadId)}`;
+    const res = await this.request("DELETE", url, key, { signal: opts?.signal, ok: [200, 204, 404] });
     await res.body?.cancel().catch(() => {});
   }
 

@@ -193,6 +193,51 @@ describe("an S3 store against moto_server", () => {
     assert.doesNotMatch(uploads, /failed\.bin/);
   });
 
+  test("uploads lists the multipart uploads a killed writer left under the store's prefix, and abortUpload drops them", async () => {
+    const client = new AwsClient({ ...creds, service: "s3", retries: 0 });
+    const begin = async (key: string) => {
+      const res = await client.fetch(`${moto.url}/${BUCKET}/${key}?uploads`, { method: "POST" });
+      const id = /<UploadId>([^<]+)<\/UploadId>/.exec(await res.text())?.[1];
+      assert.ok(id, `no UploadId for ${key}`);
+      await client.fetch(`${moto.url}/${BUCKET}/${key}?partNumber=1&uploadId=${encodeURIComponent(id)}`, {
+        method: "PUT",
+        body: randomBytes(1000),
+      });
+      return id;
+    };
+    const tile = await begin("killed/set/tiles/0.bin");
+    const obs = await begin("killed/set/obs/a b.bin");
+    const other = await begin("killed/other/x.bin");
+    const s = store({ prefix: "killed/set" });
+    const found = await s.uploads();
+    assert.deepEqual(found.map((u) => [u.key, u.uploadId]).sort(), [
+      ["obs/a b.bin", obs],
+      ["tiles/0.bin", tile],
+    ]);
+    // moto answers one fixed Initiated date for every upload: only its form is checked here.
+    for (const u of found) assert.ok(Number.isFinite(u.initiated.getTime()), "initiated is a date");
+    assert.deepEqual(
+      (await s.uploads("tiles/")).map((u) => u.key),
+      ["tiles/0.bin"],
+    );
+    // No listing of objects shows them.
+    assert.deepEqual(await s.list(), []);
+    await s.abortUpload("tiles/0.bin", tile);
+    assert.deepEqual(
+      (await s.uploads()).map((u) => u.key),
+      ["obs/a b.bin"],
+    );
+    // Aborting one that is gone already is no error (a second cleanup, or a race with another).
+    await s.abortUpload("tiles/0.bin", tile);
+    await s.abortUpload("obs/a b.bin", obs);
+    assert.deepEqual(await s.uploads(), []);
+    assert.deepEqual(
+      (await store({ prefix: "killed/other" }).uploads()).map((u) => u.uploadId),
+      [other],
+    );
+    await store({ prefix: "killed/other" }).abortUpload("x.bin", other);
+  });
+
   test("setParts uploads an object arriving in parts of any size, never holding it whole", async () => {
     const big = randomBytes(11 * 1024 * 1024 + 123);
     const s = new S3Store({
