@@ -11,8 +11,10 @@
  * - wall time of the whole conversion with 1 task (`--threads 2`) and with 2 tasks at once
  *   (`--threads 1` each);
  * - finalize;
+ * - peak memory of one task with 1, 2, 4 and 8 threads (what a job asks for);
  * - peak memory of one task against one-input `convert` of the same cells: the same matrix written
- *   as one input and as INPUTS inputs; `convert` of the one, a task over the one, a task over all.
+ *   as one input and as INPUTS inputs; `convert` of the one, a task over the one, a task over all;
+ *   and of the scan of the one input against the scans of the smaller inputs.
  * Prints one JSON object per row and a summary with the sizing table (cores to convert a
  * 100 M-cell atlas of ~2,000 nonzeros per cell in an hour).
  */
@@ -181,6 +183,12 @@ for (let r = 0; r < reps; r++) {
   }
 }
 
+// Peak memory of that task by threads (what a job asks for): tiles in flight grow with them.
+for (const threads of ["1", "2", "4", "8"]) {
+  const t = await timed(["convert", "--plan", plans["19"]!, "--task", String(task), "--threads", threads]);
+  row({ row: "memory: task by threads", level: 19, threads: Number(threads), rss_mib: Math.round(t.rssMiB) });
+}
+
 // 3. Wall time of the conversion: 1 task with 2 threads, 2 tasks at once with 1 thread each; finalize.
 const one = join(work, "one");
 await timed(["plan", ...inputs, one, "--tasks", "1"]);
@@ -221,6 +229,13 @@ row({
   inputs: 1,
   seconds: conv.seconds,
   rss_mib: Math.round(conv.rssMiB),
+});
+const wholeScan = await timed(["plan", "--scan", whole, join(work, "single-scan")]);
+row({
+  row: "memory: scan of the one input",
+  gb: inputSet(1).inputs[0]!.bytes / 1e9,
+  seconds: wholeScan.seconds,
+  rss_mib: Math.round(wholeScan.rssMiB),
 });
 const oneIn = join(work, "one-input-plan");
 await timed(["plan", whole, oneIn, "--tasks", "1"]);
