@@ -5,7 +5,8 @@
  * with the source column), matched by var index and by gene_ids, read back by independent code
  * (conformance/atlas_check.py); plan + 2 and 7 tasks + finalize into S3 (moto) equal the
  * one-process conversion byte for byte, and so does an append into S3 with a fresh conversion of
- * all the inputs; the input of text where the others hold numbers is
+ * all the inputs; the unfinished multipart uploads of killed writers are aborted by the next
+ * finalize, append or convert --overwrite there; the input of text where the others hold numbers is
  * refused, naming the column and both inputs.
  */
 import assert from "node:assert/strict";
@@ -15,6 +16,7 @@ import { join } from "node:path";
 import { before, test } from "node:test";
 import { S3Store } from "@deltacells/storage";
 import { openStore } from "@deltacells/storage/node";
+import { AwsClient } from "aws4fetch";
 import { type AtlasInputs, writeAtlasInputs } from "../../../test-utils/atlas-inputs.js";
 import { assertShortError, cli, cliPlain, filesUnder, PYTHON, REPO, tempDir } from "./cli-helpers.js";
 import { motoBucket } from "./s3-helpers.js";
@@ -138,6 +140,85 @@ test("append into S3 (staged under the prefix, moved into place by server-side c
   for (const key of keys) assert.ok(Buffer.from((await store.get(key))!).equals(want.get(key)!), key);
   const valid = await s3("validate", url);
   assert.equal(valid.code, 0, valid.stdout);
+});
+
+test("the unfinished multipart uploads a killed writer leaves on S3 are listed by validate, aborted by finalize of the atlas, by append and by convert --overwrite, and reported", async () => {
+  const small = ["--tile-size", "64", "--obs-tiles-per-file", "2", "--level", "3", "--var-key", "gene_ids"];
+  const prefix = "killed";
+  const url = `s3://${BUCKET}/${prefix}`;
+  const env = s3.env();
+  const store = new S3Store({
+    accessKeyId: env.AWS_ACCESS_KEY_ID!,
+    secretAccessKey: env.AWS_SECRET_ACCESS_KEY!,
+    region: env.AWS_REGION!,
+    endpoint: env.AWS_ENDPOINT_URL!,
+    bucket: BUCKET,
+    prefix,
+  });
+  const client = new AwsClient({
+    accessKeyId: env.AWS_ACCESS_KEY_ID!,
+    secretAccessKey: env.AWS_SECRET_ACCESS_KEY!,
+    region: env.AWS_REGION!,
+    service: "s3",
+    retries: 0,
+  });
+  /** What a writer killed in the middle of a large object leaves: an upload begun, one part sent, never completed. */
+  const killedUpload = async (key: string) => {
+    const at = `${env.AWS_ENDPOINT_URL}/${BUCKET}/${prefix}/${key}`;
+    const id = /<UploadId>([^<]+)<\/UploadId>/.exec(
+      await (await client.fetch(`${at}?uploads`, { method: "POST" })).text(),
+    )?.[1];
+    assert.ok(id);
+    await client.fetch(`${at}?partNumber=1&uploadId=${encodeURIComponent(id)}`, {
+      method: "PUT",
+      body: "x".repeat(1000),
+    });
+    return id;
+  };
+  const later = paths().filter((p) => /chr21-(b|ensembl)/.test(p));
+  const first = paths().filter((p) => !later.includes(p));
+
+  assert.equal((await s3("plan", ...first, url, "--tasks", "2", ...small)).code, 0);
+  for (const t of ["0", "1"]) assert.equal((await s3("convert", "--plan", url, "--task", t)).code, 0);
+  await killedUpload("tiles/tile_0.bin");
+  const f = await s3("finalize", url, "--json");
+  assert.equal(f.code, 0, f.stderr);
+  assert.deepEqual(JSON.parse(f.stdout).removed_temp_files, [
+    `${url}/tiles/tile_0.bin (an unfinished upload)`,
+  ]);
+  assert.deepEqual(await store.uploads(), []);
+
+  const id = await killedUpload("obs/obs_0.parquet");
+  const v = await s3("validate", url, "--json");
+  assert.equal(v.code, 0, v.stdout);
+  const warnings = JSON.parse(v.stdout).warnings as { object: string; message: string }[];
+  assert.deepEqual(
+    warnings.map((w) => w.object),
+    [`${url}/obs/obs_0.parquet`],
+  );
+  assert.match(
+    warnings[0]!.message,
+    new RegExp(
+      `unfinished multipart upload.*abort-multipart-upload --bucket ${BUCKET} --key ${prefix}/obs/obs_0.parquet --upload-id ${id}`,
+    ),
+  );
+  const a = await s3("append", url, ...later, "--json");
+  assert.equal(a.code, 0, a.stderr);
+  assert.deepEqual(JSON.parse(a.stdout).removed_temp_files, [
+    `${url}/obs/obs_0.parquet (an unfinished upload)`,
+  ]);
+  assert.deepEqual(await store.uploads(), []);
+
+  await killedUpload(".deltacells-staging-0123456789ab/tiles/tile_1.bin");
+  const c = await s3("convert", ...first, url, ...small, "--overwrite", "--json");
+  assert.equal(c.code, 0, c.stderr);
+  assert.deepEqual(JSON.parse(c.stdout).removed_temp_files, [
+    `${url}/.deltacells-staging-0123456789ab/tiles/tile_1.bin (an unfinished upload)`,
+  ]);
+  assert.deepEqual(await store.uploads(), []);
+  const clean = await s3("validate", url, "--json");
+  assert.equal(clean.code, 0, clean.stdout);
+  assert.deepEqual(JSON.parse(clean.stdout).warnings, []);
 });
 
 test("an input whose n_genes holds text where the others hold numbers is refused, naming the column and both inputs; --obs-exclude n_genes converts", async () => {

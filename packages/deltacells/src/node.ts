@@ -40,10 +40,12 @@ export {
   TargetError,
 } from "./target/target.js";
 export {
+  abortStaleUploads,
   acquireWriterLock,
   LOCK_KEY,
   type LockHolder,
   removeStaleTempFiles,
+  s3Under,
   TargetLockedError,
   tempFiles,
   type WriterLock,

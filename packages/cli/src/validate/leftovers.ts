@@ -1,13 +1,14 @@
 /**
  * What killed writers leave in a dataset or store, for `validate` to warn about: temporary files
- * of half-written objects (`*.dctmp-*`, which no listing shows), staging prefixes of conversions
- * that never finished moving (`.deltacells-staging-*`), and a writer lock. None makes the data
+ * of half-written objects (`*.dctmp-*` in a folder, unfinished multipart uploads on S3: no listing
+ * shows either), staging prefixes of conversions that never finished moving
+ * (`.deltacells-staging-*`), and a writer lock. None makes the data
  * wrong (readers never look at them), so they are warnings, not problems.
  */
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { APPEND_STAGING, ATLAS_PREFIX } from "@deltacells/core";
-import { LOCK_KEY, STAGING_PREFIX, tempFiles } from "@deltacells/core/node";
+import { LOCK_KEY, STAGING_PREFIX, s3Under, tempFiles } from "@deltacells/core/node";
 import type { Store } from "@deltacells/storage";
 import { localPath } from "@deltacells/storage/node";
 
@@ -19,6 +20,8 @@ export interface Leftover {
 
 const TEMP =
   "a temporary file of a write that never finished (its writer was killed); the next conversion into this place removes it, or delete it";
+const UPLOAD = (bucket: string, key: string, id: string) =>
+  `an unfinished multipart upload (its writer was killed): S3 bills its parts until it is aborted; the next convert --overwrite, append or finalize here aborts it, or run aws s3api abort-multipart-upload --bucket ${bucket} --key ${key} --upload-id ${id}`;
 const STAGING =
   "the staging prefix of a conversion that never finished (killed); convert again with --overwrite to remove it, or delete it";
 const APPEND =
@@ -55,5 +58,9 @@ export async function findLeftovers(location: string, store: Store): Promise<Lef
   if (keys.some((k) => k.startsWith(ATLAS_PREFIX)))
     out.push({ object: `${base}/${ATLAS_PREFIX}`, message: BUILD });
   if (keys.includes(LOCK_KEY)) out.push({ object: `${base}/${LOCK_KEY}`, message: LOCK });
+  const s3 = s3Under(store);
+  for (const u of (await s3?.uploads().catch(() => undefined)) ?? []) {
+    out.push({ object: `${base}/${u.key}`, message: UPLOAD(s3!.bucket, s3!.objectKey(u.key), u.uploadId) });
+  }
   return out;
 }

@@ -11,7 +11,7 @@ import { localPath, openStore, withStats } from "@deltacells/storage/node";
 import { APPEND_STAGING, type AppendOptions, type AppendResult, appendToDataset } from "../atlas/append.js";
 import type { AtlasInputRef } from "../atlas/build.js";
 import type { OpenTargetOptions } from "./target.js";
-import { acquireWriterLock, removeStaleTempFiles } from "./writer-lock.js";
+import { abortStaleUploads, acquireWriterLock, removeStaleTempFiles } from "./writer-lock.js";
 
 /** Options of {@link appendToDatasetAt}: the append's, and how the dataset's lock is taken. */
 export interface AppendToDatasetAtOptions
@@ -28,7 +28,10 @@ export interface AppendToDatasetAtOptions
 export interface AppendToDatasetAtResult extends AppendResult {
   /** The dataset, counting every request of the append. */
   store: StatsStore;
-  /** Temporary files of killed writers removed from the dataset (a folder) once the lock was taken. */
+  /**
+   * What killed writers left in the dataset: temporary files (a folder) removed once the lock was
+   * taken, and unfinished multipart uploads (S3) aborted once the append succeeded.
+   */
   removedTempFiles: string[];
 }
 
@@ -83,6 +86,9 @@ export async function appendToDatasetAt(
       for (const dir of (await readdir(outPath)).filter((x) => x.startsWith(APPEND_STAGING)))
         await rm(resolve(outPath, dir), { recursive: true, force: true });
     }
+    // On S3 a killed append's half-written objects are unfinished multipart uploads, begun before
+    // the lock: the append that completed the dataset no longer needs them.
+    if (outPath === undefined) removedTempFiles.push(...(await abortStaleUploads(store, lock.taken)));
     await afterAppend?.(store);
     return { ...result, store, removedTempFiles };
   } finally {

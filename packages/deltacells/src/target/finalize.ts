@@ -9,6 +9,7 @@ import type { StatsStore } from "@deltacells/storage";
 import { type FinalizeOptions, type FinalizeResult, finalizeAtlas } from "../atlas/finalize.js";
 import { ATLAS_PREFIX } from "../atlas/layout.js";
 import { type OpenAtlasTargetOptions, openAtlasTarget } from "./atlas-target.js";
+import { abortStaleUploads } from "./writer-lock.js";
 
 /** Options of {@link finalizeAtlasAt}: finalize's, and how the output's lock is taken. */
 export interface FinalizeAtlasAtOptions
@@ -22,7 +23,10 @@ export interface FinalizeAtlasAtOptions
 export interface FinalizeAtlasAtResult extends FinalizeResult {
   /** The output, counting every request of the step. */
   store: StatsStore;
-  /** Temporary files of killed writers removed from the output (a folder) once the lock was taken. */
+  /**
+   * What killed writers left in the output, removed once the lock was taken: temporary files (a
+   * folder), and unfinished multipart uploads aborted once the atlas is complete (S3).
+   */
   removedTempFiles: string[];
 }
 
@@ -49,7 +53,10 @@ export async function finalizeAtlasAt(
     // A folder keeps the empty directories a key-by-key delete leaves.
     if (target.outPath !== undefined)
       await rm(resolve(target.outPath, ATLAS_PREFIX), { recursive: true, force: true });
-    return { ...done, store: target.store, removedTempFiles: target.removedTempFiles };
+    // Every task is done: an upload still unfinished under the output is a killed task's (or a
+    // straggling duplicate's, whose object is there already), never one the atlas waits for.
+    const aborted = done.finalized ? await abortStaleUploads(target.store, target.lock!.taken) : [];
+    return { ...done, store: target.store, removedTempFiles: [...target.removedTempFiles, ...aborted] };
   } finally {
     await target.lock?.release();
   }

@@ -21,6 +21,7 @@ import { localPath, openStore, withStats } from "@deltacells/storage/node";
 import { PrefixStore } from "../atlas/prefix-store.js";
 import { DeltacellsError } from "../errors.js";
 import {
+  abortStaleUploads,
   acquireWriterLock,
   LOCK_KEY,
   removeStaleTempFiles,
@@ -74,7 +75,10 @@ export interface ConversionTarget {
   abandon(): Promise<void>;
   /** The target's writer lock, held from {@link openTarget} until `lock.release()` (call it in a `finally`). */
   lock: WriterLock;
-  /** Temporary files of killed writers removed from the target (a folder) once the lock was taken. */
+  /**
+   * What killed writers left in the target: temporary files (a folder) removed once the lock was
+   * taken, and unfinished multipart uploads (S3) aborted by `commit`.
+   */
   removedTempFiles: string[];
 }
 
@@ -275,6 +279,11 @@ async function checkedTarget(
         );
         for (const dir of stale) await rm(resolve(outPath, dir), { recursive: true, force: true });
         await removeEmptyFolders(outPath, existing);
+      } else {
+        // On S3 the same half-written objects are unfinished multipart uploads: begun before the
+        // lock, by a writer that was killed (a conversion's staging, an atlas task's tile), they
+        // belong to what this conversion just replaced.
+        removedTempFiles.push(...(await abortStaleUploads(store, lock.taken, prefix)));
       }
       return bytes;
     },

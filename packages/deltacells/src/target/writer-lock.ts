@@ -11,7 +11,7 @@ import { readFileSync, unlinkSync } from "node:fs";
 import { readdir, rm, rmdir, stat } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
-import { isStorageError, joinLocation, type Store } from "@deltacells/storage";
+import { isStorageError, joinLocation, S3Store, type Store } from "@deltacells/storage";
 import { DeltacellsError } from "../errors.js";
 
 /** The lock object's key at the root of a target. */
@@ -222,4 +222,31 @@ export async function tempFiles(root: string): Promise<string[]> {
   };
   await walk(root);
   return out.sort();
+}
+
+/** The S3 store under a store's wrappers (request counting, retries, limits), when it is one. */
+export function s3Under(store: unknown): S3Store | undefined {
+  for (let s = store; s !== undefined && s !== null; s = (s as { inner?: unknown }).inner)
+    if (s instanceof S3Store) return s;
+  return undefined;
+}
+
+/**
+ * Abort the multipart uploads under an S3 target begun before `before` (ms since the epoch) and
+ * not under `keep` (the caller's own staging): the parts of a large object whose writer was killed
+ * in the middle of its upload, which no listing shows and S3 bills until they are aborted. Called
+ * only where no live writer can own one: under the writer lock, once the write that replaces or
+ * completes what is there has succeeded. Returns them as `URL/key (an unfinished upload)`;
+ * nothing for other stores.
+ */
+export async function abortStaleUploads(store: Store, before: number, keep?: string): Promise<string[]> {
+  const s3 = s3Under(store);
+  if (s3 === undefined) return [];
+  const aborted: string[] = [];
+  for (const u of await s3.uploads()) {
+    if (!(u.initiated.getTime() < before) || (keep !== undefined && u.key.startsWith(`${keep}/`))) continue;
+    await s3.abortUpload(u.key, u.uploadId);
+    aborted.push(`${s3.url}/${u.key} (an unfinished upload)`);
+  }
+  return aborted;
 }
