@@ -25,7 +25,7 @@ export function example(name: string): string {
  * The peak memory of one conversion task with 8 threads, as bench/atlas measured it
  * (bench/RESULTS.md, "Atlases"), rounded up: what a task's memory request must cover.
  */
-export const TASK_PEAK_MIB = 500;
+export const TASK_PEAK_MIB = 520;
 
 /**
  * A conversion task's resources as an example asks for them: one encoding thread per core, and
