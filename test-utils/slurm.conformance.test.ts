@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { type SlurmCluster, type SlurmTask, startSlurm } from "./slurm.js";
+import { type SlurmCluster, startSlurm, taskOf, taskStates } from "./slurm.js";
 
 /** Each task writes `$OUT/<task id>.txt`; the task named by `$BLOCK` first waits, as if stuck. */
 const WRITER = `#!/bin/sh
@@ -17,17 +17,6 @@ if [ "$SLURM_ARRAY_TASK_ID" = "$BLOCK" ]; then sleep 300; fi
 echo "task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_TASK_COUNT on $SLURMD_NODENAME" > "$OUT/$SLURM_ARRAY_TASK_ID.txt"
 echo "wrote $SLURM_ARRAY_TASK_ID"
 `;
-
-/** Task `k` of an array's tasks, or the one task of a job without `--array`. */
-function task(tasks: SlurmTask[], k?: number): SlurmTask {
-  const found = k === undefined ? tasks : tasks.filter((t) => t.arrayTaskId === k);
-  assert.equal(found.length, 1, `one task ${k ?? ""} among ${tasks.map((t) => t.id).join(", ")}`);
-  return found[0]!;
-}
-
-function states(tasks: SlurmTask[]) {
-  return Object.fromEntries(tasks.map((t) => [t.arrayTaskId ?? t.id, t.state]));
-}
 
 /** Whether a process is gone (a zombie no one reaps counts as gone: it runs nothing). */
 function gone(pid: number) {
@@ -77,12 +66,12 @@ describe("a private one-node Slurm cluster", () => {
       wrap: `ls "$OUT" | grep -v started`,
       env: { OUT: out },
     });
-    const waiting = task(await cluster.tasks(next));
+    const waiting = taskOf(await cluster.tasks(next));
     assert.equal(waiting.state, "PENDING");
     assert.equal(waiting.reason, "Dependency");
 
     const tasks = await cluster.wait(array);
-    assert.deepEqual(states(tasks), { 0: "COMPLETED", 1: "COMPLETED", 2: "COMPLETED", 3: "COMPLETED" });
+    assert.deepEqual(taskStates(tasks), { 0: "COMPLETED", 1: "COMPLETED", 2: "COMPLETED", 3: "COMPLETED" });
     for (const t of tasks) {
       const k = t.arrayTaskId!;
       assert.equal(t.id, `${array.id}_${k}`);
@@ -92,7 +81,7 @@ describe("a private one-node Slurm cluster", () => {
       assert.equal(cluster.output(t), `wrote ${k}\n`);
     }
 
-    const done = task(await cluster.wait(next));
+    const done = taskOf(await cluster.wait(next));
     assert.equal(done.state, "COMPLETED");
     assert.equal(cluster.output(done), "0.txt\n1.txt\n2.txt\n3.txt\n");
     const lastEnd = Math.max(...tasks.map((t) => t.endTime!.getTime()));
@@ -111,9 +100,9 @@ describe("a private one-node Slurm cluster", () => {
       env: { OUT: out },
     });
     const tasks = await cluster.wait(array);
-    assert.deepEqual(states(tasks), { 0: "COMPLETED", 1: "COMPLETED", 2: "FAILED", 3: "COMPLETED" });
-    assert.equal(task(tasks, 2).exitCode, 3);
-    const never = task(await cluster.wait(next));
+    assert.deepEqual(taskStates(tasks), { 0: "COMPLETED", 1: "COMPLETED", 2: "FAILED", 3: "COMPLETED" });
+    assert.equal(taskOf(tasks, 2).exitCode, 3);
+    const never = taskOf(await cluster.wait(next));
     assert.equal(never.state, "CANCELLED");
     assert.equal(never.reason, "DependencyNeverSatisfied");
     assert.equal(existsSync(join(out, "ran")), false);
@@ -125,7 +114,7 @@ describe("a private one-node Slurm cluster", () => {
     const blocked = await cluster.sbatch({ dependency: `afterok:${array.id}`, wrap: "true" });
     await cluster.waitFor(
       array,
-      (now) => task(now, 2).state === "RUNNING" && existsSync(join(out, "started-2")),
+      (now) => taskOf(now, 2).state === "RUNNING" && existsSync(join(out, "started-2")),
       {
         what: "task 2 to run",
       },
@@ -133,25 +122,25 @@ describe("a private one-node Slurm cluster", () => {
     await cluster.scancel(array, 2);
 
     const tasks = await cluster.wait(array);
-    assert.deepEqual(states(tasks), { 0: "COMPLETED", 1: "COMPLETED", 2: "CANCELLED", 3: "COMPLETED" });
+    assert.deepEqual(taskStates(tasks), { 0: "COMPLETED", 1: "COMPLETED", 2: "CANCELLED", 3: "COMPLETED" });
     assert.deepEqual(
       readdirSync(out)
         .filter((f) => f.endsWith(".txt"))
         .sort(),
       ["0.txt", "1.txt", "3.txt"],
     );
-    const cancelled = task(tasks, 2);
+    const cancelled = taskOf(tasks, 2);
     assert.doesNotMatch(cluster.output(cancelled), /wrote/, "the cancelled task stopped before writing");
     assert.match(cluster.output(cancelled), /CANCELLED/, "slurmstepd says why it ended");
-    assert.equal(task(await cluster.wait(blocked)).state, "CANCELLED");
+    assert.equal(taskOf(await cluster.wait(blocked)).state, "CANCELLED");
 
     const again = await cluster.sbatch({ scriptText: WRITER, array: "2", env: { OUT: out, BLOCK: "none" } });
     const next = await cluster.sbatch({ dependency: `afterok:${again.id}`, wrap: "echo after the rerun" });
     const rerun = await cluster.wait(again);
-    assert.deepEqual(states(rerun), { 2: "COMPLETED" });
-    assert.notEqual(task(rerun, 2).jobId, cancelled.jobId);
+    assert.deepEqual(taskStates(rerun), { 2: "COMPLETED" });
+    assert.notEqual(taskOf(rerun, 2).jobId, cancelled.jobId);
     assert.equal(readFileSync(join(out, "2.txt"), "utf8"), `task 2 of 1 on ${cluster.node}\n`);
-    const done = task(await cluster.wait(next));
+    const done = taskOf(await cluster.wait(next));
     assert.equal(done.state, "COMPLETED");
     assert.equal(cluster.output(done), "after the rerun\n");
   });
@@ -161,8 +150,8 @@ describe("a private one-node Slurm cluster", () => {
     await cluster.scancel(array, 1);
     await cluster.run("scontrol", ["release", array.id]);
     const tasks = await cluster.wait(array);
-    assert.deepEqual(states(tasks), { 0: "COMPLETED", 1: "CANCELLED", 2: "COMPLETED", 3: "COMPLETED" });
-    assert.equal(task(tasks, 1).reason, "NoRecord");
+    assert.deepEqual(taskStates(tasks), { 0: "COMPLETED", 1: "CANCELLED", 2: "COMPLETED", 3: "COMPLETED" });
+    assert.equal(taskOf(tasks, 1).reason, "NoRecord");
   });
 
   test("a script's own #SBATCH --array and --output apply when the submission gives none", async () => {
@@ -173,15 +162,15 @@ describe("a private one-node Slurm cluster", () => {
     await cluster.scancel(array, 2);
     await cluster.run("scontrol", ["release", array.id]);
     const tasks = await cluster.wait(array);
-    assert.deepEqual(states(tasks), { 0: "COMPLETED", 1: "COMPLETED", 2: "CANCELLED" });
-    assert.equal(task(tasks, 1).stdout, join(out, "task-1.log"));
-    assert.equal(cluster.output(task(tasks, 1)), "I am 1\n");
+    assert.deepEqual(taskStates(tasks), { 0: "COMPLETED", 1: "COMPLETED", 2: "CANCELLED" });
+    assert.equal(taskOf(tasks, 1).stdout, join(out, "task-1.log"));
+    assert.equal(cluster.output(taskOf(tasks, 1)), "I am 1\n");
   });
 
   test("stop() cancels what still runs, stops munged, slurmctld and slurmd, and leaves no process and no folder behind", async (t) => {
     const out = await outDir();
     const long = await cluster.sbatch({ wrap: `touch "$OUT/up"; sleep 300`, env: { OUT: out } });
-    await cluster.waitFor(long, (now) => task(now).state === "RUNNING" && existsSync(join(out, "up")), {
+    await cluster.waitFor(long, (now) => taskOf(now).state === "RUNNING" && existsSync(join(out, "up")), {
       what: "the job to run",
     });
     const running = await cluster.processes();

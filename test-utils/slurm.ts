@@ -91,6 +91,21 @@ export interface SlurmTask {
   fields: Record<string, string>;
 }
 
+/** Task `k` of an array's tasks, or the one task of a job without `--array` (asserted to be one). */
+export function taskOf(tasks: SlurmTask[], k?: number): SlurmTask {
+  const found = k === undefined ? tasks : tasks.filter((t) => t.arrayTaskId === k);
+  if (found.length !== 1)
+    throw new Error(
+      `expected one task ${k ?? ""} among ${tasks.map((t) => t.id).join(", ")}, found ${found.length}`,
+    );
+  return found[0]!;
+}
+
+/** Each task's state, by its array index (or job id without `--array`). */
+export function taskStates(tasks: SlurmTask[]): Record<string, string> {
+  return Object.fromEntries(tasks.map((t) => [t.arrayTaskId ?? t.id, t.state]));
+}
+
 export interface SbatchOptions {
   /** A batch script file to submit (`#SBATCH` lines in it are honoured, as on a cluster). */
   script?: string;

@@ -20,7 +20,13 @@ import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { openStore } from "@deltacells/storage/node";
 import { type AtlasInputs, writeAtlasInputs } from "../../../test-utils/atlas-inputs.js";
-import { type SlurmCluster, type SlurmTask, startSlurm } from "../../../test-utils/slurm.js";
+import {
+  type SlurmCluster,
+  type SlurmTask,
+  startSlurm,
+  taskOf,
+  taskStates,
+} from "../../../test-utils/slurm.js";
 import { FaultProxy } from "../../storage/test/helpers/fault-proxy.js";
 import { cli, filesUnder, PYTHON, REPO, tempDir } from "./cli-helpers.js";
 import { motoBucket } from "./s3-helpers.js";
@@ -55,17 +61,6 @@ function assertBuilt(): void {
       `packages/${pkg}/src changed since the last build, and the Slurm jobs run the built command: run \`npm run build\` first`,
     );
   }
-}
-
-/** Task `k` of an array's tasks, or the one task of a job without `--array`. */
-function task(tasks: SlurmTask[], k?: number): SlurmTask {
-  const found = k === undefined ? tasks : tasks.filter((t) => t.arrayTaskId === k);
-  assert.equal(found.length, 1, `one task ${k ?? ""} among ${tasks.map((t) => t.id).join(", ")}`);
-  return found[0]!;
-}
-
-function states(tasks: SlurmTask[]) {
-  return Object.fromEntries(tasks.map((t) => [t.arrayTaskId ?? t.id, t.state]));
 }
 
 /** The job ids the script prints (`scan: job 12 (7 tasks); merge: job 13`, ...), by job. */
@@ -152,8 +147,8 @@ describe("an atlas built by the documented Slurm script on a one-node Slurm clus
     await cluster.scancel(jobs.convert!, KILLED);
 
     const converted = await cluster.wait(jobs.convert!);
-    assert.deepEqual(states(converted), { 0: "COMPLETED", 1: "CANCELLED", 2: "COMPLETED" });
-    const final = task(await cluster.wait(jobs.finalize!));
+    assert.deepEqual(taskStates(converted), { 0: "COMPLETED", 1: "CANCELLED", 2: "COMPLETED" });
+    const final = taskOf(await cluster.wait(jobs.finalize!));
     assert.equal(final.state, "CANCELLED");
     assert.equal(final.reason, "DependencyNeverSatisfied");
 
@@ -162,13 +157,13 @@ describe("an atlas built by the documented Slurm script on a one-node Slurm clus
       scans.map((x) => [x.arrayTaskId, x.state]),
       atlas.inputs.map((_, i) => [i, "COMPLETED"]),
     );
-    const merge = task(await cluster.wait(jobs.merge!));
+    const merge = taskOf(await cluster.wait(jobs.merge!));
     assert.equal(merge.state, "COMPLETED");
     const ends = (tasks: SlurmTask[]) => Math.max(...tasks.map((x) => x.endTime!.getTime()));
     assert.ok(merge.startTime!.getTime() >= ends(scans), "the merge started after every scan ended");
     for (const x of converted)
       assert.ok(x.startTime!.getTime() >= merge.endTime!.getTime(), `conversion ${x.id} after the merge`);
-    assert.match(cluster.output(task(scans, 3)), /scanned input 3 of 7: .*chr21-b\.zarr/);
+    assert.match(cluster.output(taskOf(scans, 3)), /scanned input 3 of 7: .*chr21-b\.zarr/);
 
     const keys = await store().list();
     assert.ok(keys.includes(first) && !keys.includes(tileKey(killedTiles[0] + 1)), "cancelled mid-way");
@@ -180,7 +175,7 @@ describe("an atlas built by the documented Slurm script on a one-node Slurm clus
   test("finalize submitted with the cancelled task missing fails, naming that task and the command that runs it again, and writes nothing", async () => {
     const before = await store().list();
     const job = await cluster.sbatch({ wrap: `deltacells finalize ${OUT}`, env });
-    const done = task(await cluster.wait(job));
+    const done = taskOf(await cluster.wait(job));
     assert.equal(done.state, "FAILED");
     assert.equal(done.exitCode, 1);
     const output = cluster.output(done);
@@ -198,8 +193,8 @@ describe("an atlas built by the documented Slurm script on a one-node Slurm clus
     proxy.rule = undefined;
     const jobs = await submit("--rerun", String(KILLED), OUT);
     assert.deepEqual(Object.keys(jobs), ["convert", "finalize"]);
-    assert.deepEqual(states(await cluster.wait(jobs.convert!)), { [KILLED]: "COMPLETED" });
-    const final = task(await cluster.wait(jobs.finalize!));
+    assert.deepEqual(taskStates(await cluster.wait(jobs.convert!)), { [KILLED]: "COMPLETED" });
+    const final = taskOf(await cluster.wait(jobs.finalize!));
     assert.equal(final.state, "COMPLETED", cluster.output(final));
     assert.match(cluster.output(final), new RegExp(`finalized ${OUT}: ${TASKS} tasks checked`));
     t.diagnostic(`the rerun and finalize on Slurm: ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -32,6 +32,19 @@ before(async () => {
 const paths = () => atlas.inputs.map((i) => i.path);
 const names = () => ["--source-names", atlas.inputs.map((i) => i.name).join(",")];
 
+/** The S3 store of `prefix` in the test's bucket, read directly (no retries, no counting). */
+function bucketStore(prefix: string): S3Store {
+  const env = s3.env();
+  return new S3Store({
+    accessKeyId: env.AWS_ACCESS_KEY_ID!,
+    secretAccessKey: env.AWS_SECRET_ACCESS_KEY!,
+    region: env.AWS_REGION!,
+    endpoint: env.AWS_ENDPOINT_URL!,
+    bucket: BUCKET,
+    prefix,
+  });
+}
+
 function check(dataset: string, expected: string): { ok: boolean; problems: string[]; n_cells: number } {
   const out = execFileSync(
     PYTHON,
@@ -89,15 +102,7 @@ test("plan --scan per input, plan --merge, 2 and 7 tasks and finalize into S3 eq
     }
     const f = await s3("finalize", url);
     assert.equal(f.code, 0, f.stderr);
-    const env = s3.env();
-    const store = new S3Store({
-      accessKeyId: env.AWS_ACCESS_KEY_ID!,
-      secretAccessKey: env.AWS_SECRET_ACCESS_KEY!,
-      region: env.AWS_REGION!,
-      endpoint: env.AWS_ENDPOINT_URL!,
-      bucket: BUCKET,
-      prefix: `atlas-${n}`,
-    });
+    const store = bucketStore(`atlas-${n}`);
     const keys = await store.list();
     assert.deepEqual(keys, [...want.keys()], `N = ${n}`);
     for (const key of keys)
@@ -147,14 +152,7 @@ test("the unfinished multipart uploads a killed writer leaves on S3 are listed b
   const prefix = "killed";
   const url = `s3://${BUCKET}/${prefix}`;
   const env = s3.env();
-  const store = new S3Store({
-    accessKeyId: env.AWS_ACCESS_KEY_ID!,
-    secretAccessKey: env.AWS_SECRET_ACCESS_KEY!,
-    region: env.AWS_REGION!,
-    endpoint: env.AWS_ENDPOINT_URL!,
-    bucket: BUCKET,
-    prefix,
-  });
+  const store = bucketStore(prefix);
   const client = new AwsClient({
     accessKeyId: env.AWS_ACCESS_KEY_ID!,
     secretAccessKey: env.AWS_SECRET_ACCESS_KEY!,
