@@ -60,6 +60,10 @@ const COMMANDS: Record<string, { load: () => Promise<Command>; summary: string }
     load: async () => (await import("./obs/command.js")).obsCommand,
     summary: "print a dataset's obs (cell table) schema or rows",
   },
+  stats: {
+    load: async () => (await import("./stats/command.js")).stats,
+    summary: "compute a dataset's statistics (per gene, cell and category) for markers and dot plots",
+  },
   slice: {
     load: async () => (await import("./slice/command.js")).slice,
     summary: "print slices of a sporadik store along one axis",

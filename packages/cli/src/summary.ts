@@ -2,7 +2,7 @@
  * What a writing command (convert, plan, append, finalize) says about what it wrote: its `--json`
  * fields and its lines.
  */
-import { COMPANION_PATH, type DatasetManifest } from "@deltacells/core";
+import { COMPANION_PATH, type DatasetManifest, STATS_PATH, type WriteStatsResult } from "@deltacells/core";
 import { count } from "./args.js";
 
 /** The `--json` fields of a written dataset. */
@@ -28,6 +28,27 @@ export function companionSummary(companion: { json: { bytes: number; checksums: 
   return companion
     ? { sporadik: { path: COMPANION_PATH, bytes: companion.json.bytes, checksums: companion.json.checksums } }
     : {};
+}
+
+/** The `--json` field of statistics written with the dataset. */
+export function statsSummary(stats: WriteStatsResult | undefined) {
+  return stats ? { stats: { path: STATS_PATH, bytes: stats.bytes } } : {};
+}
+
+/** The statistics' line: where, how large, which columns have per-category sums and which not. */
+export function statsText(result: WriteStatsResult): string {
+  const { index } = result;
+  const columns = index.columns.map((c) => `${c.name} (${c.categories})`).join(", ");
+  return `statistics: ${STATS_PATH}/ (${result.bytes.toLocaleString("en-US")} bytes; per gene, per cell${columns ? `, per category of ${columns}` : ""})${
+    index.skipped.length
+      ? `; left out: ${index.skipped.map((s) => `${s.name} (${s.reason})`).join(", ")}`
+      : ""
+  }`;
+}
+
+/** The statistics' line of a writing command's report, or nothing. */
+export function statsLine(stats: WriteStatsResult | undefined): string {
+  return stats ? `\n  ${statsText(stats)}` : "";
 }
 
 /** The companion's line, or nothing. */

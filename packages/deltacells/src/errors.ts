@@ -42,7 +42,9 @@ export type DeltacellsErrorTag =
   /** Another conversion holds the target's writer lock. */
   | "TargetLocked"
   /** A staged object changed under the writer (another writer at the same place). */
-  | "ConcurrentChange";
+  | "ConcurrentChange"
+  /** The precomputed statistics describe another version of the dataset (cells appended, converted again). */
+  | "StaleStats";
 
 /** What a {@link DeltacellsError} is made of, besides its message. */
 export interface DeltacellsErrorOptions {

@@ -11,3 +11,4 @@ export {
 } from "./errors.js";
 export * from "./loader/index.js";
 export * from "./obs/index.js";
+export * from "./stats/index.js";

@@ -4,7 +4,8 @@
  * location: its writer lock, staging and `overwrite` ({@link openTarget}, an atlas step's output
  * {@link openAtlasTarget}), and a dataset written through them: one input converted
  * ({@link convertToDataset}), several ({@link buildAtlasAt}), cells appended
- * ({@link appendToDatasetAt}) and an atlas built by tasks finalized ({@link finalizeAtlasAt}).
+ * ({@link appendToDatasetAt}) and an atlas built by tasks finalized ({@link finalizeAtlasAt}); a
+ * dataset's statistics computed on a pool of threads ({@link writeDatasetStats}, {@link writeStatsAt}).
  * Node-only.
  */
 
@@ -12,6 +13,12 @@ export { inputIdentity } from "./atlas/identity-node.js";
 export { type NodeOpenDatasetOptions, openDataset, zstdCompressor } from "./dataset/node.js";
 export * from "./index.js";
 export { cacheLocalizer, type ObsCacheLockOptions, obsCacheRoot } from "./obs/cache-node.js";
+export {
+  type WriteDatasetStatsOptions,
+  type WriteStatsAtOptions,
+  writeDatasetStats,
+  writeStatsAt,
+} from "./stats/write-node.js";
 export {
   type AppendToDatasetAtOptions,
   type AppendToDatasetAtResult,

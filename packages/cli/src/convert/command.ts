@@ -9,6 +9,7 @@ import {
   DEFAULT_N_CHUNKS,
   DEFAULT_TILE_SIZE,
   TARGET_TILE_NNZ,
+  type WriteStatsResult,
 } from "@deltacells/core";
 import { convertToDataset, zstdCompressor } from "@deltacells/core/node";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
@@ -25,9 +26,17 @@ import {
 import type { CommandResult } from "../command.js";
 import { explainObsError, OBS_HELP, OBS_PARSE_OPTIONS, OBS_ZSTD_LEVEL, obsOptions } from "../obs-options.js";
 import { commandBar } from "../progress.js";
-import { companionLine, companionSummary, datasetSummary, leftoverLine, textFromLine } from "../summary.js";
+import {
+  companionLine,
+  companionSummary,
+  datasetSummary,
+  leftoverLine,
+  statsLine,
+  statsSummary,
+  textFromLine,
+} from "../summary.js";
 import { convertAtlas, convertPlanTask } from "./atlas.js";
-import { writeCompanion } from "./companion.js";
+import { writeCompanion, writeStatsWithBar } from "./companion.js";
 import { convertToSporadik, MAX_NNZ_CEILING } from "./sporadik.js";
 
 /**
@@ -96,7 +105,8 @@ options:
                  conversions into one OUTPUT never both run
   --sporadik     also write a sporadik store of the same counts at OUTPUT/sporadik/ (both layouts,
                  genes in the source's order, with maxima; named in the manifest's metadata), so
-                 one gene across all cells reads in two requests (the viewer colours cells by it)
+                 one gene across all cells reads in two requests (the viewer colours cells by it),
+                 and the dataset's statistics at OUTPUT/stats/ (see \`deltacells stats\`)
   --quiet        no progress bar
   --plan OUTPUT  run one task of the plan at OUTPUT (made by deltacells plan): its tiles and obs
                  shards, then its completion record; the index is --task I, else
@@ -249,6 +259,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
   const pool = createTilePool({ threads });
   let phase = "";
   let companion: Awaited<ReturnType<typeof writeCompanion>> | undefined;
+  let stats: WriteStatsResult | undefined;
   try {
     // The target is checked before the input is read: one that cannot be written is refused at once.
     const { manifest, bytes, store, source, removedTempFiles } = await convertToDataset(
@@ -280,7 +291,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
         // The companion goes in once the dataset is in place; the manifest names it only when complete.
         ...(values.sporadik
           ? {
-              afterCommit: async () => {
+              afterCommit: async (store) => {
                 bar.finish();
                 companion = await writeCompanion(
                   locations,
@@ -289,6 +300,8 @@ export async function convert(argv: string[]): Promise<CommandResult> {
                   bar,
                   values["no-checksums"] !== true,
                 );
+                // Then the statistics the viewer's markers and dot plots read (named in the manifest last).
+                stats = await writeStatsWithBar(store, threads, bar);
               },
             }
           : {}),
@@ -303,11 +316,12 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       ...datasetSummary(manifest, bytes),
       ...companionSummary(companion),
       removed_temp_files: removedTempFiles,
+      ...statsSummary(stats),
       seconds,
     };
     const text = `converted ${input} (${source.format}, ${source.matrixPath}) -> ${store.url}
   ${manifest.n_cells.toLocaleString("en-US")} cells x ${manifest.n_genes.toLocaleString("en-US")} genes, ${summary.nnz.toLocaleString("en-US")} nonzeros in ${count(manifest.tile_cells.length, "tile")}
-  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion)}${textFromLine(manifest)}${leftoverLine(removedTempFiles)}`;
+  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion)}${statsLine(stats)}${textFromLine(manifest)}${leftoverLine(removedTempFiles)}`;
     return { text, json: summary, store };
   } catch (err) {
     throw explainObsError(err);

@@ -8,9 +8,10 @@
  * with the companion named. A run cut anywhere leaves a valid dataset that names no companion, or
  * names one that is complete.
  */
-import { COMPANION_PATH, companionOf, type Dataset, nameCompanion } from "@deltacells/core";
+import { COMPANION_PATH, companionOf, type Dataset, nameCompanion, type WriteStatsResult } from "@deltacells/core";
+import { writeDatasetStats } from "@deltacells/core/node";
 import { describe as describeStore } from "@deltacells/sporadik";
-import { joinLocation } from "@deltacells/storage";
+import { joinLocation, type Store } from "@deltacells/storage";
 import { validateSporadik } from "../inspect/sporadik.js";
 import type { Locations } from "../locations.js";
 import type { ProgressBar } from "../progress.js";
@@ -43,6 +44,24 @@ export async function writeCompanion(
     bar,
   });
   await nameCompanion(locations.openCounted(output), COMPANION_PATH);
+  return result;
+}
+
+/**
+ * The statistics of the dataset in `store` (docs/stats.md), written after its companion by a
+ * command holding the dataset's lock (`convert`, `append` and an atlas with `--sporadik`).
+ */
+export async function writeStatsWithBar(
+  store: Store,
+  threads: number,
+  bar: ProgressBar,
+): Promise<WriteStatsResult> {
+  bar.phase("stats");
+  const result = await writeDatasetStats(store, {
+    threads,
+    onProgress: (done, total) => bar.update(done, total, "tiles"),
+  });
+  bar.finish();
   return result;
 }
 

@@ -1,12 +1,14 @@
 /**
  * A deep check of a dataset: the manifest (already checked on open), every tile fetched, size
  * checked and decoded with all of the codec's checks, every optional file present and consistent.
- * Problems are collected rather than thrown so that one report lists them all.
+ * The statistics the manifest names are read and checked too (stats/validate.ts). Problems are
+ * collected rather than thrown so that one report lists them all.
  */
 
 import { isDeltacellsError } from "../errors.js";
 import { validateObs } from "../obs/validate.js";
 import { loadParquet } from "../parquet-load.js";
+import { validateStats } from "../stats/validate.js";
 import { tileKey, VAR_TABLE_KEY } from "./manifest.js";
 import type { Dataset } from "./reader.js";
 
@@ -140,6 +142,8 @@ export async function validateDataset(
       problems.push(problem("obs/", err));
     }
   }
+  // The statistics the manifest names (`metadata.stats`), read whole and checked against each other.
+  problems.push(...(await validateStats(ds, opts.signal)));
   problems.sort((a, b) => (a.object < b.object ? -1 : a.object > b.object ? 1 : 0));
   return { valid: problems.length === 0, tilesChecked: checked, nnz, bytes, problems };
 }
