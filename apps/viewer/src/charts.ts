@@ -1,77 +1,98 @@
 /** Small charts drawn without a library: a histogram on a canvas, legends and bars in HTML. */
 import { categoryColours, viridis } from "./colors.js";
+import { el } from "./panels/dom.js";
 
-/** Bin edges for integer counts 1..max: unit bins up to 40 values, then 40 equal bins. */
-export function histogram(values: ArrayLike<number>, max: number): { edges: number[]; counts: number[] } {
-  const nBins = Math.max(1, Math.min(40, Math.ceil(max)));
-  const width = Math.max(1, max) / nBins;
+/**
+ * A histogram of integer counts 1 .. max: one bin per value up to 40 values, else 40 equal bins
+ * over [1, max]. `labels` are what the axis shows at its ends: the first value and the maximum.
+ */
+export function histogram(
+  values: ArrayLike<number>,
+  max: number,
+): { counts: number[]; labels: [string, string]; top: number } {
+  const top = Math.max(1, Math.ceil(max));
+  const nBins = Math.min(40, top);
+  const width = top / nBins;
   const counts = new Array<number>(nBins).fill(0);
   for (let i = 0; i < values.length; i++) {
     const v = values[i]!;
     if (!(v > 0)) continue;
-    const b = Math.min(nBins - 1, Math.floor((v - (width >= 1 ? 1 : 0)) / width));
-    counts[Math.max(0, b)]!++;
+    counts[Math.max(0, Math.min(nBins - 1, Math.floor((Math.ceil(v) - 1) / width)))]!++;
   }
-  const edges = Array.from({ length: nBins + 1 }, (_, i) => (width >= 1 ? 1 : 0) + i * width);
-  return { edges, counts };
+  return { counts, labels: ["1", fmt(top)], top: Math.max(0, ...counts) };
 }
+
+/** Space above the bars for the "N cells" label, and below them for the axis. */
+const HIST_TOP = 16;
+const HIST_BOTTOM = 18;
 
 export function drawHistogram(
   canvas: HTMLCanvasElement,
-  h: { edges: number[]; counts: number[] },
+  h: { counts: number[]; labels: [string, string]; top: number },
   label: string,
 ): void {
   const ctx = canvas.getContext("2d");
   if (!ctx) return;
   const { width, height } = canvas;
   ctx.clearRect(0, 0, width, height);
-  const top = Math.max(1, ...h.counts);
-  const pad = 18;
+  const top = Math.max(1, h.top);
   const bw = (width - 2) / h.counts.length;
   const colours = viridis(h.counts.length);
   h.counts.forEach((c, i) => {
-    const bh = ((height - pad - 4) * c) / top;
+    const bh = ((height - HIST_TOP - HIST_BOTTOM) * c) / top;
     ctx.fillStyle = colours[i]!;
-    ctx.fillRect(1 + i * bw, height - pad - bh, Math.max(1, bw - 1), bh);
+    ctx.fillRect(1 + i * bw, height - HIST_BOTTOM - bh, Math.max(1, bw - 1), bh);
   });
   ctx.fillStyle = "#333";
   ctx.font = "11px system-ui, sans-serif";
-  ctx.fillText(`${h.edges[0]}`, 1, height - 4);
-  const last = `${Math.round(h.edges.at(-1)!)}`;
-  ctx.fillText(last, width - ctx.measureText(last).width - 1, height - 4);
+  ctx.fillText(h.labels[0], 1, height - 4);
+  ctx.fillText(h.labels[1], width - ctx.measureText(h.labels[1]).width - 1, height - 4);
   ctx.fillText(label, width / 2 - ctx.measureText(label).width / 2, height - 4);
-  ctx.fillText(`${top} cells`, 2, 11);
+  ctx.fillText(`${top.toLocaleString("en-US")} cells`, 2, 11);
 }
 
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  attrs: Record<string, string> = {},
-  text?: string,
-) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-
-/** A legend of categories with their cell counts (missing values last, when any). */
+/**
+ * A legend of categories with their cell counts (missing values last, when any). With `on`, an
+ * entry is a button: a click selects the category's cells (shift adds it to the selection), its
+ * eye hides or shows them. A long name is cut with an ellipsis and shown whole on hover.
+ */
 export function categoryLegend(
   target: HTMLElement,
   title: string,
   categories: string[],
   counts: number[],
+  on?: {
+    select(k: number, add: boolean): void;
+    toggle(k: number): void;
+    selected: ReadonlySet<number>;
+    hidden: ReadonlySet<number>;
+  },
 ): void {
   target.replaceChildren(el("div", { class: "legend-title" }, title));
   const colours = categoryColours(categories.length);
   const list = el("ul", { class: "legend-list" });
   [...categories, "(missing)"].forEach((name, i) => {
     if (i === categories.length && !counts[i]) return;
-    const item = el("li", { "data-category": name });
-    item.append(
+    const item = el("li", { "data-category": name, title: `${name}: ${counts[i] ?? 0} cells` });
+    const label = el("span", { class: "legend-label" }, name);
+    const parts = [
       el("span", { class: "swatch", style: `background:${colours[i]}` }),
-      ` ${name} `,
+      label,
       el("span", { class: "count" }, `${counts[i] ?? 0}`),
-    );
+    ];
+    if (on && i < categories.length) {
+      if (on.selected.has(i)) item.classList.add("selected");
+      if (on.hidden.has(i)) item.classList.add("hidden-category");
+      const pick = el("button", { type: "button", class: "legend-pick", "data-k": String(i) }, ...parts);
+      pick.addEventListener("click", (ev) => on.select(i, ev.shiftKey));
+      const eye = el(
+        "button",
+        { type: "button", class: "legend-eye", title: on.hidden.has(i) ? `show ${name}` : `hide ${name}` },
+        on.hidden.has(i) ? "◌" : "●",
+      );
+      eye.addEventListener("click", () => on.toggle(i));
+      item.append(eye, pick);
+    } else item.append(...parts);
     list.append(item);
   });
   target.append(list);

@@ -20,14 +20,22 @@
 import createScatterplot, { createRenderer } from "regl-scatterplot";
 import { categoryColours, viridis } from "./colors.js";
 import { CellGrid, drawnPointSize } from "./nearest.js";
+import type { Codes } from "./obs.js";
 
+/**
+ * What colours the cells: values over `[lo, hi]` (viridis; `lo` defaults to 0), category codes
+ * (code `nCategories`: missing, grey), or nothing. The page hands over values per cell; the plot
+ * maps them to colours in its shader.
+ */
 export type Colouring =
-  | { kind: "continuous"; values: Float32Array; max: number }
-  | { kind: "category"; codes: Int32Array; nCategories: number }
+  | { kind: "continuous"; values: Float32Array; max: number; min?: number }
+  | { kind: "category"; codes: Codes; nCategories: number }
   | { kind: "none" };
 
 export interface Scatter {
   setColouring(c: Colouring): Promise<void>;
+  /** Draws only the cells `hidden` does not mark (1: hidden), or every cell without it. */
+  setHidden(hidden: Uint8Array | undefined): void;
   /** Selects cells as a click or lasso would (the test drives clicks through screen positions). */
   select(cells: number[]): void;
   screenPosition(cell: number): [number, number] | undefined;
@@ -99,7 +107,12 @@ export function sample(n: number, k: number): Int32Array {
 export function createScatter(
   canvas: HTMLCanvasElement,
   coords: { x: Float32Array; y: Float32Array },
-  on: { hover(cell: number | undefined): void; select(cells: number[]): void; drawn?(): void },
+  on: {
+    /** The cell under the pointer (or none), and where the pointer is in the plot's pixels. */
+    hover(cell: number | undefined, x: number, y: number): void;
+    select(cells: number[]): void;
+    drawn?(): void;
+  },
   options: { lodPoints?: number } = {},
 ): Scatter {
   // Sized from the container: regl-scatterplot pins the canvas's own CSS size, so the canvas
@@ -252,7 +265,7 @@ export function createScatter(
     }
     ring.hidden = cell === undefined;
     hovered = cell;
-    on.hover(cell);
+    on.hover(cell, pointerX, pointerY);
   }
 
   // One pick per frame, with the latest pointer position; none while a button is down (a drag).
@@ -283,6 +296,8 @@ export function createScatter(
 
   // ---- level of detail ----
   const lodPoints = options.lodPoints ?? LOD_POINTS;
+  /** Cells of hidden categories (1), or undefined when every cell is shown. */
+  let hiddenCells: Uint8Array | undefined;
   let lodCells: Int32Array | undefined;
   /** Cells the filter lets through. */
   let drawing = n;
@@ -302,7 +317,8 @@ export function createScatter(
     if (subset || n <= lodPoints || replacing > 0) return;
     lodCells ??= sample(n, lodPoints);
     const selected = plot.get("selectedPoints") as number[];
-    const cells = selected.length ? union(lodCells, selected) : Array.from(lodCells);
+    const shown = hiddenCells ? lodCells.filter((c) => !hiddenCells![c]) : lodCells;
+    const cells = selected.length ? union(shown, selected) : Array.from(shown);
     subset = true;
     swaps++;
     lastFrame = 0;
@@ -330,8 +346,21 @@ export function createScatter(
     settleFrame = 0;
     if (!subset) return;
     subset = false;
+    showAll();
+  }
+
+  /** Every cell that is not hidden. */
+  function showAll(): void {
     pending++;
-    void plot.unfilter({ preventEvent: true }).finally(() => pending--);
+    if (hiddenCells) {
+      const visible: number[] = [];
+      for (let i = 0; i < n; i++) if (!hiddenCells[i]) visible.push(i);
+      drawing = visible.length;
+      void plot.filter(visible, { preventEvent: true }).finally(() => pending--);
+    } else {
+      drawing = n;
+      void plot.unfilter({ preventEvent: true }).finally(() => pending--);
+    }
   }
 
   // Capture on the plot's box: these run before regl-scatterplot's and its camera's own handlers.
@@ -364,12 +393,13 @@ export function createScatter(
   async function colour(c: Colouring): Promise<void> {
     spatialIndex ??= plot.get("spatialIndex") as ArrayBuffer | undefined;
     if (c.kind === "continuous") {
-      const scale = c.max > 0 ? 1 / c.max : 0;
-      for (let i = 0; i < n; i++) valueB[i] = Math.min(1, Math.max(0, c.values[i]! * scale));
+      const lo = c.min ?? 0;
+      const scale = c.max > lo ? 1 / (c.max - lo) : 0;
+      for (let i = 0; i < n; i++) valueB[i] = Math.min(1, Math.max(0, (c.values[i]! - lo) * scale));
       plot.set({ colorBy: "valueB", pointColor: viridis(256) });
     } else if (c.kind === "category") {
-      // Missing (-1) takes the grey after the last category.
-      for (let i = 0; i < n; i++) valueA[i] = c.codes[i]! < 0 ? c.nCategories : c.codes[i]!;
+      // Missing (code nCategories) takes the grey after the last category.
+      valueA.set(c.codes);
       plot.set({ colorBy: "valueA", pointColor: categoryColours(c.nCategories) });
     } else {
       plot.set({ colorBy: null, pointColor: "#4a78b5" });
@@ -402,6 +432,15 @@ export function createScatter(
     select(cells) {
       full();
       plot.select(cells);
+    },
+    setHidden(hidden) {
+      full();
+      hiddenCells = hidden;
+      // After any draw under way (a colouring's draw keeps the filter: preventFilterReset).
+      pending++;
+      const mine = drawn.then(() => showAll());
+      drawn = mine.catch(() => undefined);
+      void mine.finally(() => pending--);
     },
     screenPosition(cell) {
       return plot.getScreenPosition(cell) as [number, number] | undefined;

@@ -4,7 +4,20 @@
  * read through `@deltacells/core`, `@deltacells/sporadik` and `@deltacells/storage`, and every store
  * goes through the page's meter.
  */
-import { type CellRows, companionOf, type Dataset, openDataset } from "@deltacells/core";
+import {
+  addRowMoments,
+  type CellRows,
+  type ColumnStats,
+  companionOf,
+  type Dataset,
+  type DatasetStats,
+  emptyMoments,
+  type GeneStats,
+  type Moments,
+  openDataset,
+  openStats,
+  TARGET_SUM,
+} from "@deltacells/core";
 import { openArrayReader, type SparseArrayReader } from "@deltacells/sporadik";
 import { joinLocation, openStore, parseLocation, type ReadableStore } from "@deltacells/storage";
 import type { Meter } from "./meter.js";
@@ -66,7 +79,19 @@ export class Session {
     readonly columnOf: Int32Array,
     readonly obs: Obs | undefined,
     private readonly maxima: Float64Array | undefined,
-  ) {}
+    /** The dataset's statistics (docs/stats.md), when it has usable ones. */
+    readonly stats: DatasetStats | undefined,
+    /** Why there are none: a sentence for the page (none written, or of another version). */
+    readonly statsProblem: string | undefined,
+  ) {
+    this.nameOfColumn = new Array<string>(names.length);
+    for (let j = 0; j < names.length; j++) this.nameOfColumn[columnOf[j]!] = names[j]!;
+  }
+
+  /** Gene names by companion (and statistics) column: the source's order. */
+  readonly nameOfColumn: string[];
+  private totals: Promise<Float32Array | Float64Array> | undefined;
+  private readonly columnStatsCache = new Map<string, Promise<ColumnStats | undefined>>();
 
   get nCells(): number {
     return this.ds.nCells;
@@ -92,9 +117,43 @@ export class Session {
       );
     }
     let maxima: Float64Array | undefined;
-    if (companion?.indexedAxes.includes(1))
-      maxima = Float64Array.from(await companion.maxima({ axis: 1 }), Number);
-    return new Session(ds, store.url, companion, companionLoc, geneNames, columnOf, obs, maxima);
+    let stats: DatasetStats | undefined;
+    let statsProblem: string | undefined;
+    const [max] = await Promise.all([
+      companion?.indexedAxes.includes(1) ? companion.maxima({ axis: 1 }) : undefined,
+      openStats(ds, { signal }).then(
+        (s) => {
+          stats = s;
+          if (!s)
+            statsProblem =
+              "this dataset has no statistics: marker genes and dot plots need them (`deltacells stats DATASET` writes them; `convert --sporadik` does at its end)";
+        },
+        (err: unknown) => {
+          // Statistics of another version, or damaged: the page works without them and says why.
+          if (signal.aborted) throw err;
+          statsProblem = `the dataset's statistics cannot be used: ${(err as Error).message}`;
+        },
+      ),
+    ]);
+    if (max) maxima = Float64Array.from(max, Number);
+    if (stats?.geneOrder === "dataset" && order) {
+      // Per-gene arrays in the dataset's order while the companion's are the source's: refuse.
+      statsProblem =
+        "the dataset's statistics are in its own gene order, its companion in the source's: run `deltacells stats DATASET` again";
+      stats = undefined;
+    }
+    return new Session(
+      ds,
+      store.url,
+      companion,
+      companionLoc,
+      geneNames,
+      columnOf,
+      obs,
+      maxima,
+      stats,
+      statsProblem,
+    );
   }
 
   /** The embedding columns present in obs, best first. */
@@ -175,29 +234,165 @@ export class Session {
     return { name: this.names[j]!, column, values: dense, nonzero, max, stored };
   }
 
-  /** The mean count of each gene over `cells` (one batch: two waves), the top `n` first. */
-  async topGenes(
+  /** Every cell's total count (from the statistics: one read, kept), or undefined without them. */
+  cellTotals(signal?: AbortSignal): Promise<Float32Array | Float64Array> | undefined {
+    if (!this.stats) return undefined;
+    this.totals ??= this.stats.cellTotals({ signal }).catch((err: unknown) => {
+      this.totals = undefined;
+      throw err;
+    });
+    return this.totals;
+  }
+
+  /** The per-gene statistics over every cell (one read, kept by the statistics' reader). */
+  geneStats(signal?: AbortSignal): Promise<GeneStats> {
+    if (!this.stats) throw new Error(this.statsProblem);
+    return this.stats.genes({ signal });
+  }
+
+  /** A categorical column's statistics (one read, kept), or undefined when it has none. */
+  columnStats(name: string, signal?: AbortSignal): Promise<ColumnStats | undefined> {
+    if (!this.stats) return Promise.resolve(undefined);
+    let p = this.columnStatsCache.get(name);
+    if (!p) {
+      p = this.stats.column(name, { signal });
+      p.catch(() => this.columnStatsCache.delete(name));
+      this.columnStatsCache.set(name, p);
+    }
+    return p;
+  }
+
+  /** The obs index (barcodes): the schema's first column when it holds strings. */
+  get indexColumn(): string | undefined {
+    const first = this.obs?.columns[0];
+    return first?.kind === "string" ? first.name : undefined;
+  }
+
+  private readonly obsTiles = new Map<string, Promise<Record<string, { get(i: number): unknown }>>>();
+
+  /**
+   * Tile `t`'s obs rows of `columns` (all by default): its shard's footer and one chunk per
+   * column; the latest 8 kept.
+   */
+  private obsTile(t: number, columns: string[] | undefined, signal?: AbortSignal) {
+    const key = `${t}:${columns?.join("\u0000") ?? ""}`;
+    let p = this.obsTiles.get(key);
+    if (!p) {
+      p = this.ds.obsTile(t, columns, { signal }) as Promise<Record<string, { get(i: number): unknown }>>;
+      p.catch(() => this.obsTiles.delete(key));
+      this.obsTiles.set(key, p);
+      if (this.obsTiles.size > 8) this.obsTiles.delete(this.obsTiles.keys().next().value!);
+    }
+    return p;
+  }
+
+  /**
+   * The obs of `cells` (every column; categories as labels): only the tiles holding them are read,
+   * so the cost follows the selection, never the dataset.
+   */
+  async obsRows(
+    cells: readonly number[],
+    signal?: AbortSignal,
+  ): Promise<{ columns: string[]; rows: (string | number | boolean | null)[][] }> {
+    if (!this.obs) return { columns: [], rows: cells.map(() => []) };
+    const columns = this.obs.columns;
+    const byTile = new Map<number, number[]>();
+    for (const c of cells) {
+      const { tile } = this.ds.locate(c);
+      let list = byTile.get(tile);
+      if (!list) byTile.set(tile, (list = []));
+      list.push(c);
+    }
+    const out = new Map<number, (string | number | boolean | null)[]>();
+    await Promise.all(
+      [...byTile].map(async ([t, list]) => {
+        const data = await this.obsTile(t, undefined, signal);
+        const start = this.ds.tileStart(t);
+        for (const c of list) {
+          out.set(
+            c,
+            columns.map((col) => {
+              const v = data[col.name]?.get(c - start);
+              if (v === null || v === undefined) return null;
+              if (col.kind === "category")
+                return (v as number) < 0 ? null : (col.categories?.[v as number] ?? null);
+              return typeof v === "bigint" ? Number(v) : (v as string | number | boolean);
+            }),
+          );
+        }
+      }),
+    );
+    return { columns: columns.map((c) => c.name), rows: cells.map((c) => out.get(c)!) };
+  }
+
+  /** Cell `cell`'s barcode (the obs index), read with its tile's obs (kept for the next hovers). */
+  async barcode(cell: number, signal?: AbortSignal): Promise<string | undefined> {
+    const index = this.indexColumn;
+    if (!index) return undefined;
+    const { tile, row } = this.ds.locate(cell);
+    const v = (await this.obsTile(tile, [index], signal))[index]?.get(row);
+    return v === null || v === undefined ? undefined : String(v);
+  }
+
+  /** The gene at companion column `column`, by the page's (dataset) index. */
+  geneOfColumn(column: number): number {
+    return this.names.indexOf(this.nameOfColumn[column]!);
+  }
+
+  /**
+   * What a selection of cells shows, from their rows read as one batch (two waves whatever the
+   * number of cells): each gene's mean count over them, the top `n` first, and, with
+   * `moments`, their moments of log1p(counts per 10,000) by companion column (for markers).
+   */
+  async selectionSummary(
     cells: readonly number[],
     n: number,
     signal?: AbortSignal,
-  ): Promise<{ name: string; mean: number }[]> {
+  ): Promise<{ top: { name: string; mean: number }[]; moments: Moments }> {
     const sums = new Float64Array(this.ds.nGenes);
-    const nameOfColumn = new Array<string>(this.ds.nGenes);
+    const moments = emptyMoments(this.ds.nGenes);
     if (this.companion) {
       const batch = await this.companion.slicesAt(cells, { axis: 0 });
-      for (let k = 0; k < batch.data.length; k++) sums[Number(batch.indices[k])]! += Number(batch.data[k]);
-      for (let j = 0; j < this.ds.nGenes; j++) nameOfColumn[this.columnOf[j]!] = this.names[j]!;
+      const rows = {
+        indptr: Float64Array.from(batch.indptr as ArrayLike<number | bigint>, Number),
+        indices: toNumbers(batch.indices),
+        data: toNumbers(batch.data),
+      };
+      for (let k = 0; k < rows.data.length; k++) sums[rows.indices[k]!]! += rows.data[k]!;
+      addRowMoments(moments, rows, cells.length, TARGET_SUM);
     } else {
-      const rows = await this.allRows(signal);
-      for (const c of cells)
-        for (let k = rows.indptr[c]!; k < rows.indptr[c + 1]!; k++)
-          sums[rows.indices[k]!]! += Number(rows.data[k]);
-      for (let j = 0; j < this.ds.nGenes; j++) nameOfColumn[j] = this.names[j]!;
+      // Without a companion: the rows from the tiles (in the dataset's gene order), renamed.
+      const all = await this.allRows(signal);
+      const indptr = new Float64Array(cells.length + 1);
+      cells.forEach((c, i) => {
+        indptr[i + 1] = indptr[i]! + all.indptr[c + 1]! - all.indptr[c]!;
+      });
+      const indices = new Int32Array(indptr[cells.length]!);
+      const data = new Float64Array(indptr[cells.length]!);
+      cells.forEach((c, i) => {
+        for (let k = all.indptr[c]!, at = indptr[i]!; k < all.indptr[c + 1]!; k++, at++) {
+          indices[at] = this.columnOf[all.indices[k]!]!;
+          data[at] = Number(all.data[k]);
+        }
+      });
+      for (let k = 0; k < data.length; k++) sums[indices[k]!]! += data[k]!;
+      addRowMoments(moments, { indptr, indices, data }, cells.length, TARGET_SUM);
     }
     const order = Array.from({ length: sums.length }, (_, g) => g)
       .filter((g) => sums[g]! > 0)
       .sort((a, b) => sums[b]! - sums[a]!)
       .slice(0, n);
-    return order.map((g) => ({ name: nameOfColumn[g]!, mean: sums[g]! / Math.max(1, cells.length) }));
+    const top = order.map((g) => ({
+      name: this.nameOfColumn[g]!,
+      mean: sums[g]! / Math.max(1, cells.length),
+    }));
+    return { top, moments };
   }
+}
+
+/** A store's integer or float array as numbers (64-bit integers converted). */
+function toNumbers(a: ArrayLike<number | bigint>): ArrayLike<number> {
+  return a instanceof BigInt64Array || a instanceof BigUint64Array
+    ? Float64Array.from(a, Number)
+    : (a as ArrayLike<number>);
 }

@@ -5,6 +5,11 @@
  */
 import { spawn } from "node:child_process";
 import { join, resolve } from "node:path";
+import { createTilePool, type DatasetSource, writeDataset } from "@deltacells/core";
+import { zstdCompressor } from "@deltacells/core/node";
+import { FolderStore } from "@deltacells/storage/node";
+import { writeCompanion } from "../../../packages/cli/src/companion.js";
+import { ProgressBar } from "../../../packages/cli/src/progress.js";
 import { run as runCommand } from "../../../packages/cli/src/run.js";
 
 export const REPO = resolve(import.meta.dirname, "../../..");
@@ -74,4 +79,104 @@ export async function buildPbmc(root: string): Promise<string> {
   const dir = join(root, "pbmc68k");
   await deltacells("convert", PBMC, dir, "--sporadik", "--quiet", "--threads", "1");
   return dir;
+}
+
+/**
+ * A dataset made from `source` at `dir` as `deltacells convert --sporadik` makes it: the dataset,
+ * its companion, its statistics.
+ */
+export async function buildFromSource(dir: string, source: DatasetSource): Promise<string> {
+  const pool = createTilePool({ threads: 1 });
+  try {
+    await writeDataset(source, new FolderStore(dir), {
+      encoder: pool,
+      compress: zstdCompressor(3),
+      level: 3,
+      inFlight: 3,
+    });
+  } finally {
+    await pool.close();
+  }
+  await writeCompanion(dir, 1, new ProgressBar(process.stderr, false), true);
+  await deltacells("stats", dir, "--quiet", "--threads", "1");
+  return dir;
+}
+
+/**
+ * A small tissue section: 20 x 15 spots on a grid of image pixels (obsm `spatial`, y downwards,
+ * spot `i` at column i % 20, row floor(i / 20)), its `region` (left or right half), a UMAP and a
+ * t-SNE; gene 0 is expressed in the left half only.
+ */
+export async function buildSpatial(root: string): Promise<string> {
+  const n = 300;
+  const genes = 40;
+  const rows: number[][] = Array.from({ length: n }, (_, i) =>
+    Array.from({ length: genes }, (_, g) =>
+      g === 0 ? (i % 20 < 10 ? 5 + (i % 3) : 0) : (i * 7 + g * 3) % 5,
+    ),
+  );
+  const spatial = new Float32Array(2 * n);
+  const umap = new Float32Array(2 * n);
+  const tsne = new Float32Array(2 * n);
+  for (let i = 0; i < n; i++) {
+    spatial[2 * i] = 100 + 10 * (i % 20);
+    spatial[2 * i + 1] = 50 + 10 * Math.floor(i / 20);
+    umap[2 * i] = i % 20 < 10 ? -3 + (i % 7) / 7 : 3 + (i % 5) / 5;
+    umap[2 * i + 1] = Math.floor(i / 20) / 15;
+    tsne[2 * i] = Math.cos(i);
+    tsne[2 * i + 1] = Math.sin(i);
+  }
+  const source: DatasetSource = {
+    format: "memory",
+    location: "memory://spatial",
+    matrixPath: "X",
+    nCells: n,
+    nGenes: genes,
+    var: async () => ({
+      indexName: "gene",
+      index: Array.from({ length: genes }, (_, g) => `GENE${g}`),
+      columns: [],
+    }),
+    async *rowBlocks() {
+      const indptr = [0];
+      const indices: number[] = [];
+      const data: number[] = [];
+      for (const row of rows) {
+        row.forEach((v, g) => {
+          if (v) {
+            indices.push(g);
+            data.push(v);
+          }
+        });
+        indptr.push(indices.length);
+      }
+      yield {
+        rowStart: 0,
+        nRows: n,
+        indptr: Float64Array.from(indptr),
+        indices: Int32Array.from(indices),
+        data: Int32Array.from(data),
+      };
+    },
+    obs: async () => ({
+      indexName: "spot",
+      index: Array.from({ length: n }, (_, i) => `SPOT-${i}`),
+      columns: [
+        {
+          name: "region",
+          kind: "category",
+          codes: Int32Array.from({ length: n }, (_, i) => (i % 20 < 10 ? 0 : 1)),
+          categories: ["left", "right"],
+          ordered: false,
+        },
+      ],
+    }),
+    obsmKeys: async () => ["spatial", "X_umap", "X_tsne"],
+    obsm: async () => ({
+      spatial: { kind: "dense", shape: [n, 2], values: spatial },
+      X_umap: { kind: "dense", shape: [n, 2], values: umap },
+      X_tsne: { kind: "dense", shape: [n, 2], values: tsne },
+    }),
+  };
+  return buildFromSource(join(root, "spatial"), source);
 }
