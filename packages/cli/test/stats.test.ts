@@ -127,3 +127,43 @@ test("deltacells stats refuses a location without a dataset, and says what it is
   assert.match(help.stdout, /usage: deltacells stats DATASET/);
   assert.match(help.stdout, /rank_genes_groups/);
 });
+
+test("append leaves the statistics of the earlier cells unnamed and says so; append --sporadik and an atlas's convert --sporadik write them", async () => {
+  const grown = join(dir, "grown");
+  const one = await cli("convert", "data/anndata/csr.h5ad", grown, "--sporadik", "--quiet", "--threads", "1");
+  assert.equal(one.code, 0, one.stderr);
+  assert.equal((await openDataset(grown)).manifest.metadata.stats, "stats");
+  const r = await cli("append", grown, "data/anndata/dense.h5ad", "--quiet", "--threads", "1");
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /note: the statistics \(stats\/\) describe the old cells only .*deltacells stats/);
+  assert.equal((await openDataset(grown)).manifest.metadata.stats, undefined);
+  assert.equal((await cli("validate", grown)).code, 0);
+  const again = await cli(
+    "append",
+    grown,
+    "data/anndata/dense.h5ad",
+    "--sporadik",
+    "--quiet",
+    "--threads",
+    "1",
+  );
+  assert.equal(again.code, 0, again.stderr);
+  assert.match(again.stdout, /statistics: stats\//);
+  const ds = await openDataset(grown);
+  assert.equal((await (await openStats(ds))!.genes()).n, ds.nCells);
+  const atlas = join(dir, "atlas");
+  const a = await cli(
+    "convert",
+    "data/anndata/csr.h5ad",
+    "data/anndata/dense.h5ad",
+    atlas,
+    "--sporadik",
+    "--quiet",
+    "--threads",
+    "1",
+  );
+  assert.equal(a.code, 0, a.stderr);
+  const made = await openDataset(atlas);
+  assert.equal((await (await openStats(made))!.genes()).n, made.nCells);
+  assert.equal((await cli("validate", atlas)).code, 0);
+});

@@ -4,7 +4,7 @@
  * `appendToDatasetAt` in @deltacells/core/node).
  */
 import { availableParallelism } from "node:os";
-import { APPEND_STAGING, createTilePool, DEFAULT_LEVEL } from "@deltacells/core";
+import { APPEND_STAGING, createTilePool, DEFAULT_LEVEL, type WriteStatsResult } from "@deltacells/core";
 import { appendToDatasetAt, inputIdentity, zstdCompressor } from "@deltacells/core/node";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import {
@@ -17,10 +17,10 @@ import {
   readOptions,
 } from "../atlas-options.js";
 import type { CommandResult } from "../command.js";
-import { writeCompanion } from "../convert/companion.js";
+import { writeCompanion, writeStatsWithBar } from "../convert/companion.js";
 import { explainObsError, OBS_ZSTD_LEVEL } from "../obs-options.js";
 import { ProgressBar } from "../progress.js";
-import { leftoverLine } from "../summary.js";
+import { leftoverLine, statsText } from "../summary.js";
 
 export const APPEND_HELP = `usage: deltacells append DATASET NEW_INPUT... [options]
        deltacells append DATASET --inputs LIST [options]
@@ -56,7 +56,8 @@ options:
   --layer NAME, --raw, --transpose, --genome NAME, --hdf5-timeout S
                  how the new inputs are read (see convert --help)
   --threads N    encoding threads (default: the number of cores)
-  --sporadik     write the sporadik companion (OUTPUT/sporadik/) again once the cells are added
+  --sporadik     write the sporadik companion (OUTPUT/sporadik/) and the statistics (OUTPUT/stats/)
+                 again once the cells are added
   --no-checksums the companion without checksums
   --break-lock   delete a writer lock left by a killed writer (only when nothing else writes there)
   --quiet        no progress bar
@@ -105,6 +106,7 @@ export async function append(argv: string[]): Promise<CommandResult> {
   const open = inputOpener(locations, read, hdf5Timeout);
   let phase = "";
   let companion: Awaited<ReturnType<typeof writeCompanion>> | undefined;
+  let stats: WriteStatsResult | undefined;
   try {
     const result = await appendToDatasetAt(
       dataset,
@@ -143,7 +145,7 @@ export async function append(argv: string[]): Promise<CommandResult> {
         },
         ...(values.sporadik
           ? {
-              afterAppend: async () => {
+              afterAppend: async (store) => {
                 bar.finish();
                 companion = await writeCompanion(
                   locations,
@@ -152,6 +154,7 @@ export async function append(argv: string[]): Promise<CommandResult> {
                   bar,
                   values["no-checksums"] !== true,
                 );
+                stats = await writeStatsWithBar(store, threads, bar);
               },
             }
           : {}),
@@ -188,6 +191,8 @@ export async function append(argv: string[]): Promise<CommandResult> {
       ),
       ...result.notes.map((n) => `  note: ${cliWords(n)}`),
       ...(companion ? [`  sporadik companion: ${companion.json.output} written again`] : []),
+      ...(stats ? [`  ${statsText(stats)}`] : []),
+      ...(stats ? [`  ${statsLine(stats)}`] : []),
     ];
     return { text: lines.join("\n") + leftoverLine(removed), json, store };
   } catch (err) {

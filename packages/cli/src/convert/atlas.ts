@@ -12,6 +12,7 @@ import {
   type PlanInput,
   readPlan,
   taskStep,
+  type WriteStatsResult,
 } from "@deltacells/core";
 import { buildAtlasAt, inputIdentity, openAtlasTarget, zstdCompressor } from "@deltacells/core/node";
 import { count } from "../args.js";
@@ -22,8 +23,15 @@ import { CliError } from "../errors.js";
 import type { Locations } from "../locations.js";
 import { explainObsError, OBS_ZSTD_LEVEL } from "../obs-options.js";
 import type { ProgressBar } from "../progress.js";
-import { companionLine, companionSummary, datasetSummary, leftoverLine } from "../summary.js";
-import { writeCompanion } from "./companion.js";
+import {
+  companionLine,
+  companionSummary,
+  datasetSummary,
+  leftoverLine,
+  statsLine,
+  statsSummary,
+} from "../summary.js";
+import { writeCompanion, writeStatsWithBar } from "./companion.js";
 
 /** Opens a plan's input, refusing one that changed since it was scanned. */
 function planOpener(locations: Locations, read: Record<string, unknown>, hdf5Timeout: number | undefined) {
@@ -58,6 +66,7 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
   const pool = createTilePool({ threads: o.threads });
   let phase = "";
   let companion: Awaited<ReturnType<typeof writeCompanion>> | undefined;
+  let stats: WriteStatsResult | undefined;
   try {
     const { manifest, bytes, plan, store, removedTempFiles } = await buildAtlasAt(
       output,
@@ -83,9 +92,10 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
         // The companion goes in once the dataset is in place; the manifest names it only when complete.
         ...(o.sporadik
           ? {
-              afterCommit: async () => {
+              afterCommit: async (store) => {
                 bar.finish();
                 companion = await writeCompanion(o.locations, output, o.threads, bar, o.checksums);
+                stats = await writeStatsWithBar(store, o.threads, bar);
               },
             }
           : {}),
@@ -100,6 +110,7 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
       dropped: plan.dropped,
       notes: plan.notes,
       ...companionSummary(companion),
+      ...statsSummary(stats),
       removed_temp_files: removedTempFiles,
       seconds,
     };
@@ -108,7 +119,7 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
       .filter((l) => !l.startsWith("  1 task"));
     const text = `converted ${count(paths.length, "input")} -> ${store.url}
 ${described.join("\n")}
-  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion)}${leftoverLine(removedTempFiles)}`;
+  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion)}${statsLine(stats)}${leftoverLine(removedTempFiles)}`;
     return { text, json: summary, store };
   } catch (err) {
     throw explainAtlasError(explainObsError(err));

@@ -35,7 +35,9 @@ export async function writeCompanion(
     axes: [0, 1],
     byteAddressable: false,
     checksums,
-    overwrite: false,
+    // The dataset's own companion, written again after an append: replaced, staged (the old
+    // one stays readable until the new one is complete).
+    overwrite: true,
     breakLock: false,
     maxNnz: undefined,
     tmpDir: undefined,

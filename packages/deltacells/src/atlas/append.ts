@@ -459,11 +459,17 @@ async function stageAndCommit(
     converter: _c,
     nnz: _z,
     sporadik,
+    stats,
     ...extra
   } = m0.metadata;
   if (sporadik !== undefined)
     notes.push(
       `the sporadik companion (${String(sporadik)}/) holds the old cells only and is no longer named in the manifest: write it again (convert DATASET ... --format sporadik, or the sporadik option)`,
+    );
+  // The statistics are sums over the old cells: readers would refuse them (StaleStats) anyway.
+  if (stats !== undefined)
+    notes.push(
+      `the statistics (${String(stats)}/) describe the old cells only and are no longer named in the manifest: compute them again (deltacells stats DATASET, or the sporadik option)`,
     );
   const metadata: Record<string, unknown> = {
     ...extra,
