@@ -1,11 +1,12 @@
 /**
  * The synthetic dataset the viewer's benches open: `nCells` cells x 2,000 genes (~50 per cell,
- * `bench/synthetic-source.ts`), 12 Gaussian clusters as its `X_umap` and the cluster as the
- * category `cluster`, written with its sporadik companion (as `deltacells convert --sporadik` does).
+ * `bench/synthetic-source.ts`), 12 Gaussian clusters as its `X_umap`, three categorical columns
+ * (the cluster as `cluster`, `batch` of 8 and `phase` of 3) and a barcode index, written with its
+ * sporadik companion and statistics (as `deltacells convert --sporadik` does).
  */
 import { join } from "node:path";
 import { createTilePool, type DatasetSource, writeDataset } from "@deltacells/core";
-import { zstdCompressor } from "@deltacells/core/node";
+import { writeDatasetStats, zstdCompressor } from "@deltacells/core/node";
 import { FolderStore } from "@deltacells/storage/node";
 import { writeCompanion } from "../packages/cli/src/convert/companion.js";
 import { Locations } from "../packages/cli/src/locations.js";
@@ -45,7 +46,7 @@ export async function buildSynthetic(root: string, nCells: number, name = "synth
   const source: DatasetSource = {
     ...syntheticSource({ nCells, nGenes: 2000, genesPerCell: 50 }),
     obs: async () => ({
-      indexName: null,
+      indexName: "barcode",
       index: Array.from({ length: nCells }, (_, i) => `cell${i}`),
       columns: [
         {
@@ -53,6 +54,20 @@ export async function buildSynthetic(root: string, nCells: number, name = "synth
           kind: "category",
           codes,
           categories: centres.map((_, k) => `c${k}`),
+          ordered: false,
+        },
+        {
+          name: "batch",
+          kind: "category",
+          codes: Int32Array.from({ length: nCells }, (_, i) => Math.imul(i, 0x9e3779b1) >>> 29),
+          categories: Array.from({ length: 8 }, (_, k) => `batch ${k}`),
+          ordered: false,
+        },
+        {
+          name: "phase",
+          kind: "category",
+          codes: Int32Array.from({ length: nCells }, (_, i) => (Math.imul(i, 40503) >>> 0) % 3),
+          categories: ["G1", "S", "G2M"],
           ordered: false,
         },
       ],
@@ -71,7 +86,8 @@ export async function buildSynthetic(root: string, nCells: number, name = "synth
   } finally {
     await pool.close();
   }
-  // As `convert --sporadik` writes it: with checksums.
+  // As `convert --sporadik` writes it: with checksums, then the statistics.
   await writeCompanion(new Locations(), dir, 2, new ProgressBar(process.stderr, false), true);
+  await writeDatasetStats(new FolderStore(dir), { threads: 2 });
   return dir;
 }
