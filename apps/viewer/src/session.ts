@@ -19,7 +19,13 @@ import {
   TARGET_SUM,
 } from "@deltacells/core";
 import { openArrayReader, type SparseArrayReader } from "@deltacells/sporadik";
-import { joinLocation, openStore, parseLocation, type ReadableStore } from "@deltacells/storage";
+import {
+  joinLocation,
+  openStore,
+  parseLocation,
+  type ReadableStore,
+  withConcurrencyLimit,
+} from "@deltacells/storage";
 import type { Meter } from "./meter.js";
 import { embeddingsOf, type Obs, type ObsValues, openObs } from "./obs.js";
 
@@ -48,8 +54,17 @@ function open(location: string, locs: Locations): ReadableStore & { url: string 
         : {}),
     },
   };
-  return openStore(location.replace(/\/+$/, ""), s3) as ReadableStore & { url: string };
+  const store = openStore(location.replace(/\/+$/, ""), s3) as ReadableStore & { url: string };
+  return withConcurrencyLimit(store, MAX_IN_FLIGHT);
 }
+
+/**
+ * Requests each store of the page (the dataset's, the companion's) has in flight at most. A
+ * dataset of millions of cells reads its obs columns as thousands of ranges at once, which
+ * Chromium refuses past a few thousand pending requests (`net::ERR_INSUFFICIENT_RESOURCES`); it
+ * opens six connections per host anyway, so the cap costs no parallelism.
+ */
+const MAX_IN_FLIGHT = 12;
 
 export interface GeneValues {
   name: string;

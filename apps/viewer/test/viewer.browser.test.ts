@@ -56,6 +56,8 @@ before(async () => {
     convert(NO_EMBEDDING, "no-umap", "--sporadik"),
     // No companion: genes come from the tiles.
     convert(chr21, "chr21-plain"),
+    // 44 tiles: opening reads each obs column as 44 ranges.
+    convert(PBMC, "pbmc-small-tiles", "--tile-size", "16", "--obs-tiles-per-file", "4"),
   ]);
   pbmc = dir;
   // A torn copy: the companion's completion block never written.
@@ -670,6 +672,44 @@ test("a read that hangs shows its progress and Cancel aborts its requests", asyn
   for (let i = 0; i < 100 && !(hung().length > 0 && hung().every((r) => r.aborted)); i++)
     await new Promise((r) => setTimeout(r, 100));
   assert.ok(hung().length > 0 && hung().every((r) => r.aborted), JSON.stringify(hung()));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("a dataset of many tiles opens with at most 12 requests pending per store, 24 in the page (Chromium refuses thousands at once)", async () => {
+  const page = await chromium.browser.newPage({ viewport: { width: 1200, height: 760 } });
+  page.setDefaultTimeout(120_000);
+  // The page's fetches, counted as they start and settle.
+  await page.addInitScript(() => {
+    const w = window as unknown as { __fetches: { now: number; most: number; total: number } };
+    w.__fetches = { now: 0, most: 0, total: 0 };
+    const original = window.fetch.bind(window);
+    window.fetch = async (...args: Parameters<typeof fetch>) => {
+      const f = w.__fetches;
+      f.now++;
+      f.total++;
+      f.most = Math.max(f.most, f.now);
+      try {
+        return await original(...args);
+      } finally {
+        f.now--;
+      }
+    };
+  });
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(`${server.url}?data=/pbmc-small-tiles/`);
+  await page.waitForFunction(
+    () => (window as unknown as { __viewer?: { state: { ready: boolean } } }).__viewer?.state.ready,
+  );
+  const s = await snapshot(page);
+  assert.equal(s.error, undefined);
+  assert.equal(s.embedding, "X_umap");
+  const f = await page.evaluate(
+    () => (window as unknown as { __fetches: { most: number; total: number } }).__fetches,
+  );
+  assert.ok(f.total > 88, `${f.total} requests`);
+  assert.ok(f.most <= 24, `${f.most} requests at once`);
   assert.deepEqual(errors, []);
   await page.close();
 });
