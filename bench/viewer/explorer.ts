@@ -1,0 +1,278 @@
+/**
+ * The viewer as an explorer at atlas scale, in headless Chromium: synthetic datasets of --cells
+ * cells (default 1,000,000 and 5,000,000; 2,000 genes, ~50 per cell, a UMAP of 12 clusters and 3
+ * categorical columns: bench/viewer-data.ts), served by `deltacells serve` and, with --s3, from the
+ * local S3 server (moto, public-read, CORS) through the page's own unsigned S3 reads.
+ *
+ * Per action, its time, requests and bytes (the page's meter), each against a reference measured in
+ * the same run: opening to the first drawn embedding against the page opened with no dataset; a
+ * gene to its colours against two round trips of a small object (its two waves' floor); the
+ * markers of a 10,000-cell lasso (the 10,000 cells nearest a cluster's centre) and a dot plot of 20
+ * genes (its column's statistics loaded first, then 20 other genes), against the same floor. The
+ * page's memory: the renderer's peak resident set (VmHWM) with every cell drawn, the GPU process's
+ * (SwiftShader draws there), and the JS heap, against the blank page's.
+ *
+ *   node --import tsx --conditions=source bench/viewer/explorer.ts [--cells 1000000,5000000] [--reps 3] [--data DIR] [--s3]
+ *
+ * `--data DIR` keeps the datasets (default bench/out/viewer) and reuses them.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { loadavg } from "node:os";
+import { join, relative, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { AwsClient } from "aws4fetch";
+import type { Page } from "playwright-core";
+import { buildViewer } from "../../apps/viewer/test/fixtures.js";
+import { startServer } from "../../packages/cli/src/serve-http.js";
+import { launchChromium } from "../../test-utils/browser/index.js";
+import { startMoto } from "../../test-utils/servers.js";
+import { buildSynthetic, clusters } from "../viewer-data.js";
+
+const { values } = parseArgs({
+  options: {
+    cells: { type: "string", default: "1000000,5000000" },
+    reps: { type: "string", default: "3" },
+    data: { type: "string", default: "bench/out/viewer" },
+    s3: { type: "boolean", default: false },
+  },
+});
+const sizes = values.cells.split(",").map(Number);
+const reps = Number(values.reps);
+const root = resolve(values.data);
+mkdirSync(root, { recursive: true });
+
+for (const n of sizes) {
+  if (!existsSync(join(root, `synthetic-${n}`, "stats"))) {
+    const t = performance.now();
+    await buildSynthetic(root, n, `synthetic-${n}`);
+    console.error(`synthetic-${n} built in ${((performance.now() - t) / 1000).toFixed(0)} s`);
+  }
+}
+await buildViewer(join(root, "viewer-dist"));
+const server = await startServer({ root, viewerDir: join(root, "viewer-dist"), port: 0 });
+const chromium = await launchChromium();
+
+type Cost = { action: string; requests: number; waves: number; bytes: number; ms: number };
+type V = {
+  __viewer: {
+    state: {
+      ready: boolean;
+      error?: string;
+      busy: number;
+      firstDrawMs?: number;
+      geneMs?: number;
+      markers?: unknown;
+      dotplot?: { ms: number };
+    };
+    searchGene(n: string): Promise<void>;
+    colourBy(n: string): Promise<void>;
+    select(cells: number[]): void;
+    dotPlot(genes: string[]): Promise<void>;
+    plotSettled(): boolean;
+    plotState(): { drawn: number };
+    snapshot(): { history: Cost[] };
+  };
+};
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const f0 = (x: number) => x.toFixed(0);
+const mb = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
+
+/** Peak and current resident set (kB) of this browser's processes of `type` (renderer, gpu-process). */
+function processMemory(type: string): { hwm: number; rss: number } {
+  const out = execFileSync("ps", ["-eo", "pid=,args="], { encoding: "utf8" });
+  let best = { hwm: 0, rss: 0 };
+  for (const line of out.split("\n")) {
+    const m = /^\s*(\d+)\s+(.*)$/.exec(line);
+    if (!m || !m[2]!.includes("chromium") || !m[2]!.includes(`--type=${type}`)) continue;
+    try {
+      const status = readFileSync(`/proc/${m[1]}/status`, "utf8");
+      const hwm = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+      const rss = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+      if (hwm > best.hwm) best = { hwm, rss };
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return best;
+}
+
+const jsHeap = (page: Page) =>
+  page.evaluate(
+    () => (performance as unknown as { memory?: { usedJSHeapSize: number } }).memory?.usedJSHeapSize ?? 0,
+  );
+
+/** Two sequential fetches of a small object: the floor of an action of two waves. */
+const roundTrips = (page: Page, url: string) =>
+  page.evaluate(async (u) => {
+    const s = performance.now();
+    await (await fetch(u, { cache: "no-store" })).arrayBuffer();
+    await (await fetch(u, { cache: "no-store" })).arrayBuffer();
+    return performance.now() - s;
+  }, url);
+
+const waitReady = (page: Page) =>
+  page.waitForFunction(() => (window as unknown as V).__viewer?.state.ready, null, { timeout: 600_000 });
+const idle = (page: Page) =>
+  page.waitForFunction(() => (window as unknown as V).__viewer.state.busy === 0, null, { timeout: 600_000 });
+
+/** Moto with every object of `dirs` uploaded (public-read) and a CORS rule; undefined without --s3. */
+async function bucket(dirs: string[]) {
+  if (!values.s3) return undefined;
+  const moto = await startMoto();
+  const client = new AwsClient({
+    accessKeyId: "testing",
+    secretAccessKey: "testing",
+    region: "us-east-1",
+    service: "s3",
+    retries: 0,
+  });
+  await client.fetch(`${moto.url}/viewer`, { method: "PUT" });
+  const cors = `<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod><AllowedMethod>HEAD</AllowedMethod><AllowedHeader>*</AllowedHeader><ExposeHeader>Content-Range</ExposeHeader><ExposeHeader>Content-Length</ExposeHeader><ExposeHeader>ETag</ExposeHeader></CORSRule></CORSConfiguration>`;
+  await client.fetch(`${moto.url}/viewer?cors`, {
+    method: "PUT",
+    body: cors,
+    headers: { "Content-Type": "application/xml" },
+  });
+  const files = (dir: string): string[] =>
+    readdirSync(dir).flatMap((name) =>
+      statSync(join(dir, name)).isDirectory() ? files(join(dir, name)) : [join(dir, name)],
+    );
+  for (const dir of dirs) {
+    for (const file of files(join(root, dir))) {
+      const res = await client.fetch(`${moto.url}/viewer/${dir}/${relative(join(root, dir), file)}`, {
+        method: "PUT",
+        body: readFileSync(file),
+        headers: { "x-amz-acl": "public-read", "Content-Type": "application/octet-stream" },
+      });
+      if (!res.ok) throw new Error(`upload ${file}: ${res.status}`);
+    }
+  }
+  return moto;
+}
+
+const names = sizes.map((n) => `synthetic-${n}`);
+const moto = await bucket(names);
+const rows: string[] = [];
+const costRows: string[] = [];
+const memoryRows: string[] = [];
+try {
+  for (const [i, n] of sizes.entries()) {
+    const name = names[i]!;
+    // The lasso: the 10,000 cells nearest the first cluster's centre (what a lasso around it takes).
+    const { umap, centres } = clusters(n);
+    const [cx, cy] = centres[0]!;
+    const distance = new Float64Array(n);
+    for (let c = 0; c < n; c++) distance[c] = Math.hypot(umap[2 * c]! - cx, umap[2 * c + 1]! - cy);
+    const lasso = Array.from({ length: n }, (_, c) => c)
+      .sort((a, b) => distance[a]! - distance[b]!)
+      .slice(0, 10_000)
+      .sort((a, b) => a - b);
+    const genes = Array.from({ length: 40 }, (_, k) => `SYN${(k * 47) % 2000}`);
+    for (const where of ["serve", ...(moto ? ["s3"] : [])]) {
+      const data =
+        where === "serve" ? `/${name}/` : `s3://viewer/${name}&endpoint=${encodeURIComponent(moto!.url)}`;
+      const m: Record<string, number[]> = {};
+      const push = (k: string, v: number) => (m[k] ??= []).push(v);
+      let history: Cost[] = [];
+      let memory = { renderer: 0, gpu: 0, heap: 0, blankRenderer: 0, blankHeap: 0, drawn: 0 };
+      for (let r = 0; r < reps; r++) {
+        const blankPage = await chromium.browser.newPage({ viewport: { width: 1200, height: 760 } });
+        let t = performance.now();
+        await blankPage.goto(server.url);
+        await waitReady(blankPage);
+        push("blank", performance.now() - t);
+        const blankMemory = { renderer: processMemory("renderer").hwm, heap: await jsHeap(blankPage) };
+        await blankPage.close();
+
+        const page = await chromium.browser.newPage({ viewport: { width: 1200, height: 760 } });
+        page.setDefaultTimeout(600_000);
+        t = performance.now();
+        await page.goto(`${server.url}?data=${data}`);
+        await waitReady(page);
+        push("open", performance.now() - t);
+        const error = await page.evaluate(() => (window as unknown as V).__viewer.state.error);
+        if (error) throw new Error(`${name} over ${where}: ${error}`);
+        push("firstDraw", (await page.evaluate(() => (window as unknown as V).__viewer.state.firstDrawMs))!);
+        // Genes, each against two round trips of the manifest.
+        const manifest =
+          where === "serve"
+            ? `${server.url}${name}/manifest.json`
+            : `${moto!.url}/viewer/${name}/manifest.json`;
+        for (const g of genes.slice(0, 3)) {
+          push(
+            "gene",
+            await page.evaluate(async (x) => {
+              await (window as unknown as V).__viewer.searchGene(x);
+              return (window as unknown as V).__viewer.state.geneMs!;
+            }, g),
+          );
+          push("floor", await roundTrips(page, manifest));
+        }
+        // Every cell drawn once still.
+        await page.waitForFunction(() => (window as unknown as V).__viewer.plotSettled(), null, {
+          timeout: 600_000,
+        });
+        const drawn = await page.evaluate(() => (window as unknown as V).__viewer.plotState().drawn);
+        // The lasso's markers.
+        await page.evaluate(() => (window as unknown as V).__viewer.colourBy("cluster"));
+        await idle(page);
+        t = performance.now();
+        await page.evaluate((cells) => (window as unknown as V).__viewer.select(cells), lasso);
+        await page.waitForFunction(() => (window as unknown as V).__viewer.state.markers, null, {
+          timeout: 600_000,
+        });
+        await idle(page);
+        push("markers", performance.now() - t);
+        push("markersFloor", await roundTrips(page, manifest));
+        // Dot plots: the first loads the column's statistics, the second draws from them.
+        for (const [k, set] of [genes.slice(0, 20), genes.slice(20, 40)].entries()) {
+          t = performance.now();
+          await page.evaluate((g) => (window as unknown as V).__viewer.dotPlot(g), set);
+          push(k === 0 ? "dotFirst" : "dot", performance.now() - t);
+        }
+        history = (await page.evaluate(() => (window as unknown as V).__viewer.snapshot())).history;
+        memory = {
+          renderer: processMemory("renderer").hwm,
+          gpu: processMemory("gpu-process").hwm,
+          heap: await jsHeap(page),
+          blankRenderer: blankMemory.renderer,
+          blankHeap: blankMemory.heap,
+          drawn,
+        };
+        await page.close();
+      }
+      const x = (a: string, b: string) => `${(median(m[a]!) / median(m[b]!)).toFixed(1)}x`;
+      rows.push(
+        `| ${n.toLocaleString("en-US")} | ${where} | ${f0(median(m.open!))} (${f0(median(m.firstDraw!))}) | ${f0(median(m.blank!))} | ${x("open", "blank")} | ${f0(median(m.gene!))} | ${median(m.floor!).toFixed(1)} | ${x("gene", "floor")} | ${f0(median(m.markers!))} | ${x("markers", "markersFloor")} | ${f0(median(m.dotFirst!))} | ${median(m.dot!).toFixed(1)} |`,
+      );
+      const cost = (pick: (c: Cost) => boolean) => {
+        const c = history.filter(pick);
+        return `${c.reduce((a, h) => a + h.requests, 0)} / ${mb(c.reduce((a, h) => a + h.bytes, 0))}`;
+      };
+      costRows.push(
+        `| ${n.toLocaleString("en-US")} | ${where} | ${cost((h) => h.action === "open" || h.action === "embedding")} | ${cost((h) => h.action === `gene ${genes[0]}`)} | ${cost((h) => h.action === "obs cluster")} | ${cost((h) => h.action === "top genes of 10000 cells")} | ${cost((h) => h.action === "markers")} | ${cost((h) => h.action === "dot plot of 20")} |`,
+      );
+      memoryRows.push(
+        `| ${n.toLocaleString("en-US")} | ${where} | ${memory.drawn.toLocaleString("en-US")} | ${mb(memory.renderer * 1024)} | ${mb(memory.blankRenderer * 1024)} | ${mb(memory.gpu * 1024)} | ${mb(memory.heap)} | ${mb(memory.blankHeap)} |`,
+      );
+    }
+  }
+  console.log(
+    `reps: ${reps} (medians; genes: ${reps} x 3); load average at the end ${loadavg()
+      .map((v) => v.toFixed(1))
+      .join(" ")}\n\n` +
+      "| cells | from | open (ms; first draw) | blank page (ms) | ratio | gene to colours (ms) | two round trips (ms) | ratio | markers of 10,000 cells (ms) | ratio to two round trips | dot plot of 20, first (ms) | dot plot of 20 after (ms) |\n" +
+      "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n" +
+      rows.join("\n") +
+      "\n\nrequests / MB per action:\n\n| cells | from | open + embedding | a gene | an obs column | the lasso's rows | its markers | dot plot of 20 (first) |\n|--:|---|--:|--:|--:|--:|--:|--:|\n" +
+      costRows.join("\n") +
+      "\n\nmemory (MB; peak resident set of the page's renderer and of the GPU process, JS heap):\n\n| cells | from | cells drawn | renderer | blank page's renderer | GPU process | JS heap | blank page's heap |\n|--:|---|--:|--:|--:|--:|--:|--:|\n" +
+      memoryRows.join("\n"),
+  );
+} finally {
+  await chromium.close();
+  await server.close();
+  await moto?.stop();
+}
