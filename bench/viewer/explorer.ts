@@ -24,7 +24,7 @@ import { parseArgs } from "node:util";
 import { AwsClient } from "aws4fetch";
 import type { Page } from "playwright-core";
 import { buildViewer } from "../../apps/viewer/test/fixtures.js";
-import { startServer } from "../../packages/cli/src/serve-http.js";
+import { startServer } from "../../packages/cli/src/serve/http.js";
 import { launchChromium } from "../../test-utils/browser/index.js";
 import { startMoto } from "../../test-utils/servers.js";
 import { buildSynthetic, clusters } from "../viewer-data.js";

@@ -8,7 +8,8 @@ import { join, resolve } from "node:path";
 import { createTilePool, type DatasetSource, writeDataset } from "@deltacells/core";
 import { zstdCompressor } from "@deltacells/core/node";
 import { FolderStore } from "@deltacells/storage/node";
-import { writeCompanion } from "../../../packages/cli/src/companion.js";
+import { writeCompanion } from "../../../packages/cli/src/convert/companion.js";
+import { Locations } from "../../../packages/cli/src/locations.js";
 import { ProgressBar } from "../../../packages/cli/src/progress.js";
 import { run as runCommand } from "../../../packages/cli/src/run.js";
 
@@ -97,7 +98,7 @@ export async function buildFromSource(dir: string, source: DatasetSource): Promi
   } finally {
     await pool.close();
   }
-  await writeCompanion(dir, 1, new ProgressBar(process.stderr, false), true);
+  await writeCompanion(new Locations(), dir, 1, new ProgressBar(process.stderr, false), true);
   await deltacells("stats", dir, "--quiet", "--threads", "1");
   return dir;
 }

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { Page } from "playwright-core";
-import { type RunningServer, startServer } from "../../../packages/cli/src/serve-http.js";
+import { type RunningServer, startServer } from "../../../packages/cli/src/serve/http.js";
 import type { RunningBrowser } from "../../../test-utils/browser/browser.js";
 import { launchChromium } from "../../../test-utils/browser/index.js";
 import type { PlotState } from "../src/scatter.js";

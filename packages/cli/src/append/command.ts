@@ -192,7 +192,6 @@ export async function append(argv: string[]): Promise<CommandResult> {
       ...result.notes.map((n) => `  note: ${cliWords(n)}`),
       ...(companion ? [`  sporadik companion: ${companion.json.output} written again`] : []),
       ...(stats ? [`  ${statsText(stats)}`] : []),
-      ...(stats ? [`  ${statsLine(stats)}`] : []),
     ];
     return { text: lines.join("\n") + leftoverLine(removed), json, store };
   } catch (err) {

@@ -8,7 +8,13 @@
  * with the companion named. A run cut anywhere leaves a valid dataset that names no companion, or
  * names one that is complete.
  */
-import { COMPANION_PATH, companionOf, type Dataset, nameCompanion, type WriteStatsResult } from "@deltacells/core";
+import {
+  COMPANION_PATH,
+  companionOf,
+  type Dataset,
+  nameCompanion,
+  type WriteStatsResult,
+} from "@deltacells/core";
 import { writeDatasetStats } from "@deltacells/core/node";
 import { describe as describeStore } from "@deltacells/sporadik";
 import { joinLocation, type Store } from "@deltacells/storage";

@@ -8,6 +8,7 @@ import { STATS_PATH } from "@deltacells/core";
 import { writeStatsAt } from "@deltacells/core/node";
 import { COMMON_HELP, intOption, parse } from "../args.js";
 import type { CommandResult } from "../command.js";
+import { openCountedDataset } from "../io.js";
 import { ProgressBar } from "../progress.js";
 import { statsText } from "../summary.js";
 export const STATS_HELP = `usage: deltacells stats DATASET [options]
@@ -43,6 +44,8 @@ export async function stats(argv: string[]): Promise<CommandResult> {
   const threads = intOption(values, "threads", availableParallelism(), 1, 256)!;
   const bar = new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
   const started = performance.now();
+  // A location holding nothing, or a file, is named as such before any lock is taken there.
+  await openCountedDataset(locations, location);
   try {
     bar.phase("stats");
     const result = await writeStatsAt(location, {

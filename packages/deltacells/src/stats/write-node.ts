@@ -5,9 +5,9 @@
  */
 import type { Store } from "@deltacells/storage";
 import { localPath, openStore, type StatsStore, withStats } from "@deltacells/storage/node";
-import { createTilePool } from "../codec/pool.js";
-import { openDataset } from "../dataset/open.js";
+import { createTilePool } from "../codec/pool/pool.js";
 import { zstdCompressor } from "../dataset/node.js";
+import { openDataset } from "../dataset/open.js";
 import type { OpenTargetOptions } from "../target/target.js";
 import { acquireWriterLock } from "../target/writer-lock.js";
 import { type WriteStatsResult, writeStats } from "./write.js";
