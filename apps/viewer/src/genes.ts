@@ -158,14 +158,18 @@ export async function searchGene(text: string): Promise<void> {
 /** Several genes: each read (in parallel: two waves in all), their mean on the scale colours the cells. */
 export async function searchGeneSet(s: Session, names: string[]): Promise<void> {
   const read = await act(`gene set of ${names.length}`, s.url, async (signal) => {
-    const genes = await Promise.all(names.map((n) => s.gene(s.names.indexOf(n), signal)));
     const totals = await totalsFor(state.scale, signal);
     const mean = new Float32Array(s.nCells);
     const one = new Float32Array(s.nCells);
-    for (const g of genes) {
-      toScale(state.scale, g.values, totals, one);
-      for (let i = 0; i < mean.length; i++) mean[i]! += one[i]! / genes.length;
-    }
+    // Each gene is folded into the mean as it arrives and dropped: the page holds two arrays of
+    // cells whatever the set's size, not one per gene (20 genes at 5,000,000 cells: 400 MB).
+    await Promise.all(
+      names.map(async (n) => {
+        const g = await s.gene(s.names.indexOf(n), signal);
+        toScale(state.scale, g.values, totals, one);
+        for (let i = 0; i < mean.length; i++) mean[i]! += one[i]! / names.length;
+      }),
+    );
     let max = 0;
     for (const v of mean) if (v > max) max = v;
     return { names, values: mean, max };
