@@ -4,10 +4,12 @@
  * `X_umap_0`/`X_umap_1` float32 columns, as `deltacells convert` writes them).
  */
 import { spawn } from "node:child_process";
-import { join, resolve } from "node:path";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
 import { createTilePool, type DatasetSource, writeDataset } from "@deltacells/core";
 import { zstdCompressor } from "@deltacells/core/node";
 import { FolderStore } from "@deltacells/storage/node";
+import { AwsClient } from "aws4fetch";
 import { writeCompanion } from "../../../packages/cli/src/convert/companion.js";
 import { Locations } from "../../../packages/cli/src/locations.js";
 import { ProgressBar } from "../../../packages/cli/src/progress.js";
@@ -180,4 +182,57 @@ export async function buildSpatial(root: string): Promise<string> {
     }),
   };
   return buildFromSource(join(root, "spatial"), source);
+}
+
+/** Every file under `dir`, recursively. */
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    return statSync(p).isDirectory() ? filesUnder(p) : [p];
+  });
+}
+
+/**
+ * A public bucket as a page reads it: `bucket` made on the S3 server at `endpoint` (moto), with
+ * the CORS rule a page needs (GET and HEAD from any origin, `Range` allowed, `Content-Range`
+ * exposed), and each folder of `uploads` put under its prefix, every object public-read.
+ */
+export async function publicBucket(
+  endpoint: string,
+  bucket: string,
+  uploads: { prefix: string; dir: string }[],
+): Promise<void> {
+  const client = new AwsClient({
+    accessKeyId: "testing",
+    secretAccessKey: "testing",
+    region: "us-east-1",
+    service: "s3",
+    retries: 0,
+  });
+  const ok = async (res: Response, what: string) => {
+    if (!res.ok) throw new Error(`${what}: ${res.status} ${await res.text()}`);
+  };
+  await ok(await client.fetch(`${endpoint}/${bucket}`, { method: "PUT" }), `create ${bucket}`);
+  const cors = `<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod><AllowedMethod>HEAD</AllowedMethod><AllowedHeader>*</AllowedHeader><ExposeHeader>Content-Range</ExposeHeader><ExposeHeader>Content-Length</ExposeHeader><ExposeHeader>ETag</ExposeHeader></CORSRule></CORSConfiguration>`;
+  await ok(
+    await client.fetch(`${endpoint}/${bucket}?cors`, {
+      method: "PUT",
+      body: cors,
+      headers: { "Content-Type": "application/xml" },
+    }),
+    `the CORS rule of ${bucket}`,
+  );
+  for (const { prefix, dir } of uploads) {
+    for (const file of filesUnder(dir)) {
+      const key = `${prefix}/${relative(dir, file)}`;
+      await ok(
+        await client.fetch(`${endpoint}/${bucket}/${key}`, {
+          method: "PUT",
+          body: readFileSync(file),
+          headers: { "x-amz-acl": "public-read", "Content-Type": "application/octet-stream" },
+        }),
+        `upload ${key}`,
+      );
+    }
+  }
 }

@@ -5,67 +5,30 @@
  * Drives Chromium too; named for moto, which it needs.
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { openDataset } from "@deltacells/core/node";
-import { AwsClient } from "aws4fetch";
 import { type RunningServer, startServer } from "../../../packages/cli/src/serve/http.js";
 import type { RunningBrowser } from "../../../test-utils/browser/browser.js";
 import { launchChromium } from "../../../test-utils/browser/index.js";
 import { type RunningServer as Moto, startMoto } from "../../../test-utils/servers.js";
-import { buildPbmc, buildViewer } from "./fixtures.js";
+import { buildPbmc, buildViewer, publicBucket } from "./fixtures.js";
 
 const BUCKET = "deltacells-viewer";
-const client = new AwsClient({
-  accessKeyId: "testing",
-  secretAccessKey: "testing",
-  region: "us-east-1",
-  service: "s3",
-  retries: 0,
-});
 let root: string;
 let pbmc: string;
 let moto: Moto;
 let server: RunningServer;
 let chromium: RunningBrowser;
 
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const p = join(dir, name);
-    return statSync(p).isDirectory() ? filesUnder(p) : [p];
-  });
-}
-
-async function ok(res: Response): Promise<void> {
-  assert.ok(res.ok, `${res.status} ${await res.text()}`);
-}
-
 before(async () => {
   root = mkdtempSync(join(tmpdir(), "deltacells-viewer-s3-"));
   const [m, dir] = await Promise.all([startMoto(), buildPbmc(root), buildViewer(join(root, "viewer-dist"))]);
   moto = m;
   pbmc = dir;
-  await ok(await client.fetch(`${moto.url}/${BUCKET}`, { method: "PUT" }));
-  const cors = `<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod><AllowedMethod>HEAD</AllowedMethod><AllowedHeader>*</AllowedHeader><ExposeHeader>Content-Range</ExposeHeader><ExposeHeader>Content-Length</ExposeHeader><ExposeHeader>ETag</ExposeHeader></CORSRule></CORSConfiguration>`;
-  await ok(
-    await client.fetch(`${moto.url}/${BUCKET}?cors`, {
-      method: "PUT",
-      body: cors,
-      headers: { "Content-Type": "application/xml" },
-    }),
-  );
-  for (const file of filesUnder(pbmc)) {
-    const key = `pbmc68k/${relative(pbmc, file)}`;
-    await ok(
-      await client.fetch(`${moto.url}/${BUCKET}/${key}`, {
-        method: "PUT",
-        body: readFileSync(file),
-        headers: { "x-amz-acl": "public-read", "Content-Type": "application/octet-stream" },
-      }),
-    );
-  }
+  await publicBucket(moto.url, BUCKET, [{ prefix: "pbmc68k", dir: pbmc }]);
   // The page is served from another origin; nothing but the viewer is served there.
   mkdirSync(join(root, "empty"));
   server = await startServer({ root: join(root, "empty"), viewerDir: join(root, "viewer-dist"), port: 0 });
