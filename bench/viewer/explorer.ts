@@ -232,7 +232,7 @@ try {
       };
       const ms = (action: string) => f0(history.find((h) => h.action === action)?.ms ?? Number.NaN);
       costRows.push(
-        `| ${n.toLocaleString("en-US")} | ${where} | ${cost((h) => h.action === "open" || h.action === "embedding")} | ${cost((h) => h.action === `gene ${genes[0]}`)} | ${cost((h) => h.action === "obs cluster")} | ${cost((h) => h.action === "top genes of 10000 cells")} (${ms("top genes of 10000 cells")} ms) | ${cost((h) => h.action === "markers")} | ${cost((h) => h.action === "dot plot of 20")} |`,
+        `| ${n.toLocaleString("en-US")} | ${where} | ${cost((h) => h.action === "open" || h.action === "embedding")} (${ms("open")} + ${ms("embedding")} ms) | ${cost((h) => h.action === `gene ${genes[0]}`)} (${ms(`gene ${genes[0]}`)} ms) | ${cost((h) => h.action === "obs cluster")} | ${cost((h) => h.action === "top genes of 10000 cells")} (${ms("top genes of 10000 cells")} ms) | ${cost((h) => h.action === "markers")} | ${cost((h) => h.action === "dot plot of 20")} |`,
       );
       memoryRows.push(
         `| ${n.toLocaleString("en-US")} | ${where} | ${memory.drawn.toLocaleString("en-US")} | ${mb(memory.renderer * 1024)} | ${mb(memory.blankRenderer * 1024)} | ${mb(memory.gpu * 1024)} | ${mb(memory.heap)} | ${mb(memory.blankHeap)} |`,
