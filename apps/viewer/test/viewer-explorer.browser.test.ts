@@ -16,6 +16,7 @@ import type { Page } from "playwright-core";
 import { type RunningServer, startServer } from "../../../packages/cli/src/serve/http.js";
 import type { RunningBrowser } from "../../../test-utils/browser/browser.js";
 import { launchChromium } from "../../../test-utils/browser/index.js";
+import type { MarkerRow } from "../src/panels/markers.js";
 import type { PlotState } from "../src/scatter.js";
 import { close, quantile, truthOf } from "./expected.js";
 import { buildPbmc, buildSpatial, buildViewer, deltacells, PBMC, REPO } from "./fixtures.js";
@@ -26,6 +27,7 @@ import {
   plotSettled,
   screenAt,
   snapshot,
+  sourceCategory,
   sourceObs,
 } from "./viewer-page.js";
 
@@ -70,19 +72,10 @@ after(async () => {
 
 const openViewer = (data: string, query = "") => openPage(chromium.browser, server.url, data, query);
 
-type Row = {
-  gene: string;
-  score: number;
-  logFoldChange: number;
-  pval: number;
-  pvalAdj: number;
-  pts: number;
-  ptsRest: number;
-};
 interface Explorer {
-  markers?: { group: string; reference: string; nGroup: number; nReference: number; rows: Row[] };
+  markers?: { group: string; reference: string; nGroup: number; nReference: number; rows: MarkerRow[] };
   markersNote?: string;
-  allMarkers?: { column: string; groups: { label: string; rows: Row[] }[] };
+  allMarkers?: { column: string; groups: { label: string; rows: MarkerRow[] }[] };
   dotplot?: { column: string; genes: string[]; categories: string[]; mean: number[][]; fraction: number[][] };
   violin?: {
     groups: {
@@ -126,7 +119,7 @@ const plotState = (page: Page, full = false) =>
 
 /** The page's rows against the expected table's first `n` genes: the same genes, the same numbers. */
 function assertMarkers(
-  rows: Row[],
+  rows: MarkerRow[],
   table: ReturnType<Awaited<ReturnType<typeof truthOf>>["markers"]>,
   nameOfColumn: string[],
   n = 20,
@@ -185,9 +178,8 @@ test("the markers of a selection come from its rows (one batch) and the statisti
 test("a click on a legend entry selects its category (shift adds one), whose markers come from the statistics; against another category too; the eye hides it", async () => {
   const { page, errors } = await openViewer("/pbmc68k/");
   const truth = await truthOf(pbmc);
-  const obs = (await sourceObs(PBMC)).columns.find((c) => c.name === "bulk_labels")!;
-  if (obs.kind !== "category") throw new Error("bulk_labels is categorical");
-  const cellsOf = (k: number) => [...obs.codes.keys()].filter((c) => obs.codes[c] === k);
+  const obs = await sourceCategory(PBMC, "bulk_labels");
+  const { cellsOf } = obs;
   await page.selectOption("#color-by", "bulk_labels");
   await page.waitForFunction(
     () =>
@@ -275,9 +267,8 @@ test("a click on a legend entry selects its category (shift adds one), whose mar
 test("markers of every category and a dot plot of any genes are drawn from the statistics alone", async () => {
   const { page, errors } = await openViewer("/pbmc68k/");
   const truth = await truthOf(pbmc);
-  const obs = (await sourceObs(PBMC)).columns.find((c) => c.name === "bulk_labels")!;
-  if (obs.kind !== "category") throw new Error("bulk_labels is categorical");
-  const cellsOf = (k: number) => [...obs.codes.keys()].filter((c) => obs.codes[c] === k);
+  const obs = await sourceCategory(PBMC, "bulk_labels");
+  const { cellsOf } = obs;
   await call(page, "colourBy", "bulk_labels");
   await page.locator("#all-markers-button").click();
   await page.waitForFunction(
@@ -331,8 +322,7 @@ test("markers of every category and a dot plot of any genes are drawn from the s
 test("a gene's violins per category: quartiles, extremes and means of log1p(counts per 10,000), from its column and the statistics' totals", async () => {
   const { page, errors } = await openViewer("/pbmc68k/");
   const truth = await truthOf(pbmc);
-  const obs = (await sourceObs(PBMC)).columns.find((c) => c.name === "bulk_labels")!;
-  if (obs.kind !== "category") throw new Error("bulk_labels is categorical");
+  const obs = await sourceCategory(PBMC, "bulk_labels");
   await call(page, "colourBy", "bulk_labels");
   await call(page, "setScale", "log1p_cp10k");
   await call(page, "searchGene", "LYZ");
@@ -570,8 +560,7 @@ test("fixed: the histogram's axis ends at the gene's maximum and its label clear
 
 test("the view lives in the URL: a link opens the same gene, colouring, scale, embedding, selection, reference and dot plot", async () => {
   const { page, errors } = await openViewer("/pbmc68k/");
-  const obs = (await sourceObs(PBMC)).columns.find((c) => c.name === "bulk_labels")!;
-  if (obs.kind !== "category") throw new Error("bulk_labels is categorical");
+  const obs = await sourceCategory(PBMC, "bulk_labels");
   await call(page, "colourBy", "bulk_labels");
   await call(page, "searchGene", "CD74");
   await call(page, "setScale", "log1p");

@@ -34,6 +34,13 @@ export async function sourceObs(path: string) {
   }
 }
 
+/** The categorical obs column `name` of the `.h5ad` at `path`, as its reader gives it, with its cells per category. */
+export async function sourceCategory(path: string, name: string) {
+  const column = (await sourceObs(path)).columns.find((c) => c.name === name);
+  if (column?.kind !== "category") throw new Error(`${path}: ${name} is not a categorical obs column`);
+  return { ...column, cellsOf: (k: number) => [...column.codes.keys()].filter((c) => column.codes[c] === k) };
+}
+
 export const snapshot = (page: Page) =>
   page.evaluate(() => (window as unknown as { __viewer: { snapshot(): Snapshot } }).__viewer.snapshot());
 

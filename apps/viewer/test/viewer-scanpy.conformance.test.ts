@@ -17,8 +17,9 @@ import type { Page } from "playwright-core";
 import { type RunningServer, startServer } from "../../../packages/cli/src/serve/http.js";
 import type { RunningBrowser } from "../../../test-utils/browser/browser.js";
 import { launchChromium } from "../../../test-utils/browser/index.js";
+import type { MarkerRow } from "../src/panels/markers.js";
 import { buildPbmc, buildViewer, deltacells, PBMC, REPO } from "./fixtures.js";
-import { idle, openViewer, snapshot, sourceObs } from "./viewer-page.js";
+import { idle, openViewer, snapshot, sourceCategory } from "./viewer-page.js";
 
 const PYTHON = join(REPO, "conformance/.venv/bin/python");
 const SCRIPT = join(REPO, "conformance/scanpy_markers.py");
@@ -77,15 +78,6 @@ interface ScanpyDot {
   mean: number[][];
   fraction: number[][];
 }
-type Row = {
-  gene: string;
-  score: number;
-  logFoldChange: number;
-  pval: number;
-  pvalAdj: number;
-  pts: number;
-  ptsRest: number;
-};
 
 type V = { __viewer: Record<string, (...args: never[]) => unknown> };
 const call = (page: Page, name: string, ...args: unknown[]) =>
@@ -95,12 +87,12 @@ const call = (page: Page, name: string, ...args: unknown[]) =>
     [name, args] as const,
   );
 
-async function markersOf(page: Page): Promise<Row[]> {
+async function markersOf(page: Page): Promise<MarkerRow[]> {
   await page.waitForFunction(
     () => (window as unknown as { __viewer: { state: { markers?: unknown } } }).__viewer.state.markers,
   );
   await idle(page);
-  return ((await snapshot(page)) as unknown as { markers: { rows: Row[] } }).markers.rows;
+  return ((await snapshot(page)) as unknown as { markers: { rows: MarkerRow[] } }).markers.rows;
 }
 
 /** p-values agree to what scores within float32 tolerance allow: d ln p ≈ t·dt, both tiny alike. */
@@ -111,7 +103,7 @@ function pClose(a: number, b: number, t: number): boolean {
 }
 
 /** The page's ranked rows against scanpy's: the same genes in the same order (ties aside), the same statistics. */
-function assertSameTable(rows: Row[], sc: ScanpyMarkers, what: string, reference: boolean): void {
+function assertSameTable(rows: MarkerRow[], sc: ScanpyMarkers, what: string, reference: boolean): void {
   const n = 50;
   const scanpyAt = new Map(sc.names.map((g, i) => [g, i]));
   for (let i = 0; i < n; i++) {
@@ -148,8 +140,7 @@ async function compare(opts: {
   cells: number[];
   genes: string[];
 }): Promise<void> {
-  const obs = (await sourceObs(opts.h5ad)).columns.find((c) => c.name === opts.column)!;
-  if (obs.kind !== "category") throw new Error(`${opts.column} is categorical`);
+  const obs = await sourceCategory(opts.h5ad, opts.column);
   const [selection, category, versus, dot] = JSON.parse(
     await python(
       ["answer"],
@@ -201,8 +192,7 @@ async function compare(opts: {
 
 test("pbmc68k: the page's markers (a selection, a cell type against the rest and against another) and dot plot are scanpy's", async () => {
   // A lasso's worth of cells: every fourth B cell and every tenth other cell.
-  const obs = (await sourceObs(PBMC)).columns.find((c) => c.name === "bulk_labels")!;
-  if (obs.kind !== "category") throw new Error("bulk_labels is categorical");
+  const obs = await sourceCategory(PBMC, "bulk_labels");
   const b = obs.categories.indexOf("CD19+ B");
   const cells = [...obs.codes.keys()].filter((c) => (obs.codes[c] === b ? c % 4 === 0 : c % 10 === 0));
   await compare({
