@@ -87,6 +87,9 @@ if (listOnly) args.splice(args.indexOf("--list"), 1);
 const roots = args;
 const everything = roots.length === 0 && suite === undefined;
 
+// Test files live in a test/ folder of the package they test (python/test/ included), except two
+// kept beside the harness they exercise: bench/faults/ (the fault campaign's bounded mode: the
+// classes run.ts runs at length, judged by the same code) and test-utils/ (the helpers' own tests).
 const ROOTS = ["packages", "apps", "conformance", "bench", "test-utils", "python"];
 const all = (roots.length === 0 ? ROOTS : roots).flatMap((r) =>
   statSync(r).isDirectory() ? testFiles(r) : [r],

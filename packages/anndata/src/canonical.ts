@@ -243,18 +243,3 @@ export function csrSliceToBlock(
   }
   return b.finish();
 }
-
-/** Canonicalizes `nRows` dense rows of `nGenes` values each, row-major. */
-export function denseRowsToBlock(
-  rowStart: number,
-  nRows: number,
-  nGenes: number,
-  values: NumericArrayLike,
-): RowBlock {
-  const b = new RowBlockBuilder(rowStart, nRows, nGenes);
-  for (let r = 0; r < nRows; r++) {
-    b.pushDense(values, r * nGenes, (r + 1) * nGenes);
-    b.endRow();
-  }
-  return b.finish();
-}

@@ -51,8 +51,3 @@ export class CliError extends Error {
     this.found = options.found;
   }
 }
-
-/** True when `err` is a {@link CliError}, optionally of the given tag. */
-export function isCliError(err: unknown, tag?: CliErrorTag): err is CliError {
-  return err instanceof CliError && (tag === undefined || err._tag === tag);
-}
