@@ -16,7 +16,8 @@
  * @module
  */
 
-import { Worker, type WorkerOptions } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
+import { startWorker } from "@deltacells/storage/internal/node";
 import { InputError, objectIn, UnsupportedFilterError } from "./errors.js";
 import type { HdfCall, HdfReply, HdfRequest, NodeInfo, WireError } from "./hdf5-wire.js";
 import type { CompoundField, ElementKind, Tree, TreeArray, TreeGroup, TreeNode } from "./tree.js";
@@ -41,19 +42,9 @@ interface Thread {
   ready: Promise<void>;
 }
 
-/** Workers run the same module flavour as this file: `.ts` under tsx, `.js` from dist. */
+/** A worker on hdf5-worker (its TypeScript source under the `source` condition). */
 function startThread(): Thread {
-  const ext = import.meta.url.endsWith(".ts") ? ".ts" : ".js";
-  const url = new URL(`./hdf5-worker${ext}`, import.meta.url);
-  const execArgv = workerExecArgv(process.execArgv);
-  // Under tsx, Node 20 does not apply `--import tsx` to workers: the worker registers it itself.
-  const worker =
-    ext === ".ts"
-      ? newWorker(
-          `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))}).then((m) => { m.register(); return import(${JSON.stringify(url.href)}); })`,
-          { eval: true, execArgv },
-        )
-      : newWorker(url, { execArgv });
+  const worker = startWorker(new URL("./hdf5-worker.js", import.meta.url));
   const ready = new Promise<void>((resolve, reject) => {
     const onMessage = (m: HdfReply) => {
       if (!("ready" in m)) return;
@@ -66,40 +57,6 @@ function startThread(): Thread {
   });
   ready.catch(() => undefined); // reported by the tree's own error listener
   return { worker, ready };
-}
-
-/** The host's Node options less those that only make sense for its own entry (`-e` code, `--test`). */
-function workerExecArgv(execArgv: readonly string[]): string[] {
-  const out: string[] = [];
-  for (let k = 0; k < execArgv.length; k++) {
-    const arg = execArgv[k] as string;
-    if (/^(-e|--eval|-p|--print|--input-type)$/.test(arg)) {
-      k++;
-      continue;
-    }
-    if (/^(--input-type=|--eval=|--print=|--test$|--test-)/.test(arg)) continue;
-    out.push(arg);
-  }
-  return out;
-}
-
-/**
- * `new Worker`, less the options Node refuses in a worker, which it names in its error: V8 flags
- * such as `--max-old-space-size` or `--expose-gc` (process-wide anyway) and a few per-process
- * ones. Without this, `node --max-old-space-size=8192 deltacells convert x.h5ad ...` failed.
- */
-function newWorker(script: string | URL, options: WorkerOptions & { execArgv: string[] }): Worker {
-  try {
-    return new Worker(script, options);
-  } catch (err) {
-    const listed =
-      (err as { code?: unknown } | undefined)?.code === "ERR_WORKER_INVALID_EXEC_ARGV"
-        ? /flags: (.+)$/.exec((err as Error).message)?.[1]
-        : undefined;
-    if (listed === undefined) throw err;
-    const refused = new Set(listed.split(", "));
-    return new Worker(script, { ...options, execArgv: options.execArgv.filter((a) => !refused.has(a)) });
-  }
 }
 
 /** A worker whose last file closed without any error, ready for the next one. */

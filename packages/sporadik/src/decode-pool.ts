@@ -7,7 +7,7 @@
  */
 import { availableParallelism } from "node:os";
 import type { Worker } from "node:worker_threads";
-import { startWorker } from "#start-worker";
+import { startWorker } from "@deltacells/storage/internal/node";
 import { DecodeWorkerError } from "./errors.js";
 import { refusePending } from "./pool-close.js";
 
@@ -66,7 +66,7 @@ export class DecodePool {
 
   #start(): Slot {
     const done = new Int32Array(new SharedArrayBuffer(4));
-    const worker = startWorker("decode-worker", { workerData: done });
+    const worker = startWorker(new URL("./decode-worker.js", import.meta.url), { workerData: done });
     const slot: Slot = { worker, pending: new Map(), spares: [], sent: 0, done };
     worker.unref();
     worker.on("message", (reply: DecodeReply) => {

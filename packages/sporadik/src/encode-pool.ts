@@ -9,7 +9,7 @@
 import { writeFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import type { Worker } from "node:worker_threads";
-import { startWorker } from "#start-worker";
+import { startWorker } from "@deltacells/storage/internal/node";
 import { type ChunkEncoder, wasmEncoder } from "./array-stream.js";
 import { SporadikError } from "./errors.js";
 import { napi } from "./napi.js";
@@ -81,7 +81,7 @@ export class EncodePool {
   }
 
   #start(): Slot {
-    const worker = startWorker("encode-worker", {});
+    const worker = startWorker(new URL("./encode-worker.js", import.meta.url));
     const slot: Slot = { worker, pending: new Map() };
     worker.unref();
     worker.on("message", (reply: EncodeReply) => {

@@ -7,20 +7,6 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { workerExecArgv } from "../src/worker-argv.js";
-
-test("workers keep the host's loader options and drop those of its -e/-p entry", () => {
-  assert.deepEqual(
-    workerExecArgv(["--import", "tsx", "--conditions=source", "--input-type=module", "-e", "code()"]),
-    ["--import", "tsx", "--conditions=source"],
-  );
-  assert.deepEqual(workerExecArgv(["--input-type", "module", "--print", "1", "--max-old-space-size=512"]), [
-    "--max-old-space-size=512",
-  ]);
-  assert.deepEqual(workerExecArgv(["--test", "--test-reporter=tap", "--enable-source-maps"]), [
-    "--enable-source-maps",
-  ]);
-});
 
 // A batch big enough for the workers, read with them and without, in a host started with -e.
 const SCRIPT = `

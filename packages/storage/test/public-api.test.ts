@@ -2,12 +2,14 @@
  * The public API of @deltacells/storage, pinned (as zarrita's tests pin theirs): what each entry
  * point exports at run time, with its kind. A change here is a change to what users can import:
  * make it on purpose, and say it in CHANGELOG.md.
- * `./internal` is what the other deltacells packages share; it is unstable by design.
+ * `./internal` and `./internal/node` are what the other deltacells packages share; they are
+ * unstable by design.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import * as browser from "@deltacells/storage";
 import * as internal from "@deltacells/storage/internal";
+import * as internalNode from "@deltacells/storage/internal/node";
 import * as node from "@deltacells/storage/node";
 import { assertSuperset, exportsOf } from "../../../test-utils/public-api.js";
 
@@ -81,6 +83,14 @@ test("@deltacells/storage/node exports exactly these names", () => {
 
 test("@deltacells/storage/internal exports exactly these names", () => {
   assert.deepEqual(exportsOf(internal), ["formatBytes: function"]);
+});
+
+test("@deltacells/storage/internal/node exports exactly these names", () => {
+  assert.deepEqual(exportsOf(internalNode), [
+    "newWorker: function",
+    "startWorker: function",
+    "workerExecArgv: function",
+  ]);
 });
 
 test("@deltacells/storage/node is a superset of @deltacells/storage (its own `openStore` replacing the browser-safe one)", () => {

@@ -1,16 +1,16 @@
-/** `#threads` under Node: the pool's workers are worker_threads running dist's worker.js. */
-import { parentPort, Worker } from "node:worker_threads";
+/** `#threads` under Node: the pool's workers are worker_threads running worker.js (worker.ts from the sources). */
+import { parentPort } from "node:worker_threads";
+import { startWorker } from "@deltacells/storage/internal/node";
 import { type Response, workerFailed } from "./protocol.js";
 import type { ServeRequests, SpawnWorker, WorkerLike } from "./threads.js";
 
-/** Starts a worker_thread on `script` (or on code, with `eval`) and wires its events. */
+/** Starts a worker_thread on `script` and wires its events. */
 export function startNodeWorker(
-  script: URL | string,
-  options: { eval?: boolean },
+  script: URL,
   onMessage: (m: Response) => void,
   onError: (e: Error) => void,
 ): WorkerLike {
-  const w = new Worker(script, options);
+  const w = startWorker(script);
   w.on("message", onMessage);
   w.on("error", (e: Error) => onError(workerFailed(`tile worker failed: ${e.message}`, e.message, e)));
   // Any exit the pool did not ask for fails the worker's jobs, code 0 included: a worker that
@@ -22,7 +22,7 @@ export function startNodeWorker(
 }
 
 export const spawnWorker: SpawnWorker = (onMessage, onError) =>
-  startNodeWorker(new URL("./worker.js", import.meta.url), {}, onMessage, onError);
+  startNodeWorker(new URL("./worker.js", import.meta.url), onMessage, onError);
 
 export const serveRequests: ServeRequests = (handle) => {
   const port = parentPort!;

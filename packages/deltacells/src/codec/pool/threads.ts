@@ -1,7 +1,8 @@
 /**
  * What a {@link TilePool} needs from its environment's threads, implemented once per environment
- * behind `#threads` (package.json): worker_threads under Node (threads-node.ts; threads-source.ts
- * when running from the TypeScript sources), module Web Workers in browsers (threads-browser.ts).
+ * behind `#threads` (package.json): worker_threads under Node (threads-node.ts, through the shared
+ * worker start of `@deltacells/storage/internal/node`), module Web Workers in browsers
+ * (threads-browser.ts).
  */
 import type { Request, Response } from "./protocol.js";
 
