@@ -7,7 +7,7 @@
  * sampling every gene of every cell keeps generation O(nonzeros), which is what makes 1M cells
  * feasible here. Deterministic: block b is generated from seed + b, so both writer passes agree.
  */
-import type { DatasetSource, SourceRowBlock, SourceTable } from "@deltacells/core";
+import type { CanonicalRowBlock, ColumnTable, DatasetSource } from "@deltacells/core";
 import { mulberry32 } from "../test-utils/prng.js";
 
 export interface SyntheticOptions {
@@ -25,7 +25,7 @@ export interface SyntheticOptions {
 }
 
 /** The synthetic cell table: deterministic, about 100 bytes per cell in memory. */
-function syntheticObs(nCells: number, seed: number): { table: SourceTable; umap: Float32Array } {
+function syntheticObs(nCells: number, seed: number): { table: ColumnTable; umap: Float32Array } {
   const r = mulberry32(seed * 31 + 7);
   const types = Array.from({ length: 20 }, (_, i) => `type_${i}`);
   const batches = Array.from({ length: 8 }, (_, i) => `batch_${i}`);
@@ -33,7 +33,7 @@ function syntheticObs(nCells: number, seed: number): { table: SourceTable; umap:
   const cats = (n: number) =>
     Int32Array.from({ length: nCells }, () => Math.floor(r() * n) - (r() < 0.01 ? 1 : 0));
   const maybe = new Uint8Array(nCells).map(() => (r() < 0.05 ? 1 : 0));
-  const table: SourceTable = {
+  const table: ColumnTable = {
     indexName: "barcode",
     index: Array.from({ length: nCells }, (_, i) => `CELL${String(i).padStart(8, "0")}-1`),
     columns: [
@@ -132,7 +132,7 @@ export function syntheticSource(opts: SyntheticOptions): DatasetSource {
   const popularity = Float64Array.from({ length: nGenes }, () => Math.exp(1.5 * normal(rand)));
   const { prob, alias } = aliasTable(popularity);
   const meanPop = popularity.reduce((a, b) => a + b, 0) / nGenes;
-  const table: SourceTable = {
+  const table: ColumnTable = {
     indexName: null,
     index: Array.from({ length: nGenes }, (_, g) => `SYN${g}`),
     columns: [
@@ -156,7 +156,7 @@ export function syntheticSource(opts: SyntheticOptions): DatasetSource {
     nCells,
     nGenes,
     var: async () => table,
-    async *rowBlocks(o?: { blockCells?: number }): AsyncGenerator<SourceRowBlock> {
+    async *rowBlocks(o?: { blockCells?: number }): AsyncGenerator<CanonicalRowBlock> {
       const blockCells = o?.blockCells ?? 4096;
       const drawn = new Int32Array(nGenes);
       for (let start = 0, b = 0; start < nCells; start += blockCells, b++) {

@@ -6,9 +6,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
+  type CanonicalRowBlock,
   type DatasetSource,
   encodeTile,
-  type SourceRowBlock,
   type TileEncoder,
   writeDataset,
 } from "@deltacells/core";
@@ -35,7 +35,7 @@ const HEAD_GENES = 66_000;
  * the writer orders after gene 65,535, so their first gap is a gap exception; cell 0 also holds
  * one such gene. Fully determined by `seed`.
  */
-export function syntheticRows(seed: number): SourceRowBlock {
+export function syntheticRows(seed: number): CanonicalRowBlock {
   const rnd = mulberry32(seed);
   const nCells = 96;
   const perHeadCell = Math.ceil(HEAD_GENES / 94);
@@ -69,7 +69,7 @@ export function syntheticRows(seed: number): SourceRowBlock {
   };
 }
 
-function sourceOf(rows: SourceRowBlock): DatasetSource {
+function sourceOf(rows: CanonicalRowBlock): DatasetSource {
   return {
     format: "memory",
     location: "memory://faults",

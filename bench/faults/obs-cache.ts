@@ -11,10 +11,10 @@
 import { readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
+  type ColumnTable,
   type DatasetSource,
   encodeTile,
   type ObsColumn,
-  type SourceTable,
   writeDataset,
 } from "@deltacells/core";
 import { cacheLocalizer, openDataset, zstdCompressor } from "@deltacells/core/node";
@@ -29,7 +29,7 @@ import { MUTATIONS } from "./tile-mutants.js";
 
 const N = 600;
 
-function cellTable(): SourceTable {
+function cellTable(): ColumnTable {
   return {
     indexName: "barcode",
     index: Array.from({ length: N }, (_, i) => `CELL${String(i).padStart(6, "0")}-1`),
@@ -75,7 +75,7 @@ function cellTable(): SourceTable {
 
 const COLUMNS = ["barcode", "cell_type", "n_genes", "n_counts", "pct_mito", "score", "doublet", "donor"];
 
-function sourceOf(table: SourceTable): DatasetSource {
+function sourceOf(table: ColumnTable): DatasetSource {
   return {
     format: "h5ad",
     location: "memory://faults-obs",

@@ -21,13 +21,13 @@ import { obsmKeys, readObsmEntry } from "./obsm.js";
 import { BaseSource } from "./source.js";
 import { attrString, joinPath, type Tree, type TreeArray } from "./tree.js";
 import type {
+  CanonicalRowBlock,
   ColumnTable,
   ColumnTableReader,
   Embedding,
   InputFormat,
   MatrixSource,
   OpenInputOptions,
-  RowBlock,
 } from "./types.js";
 
 type Layout = SparseLayout | { kind: "dense"; array: TreeArray };
@@ -193,7 +193,11 @@ class AnnDataSource extends BaseSource {
     return readObsmEntry(this.tree, key, this.nCells);
   }
 
-  protected blocks(blockCells: number, signal?: AbortSignal, range?: CellRange): AsyncGenerator<RowBlock> {
+  protected blocks(
+    blockCells: number,
+    signal?: AbortSignal,
+    range?: CellRange,
+  ): AsyncGenerator<CanonicalRowBlock> {
     const m: MatrixShape = { location: this.location, nCells: this.nCells, nGenes: this.nGenes };
     if (this.layout.kind === "dense")
       return denseBlocks(m, this.layout.array, blockCells, signal, undefined, range);

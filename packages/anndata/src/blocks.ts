@@ -11,7 +11,7 @@ import { csrSliceToBlock, RowBlockBuilder } from "./canonical.js";
 import { InputError, objectIn } from "./errors.js";
 import { CellBucketSpill } from "./spill.js";
 import { type TreeArray, toNumbers } from "./tree.js";
-import type { RowBlock } from "./types.js";
+import type { CanonicalRowBlock } from "./types.js";
 
 /** A compressed sparse matrix: indptr over cells (csr) or over genes (csc). */
 export interface SparseLayout {
@@ -52,7 +52,7 @@ export async function* csrBlocks(
   blockCells: number,
   signal?: AbortSignal,
   range?: CellRange,
-): AsyncGenerator<RowBlock> {
+): AsyncGenerator<CanonicalRowBlock> {
   checkSparseLengths(m, l, m.nCells);
   const { from, to } = span(m.nCells, range);
   for (let start = from; start < to || (start === 0 && m.nCells === 0); start += blockCells) {
@@ -77,7 +77,7 @@ export async function* denseBlocks(
   signal?: AbortSignal,
   slabValues = DENSE_SLAB_VALUES,
   range?: CellRange,
-): AsyncGenerator<RowBlock> {
+): AsyncGenerator<CanonicalRowBlock> {
   const slabRows = Math.max(1, Math.floor(slabValues / Math.max(1, m.nGenes)));
   const { from, to } = span(m.nCells, range);
   for (let start = from; start < to || (start === 0 && m.nCells === 0); start += blockCells) {
@@ -104,7 +104,7 @@ export async function* cscBlocks(
   blockCells: number,
   signal?: AbortSignal,
   spillBytes?: number,
-): AsyncGenerator<RowBlock> {
+): AsyncGenerator<CanonicalRowBlock> {
   checkSparseLengths(m, l, m.nGenes);
   const indptr = toNumbers(await l.indptr.read(0, m.nGenes + 1));
   checkOffsets(m, l, indptr, 0);

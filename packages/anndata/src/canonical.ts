@@ -4,7 +4,7 @@
  */
 
 import { InputError, type NotCountsReason } from "./errors.js";
-import type { RowBlock } from "./types.js";
+import type { CanonicalRowBlock } from "./types.js";
 
 /** Largest count a block can hold (int32). */
 const MAX_COUNT = 2147483647;
@@ -58,7 +58,7 @@ export function countProblem(v: number): NotCountsReason | undefined {
 export type NumericArrayLike = ArrayLike<number>;
 
 /**
- * Accumulates cells one at a time, entries of a cell in any order, into a canonical {@link RowBlock}:
+ * Accumulates cells one at a time, entries of a cell in any order, into a canonical {@link CanonicalRowBlock}:
  * gene indices strictly increasing, duplicates summed (as scipy's sum_duplicates), zeros dropped.
  */
 export class RowBlockBuilder {
@@ -194,7 +194,7 @@ export class RowBlockBuilder {
   }
 
   /** The finished block; every announced row must have been closed. */
-  finish(): RowBlock {
+  finish(): CanonicalRowBlock {
     if (this.row !== this.nRows) {
       throw new InputError(`RowBlockBuilder: ${this.row} of ${this.nRows} rows closed`, {
         tag: "InvalidArgument",
@@ -234,7 +234,7 @@ export function csrSliceToBlock(
   indptr: NumericArrayLike,
   indices: NumericArrayLike,
   values: NumericArrayLike,
-): RowBlock {
+): CanonicalRowBlock {
   const base = indptr[0] as number;
   const b = new RowBlockBuilder(rowStart, nRows, nGenes, values.length);
   for (let r = 0; r < nRows; r++) {

@@ -2,11 +2,11 @@
 
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import type { ZarrReadable } from "./zarr-tree.js";
+import type { ZarrTreeStore } from "./zarr-tree.js";
 
 const METADATA = [".zarray", ".zgroup", "zarr.json"];
 
-export class LocalZarrStore implements ZarrReadable {
+export class LocalZarrStore implements ZarrTreeStore {
   constructor(readonly root: string) {}
 
   async get(key: `/${string}`): Promise<Uint8Array | undefined> {

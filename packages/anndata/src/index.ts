@@ -17,6 +17,7 @@ export {
   UnsupportedFilterError,
 } from "./errors.js";
 export type {
+  CanonicalRowBlock,
   ColumnTable,
   ColumnTableReader,
   Embedding,
@@ -26,7 +27,6 @@ export type {
   NumericValues,
   OpenInputOptions,
   RemoteStore,
-  RowBlock,
   RowBlockOptions,
   TableColumn,
   TableColumnReader,

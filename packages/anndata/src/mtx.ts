@@ -23,7 +23,7 @@ import { RowBlockBuilder } from "./canonical.js";
 import { InputError } from "./errors.js";
 import { BaseSource } from "./source.js";
 import { CellBucketSpill } from "./spill.js";
-import type { ColumnTable, RowBlock, TableColumn } from "./types.js";
+import type { CanonicalRowBlock, ColumnTable, TableColumn } from "./types.js";
 
 interface MtxHeader {
   rows: number;
@@ -364,16 +364,16 @@ export class MtxSource extends BaseSource {
     return this.ordered;
   }
 
-  protected async *blocks(blockCells: number, signal?: AbortSignal): AsyncGenerator<RowBlock> {
+  protected async *blocks(blockCells: number, signal?: AbortSignal): AsyncGenerator<CanonicalRowBlock> {
     if (await this.isOrdered()) yield* this.streamed(blockCells, signal);
     else yield* this.spilled(blockCells, signal);
   }
 
-  private async *streamed(blockCells: number, signal?: AbortSignal): AsyncGenerator<RowBlock> {
+  private async *streamed(blockCells: number, signal?: AbortSignal): AsyncGenerator<CanonicalRowBlock> {
     let start = 0;
     let b = new RowBlockBuilder(0, Math.min(blockCells, this.nCells), this.nGenes);
     // closes cells up to (excluding) `cell`, yielding full blocks
-    const advance = function* (this: MtxSource, cell: number): Generator<RowBlock> {
+    const advance = function* (this: MtxSource, cell: number): Generator<CanonicalRowBlock> {
       while (b.currentCell < cell) {
         b.endRow();
         if (b.rowsDone === b.nRows) {
@@ -396,7 +396,7 @@ export class MtxSource extends BaseSource {
     if (this.nCells === 0) yield b.finish();
   }
 
-  private async *spilled(blockCells: number, signal?: AbortSignal): AsyncGenerator<RowBlock> {
+  private async *spilled(blockCells: number, signal?: AbortSignal): AsyncGenerator<CanonicalRowBlock> {
     const spill = new CellBucketSpill(this.nCells, this.nGenes, {
       blockCells,
       nnzHint: this.header.nnz,

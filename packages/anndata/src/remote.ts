@@ -8,7 +8,7 @@
 import { parseLocation } from "@deltacells/storage";
 import { InputError } from "./errors.js";
 import type { InputFormat, RemoteStore } from "./types.js";
-import type { ZarrReadable } from "./zarr-tree.js";
+import type { ZarrTreeStore } from "./zarr-tree.js";
 
 const METADATA = [".zarray", ".zgroup", "zarr.json"];
 
@@ -52,7 +52,7 @@ export function checkRemote(url: string, scheme: string, openStore: unknown): vo
 }
 
 /** A storage-layer store as zarrita reads it; group members listed where the store can list. */
-export class RemoteZarrStore implements ZarrReadable {
+export class RemoteZarrStore implements ZarrTreeStore {
   constructor(readonly store: RemoteStore) {}
 
   get(key: `/${string}`): Promise<Uint8Array | undefined> {

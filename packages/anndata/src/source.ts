@@ -7,13 +7,13 @@ import type { CellRange } from "./blocks.js";
 import { BadCount, BadGeneIndex } from "./canonical.js";
 import { InputError, NotCountsError, objectIn } from "./errors.js";
 import type {
+  CanonicalRowBlock,
   ColumnTable,
   ColumnTableReader,
   Embedding,
   Embeddings,
   InputFormat,
   MatrixSource,
-  RowBlock,
   RowBlockOptions,
 } from "./types.js";
 
@@ -41,7 +41,7 @@ export abstract class BaseSource implements MatrixSource {
     blockCells: number,
     signal?: AbortSignal,
     range?: CellRange,
-  ): AsyncGenerator<RowBlock>;
+  ): AsyncGenerator<CanonicalRowBlock>;
   abstract close(): Promise<void>;
 
   /** obsm keys; inputs without obsm keep this default. */
@@ -109,7 +109,7 @@ export abstract class BaseSource implements MatrixSource {
     return undefined;
   }
 
-  async *rowBlocks(opts: RowBlockOptions = {}): AsyncGenerator<RowBlock> {
+  async *rowBlocks(opts: RowBlockOptions = {}): AsyncGenerator<CanonicalRowBlock> {
     const blockCells = Math.max(1, Math.floor(opts.blockCells ?? DEFAULT_BLOCK_CELLS));
     try {
       const range =

@@ -16,7 +16,7 @@ import { appendFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BadCount, countProblem, RowBlockBuilder } from "./canonical.js";
-import type { RowBlock } from "./types.js";
+import type { CanonicalRowBlock } from "./types.js";
 
 const ENTRY_INTS = 3; // cell offset in bucket, gene, value
 const BUFFER_ENTRIES = 2048;
@@ -116,7 +116,7 @@ export class CellBucketSpill {
   }
 
   /** Yields the row blocks in cell order and removes the temporary files. */
-  async *blocks(signal?: AbortSignal): AsyncGenerator<RowBlock> {
+  async *blocks(signal?: AbortSignal): AsyncGenerator<CanonicalRowBlock> {
     try {
       if (this.bad) throw this.bad;
       for (let bucket = 0; bucket < this.nBuckets; bucket++) {
@@ -151,7 +151,7 @@ export class CellBucketSpill {
   }
 
   /** Counting sort of a bucket's entries by cell, then one builder per row block. */
-  private *cut(first: number, cells: number, entries: Int32Array): Generator<RowBlock> {
+  private *cut(first: number, cells: number, entries: Int32Array): Generator<CanonicalRowBlock> {
     const n = entries.length / ENTRY_INTS;
     const start = new Float64Array(cells + 1);
     for (let k = 0; k < n; k++) {

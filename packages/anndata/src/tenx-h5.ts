@@ -18,7 +18,7 @@ import { type CellRange, csrBlocks, type MatrixShape, type SparseLayout } from "
 import { InputError, objectIn } from "./errors.js";
 import { BaseSource } from "./source.js";
 import { joinPath, type Tree, type TreeArray, toNumbers } from "./tree.js";
-import type { ColumnTable, RowBlock, TableColumn } from "./types.js";
+import type { CanonicalRowBlock, ColumnTable, TableColumn } from "./types.js";
 
 export async function openTenxH5(tree: Tree, genome: string | undefined): Promise<TenxH5Source> {
   const loc = tree.location;
@@ -192,7 +192,11 @@ export class TenxH5Source extends BaseSource {
     return { indexName: null, index, columns: filtered ? [filtered] : [] };
   }
 
-  protected blocks(blockCells: number, signal?: AbortSignal, range?: CellRange): AsyncGenerator<RowBlock> {
+  protected blocks(
+    blockCells: number,
+    signal?: AbortSignal,
+    range?: CellRange,
+  ): AsyncGenerator<CanonicalRowBlock> {
     const m: MatrixShape = { location: this.location, nCells: this.nCells, nGenes: this.nGenes };
     return csrBlocks(m, this.layout, blockCells, signal, range);
   }

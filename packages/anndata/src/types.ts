@@ -3,106 +3,38 @@
  * Browser-safe (no Node imports).
  */
 
-/**
- * A run of consecutive cells as canonical CSR: per cell, gene indices strictly increasing, no
- * explicit zeros, counts non-negative integers that fit int32.
- */
-export interface RowBlock {
-  /** Index of the first cell of the block in the source. */
-  rowStart: number;
-  /** Number of cells in the block (may be 0 only for an input with no cells). */
-  nRows: number;
-  /** Offsets into `indices`/`data`, length `nRows + 1`, starting at 0. */
-  indptr: Float64Array;
-  /** Gene (column) indices, strictly increasing within each cell. */
-  indices: Int32Array;
-  /** Counts, all > 0. */
-  data: Int32Array;
-}
-
-/** Numeric typed arrays a numeric table column may hold. */
-export type NumericValues =
-  | Float64Array
-  | Float32Array
-  | Int32Array
-  | Int16Array
-  | Int8Array
-  | Uint8Array
-  | Uint16Array
-  | Uint32Array
-  | BigInt64Array;
+import type {
+  NumericArray,
+  CanonicalRowBlock as SharedCanonicalRowBlock,
+  ColumnTable as SharedColumnTable,
+  ColumnTableReader as SharedColumnTableReader,
+  TableColumn as SharedTableColumn,
+  TableColumnReader as SharedTableColumnReader,
+  StoreOptions,
+  ZarrReadable,
+} from "@deltacells/storage";
 
 /**
- * One column of an obs/var table. `nulls[i] === 1` marks a missing value (pandas NA); `nullable`
- * marks a column stored as a pandas nullable array (nullable-integer, -boolean, -string-array),
- * which may have no missing value at all. `textFrom` marks a string column that was not text in
- * the input: the input's type (`datetime64[ns]`), whose values are given as ISO-8601 text
- * (`numpy.datetime_as_string`), missing values (NaT) as null.
+ * A run of consecutive cells as canonical CSR (see `CanonicalRowBlock` in @deltacells/storage):
+ * per cell, gene indices strictly increasing, no explicit zeros, counts positive integers that
+ * fit int32; `indptr` a Float64Array starting at 0.
  */
-export type TableColumn =
-  | { name: string; kind: "numeric"; values: NumericValues; nulls?: Uint8Array; nullable?: boolean }
-  | { name: string; kind: "bool"; values: Uint8Array; nulls?: Uint8Array; nullable?: boolean }
-  | { name: string; kind: "string"; values: (string | null)[]; nullable?: boolean; textFrom?: string }
-  | {
-      name: string;
-      kind: "category";
-      /** Codes into `categories`, -1 = missing. */
-      codes: Int32Array;
-      categories: string[];
-      ordered: boolean;
-    };
+export type CanonicalRowBlock = SharedCanonicalRowBlock<Float64Array>;
 
-/**
- * One column of a data frame read by row range (`read(a, b)`: rows `[a, b)`): what a converter
- * uses to hold a tile of a large cell table at a time. `nulls[i] === 1` marks a missing value.
- */
-export type TableColumnReader =
-  | {
-      name: string;
-      kind: "numeric";
-      read(a: number, b: number): Promise<{ values: NumericValues; nulls?: Uint8Array }>;
-      nullable?: boolean;
-    }
-  | {
-      name: string;
-      kind: "bool";
-      read(a: number, b: number): Promise<{ values: Uint8Array; nulls?: Uint8Array }>;
-      nullable?: boolean;
-    }
-  | {
-      name: string;
-      kind: "string";
-      read(a: number, b: number): Promise<(string | null)[]>;
-      nullable?: boolean;
-      /** As in {@link TableColumn}: the input's type of a column given as text. */
-      textFrom?: string;
-    }
-  | {
-      name: string;
-      kind: "category";
-      categories: string[];
-      ordered: boolean;
-      read(a: number, b: number): Promise<Int32Array>;
-    };
+/** Numeric typed arrays a numeric table column may hold (every one but BigUint64Array). */
+export type NumericValues = Exclude<NumericArray, BigUint64Array>;
+
+/** One column of an obs/var table (see `TableColumn` in @deltacells/storage). */
+export type TableColumn = SharedTableColumn<NumericValues>;
+
+/** One column of a data frame read by row range (see `TableColumnReader` in @deltacells/storage). */
+export type TableColumnReader = SharedTableColumnReader<NumericValues>;
 
 /** A data frame read by row range: its index's name, the index and the columns. */
-export interface ColumnTableReader {
-  indexName: string | null;
-  index(a: number, b: number): Promise<string[]>;
-  columns: TableColumnReader[];
-  /** The columns left out, unread, because `exclude` named them. */
-  excluded?: string[];
-}
+export type ColumnTableReader = SharedColumnTableReader<NumericValues>;
 
 /** A data frame as anndata holds it: a string index (with its name) and typed columns. */
-export interface ColumnTable {
-  /** Name of the pandas index (`_index` attribute), or null when unnamed. */
-  indexName: string | null;
-  index: string[];
-  columns: TableColumn[];
-  /** The columns left out, unread, because `exclude` named them. */
-  excluded?: string[];
-}
+export type ColumnTable = SharedColumnTable<NumericValues>;
 
 /**
  * One `obsm` entry (a per-cell matrix: an embedding such as X_pca or X_umap, or a per-cell table),
@@ -204,7 +136,7 @@ export interface MatrixSource {
    */
   obsm(keys?: string[]): Promise<Embeddings>;
   /** Canonical CSR blocks, in order, covering all cells, with bounded memory. */
-  rowBlocks(opts?: RowBlockOptions): AsyncIterable<RowBlock>;
+  rowBlocks(opts?: RowBlockOptions): AsyncIterable<CanonicalRowBlock>;
   close(): Promise<void>;
 }
 
@@ -233,15 +165,12 @@ export interface OpenInputOptions {
   hdf5Timeout?: number;
 }
 
-/** The part of a storage-layer store a remote zarr input is read through. */
-export interface RemoteStore {
-  get(key: string): Promise<Uint8Array | undefined>;
-  /**
-   * A byte range of an object, `undefined` when it does not exist. Format detection asks for zero
-   * bytes to learn whether an object exists (a HEAD request, or a file's status, in the storage
-   * layer) rather than downloading it; a store without it is asked with `get`.
-   */
-  getRange?(key: string, range: { offset: number; length: number }): Promise<Uint8Array | undefined>;
-  /** Every key under a prefix; used to list group members (obsm, layers) where the store can. */
-  list?(prefix?: string): Promise<string[]>;
+/**
+ * The part of a storage-layer store a remote zarr input is read through: `get`, and where the
+ * store has them `getRange` (format detection asks for zero bytes to learn whether an object
+ * exists, a HEAD request or a file's status in the storage layer, rather than downloading it; a
+ * store without it is asked with `get`) and `list` (group members: obsm, layers).
+ */
+export interface RemoteStore extends ZarrReadable {
+  list?(prefix?: string, opts?: StoreOptions): Promise<string[]>;
 }

@@ -8,7 +8,7 @@ import { type CellRange, denseBlocks, type MatrixShape } from "./blocks.js";
 import { InputError } from "./errors.js";
 import { BaseSource } from "./source.js";
 import type { Tree, TreeArray } from "./tree.js";
-import type { ColumnTable, MatrixSource, OpenInputOptions, RowBlock } from "./types.js";
+import type { CanonicalRowBlock, ColumnTable, MatrixSource, OpenInputOptions } from "./types.js";
 
 export async function openZarrArray(tree: Tree, opts: OpenInputOptions): Promise<MatrixSource> {
   const root = await tree.get("");
@@ -56,7 +56,11 @@ class BareArraySource extends BaseSource {
     return { indexName: null, index: positions(this.nCells), columns: [] };
   }
 
-  protected blocks(blockCells: number, signal?: AbortSignal, range?: CellRange): AsyncGenerator<RowBlock> {
+  protected blocks(
+    blockCells: number,
+    signal?: AbortSignal,
+    range?: CellRange,
+  ): AsyncGenerator<CanonicalRowBlock> {
     const m: MatrixShape = { location: this.location, nCells: this.nCells, nGenes: this.nGenes };
     return denseBlocks(m, this.array, blockCells, signal, undefined, range);
   }

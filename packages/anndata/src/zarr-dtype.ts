@@ -7,7 +7,7 @@
  */
 
 import { type DatetimeUnit, parseDatetimeUnit, unitText } from "./datetime-text.js";
-import type { ZarrReadable } from "./zarr-tree.js";
+import type { ZarrTreeStore } from "./zarr-tree.js";
 
 /** An array's own metadata document, as stored. */
 export interface ZarrArrayMeta {
@@ -55,7 +55,7 @@ function v3Name(dataType: unknown): { name: string; unit?: string } {
 }
 
 async function readJson(
-  store: ZarrReadable,
+  store: ZarrTreeStore,
   key: `/${string}`,
 ): Promise<Record<string, unknown> | undefined> {
   const bytes = await store.get(key);
@@ -69,7 +69,7 @@ async function readJson(
 }
 
 /** The metadata of the array at `path`, or undefined when no array's metadata is there. */
-export async function readArrayMeta(store: ZarrReadable, path: string): Promise<ZarrArrayMeta | undefined> {
+export async function readArrayMeta(store: ZarrTreeStore, path: string): Promise<ZarrArrayMeta | undefined> {
   const prefix = path === "" ? "" : `${path}/`;
   const v2Key = `/${prefix}.zarray` as const;
   const v3Key = `/${prefix}zarr.json` as const;
@@ -101,7 +101,7 @@ function asInt64(meta: ZarrArrayMeta): Uint8Array {
 }
 
 /** `store` with the metadata of one datetime64 array read as int64 (everything else as stored). */
-export function int64View(store: ZarrReadable, meta: ZarrArrayMeta): ZarrReadable {
+export function int64View(store: ZarrTreeStore, meta: ZarrArrayMeta): ZarrTreeStore {
   const bytes = asInt64(meta);
   return {
     get: (key) => (key === meta.key ? Promise.resolve(bytes) : store.get(key)),

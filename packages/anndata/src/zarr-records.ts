@@ -11,7 +11,7 @@ import { parseDatetimeUnit } from "./datetime-text.js";
 import { InputError, objectIn } from "./errors.js";
 import type { CompoundField, ElementKind, TreeArray } from "./tree.js";
 import type { NumericValues } from "./types.js";
-import type { ZarrReadable } from "./zarr-tree.js";
+import type { ZarrTreeStore } from "./zarr-tree.js";
 
 interface Field extends CompoundField {
   offset: number;
@@ -30,7 +30,7 @@ interface V2Meta {
 /** The record array at `path`, or undefined when `path` is not a v2 array with a structured dtype. */
 export async function openRecordArray(
   location: string,
-  store: ZarrReadable,
+  store: ZarrTreeStore,
   path: string,
 ): Promise<TreeArray | undefined> {
   const key = `/${path === "" ? "" : `${path}/`}.zarray` as `/${string}`;
@@ -83,7 +83,7 @@ class RecordArray implements TreeArray {
 
   constructor(
     private readonly location: string,
-    private readonly store: ZarrReadable,
+    private readonly store: ZarrTreeStore,
     readonly path: string,
     private readonly meta: V2Meta,
     readonly fields: Field[],

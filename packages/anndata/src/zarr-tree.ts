@@ -11,15 +11,18 @@ import type { NumericValues } from "./types.js";
 import { int64View, readArrayMeta, type ZarrArrayMeta } from "./zarr-dtype.js";
 import { openRecordArray } from "./zarr-records.js";
 
-/** What zarrita needs from a store: `get("/a/b")` resolving to the bytes or undefined. */
-export interface ZarrReadable {
+/**
+ * What zarrita needs from a store to read a tree: `get("/a/b")` (`ZarrReadable` of
+ * @deltacells/storage, keys starting with `/`), and where the store can, a group's children.
+ */
+export interface ZarrTreeStore {
   get(key: `/${string}`): Promise<Uint8Array | undefined>;
   /** Names of the children of a group (zarr metadata does not list them); optional. */
   children?(path: string): Promise<string[]>;
 }
 
 /** Opens the zarr hierarchy rooted at `store`; `location` names it in errors. */
-export function openZarrTree(location: string, store: ZarrReadable): Tree {
+export function openZarrTree(location: string, store: ZarrTreeStore): Tree {
   return new ZarrTree(location, store);
 }
 
@@ -30,7 +33,7 @@ const METADATA = /(^|\/)(\.zarray|\.zgroup|\.zattrs|zarr\.json)$/;
  * `store` with each metadata document fetched once: the record-array check, zarrita and the
  * data type check read the same `.zarray` or `zarr.json`, and over HTTP each read is a request.
  */
-function onceMetadata(store: ZarrReadable): ZarrReadable {
+function onceMetadata(store: ZarrTreeStore): ZarrTreeStore {
   const seen = new Map<string, Promise<Uint8Array | undefined>>();
   return {
     get: (key) => {
@@ -48,11 +51,11 @@ function onceMetadata(store: ZarrReadable): ZarrReadable {
 }
 
 class ZarrTree implements Tree {
-  private readonly root: zarr.Location<ZarrReadable>;
-  private readonly store: ZarrReadable;
+  private readonly root: zarr.Location<ZarrTreeStore>;
+  private readonly store: ZarrTreeStore;
   constructor(
     readonly location: string,
-    store: ZarrReadable,
+    store: ZarrTreeStore,
   ) {
     this.store = onceMetadata(store);
     this.root = zarr.root(this.store);
@@ -61,7 +64,7 @@ class ZarrTree implements Tree {
   async get(path: string): Promise<TreeNode | undefined> {
     const record = await openRecordArray(this.location, this.store, path);
     if (record !== undefined) return record;
-    let node: zarr.Array<zarr.DataType, ZarrReadable> | zarr.Group<ZarrReadable>;
+    let node: zarr.Array<zarr.DataType, ZarrTreeStore> | zarr.Group<ZarrTreeStore>;
     try {
       node = await zarr.open(path === "" ? this.root : this.root.resolve(path));
     } catch (cause) {
@@ -98,7 +101,7 @@ class ZarrTree implements Tree {
 class ZarrGroup implements TreeGroup {
   readonly kind = "group" as const;
   constructor(
-    private readonly group: zarr.Group<ZarrReadable>,
+    private readonly group: zarr.Group<ZarrTreeStore>,
     readonly path: string,
   ) {}
   async attrs(): Promise<Record<string, unknown>> {
@@ -133,7 +136,7 @@ class ZarrArray implements TreeArray {
 
   constructor(
     private readonly location: string,
-    private readonly array: zarr.Array<zarr.DataType, ZarrReadable>,
+    private readonly array: zarr.Array<zarr.DataType, ZarrTreeStore>,
     readonly path: string,
     /** The metadata of a datetime64 array, which `array` reads as int64. */
     datetime?: ZarrArrayMeta,
@@ -225,7 +228,7 @@ class UnreadableArray implements TreeArray {
 
   constructor(
     private readonly location: string,
-    private readonly store: ZarrReadable,
+    private readonly store: ZarrTreeStore,
     readonly path: string,
     private readonly meta: ZarrArrayMeta,
     private readonly cause: unknown,

@@ -7,10 +7,10 @@ import { cscBlocks, denseBlocks, type SparseLayout } from "../src/blocks.js";
 import { openHdf5 } from "../src/hdf5-thread.js";
 import { openInput } from "../src/node.js";
 import type { TreeArray } from "../src/tree.js";
-import type { RowBlock } from "../src/types.js";
+import type { CanonicalRowBlock } from "../src/types.js";
 import { DATA } from "./helpers.js";
 
-async function all(blocks: AsyncIterable<RowBlock>): Promise<number[][]> {
+async function all(blocks: AsyncIterable<CanonicalRowBlock>): Promise<number[][]> {
   const out: number[][] = [];
   for await (const b of blocks) out.push([b.rowStart, b.nRows], [...b.indptr], [...b.indices], [...b.data]);
   return out;

@@ -5,12 +5,12 @@ import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type {
+  CanonicalRowBlock,
   ColumnTable,
   Embeddings,
   MatrixSource,
   NumericValues,
   OpenInputOptions,
-  RowBlock,
 } from "../src/index.js";
 import { openInput } from "../src/node.js";
 import type { Tree, TreeNode } from "../src/tree.js";
@@ -113,7 +113,7 @@ export async function gather(src: MatrixSource, blockCells: number): Promise<Csr
   return { indptr, indices, data };
 }
 
-function checkBlock(b: RowBlock, nGenes: number): void {
+function checkBlock(b: CanonicalRowBlock, nGenes: number): void {
   assert.equal(b.indptr.length, b.nRows + 1);
   assert.equal(b.indptr[0], 0);
   assert.equal(b.indptr[b.nRows], b.indices.length);

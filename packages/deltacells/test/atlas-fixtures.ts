@@ -8,13 +8,13 @@ import {
   type AtlasPlanOptions,
   type BuildAtlasOptions,
   buildAtlas,
+  type ColumnTable,
   type DatasetSource,
   encodeTile,
   finalizeAtlas,
   planStep,
-  type SourceColumn,
-  type SourceTable,
   scanStep,
+  type TableColumn,
   type TileEncoder,
   taskStep,
 } from "../src/index.js";
@@ -32,10 +32,10 @@ export function atlasInput(
   nCells: number,
   genes: string[],
   seed: number,
-  opts: { obs?: SourceTable; umap?: number; blockCells?: number; ids?: string[]; seeks?: boolean } = {},
+  opts: { obs?: ColumnTable; umap?: number; blockCells?: number; ids?: string[]; seeks?: boolean } = {},
 ): DatasetSource & { opened: number } {
   const m = randomMatrix(nCells, genes.length, seed, 0.3);
-  const table: SourceTable = {
+  const table: ColumnTable = {
     indexName: null,
     index: genes,
     columns: [
@@ -82,7 +82,7 @@ export function category(
   n: number,
   code: (i: number) => number,
   categories: string[],
-): SourceColumn {
+): TableColumn {
   return {
     name,
     kind: "category",
@@ -93,7 +93,7 @@ export function category(
 }
 
 /** A cell table of `n` cells with the columns given (index `cell-<prefix>-i`). */
-export function cells(prefix: string, n: number, columns: SourceTable["columns"]): SourceTable {
+export function cells(prefix: string, n: number, columns: ColumnTable["columns"]): ColumnTable {
   return { indexName: null, index: Array.from({ length: n }, (_, i) => `${prefix}-${i}`), columns };
 }
 

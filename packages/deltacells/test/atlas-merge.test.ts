@@ -10,8 +10,8 @@ import {
   ConflictingObsColumn,
   isDeltacellsError,
   openDataset,
-  type SourceColumn,
   sourceNames,
+  type TableColumn,
   UnknownObsExclude,
 } from "../src/index.js";
 import { atlasInput, type BuildOptions, buildOnce, cells, genes } from "./atlas-fixtures.js";
@@ -112,8 +112,8 @@ test("a column that is a string in one input and a number in another is refused,
 });
 
 test("a category and a bool are a conflict; a category and a string become a string column", async () => {
-  const flag: SourceColumn = { name: "x", kind: "bool", values: new Uint8Array(10) };
-  const cat = (n: number): SourceColumn => ({
+  const flag: TableColumn = { name: "x", kind: "bool", values: new Uint8Array(10) };
+  const cat = (n: number): TableColumn => ({
     name: "x",
     kind: "category",
     codes: new Int32Array(n),
@@ -199,7 +199,7 @@ test("the source column is named after the files, with parent folders where name
 });
 
 test("a column kept as text from another type (a datetime64 as ISO-8601) stays listed in metadata.obs_text_from", async () => {
-  const when = (n: number): SourceColumn => ({
+  const when = (n: number): TableColumn => ({
     name: "when",
     kind: "string",
     values: Array.from({ length: n }, (_, i) => `2024-01-0${1 + (i % 9)}T00:00:00`),

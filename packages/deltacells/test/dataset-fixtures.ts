@@ -3,7 +3,7 @@
  * generator of realistic counts. Not a test file itself.
  */
 import { mulberry32 as rng } from "../../../test-utils/prng.js";
-import type { DatasetSource, SourceRowBlock, SourceTable } from "../src/index.js";
+import type { CanonicalRowBlock, ColumnTable, DatasetSource } from "../src/index.js";
 
 /** A dense cells x genes matrix of counts (row-major), small enough to spell out in tests. */
 export interface DenseMatrix {
@@ -27,7 +27,7 @@ export function randomMatrix(nCells: number, nGenes: number, seed = 1, density =
 }
 
 /** The source-order CSR of rows a..b of a dense matrix. */
-export function denseToBlock(m: DenseMatrix, a: number, b: number): SourceRowBlock {
+export function denseToBlock(m: DenseMatrix, a: number, b: number): CanonicalRowBlock {
   const indptr = new Float64Array(b - a + 1);
   const idx: number[] = [];
   const val: number[] = [];
@@ -45,7 +45,7 @@ export function denseToBlock(m: DenseMatrix, a: number, b: number): SourceRowBlo
 }
 
 /** A gene table with every column kind the readers produce. */
-export function geneTable(nGenes: number): SourceTable {
+export function geneTable(nGenes: number): ColumnTable {
   return {
     indexName: "gene_symbols",
     index: Array.from({ length: nGenes }, (_, g) => `GENE${g}`),
@@ -85,7 +85,7 @@ export function geneTable(nGenes: number): SourceTable {
 /** A `DatasetSource` over a dense matrix, yielding blocks of `blockCells` cells. */
 export function memorySource(
   m: DenseMatrix,
-  opts: { table?: SourceTable; blockCells?: number } = {},
+  opts: { table?: ColumnTable; blockCells?: number } = {},
 ): DatasetSource & { passes: number } {
   const table = opts.table ?? geneTable(m.nGenes);
   const src = {
@@ -96,7 +96,7 @@ export function memorySource(
     nGenes: m.nGenes,
     passes: 0,
     var: async () => table,
-    async *rowBlocks(o?: { blockCells?: number }): AsyncGenerator<SourceRowBlock> {
+    async *rowBlocks(o?: { blockCells?: number }): AsyncGenerator<CanonicalRowBlock> {
       src.passes++;
       const step = opts.blockCells ?? o?.blockCells ?? 5;
       for (let a = 0; a < m.nCells; a += step) yield denseToBlock(m, a, Math.min(m.nCells, a + step));

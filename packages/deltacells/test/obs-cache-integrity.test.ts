@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { MemoryStore, withStats } from "@deltacells/storage";
-import { type DatasetSource, encodeTile, type SourceTable, writeDataset } from "../src/index.js";
+import { type ColumnTable, type DatasetSource, encodeTile, writeDataset } from "../src/index.js";
 import { cacheLocalizer, openDataset, zstdCompressor } from "../src/node.js";
 import { obsCachePath, obsChecksumPath } from "../src/obs/cache-node.js";
 import { memorySource, randomMatrix } from "./dataset-fixtures.js";
@@ -18,7 +18,7 @@ import { memorySource, randomMatrix } from "./dataset-fixtures.js";
 const N = 2000;
 
 /** One column of each Arrow kind a column file can hold, with nulls where the kind has them. */
-function everyKind(n: number): SourceTable {
+function everyKind(n: number): ColumnTable {
   return {
     indexName: "cell",
     index: Array.from({ length: n }, (_, i) => `cell-${i}`),

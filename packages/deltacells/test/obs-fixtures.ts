@@ -1,9 +1,9 @@
 /** A source with a cell table of every kind and an embedding, for the obs tests. Not a test file. */
-import type { DatasetSource, SourceTable } from "../src/index.js";
+import type { ColumnTable, DatasetSource } from "../src/index.js";
 import { memorySource, randomMatrix } from "./dataset-fixtures.js";
 
 /** A cell table: index, category (with missing), nullable int32, int64, float32, bool with nulls, string. */
-export function cellTable(n: number): SourceTable {
+export function cellTable(n: number): ColumnTable {
   return {
     indexName: "cell id",
     index: Array.from({ length: n }, (_, i) => `cell-${i}`),

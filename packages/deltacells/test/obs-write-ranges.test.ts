@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { MemoryStore } from "@deltacells/storage";
-import type { SourceColumn, SourceColumnReader, SourceTableReader } from "../src/dataset/source.js";
+import type { ColumnTableReader, TableColumn, TableColumnReader } from "../src/dataset/source.js";
 import { encodeTile, writeDataset } from "../src/index.js";
 import { zstdCompressor } from "../src/node.js";
 import { obsShardKey } from "../src/obs/schema.js";
@@ -19,7 +19,7 @@ const encoder = {
 };
 
 /** The fixture's table as a row-range reader that records every range asked for. */
-function rangeReader(nCells: number, ranges: [string, number, number][]): SourceTableReader {
+function rangeReader(nCells: number, ranges: [string, number, number][]): ColumnTableReader {
   const table = cellTable(nCells);
   /** Records the range read and passes its rows on. */
   const log = <T>(name: string, a: number, b: number, rows: T): T => {
@@ -27,7 +27,7 @@ function rangeReader(nCells: number, ranges: [string, number, number][]): Source
     ranges.push([name, a, b]);
     return rows;
   };
-  const reader = (col: SourceColumn): SourceColumnReader => {
+  const reader = (col: TableColumn): TableColumnReader => {
     switch (col.kind) {
       case "category":
         return { ...col, read: async (a, b) => log(col.name, a, b, col.codes.slice(a, b)) };

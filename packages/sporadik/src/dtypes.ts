@@ -3,6 +3,8 @@
  * BigInt arrays, as in zarrita.
  */
 
+import type { NumericArray } from "@deltacells/storage";
+
 /** A zarr v3 `data_type` this package reads and writes. */
 export type DataType =
   | "int8"
@@ -16,18 +18,8 @@ export type DataType =
   | "float32"
   | "float64";
 
-/** Any array of numbers a layout's `data` may be. */
-export type NumericArray =
-  | Int8Array
-  | Int16Array
-  | Int32Array
-  | BigInt64Array
-  | Uint8Array
-  | Uint16Array
-  | Uint32Array
-  | BigUint64Array
-  | Float32Array
-  | Float64Array;
+/** Any array of numbers a layout's `data` may be (the shared `NumericArray` of @deltacells/storage). */
+export type { NumericArray };
 
 /** Any array of integers a layout's `indices` or `indptr` may be. */
 export type IntegerArray = Exclude<NumericArray, Float32Array | Float64Array>;

@@ -47,7 +47,7 @@ export {
 } from "./reader.js";
 export { Selection } from "./selection.js";
 export { MemorySpill, type SpillFile, type SpillSpace } from "./spill.js";
-export type { ByteRange, ReadableStore, WritableStore } from "./store.js";
+export type { ReadableStore, WritableStore } from "./store.js";
 export {
   type RowBlock,
   type StreamProgress,

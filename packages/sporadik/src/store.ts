@@ -1,35 +1,19 @@
 /**
  * The store contract sporadik reads and writes through: zarrita's, so any zarrita store (FetchStore,
- * FileSystemStore) or any store of `@deltacells/storage` works. Keys start with `/`.
+ * FileSystemStore) or any store of `@deltacells/storage` works. Keys start with `/`. The shapes are
+ * `@deltacells/storage`'s (`ZarrReadable`, `ZarrWritable`), types only.
  */
-
-/** A byte range: `length` bytes from `offset`. */
-export interface ByteRange {
-  offset: number;
-  length: number;
-}
+import type { ZarrReadable, ZarrWritable } from "@deltacells/storage";
 
 /** What the reader needs: whole objects, and byte ranges when the store can serve them. */
-export interface ReadableStore {
-  get(key: string, options?: { signal?: AbortSignal }): Promise<Uint8Array | undefined>;
-  getRange?(
-    key: string,
-    range: ByteRange | { suffixLength: number },
-    options?: { signal?: AbortSignal },
-  ): Promise<Uint8Array | undefined>;
-}
+export type ReadableStore = ZarrReadable;
 
-/** What the writer needs: whole-object writes, and deletes when the store has them. */
-export interface WritableStore extends ReadableStore {
-  set(key: string, value: Uint8Array): Promise<void>;
-  delete?(key: string): Promise<unknown>;
-  /**
-   * Make every object written so far durable, for stores that defer it (a folder written with
-   * deferred syncs): the writer calls it before it writes the block, so a crash never leaves a
-   * block over chunks that were not on disk yet.
-   */
-  flush?(): Promise<void>;
-}
+/**
+ * What the writer needs: whole-object writes, and deletes when the store has them; `flush`, where
+ * the store defers durability, is called before the block, so a crash never leaves a block over
+ * chunks that were not on disk yet.
+ */
+export type WritableStore = ZarrWritable;
 
 /** The store key of `path` under `prefix` (both without leading `/`). */
 export function keyOf(prefix: string, path: string): string {

@@ -19,6 +19,7 @@
  *
  * @module
  */
+import type { RowBlock as SharedRowBlock } from "@deltacells/storage";
 import {
   ArrayWriter,
   type ChunkEncoder,
@@ -36,15 +37,11 @@ import { keyOf, normalizePrefix, type WritableStore } from "./store.js";
 import { checkChecksums } from "./writer.js";
 import { groupMetadataText } from "./zarr.js";
 
-/** Consecutive rows of a CSR matrix, as input readers hand them over: `indptr` may start past 0. */
-export interface RowBlock {
-  nRows: number;
-  /** `nRows + 1` offsets into `indices`/`data`. */
-  indptr: ArrayLike<number>;
-  /** Column of every nonzero; ascending within a row, as a canonical CSR holds them. */
-  indices: Int32Array | Uint32Array;
-  data: NumericArray;
-}
+/**
+ * Consecutive rows of a CSR matrix, as input readers hand them over: `indptr` may start past 0
+ * (the shared `RowBlock` of @deltacells/storage).
+ */
+export type RowBlock = SharedRowBlock;
 
 /** What the writer is doing, for a progress bar. */
 export type StreamProgress =

@@ -106,11 +106,11 @@ export class CoalescingStore implements Store {
       const list = this.pending.get(key);
       if (list === undefined) this.pending.set(key, [waiter]);
       else list.push(waiter);
-      this.timer ??= setTimeout(() => this.flush(), this.windowMs);
+      this.timer ??= setTimeout(() => this.sendPending(), this.windowMs);
     });
   }
 
-  private flush(): void {
+  private sendPending(): void {
     this.timer = undefined;
     const pending = this.pending;
     this.pending = new Map();

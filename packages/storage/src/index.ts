@@ -35,5 +35,21 @@ export {
 } from "./s3.js";
 export { withStallTimeout } from "./stall.js";
 export { StatsStore, type StoreOperation, type StoreStats, withStats } from "./stats.js";
-export type { ObjectInfo, RangeQuery, ReadableStore, Store, StoreOptions, WritableStore } from "./types.js";
+export type {
+  CanonicalRowBlock,
+  ColumnTable,
+  ColumnTableReader,
+  NumericArray,
+  ObjectInfo,
+  RangeQuery,
+  ReadableStore,
+  RowBlock,
+  Store,
+  StoreOptions,
+  TableColumn,
+  TableColumnReader,
+  WritableStore,
+  ZarrReadable,
+  ZarrWritable,
+} from "./types.js";
 export type { AnyStore } from "./wrap.js";

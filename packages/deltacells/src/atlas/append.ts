@@ -25,7 +25,7 @@ import {
 } from "../dataset/manifest.js";
 import { openDataset } from "../dataset/open.js";
 import type { Dataset } from "../dataset/reader.js";
-import type { SourceTable } from "../dataset/source.js";
+import type { ColumnTable } from "../dataset/source.js";
 import { CONVERTER_NAME, CONVERTER_VERSION } from "../dataset/version.js";
 import { DeltacellsError } from "../errors.js";
 import { sha256Hex } from "../obs/fingerprint.js";
@@ -299,7 +299,7 @@ async function stageAndCommit(
   const paths = inputs.map((i) => i.path);
   // The new inputs, scanned one at a time (their gene tables read back when var is merged).
   const scans: ScanSummary[] = [];
-  const tables: SourceTable[] = [];
+  const tables: ColumnTable[] = [];
   const embeddingKeys = Object.keys((m0.metadata.obs_embeddings as Record<string, number> | undefined) ?? {});
   const obsm = opts.obs?.obsm ?? (embeddingKeys.length ? embeddingKeys : "auto");
   for (let i = 0; i < inputs.length; i++) {

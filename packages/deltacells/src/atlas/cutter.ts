@@ -4,7 +4,7 @@
  * tile's rows and one gene-length scratch array.
  */
 import type { TileRows } from "../codec/encode.js";
-import type { SourceRowBlock } from "../dataset/source.js";
+import type { CanonicalRowBlock } from "../dataset/source.js";
 import { invalidInput } from "./scan.js";
 
 export class TileCutter {
@@ -45,7 +45,7 @@ export class TileCutter {
    * Append row `r` of `block`, its genes mapped by `map` (input gene -> output column, -1: not
    * kept); zeros are not stored. `location` names the input in a refusal.
    */
-  addRow(block: SourceRowBlock, r: number, map: Int32Array, location: string): void {
+  addRow(block: CanonicalRowBlock, r: number, map: Int32Array, location: string): void {
     const lo = block.indptr[r]!;
     const hi = block.indptr[r + 1]!;
     this.reserve(hi - lo);

@@ -6,12 +6,12 @@
  */
 import type { Dataset } from "../dataset/reader.js";
 import type {
+  CanonicalRowBlock,
+  ColumnTable,
+  ColumnTableReader,
   DatasetSource,
-  SourceColumnReader,
-  SourceNumericValues,
-  SourceRowBlock,
-  SourceTable,
-  SourceTableReader,
+  NumericArray,
+  TableColumnReader,
 } from "../dataset/source.js";
 import { DeltacellsError } from "../errors.js";
 import { newNumericArray, type ObsColumnSchema, type ObsNumericType, type ObsSchema } from "../obs/schema.js";
@@ -47,7 +47,7 @@ function columnReader(
   col: ObsColumnSchema,
   ordered: boolean,
   nullable: boolean,
-): SourceColumnReader {
+): TableColumnReader {
   const rows = new ColumnRows(ds, col.name);
   const flag = nullable ? { nullable: true } : {};
   switch (col.kind) {
@@ -80,7 +80,7 @@ function columnReader(
             if (x === null) nulls[k] = 1;
             else values[k] = big ? BigInt(x) : Number(x);
           });
-          return { values: values as SourceNumericValues, nulls };
+          return { values: values as NumericArray, nulls };
         },
       };
     }
@@ -118,7 +118,7 @@ function columnReader(
 }
 
 /** The obs of `ds` (schema `schema`) as a table by row range: the index apart, every other column as it is stored. */
-function obsTable(ds: Dataset, schema: ObsSchema): SourceTableReader {
+function obsTable(ds: Dataset, schema: ObsSchema): ColumnTableReader {
   const meta = ds.manifest.metadata as {
     obs_index?: string;
     obs_index_name?: string | null;
@@ -145,7 +145,7 @@ function obsTable(ds: Dataset, schema: ObsSchema): SourceTableReader {
 }
 
 /** Rows `[a, b)` of `ds` as one block per tile, genes in the dataset's order. */
-async function* datasetBlocks(ds: Dataset, a: number, b: number): AsyncGenerator<SourceRowBlock> {
+async function* datasetBlocks(ds: Dataset, a: number, b: number): AsyncGenerator<CanonicalRowBlock> {
   for (let c = a; c < b; ) {
     const { tile } = ds.locate(c);
     const end = Math.min(b, ds.tileStart(tile) + ds.manifest.tile_cells[tile]!);
@@ -162,7 +162,7 @@ async function* datasetBlocks(ds: Dataset, a: number, b: number): AsyncGenerator
 }
 
 /** `ds` as an atlas input (see the module comment); `table` is its gene table. */
-export async function datasetInput(ds: Dataset, table: SourceTable): Promise<DatasetSource> {
+export async function datasetInput(ds: Dataset, table: ColumnTable): Promise<DatasetSource> {
   const schema = ds.manifest.has_obs ? await ds.obsSchema() : undefined;
   return {
     format: "deltacells",

@@ -4,7 +4,7 @@
  * Browser-safe and pure.
  */
 import { parseLocation } from "@deltacells/storage";
-import type { SourceTable } from "../dataset/source.js";
+import type { ColumnTable } from "../dataset/source.js";
 import { DeltacellsError } from "../errors.js";
 
 /**
@@ -12,7 +12,7 @@ import { DeltacellsError } from "../errors.js";
  * categorical column; the index itself when `varKey` is the index's name). A missing column or a
  * missing value is refused, naming the input.
  */
-export function geneKeys(table: SourceTable, varKey: string | undefined, location: string): string[] {
+export function geneKeys(table: ColumnTable, varKey: string | undefined, location: string): string[] {
   if (varKey === undefined || varKey === table.indexName) return table.index;
   const col = table.columns.find((c) => c.name === varKey);
   if (col === undefined) {

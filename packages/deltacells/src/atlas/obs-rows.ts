@@ -6,10 +6,10 @@
  * converts to the same bytes either way. Memory is one tile of rows per tile in flight.
  */
 import type {
+  ColumnTableReader,
   DatasetSource,
-  SourceColumnReader,
   SourceEmbedding,
-  SourceTableReader,
+  TableColumnReader,
 } from "../dataset/source.js";
 import { numericRows } from "../obs/plan.js";
 import { openObs } from "../obs/prepare.js";
@@ -82,7 +82,7 @@ type Fill = (tile: ObsTileRows, k: number, a: number, b: number, o: number) => P
 function columnFill(
   location: string,
   column: AtlasObsColumn,
-  src: SourceColumnReader | undefined,
+  src: TableColumnReader | undefined,
 ): Fill | undefined {
   if (src === undefined) return undefined;
   const { schema } = column;
@@ -158,7 +158,7 @@ function embeddingFill(
 export class InputObs {
   private constructor(
     private readonly fills: (Fill | undefined)[],
-    private readonly index: SourceTableReader["index"] | undefined,
+    private readonly index: ColumnTableReader["index"] | undefined,
   ) {}
 
   /** The readers of input `input` of `plan`, opened on `source`. */

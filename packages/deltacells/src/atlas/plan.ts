@@ -8,7 +8,7 @@
  */
 
 import { DEFAULT_LEVEL, DEFAULT_N_CHUNKS } from "../codec/encode.js";
-import type { SourceTable } from "../dataset/source.js";
+import type { ColumnTable } from "../dataset/source.js";
 import { autoTileSize } from "../dataset/tiling.js";
 import { CONVERTER_NAME, CONVERTER_VERSION } from "../dataset/version.js";
 import { DeltacellsError } from "../errors.js";
@@ -93,7 +93,7 @@ export interface AtlasPlan {
 export interface ScanSource {
   count: number;
   summary(i: number): Promise<ScanSummary>;
-  varTable(i: number): Promise<SourceTable>;
+  varTable(i: number): Promise<ColumnTable>;
 }
 
 export interface AtlasPlanOptions {
@@ -259,7 +259,7 @@ async function planId(plan: AtlasPlan): Promise<string> {
 export async function makePlan(
   scans: ScanSource,
   opts: AtlasPlanOptions,
-): Promise<{ plan: AtlasPlan; varTable: SourceTable }> {
+): Promise<{ plan: AtlasPlan; varTable: ColumnTable }> {
   const n = scans.count;
   if (n === 0) throw refuse("an atlas needs at least one input", "inputs");
   if (opts.paths.length !== n) throw refuse(`${opts.paths.length} paths for ${n} scanned inputs`, "inputs");

@@ -5,7 +5,7 @@
  * (keys, totals, cell table) read by every pass of the merge, and the gene table, read once and
  * only for inputs that give genes. Browser-safe.
  */
-import type { SourceTable } from "../dataset/source.js";
+import type { ColumnTable } from "../dataset/source.js";
 import { DeltacellsError } from "../errors.js";
 import { type ColumnScan, columnScanOf, type InputScan, type ObsScan } from "./scan.js";
 import { float64FromJson, float64ToJson, tableFromJson, tableToJson } from "./table-json.js";
@@ -118,7 +118,7 @@ export function decodeScanSummary(
 }
 
 /** The gene table of a scan record, checked to belong to the build `digest`. */
-export function decodeScanVar(bytes: Uint8Array, object: string, digest: string): SourceTable {
+export function decodeScanVar(bytes: Uint8Array, object: string, digest: string): ColumnTable {
   const r = parse(bytes, object);
   if (r.digest !== digest) {
     throw new DeltacellsError(

@@ -3,11 +3,11 @@
  * before the range are skipped, blocks across its ends are cut, and the source's iterator is
  * closed as soon as `b` is reached. What a task reads of each of its inputs.
  */
-import type { DatasetSource, SourceRowBlock } from "../dataset/source.js";
+import type { CanonicalRowBlock, DatasetSource } from "../dataset/source.js";
 import { checkBlock, invalidInput } from "./scan.js";
 
 /** Rows `[s, e)` of `block` (block-local) as a block of their own. */
-function cut(block: SourceRowBlock, s: number, e: number): SourceRowBlock {
+function cut(block: CanonicalRowBlock, s: number, e: number): CanonicalRowBlock {
   if (s === 0 && e === block.nRows) return block;
   const lo = block.indptr[s]!;
   const hi = block.indptr[e]!;
@@ -28,7 +28,7 @@ export async function* rowRange(
   a: number,
   b: number,
   opts: { blockCells?: number; signal?: AbortSignal } = {},
-): AsyncGenerator<SourceRowBlock> {
+): AsyncGenerator<CanonicalRowBlock> {
   if (a >= b) return;
   let next = a;
   let expected: number | undefined;

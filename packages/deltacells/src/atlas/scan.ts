@@ -4,7 +4,7 @@
  * total count and number of cells, and its cell table's columns with their kinds, types and
  * category vocabularies. The scan holds one row block and one gene-length array at a time.
  */
-import type { DatasetSource, SourceColumn, SourceRowBlock, SourceTable } from "../dataset/source.js";
+import type { CanonicalRowBlock, ColumnTable, DatasetSource, TableColumn } from "../dataset/source.js";
 import { DeltacellsError } from "../errors.js";
 import { sha256Hex } from "../obs/fingerprint.js";
 import { numericArrowType, planObs } from "../obs/plan.js";
@@ -49,7 +49,7 @@ export interface ColumnScan {
 }
 
 /** A gene table column as the merge sees it: its kind, type and categories. */
-export function columnScanOf(c: SourceColumn): ColumnScan {
+export function columnScanOf(c: TableColumn): ColumnScan {
   switch (c.kind) {
     case "numeric":
       return {
@@ -118,7 +118,7 @@ export interface InputScan {
   /** The key of each gene, in the input's order, and the SHA-256 of the keys, one a line. */
   keys: string[];
   keysSha256: string;
-  var: SourceTable;
+  var: ColumnTable;
   /** Per gene: its total count, and the number of cells where it is not 0. */
   totals: Float64Array;
   geneNnz: Float64Array;
@@ -159,7 +159,7 @@ export function invalidInput(
 export function checkBlock(
   location: string,
   nCells: number,
-  block: SourceRowBlock,
+  block: CanonicalRowBlock,
   expectedStart: number,
 ): void {
   if (block.rowStart !== expectedStart) {

@@ -6,7 +6,7 @@
 import type { ReadableStore, WritableStore } from "@deltacells/storage";
 import { GENE_ORDER_KEY, MANIFEST_KEY, VAR_NAMES_KEY, VAR_TABLE_KEY } from "../dataset/manifest.js";
 import { encodeNpyInt32 } from "../dataset/npy.js";
-import type { SourceTable } from "../dataset/source.js";
+import type { ColumnTable } from "../dataset/source.js";
 import type { Compress } from "../dataset/var-table.js";
 import { DeltacellsError } from "../errors.js";
 import { PLAN_KEY, scanKey, scanVarKey } from "./layout.js";
@@ -77,7 +77,7 @@ export function storedScans(
       }
       return r.summary;
     },
-    async varTable(i: number): Promise<SourceTable> {
+    async varTable(i: number): Promise<ColumnTable> {
       const bytes = await store.get(scanVarKey(i));
       if (bytes === undefined)
         throw new DeltacellsError(`${where(scanVarKey(i))} is missing; scan input ${i} again`, {
@@ -96,7 +96,7 @@ export function storedScans(
 export async function writePlan(
   store: WritableStore,
   plan: AtlasPlan,
-  varTable: SourceTable,
+  varTable: ColumnTable,
   compress: Compress,
   put: Put = (key, value) => store.set(key, value),
 ): Promise<void> {

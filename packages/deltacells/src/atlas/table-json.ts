@@ -5,7 +5,7 @@
  * records builds the same var table, bit for bit, as one that scanned the inputs itself.
  * Browser-safe.
  */
-import type { SourceColumn, SourceNumericValues, SourceTable } from "../dataset/source.js";
+import type { ColumnTable, NumericArray, TableColumn } from "../dataset/source.js";
 import { DeltacellsError } from "../errors.js";
 
 /** Base64 of bytes (btoa over a binary string, in slices so no argument list grows too long). */
@@ -40,7 +40,7 @@ const NUMERIC = {
 type NumericName = keyof typeof NUMERIC;
 
 /** The name of a numeric column's typed array. */
-export function numericName(values: SourceNumericValues): NumericName {
+export function numericName(values: NumericArray): NumericName {
   for (const [name, Ctor] of Object.entries(NUMERIC)) if (values instanceof Ctor) return name as NumericName;
   throw new TypeError(`not a numeric column's typed array: ${Object.prototype.toString.call(values)}`);
 }
@@ -49,14 +49,10 @@ function typedBytes(values: ArrayBufferView): Uint8Array {
   return new Uint8Array(values.buffer, values.byteOffset, values.byteLength).slice();
 }
 
-function typedFrom(name: NumericName, b64: string): SourceNumericValues {
+function typedFrom(name: NumericName, b64: string): NumericArray {
   const bytes = fromBase64(b64);
   const Ctor = NUMERIC[name];
-  return new Ctor(
-    bytes.buffer as ArrayBuffer,
-    0,
-    bytes.length / Ctor.BYTES_PER_ELEMENT,
-  ) as SourceNumericValues;
+  return new Ctor(bytes.buffer as ArrayBuffer, 0, bytes.length / Ctor.BYTES_PER_ELEMENT) as NumericArray;
 }
 
 /** A float64 array as base64 of its bytes. */
@@ -87,7 +83,7 @@ type ColumnJson =
   | { name: string; kind: "category"; codes: string; categories: string[]; ordered: boolean };
 
 /** A table as JSON, exactly (see the module comment). */
-export function tableToJson(table: SourceTable): unknown {
+export function tableToJson(table: ColumnTable): unknown {
   const columns = table.columns.map((c): ColumnJson => {
     const nullable = "nullable" in c && c.nullable ? { nullable: true } : {};
     switch (c.kind) {
@@ -124,16 +120,16 @@ export function tableToJson(table: SourceTable): unknown {
 }
 
 /** The table of {@link tableToJson}; `object` names the record in errors. */
-export function tableFromJson(json: unknown, object: string): SourceTable {
+export function tableFromJson(json: unknown, object: string): ColumnTable {
   const t = json as { index_name?: unknown; index?: unknown; columns?: unknown } | null;
   if (t === null || typeof t !== "object" || !Array.isArray(t.index) || !Array.isArray(t.columns))
     throw malformed(object, "a table with an index and columns", typeof t);
   if (t.index_name !== null && typeof t.index_name !== "string")
     throw malformed(object, "a string or null index name", t.index_name);
   const n = t.index.length;
-  const columns = (t.columns as ColumnJson[]).map((c): SourceColumn => {
+  const columns = (t.columns as ColumnJson[]).map((c): TableColumn => {
     const nullable = c.kind !== "category" && c.nullable ? { nullable: true } : {};
-    let col: SourceColumn;
+    let col: TableColumn;
     switch (c.kind) {
       case "numeric": {
         if (!Object.hasOwn(NUMERIC, c.type)) throw malformed(object, "a numeric type", c.type);

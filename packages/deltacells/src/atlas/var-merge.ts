@@ -11,7 +11,7 @@
  * gene declared but in no input gets its key as index and nulls elsewhere. One input's gene table
  * (matched on nothing) is kept as it is.
  */
-import type { SourceColumn, SourceTable } from "../dataset/source.js";
+import type { ColumnTable, TableColumn } from "../dataset/source.js";
 import { newNumericArray, type ObsColumnSchema, type ObsNumericType } from "../obs/schema.js";
 import type { GeneSpace } from "./genes.js";
 import { geneKeys } from "./keys.js";
@@ -26,7 +26,7 @@ export interface VarSummary {
   varColumns: ColumnScan[];
 }
 
-type NumericColumn = Extract<SourceColumn, { kind: "numeric" }>;
+type NumericColumn = Extract<TableColumn, { kind: "numeric" }>;
 
 /** The column an input's own var index goes to when genes are matched on another column. */
 function formerIndex(indexName: string | null): string {
@@ -34,7 +34,7 @@ function formerIndex(indexName: string | null): string {
 }
 
 /** An input's gene table with `keys` (its `varKey` column) as index and its own index as a column. */
-function byKey(t: SourceTable, keys: string[], varKey: string | undefined): SourceTable {
+function byKey(t: ColumnTable, keys: string[], varKey: string | undefined): ColumnTable {
   if (varKey === undefined || varKey === t.indexName) return t;
   const former = formerIndex(t.indexName);
   const columns = t.columns.filter((c) => c.name !== varKey);
@@ -61,7 +61,7 @@ function columnsByKey(inp: VarSummary, varKey: string | undefined): ColumnScan[]
 }
 
 /** A column of `n` missing values, to be filled gene by gene. */
-function emptyColumn(schema: ObsColumnSchema, n: number, nullable: boolean, ordered: boolean): SourceColumn {
+function emptyColumn(schema: ObsColumnSchema, n: number, nullable: boolean, ordered: boolean): TableColumn {
   const name = schema.name;
   const flag = nullable ? { nullable } : {};
   switch (schema.kind) {
@@ -85,7 +85,7 @@ function emptyColumn(schema: ObsColumnSchema, n: number, nullable: boolean, orde
 }
 
 /** The value of `col` at `row` as a label (for a column merged into strings or categories). */
-function label(col: SourceColumn, row: number): string | null {
+function label(col: TableColumn, row: number): string | null {
   if (col.kind === "category") {
     const c = col.codes[row]!;
     return c < 0 ? null : col.categories[c]!;
@@ -94,7 +94,7 @@ function label(col: SourceColumn, row: number): string | null {
 }
 
 /** Copies into `col` the value of row `rows[u]` of `src` for each gene `u` not `filled` yet (-1: the input lacks it). */
-function fillColumn(col: SourceColumn, src: SourceColumn, rows: Int32Array, filled: Uint8Array): number {
+function fillColumn(col: TableColumn, src: TableColumn, rows: Int32Array, filled: Uint8Array): number {
   let n = 0;
   const where = col.kind === "category" ? positions(col.categories) : undefined;
   for (let u = 0; u < rows.length; u++) {
@@ -121,10 +121,10 @@ function fillColumn(col: SourceColumn, src: SourceColumn, rows: Int32Array, fill
 }
 
 /** A filled column without a null mask where nothing is missing (as the readers hand columns over). */
-function finishColumn(col: SourceColumn): SourceColumn {
+function finishColumn(col: TableColumn): TableColumn {
   if ((col.kind === "numeric" || col.kind === "bool") && !col.nullable && !col.nulls!.some((x) => x !== 0)) {
     const { nulls: _, ...rest } = col;
-    return rest as SourceColumn;
+    return rest as TableColumn;
   }
   return col;
 }
@@ -137,11 +137,11 @@ function finishColumn(col: SourceColumn): SourceColumn {
 export async function mergeVar(
   space: GeneSpace,
   inputs: VarSummary[],
-  table: (i: number) => Promise<SourceTable>,
+  table: (i: number) => Promise<ColumnTable>,
   varKey: string | undefined,
   notes: string[],
   filledBy?: Uint8Array,
-): Promise<SourceTable> {
+): Promise<ColumnTable> {
   if (!space.matched) return table(0);
   const n = space.keys.length;
   const uses = new Map<string, Seen[]>();
@@ -152,7 +152,7 @@ export async function mergeVar(
       list.push({ location: inp.location, scan: c });
     }
   }
-  const columns: SourceColumn[] = [];
+  const columns: TableColumn[] = [];
   for (const [name, list] of uses) {
     let schema: ObsColumnSchema;
     try {

@@ -5,14 +5,11 @@ import { DeltacellsError } from "../errors.js";
 import type { Dataset } from "./reader.js";
 import type { ReadOptions, TileReader } from "./tile-io.js";
 
-/** Consecutive cells' rows of the matrix in CSR form, as {@link Dataset.cells} returns them; `indptr` starts at 0. */
-export interface CellRows {
-  nCells: number;
-  nGenes: number;
-  indptr: Float64Array;
-  indices: Int32Array;
-  data: Int32Array | Float32Array;
-}
+/**
+ * Consecutive cells' rows of the matrix in CSR form, as {@link Dataset.cells} returns them: a
+ * decoded tile's shape without its `nnz` (`indptr` starts at 0).
+ */
+export type CellRows = Omit<DecodedTile, "nnz">;
 
 /** Cells `a .. b-1` of `ds` as CSR, fetching each tile they touch once (through `tiles`). */
 export async function readCells(

@@ -8,7 +8,7 @@ import { DeltacellsError } from "../errors.js";
 import { type DatasetManifest, GENE_ORDER_KEY, VAR_NAMES_KEY, VAR_TABLE_KEY } from "./manifest.js";
 import { decodeNpyInt32 } from "./npy.js";
 import { pinned, rethrowChanged } from "./pin.js";
-import type { SourceTable } from "./source.js";
+import type { ColumnTable } from "./source.js";
 import { decodeVarTable } from "./var-table-read.js";
 
 /** The gene files of one dataset; names and order are read once and kept. */
@@ -98,7 +98,7 @@ export class GeneFiles {
   }
 
   /** The gene table in output column order (`var.parquet`), or undefined when the dataset has none. */
-  async varTable(): Promise<SourceTable | undefined> {
+  async varTable(): Promise<ColumnTable | undefined> {
     const bytes = await this.varTableBytes();
     if (!bytes) return undefined;
     const object = `${this.url}/${VAR_TABLE_KEY}`;

@@ -7,13 +7,13 @@ export { type OpenDatasetOptions, openDataset } from "./open.js";
 export { Dataset } from "./reader.js";
 export { type DatasetRowBlocks, type DatasetRowBlocksOptions, datasetRowBlocks } from "./row-blocks.js";
 export type {
+  CanonicalRowBlock,
+  ColumnTable,
+  ColumnTableReader,
   DatasetSource,
-  SourceColumn,
-  SourceColumnReader,
   SourceEmbedding,
-  SourceRowBlock,
-  SourceTable,
-  SourceTableReader,
+  TableColumn,
+  TableColumnReader,
 } from "./source.js";
 export type { DatasetTile, ReadOptions, TileDecoder, TileReadOptions } from "./tile-io.js";
 export { autoTileSize, DEFAULT_TILE_SIZE, TARGET_TILE_NNZ, type TileEncoder } from "./tiling.js";

@@ -18,7 +18,7 @@ import { type CellRows, readCells } from "./cell-rows.js";
 import { GeneFiles } from "./gene-files.js";
 import type { DatasetManifest } from "./manifest.js";
 import { DatasetObs } from "./obs-access.js";
-import type { SourceTable } from "./source.js";
+import type { ColumnTable } from "./source.js";
 import {
   type DatasetTile,
   type FetchedTile,
@@ -261,7 +261,7 @@ export class Dataset {
   }
 
   /** The gene table in output column order (`var.parquet`), or undefined when the dataset has none. */
-  varTable(): Promise<SourceTable | undefined> {
+  varTable(): Promise<ColumnTable | undefined> {
     return this.genes.varTable();
   }
 

@@ -7,7 +7,7 @@
  * sorts over the block (to columns, and back to rows): no comparison sort, no per-element allocation.
  */
 import type { Dataset } from "./reader.js";
-import type { SourceRowBlock } from "./source.js";
+import type { CanonicalRowBlock } from "./source.js";
 
 /** Options of {@link datasetRowBlocks}. */
 export interface DatasetRowBlocksOptions {
@@ -25,7 +25,7 @@ export interface DatasetRowBlocks {
    */
   geneOrder: "source" | "dataset";
   /** Every cell, in order, a tile at a time: canonical CSR, `indptr` from 0, int32 counts. */
-  blocks: AsyncIterable<SourceRowBlock>;
+  blocks: AsyncIterable<CanonicalRowBlock>;
 }
 
 /**
@@ -48,7 +48,7 @@ async function* tileBlocks(
   ds: Dataset,
   columnOf: Int32Array | undefined,
   options: DatasetRowBlocksOptions,
-): AsyncGenerator<SourceRowBlock> {
+): AsyncGenerator<CanonicalRowBlock> {
   for await (const { cellStart, tile } of ds.tiles(options)) {
     const block = {
       nRows: tile.nCells,

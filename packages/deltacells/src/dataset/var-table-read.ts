@@ -7,7 +7,7 @@
 import type { parquetMetadata } from "hyparquet";
 import { DeltacellsError } from "../errors.js";
 import { loadDecompressors, loadParquet } from "../parquet-load.js";
-import type { SourceColumn, SourceTable } from "./source.js";
+import type { ColumnTable, TableColumn } from "./source.js";
 
 interface PandasColumn {
   name: string | null;
@@ -28,13 +28,13 @@ function concat(parts: { start: number; data: Column }[], n: number): unknown[] 
   return out;
 }
 
-function numericColumn(name: string, values: unknown[], numpy: string): SourceColumn {
+function numericColumn(name: string, values: unknown[], numpy: string): TableColumn {
   const nulls = values.some((v) => v === null || v === undefined)
     ? Uint8Array.from(values, (v) => (v === null || v === undefined ? 1 : 0))
     : undefined;
   const num = (v: unknown) => (v === null || v === undefined ? 0 : Number(v));
   const big = (v: unknown) => (v === null || v === undefined ? 0n : BigInt(v as number | bigint));
-  let typed: Extract<SourceColumn, { kind: "numeric" }>["values"];
+  let typed: Extract<TableColumn, { kind: "numeric" }>["values"];
   switch (numpy.toLowerCase()) {
     case "int8":
       typed = Int8Array.from(values, num);
@@ -70,7 +70,7 @@ function numericColumn(name: string, values: unknown[], numpy: string): SourceCo
 }
 
 /** Decode `var.parquet` bytes (as the writer makes them) into a table with its index. */
-export async function decodeVarTable(bytes: Uint8Array, object = "var.parquet"): Promise<SourceTable> {
+export async function decodeVarTable(bytes: Uint8Array, object = "var.parquet"): Promise<ColumnTable> {
   const file = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
   let metadata: ReturnType<typeof parquetMetadata>;
   const [{ parquetMetadata, parquetRead }, compressors] = await Promise.all([
@@ -107,7 +107,7 @@ export async function decodeVarTable(bytes: Uint8Array, object = "var.parquet"):
   const indexField =
     typeof pandas?.index_columns[0] === "string" ? (pandas.index_columns[0] as string) : undefined;
   const byField = new Map((pandas?.columns ?? []).map((c) => [c.field_name, c]));
-  const columns: SourceColumn[] = [];
+  const columns: TableColumn[] = [];
   let index: string[] = Array.from({ length: n }, (_, i) => String(i));
   let indexName: string | null = null;
   const leaves = metadata.schema.slice(1).map((s) => s.name);

@@ -25,7 +25,7 @@ import {
   Utf8,
 } from "apache-arrow";
 import { type ParquetColumn, writeParquetFile } from "./parquet-file.js";
-import type { SourceColumn, SourceTable } from "./source.js";
+import type { ColumnTable, TableColumn } from "./source.js";
 import { CONVERTER_NAME, CONVERTER_VERSION } from "./version.js";
 
 /** A synchronous zstd compressor (level chosen by the caller); hyparquet-writer has none of its own. */
@@ -48,7 +48,7 @@ interface NumericSpec {
   converted?: ParquetColumn["element"]["converted_type"];
 }
 
-function numericSpec(values: Extract<SourceColumn, { kind: "numeric" }>["values"]): NumericSpec {
+function numericSpec(values: Extract<TableColumn, { kind: "numeric" }>["values"]): NumericSpec {
   const int = (
     bitWidth: number,
     isSigned: boolean,
@@ -103,7 +103,7 @@ function arrowSchemaBase64(fields: Field[], metadata: Map<string, string>): stri
  * Encode the gene table as parquet with rows reordered by `order` (output row `j` is source row
  * `order[j]`). The index becomes a column named after it (or `__index_level_0__`), as pyarrow does.
  */
-export function encodeVarTable(table: SourceTable, order: Int32Array, compress: Compress): Uint8Array {
+export function encodeVarTable(table: ColumnTable, order: Int32Array, compress: Compress): Uint8Array {
   const indexField = table.indexName ?? "__index_level_0__";
   const used = new Set(table.columns.map((c) => c.name));
   if (used.has(indexField)) used.delete(indexField); // a column named like the index: the index wins below

@@ -6,6 +6,7 @@
  * the batch's buffers, never copies of the nonzeros: the caller writes them out before releasing
  * the batch.
  */
+import type { NumericArray } from "@deltacells/storage";
 import {
   Bool,
   type Data,
@@ -38,18 +39,6 @@ import type { BatchObsColumn } from "./obs.js";
 
 /** Arrow lists index their values with int32: a batch holds fewer than 2^31 nonzeros (or dense values). */
 export const MAX_LIST_VALUES = 2 ** 31 - 1;
-
-type NumericArray =
-  | Int8Array
-  | Int16Array
-  | Int32Array
-  | BigInt64Array
-  | Uint8Array
-  | Uint16Array
-  | Uint32Array
-  | BigUint64Array
-  | Float32Array
-  | Float64Array;
 
 const NUMERIC: Record<string, { type: () => DataType; array: (n: number) => NumericArray }> = {
   int8: { type: () => new Int8(), array: (n) => new Int8Array(n) },

@@ -9,7 +9,7 @@
  * dataset, as an AnnData without obs names has them.
  */
 import type { Dataset } from "../dataset/reader.js";
-import type { SourceColumn as FrameColumn } from "../dataset/source.js";
+import type { TableColumn as FrameColumn } from "../dataset/source.js";
 import type { ObsColumn } from "./frame.js";
 import { numericValues, type ObsNumericType } from "./schema.js";
 

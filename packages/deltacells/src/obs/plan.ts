@@ -4,11 +4,11 @@
  */
 
 import type {
-  SourceColumn,
-  SourceColumnReader,
+  ColumnTable,
+  ColumnTableReader,
   SourceEmbedding,
-  SourceTable,
-  SourceTableReader,
+  TableColumn,
+  TableColumnReader,
 } from "../dataset/source.js";
 import { DeltacellsError } from "../errors.js";
 import { categoryCodeType, type ObsArrowType, type ObsColumnSchema, type ObsNumericType } from "./schema.js";
@@ -21,7 +21,7 @@ export function embeddingColumnName(key: string, j: number): string {
 
 /** The Arrow type of a numeric column's typed array. */
 export function numericArrowType(
-  values: Extract<SourceColumn, { kind: "numeric" }>["values"],
+  values: Extract<TableColumn, { kind: "numeric" }>["values"],
 ): ObsNumericType {
   if (values instanceof Int8Array) return "int8";
   if (values instanceof Uint8Array) return "uint8";
@@ -102,10 +102,10 @@ function refuse(location: string, message: string, fields: { field?: string; fou
 }
 
 /**
- * An in-memory table as a {@link SourceTableReader}; string columns and the index are copied to
+ * An in-memory table as a {@link ColumnTableReader}; string columns and the index are copied to
  * UTF-8 storage so that the source's JS strings can be collected once the plan is made.
  */
-export function tableReader(table: SourceTable, location: string, nCells: number): SourceTableReader {
+export function tableReader(table: ColumnTable, location: string, nCells: number): ColumnTableReader {
   const rowsOf = (name: string, length: number) => {
     if (length !== nCells)
       throw refuse(
@@ -119,7 +119,7 @@ export function tableReader(table: SourceTable, location: string, nCells: number
       `the obs index has ${table.index.length} entries, expected ${nCells} (one per cell)`,
     );
   const index = Utf8Strings.from(table.index);
-  const columns = table.columns.map((col): SourceColumnReader => {
+  const columns = table.columns.map((col): TableColumnReader => {
     switch (col.kind) {
       case "category": {
         rowsOf(col.name, col.codes.length);
@@ -172,7 +172,7 @@ const CHECK_ROWS = 65_536;
 /** A table column's schema entry (a categorical over `maxCategories` becomes a string). */
 async function planColumn(
   location: string,
-  col: SourceColumnReader,
+  col: TableColumnReader,
   nCells: number,
   maxCategories: number,
 ): Promise<ObsColumnSchema> {
@@ -258,7 +258,7 @@ export function autoEmbeddingKeys(entries: Record<string, { kind: string; shape:
 export async function planObs(opts: {
   location: string;
   nCells: number;
-  table: SourceTableReader;
+  table: ColumnTableReader;
   indexColumn: string;
   embeddings: [string, SourceEmbedding][];
   maxCategories: number;

@@ -4,7 +4,7 @@
  * that skips them) so a caller such as the CLI can name its own flag.
  */
 
-import type { DatasetSource, SourceEmbedding, SourceTableReader } from "../dataset/source.js";
+import type { ColumnTableReader, DatasetSource, SourceEmbedding } from "../dataset/source.js";
 import type { Compress } from "../dataset/var-table.js";
 import { DeltacellsError } from "../errors.js";
 import { autoEmbeddingKeys, tableReader } from "./plan.js";
@@ -148,7 +148,7 @@ export interface ObsMetadata {
 /** An input's cell table read by row range, and the embeddings chosen, before any planning. */
 export interface OpenedObs {
   /** The table without the excluded columns. */
-  table: SourceTableReader;
+  table: ColumnTableReader;
   /** Every column of the table, the excluded ones included. */
   available: string[];
   embeddings: [string, SourceEmbedding][];
@@ -171,7 +171,7 @@ export async function openObs(
   if (opts.skip || !source.obs || NO_CELL_TABLE.has(source.format)) return undefined;
   const exclude = opts.exclude ?? [];
   const excluded = new Set(exclude);
-  let table: SourceTableReader;
+  let table: ColumnTableReader;
   try {
     // A reader by row range when the source has one: only a tile of each column is held at once.
     const reader = source.nCells > 0 ? await source.obsReader?.({ exclude }) : undefined;
