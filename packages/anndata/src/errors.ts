@@ -3,8 +3,11 @@
  * (docs/errors.md): a `_tag`, the `object` concerned (the input's path followed by the dataset,
  * group or file inside it), `expected` and `found` where they mean something, and `cause`; one
  * constructor shape `(message, options)`. The message says what was expected, what was found and
- * what to do; `hint` says what to do in this library's terms.
+ * what to do; `hint` says what to do in this library's terms. The base is `TaggedError` of
+ * @deltacells/storage.
  */
+
+import { TaggedError, type TaggedErrorOptions } from "@deltacells/storage";
 
 export type InputErrorTag =
   /** The path is not an input format we recognise (or the forced format does not fit). */
@@ -40,45 +43,30 @@ export type InputHint =
   /** Reading stopped for want of progress: more time may help (a very slow disk), `hdf5Timeout`. */
   | { kind: "raise-timeout"; option: "hdf5Timeout"; seconds: number };
 
-/**
- * The brand of every deltacells-family error, its value the package (see `isDeltacellsFamilyError`
- * in @deltacells/storage). Registered, so it is recognised without importing this package.
- */
-const DELTACELLS_ERROR: unique symbol = Symbol.for("deltacells.error") as never;
-
 /** What an {@link InputError} is made of, besides its message. */
-export interface InputErrorOptions {
+export interface InputErrorOptions extends TaggedErrorOptions {
   tag: InputErrorTag;
   /**
    * The input, or the object inside it (see {@link objectIn}): `pbmc.h5ad/layers/counts`,
    * `https://host/a.zarr/X/indptr`, `run/matrix.mtx.gz`.
    */
   object?: string | undefined;
-  expected?: unknown;
-  found?: unknown;
-  cause?: unknown;
   /** What to do instead, when there is something specific. */
   hint?: InputHint | undefined;
 }
 
-/** Base of every error the readers raise on purpose. */
-export class InputError extends Error {
-  readonly [DELTACELLS_ERROR] = "@deltacells/anndata";
-  readonly _tag: InputErrorTag;
-  /** The input, or the object inside it: an HDF5/zarr path or a file of a folder, after the input's path. */
-  readonly object: string | undefined;
-  readonly expected: unknown;
-  readonly found: unknown;
+/** Base of every error the readers raise on purpose; `name` is `InputError(TAG)`. */
+export class InputError extends TaggedError<InputErrorTag> {
   /** What to do instead, when there is something specific. */
   readonly hint: InputHint | undefined;
 
   constructor(message: string, options: InputErrorOptions) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = `InputError(${options.tag})`;
-    this._tag = options.tag;
-    this.object = options.object;
-    this.expected = options.expected;
-    this.found = options.found;
+    super(
+      { package: "@deltacells/anndata", name: `InputError(${options.tag})` },
+      options.tag,
+      message,
+      options,
+    );
     this.hint = options.hint;
   }
 }

@@ -1,8 +1,11 @@
 /**
  * The command's own errors. They follow the convention of every deltacells package
  * (docs/errors.md): a `_tag`, the `object` concerned (a path, a URL), `expected` and `found`
- * where they mean something, and `cause`; one constructor shape `(message, options)`.
+ * where they mean something, and `cause`; one constructor shape `(message, options)`. The base is
+ * `TaggedError` of @deltacells/storage.
  */
+
+import { TaggedError, type TaggedErrorOptions } from "@deltacells/storage";
 
 export type CliErrorTag =
   /** A mistake on the command line: reported with a pointer to `--help`, exit code 2. */
@@ -19,35 +22,15 @@ export type CliErrorTag =
   | "NotAFolder";
 
 /** What a {@link CliError} is made of, besides its message. */
-export interface CliErrorOptions {
+export interface CliErrorOptions extends TaggedErrorOptions {
   tag: CliErrorTag;
   /** The path or URL concerned. */
   object?: string | undefined;
-  expected?: unknown;
-  found?: unknown;
-  cause?: unknown;
 }
 
-/**
- * The brand of every deltacells-family error, its value the package (see `isDeltacellsFamilyError`
- * in @deltacells/storage).
- */
-const DELTACELLS_ERROR: unique symbol = Symbol.for("deltacells.error") as never;
-
 /** Base of the errors the command raises itself. */
-export class CliError extends Error {
-  readonly [DELTACELLS_ERROR] = "@deltacells/cli";
-  readonly _tag: CliErrorTag;
-  readonly object: string | undefined;
-  readonly expected: unknown;
-  readonly found: unknown;
-
+export class CliError extends TaggedError<CliErrorTag> {
   constructor(message: string, options: CliErrorOptions) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = "CliError";
-    this._tag = options.tag;
-    this.object = options.object;
-    this.expected = options.expected;
-    this.found = options.found;
+    super({ package: "@deltacells/cli", name: "CliError" }, options.tag, message, options);
   }
 }

@@ -3,8 +3,11 @@
  * (docs/errors.md): a `_tag` naming what went wrong, the `object` it concerns (a tile key, a
  * manifest, an input file), what was `expected` and what was `found`, and `cause`; one
  * constructor shape `(message, options)`. Core adds `field`: the field or check of the object
- * that failed, so a caller can react without parsing messages.
+ * that failed, so a caller can react without parsing messages. The base is `TaggedError` of
+ * @deltacells/storage.
  */
+
+import { TaggedError, type TaggedErrorOptions } from "@deltacells/storage";
 
 export type DeltacellsErrorTag =
   /** A tile's bytes break the format (bad magic, CRC, offsets, frame sizes, indices ...). */
@@ -47,40 +50,26 @@ export type DeltacellsErrorTag =
   | "StaleStats";
 
 /** What a {@link DeltacellsError} is made of, besides its message. */
-export interface DeltacellsErrorOptions {
+export interface DeltacellsErrorOptions extends TaggedErrorOptions {
   tag: DeltacellsErrorTag;
   /** The object concerned: a store key, a URL, a file path. */
   object?: string | undefined;
   /** The field or check that failed. */
   field?: string | undefined;
-  expected?: unknown;
-  found?: unknown;
-  cause?: unknown;
 }
 
-/**
- * The brand of every deltacells-family error, its value the package (see `isDeltacellsFamilyError`
- * in @deltacells/storage). Registered, so it is recognised without importing this package.
- */
-const DELTACELLS_ERROR: unique symbol = Symbol.for("deltacells.error") as never;
-
-/** Base class of every error this package raises on purpose. */
-export class DeltacellsError extends Error {
-  readonly [DELTACELLS_ERROR] = "@deltacells/core";
-  readonly _tag: DeltacellsErrorTag;
-  readonly object: string | undefined;
+/** Base class of every error this package raises on purpose; `name` is `DeltacellsError(TAG)`. */
+export class DeltacellsError extends TaggedError<DeltacellsErrorTag> {
   readonly field: string | undefined;
-  readonly expected: unknown;
-  readonly found: unknown;
 
   constructor(message: string, options: DeltacellsErrorOptions) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = `DeltacellsError(${options.tag})`;
-    this._tag = options.tag;
-    this.object = options.object;
+    super(
+      { package: "@deltacells/core", name: `DeltacellsError(${options.tag})` },
+      options.tag,
+      message,
+      options,
+    );
     this.field = options.field;
-    this.expected = options.expected;
-    this.found = options.found;
   }
 }
 

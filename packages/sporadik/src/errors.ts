@@ -5,8 +5,11 @@
  *
  * The errors follow the convention of every deltacells package (docs/errors.md): a `_tag`, the
  * `object` concerned (a path inside the store, a key), `expected` and `found` where they mean
- * something, and `cause`; one constructor shape `(message, options)`.
+ * something, and `cause`; one constructor shape `(message, options)`. The base is
+ * `TaggedError` of @deltacells/storage.
  */
+
+import { TaggedError, type TaggedErrorOptions } from "@deltacells/storage";
 
 /** The kinds of refusal, as the `_tag` of each error. */
 export type SporadikErrorTag =
@@ -33,38 +36,18 @@ export type SporadikErrorTag =
   /** A conversion's temporary folder would not fit on its disk (`NoTempSpaceError`, Node). */
   | "NoTempSpace";
 
-/**
- * The brand of every deltacells-family error, its value the package (see `isDeltacellsFamilyError`
- * in @deltacells/storage). Registered, so it is recognised without importing this package.
- */
-const DELTACELLS_ERROR: unique symbol = Symbol.for("deltacells.error") as never;
-
 /** What a {@link SporadikError} is made of, besides its message. */
-export interface SporadikErrorOptions {
+export interface SporadikErrorOptions extends TaggedErrorOptions {
   tag?: SporadikErrorTag;
   /** The path inside the store, or the key, the refusal is about. */
   object?: string | undefined;
-  expected?: unknown;
-  found?: unknown;
-  cause?: unknown;
 }
 
-/** Base of every refusal: the store or the input says nothing coherent. */
-export class SporadikError extends Error {
-  readonly [DELTACELLS_ERROR] = "@deltacells/sporadik";
-  readonly _tag: SporadikErrorTag;
-  /** The path inside the store, or the key, the refusal is about, when there is one. */
-  readonly object: string | undefined;
-  readonly expected: unknown;
-  readonly found: unknown;
+/** Base of every refusal: the store or the input says nothing coherent. Its `name` is its tag. */
+export class SporadikError extends TaggedError<SporadikErrorTag> {
   constructor(message: string, options: SporadikErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
     const tag = options.tag ?? "SporadikError";
-    this.name = tag;
-    this._tag = tag;
-    this.object = options.object;
-    this.expected = options.expected;
-    this.found = options.found;
+    super({ package: "@deltacells/sporadik", name: tag }, tag, message, options);
   }
 }
 

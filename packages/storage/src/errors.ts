@@ -47,31 +47,58 @@ export function isDeltacellsFamilyError(err: unknown): err is Error & TaggedErro
   return typeof err === "object" && err !== null && DELTACELLS_ERROR in err;
 }
 
-/** What a {@link StorageError} is made of, besides its message. */
-export interface StorageErrorOptions {
-  tag?: StorageErrorTag;
-  /** The address of the key concerned (see {@link objectAt}), or the store location. */
+/** What every deltacells-family error is made of besides its message and tag. */
+export interface TaggedErrorOptions {
+  /** What the error concerns: a key's address, a URL, a file, an array or group inside an input. */
   object?: string | undefined;
   expected?: unknown;
   found?: unknown;
   cause?: unknown;
 }
 
-/** Base of every error raised by a store or a store wrapper. */
-export class StorageError extends Error implements TaggedErrorFields<StorageErrorTag> {
-  readonly [DELTACELLS_ERROR] = "@deltacells/storage";
-  readonly _tag: StorageErrorTag;
+/**
+ * The base of every deltacells package's errors: the brand (its value the package raising it),
+ * `_tag`, `object`, `expected`, `found` and `cause`. Each package derives its own family from it
+ * (`StorageError`, `DeltacellsError`, `SporadikError`, `AnndataError`, `CliError`), which is what
+ * `instanceof` and its guard test; `name` is the family's (see each).
+ */
+export class TaggedError<Tag extends string> extends Error implements TaggedErrorFields<Tag> {
+  /** The package that raised it, e.g. `"@deltacells/storage"`. */
+  readonly [DELTACELLS_ERROR]: string;
+  readonly _tag: Tag;
   readonly object: string | undefined;
   readonly expected: unknown;
   readonly found: unknown;
 
+  constructor(
+    origin: { package: string; name: string },
+    tag: Tag,
+    message: string,
+    options: TaggedErrorOptions = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this[DELTACELLS_ERROR] = origin.package;
+    this.name = origin.name;
+    this._tag = tag;
+    this.object = options.object;
+    this.expected = options.expected;
+    this.found = options.found;
+  }
+}
+
+/** What a {@link StorageError} is made of, besides its message. */
+export interface StorageErrorOptions extends TaggedErrorOptions {
+  tag?: StorageErrorTag;
+  /** The address of the key concerned (see {@link objectAt}), or the store location. */
+  object?: string | undefined;
+}
+
+const STORAGE = { package: "@deltacells/storage", name: "StorageError" };
+
+/** Base of every error raised by a store or a store wrapper. */
+export class StorageError extends TaggedError<StorageErrorTag> {
   constructor(message: string, opts: StorageErrorOptions = {}) {
-    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
-    this.name = "StorageError";
-    this._tag = opts.tag ?? "StorageError";
-    this.object = opts.object;
-    this.expected = opts.expected;
-    this.found = opts.found;
+    super(STORAGE, opts.tag ?? "StorageError", message, opts);
   }
 }
 

@@ -16,7 +16,9 @@ export {
   StorageError,
   type StorageErrorOptions,
   type StorageErrorTag,
+  TaggedError,
   type TaggedErrorFields,
+  type TaggedErrorOptions,
 } from "./errors.js";
 export { DEFAULT_MAX_IGNORED_RANGE_BYTES, HttpStore, type HttpStoreOptions } from "./http.js";
 export type { FetchLike } from "./http-read.js";
