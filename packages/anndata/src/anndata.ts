@@ -16,7 +16,7 @@ import {
   type SparseLayout,
 } from "./blocks.js";
 import { frameReader, readDataFrame, rowName } from "./dataframe.js";
-import { InputError, objectIn } from "./errors.js";
+import { AnndataError, objectIn } from "./errors.js";
 import { obsmKeys, readObsmEntry } from "./obsm.js";
 import { BaseSource } from "./source.js";
 import { attrString, joinPath, type Tree, type TreeArray } from "./tree.js";
@@ -40,7 +40,7 @@ export async function openAnnData(
 ): Promise<MatrixSource> {
   const loc = tree.location;
   if (opts.layer !== undefined && opts.raw) {
-    throw new InputError(`${loc}: choose either a layer or raw, not both.`, {
+    throw new AnndataError(`${loc}: choose either a layer or raw, not both.`, {
       tag: "MalformedInput",
       object: loc,
     });
@@ -59,7 +59,7 @@ export async function openAnnData(
   const others = await otherMatrices(tree, matrixPath);
   if (node === undefined) {
     const what = opts.layer !== undefined ? `layer ${JSON.stringify(opts.layer)}` : opts.raw ? "raw/X" : "X";
-    throw new InputError(
+    throw new AnndataError(
       `${loc}: has no ${what}.` +
         (others.length > 0 ? ` Available: ${others.join(", ")}.` : " It holds no other matrix either."),
       {
@@ -94,7 +94,7 @@ async function layoutOf(tree: Tree, path: string): Promise<Layout> {
   const node = await tree.get(path);
   if (node?.kind === "array") {
     if (node.shape.length !== 2) {
-      throw new InputError(`${loc}: ${path} is a ${node.shape.length}-d array, expected 2-d.`, {
+      throw new AnndataError(`${loc}: ${path} is a ${node.shape.length}-d array, expected 2-d.`, {
         tag: "MalformedInput",
         object: objectIn(loc, path),
       });
@@ -106,7 +106,7 @@ async function layoutOf(tree: Tree, path: string): Promise<Layout> {
   const kind =
     enc === "csr_matrix" || enc === "csr" ? "csr" : enc === "csc_matrix" || enc === "csc" ? "csc" : undefined;
   if (kind === undefined) {
-    throw new InputError(
+    throw new AnndataError(
       `${loc}: ${path} has encoding ${JSON.stringify(enc ?? null)}; expected a dense array, csr_matrix or csc_matrix.`,
       { tag: "Unsupported", object: objectIn(loc, path) },
     );
@@ -114,7 +114,7 @@ async function layoutOf(tree: Tree, path: string): Promise<Layout> {
   const part = async (name: string): Promise<TreeArray> => {
     const a = await tree.get(joinPath(path, name));
     if (a?.kind !== "array") {
-      throw new InputError(`${loc}: sparse matrix ${path} has no ${name} array.`, {
+      throw new AnndataError(`${loc}: sparse matrix ${path} has no ${name} array.`, {
         tag: "MalformedInput",
         object: objectIn(loc, joinPath(path, name)),
       });
@@ -135,7 +135,7 @@ async function sparseShape(tree: Tree, path: string): Promise<number[]> {
   const raw = attrs.shape ?? attrs.h5sparse_shape;
   const shape = raw === undefined ? [] : Array.from(raw as ArrayLike<number | bigint>, Number);
   if (shape.length !== 2 || !shape.every((n) => Number.isInteger(n) && n >= 0)) {
-    throw new InputError(`${tree.location}: sparse matrix ${path} has no valid shape attribute.`, {
+    throw new AnndataError(`${tree.location}: sparse matrix ${path} has no valid shape attribute.`, {
       tag: "MalformedInput",
       object: objectIn(tree.location, path),
     });

@@ -8,7 +8,7 @@
  */
 
 import { csrSliceToBlock, RowBlockBuilder } from "./canonical.js";
-import { InputError, objectIn } from "./errors.js";
+import { AnndataError, objectIn } from "./errors.js";
 import { CellBucketSpill } from "./spill.js";
 import { type TreeArray, toNumbers } from "./tree.js";
 import type { CanonicalRowBlock } from "./types.js";
@@ -121,7 +121,7 @@ export async function* cscBlocks(
         while ((indptr[gene + 1] as number) <= k) gene++;
         const cell = cells[k - lo] as number;
         if (!(cell >= 0 && cell < m.nCells)) {
-          throw new InputError(
+          throw new AnndataError(
             `${m.location}: ${l.group}/indices holds cell ${cell} in gene ${gene}, outside [0, ${m.nCells}).`,
             { tag: "MalformedInput", object: objectIn(m.location, `${l.group}/indices`) },
           );
@@ -137,7 +137,7 @@ export async function* cscBlocks(
 
 function checkSparseLengths(m: MatrixShape, l: SparseLayout, major: number): void {
   const bad = (what: string) =>
-    new InputError(`${m.location}: sparse matrix ${l.group}: ${what}.`, {
+    new AnndataError(`${m.location}: sparse matrix ${l.group}: ${what}.`, {
       tag: "MalformedInput",
       object: objectIn(m.location, l.group),
     });
@@ -153,7 +153,7 @@ function checkOffsets(m: MatrixShape, l: SparseLayout, indptr: ArrayLike<number>
   for (let i = 0; i < indptr.length; i++) {
     const v = indptr[i] as number;
     if (!(v >= 0 && v <= total && (i === 0 || v >= (indptr[i - 1] as number)))) {
-      throw new InputError(
+      throw new AnndataError(
         `${m.location}: ${l.group}/indptr[${first + i}] = ${v} is not a non-decreasing offset within [0, ${total}].`,
         { tag: "MalformedInput", object: objectIn(m.location, `${l.group}/indptr`) },
       );

@@ -3,7 +3,7 @@
  * refusing values that are not counts. Browser-safe.
  */
 
-import { InputError, type NotCountsReason } from "./errors.js";
+import { AnndataError, type NotCountsReason } from "./errors.js";
 import type { CanonicalRowBlock } from "./types.js";
 
 /** Largest count a block can hold (int32). */
@@ -14,7 +14,7 @@ const MAX_COUNT = 2147483647;
  * value); the reader that drives the builder turns it into a {@link NotCountsError} with names
  * and suggestions.
  */
-export class BadCount extends InputError {
+export class BadCount extends AnndataError {
   constructor(
     readonly cell: number,
     readonly gene: number,
@@ -30,7 +30,7 @@ export class BadCount extends InputError {
 }
 
 /** Thrown when a gene index falls outside [0, nGenes) (tag `MalformedInput`, `found` the index). */
-export class BadGeneIndex extends InputError {
+export class BadGeneIndex extends AnndataError {
   constructor(
     readonly cell: number,
     readonly gene: number,
@@ -135,7 +135,7 @@ export class RowBlockBuilder {
   /** Closes the current cell: sorts its entries, sums duplicates, appends them to the block. */
   endRow(): void {
     if (this.row >= this.nRows) {
-      throw new InputError("RowBlockBuilder: more rows than announced", {
+      throw new AnndataError("RowBlockBuilder: more rows than announced", {
         tag: "InvalidArgument",
         expected: this.nRows,
         found: this.row + 1,
@@ -196,7 +196,7 @@ export class RowBlockBuilder {
   /** The finished block; every announced row must have been closed. */
   finish(): CanonicalRowBlock {
     if (this.row !== this.nRows) {
-      throw new InputError(`RowBlockBuilder: ${this.row} of ${this.nRows} rows closed`, {
+      throw new AnndataError(`RowBlockBuilder: ${this.row} of ${this.nRows} rows closed`, {
         tag: "InvalidArgument",
         expected: this.nRows,
         found: this.row,

@@ -5,7 +5,7 @@
  */
 
 import { datetimeTexts, unitText } from "./datetime-text.js";
-import { InputError, objectIn, UnsupportedColumnsError } from "./errors.js";
+import { AnndataError, objectIn, UnsupportedColumnsError } from "./errors.js";
 import { chunkWindowed } from "./row-window.js";
 import {
   attrString,
@@ -58,7 +58,7 @@ async function groupFrame(
   const attrs = await group.attrs();
   const { indexKey, indexNode } = await indexOf(tree, group, attrs);
   if (indexNode?.kind !== "array") {
-    throw new InputError(`${loc}: data frame ${group.path} has no index array ${indexKey}.`, {
+    throw new AnndataError(`${loc}: data frame ${group.path} has no index array ${indexKey}.`, {
       tag: "MalformedInput",
       object: objectIn(loc, group.path),
     });
@@ -99,8 +99,8 @@ export async function rowName(tree: Tree, path: string, i: number): Promise<stri
   return (await indexNode.readStrings(i, i + 1))[0];
 }
 
-function wrongRows(loc: string, path: string, found: number, nRows: number): InputError {
-  return new InputError(`${loc}: ${path} has ${found} rows, but the matrix has ${nRows} along that axis.`, {
+function wrongRows(loc: string, path: string, found: number, nRows: number): AnndataError {
+  return new AnndataError(`${loc}: ${path} has ${found} rows, but the matrix has ${nRows} along that axis.`, {
     tag: "MalformedInput",
     object: objectIn(loc, path),
   });
@@ -138,7 +138,7 @@ async function wholeColumn(r: TableColumnReader, nRows: number): Promise<TableCo
 async function legacyFrame(tree: Tree, a: TreeArray, exclude: ReadonlySet<string>): Promise<ColumnTable> {
   const loc = tree.location;
   if (!a.fields) {
-    throw new InputError(`${loc}: ${a.path} is neither a data frame group nor a record array.`, {
+    throw new AnndataError(`${loc}: ${a.path} is neither a data frame group nor a record array.`, {
       tag: "MalformedInput",
       object: objectIn(loc, a.path),
     });
@@ -146,7 +146,7 @@ async function legacyFrame(tree: Tree, a: TreeArray, exclude: ReadonlySet<string
   const cols = await a.readCompound();
   const index = cols.get("index");
   if (!Array.isArray(index)) {
-    throw new InputError(`${loc}: legacy data frame ${a.path} has no string field "index".`, {
+    throw new AnndataError(`${loc}: legacy data frame ${a.path} has no string field "index".`, {
       tag: "MalformedInput",
       object: objectIn(loc, a.path),
     });
@@ -238,7 +238,7 @@ export async function frameReader(
 /** `a`, refused unless it is 1-d with `nRows` rows. */
 function rowsOf(loc: string, a: TreeArray, nRows: number): TreeArray {
   if (a.shape.length !== 1 || a.shape[0] !== nRows) {
-    throw new InputError(
+    throw new AnndataError(
       `${loc}: ${a.path} has shape ${JSON.stringify(a.shape)}, but the matrix has ${nRows} rows along that axis.`,
       { tag: "MalformedInput", object: objectIn(loc, a.path) },
     );
@@ -274,7 +274,7 @@ async function columnReaders(
     try {
       columns.push(await columnReader(tree, frame, name, nRows, legacy));
     } catch (err) {
-      if (!(err instanceof InputError) || err._tag !== "Unsupported") throw err;
+      if (!(err instanceof AnndataError) || err._tag !== "Unsupported") throw err;
       unsupported.push(name);
       types.push(typeof err.found === "string" ? err.found : "");
     }
@@ -308,7 +308,7 @@ async function columnReader(
   const path = joinPath(frame, name);
   const node = await tree.get(path);
   if (node === undefined) {
-    throw new InputError(`${loc}: column ${path} is listed in column-order but missing.`, {
+    throw new AnndataError(`${loc}: column ${path} is listed in column-order but missing.`, {
       tag: "MalformedInput",
       object: objectIn(loc, path),
     });
@@ -333,7 +333,7 @@ async function columnReader(
         node.shape.length !== 1
           ? `a ${node.shape.length}-d array of shape ${JSON.stringify(node.shape)}`
           : (node.dtype ?? (node.element === "compound" ? "a record array" : "an unknown element type"));
-      throw new InputError(`${node.path} is ${type}, which no table column holds.`, {
+      throw new AnndataError(`${node.path} is ${type}, which no table column holds.`, {
         tag: "Unsupported",
         found: type,
       });
@@ -363,7 +363,7 @@ async function columnReader(
   const child = async (n: string): Promise<TreeArray> => {
     const a = await tree.get(joinPath(path, n));
     if (a?.kind !== "array") {
-      throw new InputError(`${loc}: ${enc} column ${path} has no ${n} array.`, {
+      throw new AnndataError(`${loc}: ${enc} column ${path} has no ${n} array.`, {
         tag: "MalformedInput",
         object: objectIn(loc, path),
       });
@@ -408,7 +408,7 @@ async function columnReader(
       read: async (s, e) => ({ values: await values.read(s, e), nulls: await mask(s, e) }),
     };
   }
-  throw new InputError(
+  throw new AnndataError(
     `${loc}: column ${path} has encoding ${JSON.stringify(enc ?? null)}, which is not supported.`,
     { tag: "Unsupported", object: objectIn(loc, path), found: `encoding ${JSON.stringify(enc ?? null)}` },
   );

@@ -9,7 +9,7 @@
 
 import { TaggedError, type TaggedErrorOptions } from "@deltacells/storage";
 
-export type InputErrorTag =
+export type AnndataErrorTag =
   /** The path is not an input format we recognise (or the forced format does not fit). */
   | "UnknownFormat"
   /** The input is damaged or inconsistent (lengths, shapes, offsets, an unparsable line). */
@@ -43,9 +43,9 @@ export type InputHint =
   /** Reading stopped for want of progress: more time may help (a very slow disk), `hdf5Timeout`. */
   | { kind: "raise-timeout"; option: "hdf5Timeout"; seconds: number };
 
-/** What an {@link InputError} is made of, besides its message. */
-export interface InputErrorOptions extends TaggedErrorOptions {
-  tag: InputErrorTag;
+/** What an {@link AnndataError} is made of, besides its message. */
+export interface AnndataErrorOptions extends TaggedErrorOptions {
+  tag: AnndataErrorTag;
   /**
    * The input, or the object inside it (see {@link objectIn}): `pbmc.h5ad/layers/counts`,
    * `https://host/a.zarr/X/indptr`, `run/matrix.mtx.gz`.
@@ -55,14 +55,14 @@ export interface InputErrorOptions extends TaggedErrorOptions {
   hint?: InputHint | undefined;
 }
 
-/** Base of every error the readers raise on purpose; `name` is `InputError(TAG)`. */
-export class InputError extends TaggedError<InputErrorTag> {
+/** Base of every error the readers raise on purpose; `name` is `AnndataError(TAG)`. */
+export class AnndataError extends TaggedError<AnndataErrorTag> {
   /** What to do instead, when there is something specific. */
   readonly hint: InputHint | undefined;
 
-  constructor(message: string, options: InputErrorOptions) {
+  constructor(message: string, options: AnndataErrorOptions) {
     super(
-      { package: "@deltacells/anndata", name: `InputError(${options.tag})` },
+      { package: "@deltacells/anndata", name: `AnndataError(${options.tag})` },
       options.tag,
       message,
       options,
@@ -96,7 +96,7 @@ export interface NotCountsFields {
 }
 
 /** A matrix value that is not a non-negative integer count fitting int32; `found` is the value. */
-export class NotCountsError extends InputError {
+export class NotCountsError extends AnndataError {
   declare readonly _tag: "NotCounts";
   readonly reason: NotCountsReason;
   readonly value: number;
@@ -148,7 +148,7 @@ export class NotCountsError extends InputError {
 }
 
 /** An HDF5 dataset compressed with a filter that cannot be decoded here; `found` is the filter id. */
-export class UnsupportedFilterError extends InputError {
+export class UnsupportedFilterError extends AnndataError {
   declare readonly _tag: "UnsupportedFilter";
   readonly filterId: number;
   readonly filterName: string;
@@ -181,7 +181,7 @@ export class UnsupportedFilterError extends InputError {
  * (datetimes, nested frames, complex numbers, ...). `columns` names them all, so one run lists
  * every column to skip (the CLI's `--obs-exclude`) or convert in Python first.
  */
-export class UnsupportedColumnsError extends InputError {
+export class UnsupportedColumnsError extends AnndataError {
   declare readonly _tag: "Unsupported";
   readonly columns: string[];
   /** What each of {@link columns} is stored as (`HDF5 opaque (8 bytes ...)`, `encoding "awkward-array"`). */
@@ -209,7 +209,7 @@ function namedTypes(columns: readonly string[], types?: readonly string[]): stri
   return columns.map((c, i) => `${JSON.stringify(c)}${types?.[i] ? ` (${types[i]})` : ""}`).join(", ");
 }
 
-/** True when `err` is an {@link InputError}, optionally of the given tag. */
-export function isAnndataError(err: unknown, tag?: InputErrorTag): err is InputError {
-  return err instanceof InputError && (tag === undefined || err._tag === tag);
+/** True when `err` is an {@link AnndataError}, optionally of the given tag. */
+export function isAnndataError(err: unknown, tag?: AnndataErrorTag): err is AnndataError {
+  return err instanceof AnndataError && (tag === undefined || err._tag === tag);
 }

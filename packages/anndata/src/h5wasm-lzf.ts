@@ -14,7 +14,7 @@
  * removed once the plugin has been patched.
  */
 
-import { InputError } from "./errors.js";
+import { AnndataError } from "./errors.js";
 import { lzfDecompress } from "./lzf.js";
 
 interface H5Module {
@@ -88,7 +88,7 @@ function patchPlugin(module: H5Module, env: Record<string, unknown>): void {
     }
   }
   if (slot < 0) {
-    throw new InputError("h5wasm lzf plugin: filter function not found in its table slots", {
+    throw new AnndataError("h5wasm lzf plugin: filter function not found in its table slots", {
       tag: "Unsupported",
     });
   }

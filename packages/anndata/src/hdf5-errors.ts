@@ -6,7 +6,7 @@
  * ("truncated file: eof = ..."), and says it in words.
  */
 
-import { InputError, objectIn } from "./errors.js";
+import { AnndataError, objectIn } from "./errors.js";
 
 /** The part of h5wasm's module used here. */
 interface ErrorHandlers {
@@ -50,10 +50,10 @@ export function isWasmAbort(err: unknown): boolean {
  * The tagged error for a failure of HDF5 (or of the h5wasm module) while reading `object` of the
  * file at `location`: an HDF5 error stack, an h5wasm failure ("name not defined"), a WebAssembly
  * trap ("memory access out of bounds") or an abort. Never an empty group or a partial read: the
- * caller stops. An {@link InputError} passes through unchanged.
+ * caller stops. An {@link AnndataError} passes through unchanged.
  */
-export function hdf5Failure(location: string, object: string, cause: unknown): InputError {
-  if (cause instanceof InputError) return cause;
+export function hdf5Failure(location: string, object: string, cause: unknown): AnndataError {
+  if (cause instanceof AnndataError) return cause;
   const what = object === "" ? "the root group" : object;
   const text = cause instanceof Error ? cause.message : String(cause);
   // h5wasm's own message when HDF5 failed to open an object without saying why
@@ -65,7 +65,7 @@ export function hdf5Failure(location: string, object: string, cause: unknown): I
       "Check that h5py reads it; if it does, report this with the file."
     : `${location}: HDF5 could not read ${what}: ${reason}. The file is damaged or incompletely written: ` +
       "copy or write it again (h5py reports the same error when it reads this object).";
-  return new InputError(message, { tag: "MalformedInput", object: objectIn(location, object), cause });
+  return new AnndataError(message, { tag: "MalformedInput", object: objectIn(location, object), cause });
 }
 
 /** Runs `read` (h5wasm calls on `object`), turning every failure into {@link hdf5Failure}. */

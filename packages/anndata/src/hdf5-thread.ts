@@ -5,7 +5,7 @@
  * module on others: in the calling thread either would hang the process or leave a dead module
  * behind. Here every call of the {@link Tree} is a message to a worker that owns h5wasm and the
  * file; when a request gets no answer for `timeoutSeconds`, the worker is terminated and the
- * read fails with a `Stalled` {@link InputError} naming the file and the object. Values come back
+ * read fails with a `Stalled` {@link AnndataError} naming the file and the object. Values come back
  * moved, not copied, so a conversion costs one message per array read, not a copy of the data.
  *
  * One worker whose file closed cleanly is kept (not keeping the process alive) for the next file,
@@ -18,7 +18,7 @@
 
 import type { Worker } from "node:worker_threads";
 import { startWorker } from "@deltacells/storage/internal/node";
-import { InputError, objectIn, UnsupportedFilterError } from "./errors.js";
+import { AnndataError, objectIn, UnsupportedFilterError } from "./errors.js";
 import type { HdfCall, HdfReply, HdfRequest, NodeInfo, WireError } from "./hdf5-wire.js";
 import type { CompoundField, ElementKind, Tree, TreeArray, TreeGroup, TreeNode } from "./tree.js";
 import type { NumericValues } from "./types.js";
@@ -146,7 +146,7 @@ class ThreadTree implements Tree {
   private readonly onMessage = (reply: HdfReply) => this.answered(reply);
   private readonly onError = (err: Error) =>
     this.stop(
-      new InputError(`${this.location}: the HDF5 reader thread failed: ${err.message}.`, {
+      new AnndataError(`${this.location}: the HDF5 reader thread failed: ${err.message}.`, {
         tag: "MalformedInput",
         object: this.location,
         cause: err,
@@ -154,7 +154,7 @@ class ThreadTree implements Tree {
     );
   private readonly onExit = (code: number) =>
     this.stop(
-      new InputError(`${this.location}: the HDF5 reader thread exited (code ${code}).`, {
+      new AnndataError(`${this.location}: the HDF5 reader thread exited (code ${code}).`, {
         tag: "MalformedInput",
         object: this.location,
       }),
@@ -171,7 +171,7 @@ class ThreadTree implements Tree {
     if (this.closed) {
       const what = object === "" ? "anything" : object;
       return Promise.reject(
-        new InputError(
+        new AnndataError(
           `${this.location}: the file was closed, so ${what} cannot be read from it; open the input again to read it.`,
           { tag: "InvalidArgument", object: objectIn(this.location, object || undefined), found: "closed" },
         ),
@@ -218,7 +218,7 @@ class ThreadTree implements Tree {
     const object = [...this.pending.values()][0]?.object ?? "";
     const what = object === "" ? "the file" : object;
     this.stop(
-      new InputError(
+      new AnndataError(
         `${this.location}: HDF5 made no progress reading ${what} for ${this.timeoutSeconds} s and was stopped; ` +
           "the file is probably damaged (HDF5 loops on some damaged files, h5py too). Check it with h5py, " +
           "or allow more time if it sits on a very slow disk.",
@@ -232,7 +232,7 @@ class ThreadTree implements Tree {
   }
 
   /** The worker is gone (or must go): fail everything pending and everything to come. */
-  private stop(err: InputError): void {
+  private stop(err: AnndataError): void {
     if (this.dead) return;
     this.dead = err;
     clearTimeout(this.timer);
@@ -279,7 +279,7 @@ function rebuild(location: string, w: WireError): Error {
     });
   }
   if (w.tag) {
-    return new InputError(w.message, {
+    return new AnndataError(w.message, {
       tag: w.tag,
       object: w.object,
       expected: w.expected,

@@ -12,7 +12,7 @@
 
 import h5wasm, { type Dataset, type File as H5File, type Group as H5Group } from "h5wasm/node";
 import { install_local_plugins } from "h5wasm-plugins";
-import { InputError, objectIn, UnsupportedFilterError } from "./errors.js";
+import { AnndataError, objectIn, UnsupportedFilterError } from "./errors.js";
 import { installLzfFix, lzfFixed } from "./h5wasm-lzf.js";
 import { guarded, hdf5Reason, throwHdf5Errors } from "./hdf5-errors.js";
 import type { CompoundField, ElementKind, Tree, TreeArray, TreeGroup, TreeNode } from "./tree.js";
@@ -57,14 +57,14 @@ export async function openHdf5InThread(path: string, opts: Hdf5Options = {}): Pr
     file = new h5wasm.File(path, "r");
   } catch (cause) {
     const why = hdf5Reason(cause);
-    throw new InputError(`${path}: not a readable HDF5 file${why ? `: ${why}` : ""}.`, {
+    throw new AnndataError(`${path}: not a readable HDF5 file${why ? `: ${why}` : ""}.`, {
       tag: "MalformedInput",
       object: path,
       cause,
     });
   }
   if (file.file_id < 0n) {
-    throw new InputError(`${path}: not a readable HDF5 file.`, { tag: "MalformedInput", object: path });
+    throw new AnndataError(`${path}: not a readable HDF5 file.`, { tag: "MalformedInput", object: path });
   }
   return new Hdf5Tree(path, file, opts.plugins ?? true);
 }
@@ -276,7 +276,7 @@ class Hdf5Array implements TreeArray {
     const s = start ?? 0;
     const e = end ?? n;
     if (!(s >= 0 && e <= n && s <= e)) {
-      throw new InputError(
+      throw new AnndataError(
         `${this.location}: read of [${s}, ${e}) outside dataset ${this.path} of length ${n}.`,
         { tag: "MalformedInput", object: objectIn(this.location, this.path) },
       );
@@ -304,7 +304,7 @@ class Hdf5Array implements TreeArray {
       this.element !== "float" &&
       this.element !== "bool"
     ) {
-      throw new InputError(`${this.location}: dataset ${this.path} is not numeric.`, {
+      throw new AnndataError(`${this.location}: dataset ${this.path} is not numeric.`, {
         tag: "MalformedInput",
         object: objectIn(this.location, this.path),
       });
@@ -316,7 +316,7 @@ class Hdf5Array implements TreeArray {
     for (let d = 1; d < this.shape.length; d++) sel.push([0, this.shape[d] as number]);
     const v = this.dataset.slice(sel);
     if (ArrayBuffer.isView(v)) return v as NumericValues;
-    throw new InputError(`${this.location}: dataset ${this.path} did not read as numbers.`, {
+    throw new AnndataError(`${this.location}: dataset ${this.path} did not read as numbers.`, {
       tag: "MalformedInput",
       object: objectIn(this.location, this.path),
     });
@@ -325,7 +325,7 @@ class Hdf5Array implements TreeArray {
   private readStringsNow(start?: number, end?: number): string[] {
     this.checkFilters();
     if (this.element !== "string") {
-      throw new InputError(`${this.location}: dataset ${this.path} does not hold strings.`, {
+      throw new AnndataError(`${this.location}: dataset ${this.path} does not hold strings.`, {
         tag: "MalformedInput",
         object: objectIn(this.location, this.path),
       });
@@ -353,7 +353,7 @@ class Hdf5Array implements TreeArray {
     this.checkFilters();
     const fields = this.fields;
     if (!fields) {
-      throw new InputError(`${this.location}: dataset ${this.path} is not a compound (record) array.`, {
+      throw new AnndataError(`${this.location}: dataset ${this.path} is not a compound (record) array.`, {
         tag: "MalformedInput",
         object: objectIn(this.location, this.path),
       });

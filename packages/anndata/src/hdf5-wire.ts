@@ -1,6 +1,6 @@
 /** The messages between {@link openHdf5}'s main-thread tree and its worker (hdf5-worker.ts). */
 
-import type { InputErrorTag, InputHint } from "./errors.js";
+import type { AnndataErrorTag, InputHint } from "./errors.js";
 import type { CompoundField, ElementKind } from "./tree.js";
 
 /** A request without its id. */
@@ -27,8 +27,8 @@ export type NodeInfo =
 
 /** An error thrown in the worker, rebuilt as the same error class on the main thread. */
 export interface WireError {
-  /** Absent for an error that is not an InputError (a bug). */
-  tag?: InputErrorTag;
+  /** Absent for an error that is not an AnndataError (a bug). */
+  tag?: AnndataErrorTag;
   message: string;
   object?: string | undefined;
   expected?: unknown;
@@ -38,7 +38,7 @@ export interface WireError {
   cause?: string | undefined;
   /** Present for an UnsupportedFilterError. */
   filter?: { id: number; name: string; why: string };
-  /** What h5wasm printed last, for an error that is not an InputError. */
+  /** What h5wasm printed last, for an error that is not an AnndataError. */
   printed?: string[];
 }
 

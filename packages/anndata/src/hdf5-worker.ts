@@ -8,7 +8,7 @@
  */
 
 import { parentPort } from "node:worker_threads";
-import { InputError, UnsupportedFilterError } from "./errors.js";
+import { AnndataError, UnsupportedFilterError } from "./errors.js";
 import { openHdf5InThread } from "./hdf5-tree.js";
 import type { HdfReply, HdfRequest, NodeInfo, WireError } from "./hdf5-wire.js";
 // first: h5wasm binds console.error when it loads
@@ -44,7 +44,7 @@ function wire(err: unknown): WireError {
       filter: { id: err.filterId, name: err.filterName, why: err.why },
     };
   }
-  if (err instanceof InputError) {
+  if (err instanceof AnndataError) {
     return {
       tag: err._tag,
       message: err.message,
@@ -55,7 +55,7 @@ function wire(err: unknown): WireError {
       cause: err.cause instanceof Error ? err.cause.message : undefined,
     };
   }
-  // every h5wasm failure is turned into an InputError by the tree; anything else is a bug here
+  // every h5wasm failure is turned into an AnndataError by the tree; anything else is a bug here
   return { message: err instanceof Error ? err.message : String(err), printed: recentlyPrinted() };
 }
 

@@ -6,8 +6,8 @@
  */
 
 export {
-  InputError,
-  type InputErrorTag,
+  AnndataError,
+  type AnndataErrorTag,
   type InputHint,
   isAnndataError,
   NotCountsError,

@@ -5,11 +5,11 @@
  * bits and the next byte). Browser-safe.
  */
 
-import { InputError } from "./errors.js";
+import { AnndataError } from "./errors.js";
 
 /** The refusal of a damaged LZF stream. */
-function malformed(why: string): InputError {
-  return new InputError(`lzf: ${why}`, { tag: "MalformedInput" });
+function malformed(why: string): AnndataError {
+  return new AnndataError(`lzf: ${why}`, { tag: "MalformedInput" });
 }
 
 /** Decompresses `input`; `sizeHint` is the expected output size (grown when too small). */

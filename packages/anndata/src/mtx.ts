@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { createGunzip, gunzipSync } from "node:zlib";
 import { RowBlockBuilder } from "./canonical.js";
-import { InputError } from "./errors.js";
+import { AnndataError } from "./errors.js";
 import { BaseSource } from "./source.js";
 import { CellBucketSpill } from "./spill.js";
 import type { CanonicalRowBlock, ColumnTable, TableColumn } from "./types.js";
@@ -53,26 +53,26 @@ async function readHeader(path: string): Promise<MtxHeader> {
       banner = line;
       const parts = line.trim().toLowerCase().split(/\s+/);
       if (parts[0] !== "%%matrixmarket" || parts[1] !== "matrix") {
-        throw new InputError(
+        throw new AnndataError(
           `${path}: not a Matrix Market file (banner ${JSON.stringify(line.slice(0, 60))}).`,
           { tag: "MalformedInput", object: path },
         );
       }
       if (parts[2] !== "coordinate") {
-        throw new InputError(
+        throw new AnndataError(
           `${path}: Matrix Market "${parts[2]}" (dense) files are not supported; expected "coordinate".`,
           { tag: "Unsupported", object: path },
         );
       }
       const field = parts[3];
       if (field !== "integer" && field !== "real" && field !== "pattern") {
-        throw new InputError(
+        throw new AnndataError(
           `${path}: Matrix Market field "${field}" is not supported (integer, real or pattern).`,
           { tag: "Unsupported", object: path },
         );
       }
       if ((parts[4] ?? "general") !== "general") {
-        throw new InputError(
+        throw new AnndataError(
           `${path}: Matrix Market symmetry "${parts[4]}" is not supported; expected "general".`,
           { tag: "Unsupported", object: path },
         );
@@ -82,7 +82,7 @@ async function readHeader(path: string): Promise<MtxHeader> {
     if (line.startsWith("%") || line.trim() === "") continue;
     const nums = line.trim().split(/\s+/).map(Number);
     if (nums.length !== 3 || !nums.every((n) => Number.isInteger(n) && n >= 0)) {
-      throw new InputError(`${path}: bad size line ${JSON.stringify(line)}.`, {
+      throw new AnndataError(`${path}: bad size line ${JSON.stringify(line)}.`, {
         tag: "MalformedInput",
         object: path,
       });
@@ -95,7 +95,7 @@ async function readHeader(path: string): Promise<MtxHeader> {
       field: b[3] as MtxHeader["field"],
     };
   }
-  throw new InputError(`${path}: Matrix Market file without a size line.`, {
+  throw new AnndataError(`${path}: Matrix Market file without a size line.`, {
     tag: "MalformedInput",
     object: path,
   });
@@ -137,7 +137,7 @@ async function* entryBatches(
   const fields: number[] = [0, 0];
   const dec = new TextDecoder();
   const bad = (line: Uint8Array) =>
-    new InputError(
+    new AnndataError(
       `${path}: line ${lineNo} (${JSON.stringify(dec.decode(line).slice(0, 80))}) is not an entry within ${h.rows} x ${h.cols}.`,
       { tag: "MalformedInput", object: path },
     );
@@ -219,7 +219,7 @@ async function* entryBatches(
     raw.destroy();
   }
   if (count !== h.nnz) {
-    throw new InputError(`${path}: the size line announces ${h.nnz} entries, the file has ${count}.`, {
+    throw new AnndataError(`${path}: the size line announces ${h.nnz} entries, the file has ${count}.`, {
       tag: "MalformedInput",
       object: path,
     });
@@ -273,7 +273,7 @@ export async function openTenxMtx(dir: string): Promise<MtxSource> {
       features === undefined ? "features.tsv[.gz] or genes.tsv" : "",
       barcodes === undefined ? "barcodes.tsv[.gz]" : "",
     ].filter(Boolean);
-    throw new InputError(`${dir}: a 10x Matrix Market folder needs ${missing.join(", ")}.`, {
+    throw new AnndataError(`${dir}: a 10x Matrix Market folder needs ${missing.join(", ")}.`, {
       tag: "MalformedInput",
       object: dir,
     });
@@ -285,7 +285,7 @@ export async function openTenxMtx(dir: string): Promise<MtxSource> {
     const feat = await readTsv(features);
     const bc = await readTsv(barcodes);
     if (feat.length !== nGenes || bc.length !== nCells) {
-      throw new InputError(
+      throw new AnndataError(
         `${dir}: matrix is ${nGenes} genes x ${nCells} cells, but there are ${feat.length} features and ${bc.length} barcodes.`,
         { tag: "MalformedInput", object: dir },
       );

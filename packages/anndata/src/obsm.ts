@@ -8,7 +8,7 @@
  */
 
 import { readDataFrame } from "./dataframe.js";
-import { InputError, objectIn } from "./errors.js";
+import { AnndataError, objectIn } from "./errors.js";
 import { attrString, joinPath, type Tree, type TreeArray, toNumbers } from "./tree.js";
 import type { Embedding, NumericValues } from "./types.js";
 
@@ -20,7 +20,7 @@ export async function obsmKeys(tree: Tree): Promise<string[]> {
   if (node === undefined) return [];
   if (node.kind === "group") return node.keys();
   if (node.fields) return node.fields.map((f) => f.name);
-  throw new InputError(
+  throw new AnndataError(
     `${tree.location}: obsm is an array that is not a record array; expected a group (or a pre-0.7 compound dataset).`,
     { tag: "MalformedInput", object: objectIn(tree.location, OBSM) },
   );
@@ -34,7 +34,7 @@ export async function readObsmEntry(tree: Tree, key: string, nCells: number): Pr
   const path = joinPath(OBSM, key);
   const node = await tree.get(path);
   if (node === undefined) {
-    throw new InputError(`${loc}: has no obsm entry ${JSON.stringify(key)}.`, {
+    throw new AnndataError(`${loc}: has no obsm entry ${JSON.stringify(key)}.`, {
       tag: "MissingMatrix",
       object: objectIn(loc, path),
     });
@@ -58,7 +58,7 @@ export async function readObsmEntry(tree: Tree, key: string, nCells: number): Pr
     );
   }
   if (entry.shape[0] !== nCells) {
-    throw new InputError(
+    throw new AnndataError(
       `${loc}: obsm entry ${JSON.stringify(key)} has ${entry.shape[0]} rows, but the matrix has ${nCells} cells.`,
       { tag: "MalformedInput", object: objectIn(loc, path) },
     );
@@ -67,8 +67,8 @@ export async function readObsmEntry(tree: Tree, key: string, nCells: number): Pr
 }
 
 /** `encoding`: a quoted encoding-type, or a description of what was found instead. */
-function unsupported(tree: Tree, key: string, path: string, encoding: string): InputError {
-  return new InputError(
+function unsupported(tree: Tree, key: string, path: string, encoding: string): AnndataError {
+  return new AnndataError(
     `${tree.location}: obsm entry ${JSON.stringify(key)} (${path}) has encoding ${encoding}, ` +
       "which is not supported: only dense numeric arrays, csr_matrix, csc_matrix and dataframe entries are read. " +
       "Read the other entries by name, or convert this one (e.g. to a numeric array) with anndata.",
@@ -87,7 +87,7 @@ async function denseEntry(tree: Tree, key: string, a: TreeArray): Promise<Embedd
     throw unsupported(tree, key, a.path, JSON.stringify(what));
   }
   if (a.shape.length === 0) {
-    throw new InputError(`${tree.location}: obsm entry ${JSON.stringify(key)} is a scalar.`, {
+    throw new AnndataError(`${tree.location}: obsm entry ${JSON.stringify(key)} is a scalar.`, {
       tag: "MalformedInput",
       object: objectIn(tree.location, a.path),
     });
@@ -109,7 +109,7 @@ async function sparseEntry(
 ): Promise<Embedding> {
   const loc = tree.location;
   const bad = (what: string) =>
-    new InputError(`${loc}: obsm entry ${JSON.stringify(key)} (${enc}): ${what}.`, {
+    new AnndataError(`${loc}: obsm entry ${JSON.stringify(key)} (${enc}): ${what}.`, {
       tag: "MalformedInput",
       object: objectIn(loc, path),
     });
@@ -185,7 +185,7 @@ async function legacyEntry(tree: Tree, obsm: TreeArray, key: string, nCells: num
   const loc = tree.location;
   const field = obsm.fields?.find((f) => f.name === key);
   if (field === undefined) {
-    throw new InputError(`${loc}: has no obsm entry ${JSON.stringify(key)}.`, {
+    throw new AnndataError(`${loc}: has no obsm entry ${JSON.stringify(key)}.`, {
       tag: "MissingMatrix",
       object: objectIn(loc, OBSM),
     });
@@ -195,7 +195,7 @@ async function legacyEntry(tree: Tree, obsm: TreeArray, key: string, nCells: num
   }
   const n = obsm.shape[0] ?? 0;
   if (n !== nCells) {
-    throw new InputError(
+    throw new AnndataError(
       `${loc}: the pre-0.7 obsm record array has ${n} rows, but the matrix has ${nCells} cells.`,
       { tag: "MalformedInput", object: objectIn(loc, OBSM) },
     );

@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { constants, gunzipSync } from "node:zlib";
 import { parseLocation } from "@deltacells/storage";
 import { openAnnData } from "./anndata.js";
-import { InputError } from "./errors.js";
+import { AnndataError } from "./errors.js";
 import { LocalZarrStore } from "./folder-store.js";
 import { openHdf5 } from "./hdf5-thread.js";
 import { openMtx, openTenxMtx } from "./mtx.js";
@@ -58,7 +58,7 @@ export async function openInput(location: string, opts: OpenInputOptions = {}): 
   if (remote && format !== "anndata-zarr" && format !== "zarr-array" && format !== "10x-mtx")
     throw notLocal(location, `a ${format} input`);
   if (!FORMATS.includes(format)) {
-    throw new InputError(
+    throw new AnndataError(
       `${path}: unknown input format ${JSON.stringify(format)}; expected one of ${FORMATS.join(", ")}.`,
       { tag: "UnknownFormat", object: path },
     );
@@ -69,7 +69,7 @@ export async function openInput(location: string, opts: OpenInputOptions = {}): 
     format !== "anndata-zarr" &&
     format !== "zarr-array"
   ) {
-    throw new InputError(
+    throw new AnndataError(
       `${path}: a ${format} input has no layers or raw matrix; the ${opts.raw ? "raw" : "layer"} option applies to AnnData inputs only.`,
       {
         tag: "MissingMatrix",
@@ -79,17 +79,20 @@ export async function openInput(location: string, opts: OpenInputOptions = {}): 
     );
   }
   if (opts.genome !== undefined && format !== "10x-h5") {
-    throw new InputError(
+    throw new AnndataError(
       `${path}: the genome option applies to Cell Ranger HDF5 files only, not to ${format}: this input has one matrix.`,
       { tag: "Unsupported", object: path, hint: { kind: "drop-option", option: "genome" } },
     );
   }
   if (opts.transpose && format !== "mtx") {
-    throw new InputError(`${path}: transpose applies to plain Matrix Market files only, not to ${format}.`, {
-      tag: "Unsupported",
-      object: path,
-      hint: { kind: "drop-option", option: "transpose" },
-    });
+    throw new AnndataError(
+      `${path}: transpose applies to plain Matrix Market files only, not to ${format}.`,
+      {
+        tag: "Unsupported",
+        object: path,
+        hint: { kind: "drop-option", option: "transpose" },
+      },
+    );
   }
   switch (format) {
     case "h5ad": {
@@ -138,7 +141,7 @@ export async function detectFormat(path: string): Promise<InputFormat> {
   try {
     st = await stat(path);
   } catch (cause) {
-    throw new InputError(`${path}: no such file or folder.`, { tag: "UnknownFormat", object: path, cause });
+    throw new AnndataError(`${path}: no such file or folder.`, { tag: "UnknownFormat", object: path, cause });
   }
   if (st.isDirectory()) {
     const names = new Set(await readdir(path));
@@ -148,7 +151,7 @@ export async function detectFormat(path: string): Promise<InputFormat> {
     if ((names.has(".zgroup") || names.has("zarr.json")) && (names.has("X") || names.has("obs")))
       return "anndata-zarr";
     if (names.has("matrix.mtx") || names.has("matrix.mtx.gz")) return "10x-mtx";
-    throw new InputError(
+    throw new AnndataError(
       `${path}: a folder that is neither a zarr store (.zgroup, zarr.json, .zarray) nor a 10x Matrix Market folder (matrix.mtx[.gz]).`,
       { tag: "UnknownFormat", object: path },
     );
@@ -166,7 +169,7 @@ export async function detectFormat(path: string): Promise<InputFormat> {
     }
   }
   if (new TextDecoder().decode(text.subarray(0, 14)).toLowerCase() === "%%matrixmarket") return "mtx";
-  throw new InputError(
+  throw new AnndataError(
     `${path}: ${basename(path)} is not an HDF5 file (.h5ad, 10x .h5), a Matrix Market file, or a zarr/10x folder.`,
     { tag: "UnknownFormat", object: path },
   );

@@ -6,7 +6,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { InputError, objectIn } from "./errors.js";
+import { AnndataError, objectIn } from "./errors.js";
 import type { MatrixSource, RemoteStore } from "./types.js";
 
 /** The files of a 10x Matrix Market folder, each looked for under its names in this order. */
@@ -33,7 +33,7 @@ export async function copyToTemp(store: RemoteStore, url: string, groups: string
         break;
       }
       if (!found) {
-        throw new InputError(`${url}: no ${names.join(" or ")} there.`, {
+        throw new AnndataError(`${url}: no ${names.join(" or ")} there.`, {
           tag: "MalformedInput",
           object: objectIn(url, names[0]),
         });

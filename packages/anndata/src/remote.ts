@@ -6,7 +6,7 @@
  * fetched file), so they are refused with the command that copies them.
  */
 import { parseLocation } from "@deltacells/storage";
-import { InputError } from "./errors.js";
+import { AnndataError } from "./errors.js";
 import type { InputFormat, RemoteStore } from "./types.js";
 import type { ZarrTreeStore } from "./zarr-tree.js";
 
@@ -27,8 +27,8 @@ function copyCommand(url: string, folder: boolean): string {
 }
 
 /** Refusal of a remote input whose format is read from local files only. */
-export function notLocal(url: string, what: string, folder = false): InputError {
-  return new InputError(
+export function notLocal(url: string, what: string, folder = false): AnndataError {
+  return new AnndataError(
     `${url}: ${what} is read from a local file only (zarr stores and Matrix Market files are read over the network), so copy it first: ${copyCommand(url, folder)}; then convert the copy.`,
     { tag: "NotLocal", object: url },
   );
@@ -37,14 +37,14 @@ export function notLocal(url: string, what: string, folder = false): InputError 
 /** Refuses a URL the readers cannot reach: an unknown scheme, or no store to read it through. */
 export function checkRemote(url: string, scheme: string, openStore: unknown): void {
   if (scheme !== "s3" && scheme !== "http" && scheme !== "https") {
-    throw new InputError(
+    throw new AnndataError(
       `${url}: inputs are local paths, file://, s3:// or http(s):// URLs, not ${scheme}://.`,
       { tag: "Unsupported", object: url },
     );
   }
   if (/\.(h5ad|h5|hdf5)$/i.test(url)) throw notLocal(url, "an HDF5 file (.h5ad, 10x .h5)");
   if (typeof openStore !== "function") {
-    throw new InputError(
+    throw new AnndataError(
       `${url}: reading a zarr input over ${scheme}:// needs a store: pass openInput's openStore option (the deltacells command does).`,
       { tag: "Unsupported", object: url },
     );
@@ -98,7 +98,7 @@ export async function detectRemoteFormat(store: RemoteZarrStore, url: string): P
     try {
       nodeType = (JSON.parse(new TextDecoder().decode(v3)) as { node_type?: unknown }).node_type;
     } catch (cause) {
-      throw new InputError(`${url}/zarr.json is not JSON.`, { tag: "MalformedInput", object: url, cause });
+      throw new AnndataError(`${url}/zarr.json is not JSON.`, { tag: "MalformedInput", object: url, cause });
     }
     if (nodeType === "array") return "zarr-array";
     if ((await has("/X/zarr.json")) || (await has("/obs/zarr.json"))) return "anndata-zarr";
@@ -115,7 +115,7 @@ export async function detectRemoteFormat(store: RemoteZarrStore, url: string): P
       return "anndata-zarr";
   }
   if ((await has("/matrix.mtx.gz")) || (await has("/matrix.mtx"))) return "10x-mtx";
-  throw new InputError(
+  throw new AnndataError(
     `${url}: no AnnData zarr store, zarr array or 10x Matrix Market folder there (no zarr.json, .zgroup or .zarray with X or obs, no matrix.mtx[.gz]). HDF5 inputs must be local: copy them first (${copyCommand(url, false)}).`,
     { tag: "UnknownFormat", object: url },
   );

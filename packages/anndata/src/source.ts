@@ -5,7 +5,7 @@
 
 import type { CellRange } from "./blocks.js";
 import { BadCount, BadGeneIndex } from "./canonical.js";
-import { InputError, NotCountsError, objectIn } from "./errors.js";
+import { AnndataError, NotCountsError, objectIn } from "./errors.js";
 import type {
   CanonicalRowBlock,
   ColumnTable,
@@ -52,7 +52,7 @@ export abstract class BaseSource implements MatrixSource {
   /** One obsm entry, called only with a key from {@link readObsmKeys}. */
   protected readObsmEntry(key: string): Promise<Embedding> {
     return Promise.reject(
-      new InputError(`${this.location}: has no obsm entry ${JSON.stringify(key)}.`, {
+      new AnndataError(`${this.location}: has no obsm entry ${JSON.stringify(key)}.`, {
         tag: "MissingMatrix",
         object: this.location,
       }),
@@ -68,7 +68,7 @@ export abstract class BaseSource implements MatrixSource {
     const out: [string, Embedding][] = [];
     for (const key of keys ?? all) {
       if (!all.includes(key)) {
-        throw new InputError(
+        throw new AnndataError(
           `${this.location}: has no obsm entry ${JSON.stringify(key)}.` +
             (all.length > 0 ? ` Available: ${all.join(", ")}.` : " It has no obsm entries at all."),
           { tag: "MissingMatrix", object: objectIn(this.location, `obsm/${key}`) },
@@ -138,7 +138,7 @@ export abstract class BaseSource implements MatrixSource {
       });
     }
     if (err instanceof BadGeneIndex) {
-      return new InputError(
+      return new AnndataError(
         `${this.location}: ${this.matrixPath}: cell ${err.cell} has gene index ${err.gene}, outside [0, ${err.nGenes}).`,
         { tag: "MalformedInput", object: objectIn(this.location, this.matrixPath), cause: err },
       );

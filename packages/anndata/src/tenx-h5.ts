@@ -15,7 +15,7 @@
  */
 
 import { type CellRange, csrBlocks, type MatrixShape, type SparseLayout } from "./blocks.js";
-import { InputError, objectIn } from "./errors.js";
+import { AnndataError, objectIn } from "./errors.js";
 import { BaseSource } from "./source.js";
 import { joinPath, type Tree, type TreeArray, toNumbers } from "./tree.js";
 import type { CanonicalRowBlock, ColumnTable, TableColumn } from "./types.js";
@@ -37,7 +37,7 @@ export async function openTenxH5(tree: Tree, genome: string | undefined): Promis
     }
     if (genome !== undefined) {
       if (!genomes.includes(genome)) {
-        throw new InputError(
+        throw new AnndataError(
           `${loc}: no genome ${JSON.stringify(genome)}; the file has ${genomes.join(", ") || "none"}.`,
           { tag: "MissingMatrix", object: objectIn(loc, genome) },
         );
@@ -46,7 +46,7 @@ export async function openTenxH5(tree: Tree, genome: string | undefined): Promis
     } else if (genomes.length === 1) {
       group = genomes[0] as string;
     } else {
-      throw new InputError(
+      throw new AnndataError(
         genomes.length === 0
           ? `${loc}: not a 10x HDF5 matrix (no matrix/ group and no genome group with genes).`
           : `${loc}: the file holds several genomes (${genomes.join(", ")}): choose one of them.`,
@@ -61,7 +61,7 @@ export async function openTenxH5(tree: Tree, genome: string | undefined): Promis
   }
   if (v3 && genome !== undefined) {
     // v3 files mix genomes in one matrix (features/genome); selecting is not supported
-    throw new InputError(
+    throw new AnndataError(
       `${loc}: the genome option applies to Cell Ranger v2 files only; a v3 file has one matrix for every genome.`,
       { tag: "Unsupported", object: loc, hint: { kind: "drop-option", option: "genome" } },
     );
@@ -69,7 +69,7 @@ export async function openTenxH5(tree: Tree, genome: string | undefined): Promis
   const arr = async (name: string): Promise<TreeArray> => {
     const a = await tree.get(joinPath(group, name));
     if (a?.kind !== "array") {
-      throw new InputError(`${loc}: 10x matrix ${group} has no ${name} dataset.`, {
+      throw new AnndataError(`${loc}: 10x matrix ${group} has no ${name} dataset.`, {
         tag: "MalformedInput",
         object: objectIn(loc, joinPath(group, name)),
       });
@@ -78,7 +78,7 @@ export async function openTenxH5(tree: Tree, genome: string | undefined): Promis
   };
   const shape = Array.from(toNumbers(await (await arr("shape")).read()));
   if (shape.length !== 2) {
-    throw new InputError(`${loc}: ${group}/shape is not 2 numbers.`, {
+    throw new AnndataError(`${loc}: ${group}/shape is not 2 numbers.`, {
       tag: "MalformedInput",
       object: objectIn(loc, `${group}/shape`),
     });
@@ -120,7 +120,7 @@ export class TenxH5Source extends BaseSource {
   private async strings(path: string, n: number): Promise<string[]> {
     const a = await this.tree.get(path);
     if (a?.kind !== "array" || a.shape[0] !== n) {
-      throw new InputError(`${this.location}: ${path} is missing or does not have ${n} entries.`, {
+      throw new AnndataError(`${this.location}: ${path} is missing or does not have ${n} entries.`, {
         tag: "MalformedInput",
         object: objectIn(this.location, path),
       });
@@ -172,7 +172,7 @@ export class TenxH5Source extends BaseSource {
     const a = await this.tree.get(path);
     if (a?.kind !== "array") return undefined;
     if (a.shape.length !== 1 || a.shape[0] !== n) {
-      throw new InputError(
+      throw new AnndataError(
         `${this.location}: ${path} has shape [${a.shape.join(", ")}], not one entry per row (${n}).`,
         { tag: "MalformedInput", object: objectIn(this.location, path) },
       );

@@ -5,7 +5,7 @@
 
 import { openAnnData } from "./anndata.js";
 import { type CellRange, denseBlocks, type MatrixShape } from "./blocks.js";
-import { InputError } from "./errors.js";
+import { AnndataError } from "./errors.js";
 import { BaseSource } from "./source.js";
 import type { Tree, TreeArray } from "./tree.js";
 import type { CanonicalRowBlock, ColumnTable, MatrixSource, OpenInputOptions } from "./types.js";
@@ -14,13 +14,13 @@ export async function openZarrArray(tree: Tree, opts: OpenInputOptions): Promise
   const root = await tree.get("");
   if (root?.kind === "group") return openAnnData(tree, "anndata-zarr", opts);
   if (root?.kind !== "array" || root.shape.length !== 2) {
-    throw new InputError(`${tree.location}: expected a 2-d zarr array (cells x genes) at the root.`, {
+    throw new AnndataError(`${tree.location}: expected a 2-d zarr array (cells x genes) at the root.`, {
       tag: "MalformedInput",
       object: tree.location,
     });
   }
   if (opts.layer !== undefined || opts.raw) {
-    throw new InputError(`${tree.location}: a bare zarr array has no layers or raw matrix.`, {
+    throw new AnndataError(`${tree.location}: a bare zarr array has no layers or raw matrix.`, {
       tag: "MissingMatrix",
       object: tree.location,
     });

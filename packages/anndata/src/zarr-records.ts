@@ -8,7 +8,7 @@
 
 import { Blosc, GZip, Zlib } from "numcodecs";
 import { parseDatetimeUnit } from "./datetime-text.js";
-import { InputError, objectIn } from "./errors.js";
+import { AnndataError, objectIn } from "./errors.js";
 import type { CompoundField, ElementKind, TreeArray } from "./tree.js";
 import type { NumericValues } from "./types.js";
 import type { ZarrTreeStore } from "./zarr-tree.js";
@@ -44,7 +44,7 @@ export async function openRecordArray(
   }
   if (!Array.isArray(meta.dtype)) return undefined;
   const bad = (what: string) =>
-    new InputError(`${location}: record array ${path}: ${what}.`, {
+    new AnndataError(`${location}: record array ${path}: ${what}.`, {
       tag: "Unsupported",
       object: objectIn(location, path),
     });
@@ -105,8 +105,8 @@ class RecordArray implements TreeArray {
     throw this.notPlain();
   }
 
-  private notPlain(): InputError {
-    return new InputError(`${this.location}: ${this.path} is a record array, not a plain array.`, {
+  private notPlain(): AnndataError {
+    return new AnndataError(`${this.location}: ${this.path} is a record array, not a plain array.`, {
       tag: "MalformedInput",
       object: objectIn(this.location, this.path),
     });
@@ -125,7 +125,7 @@ class RecordArray implements TreeArray {
             ? GZip.fromConfig(config)
             : undefined;
     if (codec === undefined) {
-      throw new InputError(
+      throw new AnndataError(
         `${this.location}: record array ${this.path} uses compressor ${id}, which is not supported.`,
         { tag: "Unsupported", object: objectIn(this.location, this.path) },
       );
@@ -143,7 +143,7 @@ class RecordArray implements TreeArray {
       if (raw === undefined) continue; // a missing chunk is the fill value; zeros are ours
       const bytes = await this.decode(raw);
       if (bytes.length < rows * this.itemSize) {
-        throw new InputError(`${this.location}: chunk ${c} of ${this.path} is too short.`, {
+        throw new AnndataError(`${this.location}: chunk ${c} of ${this.path} is too short.`, {
           tag: "MalformedInput",
           object: objectIn(this.location, this.path),
         });

@@ -5,7 +5,7 @@
 
 import * as zarr from "zarrita";
 import type { DatetimeUnit } from "./datetime-text.js";
-import { InputError, objectIn } from "./errors.js";
+import { AnndataError, objectIn } from "./errors.js";
 import type { ElementKind, Tree, TreeArray, TreeGroup, TreeNode } from "./tree.js";
 import type { NumericValues } from "./types.js";
 import { int64View, readArrayMeta, type ZarrArrayMeta } from "./zarr-dtype.js";
@@ -74,7 +74,7 @@ class ZarrTree implements Tree {
       if (meta !== undefined) return this.openUnknown(meta, path, cause);
       if (cause instanceof Error && cause.name === "NotFoundError") return undefined;
       if (cause instanceof Error && /not found/i.test(cause.message)) return undefined;
-      throw new InputError(`${this.location}: cannot open zarr node ${path}: ${String(cause)}`, {
+      throw new AnndataError(`${this.location}: cannot open zarr node ${path}: ${String(cause)}`, {
         tag: "MalformedInput",
         object: objectIn(this.location, path),
         cause,
@@ -160,7 +160,7 @@ class ZarrArray implements TreeArray {
     const s = start ?? 0;
     const e = end ?? n;
     if (!(s >= 0 && e <= n && s <= e)) {
-      throw new InputError(
+      throw new AnndataError(
         `${this.location}: read of [${s}, ${e}) outside array ${this.path} of length ${n}.`,
         { tag: "MalformedInput", object: objectIn(this.location, this.path) },
       );
@@ -173,8 +173,8 @@ class ZarrArray implements TreeArray {
       if (this.shape.length === 0) return (await zarr.get(this.array)).data;
       return (await zarr.get(this.array, this.selection(start, end))).data;
     } catch (cause) {
-      if (cause instanceof InputError) throw cause;
-      throw new InputError(`${this.location}: cannot read zarr array ${this.path}: ${String(cause)}`, {
+      if (cause instanceof AnndataError) throw cause;
+      throw new AnndataError(`${this.location}: cannot read zarr array ${this.path}: ${String(cause)}`, {
         tag: "MalformedInput",
         object: objectIn(this.location, this.path),
         cause,
@@ -191,7 +191,7 @@ class ZarrArray implements TreeArray {
     if (ArrayBuffer.isView(data)) return data as NumericValues;
     if (typeof data === "number") return Float64Array.of(data);
     if (typeof data === "bigint") return BigInt64Array.of(data);
-    throw new InputError(`${this.location}: zarr array ${this.path} is not numeric.`, {
+    throw new AnndataError(`${this.location}: zarr array ${this.path} is not numeric.`, {
       tag: "MalformedInput",
       object: objectIn(this.location, this.path),
     });
@@ -204,17 +204,20 @@ class ZarrArray implements TreeArray {
       return Array.from({ length: data.length }, (_, i) => data.get(i));
     }
     if (typeof data === "string") return [data];
-    throw new InputError(`${this.location}: zarr array ${this.path} does not hold strings.`, {
+    throw new AnndataError(`${this.location}: zarr array ${this.path} does not hold strings.`, {
       tag: "MalformedInput",
       object: objectIn(this.location, this.path),
     });
   }
 
   async readCompound(): Promise<Map<string, string[] | NumericValues>> {
-    throw new InputError(`${this.location}: zarr array ${this.path}: record arrays are not supported here.`, {
-      tag: "Unsupported",
-      object: objectIn(this.location, this.path),
-    });
+    throw new AnndataError(
+      `${this.location}: zarr array ${this.path}: record arrays are not supported here.`,
+      {
+        tag: "Unsupported",
+        object: objectIn(this.location, this.path),
+      },
+    );
   }
 }
 
@@ -249,8 +252,8 @@ class UnreadableArray implements TreeArray {
     }
   }
 
-  private refuse(): InputError {
-    return new InputError(
+  private refuse(): AnndataError {
+    return new AnndataError(
       `${this.location}: zarr array ${this.path} holds ${this.dtype}, a data type this reader cannot decode.`,
       {
         tag: "Unsupported",

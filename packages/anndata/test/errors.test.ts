@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { thrownBy } from "../../../test-utils/thrown.js";
 import { csrSliceToBlock, RowBlockBuilder } from "../src/canonical.js";
-import { type InputErrorTag, isAnndataError } from "../src/index.js";
+import { type AnndataErrorTag, isAnndataError } from "../src/index.js";
 import { openInput } from "../src/node.js";
 import { DATA, drain } from "./helpers.js";
 
@@ -26,7 +26,7 @@ function file(name: string, text: string): string {
 interface Case {
   name: string;
   run: () => unknown;
-  tag: InputErrorTag;
+  tag: AnndataErrorTag;
   object?: RegExp;
 }
 
@@ -87,7 +87,7 @@ const CASES: Case[] = [
 for (const c of CASES) {
   test(`tagged: ${c.name} -> ${c.tag}`, async () => {
     const thrown = await thrownBy(c.run);
-    assert.ok(isAnndataError(thrown), `not an InputError: ${String(thrown)}`);
+    assert.ok(isAnndataError(thrown), `not an AnndataError: ${String(thrown)}`);
     assert.equal(
       (thrown as unknown as Record<symbol, unknown>)[Symbol.for("deltacells.error")],
       "@deltacells/anndata",

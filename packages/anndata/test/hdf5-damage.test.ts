@@ -10,7 +10,7 @@ import { closeSync, constants, mkdtempSync, openSync, readFileSync, rmSync, writ
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { InputError } from "../src/index.js";
+import { AnndataError } from "../src/index.js";
 import { openInput } from "../src/node.js";
 import { DATA } from "./helpers.js";
 
@@ -49,7 +49,7 @@ async function readAll(path: string, opts = {}): Promise<string[]> {
 
 function refusedNaming(path: string, object: string, pattern: RegExp) {
   return (err: unknown) => {
-    assert.ok(err instanceof InputError, `a tagged InputError, got ${String(err)}`);
+    assert.ok(err instanceof AnndataError, `a tagged AnndataError, got ${String(err)}`);
     assert.equal(err._tag, "MalformedInput");
     assert.equal(err.object, `${path}/${object}`);
     assert.match(err.message, pattern);
@@ -94,7 +94,7 @@ test("an HDF5 read that makes no progress is stopped after the timeout, naming t
   await new Promise((resolve) => mk.on("exit", resolve));
   const started = performance.now();
   await assert.rejects(openInput(fifo, { format: "h5ad", hdf5Timeout: 1 }), (err: unknown) => {
-    assert.ok(err instanceof InputError);
+    assert.ok(err instanceof AnndataError);
     assert.equal(err._tag, "Stalled");
     assert.ok(err.object?.startsWith(fifo), "the error names the file");
     assert.match(err.message, /made no progress .* for 1 s and was stopped/);

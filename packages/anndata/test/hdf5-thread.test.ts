@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { Worker } from "node:worker_threads";
 import { openHdf5 } from "../src/hdf5-thread.js";
-import { InputError } from "../src/index.js";
+import { AnndataError } from "../src/index.js";
 import { openInput } from "../src/node.js";
 import type { TreeArray } from "../src/tree.js";
 import { DATA } from "./helpers.js";
@@ -33,7 +33,7 @@ async function stateAfterThisTurn(p: Promise<unknown>): Promise<"resolved" | "re
 
 function refusedAsClosed(path: string, object: string) {
   return (err: unknown) => {
-    assert.ok(err instanceof InputError, `an InputError, got ${String(err)}`);
+    assert.ok(err instanceof AnndataError, `an AnndataError, got ${String(err)}`);
     assert.equal(err._tag, "InvalidArgument");
     assert.equal(err.object, object === "" ? path : `${path}/${object}`);
     assert.equal(err.found, "closed");
@@ -78,7 +78,7 @@ test("row blocks asked for after an input is closed are refused, not waited for"
   const first = blocks.next();
   assert.equal(await stateAfterThisTurn(first), "rejected");
   await assert.rejects(first, (err: unknown) => {
-    assert.ok(err instanceof InputError && err._tag === "InvalidArgument", String(err));
+    assert.ok(err instanceof AnndataError && err._tag === "InvalidArgument", String(err));
     assert.match(err.message, /the file was closed/);
     return true;
   });

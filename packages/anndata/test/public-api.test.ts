@@ -11,7 +11,7 @@ import { assertSuperset, exportsOf } from "../../../test-utils/public-api.js";
 
 test("@deltacells/anndata exports exactly these names", () => {
   assert.deepEqual(exportsOf(browser), [
-    "InputError: class",
+    "AnndataError: class",
     "NotCountsError: class",
     "UnsupportedColumnsError: class",
     "UnsupportedFilterError: class",
@@ -21,7 +21,7 @@ test("@deltacells/anndata exports exactly these names", () => {
 
 test("@deltacells/anndata/node exports exactly these names", () => {
   assert.deepEqual(exportsOf(node), [
-    "InputError: class",
+    "AnndataError: class",
     "NotCountsError: class",
     "UnsupportedColumnsError: class",
     "UnsupportedFilterError: class",

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { openAnnData } from "../src/anndata.js";
 import { openHdf5 } from "../src/hdf5-thread.js";
-import { InputError, isAnndataError, NotCountsError, UnsupportedFilterError } from "../src/index.js";
+import { AnndataError, isAnndataError, NotCountsError, UnsupportedFilterError } from "../src/index.js";
 import { openInput } from "../src/node.js";
 import { counting, DATA, drain } from "./helpers.js";
 
@@ -219,7 +219,7 @@ test("an unknown format is refused", async () => {
     );
     await assert.rejects(
       openInput(txt, { format: "loom" as never }),
-      (err: unknown) => err instanceof InputError && err._tag === "UnknownFormat",
+      (err: unknown) => err instanceof AnndataError && err._tag === "UnknownFormat",
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -657,7 +657,7 @@ export class DeferredArray {
       throw new SporadikError(
         `${this.path} is spooled as ${this.carrier}; convert values before appending.`,
         {
-          tag: "ArgumentError",
+          tag: "InvalidArgument",
           object: this.path,
           expected: this.carrier,
           found: values instanceof Int32Array ? "int32" : "float64",

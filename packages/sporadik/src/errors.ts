@@ -24,7 +24,7 @@ export type SporadikErrorTag =
   /** A position outside the compressed axis. */
   | "PositionError"
   /** A call's argument or option outside its domain (a reversed run, a chunk of 0 elements ...). */
-  | "ArgumentError"
+  | "InvalidArgument"
   /** An object used after it was closed, removed or abandoned. */
   | "StateError"
   /** A decode worker thread could not start, failed or stopped. */

@@ -154,7 +154,7 @@ export function withFileParts<S extends WritableStore>(
     const path = resolve(join(base, key));
     if (!path.startsWith(base + sep)) {
       throw new SporadikError(`key ${key} resolves outside the folder ${base}; keys stay inside the store.`, {
-        tag: "ArgumentError",
+        tag: "InvalidArgument",
         object: key,
       });
     }

@@ -786,7 +786,7 @@ export class SparseReader {
     if (!Number.isInteger(start) || !Number.isInteger(stop) || start > stop) {
       throw new SporadikError(
         `[${start}, ${stop}) is not a run of positions; give whole numbers with start <= stop.`,
-        { tag: "ArgumentError", expected: "whole numbers start <= stop", found: [start, stop] },
+        { tag: "InvalidArgument", expected: "whole numbers start <= stop", found: [start, stop] },
       );
     }
     if (stop > start) {

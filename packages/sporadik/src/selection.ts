@@ -85,7 +85,7 @@ export class Selection {
     if (!Number.isInteger(which) || which < 0 || which >= this.length) {
       throw new SporadikError(
         `${which} is not one of the ${this.length} rows of this selection (0 to ${this.length - 1}).`,
-        { tag: "ArgumentError", expected: `0 <= row < ${this.length}`, found: which },
+        { tag: "InvalidArgument", expected: `0 <= row < ${this.length}`, found: which },
       );
     }
     const lo = numberAt(this.indptr, which);

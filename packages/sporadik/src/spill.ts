@@ -56,7 +56,7 @@ export function removed(name: string, what: string): SporadikError {
 export function outsideSpill(name: string, bytes: number, offset: number, length: number): SporadikError {
   return new SporadikError(
     `spill file ${name} holds ${bytes} bytes, so [${offset}, ${offset + length}) cannot be read.`,
-    { tag: "ArgumentError", object: name, expected: `[0, ${bytes})`, found: [offset, offset + length] },
+    { tag: "InvalidArgument", object: name, expected: `[0, ${bytes})`, found: [offset, offset + length] },
   );
 }
 

@@ -189,7 +189,7 @@ function positiveInteger(value: number | undefined, name: string, fallback: numb
   if (value === undefined) return fallback;
   if (!(Number.isSafeInteger(value) && value >= 1)) {
     throw new SporadikError(`${name} must be a positive whole number, not ${value}.`, {
-      tag: "ArgumentError",
+      tag: "InvalidArgument",
       expected: "a positive whole number",
       found: value,
     });

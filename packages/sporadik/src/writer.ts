@@ -48,7 +48,7 @@ export function checkChecksums(options: { checksums?: boolean; byteAddressable?:
   if (options.checksums === true && options.byteAddressable === true) {
     throw new SporadikError(
       "checksums and byteAddressable cannot be combined: a checksum covers a whole object, and a byte-range read of part of it cannot verify it. Write a chunked store with checksums, or a byte-addressable one without.",
-      { tag: "ArgumentError", expected: "checksums or byteAddressable", found: "both" },
+      { tag: "InvalidArgument", expected: "checksums or byteAddressable", found: "both" },
     );
   }
 }
@@ -162,7 +162,7 @@ export async function writeStore(
   const byAxis = layoutsByAxis(layouts);
   if (options.chunk !== undefined && !(Number.isSafeInteger(options.chunk) && options.chunk >= 1)) {
     throw new SporadikError(`chunk must be a positive whole number of elements, not ${options.chunk}.`, {
-      tag: "ArgumentError",
+      tag: "InvalidArgument",
       expected: "a positive whole number",
       found: options.chunk,
     });

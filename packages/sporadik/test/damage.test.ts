@@ -199,12 +199,12 @@ test("checksums and byteAddressable together are refused before anything is writ
   const backing = new MemoryStore();
   const layout = layoutFromCoords([2, 2], [[0], [1]], Int32Array.of(3), 0);
   await assert.rejects(writeStore(backing, layout, { checksums: true, byteAddressable: true }), {
-    _tag: "ArgumentError",
+    _tag: "InvalidArgument",
     message: /a byte-range read of part of it cannot verify it/,
   });
   await assert.rejects(
     StreamWriter.open(backing, { shape: [2, 2], checksums: true, byteAddressable: true }),
-    { _tag: "ArgumentError" },
+    { _tag: "InvalidArgument" },
   );
   assert.deepEqual(await backing.list(""), []);
 });

@@ -105,12 +105,12 @@ const CASES: Case[] = [
   {
     name: "a reversed run",
     run: async () => (await openReader(await store(), { axis: 0 })).slicesOver(3, 1),
-    tag: "ArgumentError",
+    tag: "InvalidArgument",
   },
   {
     name: "a row outside a selection",
     run: async () => (await (await openReader(await store(), { axis: 0 })).slicesAt([1, 2])).sliceAt(2),
-    tag: "ArgumentError",
+    tag: "InvalidArgument",
     found: 2,
   },
   {
@@ -123,7 +123,7 @@ const CASES: Case[] = [
           chunk: 0,
         },
       ),
-    tag: "ArgumentError",
+    tag: "InvalidArgument",
     found: 0,
   },
   {

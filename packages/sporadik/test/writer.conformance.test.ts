@@ -202,7 +202,7 @@ test("a refused chunk size writes nothing", async () => {
   const store = counting(new MemoryStore());
   await assert.rejects(
     writeStore(store, layoutFromCoords([5, 5], spec.coords, new Float32Array(spec.values), 0), { chunk: 0 }),
-    { _tag: "ArgumentError", found: 0 },
+    { _tag: "InvalidArgument", found: 0 },
   );
   assert.equal(store.requests.length, 0);
 });

@@ -10,7 +10,7 @@
 export type StorageErrorTag =
   | "StorageError" // any other backend failure (permissions, disk, malformed answers)
   | "InvalidKey" // a key that would escape the store root or is malformed, or a malformed range
-  | "InvalidOption" // an option out of its range (a concurrency limit, maxOpenFiles ...)
+  | "InvalidArgument" // an argument or option out of its range, as in every package (a concurrency limit, maxOpenFiles ...)
   | "RangeNotSatisfiable" // a range past the end of the object (416, or the object is shorter)
   | "HttpStatus" // an HTTP status that is neither success nor "missing"
   | "Network" // the connection failed or a body ended before its announced length (transient)

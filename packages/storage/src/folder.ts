@@ -176,7 +176,7 @@ export class FolderStore implements Store {
     const max = opts.maxOpenFiles ?? 128;
     if (!Number.isInteger(max) || max < 1) {
       throw new StorageError(`maxOpenFiles must be a positive integer, got ${max}`, {
-        tag: "InvalidOption",
+        tag: "InvalidArgument",
         object: this.url,
         expected: "a positive integer",
         found: max,
@@ -381,7 +381,7 @@ export class FolderStore implements Store {
     const space = allocate(size);
     if (space.length < size) {
       throw new StorageError(`getInto: allocate(${size}) returned ${space.length} bytes for ${key}`, {
-        tag: "InvalidOption",
+        tag: "InvalidArgument",
         object: objectAt(this.url, key),
         expected: `>= ${size} bytes`,
         found: space.length,

@@ -31,7 +31,7 @@ export class ConcurrencyLimitStore implements Store {
   constructor(inner: AnyStore, limit: number) {
     if (!Number.isInteger(limit) || limit < 1) {
       throw new StorageError(`a concurrency limit must be a positive integer, got ${limit}`, {
-        tag: "InvalidOption",
+        tag: "InvalidArgument",
         object: locationOf(inner),
         expected: "a positive integer",
         found: limit,

@@ -170,7 +170,7 @@ export class S3Store implements Store {
       if (!opts.accessKeyId || !opts.secretAccessKey) {
         throw new StorageError(
           `S3 store ${this.url}: accessKeyId and secretAccessKey must be given together (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)`,
-          { tag: "InvalidOption", object: this.url },
+          { tag: "InvalidArgument", object: this.url },
         );
       }
       this.signer = new S3Signer({
@@ -186,7 +186,12 @@ export class S3Store implements Store {
     if (this.partSize < S3_MIN_PART_SIZE) {
       throw new StorageError(
         `S3 store ${this.url}: partSize ${this.partSize} is below S3's minimum of 5 MiB`,
-        { tag: "InvalidOption", object: this.url, expected: `>= ${S3_MIN_PART_SIZE}`, found: this.partSize },
+        {
+          tag: "InvalidArgument",
+          object: this.url,
+          expected: `>= ${S3_MIN_PART_SIZE}`,
+          found: this.partSize,
+        },
       );
     }
     this.partConcurrency = Math.max(1, opts.partConcurrency ?? 4);
@@ -196,7 +201,7 @@ export class S3Store implements Store {
       throw new StorageError(
         `S3 store ${this.url}: copyPartSize ${this.copyPartSize} is outside S3's 5 MiB to 5 GiB`,
         {
-          tag: "InvalidOption",
+          tag: "InvalidArgument",
           object: this.url,
           expected: `${S3_MIN_PART_SIZE} to ${S3_MAX_COPY_OBJECT}`,
           found: this.copyPartSize,
@@ -359,7 +364,7 @@ export class S3Store implements Store {
     if (value.length > this.multipartThreshold) {
       throw new StorageError(
         `${url}: a create-only write is limited to one PUT (${this.multipartThreshold} bytes)`,
-        { tag: "InvalidOption", object: objectAt(this.url, key) },
+        { tag: "InvalidArgument", object: objectAt(this.url, key) },
       );
     }
     const res = await this.request("PUT", url, key, {

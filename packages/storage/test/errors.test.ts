@@ -63,13 +63,13 @@ const CASES: Case[] = [
   {
     name: "maxOpenFiles 0",
     run: () => new FolderStore(folder(), { maxOpenFiles: 0 }),
-    tag: "InvalidOption",
+    tag: "InvalidArgument",
     object: /storage-errors-/,
   },
   {
     name: "a concurrency limit of 0",
     run: () => withConcurrencyLimit(new MemoryStore("memory://m"), 0),
-    tag: "InvalidOption",
+    tag: "InvalidArgument",
     object: /^memory:\/\/m$/,
   },
   {
@@ -131,7 +131,7 @@ const CASES: Case[] = [
   {
     name: "an S3 part size below the minimum",
     run: () => new S3Store({ bucket: "b", region: "us-east-1", signRequests: false, partSize: 1024 }),
-    tag: "InvalidOption",
+    tag: "InvalidArgument",
     object: /^s3:\/\/b/,
   },
 ];

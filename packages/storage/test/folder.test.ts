@@ -138,7 +138,7 @@ describe("a folder store", () => {
     assert.equal(await s.getInto("k404", () => new Uint8Array(0)), undefined);
     await assert.rejects(
       s.getInto("k3", () => new Uint8Array(10)),
-      (e: unknown) => isStorageError(e, "InvalidOption"),
+      (e: unknown) => isStorageError(e, "InvalidArgument"),
     );
     await mkdir(join(s.root, "adir"));
     await assert.rejects(

@@ -110,10 +110,12 @@ ConcurrentChange = _family("ConcurrentChange", "An object changed under the comm
 NotAFolder = _family("NotAFolder", "A folder was expected.")
 TargetLocked = _family("TargetLocked", "Another conversion holds the output's writer lock.")
 
+# every package: one tag per idea
+InvalidArgument = _family("InvalidArgument", "An argument or option outside its domain.", ValueError)
+
 # @deltacells/storage
 StorageError = _family("StorageError", "A storage backend failed (permissions, disk, a malformed answer).")
 InvalidKey = _family("InvalidKey", "A key escaping the store's root or malformed, or a malformed range.")
-InvalidOption = _family("InvalidOption", "A storage option out of its range.", ValueError)
 RangeNotSatisfiable = _family("RangeNotSatisfiable", "A byte range past the end of an object.")
 HttpStatus = _family("HttpStatus", "An HTTP status that is neither success nor missing.")
 Network = _family("Network", "The connection failed or a body ended early (transient).", ConnectionError)
@@ -146,7 +148,6 @@ SpecError = _family("SpecError", "A sporadik spec version this reader cannot rea
 IncompleteError = _family("IncompleteError", "A sporadik store whose writer did not finish.")
 LayoutError = _family("LayoutError", "A sporadik layout contradicting itself.")
 PositionError = _family("PositionError", "A position outside a sporadik store's axis.", IndexError)
-ArgumentError = _family("ArgumentError", "An argument outside its domain.", ValueError)
 StateError = _family("StateError", "An object used after it was closed.")
 DecodeWorkerError = _family("DecodeWorkerError", "A sporadik decode worker failed.")
 EncodeWorkerError = _family("EncodeWorkerError", "A sporadik encode worker failed.")
@@ -159,7 +160,6 @@ NotCounts = _family("NotCounts", "Values that are not raw counts (layer= or raw=
 UnsupportedFilter = _family("UnsupportedFilter", "An HDF5 filter this reader cannot decode.")
 Unsupported = _family("Unsupported", "A valid feature this reader does not implement.")
 NotLocal = _family("NotLocal", "A URL given for a format read from local files only (HDF5, Matrix Market).")
-InvalidArgument = _family("InvalidArgument", "A call the contract rules out.", ValueError)
 Stalled = _family("Stalled", "HDF5 made no progress for hdf5_timeout seconds (a damaged file).", TimeoutError)
 
 _CLASSES: dict[str, type[DeltacellsError]] = {
