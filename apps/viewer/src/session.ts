@@ -344,8 +344,8 @@ export class Session {
   async barcode(cell: number, signal?: AbortSignal): Promise<string | undefined> {
     const index = this.indexColumn;
     if (!index) return undefined;
-    const { tile, row } = this.ds.locate(cell);
-    const v = (await this.obsTile(tile, [index], signal))[index]?.get(row);
+    const located = this.ds.locate(cell);
+    const v = (await this.obsTile(located.tile, [index], signal))[index]?.get(located.cell);
     return v === null || v === undefined ? undefined : String(v);
   }
 

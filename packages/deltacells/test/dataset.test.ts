@@ -109,9 +109,9 @@ test("a written dataset reads back cell for cell, in output gene order, through 
     assert.equal(tile.nCells, ds.manifest.tile_cells[index]);
   }
   assert.equal(seen, 7);
-  assert.deepEqual(ds.locate(0), { tile: 0, row: 0 });
-  assert.deepEqual(ds.locate(8), { tile: 1, row: 0 });
-  assert.deepEqual(ds.locate(52), { tile: 6, row: 4 });
+  assert.deepEqual(ds.locate(0), { tile: 0, cell: 0 });
+  assert.deepEqual(ds.locate(8), { tile: 1, cell: 0 });
+  assert.deepEqual(ds.locate(52), { tile: 6, cell: 4 });
   const names = (await ds.geneNames())!;
   assert.deepEqual(
     names,

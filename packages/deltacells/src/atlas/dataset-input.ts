@@ -30,13 +30,13 @@ class ColumnRows {
   /** The values of rows `[a, b)` through `take(vector, i)` of each row's tile. */
   async rows<T>(a: number, b: number, take: (v: Vector, i: number, k: number) => T): Promise<void> {
     for (let c = a; c < b; ) {
-      const { tile, row } = this.ds.locate(c);
+      const { tile, cell } = this.ds.locate(c);
       if (tile !== this.tile) {
         this.vector = (await this.ds.obsTile(tile, [this.name]))[this.name];
         this.tile = tile;
       }
       const end = Math.min(b, this.ds.tileStart(tile) + this.ds.manifest.tile_cells[tile]!);
-      for (let i = row; i < row + end - c; i++) take(this.vector!, i, c - a + i - row);
+      for (let i = cell; i < cell + end - c; i++) take(this.vector!, i, c - a + i - cell);
       c = end;
     }
   }

@@ -118,8 +118,8 @@ export class Dataset {
     return i === 0 ? 0 : this.limits[i - 1]!;
   }
 
-  /** The tile holding global cell `c` and its row in that tile (binary search over `limits`). */
-  locate(c: number): { tile: number; row: number } {
+  /** The tile holding global cell `c` and the cell's index in that tile (binary search over `limits`). */
+  locate(c: number): { tile: number; cell: number } {
     this.checkCell(c, "cell");
     let lo = 0;
     let hi = this.nTiles - 1;
@@ -128,7 +128,7 @@ export class Dataset {
       if (this.limits[mid]! > c) hi = mid;
       else lo = mid + 1;
     }
-    return { tile: lo, row: c - this.tileStart(lo) };
+    return { tile: lo, cell: c - this.tileStart(lo) };
   }
 
   private checkCell(c: number, what: string): void {
