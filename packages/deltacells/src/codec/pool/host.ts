@@ -89,92 +89,124 @@ const CELLS_PER_WORKER = 4 * WORKER_DEPTH;
 
 /** A host of `threads` workers. */
 export function startWorkerHost(threads: number): WorkerHost {
-  let slots: Promise<Slot[]> | undefined;
-  const pending = new Map<number, Job>();
-  const queue: Job[] = [];
-  let closed = false;
+  return new Host(threads);
+}
+
+/** The workers of a pool, the jobs sent to them, and the queue of those waiting for one. */
+class Host implements WorkerHost {
+  private slots: Promise<Slot[]> | undefined;
+  private readonly pending = new Map<number, Job>();
+  private readonly queue: Job[] = [];
+  private closed = false;
   // A job sent to a busy worker waits behind its current one; a worker left idle meanwhile
   // (nothing queued: the end of a pass) takes it back if it has not started (see `steal`). That
   // needs memory both ends see: without it (pages that are not cross-origin isolated) jobs stay
   // where they were sent.
-  const cells = canShareMemory()
-    ? new Int32Array(new SharedArrayBuffer(4 * CELLS_PER_WORKER * threads))
-    : undefined;
-  const freeCells = cells === undefined ? [] : Array.from(cells.keys()).reverse();
-
-  /** Rejects every job, running or queued (on close: a queued job would otherwise be posted later
-   * to a terminated worker, never answered, and its keep-alive timer would hold the process). */
-  const fail = (err: Error) => {
-    for (const job of pending.values()) job.reject(err);
-    for (const job of queue.splice(0)) job.reject(err);
-    pending.clear();
-    keepAlive();
-  };
+  private readonly cells: Int32Array | undefined;
+  private readonly freeCells: number[];
   // Workers stay unref'd, so that an idle pool does not keep a Node process alive; while jobs are
   // pending or queued a timer does. (Toggling the workers' own ref() per job stalled replies here: a reply
   // already posted by a worker sat undelivered until the pool was closed.)
-  let alive: ReturnType<typeof setInterval> | undefined;
-  const keepAlive = () => {
-    const jobs = pending.size + queue.length;
-    if (jobs > 0 && alive === undefined) alive = setInterval(() => {}, 1 << 30);
-    else if (jobs === 0 && alive !== undefined) {
-      clearInterval(alive);
-      alive = undefined;
-    }
-  };
-  /** Starts (or restarts, after a crash) the worker of a slot; its in-flight jobs are rejected. */
-  const launch = async (slot: Slot): Promise<void> => {
-    const generation = ++slot.generation;
-    slot.jobs.clear();
-    // A stopped worker answers nothing more: the cells it held are free.
-    for (const cell of slot.cells) freeCells.push(cell);
-    slot.cells.clear();
-    slot.maps = new WorkerColumnMaps();
-    slot.worker = spawnWorker(
-      (m) => {
-        // A reply after close() is for a job already rejected.
-        if (closed) return;
-        if (m.claim !== undefined && slot.cells.delete(m.claim)) freeCells.push(m.claim);
-        // A job taken back: the host counted it off this worker when it did.
-        if (m.ok && m.recalled) return;
-        const job = pending.get(m.id);
-        pending.delete(m.id);
-        slot.jobs.delete(m.id);
-        slot.busy--;
-        keepAlive();
-        job?.resolve(m);
-        // A worker left without work gets a job now; one still holding its next job is refilled
-        // after this task, once the caller has had the answer and could release the tile: the job
-        // sent then reuses that output buffer, just written and still in cache, instead of taking
-        // another (a buffer more in rotation costs CPU per tile: bench/RESULTS.md, "Decoding on a
-        // pool").
-        pump(1);
-        if (queue.length > 0) pumpSoon();
-        else if (slot.busy === 0) steal(slot);
+  private alive: ReturnType<typeof setInterval> | undefined;
+  /** The workers, once all have started (empty until then). */
+  private ready: Slot[] = [];
+  /** Jobs given to `run` that have not reached the queue yet (see `run`). */
+  private entering = 0;
+  private pumpScheduled = false;
+
+  constructor(private readonly threads: number) {
+    this.cells = canShareMemory()
+      ? new Int32Array(new SharedArrayBuffer(4 * CELLS_PER_WORKER * threads))
+      : undefined;
+    this.freeCells = this.cells === undefined ? [] : Array.from(this.cells.keys()).reverse();
+  }
+
+  run(req: Request | (() => Request), transfer: ArrayBuffer[]): Promise<Response> {
+    if (this.closed)
+      return Promise.reject(
+        new DeltacellsError("the tile pool is closed", {
+          tag: "InvalidState",
+          field: "pool",
+          found: "closed",
+        }),
+      );
+    // Workers up: the job is posted now, before a caller that reads the next tile by a blocking
+    // call (ds.tiles() from a folder) goes on to do so.
+    if (this.ready.length > 0) return this.enqueue(req, transfer);
+    // Counted by idle() until it is queued, after the workers start: the decodes submitted
+    // meanwhile (a loop starting 4 tiles at once) would each see every worker idle and be split
+    // between all of them.
+    this.entering++;
+    return this.startSlots().then(
+      () => {
+        this.entering--;
+        return this.enqueue(req, transfer);
       },
-      (err) => {
-        // Ignore the exit of a worker already replaced (or of all of them, on close).
-        if (closed || generation !== slot.generation) return;
-        slot.busy = Number.POSITIVE_INFINITY;
-        for (const id of slot.jobs) {
-          pending.get(id)?.reject(err);
-          pending.delete(id);
-        }
-        keepAlive();
-        void slot.worker.terminate();
-        // A replacement that cannot start (out of memory, say) fails the jobs waiting for one,
-        // instead of an unhandled rejection that would end the caller's process.
-        launch(slot).then(
-          () => pump(),
-          (e: unknown) => fail(e instanceof Error ? e : new Error(String(e))),
-        );
+      (err: unknown) => {
+        this.entering--;
+        throw err;
       },
     );
-    slot.busy = 0;
-  };
-  const start = () =>
-    (slots ??= Promise.all(
-      Array.from({ length: threads }, async () => {
+  }
+
+  start(): void {
+    // A failure to start is not lost: the next run() gets the same rejected promise.
+    if (!this.closed) this.startSlots().catch(() => {});
+  }
+
+  load(): number {
+    return this.pending.size + this.queue.length;
+  }
+
+  idle(): number {
+    // Before the workers are up (`ready` empty, nothing pending yet) every worker counts as idle.
+    let busy = 0;
+    for (const s of this.ready) if (s.busy > 0) busy++;
+    return Math.max(0, this.threads - busy - this.queue.length - this.entering);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const s = this.slots ? await this.slots : [];
+    this.fail(
+      new DeltacellsError("the tile pool was closed", {
+        tag: "InvalidState",
+        field: "pool",
+        found: "closed",
+      }),
+    );
+    // Workers are unref'd: without ref() an event loop with nothing else to do could end while
+    // `await pool.close()` still waits for them to exit.
+    await Promise.all(
+      s.map((x) => {
+        x.worker.ref?.();
+        return x.worker.terminate();
+      }),
+    );
+  }
+
+  /** Rejects every job, running or queued (on close: a queued job would otherwise be posted later
+   * to a terminated worker, never answered, and its keep-alive timer would hold the process). */
+  private fail(err: Error): void {
+    for (const job of this.pending.values()) job.reject(err);
+    for (const job of this.queue.splice(0)) job.reject(err);
+    this.pending.clear();
+    this.keepAlive();
+  }
+
+  private keepAlive(): void {
+    const jobs = this.pending.size + this.queue.length;
+    if (jobs > 0 && this.alive === undefined) this.alive = setInterval(() => {}, 1 << 30);
+    else if (jobs === 0 && this.alive !== undefined) {
+      clearInterval(this.alive);
+      this.alive = undefined;
+    }
+  }
+
+  /** Starts every worker once; the same promise after that. */
+  private startSlots(): Promise<Slot[]> {
+    this.slots ??= Promise.all(
+      Array.from({ length: this.threads }, async () => {
         const slot: Slot = {
           worker: undefined as unknown as WorkerLike,
           busy: Number.POSITIVE_INFINITY,
@@ -183,27 +215,84 @@ export function startWorkerHost(threads: number): WorkerHost {
           maps: new WorkerColumnMaps(),
           cells: new Set(),
         };
-        await launch(slot);
+        await this.launch(slot);
         return slot;
       }),
-    ).then((s) => (ready = s)));
-  /** The workers, once all have started (empty until then). */
-  let ready: Slot[] = [];
-  /** Jobs given to `run` that have not reached the queue yet (see `run`). */
-  let entering = 0;
-  let pumpScheduled = false;
-  const pumpSoon = () => {
-    if (pumpScheduled) return;
-    pumpScheduled = true;
+    ).then((s) => (this.ready = s));
+    return this.slots;
+  }
+
+  /** Starts (or restarts, after a crash) the worker of a slot; its in-flight jobs are rejected. */
+  private async launch(slot: Slot): Promise<void> {
+    const generation = ++slot.generation;
+    slot.jobs.clear();
+    // A stopped worker answers nothing more: the cells it held are free.
+    for (const cell of slot.cells) this.freeCells.push(cell);
+    slot.cells.clear();
+    slot.maps = new WorkerColumnMaps();
+    slot.worker = spawnWorker(
+      (m) => this.answered(slot, m),
+      (err) => this.crashed(slot, generation, err),
+    );
+    slot.busy = 0;
+  }
+
+  /** A worker's answer to a job. */
+  private answered(slot: Slot, m: Response): void {
+    // A reply after close() is for a job already rejected.
+    if (this.closed) return;
+    if (m.claim !== undefined && slot.cells.delete(m.claim)) this.freeCells.push(m.claim);
+    // A job taken back: the host counted it off this worker when it did.
+    if (m.ok && m.recalled) return;
+    const job = this.pending.get(m.id);
+    this.pending.delete(m.id);
+    slot.jobs.delete(m.id);
+    slot.busy--;
+    this.keepAlive();
+    job?.resolve(m);
+    // A worker left without work gets a job now; one still holding its next job is refilled
+    // after this task, once the caller has had the answer and could release the tile: the job
+    // sent then reuses that output buffer, just written and still in cache, instead of taking
+    // another (a buffer more in rotation costs CPU per tile: bench/RESULTS.md, "Decoding on a
+    // pool").
+    this.pump(1);
+    if (this.queue.length > 0) this.pumpSoon();
+    else if (slot.busy === 0) this.steal(slot);
+  }
+
+  /** A worker failed or exited: its jobs fail, and a replacement starts. */
+  private crashed(slot: Slot, generation: number, err: Error): void {
+    // Ignore the exit of a worker already replaced (or of all of them, on close).
+    if (this.closed || generation !== slot.generation) return;
+    slot.busy = Number.POSITIVE_INFINITY;
+    for (const id of slot.jobs) {
+      this.pending.get(id)?.reject(err);
+      this.pending.delete(id);
+    }
+    this.keepAlive();
+    void slot.worker.terminate();
+    // A replacement that cannot start (out of memory, say) fails the jobs waiting for one,
+    // instead of an unhandled rejection that would end the caller's process.
+    this.launch(slot).then(
+      () => this.pump(),
+      (e: unknown) => this.fail(e instanceof Error ? e : new Error(String(e))),
+    );
+  }
+
+  private pumpSoon(): void {
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
     nextTask(() => {
-      pumpScheduled = false;
-      pump();
+      this.pumpScheduled = false;
+      this.pump();
     });
-  };
+  }
+
   /** Sends a built job to a worker; one that cannot be sent fails, and the worker stays free. */
-  const post = (slot: Slot, job: Job, req: Request): void => {
+  private post(slot: Slot, job: Job, req: Request): void {
+    const cells = this.cells;
     // Jobs whose buffers move to the worker cannot be sent to another one after that.
-    const cell = cells !== undefined && job.transfer.length === 0 ? freeCells.pop() : undefined;
+    const cell = cells !== undefined && job.transfer.length === 0 ? this.freeCells.pop() : undefined;
     if (cell !== undefined) cells![cell] = CLAIM_WAITING;
     const sent = withColumnMap(req, slot.maps);
     try {
@@ -212,13 +301,13 @@ export function startWorkerHost(threads: number): WorkerHost {
         job.transfer,
       );
     } catch (err) {
-      if (cell !== undefined) freeCells.push(cell);
+      if (cell !== undefined) this.freeCells.push(cell);
       // Not sent (a buffer that cannot be moved or copied): this job fails, the worker stays free.
       // Counted busy first, a job that never reaches its worker would hold it, and the process, for ever.
       // A column map counted as sent with it never arrived: forget what was counted (the maps the
       // worker does hold are sent again when needed, which it accepts).
       slot.maps = new WorkerColumnMaps();
-      keepAlive();
+      this.keepAlive();
       const why = err instanceof Error ? err.message : String(err);
       job.reject(
         new DeltacellsError(
@@ -233,28 +322,30 @@ export function startWorkerHost(threads: number): WorkerHost {
     if (cell !== undefined) slot.cells.add(cell);
     slot.busy++;
     slot.jobs.add(req.id);
-    pending.set(req.id, job);
-    keepAlive();
-  };
+    this.pending.set(req.id, job);
+    this.keepAlive();
+  }
+
   /** Sends queued jobs to the workers holding fewer than `depth` (idle workers first). */
-  const pump = (depth = WORKER_DEPTH) => {
-    while (!closed && queue.length > 0) {
-      const slot = ready.find((s) => s.busy === 0) ?? ready.find((s) => s.busy < depth);
+  private pump(depth = WORKER_DEPTH): void {
+    while (!this.closed && this.queue.length > 0) {
+      const slot = this.ready.find((s) => s.busy === 0) ?? this.ready.find((s) => s.busy < depth);
       if (slot === undefined) return;
-      const job = queue.shift()!;
+      const job = this.queue.shift()!;
       let req: Request;
       try {
         // Built here (an output buffer taken now), so a failure there, out of memory say, fails
         // this job instead of leaving it neither queued nor pending, never settled.
         req = typeof job.req === "function" ? job.req() : job.req;
       } catch (err) {
-        keepAlive();
+        this.keepAlive();
         job.reject(err instanceof Error ? err : new Error(String(err)));
         continue;
       }
-      post(slot, job, req);
+      this.post(slot, job, req);
     }
-  };
+  }
+
   /**
    * Gives `idle` (a worker with nothing to do, and nothing queued) a job another worker holds
    * behind its current one and has not started: at the end of a pass one worker would otherwise
@@ -263,92 +354,32 @@ export function startWorkerHost(threads: number): WorkerHost {
    * only if the host changes its claim cell before the other worker starts it; that worker's
    * answer then only frees the cell.
    */
-  const steal = (idle: Slot) => {
-    for (const other of ready) {
+  private steal(idle: Slot): void {
+    for (const other of this.ready) {
       if (other === idle || other.busy < 2) continue;
       // The job sent last, the one to start last.
       let last: number | undefined;
       for (const id of other.jobs) last = id;
-      const job = last === undefined ? undefined : pending.get(last);
+      const job = last === undefined ? undefined : this.pending.get(last);
       if (job?.cell === undefined || job.built === undefined) continue;
-      if (Atomics.compareExchange(cells!, job.cell, CLAIM_WAITING, CLAIM_RECALLED) !== CLAIM_WAITING)
+      if (Atomics.compareExchange(this.cells!, job.cell, CLAIM_WAITING, CLAIM_RECALLED) !== CLAIM_WAITING)
         continue;
       other.jobs.delete(last!);
       other.busy--;
-      pending.delete(last!);
-      post(idle, job, job.built);
+      this.pending.delete(last!);
+      this.post(idle, job, job.built);
       return;
     }
-  };
+  }
+
   /** Queues a job on workers that are up: synchronously, so that it is sent before the caller goes on. */
-  const enqueue = async (req: Request | (() => Request), transfer: ArrayBuffer[]): Promise<Response> => {
+  private async enqueue(req: Request | (() => Request), transfer: ArrayBuffer[]): Promise<Response> {
     const res = await new Promise<Response>((resolve, reject) => {
-      queue.push({ req, transfer, resolve, reject });
-      keepAlive();
-      pump();
+      this.queue.push({ req, transfer, resolve, reject });
+      this.keepAlive();
+      this.pump();
     });
     if (!res.ok) throw deserializeError(res.error);
     return res;
-  };
-  const run = (req: Request | (() => Request), transfer: ArrayBuffer[]): Promise<Response> => {
-    if (closed)
-      return Promise.reject(
-        new DeltacellsError("the tile pool is closed", {
-          tag: "InvalidState",
-          field: "pool",
-          found: "closed",
-        }),
-      );
-    // Workers up: the job is posted now, before a caller that reads the next tile by a blocking
-    // call (ds.tiles() from a folder) goes on to do so.
-    if (ready.length > 0) return enqueue(req, transfer);
-    // Counted by idle() until it is queued, after the workers start: the decodes submitted
-    // meanwhile (a loop starting 4 tiles at once) would each see every worker idle and be split
-    // between all of them.
-    entering++;
-    return start().then(
-      () => {
-        entering--;
-        return enqueue(req, transfer);
-      },
-      (err: unknown) => {
-        entering--;
-        throw err;
-      },
-    );
-  };
-
-  return {
-    run,
-    start: () => {
-      // A failure to start is not lost: the next run() gets the same rejected promise.
-      if (!closed) start().catch(() => {});
-    },
-    load: () => pending.size + queue.length,
-    idle: () => {
-      // Before the workers are up (`ready` empty, nothing pending yet) every worker counts as idle.
-      let busy = 0;
-      for (const s of ready) if (s.busy > 0) busy++;
-      return Math.max(0, threads - busy - queue.length - entering);
-    },
-    async close() {
-      closed = true;
-      const s = slots ? await slots : [];
-      fail(
-        new DeltacellsError("the tile pool was closed", {
-          tag: "InvalidState",
-          field: "pool",
-          found: "closed",
-        }),
-      );
-      // Workers are unref'd: without ref() an event loop with nothing else to do could end while
-      // `await pool.close()` still waits for them to exit.
-      await Promise.all(
-        s.map((x) => {
-          x.worker.ref?.();
-          return x.worker.terminate();
-        }),
-      );
-    },
-  };
+  }
 }

@@ -14,6 +14,7 @@ import { crc32Combine } from "../crc32.js";
 import {
   allocateOutput,
   cellRange,
+  type DecodedTile,
   type DecodeOptions,
   fillIndptr,
   indptrScratch,
@@ -40,9 +41,9 @@ import {
   recycledTile,
 } from "../recycle.js";
 import type { ScatterJob } from "../scatter.js";
-import { startWorkerHost } from "./host.js";
-import { planDecode } from "./plan.js";
-import type { DecodeRequest, Request, Response } from "./protocol.js";
+import { startWorkerHost, type WorkerHost } from "./host.js";
+import { type DecodePart, planDecode } from "./plan.js";
+import type { DecodeRequest, Response } from "./protocol.js";
 
 /** Parallel encoding and decoding of tiles; see {@link createTilePool}. */
 export interface TilePool {
@@ -137,229 +138,321 @@ export function createTilePool(opts: { threads?: number } = {}): TilePool {
   // This thread copies tile bytes into shared memory (and parts out of it for plain outputs): with
   // the kernel's memcpy, not `TypedArray#set`'s atomics (loading it is synchronous under Node).
   void loadNativeKernel();
-  // Shared memory is slow to allocate (~0.1 ms per 100 KB here) and slow to fault in: tile bytes
-  // and outputs go through buffers kept for reuse.
-  const inputs = new BufferRecycler((n) => new SharedArrayBuffer(n));
-  const outputs = new BufferRecycler((n) => new SharedArrayBuffer(n));
-  let nextId = 1;
+  const memory = new PoolMemory();
+  const ids = { next: 1 };
+  return {
+    threads,
+    renumbers: true,
+    decode: (bytes, o) => decodeOnPool(host, memory, ids, bytes, o),
+    scatter: (bytes, layout, job) => scatterOnPool(host, memory, ids, bytes, layout, job),
+    encode: (rows, o) => encodeOnPool(host, ids, rows, o),
+    start: () => host.start(),
+    close: () => host.close(),
+  };
+}
+
+/** Request ids of one pool, shared by its operations. */
+interface RequestIds {
+  next: number;
+}
+
+/**
+ * The shared memory a pool keeps for reuse: tile bytes, outputs and column maps. Shared memory is
+ * slow to allocate (~0.1 ms per 100 KB here) and slow to fault in.
+ */
+class PoolMemory {
+  readonly inputs = new BufferRecycler((n) => new SharedArrayBuffer(n));
+  readonly outputs = new BufferRecycler((n) => new SharedArrayBuffer(n));
   // Column maps (`columns`) by the caller's array: an id, and the copy the workers get (shared
   // memory where there is some, so each worker's copy is the same memory).
-  const columnMaps = new WeakMap<Int32Array, { id: number; map: Int32Array }>();
-  let nextMapId = 1;
-  const columnMap = (columns: Int32Array, nGenes: number, object: string | undefined) => {
+  private readonly columnMaps = new WeakMap<Int32Array, { id: number; map: Int32Array }>();
+  private nextMapId = 1;
+
+  /** The workers' copy of the column map `columns` (checked against `nGenes` on every call). */
+  columnMap(
+    columns: Int32Array,
+    nGenes: number,
+    object: string | undefined,
+  ): { id: number; map: Int32Array } {
     checkColumns(columns, nGenes, object);
-    let m = columnMaps.get(columns);
+    let m = this.columnMaps.get(columns);
     if (m === undefined) {
       const copy = canShareMemory()
         ? new Int32Array(new SharedArrayBuffer(columns.byteLength))
         : new Int32Array(columns.length);
       copy.set(columns);
-      m = { id: nextMapId++, map: copy };
-      columnMaps.set(columns, m);
+      m = { id: this.nextMapId++, map: copy };
+      this.columnMaps.set(columns, m);
     }
     return m;
-  };
-  const run = (req: Request | (() => Request), transfer: ArrayBuffer[]) => host.run(req, transfer);
+  }
 
-  async function decode(bytes: Uint8Array, o: DecodeOptions = {}): Promise<RecycledTile> {
-    const object = o.object;
-    // The layout's indptr lives in a reused buffer: it is only read before the first await.
-    const layout = inspectTile(bytes, { object, skipCrc: true, indptrBuffer: indptrScratch(bytes) });
-    const { nCells, nGenes, totalSize } = layout.header;
-    const [c0, c1] = cellRange(o.cells, nCells, object);
-    const base = layout.indptr[c0]!;
-    const nnz = layout.indptr[c1]! - base;
-    const columns = o.columns === undefined ? undefined : columnMap(o.columns, nGenes, object);
+  /**
+   * `bytes` as the workers read them: themselves when in shared memory, else copied into a
+   * recycled shared buffer, `input`, which `releaseInput` gives back.
+   */
+  sharedInput(bytes: Uint8Array): { src: Uint8Array; input: SharedArrayBuffer | undefined } {
+    if (bytes.buffer instanceof SharedArrayBuffer) return { src: bytes, input: undefined };
+    const input = this.inputs.acquire(bytes.length);
+    const src = new Uint8Array(input, 0, bytes.length);
+    copyRange(src, 0, bytes, 0, bytes.length);
+    return { src, input };
+  }
+
+  releaseInput(input: SharedArrayBuffer | undefined): void {
+    if (input) this.inputs.release(input);
+  }
+}
+
+type OutputArrays = ReturnType<typeof outputViews>;
+
+/**
+ * Where one decode's parts go. The caller's arrays (checked; any not given are allocated) when
+ * `out` is given: the result is theirs. The workers write in place into the caller's arrays when
+ * they are shared memory, else into a shared buffer of the pool's (then lent to the caller, or
+ * copied into their plain arrays), taken only when a worker starts on the tile: with several
+ * tiles queued, the buffer released last (still in cache) is then the one written next, instead of
+ * one per tile in the queue. Without shared memory (pages that are not cross-origin isolated)
+ * workers return their parts, copied into `owned`.
+ */
+class DecodeOutput {
+  readonly given: OutputArrays | undefined;
+  private readonly leased: boolean;
+  private lease: SharedArrayBuffer | undefined;
+  private targetArrays: OutputArrays | undefined;
+  private readonly owned: OutputArrays | undefined;
+
+  constructor(
+    private readonly outputs: BufferRecycler<SharedArrayBuffer>,
+    private readonly nCells: number,
+    private readonly nnz: number,
+    private readonly values: "int32" | "float32",
+    o: DecodeOptions,
+  ) {
     const shared = canShareMemory();
-    const values = valuesOf(o);
-    // The caller's arrays (checked; any not given are allocated) when `out` is given: the result is theirs.
-    const given = o.out !== undefined ? allocateOutput(c1 - c0, nnz, o) : undefined;
-    // Where the workers write in place: the caller's arrays when they are shared memory, else a
-    // shared buffer of the pool's (then lent to the caller, or copied into their plain arrays),
-    // taken only when a worker starts on the tile: with several tiles queued, the buffer released
-    // last (still in cache) is then the one written next, instead of one per tile in the queue.
+    this.given = o.out !== undefined ? allocateOutput(nCells, nnz, o) : undefined;
+    const given = this.given;
     const inPlace = shared && given && isShared(given.indices) && isShared(given.data) ? given : undefined;
-    const leased = shared && inPlace === undefined;
-    if (leased && given) warnPlainOut();
-    let lease: SharedArrayBuffer | undefined;
-    let target: ReturnType<typeof outputViews> | undefined = inPlace;
-    const targetNow = () => {
-      if (leased && lease === undefined) {
-        lease = outputs.acquire(outputBytes(c1 - c0, nnz));
-        target = outputViews(lease, c1 - c0, nnz, values);
-      }
-      return target;
-    };
-    // Without shared memory (pages that are not cross-origin isolated) workers return their parts.
-    const owned = shared ? undefined : (given ?? allocateOutput(c1 - c0, nnz, o));
-    let src = bytes;
-    let input: SharedArrayBuffer | undefined;
-    if (shared && !(bytes.buffer instanceof SharedArrayBuffer)) {
-      // Allocating shared memory is slow (~0.1 ms per 100 KB here): reuse it across decodes.
-      input = inputs.acquire(bytes.length);
-      src = new Uint8Array(input, 0, bytes.length);
-      copyRange(src, 0, bytes, 0, bytes.length);
+    this.leased = shared && inPlace === undefined;
+    if (this.leased && given) warnPlainOut();
+    this.targetArrays = inPlace;
+    this.owned = shared ? undefined : (given ?? allocateOutput(nCells, nnz, o));
+  }
+
+  /** The arrays the workers write into (leased on first call), or undefined when they return parts. */
+  target(): OutputArrays | undefined {
+    if (this.leased && this.lease === undefined) {
+      this.lease = this.outputs.acquire(outputBytes(this.nCells, this.nnz));
+      this.targetArrays = outputViews(this.lease, this.nCells, this.nnz, this.values);
     }
-    // Split only between workers that would otherwise idle: when the others are busy, one task
-    // per tile is cheapest (it queues behind a worker's current job, see host.ts), and a part
-    // queued behind a long job would hold the whole tile back.
-    const plan = planDecode(layout, c0, c1, host.idle());
-    // The workers decode from this checked layout instead of inspecting the tile again (its
-    // indptr copied out of the reused buffer it was read into).
-    const checked = { header: layout.header, chunks: layout.chunks, indptr: layout.indptr.slice() };
-    const request = (part: (typeof plan)[number]) => (): DecodeRequest => {
-      const t = targetNow();
-      return {
-        op: "decode",
-        id: nextId++,
-        bytes: src,
-        layout: checked,
-        k0: part.k0,
-        k1: part.k1,
-        c0,
-        c1,
-        base,
-        values,
-        indices: t?.indices,
-        data: t?.data,
-        crcFrom: part.crcFrom,
-        crcTo: part.crcTo,
-        object,
-        ...(columns && { columns }),
-      };
-    };
-    const expectedCrc = layout.header.crc32;
-    // Plain arrays of the caller's: workers cannot write into unshared memory, so each part is
-    // copied in on this thread as soon as it is decoded, while the other parts still decode.
-    const copyPart = (i: number, res: Response): Response => {
-      if (given === undefined || !leased) return res;
-      const from = plan[i]!.at;
-      const to = plan[i + 1]?.at ?? nnz;
-      copyRange(given.indices, from, target!.indices, from, to);
-      copyRange(given.data, from, target!.data, from, to);
-      return res;
-    };
-    // Wait for every part, even after a failure, so that no worker still uses the leased buffers.
-    const settled = await Promise.allSettled(
-      plan.map((part, i) => run(request(part), []).then((res) => copyPart(i, res))),
-    );
-    let result: ReturnType<typeof outputViews>;
-    try {
-      const results = settled.map((r) => {
-        if (r.status !== "rejected") return r.value;
-        // A worker stopped at damage in its part before the tile's CRC could be compared: report
-        // the CRC first when it is wrong, as decodeTile does, so both paths name the same fault.
-        const crc = checksum(src.subarray(HEADER_SIZE, totalSize));
-        if (crc !== expectedCrc) {
-          throw corrupt(object, "crc32", hex32(crc), hex32(expectedCrc), "the bytes are damaged");
-        }
-        throw r.reason;
-      });
-      let crc = 0;
+    return this.targetArrays;
+  }
+
+  /**
+   * Plain arrays of the caller's: workers cannot write into unshared memory, so each part is
+   * copied in on this thread as soon as it is decoded, while the other parts still decode.
+   */
+  copyPart(from: number, to: number): void {
+    if (this.given === undefined || !this.leased) return;
+    copyRange(this.given.indices, from, this.targetArrays!.indices, from, to);
+    copyRange(this.given.data, from, this.targetArrays!.data, from, to);
+  }
+
+  /** The arrays of the result, the parts workers returned copied in. */
+  collect(results: Response[], plan: DecodePart[]): OutputArrays {
+    const owned = this.owned;
+    if (owned !== undefined) {
       results.forEach((r, i) => {
-        if (r.ok) crc = crc32Combine(crc, r.crc ?? 0, plan[i]!.crcTo - plan[i]!.crcFrom);
+        if (!r.ok || r.indices === undefined || r.data === undefined) return;
+        owned.indices.set(r.indices, plan[i]!.at);
+        (owned.data as Int32Array).set(r.data as Int32Array, plan[i]!.at);
       });
-      if (crc !== expectedCrc) {
-        throw corrupt(object, "crc32", hex32(crc), hex32(expectedCrc), "the bytes are damaged");
-      }
-      result = given ?? owned ?? targetNow()!;
-      if (owned !== undefined) {
-        results.forEach((r, i) => {
-          if (!r.ok || r.indices === undefined || r.data === undefined) return;
-          owned.indices.set(r.indices, plan[i]!.at);
-          (owned.data as Int32Array).set(r.data as Int32Array, plan[i]!.at);
-        });
-      }
-      fillIndptr(checked.indptr, c0, c1, result.indptr);
-    } catch (err) {
-      if (lease) outputs.release(lease);
-      throw err;
-    } finally {
-      if (input) inputs.release(input);
     }
-    const tile = { nCells: c1 - c0, nGenes, nnz, ...result };
+    return this.given ?? owned ?? this.target()!;
+  }
+
+  /** Gives the leased buffer back after a failure. */
+  fail(): void {
+    if (this.lease) this.outputs.release(this.lease);
+  }
+
+  /** The tile handed to the caller: lent (released by the caller) only when it is the pool's buffer. */
+  finish(tile: DecodedTile, object: string | undefined): RecycledTile {
+    const lease = this.lease;
     if (lease === undefined) return ownedTile(tile);
-    if (given !== undefined) {
-      outputs.release(lease);
+    if (this.given !== undefined) {
+      this.outputs.release(lease);
       return ownedTile(tile);
     }
-    const lent = lease;
-    return recycledTile(tile, () => outputs.release(lent), object);
+    return recycledTile(tile, () => this.outputs.release(lease), object);
   }
+}
 
-  async function scatter(bytes: Uint8Array, layout: TileLayout, job: ScatterJob): Promise<void> {
-    const object = job.object;
-    for (const t of job.targets) {
-      const shared = t.dense !== undefined ? isShared(t.dense) : isShared(t.indices) && isShared(t.data);
-      if (!shared)
-        throw new DeltacellsError(
-          "pool.scatter writes into shared memory only: its targets must be on SharedArrayBuffer",
-          {
-            tag: "InvalidInput",
-            field: "targets",
-            expected: "SharedArrayBuffer",
-            found: "ArrayBuffer",
-          },
-        );
+/**
+ * The parts' answers, in order, once the tile's CRC (combined from the parts) is checked. A worker
+ * stopped at damage in its part before the tile's CRC could be compared: the CRC is reported first
+ * when it is wrong, as decodeTile does, so both paths name the same fault.
+ */
+function checkedParts(
+  settled: PromiseSettledResult<Response>[],
+  plan: DecodePart[],
+  src: Uint8Array,
+  layout: TileLayout,
+  object: string | undefined,
+): Response[] {
+  const expectedCrc = layout.header.crc32;
+  const results = settled.map((r) => {
+    if (r.status !== "rejected") return r.value;
+    const crc = checksum(src.subarray(HEADER_SIZE, layout.header.totalSize));
+    if (crc !== expectedCrc) {
+      throw corrupt(object, "crc32", hex32(crc), hex32(expectedCrc), "the bytes are damaged");
     }
-    const columns =
-      job.columns === undefined ? undefined : columnMap(job.columns, layout.header.nGenes, object);
-    let src = bytes;
-    let input: SharedArrayBuffer | undefined;
-    if (!(bytes.buffer instanceof SharedArrayBuffer)) {
-      input = inputs.acquire(bytes.length);
-      src = new Uint8Array(input, 0, bytes.length);
-      copyRange(src, 0, bytes, 0, bytes.length);
-    }
-    try {
-      await run(
-        {
-          op: "scatter",
-          id: nextId++,
-          bytes: src,
-          layout,
-          values: job.values,
-          slots: job.slots,
-          targets: job.targets,
-          object,
-          ...(columns && { columns }),
-        },
-        [],
-      );
-    } finally {
-      if (input) inputs.release(input);
-    }
+    throw r.reason;
+  });
+  let crc = 0;
+  results.forEach((r, i) => {
+    if (r.ok) crc = crc32Combine(crc, r.crc ?? 0, plan[i]!.crcTo - plan[i]!.crcFrom);
+  });
+  if (crc !== expectedCrc) {
+    throw corrupt(object, "crc32", hex32(crc), hex32(expectedCrc), "the bytes are damaged");
   }
+  return results;
+}
 
-  async function encode(rows: TileRows, o: EncodeOptions = {}): Promise<Uint8Array> {
-    const level = levelOf(o);
-    const p = prepareTile(rows, o);
-    // Largest chunks first so that the last worker to finish has a small one.
-    const order = p.chunks
-      .map((_, k) => k)
-      .sort((a, b) => p.chunks[b]!.gaps.length - p.chunks[a]!.gaps.length);
-    const frames: ChunkFrames[] = new Array(p.chunks.length);
-    await Promise.all(
-      order.map(async (k) => {
-        const chunk = p.chunks[k]!;
-        // The raw streams are not needed here any more: move them instead of copying.
-        const transfer = [chunk.gaps, chunk.vals, chunk.vexc, chunk.gexc].flatMap((b) =>
-          b ? [b.buffer as ArrayBuffer] : [],
-        );
-        const res = await run({ op: "compress", id: nextId++, chunk, level }, transfer);
-        if (res.ok) frames[k] = res.frames as ChunkFrames;
-      }),
-    );
-    return assembleTile(p, frames);
-  }
-
-  return {
-    threads,
-    renumbers: true,
-    decode,
-    scatter,
-    encode,
-    start: () => host.start(),
-    close: () => host.close(),
+async function decodeOnPool(
+  host: WorkerHost,
+  memory: PoolMemory,
+  ids: RequestIds,
+  bytes: Uint8Array,
+  o: DecodeOptions = {},
+): Promise<RecycledTile> {
+  const object = o.object;
+  // The layout's indptr lives in a reused buffer: it is only read before the first await.
+  const layout = inspectTile(bytes, { object, skipCrc: true, indptrBuffer: indptrScratch(bytes) });
+  const { nCells, nGenes } = layout.header;
+  const [c0, c1] = cellRange(o.cells, nCells, object);
+  const base = layout.indptr[c0]!;
+  const nnz = layout.indptr[c1]! - base;
+  const columns = o.columns === undefined ? undefined : memory.columnMap(o.columns, nGenes, object);
+  const values = valuesOf(o);
+  const out = new DecodeOutput(memory.outputs, c1 - c0, nnz, values, o);
+  const { src, input } = canShareMemory() ? memory.sharedInput(bytes) : { src: bytes, input: undefined };
+  // Split only between workers that would otherwise idle: when the others are busy, one task
+  // per tile is cheapest (it queues behind a worker's current job, see host.ts), and a part
+  // queued behind a long job would hold the whole tile back.
+  const plan = planDecode(layout, c0, c1, host.idle());
+  // The workers decode from this checked layout instead of inspecting the tile again (its
+  // indptr copied out of the reused buffer it was read into).
+  const checked = { header: layout.header, chunks: layout.chunks, indptr: layout.indptr.slice() };
+  const request = (part: DecodePart) => (): DecodeRequest => {
+    const t = out.target();
+    return {
+      op: "decode",
+      id: ids.next++,
+      bytes: src,
+      layout: checked,
+      k0: part.k0,
+      k1: part.k1,
+      c0,
+      c1,
+      base,
+      values,
+      indices: t?.indices,
+      data: t?.data,
+      crcFrom: part.crcFrom,
+      crcTo: part.crcTo,
+      object,
+      ...(columns && { columns }),
+    };
   };
+  // Wait for every part, even after a failure, so that no worker still uses the leased buffers.
+  const settled = await Promise.allSettled(
+    plan.map((part, i) =>
+      host.run(request(part), []).then((res) => {
+        out.copyPart(part.at, plan[i + 1]?.at ?? nnz);
+        return res;
+      }),
+    ),
+  );
+  let result: OutputArrays;
+  try {
+    result = out.collect(checkedParts(settled, plan, src, layout, object), plan);
+    fillIndptr(checked.indptr, c0, c1, result.indptr);
+  } catch (err) {
+    out.fail();
+    throw err;
+  } finally {
+    memory.releaseInput(input);
+  }
+  return out.finish({ nCells: c1 - c0, nGenes, nnz, ...result }, object);
+}
+
+async function scatterOnPool(
+  host: WorkerHost,
+  memory: PoolMemory,
+  ids: RequestIds,
+  bytes: Uint8Array,
+  layout: TileLayout,
+  job: ScatterJob,
+): Promise<void> {
+  const object = job.object;
+  for (const t of job.targets) {
+    const shared = t.dense !== undefined ? isShared(t.dense) : isShared(t.indices) && isShared(t.data);
+    if (!shared)
+      throw new DeltacellsError(
+        "pool.scatter writes into shared memory only: its targets must be on SharedArrayBuffer",
+        {
+          tag: "InvalidInput",
+          field: "targets",
+          expected: "SharedArrayBuffer",
+          found: "ArrayBuffer",
+        },
+      );
+  }
+  const columns =
+    job.columns === undefined ? undefined : memory.columnMap(job.columns, layout.header.nGenes, object);
+  const { src, input } = memory.sharedInput(bytes);
+  try {
+    await host.run(
+      {
+        op: "scatter",
+        id: ids.next++,
+        bytes: src,
+        layout,
+        values: job.values,
+        slots: job.slots,
+        targets: job.targets,
+        object,
+        ...(columns && { columns }),
+      },
+      [],
+    );
+  } finally {
+    memory.releaseInput(input);
+  }
+}
+
+async function encodeOnPool(
+  host: WorkerHost,
+  ids: RequestIds,
+  rows: TileRows,
+  o: EncodeOptions = {},
+): Promise<Uint8Array> {
+  const level = levelOf(o);
+  const p = prepareTile(rows, o);
+  // Largest chunks first so that the last worker to finish has a small one.
+  const order = p.chunks.map((_, k) => k).sort((a, b) => p.chunks[b]!.gaps.length - p.chunks[a]!.gaps.length);
+  const frames: ChunkFrames[] = new Array(p.chunks.length);
+  await Promise.all(
+    order.map(async (k) => {
+      const chunk = p.chunks[k]!;
+      // The raw streams are not needed here any more: move them instead of copying.
+      const transfer = [chunk.gaps, chunk.vals, chunk.vexc, chunk.gexc].flatMap((b) =>
+        b ? [b.buffer as ArrayBuffer] : [],
+      );
+      const res = await host.run({ op: "compress", id: ids.next++, chunk, level }, transfer);
+      if (res.ok) frames[k] = res.frames as ChunkFrames;
+    }),
+  );
+  return assembleTile(p, frames);
 }
