@@ -14,10 +14,18 @@
  */
 #include <node_api.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 #include <zstd.h>
+#ifndef _WIN32
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
 /* DC_PORTABLE builds the plain C loops only (what non-x86 hosts get; used to check that they build). */
 #if defined(__SSE2__) && !defined(DC_PORTABLE)
 #define DC_SSE2 1
@@ -983,6 +991,108 @@ static napi_value scatter_rows_js(napi_env env, napi_callback_info info) {
   return num(env, (double)q);
 }
 
+/*
+ * Shared batch memory: a file (a Linux memfd, or a file on tmpfs) that another process maps too,
+ * so that the decoders' rows reach it without a copy. Node has no mmap of its own, and a
+ * SharedArrayBuffer cannot wrap foreign memory through Node-API: each thread maps the file
+ * itself (`mapFile`), every mapping of the same file showing the same pages.
+ */
+#ifndef _WIN32
+static napi_value throw_errno(napi_env env, const char *what, int err) {
+  char message[256];
+  snprintf(message, sizeof message, "%s: %s", what, strerror(err));
+  napi_throw_error(env, err == ENOSPC ? "ENOSPC" : NULL, message);
+  return NULL;
+}
+
+static void unmap_finalize(napi_env env, void *data, void *hint) {
+  (void)env;
+  munmap(data, (size_t)(uintptr_t)hint);
+}
+#endif
+
+/* An argument that must be an integer in [0, 2^53): -1 otherwise. */
+static double whole(napi_env env, napi_value v) {
+  double x;
+  if (napi_get_value_double(env, v, &x) != napi_ok) return -1;
+  return x >= 0 && x < 9007199254740992.0 && x == (double)(int64_t)x ? x : -1;
+}
+
+/*
+ * reserveFile(fd, bytes): the file at least `bytes` long with its blocks allocated now
+ * (posix_fallocate on Linux), so that a full tmpfs is an error here, not a SIGBUS in whichever
+ * process first writes the page. Throws an Error (code ENOSPC when out of room) with the reason.
+ */
+static napi_value reserve_file_js(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value a[2];
+  CHECK(napi_get_cb_info(env, info, &argc, a, NULL, NULL));
+  if (argc < 2) return throw_bad(env);
+  int32_t fd;
+  CHECK(napi_get_value_int32(env, a[0], &fd));
+  const double bytes = whole(env, a[1]);
+  if (fd < 0 || bytes < 0) return throw_bad(env);
+#ifdef _WIN32
+  napi_throw_error(env, NULL, "shared batch memory is not available on Windows");
+  return NULL;
+#else
+  struct stat st;
+  if (fstat(fd, &st) != 0) return throw_errno(env, "fstat", errno);
+  if ((double)st.st_size < bytes && ftruncate(fd, (off_t)bytes) != 0) return throw_errno(env, "ftruncate", errno);
+#ifdef __linux__
+  const int err = bytes > 0 ? posix_fallocate(fd, 0, (off_t)bytes) : 0;
+  /* Filesystems without fallocate keep the sparse file: its pages come on first touch. */
+  if (err != 0 && err != EOPNOTSUPP && err != EINVAL) return throw_errno(env, "fallocate", err);
+#endif
+  napi_value r;
+  napi_get_undefined(env, &r);
+  return r;
+#endif
+}
+
+/*
+ * mapFile(fd, offset, length) -> an ArrayBuffer over bytes [offset, offset + length) of the file
+ * (MAP_SHARED, read and write), unmapped when the ArrayBuffer is collected. `offset` is a multiple
+ * of the page size; the file must already hold those bytes (see reserveFile). Throws an Error with
+ * the reason.
+ */
+static napi_value map_file_js(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value a[3];
+  CHECK(napi_get_cb_info(env, info, &argc, a, NULL, NULL));
+  if (argc < 3) return throw_bad(env);
+  int32_t fd;
+  CHECK(napi_get_value_int32(env, a[0], &fd));
+  const double offset = whole(env, a[1]), length = whole(env, a[2]);
+  if (fd < 0 || offset < 0 || !(length > 0)) return throw_bad(env);
+#ifdef _WIN32
+  napi_throw_error(env, NULL, "shared batch memory is not available on Windows");
+  return NULL;
+#else
+  const long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0 || (int64_t)offset % page != 0) return throw_bad(env);
+  struct stat st;
+  if (fstat(fd, &st) != 0) return throw_errno(env, "fstat", errno);
+  if ((double)st.st_size < offset + length) {
+    char message[160];
+    snprintf(message, sizeof message, "the file of descriptor %d holds %.0f bytes, not the %.0f mapped", fd,
+             (double)st.st_size, offset + length);
+    napi_throw_error(env, NULL, message);
+    return NULL;
+  }
+  void *p = mmap(NULL, (size_t)length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)offset);
+  if (p == MAP_FAILED) return throw_errno(env, "mmap", errno);
+  napi_value ab;
+  if (napi_create_external_arraybuffer(env, p, (size_t)length, unmap_finalize, (void *)(uintptr_t)length, &ab) !=
+      napi_ok) {
+    munmap(p, (size_t)length);
+    napi_throw_error(env, NULL, "this Node cannot wrap mapped memory in an ArrayBuffer");
+    return NULL;
+  }
+  return ab;
+#endif
+}
+
 /* isa(level?) -> the level in use, after lowering it to `level` (tests); never above the CPU's. */
 static napi_value isa_js(napi_env env, napi_callback_info info) {
   size_t argc = 1;
@@ -1017,7 +1127,7 @@ NAPI_MODULE_INIT() {
   }
   /* The interface version: NATIVE_KERNEL_VERSION in src/codec/native/addon.ts. Raise both together
    * when a function's arguments or results change, so that a stale build is refused, not called. */
-  napi_value version = num(env, 3);
+  napi_value version = num(env, 4);
   napi_property_descriptor props[] = {
       {"version", NULL, NULL, NULL, NULL, version, napi_enumerable, NULL},
       {"gaps", NULL, gaps, NULL, NULL, NULL, napi_default, NULL},
@@ -1032,6 +1142,8 @@ NAPI_MODULE_INIT() {
       {"copy", NULL, copy_js, NULL, NULL, NULL, napi_default, NULL},
       {"copyMapped", NULL, copy_mapped_js, NULL, NULL, NULL, napi_default, NULL},
       {"scatterRows", NULL, scatter_rows_js, NULL, NULL, NULL, napi_default, NULL},
+      {"reserveFile", NULL, reserve_file_js, NULL, NULL, NULL, napi_default, NULL},
+      {"mapFile", NULL, map_file_js, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

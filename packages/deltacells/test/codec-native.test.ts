@@ -256,22 +256,22 @@ test("an addon built from older sources (no or another version, a function missi
     assert.equal(v1.kernel, undefined);
     assert.match(
       v1.unavailable!,
-      /v1\.cjs is version 1 \(no version field\), these sources need version 3: rebuild/,
+      /v1\.cjs is version 1 \(no version field\), these sources need version 4: rebuild/,
     );
     assert.equal(v1.warn, true, "a stale build is reported on stderr, from the main thread");
     const v9 = loadAddon(pathToFileURL(other));
     assert.equal(v9.kernel, undefined);
     assert.equal(v9.warn, true);
-    assert.match(v9.unavailable!, /is version 9, these sources need version 3/);
+    assert.match(v9.unavailable!, /is version 9, these sources need version 4/);
     // The current version with functions missing (a build that was interrupted or hand-made).
-    const early = join(dir, "v3-partial.cjs");
+    const early = join(dir, "v4-partial.cjs");
     const present = ["gaps", "vals", "chunks", "decompress", "crc32", "isa", "indptr"];
-    await writeFile(early, `module.exports = { version: 3, ${present.map((f) => `${f}() {}`).join(", ")} };`);
+    await writeFile(early, `module.exports = { version: 4, ${present.map((f) => `${f}() {}`).join(", ")} };`);
     const v2 = loadAddon(pathToFileURL(early));
     assert.equal(v2.kernel, undefined);
     assert.match(
       v2.unavailable!,
-      /v3-partial\.cjs has no renumber, chunksRenumbered, copy, copyMapped, scatterRows \(built from older sources\): rebuild/,
+      /v4-partial\.cjs has no renumber, chunksRenumbered, copy, copyMapped, scatterRows, reserveFile, mapFile \(built from older sources\): rebuild/,
     );
     assert.match(
       loadAddon(pathToFileURL(join(dir, "absent.node"))).unavailable!,

@@ -89,6 +89,18 @@ function lengthsFor(batchSize: number, nCols: number, format: "csr" | "dense", n
 
 const bytesOf = (l: Lengths) => 8 * l.cells + 8 * l.indptr + 8 * l.nnz + 4 * l.dense;
 
+/**
+ * A slot of a shared batch file (ring.ts): a CSR batch's `indptr`, `indices` and `data` there
+ * instead of in the loader's own memory, so that another process reads them where they were
+ * written.
+ */
+export interface BatchSlot {
+  slot: number;
+  indptr: Float64Array;
+  indices: Int32Array;
+  data: Int32Array | Float32Array;
+}
+
 /** The recycled arrays of one batch, counted in the loader's memory ledger as allocated and grown. */
 export class BatchArrays {
   cells: Float64Array;
@@ -106,14 +118,41 @@ export class BatchArrays {
     /** Rows and values in shared memory (a pool's workers write them; see the slot path). */
     readonly shared = false,
     private readonly ledger?: MemoryLedger,
+    /** The slot of a shared batch file these arrays live in (its memory counted by the ring). */
+    readonly home?: BatchSlot,
   ) {
     const l = lengthsFor(batchSize, nCols, format, nnzHint);
     this.cells = new Float64Array(l.cells);
+    if (home !== undefined) {
+      this.indptr = home.indptr;
+      this.indices = home.indices;
+      this.data = home.data;
+      this.dense = new Float32Array(0);
+      return;
+    }
     this.indptr = new Float64Array(l.indptr);
     this.indices = this.ints(l.nnz);
     this.data = values === "float32" ? this.floats(l.nnz) : this.ints(l.nnz);
     this.dense = this.floats(l.dense);
     ledger?.addBatches(this.bytes);
+  }
+
+  /** Whether the nonzeros are in {@link home} (not grown out of it into the loader's memory). */
+  get inSlot(): boolean {
+    return this.home !== undefined && this.indices === this.home.indices;
+  }
+
+  /** Back into {@link home} after a batch outgrew it (the grown arrays are dropped). */
+  restore(): void {
+    if (this.home === undefined || this.inSlot) return;
+    this.ledger?.addBatches(-8 * this.indices.length);
+    this.indices = this.home.indices;
+    this.data = this.home.data;
+  }
+
+  /** The nonzeros the constructor makes room for with `nnzHint`. */
+  static nnzFor(nnzHint: number): number {
+    return Math.max(MIN_NNZ, nnzHint);
   }
 
   /** The bytes the constructor allocates for these arguments (what `bytes` is until a `grow`). */
@@ -136,6 +175,8 @@ export class BatchArrays {
    */
   grow(need: number, keep: number): void {
     const before = this.bytes;
+    // Out of its slot, the slot's memory stays held (by the ring): the new arrays come on top.
+    const fromSlot = this.inSlot;
     const cap = Math.max(need, Math.ceil(1.25 * this.indices.length));
     const indices = this.ints(cap);
     indices.set(this.indices.subarray(0, keep));
@@ -143,7 +184,7 @@ export class BatchArrays {
     (data as Int32Array).set((this.data as Int32Array).subarray(0, keep));
     this.indices = indices;
     this.data = data;
-    this.ledger?.addBatches(this.bytes - before);
+    this.ledger?.addBatches(fromSlot ? 8 * cap : this.bytes - before);
   }
 
   /** Copies the first `size` rows (`nnz` nonzeros) of `src`, arrays of the same shape. */
@@ -166,8 +207,19 @@ export class BatchArrays {
   }
 }
 
+/**
+ * Where an assembler gets a batch's arrays and gives back those of a batch never handed out:
+ * {@link BatchRecycler}, or a shared batch file's ring (ring.ts), whose `acquire` waits for a slot.
+ */
+export interface BatchSource {
+  acquire(): BatchArrays | Promise<BatchArrays>;
+  release(a: BatchArrays): void;
+  /** Ends every wait of `acquire`, rejected with `reason` (the iteration stops). */
+  cancelWaits(reason?: unknown): void;
+}
+
 /** Keeps released batch arrays for the next batches (at most as many as the loader can hold at once). */
-export class BatchRecycler {
+export class BatchRecycler implements BatchSource {
   private readonly free: BatchArrays[] = [];
 
   constructor(
@@ -184,6 +236,9 @@ export class BatchRecycler {
     if (this.free.length < this.keep) this.free.push(a);
     else this.ledger?.addBatches(-a.bytes);
   }
+
+  /** Nothing waits here: a batch's arrays are made when none is free. */
+  cancelWaits(): void {}
 }
 
 export interface BatchFields {

@@ -26,3 +26,4 @@ export {
   type LoaderOrder,
   type LoaderState,
 } from "./options.js";
+export type { SharedBatches, SharedBatchesLayout, SharedBatchesOptions } from "./ring.js";

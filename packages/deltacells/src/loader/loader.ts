@@ -4,6 +4,8 @@
  * decodes the tiles the plan needs, ahead of the batches and within the memory cap; the
  * assembler (assemble.ts) copies rows into recycled batch buffers (batch.ts).
  */
+
+import { loadNativeKernel } from "../codec/native.js";
 import { poolTileDecoder } from "../dataset/pool-decoder.js";
 import type { Dataset } from "../dataset/reader.js";
 import { DeltacellsError } from "../errors.js";
@@ -12,6 +14,7 @@ import {
   type Batch,
   BatchArrays,
   BatchRecycler,
+  type BatchSource,
   type CsrBatch,
   type DenseBatch,
   lendBatch,
@@ -22,6 +25,7 @@ import { MemoryLedger } from "./memory.js";
 import { type BatchObsColumn, copyObs, ObsGather } from "./obs.js";
 import { type LoaderOptions, type LoaderSettings, type LoaderState, settingsOf } from "./options.js";
 import type { EpochPlan } from "./plan.js";
+import { BatchRing, checkRingSlots, type SharedBatches, sharedBatchesLayout } from "./ring.js";
 import { EpochSchedule, type LaneRun, type ScheduledBatch } from "./schedule.js";
 import { SlotAssembler, slotsApply } from "./slots.js";
 
@@ -94,6 +98,8 @@ export interface Loader<B extends Batch = Batch> extends AsyncIterable<B> {
   /** Tiles left out so far (`onUnreadableTile: "skip"`), with the cells they cost. */
   readonly skipped: readonly SkippedTile[];
   readonly memory: LoaderMemory;
+  /** The shared batch file (`sharedBatches`): its layout, and which slot holds a batch. */
+  readonly sharedBatches: SharedBatches | undefined;
   /** Where the loader is: serialisable; `createLoader(ds, { ...options, resume: state })` continues from it. */
   state(): LoaderState;
   /** Makes the next iteration yield epoch `epoch` from its first batch (as DistributedSampler.set_epoch). */
@@ -118,6 +124,8 @@ interface LoaderParts {
   slots: boolean;
   buffers: BatchBuffers;
   ledger: MemoryLedger;
+  /** The shared batch file's ring, when the batches are made there. */
+  ring: BatchRing | undefined;
   /** Tiles fetched or decoding at once, at most. */
   maxInFlight: number;
   /** What `close()` runs (stopping the loader's pool). */
@@ -138,7 +146,8 @@ class DatasetLoader implements Loader {
   private origin: number;
   private iterating = false;
   private memo: { epoch: number; origin: number; schedule: EpochSchedule } | undefined;
-  private readonly recycler: BatchRecycler;
+  private readonly recycler: BatchSource;
+  private readonly ring: BatchRing | undefined;
   private readonly ds: Dataset;
   private readonly tiles: Dataset;
   private readonly s: LoaderSettings;
@@ -193,11 +202,18 @@ class DatasetLoader implements Loader {
       );
     if (this.position === this.schedule(this.epoch, this.origin).batches) this.nextEpoch();
     const shared = o.slots && o.tiles.scatters!.shared;
-    this.recycler = new BatchRecycler(
-      () => new BatchArrays(s.batchSize, map.count, s.output, s.values, buffers.nnzHint, shared, ledger),
-      buffers.count,
-      ledger,
-    );
+    this.ring = o.ring;
+    this.recycler =
+      o.ring ??
+      new BatchRecycler(
+        () => new BatchArrays(s.batchSize, map.count, s.output, s.values, buffers.nnzHint, shared, ledger),
+        buffers.count,
+        ledger,
+      );
+  }
+
+  get sharedBatches(): SharedBatches | undefined {
+    return this.ring;
   }
 
   get genes(): LoaderGenes {
@@ -328,6 +344,9 @@ class DatasetLoader implements Loader {
     let copy: Promise<Made> | undefined;
     let copyLent = false;
     const pending: Promise<Batch>[] = [];
+    // An abort ends a wait for a slot of the shared batch file, which nothing else would.
+    const onAbort = () => this.recycler.cancelWaits(this.signal!.reason);
+    this.signal?.addEventListener("abort", onAbort);
     let made = start;
     const make = () => {
       const k = made++;
@@ -368,7 +387,10 @@ class DatasetLoader implements Loader {
     } finally {
       // Stopped early (break, error): batches made ahead were never handed out, and the windows
       // they wait for need not be decoded.
+      this.signal?.removeEventListener("abort", onAbort);
       for (const pipe of pipes.values()) pipe.feed.stop();
+      // A batch waiting for a slot of the shared batch file would wait for good.
+      this.recycler.cancelWaits();
       for (const r of await Promise.allSettled(pending)) if (r.status === "fulfilled") r.value.release();
       if (copy !== undefined && !copyLent) {
         const [r] = await Promise.allSettled([copy]);
@@ -440,7 +462,7 @@ class DatasetLoader implements Loader {
       const { arrays, filled } = await asm.fill(entry.laneBatch);
       return made(arrays, filled);
     }
-    const arrays = this.recycler.acquire();
+    const arrays = await this.recycler.acquire();
     try {
       return made(arrays, await asm.fill(entry.laneBatch, arrays));
     } catch (err) {
@@ -450,13 +472,14 @@ class DatasetLoader implements Loader {
   }
 
   /** A copy of a made batch, in buffers of its own: the padding batch that repeats it. */
-  private copyOf(m: Made): Made {
-    const arrays = this.recycler.acquire();
+  private async copyOf(m: Made): Promise<Made> {
+    const arrays = await this.recycler.acquire();
     arrays.copyFrom(m.arrays, m.size, m.nnz);
     return { ...m, arrays, padded: m.size, obs: copyObs(m.obs) };
   }
 
   private lend(m: Made, epoch: number, k: number, entry: ScheduledBatch): Batch {
+    this.ring?.seal(m.arrays, { epoch, index: k, size: m.size, nnz: m.nnz });
     return lendBatch(
       m.arrays,
       {
@@ -514,6 +537,8 @@ interface BatchBuffers {
   nnzHint: number;
   /** All of them (as the ledger counts them: not the obs arrays made for each batch). */
   bytes: number;
+  /** Buffers the loader needs free to finish its next batch while its consumer holds the others. */
+  minFree: number;
 }
 
 /**
@@ -534,8 +559,32 @@ function batchBuffers(ds: Dataset, s: LoaderSettings, map: ColumnMap, slots: boo
   // window ahead), and a padding batch may copy a batch.
   const laidOut =
     lanes === 1 ? Math.ceil((2 * maxWindow) / s.batchSize) : lanes * Math.ceil(maxWindow / s.batchSize);
-  const count = s.prefetch + 2 + (slots ? laidOut : 0) + (s.order === "elastic" ? 1 : 0);
-  return { count, nnzHint, bytes: count * BatchArrays.bytesFor(s.batchSize, map.count, s.output, nnzHint) };
+  const elastic = s.order === "elastic" ? 1 : 0;
+  const count = s.prefetch + 2 + (slots ? laidOut : 0) + elastic;
+  // Free buffers the loader needs to finish its next batch whatever its consumer holds: the slot
+  // path lays a window out over every batch it touches before decoding it (each lane its own);
+  // with several lanes the batches made ahead may be another lane's, and a padding batch copies
+  // one. The copying path fills one batch at a time.
+  const window = Math.ceil(maxWindow / s.batchSize) + 1;
+  const minFree = slots ? (lanes === 1 ? window : lanes * window + s.prefetch + 1) + elastic : 1 + elastic;
+  const shared = s.sharedBatches;
+  if (shared !== undefined) {
+    const slotCount = shared.slots ?? Math.max(count, minFree + 1);
+    const layout = sharedBatchesLayout(
+      slotCount,
+      s.batchSize,
+      BatchArrays.nnzFor(nnzHint),
+      s.values,
+      minFree,
+    );
+    return { count: slotCount, nnzHint, bytes: layout.bytes, minFree };
+  }
+  return {
+    count,
+    nnzHint,
+    bytes: count * BatchArrays.bytesFor(s.batchSize, map.count, s.output, nnzHint),
+    minFree,
+  };
 }
 
 /** The lanes a rank serves at once: 1 in the default order (its own share), `lanes / worldSize` in the elastic one. */
@@ -653,6 +702,15 @@ async function prepareLoader(
     );
   }
   const ledger = new MemoryLedger(s.memoryCap, chosen.buffers.bytes);
+  let ring: BatchRing | undefined;
+  if (s.sharedBatches !== undefined) {
+    const { count, nnzHint, minFree } = chosen.buffers;
+    checkRingSlots(count, minFree);
+    await loadNativeKernel();
+    const layout = sharedBatchesLayout(count, s.batchSize, BatchArrays.nnzFor(nnzHint), s.values, minFree);
+    const shared = chosen.slots && tiles.scatters!.shared;
+    ring = new BatchRing(s.sharedBatches.fd, layout, map.count, shared, ledger);
+  }
   // Tiles fetched or decoding at once: twice the workers `tiles` decodes on (the loader's pool when
   // `threads` is given, else the dataset's decoder).
   const maxInFlight = Math.max(4, 2 * (tiles.threads ?? 1));
@@ -665,6 +723,7 @@ async function prepareLoader(
     slots: chosen.slots,
     buffers: chosen.buffers,
     ledger,
+    ring,
     maxInFlight,
     onClose,
     signal: options.signal,

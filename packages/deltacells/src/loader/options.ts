@@ -6,6 +6,7 @@ import type { Dataset } from "../dataset/reader.js";
 import { DeltacellsError } from "../errors.js";
 import type { UnreadableTilePolicy } from "./feed.js";
 import type { ColumnOrder } from "./genes.js";
+import type { SharedBatchesOptions } from "./ring.js";
 
 /** Options of {@link createLoader}. */
 export interface LoaderOptions {
@@ -99,6 +100,12 @@ export interface LoaderOptions {
   onUnreadableTile?: UnreadableTilePolicy;
   /** Aborts creating the loader and every iteration of it: the iteration rejects with the signal's reason. */
   signal?: AbortSignal;
+  /**
+   * Node, CSR output: make the batches in this file, which another process maps (a ring of
+   * slots; `loader.sharedBatches` describes it). A slot is written only once the batch it held is
+   * released: until then the loader waits for one (see docs/loader.md, "Batches in shared memory").
+   */
+  sharedBatches?: SharedBatchesOptions;
 }
 
 /** How batches are ordered and handed to ranks (see {@link LoaderOptions.order}). */
@@ -161,6 +168,7 @@ export interface LoaderSettings {
   obs: string[];
   obsLabels: boolean;
   onUnreadableTile: UnreadableTilePolicy;
+  sharedBatches: { fd: number; slots: number | undefined } | undefined;
 }
 
 export const DEFAULT_BATCH_SIZE = 256;
@@ -192,6 +200,16 @@ function bool(field: string, v: unknown, fallback: boolean): boolean {
   if (v === undefined) return fallback;
   if (typeof v !== "boolean") throw invalid(field, "true or false", v);
   return v;
+}
+
+function sharedBatchesOf(o: SharedBatchesOptions | undefined): LoaderSettings["sharedBatches"] {
+  if (o === undefined) return undefined;
+  if (o === null || typeof o !== "object" || o.fd === undefined)
+    throw invalid("sharedBatches", "{ fd, slots? }: an open file descriptor", o);
+  return {
+    fd: integer("sharedBatches.fd", o.fd, 0, 0),
+    slots: o.slots === undefined ? undefined : integer("sharedBatches.slots", o.slots, 1, 1),
+  };
 }
 
 /** The state fields that decide batch boundaries: a resumed loader's options must agree with them. */
@@ -304,7 +322,14 @@ export function settingsOf(ds: Dataset, o: LoaderOptions): LoaderSettings {
     obs,
     obsLabels: bool("obsLabels", merged.obsLabels, false),
     onUnreadableTile: oneOf("onUnreadableTile", merged.onUnreadableTile, ["error", "skip"] as const, "error"),
+    sharedBatches: sharedBatchesOf(merged.sharedBatches),
   };
+  if (output === "dense" && settings.sharedBatches !== undefined)
+    throw invalid(
+      "sharedBatches",
+      'absent with output "dense" (a shared batch file holds CSR batches)',
+      "given",
+    );
   if (output === "dense" && merged.values === "int32")
     throw invalid("values", '"float32" (or absent) with output "dense"', merged.values);
   if (!settings.dropLast && ds.nCells < lanes)

@@ -71,8 +71,8 @@ export interface SlotAssemblerOptions {
   map: ColumnMap;
   output: "csr" | "dense";
   obs: ObsGather | undefined;
-  /** A batch's buffers, and giving back those of a batch never handed out. */
-  acquire: () => BatchArrays;
+  /** A batch's buffers (waiting for a shared batch file's slot), and giving back those of a batch never handed out. */
+  acquire: () => BatchArrays | Promise<BatchArrays>;
   giveBack: (a: BatchArrays) => void;
   /**
    * Lay the next window out while this one's last batch is filled (default true). Off when the
@@ -103,7 +103,7 @@ export class SlotAssembler {
   private readonly firstPos: number;
   private readonly output: "csr" | "dense";
   private readonly obs: ObsGather | undefined;
-  private readonly acquire: () => BatchArrays;
+  private readonly acquire: () => BatchArrays | Promise<BatchArrays>;
   private readonly giveBack: (a: BatchArrays) => void;
   private readonly ahead: boolean;
 
@@ -155,11 +155,11 @@ export class SlotAssembler {
     };
   }
 
-  private batch(k: number): OpenBatch {
+  private async batch(k: number): Promise<OpenBatch> {
     let b = this.open.get(k);
     if (b !== undefined) return b;
     const [from, to] = this.plan.batchRange(k);
-    const arrays = this.acquire();
+    const arrays = await this.acquire();
     if (arrays.format === "dense") arrays.dense.fill(0, 0, (to - from) * arrays.nCols);
     else arrays.indptr[0] = 0;
     b = { arrays, from, n: 0, at: 0, padded: 0, obs: this.obs?.start(to - from), jobs: [] };
@@ -192,7 +192,7 @@ export class SlotAssembler {
     const kFirst = m > 0 ? Math.floor(this.posAt[0]! / B) : 0;
     const kLast = m > 0 ? Math.floor(this.posAt[m - 1]! / B) : -1;
     const batches: OpenBatch[] = [];
-    for (let k = kFirst; k <= kLast; k++) batches.push(this.batch(k));
+    for (let k = kFirst; k <= kLast; k++) batches.push(await this.batch(k));
     if (csr) {
       const need = new Float64Array(batches.length);
       for (let i = 0; i < m; i++) {

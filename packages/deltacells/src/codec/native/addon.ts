@@ -8,7 +8,7 @@
  * both together whenever a function's arguments or results change: an addon built from older
  * sources is then refused (codecInfo() says why) and the TypeScript loops decode.
  */
-export const NATIVE_KERNEL_VERSION = 3;
+export const NATIVE_KERNEL_VERSION = 4;
 
 export interface NativeKernel {
   /** The addon's interface version: {@link NATIVE_KERNEL_VERSION} or the addon is not used. */
@@ -116,6 +116,19 @@ export interface NativeKernel {
   isa(level?: number): number;
   /** Copies and checks the int64 indptr at `off`: -1 if fine, else the first bad entry. */
   indptr(bytes: Uint8Array, off: number, nCells: number, nnz: number, out: Float64Array): number;
+  /**
+   * Since version 4: makes the file open as `fd` at least `bytes` long with its blocks allocated
+   * (posix_fallocate on Linux), so that running out of room is this call's error (code `ENOSPC`),
+   * not a SIGBUS when a page is first written. Throws with the reason.
+   */
+  reserveFile(fd: number, bytes: number): void;
+  /**
+   * Since version 4: bytes `[offset, offset + length)` of the file open as `fd`, mapped shared
+   * (read and write) into this thread as an ArrayBuffer, unmapped when it is collected. Every
+   * thread or process mapping the same file sees the same memory. `offset` is a multiple of the
+   * page size and the file holds the bytes already; throws with the reason otherwise.
+   */
+  mapFile(fd: number, offset: number, length: number): ArrayBuffer;
 }
 
 /**
@@ -135,6 +148,8 @@ export const NATIVE_KERNEL_FUNCTIONS = [
   "copy",
   "copyMapped",
   "scatterRows",
+  "reserveFile",
+  "mapFile",
 ] as const satisfies readonly (keyof NativeKernel)[];
 
 /**

@@ -30,6 +30,7 @@ import {
 } from "../encode.js";
 import { corrupt, HEADER_SIZE, hex32 } from "../format.js";
 import { checksum, inspectTile, type TileLayout } from "../layout.js";
+import { describeMapped } from "../mapped.js";
 import { loadNativeKernel } from "../native.js";
 import {
   BufferRecycler,
@@ -40,10 +41,10 @@ import {
   type RecycledTile,
   recycledTile,
 } from "../recycle.js";
-import type { ScatterJob } from "../scatter.js";
+import type { ScatterJob, ScatterTarget } from "../scatter.js";
 import { startWorkerHost, type WorkerHost } from "./host.js";
 import { type DecodePart, planDecode } from "./plan.js";
-import type { DecodeRequest, Response } from "./protocol.js";
+import type { DecodeRequest, PostedTarget, Response } from "./protocol.js";
 
 /** Parallel encoding and decoding of tiles; see {@link createTilePool}. */
 export interface TilePool {
@@ -74,7 +75,8 @@ export interface TilePool {
   decode(bytes: Uint8Array, opts?: DecodeOptions): Promise<RecycledTile>;
   /**
    * Decodes a whole tile on one worker and writes its rows to their slots (see
-   * `scatterTileSync`); the targets must be shared memory. `layout` is the tile's layout as
+   * `scatterTileSync`); the targets must be shared memory (or CSR arrays over a mapped shared batch
+   * file, which each worker maps itself). `layout` is the tile's layout as
    * `inspectTile(bytes, { skipCrc: true })` returned it (the worker checks the CRC).
    */
   scatter(bytes: Uint8Array, layout: TileLayout, job: ScatterJob): Promise<void>;
@@ -109,6 +111,24 @@ function warnPlainOut(): void {
 
 function isShared(a: ArrayBufferView): boolean {
   return a.buffer instanceof SharedArrayBuffer;
+}
+
+/**
+ * A scatter target as a worker gets it: shared memory as it is, a mapped file's arrays as
+ * descriptions of them (the worker writes through its own mapping); anything else is refused, as
+ * the worker's writes would land in a copy.
+ */
+function postedTarget(t: ScatterTarget): PostedTarget {
+  if (t.dense !== undefined ? isShared(t.dense) : isShared(t.indices) && isShared(t.data)) return t;
+  if (t.dense === undefined) {
+    const indices = describeMapped(t.indices);
+    const data = describeMapped(t.data);
+    if (indices !== undefined && data !== undefined) return { mapped: { indices, data } };
+  }
+  throw new DeltacellsError(
+    "pool.scatter writes into shared memory only: its targets must be on SharedArrayBuffer (or a mapped shared batch file)",
+    { tag: "InvalidInput", field: "targets", expected: "SharedArrayBuffer", found: "ArrayBuffer" },
+  );
 }
 
 /**
@@ -396,19 +416,7 @@ async function scatterOnPool(
   job: ScatterJob,
 ): Promise<void> {
   const object = job.object;
-  for (const t of job.targets) {
-    const shared = t.dense !== undefined ? isShared(t.dense) : isShared(t.indices) && isShared(t.data);
-    if (!shared)
-      throw new DeltacellsError(
-        "pool.scatter writes into shared memory only: its targets must be on SharedArrayBuffer",
-        {
-          tag: "InvalidInput",
-          field: "targets",
-          expected: "SharedArrayBuffer",
-          found: "ArrayBuffer",
-        },
-      );
-  }
+  const targets = job.targets.map(postedTarget);
   const columns =
     job.columns === undefined ? undefined : memory.columnMap(job.columns, layout.header.nGenes, object);
   const { src, input } = memory.sharedInput(bytes);
@@ -421,7 +429,7 @@ async function scatterOnPool(
         layout,
         values: job.values,
         slots: job.slots,
-        targets: job.targets,
+        targets,
         object,
         ...(columns && { columns }),
       },

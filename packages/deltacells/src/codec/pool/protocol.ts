@@ -2,6 +2,7 @@
 import { DeltacellsError, type DeltacellsErrorTag } from "../../errors.js";
 import type { PreparedChunk } from "../encode.js";
 import type { TileLayout } from "../layout.js";
+import type { MappedView } from "../mapped.js";
 import type { ScatterTarget } from "../scatter.js";
 
 /** Decode chunks `[k0, k1)` of a tile (restricted to cells `[c0, c1)`) and checksum some bytes. */
@@ -68,11 +69,17 @@ export interface ScatterRequest {
   values: "int32" | "float32";
   slots: Float64Array;
   /** Shared memory only (the worker writes into it). */
-  targets: ScatterTarget[];
+  targets: PostedTarget[];
   /** As {@link DecodeRequest.columns}. */
   columns?: { id: number; map?: Int32Array };
   object?: string;
 }
+
+/**
+ * A scatter target as posted: on SharedArrayBuffer as it is, or CSR arrays over a mapped file as
+ * their descriptions (`mapped.ts`: the worker maps the file itself; the arrays would be copied).
+ */
+export type PostedTarget = ScatterTarget | { mapped: { indices: MappedView; data: MappedView } };
 
 export interface CompressRequest {
   op: "compress";

@@ -5,12 +5,14 @@
 import { serveRequests } from "#threads";
 import { chunkContext, decodeChunksInto } from "../decode.js";
 import { checksum } from "../layout.js";
-import { scatterTileSync } from "../scatter.js";
+import { viewOfMapped } from "../mapped.js";
+import { type ScatterTarget, scatterTileSync } from "../scatter.js";
 import { loadZstd } from "../zstd/load.js";
 import {
   CLAIM_STARTED,
   CLAIM_WAITING,
   type DecodeRequest,
+  type PostedTarget,
   type Request,
   type Response,
   type ScatterRequest,
@@ -43,6 +45,14 @@ function columnsOf(req: DecodeRequest | ScatterRequest): Int32Array | undefined 
   return held;
 }
 
+/** A posted scatter target as arrays of this thread: a mapped file's through this thread's mapping. */
+function targetOf(t: PostedTarget): ScatterTarget {
+  if (!("mapped" in t)) return t;
+  const indices = viewOfMapped(t.mapped.indices);
+  if (!(indices instanceof Int32Array)) throw new Error("a mapped scatter target's indices are not int32");
+  return { indices, data: viewOfMapped(t.mapped.data) };
+}
+
 async function handle(req: Request, answer: Reply): Promise<void> {
   keepColumnMap(req);
   // Every answer gives the claim cell back, the recalled job's too.
@@ -68,7 +78,8 @@ async function handle(req: Request, answer: Reply): Promise<void> {
     }
     if (req.op === "scatter") {
       const { bytes, layout, values, slots, targets, object } = req;
-      scatterTileSync(bytes, layout, zstd, { values, slots, targets, columns: columnsOf(req), object });
+      const into = targets.map(targetOf);
+      scatterTileSync(bytes, layout, zstd, { values, slots, targets: into, columns: columnsOf(req), object });
       reply({ id: req.id, ok: true }, []);
       return;
     }
