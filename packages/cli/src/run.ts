@@ -4,7 +4,7 @@
  * process (a child process through tsx costs 1-2 s of start-up per command).
  */
 import { readFileSync } from "node:fs";
-import type { Writable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
 import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_SECONDS } from "@deltacells/storage";
 import { UsageError } from "./args.js";
 import type { CommandResult } from "./command.js";
@@ -20,6 +20,8 @@ export interface CliIo {
   stderr: { write(text: string): unknown };
   /** Where `stream` writes its binary Arrow stream (default `process.stdout`; tests collect it). */
   binary?: Writable & { isTTY?: boolean };
+  /** Where `stream --shm-fd` reads its consumer's messages (default `process.stdin`; tests write them). */
+  control?: Readable;
   /** Show an error's stack (`DELTACELLS_DEBUG` set), as `--debug` does. */
   debug: boolean;
 }

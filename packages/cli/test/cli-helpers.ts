@@ -7,7 +7,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
-import { Writable } from "node:stream";
+import { type Readable, Writable } from "node:stream";
 import { run as runCommand } from "../src/run.js";
 
 export const REPO = resolve(import.meta.dirname, "../../..");
@@ -71,6 +71,7 @@ async function inProcess(
   debug: boolean,
   env: Record<string, string>,
   binary?: Writable,
+  control?: Readable,
 ): Promise<Run> {
   assert.ok(
     (args[0] !== "stream" || binary !== undefined || args.includes("--help")) &&
@@ -98,6 +99,7 @@ async function inProcess(
       stderr: { write: (text: string) => (stderr += text) },
       debug,
       ...(binary && { binary }),
+      ...(control && { control }),
     });
     return { code, stdout, stderr };
   } finally {
@@ -124,6 +126,14 @@ export async function streamInProcess(...args: string[]): Promise<Run & { binary
   });
   const r = await inProcess(["stream", ...args], false, {}, binary);
   return { ...r, binary: Buffer.concat(chunks) };
+}
+
+/**
+ * `deltacells stream ARGS...` in this process writing to `binary` and reading its consumer's
+ * messages (`--shm-fd`) from `control`, for a test that consumes the stream as it comes.
+ */
+export function streamWith(binary: Writable, control: Readable, ...args: string[]): Promise<Run> {
+  return inProcess(["stream", ...args], false, {}, binary, control);
 }
 
 /** {@link deltacells} in this process (see `inProcess` for what needs a child process). */

@@ -3,10 +3,10 @@
  * a training job in Python (examples/python/) gets shuffled, sharded, resumable mini-batches
  * decoded at the codec's speed without a reimplementation.
  */
-import { readFileSync } from "node:fs";
+import { fstatSync, readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
-import type { MixingMeter, ObsColumnSchema, TileDecoder } from "@deltacells/core";
+import type { Batch, MixingMeter, ObsColumnSchema, SharedBatchesLayout, TileDecoder } from "@deltacells/core";
 import { DEFAULT_BATCH_SIZE, DEFAULT_BUFFER_TILES, poolTileDecoder } from "@deltacells/core/internal";
 import { COMMON_HELP, intOption, parse, UsageError } from "../args.js";
 import type { CommandResult } from "../command.js";
@@ -20,16 +20,19 @@ import type { CliIo } from "../run.js";
  * thread each and the codec's modules, then overlaps this thread's loading of these).
  */
 async function loadModules() {
-  const [core, node, io, arrow] = await Promise.all([
+  const [core, node, io, arrow, control] = await Promise.all([
     import("@deltacells/core"),
     import("@deltacells/core/node"),
     import("../io.js"),
     import("@deltacells/core/arrow"),
+    import("./shm-control.js"),
   ]);
   return {
     createLoader: core.createLoader,
     mixingMeter: core.mixingMeter,
     formatMixing: core.formatMixing,
+    DeltacellsError: core.DeltacellsError,
+    ShmControl: control.ShmControl,
     cacheLocalizer: node.cacheLocalizer,
     openCountedDataset: io.openCountedDataset,
     ArrowBatches: arrow.ArrowBatches,
@@ -80,6 +83,16 @@ once; a rank left one short ends with a padding batch (every row padded, repeati
 Errors go to stderr with exit code 1, never into the stream. A consumer that closes the stream
 early ends the command quietly (exit code 0). stdout must be a pipe or a file, not a terminal.
 
+With --shm-fd FD the batches' indices and counts are made in the file open as descriptor FD (a
+memfd, or a file on tmpfs, that the consumer maps; the command sizes it), a ring of slots, and
+each record batch carries only the cells and obs, its lists empty and its "deltacells.batch"
+metadata naming the "slot" and its "seq"; "deltacells.stream" describes the file ("shm": slots,
+slot_bytes, bytes, capacity, cells, values, offsets, min_free). A slot is written again only once
+the consumer has released it on stdin ("release SLOT SEQ" lines; "spill" when it holds so many
+that the next batch has no slot: the next ones come whole in the stream until one is released),
+and a batch denser than a slot comes whole in the stream. The end of stdin stops the command.
+docs/python.md describes the protocol.
+
 options:
   --batch-size N     cells per batch (default ${DEFAULT_BATCH_SIZE})
   --no-shuffle       each rank's cells in dataset order
@@ -109,6 +122,8 @@ options:
   --buffer-tiles N   tiles whose cells are shuffled together (default ${DEFAULT_BUFFER_TILES})
   --memory-cap MIB   memory for tiles in flight and batch buffers (default 512)
   --cache-dir DIR    the obs cache (default as for \`deltacells obs\`)
+  --shm-fd FD        make the batches in the shared file open as FD (see above; not with --dense)
+  --ring N           slots in that file (default: the batch buffers the loader holds at once)
 ${COMMON_HELP}`;
 
 /** Gene names of a `--genes` file: one per line, blank lines ignored. */
@@ -134,7 +149,10 @@ function list(spec: string): string[] {
     .filter((s) => s.length > 0);
 }
 
-export async function stream(argv: string[], io?: Pick<CliIo, "binary" | "stderr">): Promise<CommandResult> {
+export async function stream(
+  argv: string[],
+  io?: Pick<CliIo, "binary" | "stderr" | "control">,
+): Promise<CommandResult> {
   const sink = io?.binary ?? process.stdout;
   const stderr = io?.stderr ?? process.stderr;
   const { values, positionals, locations } = parse(
@@ -161,6 +179,8 @@ export async function stream(argv: string[], io?: Pick<CliIo, "binary" | "stderr
       "buffer-tiles": { type: "string" },
       "memory-cap": { type: "string" },
       "cache-dir": { type: "string" },
+      "shm-fd": { type: "string" },
+      ring: { type: "string" },
     },
     ["DATASET"],
   );
@@ -203,6 +223,7 @@ export async function stream(argv: string[], io?: Pick<CliIo, "binary" | "stderr
       "--start-batch and --start-global-batch say the same thing: give one (K batches per rank on W ranks is --start-global-batch K*W)",
     );
   const mixing = mixingOf(values["report-mixing"]);
+  const shm = shmOptions(values, dense);
   const settings = {
     batchSize,
     rank,
@@ -219,13 +240,22 @@ export async function stream(argv: string[], io?: Pick<CliIo, "binary" | "stderr
     startGlobalBatch,
     mixing,
     stderr,
+    shm,
   };
 
   // The decoding workers start first: the rest of the command's modules load meanwhile.
   const pool = poolTileDecoder(threads);
   pool.start();
   try {
-    return await streamOn(locations, pool.decoder, positionals[0]!, values, sink, settings);
+    return await streamOn(
+      locations,
+      pool.decoder,
+      positionals[0]!,
+      values,
+      sink,
+      settings,
+      io?.control ?? process.stdin,
+    );
   } finally {
     await pool.close();
   }
@@ -252,6 +282,51 @@ function mixingOf(v: unknown): { column: string; file: string | undefined } | un
   return { column, file };
 }
 
+/** `--shm-fd` and `--ring`, checked: the descriptor must be open. */
+function shmOptions(values: Values, dense: boolean): Settings["shm"] {
+  const fd = intOption(values, "shm-fd", undefined, 0, 1 << 20);
+  const ring = intOption(values, "ring", undefined, 1, 1 << 16);
+  if (fd === undefined) {
+    if (ring !== undefined) throw new UsageError("--ring applies to --shm-fd: give both, or neither");
+    return undefined;
+  }
+  if (dense) throw new UsageError("--shm-fd carries CSR batches: leave out --dense (or --shm-fd)");
+  try {
+    fstatSync(fd);
+  } catch (err) {
+    throw new UsageError(`--shm-fd ${fd} is not an open file descriptor (${(err as Error).message})`);
+  }
+  return { fd, ring };
+}
+
+/** `make()`, a refusal of `--ring` as too small said as a usage mistake naming the flag. */
+async function ringChecked<T>(ring: number | undefined, make: () => Promise<T>): Promise<T> {
+  try {
+    return await make();
+  } catch (err) {
+    const e = err as { field?: string; expected?: unknown; message?: string };
+    if (ring === undefined || e.field !== "sharedBatches.slots") throw err;
+    const least = String(e.expected).replace(">= ", "");
+    throw new UsageError(
+      `--ring ${ring} is too few slots: the loader needs ${Number(least) - 1} free to finish a batch while the consumer holds one; give --ring ${least} or more, or leave it out`,
+    );
+  }
+}
+
+/** The shared batch file's layout in the stream's metadata (snake_case, as the rest of it). */
+function layoutInfo(l: SharedBatchesLayout) {
+  return {
+    slots: l.slots,
+    slot_bytes: l.slotBytes,
+    bytes: l.bytes,
+    capacity: l.capacity,
+    cells: l.cells,
+    values: l.values,
+    offsets: l.offsets,
+    min_free: l.minFree,
+  };
+}
+
 interface Settings {
   batchSize: number;
   rank: number | undefined;
@@ -268,6 +343,7 @@ interface Settings {
   startGlobalBatch: number | undefined;
   mixing: { column: string; file: string | undefined } | undefined;
   stderr: { write(text: string): unknown };
+  shm: { fd: number; ring: number | undefined } | undefined;
 }
 
 /** The stream of `location`'s batches, decoded by `decoder` (the pool the command started). */
@@ -278,13 +354,16 @@ async function streamOn(
   values: Values,
   sink: NonNullable<CliIo["binary"]>,
   settings: Settings,
+  controlInput: NonNullable<CliIo["control"]>,
 ): Promise<CommandResult> {
   const { batchSize, rank, worldSize, dense, obs, genes, memoryCap, epoch, seed, startBatch } = settings;
-  const { order, lanes, startGlobalBatch, mixing } = settings;
+  const { order, lanes, startGlobalBatch, mixing, shm } = settings;
   const {
     createLoader,
     mixingMeter,
     formatMixing,
+    DeltacellsError,
+    ShmControl,
     cacheLocalizer,
     openCountedDataset,
     ArrowBatches,
@@ -323,26 +402,33 @@ async function streamOn(
     }
     const elastic = order === "elastic";
     const world = worldSize ?? 1;
-    const loader = await createLoader(ds, {
-      batchSize,
-      shuffle: values["no-shuffle"] !== true,
-      seed,
-      epoch,
-      ...(startBatch !== undefined && { startBatch }),
-      ...(elastic && { order, ...(lanes !== undefined && { lanes }) }),
-      ...(startGlobalBatch !== undefined && { startGlobalBatch }),
-      dropLast: values["drop-last"] === true,
-      rank: rank ?? 0,
-      worldSize: world,
-      bufferTiles: intOption(values, "buffer-tiles", DEFAULT_BUFFER_TILES, 1),
-      ...(memoryCap !== undefined && { memoryCap: memoryCap * 1024 * 1024 }),
-      output: dense ? "dense" : "csr",
-      ...(values.float32 === true && { values: "float32" as const }),
-      ...(genes && { genes }),
-      sortIndices: values["sort-indices"] === true,
-      obs,
-      ...(typeof values["cache-dir"] === "string" && { obsCacheDir: values["cache-dir"] }),
-    });
+    // Stops the loader when the consumer of a shared batch file goes away (or misbehaves): it may
+    // be waiting for a slot that will never be released.
+    const stop = new AbortController();
+    const loader = await ringChecked(shm?.ring, () =>
+      createLoader(ds, {
+        signal: stop.signal,
+        ...(shm && { sharedBatches: { fd: shm.fd, ...(shm.ring !== undefined && { slots: shm.ring }) } }),
+        batchSize,
+        shuffle: values["no-shuffle"] !== true,
+        seed,
+        epoch,
+        ...(startBatch !== undefined && { startBatch }),
+        ...(elastic && { order, ...(lanes !== undefined && { lanes }) }),
+        ...(startGlobalBatch !== undefined && { startGlobalBatch }),
+        dropLast: values["drop-last"] === true,
+        rank: rank ?? 0,
+        worldSize: world,
+        bufferTiles: intOption(values, "buffer-tiles", DEFAULT_BUFFER_TILES, 1),
+        ...(memoryCap !== undefined && { memoryCap: memoryCap * 1024 * 1024 }),
+        output: dense ? "dense" : "csr",
+        ...(values.float32 === true && { values: "float32" as const }),
+        ...(genes && { genes }),
+        sortIndices: values["sort-indices"] === true,
+        obs,
+        ...(typeof values["cache-dir"] === "string" && { obsCacheDir: values["cache-dir"] }),
+      }),
+    );
     try {
       if (dense && batchSize * loader.genes.count > MAX_LIST_VALUES)
         throw new UsageError(
@@ -392,10 +478,41 @@ async function streamOn(
             sorted_indices: dense || values["sort-indices"] === true || increasing,
             obs,
             ...elasticInfo,
+            ...(loader.sharedBatches && { shm: layoutInfo(loader.sharedBatches.layout) }),
           },
         },
         values.float32 === true,
       );
+      const shared = loader.sharedBatches;
+      // The batches the consumer holds in their slots, by slot, until it releases them.
+      const lent = new Map<number, { batch: Batch; seq: number }>();
+      const control =
+        shared &&
+        new ShmControl(controlInput, {
+          release(slot, seq) {
+            const held = lent.get(slot);
+            if (held === undefined || held.seq !== seq)
+              return stop.abort(
+                new DeltacellsError(
+                  `the consumer released slot ${slot} as batch sequence ${seq}, but the slot holds ${held ? `sequence ${held.seq}` : "no batch it was given"}`,
+                  { tag: "InvalidInput", field: "release", expected: held?.seq ?? "a lent slot", found: seq },
+                ),
+              );
+            lent.delete(slot);
+            held.batch.release();
+          },
+          spill: () => shared.spill(),
+          gone: () => stop.abort(new ReaderGone("stdin ended")),
+          bad: (line) =>
+            stop.abort(
+              new DeltacellsError(`the consumer sent ${JSON.stringify(line.slice(0, 80))} on stdin`, {
+                tag: "InvalidInput",
+                field: "control",
+                expected: '"release SLOT SEQ" or "spill"',
+                found: line.slice(0, 80),
+              }),
+            ),
+        });
       const out = new ArrowOutput(sink, arrow.schema);
       let batches = 0;
       let rows = 0;
@@ -404,13 +521,16 @@ async function streamOn(
         await out.start();
         if (!over) {
           for await (const batch of loader) {
+            // In a slot, a batch stays lent until the consumer releases it; else it went whole.
+            const where = shared?.slotOf(batch);
             try {
               meter?.add(batch.cells, batch.size);
-              await out.write(arrow.recordBatch(batch));
+              await out.write(arrow.recordBatch(batch, where));
               batches++;
               rows += batch.size;
             } finally {
-              batch.release();
+              if (where !== undefined) lent.set(where.slot, { batch, seq: where.seq });
+              else batch.release();
             }
           }
         }
@@ -429,6 +549,7 @@ async function streamOn(
       } catch (err) {
         if (!(err instanceof ReaderGone)) throw err;
       } finally {
+        control?.close();
         out.detach();
       }
       if (meter && mixing) {

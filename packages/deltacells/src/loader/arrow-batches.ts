@@ -109,13 +109,34 @@ export class ArrowBatches {
     return this.obs.find((o) => o.schema.name === name)?.vocabulary;
   }
 
-  /** `batch` as a record batch whose buffers are views of the batch's own arrays. */
-  recordBatch(batch: Batch): RecordBatch {
+  /**
+   * `batch` as a record batch whose buffers are views of the batch's own arrays. With `slot` (the
+   * batch is in that slot of a shared batch file, `deltacells stream --shm-fd`), its indices and
+   * counts stay there: the lists are empty and the metadata names the slot and its sequence number.
+   */
+  recordBatch(batch: Batch, slot?: { slot: number; seq: number }): RecordBatch {
     const n = batch.size;
     const children: Data[] = [
       makeData({ type: new Int64(), length: n, data: int64Of(batch.cells.subarray(0, n)) }),
     ];
-    if (batch.format === "dense") {
+    if (slot !== undefined) {
+      const offsets = new Int32Array(n + 1);
+      const ints = makeData({
+        type: new List(this.listField),
+        length: n,
+        nullCount: 0,
+        valueOffsets: offsets,
+        child: makeData({ type: new Int32(), length: 0, data: new Int32Array(0) }),
+      });
+      const floats = makeData({
+        type: new List(this.floatField),
+        length: n,
+        nullCount: 0,
+        valueOffsets: offsets,
+        child: makeData({ type: new Float32(), length: 0, data: new Float32Array(0) }),
+      });
+      children.push(ints, this.float32 ? floats : ints);
+    } else if (batch.format === "dense") {
       const values = batch.values.subarray(0, n * this.nGenes);
       children.push(
         makeData({
@@ -164,6 +185,7 @@ export class ArrowBatches {
           padded: batch.padded,
           skipped: batch.skipped,
           ...(batch.format === "csr" && { sorted_indices: batch.sortedIndices }),
+          ...(slot !== undefined && { slot: slot.slot, seq: slot.seq }),
         }),
       ],
     ]);

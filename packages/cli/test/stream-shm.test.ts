@@ -1,0 +1,287 @@
+/**
+ * `deltacells stream --shm-fd`: the batches' indices and counts in a shared file, read back here
+ * with plain file reads at the offsets the stream announces (as the consumer process maps them),
+ * equal to the pipe's stream field by field; a consumer that holds batches, spills, releases the
+ * wrong slot or goes away; the refusals.
+ */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { closeSync, openSync, readSync, unlinkSync } from "node:fs";
+import { join } from "node:path";
+import { PassThrough, type Readable, type Writable } from "node:stream";
+import { test } from "node:test";
+import { type RecordBatch, RecordBatchReader } from "apache-arrow";
+import { deltacells, MAIN, REPO, streamInProcess, streamWith, tempDir } from "./cli-helpers.js";
+
+const dir = tempDir();
+const DS = join(dir, "ds");
+const CACHE = join(dir, "cache");
+
+test.before(async () => {
+  const r = await deltacells(
+    "convert",
+    "data/anndata/obs-encodings.h5ad",
+    DS,
+    "--tile-size",
+    "8",
+    "--level",
+    "3",
+    "--quiet",
+  );
+  assert.equal(r.code, 0, r.stderr);
+});
+
+/** A new, unlinked file for the batches: its descriptor. */
+function sharedFile(): number {
+  const path = join(dir, `batches-${Math.random().toString(36).slice(2)}`);
+  const fd = openSync(path, "wx+");
+  unlinkSync(path);
+  return fd;
+}
+
+interface Layout {
+  slots: number;
+  slot_bytes: number;
+  bytes: number;
+  capacity: number;
+  cells: number;
+  values: "int32" | "float32";
+  offsets: { header: number; indptr: number; indices: number; data: number };
+  min_free: number;
+}
+
+/** A record batch as plain values: cells, each row's indices and counts, obs, metadata. */
+function plain(
+  b: RecordBatch,
+  meta: Record<string, unknown>,
+  rows?: { indices: number[][]; counts: number[][] },
+) {
+  const lists = (name: string) => {
+    const data = b.getChild(name)!.data[0]!;
+    const offsets = data.valueOffsets as Int32Array;
+    const values = data.children[0]!.values as Int32Array | Float32Array;
+    return Array.from({ length: b.numRows }, (_, i) =>
+      Array.from(values.subarray(offsets[data.offset + i]!, offsets[data.offset + i + 1]!)),
+    );
+  };
+  const obs = Object.fromEntries(
+    b.schema.fields
+      .filter((f) => !["cell", "indices", "counts"].includes(f.name))
+      .map((f) => [
+        f.name,
+        JSON.stringify(b.getChild(f.name)!.toArray(), (_, v) => (typeof v === "bigint" ? String(v) : v)),
+      ]),
+  );
+  const { slot: _slot, seq: _seq, ...rest } = meta;
+  return {
+    cells: Array.from(b.getChild("cell")!.toArray() as BigInt64Array, Number),
+    indices: rows?.indices ?? lists("indices"),
+    counts: rows?.counts ?? lists("counts"),
+    obs,
+    meta: rest,
+  };
+}
+
+/** Slot `slot`'s header and rows, read from the file at the announced offsets. */
+function readSlot(fd: number, l: Layout, slot: number, size: number) {
+  const read = (at: number, n: number) => {
+    const out = Buffer.alloc(n);
+    assert.equal(readSync(fd, out, 0, n, slot * l.slot_bytes + at), n);
+    return out;
+  };
+  const head = read(l.offsets.header, 48);
+  const ip = read(l.offsets.indptr, 8 * (size + 1));
+  const indptr = Array.from(new Float64Array(ip.buffer, ip.byteOffset, size + 1));
+  const nnz = indptr[size]!;
+  const ind = read(l.offsets.indices, 4 * nnz);
+  const dat = read(l.offsets.data, 4 * nnz);
+  const indices = new Int32Array(ind.buffer, ind.byteOffset, nnz);
+  const data =
+    l.values === "float32"
+      ? new Float32Array(dat.buffer, dat.byteOffset, nnz)
+      : new Int32Array(dat.buffer, dat.byteOffset, nnz);
+  const row = (a: Int32Array | Float32Array, i: number) => Array.from(a.subarray(indptr[i]!, indptr[i + 1]!));
+  return {
+    magic: head.readUInt32LE(0),
+    seq: head.readDoubleLE(8),
+    index: head.readDoubleLE(24),
+    size: head.readDoubleLE(32),
+    nnz: head.readDoubleLE(40),
+    rows: {
+      indices: Array.from({ length: size }, (_, i) => row(indices, i)),
+      counts: Array.from({ length: size }, (_, i) => row(data, i)),
+    },
+  };
+}
+
+/** The pipe's stream of `args`, as plain batches (the end batch apart). */
+async function pipeBatches(args: string[]) {
+  const r = await streamInProcess(...args, "--cache-dir", CACHE);
+  assert.equal(r.code, 0, r.stderr);
+  const all = [...RecordBatchReader.from(r.binary).open()];
+  return all
+    .filter((b) => b.numRows > 0)
+    .map((b) => plain(b, JSON.parse(b.metadata.get("deltacells.batch")!)));
+}
+
+/**
+ * The shared-memory stream of `args`, consumed as it comes: each batch read from its slot, then
+ * released (or held, for the first `hold` batches, with `spill` sent before waiting for more).
+ */
+async function shmBatches(args: string[], o: { hold?: number; ring?: number } = {}) {
+  const fd = sharedFile();
+  const sink = new PassThrough();
+  const control = new PassThrough();
+  const run = streamWith(
+    sink,
+    control,
+    ...args,
+    "--cache-dir",
+    CACHE,
+    "--shm-fd",
+    String(fd),
+    ...(o.ring ? ["--ring", String(o.ring)] : []),
+  );
+  const reader = await RecordBatchReader.from(sink);
+  await reader.open();
+  const info = JSON.parse(reader.schema.metadata.get("deltacells.stream")!);
+  const layout = info.shm as Layout;
+  const out: ReturnType<typeof plain>[] = [];
+  const held: { slot: number; seq: number; rows: unknown }[] = [];
+  let inline = 0;
+  let end: unknown;
+  for await (const b of reader) {
+    if (b.metadata.has("deltacells.end")) {
+      end = JSON.parse(b.metadata.get("deltacells.end")!);
+      continue;
+    }
+    const meta = JSON.parse(b.metadata.get("deltacells.batch")!);
+    if (meta.slot === undefined) {
+      inline++;
+      out.push(plain(b, meta));
+    } else {
+      const s = readSlot(fd, layout, meta.slot, b.numRows);
+      assert.deepEqual([s.magic, s.seq, s.index, s.size], [0x42534344, meta.seq, meta.index, b.numRows]);
+      out.push(plain(b, meta, s.rows));
+      if (held.length < (o.hold ?? 0)) held.push({ slot: meta.slot, seq: meta.seq, rows: s.rows });
+      else control.write(`release ${meta.slot} ${meta.seq}\n`);
+    }
+    if (held.length > layout.slots - layout.min_free) control.write("spill\n");
+  }
+  const r = await run;
+  // What the held slots hold now: the batches they held when handed out.
+  const after = held.map(
+    (h) => readSlot(fd, layout, h.slot, (h.rows as { indices: unknown[] }).indices.length).rows,
+  );
+  closeSync(fd);
+  return { r, info, layout, out, end, inline, held: held.map((h) => h.rows), after };
+}
+
+const ARGS = [
+  ["--batch-size", "5", "--seed", "3", "--obs", "cat,Int32,boolean,text", "--threads", "2"],
+  ["--batch-size", "7", "--seed", "1", "--float32", "--rank", "1", "--world-size", "2", "--threads", "1"],
+  ["--batch-size", "6", "--seed", "2", "--sort-indices", "--start-batch", "2"],
+];
+
+test("every batch of a shared-memory stream equals the pipe's, field by field, its rows read from the slot it names", async () => {
+  for (const args of ARGS) {
+    const want = await pipeBatches([DS, ...args]);
+    const got = await shmBatches([DS, ...args]);
+    assert.equal(got.r.code, 0, got.r.stderr);
+    assert.equal(got.inline, 0, "every batch came in a slot");
+    assert.deepEqual(got.out, want, args.join(" "));
+    assert.equal(got.layout.bytes, got.layout.slots * got.layout.slot_bytes);
+    assert.deepEqual(got.end && (got.end as { batches: number }).batches, want.length);
+  }
+});
+
+test("a consumer holding batches gets the next ones whole in the stream after spill, and its held slots are never written", async () => {
+  const args = [DS, "--batch-size", "4", "--seed", "5", "--buffer-tiles", "1", "--obs", "cat"];
+  const want = await pipeBatches(args);
+  const got = await shmBatches(args, { hold: 1000 });
+  assert.equal(got.r.code, 0, got.r.stderr);
+  assert.ok(got.inline > 0, "some batches came whole");
+  assert.deepEqual(got.out, want);
+  assert.deepEqual(got.after, got.held, "the held slots hold their batches still");
+});
+
+test("a release naming a slot the consumer was not given stops the stream with the reason", async () => {
+  const fd = sharedFile();
+  const sink = new PassThrough();
+  const control = new PassThrough();
+  sink.resume();
+  control.write("release 0 99\n");
+  const r = await streamWith(
+    sink,
+    control,
+    DS,
+    "--batch-size",
+    "4",
+    "--shm-fd",
+    String(fd),
+    "--cache-dir",
+    CACHE,
+  );
+  closeSync(fd);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /released slot 0 as batch sequence 99, but the slot holds/);
+});
+
+test("--ring without --shm-fd, --shm-fd with --dense or a closed descriptor are usage mistakes", async () => {
+  for (const [args, pattern] of [
+    [["--ring", "4"], /--ring applies to --shm-fd/],
+    [["--shm-fd", "0", "--dense"], /leave out --dense/],
+    [["--shm-fd", "987654"], /--shm-fd 987654 is not an open file descriptor/],
+  ] as const) {
+    const r = await streamInProcess(DS, ...args);
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, pattern);
+  }
+});
+
+test("a consumer that goes away while the command waits for a slot stops it, quietly", async () => {
+  const fd = sharedFile();
+  const child = spawn(
+    process.execPath,
+    [
+      "--import",
+      "tsx",
+      "--conditions=source",
+      MAIN,
+      "stream",
+      DS,
+      "--batch-size",
+      "4",
+      "--buffer-tiles",
+      "1",
+      "--shm-fd",
+      "3",
+      "--ring",
+      "4",
+      "--cache-dir",
+      CACHE,
+    ],
+    { cwd: REPO, stdio: ["pipe", "pipe", "pipe", fd], env: { ...process.env, DELTACELLS_DEBUG: "" } },
+  );
+  closeSync(fd);
+  const {
+    stdin,
+    stdout,
+    stderr: err,
+  } = child as typeof child & { stdin: Writable; stdout: Readable; stderr: Readable };
+  let stderr = "";
+  err.on("data", (d) => {
+    stderr += d;
+  });
+  // Read the stream, never release: the command fills its 4 slots and waits for one; then stdin
+  // ends (the reader stays open: only stdin says the consumer is gone).
+  const reader = await RecordBatchReader.from(stdout);
+  await reader.open();
+  const batches = reader[Symbol.asyncIterator]();
+  for (let k = 0; k < 4; k++)
+    assert.ok(JSON.parse((await batches.next()).value.metadata.get("deltacells.batch")).slot >= 0);
+  stdin.end();
+  const code = await new Promise<number | null>((ok) => child.on("close", ok));
+  assert.equal(code, 0, stderr);
+  assert.equal(stderr, "");
+});
