@@ -207,7 +207,7 @@ def test_a_stream_ending_cleanly_without_its_end_batch_is_an_incomplete_epoch(da
     _rewrite(whole, no_end, lambda i, meta: meta is None or b"deltacells.end" not in meta)
     monkeypatch.setenv("DELTACELLS_NODE", str(_replay(tmp_path, no_end)))
     with pytest.raises(deltacells.IncompleteEpoch) as caught:
-        list(ds.batches(batch_size=100))
+        list(ds.batches(batch_size=100, transport="pipe"))
     assert caught.value.received == 7 and caught.value.start_batch == 7
     # the first three batches only
     three = tmp_path / "three.arrows"
@@ -215,10 +215,10 @@ def test_a_stream_ending_cleanly_without_its_end_batch_is_an_incomplete_epoch(da
     monkeypatch.setenv("DELTACELLS_NODE", str(_replay(tmp_path, three)))
     got = []
     with pytest.raises(deltacells.IncompleteEpoch) as caught:
-        for b in ds.batches(batch_size=100):
+        for b in ds.batches(batch_size=100, transport="pipe"):
             got.append(b)
     assert len(got) == 3 and caught.value.start_batch == 3
     assert "start_batch=3" in (caught.value.hint or "")
     # the whole stream replayed is a whole epoch
     monkeypatch.setenv("DELTACELLS_NODE", str(_replay(tmp_path, whole)))
-    assert sum(len(b) for b in ds.batches(batch_size=100)) == 700
+    assert sum(len(b) for b in ds.batches(batch_size=100, transport="pipe")) == 700

@@ -56,11 +56,15 @@ class Batch:
         return len(self.cells)
 
 
-def make_batch(parts: Parts, genes: list[str], output: str, dtype: Any) -> Batch:
-    """The :class:`Batch` of ``parts`` with ``X`` in ``output``, counts as ``dtype``."""
+def make_batch(parts: Parts, genes: list[str], output: str, dtype: Any, *, copy: bool = False) -> Batch:
+    """The :class:`Batch` of ``parts`` with ``X`` in ``output``, counts as ``dtype``; with ``copy``
+    its arrays are the batch's own, not views of the memory the transport read them into."""
     n, g = len(parts.cells), len(genes)
     data = parts.data if parts.data.dtype == np.dtype(dtype) else parts.data.astype(dtype)
     indptr, indices = parts.indptr, parts.indices
+    if copy:
+        indices = indices.copy()
+        data = data.copy() if data is parts.data else data
     if output == "csr":
         import scipy.sparse as sp
 
@@ -89,8 +93,8 @@ def make_batch(parts: Parts, genes: list[str], output: str, dtype: Any) -> Batch
     meta = parts.meta
     return Batch(
         X=x,
-        cells=parts.cells,
-        obs=parts.obs,
+        cells=parts.cells.copy() if copy else parts.cells,
+        obs={name: values.copy() for name, values in parts.obs.items()} if copy else parts.obs,
         categories=parts.categories,
         genes=genes,
         epoch=int(meta.get("epoch", 0)),

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _shm  # noqa: F401 - registers transport="shm"
 from ._batch import OUTPUTS, Batch, make_batch
 from ._pipe import transport as find_transport
 
@@ -108,7 +109,9 @@ class BatchStream:
         *,
         output: str = "csr",
         dtype: Any = np.float32,
-        transport: str = "pipe",
+        transport: str = "shm",
+        ring: int | None = None,
+        copy: bool = False,
         storage_args: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
     ) -> None:
@@ -117,9 +120,15 @@ class BatchStream:
         if output.startswith("torch"):
             import torch  # noqa: F401 - fail here, not on the first batch
 
+        if ring is not None:
+            if transport != "shm":
+                raise ValueError(f"ring= sets the slots of transport='shm'; transport={transport!r} has none")
+            if int(ring) < 1:
+                raise ValueError(f"ring must be at least 1 slot, got {ring}")
         self.options = options
         self.output = output
         self.dtype = np.dtype(dtype)
+        self.copy = bool(copy)
         self._genes_file: str | None = None
         if options.genes is not None:
             if len(options.genes) == 0:
@@ -130,7 +139,9 @@ class BatchStream:
         # float32 counts come decoded as such: nothing to convert here.
         wanted = options.replace(float32=self.dtype == np.float32)
         try:
-            self._stream = find_transport(transport).open([*wanted.arguments(url, self._genes_file), *storage_args], env)
+            chosen = find_transport(transport)
+            args = [*wanted.arguments(url, self._genes_file), *storage_args]
+            self._stream = chosen.open(args, env) if ring is None else chosen.open(args, env, ring=int(ring))
         except BaseException:
             self._remove_genes_file()
             raise
@@ -147,9 +158,17 @@ class BatchStream:
         if self._started:
             raise RuntimeError("a batch stream is read once: call batches() again for another pass")
         self._started = True
+        parts_of = iter(self._stream)
         try:
-            for parts in self._stream:
-                yield make_batch(parts, self.genes, self.output, self.dtype)
+            while True:
+                parts = next(parts_of, None)
+                if parts is None:
+                    break
+                batch = make_batch(parts, self.genes, self.output, self.dtype, copy=self.copy)
+                # Only the caller holds the batch (and so, with transport="shm", its slot).
+                del parts
+                yield batch
+                del batch
         finally:
             self.close()
 

@@ -105,13 +105,7 @@ class PipeStream:
     """
 
     def __init__(self, args: Sequence[str], env: Mapping[str, str] | None = None) -> None:
-        self._proc = subprocess.Popen(
-            command(["stream", *args]),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=environment(env),
-        )
+        self._proc = self._start(args, env)
         assert self._proc.stdout is not None and self._proc.stderr is not None
         self._stderr = StderrReader(self._proc.stderr)
         with contextlib.suppress(AttributeError, OSError):
@@ -127,12 +121,29 @@ class PipeStream:
         self.genes: list[str] = json.loads(meta[b"deltacells.genes"])
         self.info: dict[str, Any] = json.loads(meta[b"deltacells.stream"])
 
+    def _start(self, args: Sequence[str], env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            command(["stream", *args]),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=environment(env),
+        )
+
+    def _parts(self, batch: pa.RecordBatch, meta: dict[str, Any]) -> Parts:
+        """A record batch's arrays: views of the memory its message was read into."""
+        return _parts(batch, meta, self._pipe.writable)
+
+    def _before_read(self) -> None:
+        """Runs before each wait for the next message (the shared-memory transport's spill check)."""
+
     def __iter__(self) -> Iterator[Parts]:
-        """Each batch's arrays (views of the memory its message was read into) and metadata."""
+        """Each batch's arrays and metadata."""
         start = int(self.info.get("start_batch", 0))
         received = 0
         end: dict[str, Any] | None = None
         while True:
+            self._before_read()
             try:
                 batch, meta = self._reader.read_next_batch_with_custom_metadata()
             except StopIteration:
@@ -146,7 +157,8 @@ class PipeStream:
                 self.close()
                 raise IncompleteEpoch("deltacells stream wrote a batch after its end batch: not a stream this package reads")
             received += 1
-            yield _parts(batch, json.loads((meta or {}).get(b"deltacells.batch", b"{}")), self._pipe.writable)
+            # Yielded, not kept in a variable: only the caller holds the batch (shm: its slot).
+            yield self._parts(batch, json.loads((meta or {}).get(b"deltacells.batch", b"{}")))
         code = self._proc.wait()
         self._stderr.join()
         if code != 0:
@@ -202,7 +214,7 @@ class PipeTransport:
         return PipeStream(args, env)
 
 
-#: The transports by name. Another (shared memory) registers the same way: ``open(args, env)``
+#: The transports by name (``"shm"`` registers from ``deltacells._shm``): ``open(args, env)``
 #: returns an object with ``genes``, ``info`` (the stream's metadata), iteration over
 #: :class:`~deltacells._batch.Parts` and ``close()``.
 TRANSPORTS: dict[str, Any] = {"pipe": PipeTransport()}

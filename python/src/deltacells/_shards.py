@@ -60,12 +60,14 @@ class EpochShards:
         output: str,
         dtype: Any,
         transport: str,
+        ring: int | None = None,
+        copy: bool = False,
         rank: int | None = None,
         world_size: int | None = None,
     ) -> None:
         self.dataset = dataset
         self.options = options
-        self.output, self.dtype, self.transport = output, dtype, transport
+        self.output, self.dtype, self.transport, self.ring, self.copy = output, dtype, transport, ring, copy
         self.rank, self.world_size = rank, world_size
         self._epoch = multiprocessing.get_context().Value("q", options.epoch, lock=False)
 
@@ -84,7 +86,9 @@ class EpochShards:
         rank, world = distributed(self.rank, self.world_size)
         shard, shards = worker_shard(rank, world, worker, workers)
         options = self.options.replace(epoch=self.epoch, rank=shard, world_size=shards)
-        return self.dataset._stream(options, output=self.output, dtype=self.dtype, transport=self.transport)
+        return self.dataset._stream(
+            options, output=self.output, dtype=self.dtype, transport=self.transport, ring=self.ring, copy=self.copy
+        )
 
     def iterate(self, worker: int = 0, workers: int = 1) -> Iterator[Batch]:
         yield from self.stream(worker, workers)

@@ -164,7 +164,9 @@ class Dataset:
         drop_last: bool = False,
         start_batch: int = 0,
         shuffle: bool = True,
-        transport: str = "pipe",
+        transport: str = "shm",
+        ring: int | None = None,
+        copy: bool = False,
         **loader: Any,
     ) -> BatchStream:
         """One epoch of shuffled mini-batches of rank ``rank`` of ``world_size``: the training loader.
@@ -181,7 +183,14 @@ class Dataset:
         genes in its order, or ``genes`` (names, or positions in :attr:`var_names`) in that order.
         ``obs``: columns to attach (``batch.obs``: codes of categoricals, ``batch.categories``).
         Also ``sort_indices``, ``threads`` (decoding threads), ``buffer_tiles``, ``memory_cap``
-        (MiB). ``transport``: how batches reach this process (``"pipe"``).
+        (MiB).
+
+        ``transport``: how batches reach this process. ``"shm"`` (default): the command's decoders
+        write each batch into shared memory that ``X`` wraps without a copy, a ring of ``ring``
+        slots (default: the batch buffers the loader holds at once; ``stream.info["shm"]["bytes"]``
+        says how much memory). A batch's memory is never reused while anything refers to its
+        arrays; ``copy=True`` gives each batch arrays of its own and frees its slot at once.
+        ``"pipe"``: the batches through the command's stdout (one copy through the kernel).
         """
         options = loader_options(
             batch_size=batch_size,
@@ -196,7 +205,7 @@ class Dataset:
             shuffle=shuffle,
             **loader,
         )
-        return self._stream(options, output=output, dtype=dtype, transport=transport)
+        return self._stream(options, output=output, dtype=dtype, transport=transport, ring=ring, copy=copy)
 
     def torch_dataset(
         self,
@@ -212,7 +221,9 @@ class Dataset:
         dtype: Any = np.float32,
         drop_last: bool = False,
         shuffle: bool = True,
-        transport: str = "pipe",
+        transport: str = "shm",
+        ring: int | None = None,
+        copy: bool = False,
         **loader: Any,
     ) -> Any:
         """A ``torch.utils.data.IterableDataset`` of ready-made batches (``DataLoader(ds, batch_size=None)``).
@@ -239,16 +250,22 @@ class Dataset:
             shuffle=shuffle,
             **loader,
         )
-        shards = EpochShards(self, options, output=output, dtype=dtype, transport=transport, rank=rank, world_size=world_size)
+        shards = EpochShards(
+            self, options, output=output, dtype=dtype, transport=transport, ring=ring, copy=copy, rank=rank, world_size=world_size
+        )
         return TorchDataset(shards)
 
-    def _stream(self, options: LoaderOptions, *, output: str, dtype: Any, transport: str) -> BatchStream:
+    def _stream(
+        self, options: LoaderOptions, *, output: str, dtype: Any, transport: str, ring: int | None = None, copy: bool = False
+    ) -> BatchStream:
         return BatchStream(
             self.url,
             options,
             output=output,
             dtype=dtype,
             transport=transport,
+            ring=ring,
+            copy=copy,
             storage_args=self._storage_args,
             env=self._env,
         )

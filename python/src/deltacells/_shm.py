@@ -1,0 +1,255 @@
+"""The shared-memory transport: batches made by the command's decoders in memory this process maps.
+
+``deltacells stream --shm-fd FD`` makes each batch's indices and counts in a file both processes
+map (a ring of slots) and sends only the cells, the obs and the batch's slot over its stdout
+(an Arrow stream, as the pipe transport reads it); numpy, scipy and torch then wrap the slot's
+memory without a copy. The file is a Linux memfd (or, elsewhere, a file on ``/dev/shm`` or the
+temporary folder, created exclusively and unlinked before the command starts): it has no name
+anywhere, so no other process can open it, and it disappears when both processes are gone
+(however they end: nothing to clean up after a SIGKILL).
+
+A slot is the caller's while anything refers to its arrays: the arrays' base object is one per
+batch, and its finalizer sends ``release SLOT SEQ`` on the command's stdin when the last reference
+goes (``copy=True`` copies and lets go at once). The command writes a slot again only once it is
+released, waiting meanwhile; a caller that holds so many batches that the command could not make
+the next one sends ``spill`` before it waits, and the command sends the next batches whole, as the
+pipe transport does, until one is released: holding batches is never a deadlock, and never lets
+a held batch change. A batch denser than a slot comes whole too. The end of the command's stdin
+(this process exited or was killed) stops it; its end without the epoch's end batch raises
+:class:`~deltacells.errors.IncompleteEpoch`, as with the pipe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import mmap
+import os
+import subprocess
+import tempfile
+import threading
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ._batch import Parts
+from ._cli import command, environment
+from ._pipe import TRANSPORTS, PipeStream, _parts
+from .errors import DeltacellsError, IncompleteEpoch
+
+#: The first word of a slot's header ("DCSB" little-endian), then its version, then float64 seq,
+#: epoch, index, size and nnz (`SLOT_MAGIC` in packages/deltacells/src/loader/ring.ts).
+_SLOT_MAGIC = 0x42534344
+_SLOT_VERSION = 1
+
+
+def _segment() -> int:
+    """A new anonymous file for the ring, open read-write: its descriptor.
+
+    A memfd on Linux: no name in any filesystem, and not bound by the size of ``/dev/shm`` (64 MB
+    in a default Docker container). Elsewhere a file on ``/dev/shm`` (or the temporary folder)
+    created exclusively under a random name and unlinked at once.
+    """
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("deltacells-batches", getattr(os, "MFD_CLOEXEC", 0))
+    folder = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    with tempfile.TemporaryFile(dir=folder, prefix="deltacells-batches-") as f:
+        return os.dup(f.fileno())
+
+
+class _Releases:
+    """The slots this process holds, each released on the command's stdin when its batch is gone."""
+
+    def __init__(self, stdin: Any, slots: int, min_free: int) -> None:
+        self._stdin = stdin
+        self._fd = stdin.fileno()
+        self._pid = os.getpid()
+        self._lock = threading.RLock()
+        self._closed = False
+        self.slots = slots
+        self.min_free = min_free
+        self.held = 0
+        """Slots given to this process and not yet released."""
+        self.released = 0
+        """Slots released so far."""
+        _open_releases.add(self)
+
+    def hold(self, owner: object, slot: int, seq: int) -> None:
+        """``slot`` (batch ``seq``) is this process's until ``owner`` is collected."""
+        with self._lock:
+            self.held += 1
+        weakref.finalize(owner, self._release, slot, seq)
+
+    def _release(self, slot: int, seq: int) -> None:
+        # A process forked from this one shares the memory but not the slots: only this one releases.
+        if os.getpid() != self._pid:
+            return
+        with self._lock:
+            self.held -= 1
+            self.released += 1
+            self._send(f"release {slot} {seq}\n")
+
+    def spill(self) -> None:
+        with self._lock:
+            self._send("spill\n")
+
+    def _send(self, line: str) -> None:
+        if self._closed:
+            return
+        try:
+            os.write(self._fd, line.encode("ascii"))  # one line, well under PIPE_BUF: atomic
+        except OSError:
+            self._closed = True  # the command has exited: nothing is waiting for the slot
+
+    def close(self) -> None:
+        """No more releases (the command is done): its stdin is closed, which stops it if running."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                with contextlib.suppress(OSError):
+                    self._stdin.close()
+
+    def forget(self) -> None:
+        """In a forked child: the stdin is the parent's (closed here, so that only the parent's end
+        keeps the command going), and nothing is released from here."""
+        self._closed = True
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+_open_releases: weakref.WeakSet[_Releases] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for releases in list(_open_releases):
+        releases.forget()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class ShmStream(PipeStream):
+    """A running ``deltacells stream --shm-fd``: the pipe transport's stream, the indices and counts
+    of each batch in its slot of the shared file (see the module's documentation)."""
+
+    def __init__(self, args: Sequence[str], env: Mapping[str, str] | None = None, ring: int | None = None) -> None:
+        self._fd = _segment()
+        self._ring = ring
+        try:
+            super().__init__(args, env)
+            if "shm" not in self.info:
+                raise DeltacellsError(
+                    "the deltacells command did not make its batches in shared memory (a command older than this package?)",
+                    hint="use transport='pipe', or the command this package comes with",
+                )
+            layout = self.info["shm"]
+            self._layout = layout
+            self._map = mmap.mmap(self._fd, int(layout["bytes"]))
+        except BaseException:
+            if hasattr(self, "_proc"):
+                self.close()
+            raise
+        finally:
+            # Mapped (or failed): the command holds its own descriptor, this process the mapping.
+            os.close(self._fd)
+        assert self._proc.stdin is not None
+        self._releases = _Releases(self._proc.stdin, int(layout["slots"]), int(layout["min_free"]))
+        self._collected_at = -1
+
+    def __iter__(self) -> Iterator[Parts]:
+        try:
+            yield from super().__iter__()
+        finally:
+            # The command has exited (or is told to): later releases have no one to go to.
+            self._releases.close()
+
+    def _start(self, args: Sequence[str], env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
+        ring = [] if self._ring is None else ["--ring", str(int(self._ring))]
+        return subprocess.Popen(
+            command(["stream", *args, "--shm-fd", str(self._fd), *ring]),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=environment(env),
+            pass_fds=(self._fd,),
+        )
+
+    def _before_read(self) -> None:
+        # Holding this many, the command could not finish the next batch: it would wait for a
+        # release while this process waits for the batch. Collected garbage may release some;
+        # else the next batches come whole.
+        r = self._releases
+        if r.slots - r.held < r.min_free:
+            # (Collected once until a slot is released: a caller keeping every batch pays it once.)
+            if self._collected_at != r.released:
+                self._collected_at = r.released
+                gc.collect()
+            if r.slots - r.held < r.min_free:
+                r.spill()
+
+    def _parts(self, batch: pa.RecordBatch, meta: dict[str, Any]) -> Parts:
+        if "slot" not in meta:
+            return _parts(batch, meta, self._pipe.writable)  # a batch that came whole
+        slot, seq = int(meta["slot"]), int(meta["seq"])
+        n = batch.num_rows
+        layout = self._layout
+        size = int(layout["slot_bytes"])
+        offsets = layout["offsets"]
+        if not 0 <= slot < int(layout["slots"]) or n > int(layout["cells"]):
+            raise self._broken(f"batch {meta.get('index')} names slot {slot} of {layout['slots']} with {n} cells")
+        # One base object per batch: its finalizer releases the slot once no array refers to it.
+        owner = (ctypes.c_ubyte * size).from_buffer(self._map, slot * size)
+        header = np.frombuffer(owner, dtype=np.uint32, count=2, offset=int(offsets["header"]))
+        fields = np.frombuffer(owner, dtype=np.float64, count=5, offset=int(offsets["header"]) + 8)
+        indptr = np.frombuffer(owner, dtype=np.float64, count=n + 1, offset=int(offsets["indptr"]))
+        nnz = int(fields[4])
+        expected = [seq, meta.get("epoch", fields[1]), meta.get("index", fields[2]), n]
+        if int(header[0]) != _SLOT_MAGIC or int(header[1]) != _SLOT_VERSION or [int(v) for v in fields[:4]] != [int(v) for v in expected]:
+            raise self._broken(
+                f"slot {slot} holds batch {int(fields[2])} (sequence {int(fields[0])}, {int(fields[3])} cells) where the stream announced"
+                f" batch {meta.get('index')} (sequence {seq}, {n} cells)"
+            )
+        if not (indptr[0] == 0 and indptr[n] == nnz and 0 <= nnz <= int(layout["capacity"])):
+            raise self._broken(f"slot {slot}'s row offsets do not end at its {nnz} nonzeros")
+        values = np.float32 if layout["values"] == "float32" else np.int32
+        parts = _parts(batch, meta, self._pipe.writable)
+        parts.indptr = indptr.astype(np.int32)
+        parts.indices = np.frombuffer(owner, dtype=np.int32, count=nnz, offset=int(offsets["indices"]))
+        parts.data = np.frombuffer(owner, dtype=values, count=nnz, offset=int(offsets["data"]))
+        self._releases.hold(owner, slot, seq)
+        return parts
+
+    def _broken(self, what: str) -> IncompleteEpoch:
+        self.close()
+        return IncompleteEpoch(
+            f"the shared-memory stream of {self.info.get('dataset', 'the dataset')} is inconsistent: {what}",
+            hint="a bug in deltacells or another program writing the command's stdin: use transport='pipe' meanwhile and report it",
+        )
+
+    def close(self) -> None:
+        releases = getattr(self, "_releases", None)
+        if releases is not None:
+            releases.close()
+        elif self._proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self._proc.stdin.close()
+        super().close()
+
+
+class ShmTransport:
+    """``transport="shm"``: batches in shared memory, wrapped without a copy (``ring`` slots)."""
+
+    name = "shm"
+
+    def open(self, args: Sequence[str], env: Mapping[str, str] | None = None, ring: int | None = None) -> ShmStream:
+        return ShmStream(args, env, ring)
+
+
+TRANSPORTS["shm"] = ShmTransport()
+
+__all__ = ["ShmStream", "ShmTransport"]
