@@ -232,3 +232,19 @@ def test_a_forked_process_dropping_the_parents_batches_never_releases_them(datas
     rest = [fields(b) for b in it]  # the slots of other batches are reused meanwhile
     assert [fields(b) for b in held] == want[:2]
     assert rest == want[2:]
+
+
+def test_the_next_stream_reuses_the_memory_only_once_nothing_refers_to_the_last_ones_batches(datasets) -> None:
+    ds = deltacells.open(datasets["pbmc"])
+    want = {e: epoch(ds, "pipe", batch_size=64, seed=2, epoch=e) for e in range(3)}
+    first = ds.batches(batch_size=64, seed=2, epoch=0)
+    kept = [b for i, b in enumerate(first) if i == 3]  # one batch of epoch 0 kept
+    second = ds.batches(batch_size=64, seed=2, epoch=1)
+    assert second._stream._segment is not first._stream._segment, "a batch of the first is held"
+    assert [fields(b) for b in second] == want[1]
+    assert fields(kept[0]) == want[0][3]
+    # nothing of the second held: the third stream maps the same memory again
+    third = ds.batches(batch_size=64, seed=2, epoch=2)
+    assert third._stream._segment is second._stream._segment
+    assert [fields(b) for b in third] == want[2]
+    assert fields(kept[0]) == want[0][3]

@@ -22,6 +22,7 @@
 #ifndef _WIN32
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -1005,9 +1006,39 @@ static napi_value throw_errno(napi_env env, const char *what, int err) {
   return NULL;
 }
 
-static void unmap_finalize(napi_env env, void *data, void *hint) {
+/*
+ * One mapping of a file range per process, shared by every thread's ArrayBuffer over it: a
+ * mapping per thread would fault every page in again in each (the pool's workers write every
+ * slot), twice the page faults of the loader's own shared memory. Unmapped when the last
+ * ArrayBuffer over it is collected (each thread's, its worker ending included).
+ */
+typedef struct mapping {
+  dev_t dev;
+  ino_t ino;
+  double offset, length;
+  void *addr;
+  int refs;
+  struct mapping *next;
+} mapping;
+
+static mapping *mappings = NULL;
+static pthread_mutex_t mappings_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void mapping_release(napi_env env, void *data, void *hint) {
   (void)env;
-  munmap(data, (size_t)(uintptr_t)hint);
+  (void)data;
+  mapping *m = (mapping *)hint;
+  pthread_mutex_lock(&mappings_lock);
+  if (--m->refs == 0) {
+    for (mapping **at = &mappings; *at != NULL; at = &(*at)->next)
+      if (*at == m) {
+        *at = m->next;
+        break;
+      }
+    munmap(m->addr, (size_t)m->length);
+    free(m);
+  }
+  pthread_mutex_unlock(&mappings_lock);
 }
 #endif
 
@@ -1018,11 +1049,7 @@ static double whole(napi_env env, napi_value v) {
   return x >= 0 && x < 9007199254740992.0 && x == (double)(int64_t)x ? x : -1;
 }
 
-/*
- * reserveFile(fd, bytes): the file at least `bytes` long with its blocks allocated now
- * (posix_fallocate on Linux), so that a full tmpfs is an error here, not a SIGBUS in whichever
- * process first writes the page. Throws an Error (code ENOSPC when out of room) with the reason.
- */
+/* reserveFile(fd, bytes): the file at least `bytes` long (see allocateMapped). Throws with the reason. */
 static napi_value reserve_file_js(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value a[2];
@@ -1039,11 +1066,6 @@ static napi_value reserve_file_js(napi_env env, napi_callback_info info) {
   struct stat st;
   if (fstat(fd, &st) != 0) return throw_errno(env, "fstat", errno);
   if ((double)st.st_size < bytes && ftruncate(fd, (off_t)bytes) != 0) return throw_errno(env, "ftruncate", errno);
-#ifdef __linux__
-  const int err = bytes > 0 ? posix_fallocate(fd, 0, (off_t)bytes) : 0;
-  /* Filesystems without fallocate keep the sparse file: its pages come on first touch. */
-  if (err != 0 && err != EOPNOTSUPP && err != EINVAL) return throw_errno(env, "fallocate", err);
-#endif
   napi_value r;
   napi_get_undefined(env, &r);
   return r;
@@ -1080,17 +1102,72 @@ static napi_value map_file_js(napi_env env, napi_callback_info info) {
     napi_throw_error(env, NULL, message);
     return NULL;
   }
-  void *p = mmap(NULL, (size_t)length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)offset);
-  if (p == MAP_FAILED) return throw_errno(env, "mmap", errno);
+  pthread_mutex_lock(&mappings_lock);
+  mapping *m = mappings;
+  while (m != NULL && !(m->dev == st.st_dev && m->ino == st.st_ino && m->offset == offset && m->length == length))
+    m = m->next;
+  if (m == NULL) {
+    void *p = mmap(NULL, (size_t)length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)offset);
+    if (p == MAP_FAILED) {
+      const int err = errno;
+      pthread_mutex_unlock(&mappings_lock);
+      return throw_errno(env, "mmap", err);
+    }
+    m = (mapping *)calloc(1, sizeof *m);
+    if (m == NULL) {
+      munmap(p, (size_t)length);
+      pthread_mutex_unlock(&mappings_lock);
+      return throw_errno(env, "malloc", ENOMEM);
+    }
+    *m = (mapping){st.st_dev, st.st_ino, offset, length, p, 0, mappings};
+    mappings = m;
+  }
+  m->refs++;
+  pthread_mutex_unlock(&mappings_lock);
   napi_value ab;
-  if (napi_create_external_arraybuffer(env, p, (size_t)length, unmap_finalize, (void *)(uintptr_t)length, &ab) !=
-      napi_ok) {
-    munmap(p, (size_t)length);
+  if (napi_create_external_arraybuffer(env, m->addr, (size_t)length, mapping_release, m, &ab) != napi_ok) {
+    mapping_release(env, NULL, m);
     napi_throw_error(env, NULL, "this Node cannot wrap mapped memory in an ArrayBuffer");
     return NULL;
   }
   return ab;
 #endif
+}
+
+/*
+ * allocateMapped(fd, buffer, offset, length): the pages of bytes [offset, offset + length) of
+ * `buffer` (an ArrayBuffer of mapFile(fd, 0, ...)) allocated and mapped writable now, in one pass
+ * (MADV_POPULATE_WRITE, Linux 5.14+; older kernels allocate the file's blocks with fallocate and
+ * fault each page on its first write), instead of a fault per page when a decoder first writes
+ * it, and so that running out of room is this call's error (code ENOSPC), not a SIGBUS later.
+ * Elsewhere nothing is done. `offset` is a multiple of the page size.
+ */
+static napi_value allocate_mapped_js(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value a[4];
+  CHECK(napi_get_cb_info(env, info, &argc, a, NULL, NULL));
+  if (argc < 4) return throw_bad(env);
+  int32_t fd;
+  CHECK(napi_get_value_int32(env, a[0], &fd));
+  bool is;
+  void *base;
+  size_t size;
+  if (napi_is_arraybuffer(env, a[1], &is) != napi_ok || !is) return throw_bad(env);
+  CHECK(napi_get_arraybuffer_info(env, a[1], &base, &size));
+  const double offset = whole(env, a[2]), length = whole(env, a[3]);
+  if (fd < 0 || offset < 0 || length < 0 || offset + length > (double)size) return throw_bad(env);
+  napi_value r;
+  napi_get_undefined(env, &r);
+#if defined(__linux__)
+  const long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0 || (int64_t)offset % page != 0) return throw_bad(env);
+  if (length == 0) return r;
+  int err = madvise((uint8_t *)base + (size_t)offset, (size_t)length, 23 /* MADV_POPULATE_WRITE */) == 0 ? 0 : errno;
+  if (err == EINVAL) err = posix_fallocate(fd, (off_t)offset, (off_t)length);
+  if (err == EINVAL || err == EOPNOTSUPP) err = 0; /* neither here: the pages come on first touch */
+  if (err != 0) return throw_errno(env, "allocating the mapped memory", err == EFAULT || err == ENOMEM ? ENOSPC : err);
+#endif
+  return r;
 }
 
 /* isa(level?) -> the level in use, after lowering it to `level` (tests); never above the CPU's. */
@@ -1144,6 +1221,7 @@ NAPI_MODULE_INIT() {
       {"scatterRows", NULL, scatter_rows_js, NULL, NULL, NULL, napi_default, NULL},
       {"reserveFile", NULL, reserve_file_js, NULL, NULL, NULL, napi_default, NULL},
       {"mapFile", NULL, map_file_js, NULL, NULL, NULL, napi_default, NULL},
+      {"allocateMapped", NULL, allocate_mapped_js, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

@@ -271,7 +271,7 @@ test("an addon built from older sources (no or another version, a function missi
     assert.equal(v2.kernel, undefined);
     assert.match(
       v2.unavailable!,
-      /v4-partial\.cjs has no renumber, chunksRenumbered, copy, copyMapped, scatterRows, reserveFile, mapFile \(built from older sources\): rebuild/,
+      /v4-partial\.cjs has no renumber, chunksRenumbered, copy, copyMapped, scatterRows, reserveFile, mapFile, allocateMapped \(built from older sources\): rebuild/,
     );
     assert.match(
       loadAddon(pathToFileURL(join(dir, "absent.node"))).unavailable!,

@@ -6,7 +6,9 @@ map (a ring of slots) and sends only the cells, the obs and the batch's slot ove
 memory without a copy. The file is a Linux memfd (or, elsewhere, a file on ``/dev/shm`` or the
 temporary folder, created exclusively and unlinked before the command starts): it has no name
 anywhere, so no other process can open it, and it disappears when both processes are gone
-(however they end: nothing to clean up after a SIGKILL).
+(however they end: nothing to clean up after a SIGKILL). Once a stream's command has exited and
+nothing refers to its batches, this process keeps the file for the next stream (one at most):
+its pages stay allocated and mapped from one epoch to the next.
 
 A slot is the caller's while anything refers to its arrays: the arrays' base object is one per
 batch, and its finalizer sends ``release SLOT SEQ`` on the command's stdin when the last reference
@@ -47,7 +49,7 @@ _SLOT_MAGIC = 0x42534344
 _SLOT_VERSION = 1
 
 
-def _segment() -> int:
+def _new_file() -> int:
     """A new anonymous file for the ring, open read-write: its descriptor.
 
     A memfd on Linux: no name in any filesystem, and not bound by the size of ``/dev/shm`` (64 MB
@@ -61,10 +63,59 @@ def _segment() -> int:
         return os.dup(f.fileno())
 
 
-class _Releases:
-    """The slots this process holds, each released on the command's stdin when its batch is gone."""
+class _Segment:
+    """The ring's memory: an anonymous file and this process's mapping of it.
 
-    def __init__(self, stdin: Any, slots: int, min_free: int) -> None:
+    Kept for the next stream once its command has exited and nothing refers to its batches any
+    more (one per process): the pages then stay allocated and mapped, where a new file each epoch
+    would cost the command as much system time again as all its decoding's page faults.
+    """
+
+    def __init__(self) -> None:
+        self.fd = _new_file()
+        self.pid = os.getpid()
+        self.map: mmap.mmap | None = None
+
+    def mapped(self, nbytes: int) -> mmap.mmap:
+        """This process's mapping of the file's first ``nbytes`` (the command sized it)."""
+        if self.map is None or len(self.map) < nbytes:
+            self.map = mmap.mmap(self.fd, nbytes)  # a smaller one left goes with its last batch
+        return self.map
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+        if self.map is not None:
+            with contextlib.suppress(BufferError):
+                self.map.close()
+
+
+_spare: list[_Segment] = []
+_spare_lock = threading.Lock()
+
+
+def _take_segment() -> _Segment:
+    with _spare_lock:
+        if _spare:
+            return _spare.pop()
+    return _Segment()
+
+
+def _give_back(segment: _Segment) -> None:
+    with _spare_lock:
+        if not _spare and segment.pid == os.getpid():
+            _spare.append(segment)
+            return
+    segment.close()
+
+
+class _Releases:
+    """The slots this process holds, each released on the command's stdin when its batch is gone;
+    the segment given back once the command has exited and no batch is held."""
+
+    def __init__(self, stdin: Any, slots: int, min_free: int, segment: _Segment) -> None:
+        self._segment: _Segment | None = segment
+        self._exited = False
         self._stdin = stdin
         self._fd = stdin.fileno()
         self._pid = os.getpid()
@@ -92,6 +143,18 @@ class _Releases:
             self.held -= 1
             self.released += 1
             self._send(f"release {slot} {seq}\n")
+            self._recycle()
+
+    def exited(self) -> None:
+        """The command has exited: it writes into the segment no more."""
+        with self._lock:
+            self._exited = True
+            self._recycle()
+
+    def _recycle(self) -> None:
+        if self._exited and self.held == 0 and self._segment is not None:
+            segment, self._segment = self._segment, None
+            _give_back(segment)
 
     def spill(self) -> None:
         with self._lock:
@@ -115,8 +178,9 @@ class _Releases:
 
     def forget(self) -> None:
         """In a forked child: the stdin is the parent's (closed here, so that only the parent's end
-        keeps the command going), and nothing is released from here."""
+        keeps the command going), nothing is released from here, and the segment is not reused."""
         self._closed = True
+        self._segment = None
         with contextlib.suppress(OSError):
             os.close(self._fd)
 
@@ -125,6 +189,13 @@ _open_releases: weakref.WeakSet[_Releases] = weakref.WeakSet()
 
 
 def _after_fork_in_child() -> None:
+    # (Locks another thread held at the fork are not taken here: the child is single-threaded.)
+    global _spare_lock
+    _spare_lock = threading.Lock()
+    for segment in _spare:
+        with contextlib.suppress(OSError):
+            os.close(segment.fd)
+    _spare.clear()
     for releases in list(_open_releases):
         releases.forget()
 
@@ -138,7 +209,8 @@ class ShmStream(PipeStream):
     of each batch in its slot of the shared file (see the module's documentation)."""
 
     def __init__(self, args: Sequence[str], env: Mapping[str, str] | None = None, ring: int | None = None) -> None:
-        self._fd = _segment()
+        self._segment = _take_segment()
+        self._fd = self._segment.fd
         self._ring = ring
         try:
             super().__init__(args, env)
@@ -149,16 +221,14 @@ class ShmStream(PipeStream):
                 )
             layout = self.info["shm"]
             self._layout = layout
-            self._map = mmap.mmap(self._fd, int(layout["bytes"]))
+            self._map = self._segment.mapped(int(layout["bytes"]))
         except BaseException:
             if hasattr(self, "_proc"):
                 self.close()
+            self._segment.close()
             raise
-        finally:
-            # Mapped (or failed): the command holds its own descriptor, this process the mapping.
-            os.close(self._fd)
         assert self._proc.stdin is not None
-        self._releases = _Releases(self._proc.stdin, int(layout["slots"]), int(layout["min_free"]))
+        self._releases = _Releases(self._proc.stdin, int(layout["slots"]), int(layout["min_free"]), self._segment)
         self._collected_at = -1
 
     def __iter__(self) -> Iterator[Parts]:
@@ -167,6 +237,8 @@ class ShmStream(PipeStream):
         finally:
             # The command has exited (or is told to): later releases have no one to go to.
             self._releases.close()
+            if self._proc.poll() is not None:
+                self._releases.exited()
 
     def _start(self, args: Sequence[str], env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
         ring = [] if self._ring is None else ["--ring", str(int(self._ring))]
@@ -239,6 +311,8 @@ class ShmStream(PipeStream):
             with contextlib.suppress(OSError):
                 self._proc.stdin.close()
         super().close()
+        if releases is not None and self._proc.poll() is not None:
+            releases.exited()
 
 
 class ShmTransport:

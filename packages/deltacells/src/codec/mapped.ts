@@ -44,22 +44,17 @@ function kernelOrRefuse() {
   return kernel;
 }
 
-/**
- * Makes the file `fd` at least `bytes` long with its blocks allocated now: a full tmpfs is then
- * this error, not a SIGBUS in the first process to write a page.
- */
-export function reserveMappedFile(fd: number, bytes: number): void {
+/** Makes the file `fd` at least `bytes` long (its pages are allocated when it is first mapped). */
+export function sizeMappedFile(fd: number, bytes: number): void {
   try {
     kernelOrRefuse().reserveFile(fd, bytes);
   } catch (err) {
     if (err instanceof DeltacellsError) throw err;
-    const full = (err as { code?: string }).code === "ENOSPC";
     throw new DeltacellsError(
-      `cannot make room for ${bytes} bytes of shared batch memory (descriptor ${fd}): ${(err as Error).message}${full ? "; the memory the file lives in is full: use fewer or smaller batches, or free memory" : ""}`,
+      `cannot size the shared batch file (descriptor ${fd}) to ${bytes} bytes: ${(err as Error).message}`,
       {
         tag: "UnsupportedHost",
         field: "sharedBatches",
-        expected: `${bytes} bytes`,
         found: (err as Error).message,
         cause: err,
       },
@@ -86,6 +81,29 @@ export function mapFile(file: MappedFile): ArrayBuffer {
   // The oldest mapping goes (unmapped once nothing refers to it); mapped again if asked for.
   if (mappings.size > KEEP) mappings.delete(mappings.keys().next().value!);
   return buffer;
+}
+
+/**
+ * The pages of `[offset, offset + length)` of `file` allocated and mapped writable now (before the
+ * decoders write them): no room is this error, not a SIGBUS in the first process to write a page.
+ */
+export function allocateMapped(file: MappedFile, offset: number, length: number): void {
+  try {
+    kernelOrRefuse().allocateMapped(file.fd, mapFile(file), offset, length);
+  } catch (err) {
+    if (err instanceof DeltacellsError) throw err;
+    const full = (err as { code?: string }).code === "ENOSPC";
+    throw new DeltacellsError(
+      `cannot allocate ${length} bytes of shared batch memory (descriptor ${file.fd}): ${(err as Error).message}${full ? "; the memory it lives in is full: use fewer slots or smaller batches, or free memory" : ""}`,
+      {
+        tag: "UnsupportedHost",
+        field: "sharedBatches",
+        expected: `${length} bytes`,
+        found: (err as Error).message,
+        cause: err,
+      },
+    );
+  }
 }
 
 /** The file `array` is a view of, in this thread's mapping of it, or undefined. */

@@ -9,7 +9,7 @@
  * Each slot starts with a header that names the batch it holds (written before the batch is
  * handed out), so the reading side can check that a slot holds the batch it was told about.
  */
-import { type MappedFile, mapFile, reserveMappedFile } from "../codec/mapped.js";
+import { allocateMapped, type MappedFile, mapFile, sizeMappedFile } from "../codec/mapped.js";
 import { DeltacellsError } from "../errors.js";
 import { type Batch, BatchArrays, type BatchSource } from "./batch.js";
 import { STOPPED } from "./feed.js";
@@ -110,8 +110,11 @@ export function sharedBatchesLayout(
 
 /** The ring: the loader's {@link BatchSource} and its consumer's {@link SharedBatches}. */
 export class BatchRing implements BatchSource, SharedBatches {
+  private readonly file: MappedFile;
   private readonly buffer: ArrayBuffer;
   private readonly slots: BatchArrays[];
+  /** Whether each slot's pages are allocated (on its first use, beside the decoding). */
+  private readonly allocated: boolean[];
   private readonly free: BatchArrays[];
   private readonly seqs: Float64Array;
   private seq = 0;
@@ -128,9 +131,10 @@ export class BatchRing implements BatchSource, SharedBatches {
     private readonly shared: boolean,
     private readonly ledger: MemoryLedger,
   ) {
-    reserveMappedFile(fd, layout.bytes);
-    const file: MappedFile = { id: randomId(), fd, length: layout.bytes };
-    this.buffer = mapFile(file);
+    sizeMappedFile(fd, layout.bytes);
+    this.file = { id: randomId(), fd, length: layout.bytes };
+    this.buffer = mapFile(this.file);
+    this.allocated = new Array<boolean>(layout.slots).fill(false);
     const { cells, capacity, offsets, slotBytes, values } = layout;
     this.slots = Array.from({ length: layout.slots }, (_, slot) => {
       const at = slot * slotBytes;
@@ -152,7 +156,21 @@ export class BatchRing implements BatchSource, SharedBatches {
 
   acquire(): BatchArrays | Promise<BatchArrays> {
     const a = this.free.pop();
-    if (a !== undefined) return a;
+    if (a !== undefined) {
+      const slot = a.home!.slot;
+      if (!this.allocated[slot]) {
+        // On first use, not all up front: the ring's pages cost about what the decoders' first
+        // writes would, and slot by slot they come while the pool decodes.
+        try {
+          allocateMapped(this.file, slot * this.layout.slotBytes, this.layout.slotBytes);
+        } catch (err) {
+          this.free.push(a);
+          throw err;
+        }
+        this.allocated[slot] = true;
+      }
+      return a;
+    }
     if (this.spilling) return this.spill1();
     return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
   }

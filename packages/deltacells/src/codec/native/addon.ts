@@ -116,19 +116,23 @@ export interface NativeKernel {
   isa(level?: number): number;
   /** Copies and checks the int64 indptr at `off`: -1 if fine, else the first bad entry. */
   indptr(bytes: Uint8Array, off: number, nCells: number, nnz: number, out: Float64Array): number;
-  /**
-   * Since version 4: makes the file open as `fd` at least `bytes` long with its blocks allocated
-   * (posix_fallocate on Linux), so that running out of room is this call's error (code `ENOSPC`),
-   * not a SIGBUS when a page is first written. Throws with the reason.
-   */
+  /** Since version 4: makes the file open as `fd` at least `bytes` long. Throws with the reason. */
   reserveFile(fd: number, bytes: number): void;
   /**
    * Since version 4: bytes `[offset, offset + length)` of the file open as `fd`, mapped shared
-   * (read and write) into this thread as an ArrayBuffer, unmapped when it is collected. Every
-   * thread or process mapping the same file sees the same memory. `offset` is a multiple of the
-   * page size and the file holds the bytes already; throws with the reason otherwise.
+   * (read and write) as an ArrayBuffer. The process maps each range once, for all its threads
+   * (each thread's ArrayBuffer over the same memory, so that a page faults in once, not once per
+   * thread; unmapped when the last is collected). Every process mapping the file sees the same
+   * memory. `offset` is a multiple of the page size and the file holds the bytes already; throws
+   * with the reason otherwise.
    */
   mapFile(fd: number, offset: number, length: number): ArrayBuffer;
+  /**
+   * Since version 4: the pages of `[offset, offset + length)` of `buffer` (`mapFile(fd, 0, ...)`)
+   * allocated and mapped writable now, in one pass (Linux; nothing elsewhere), so that running out
+   * of room is this call's error (code `ENOSPC`), not a SIGBUS when a page is first written.
+   */
+  allocateMapped(fd: number, buffer: ArrayBuffer, offset: number, length: number): void;
 }
 
 /**
@@ -150,6 +154,7 @@ export const NATIVE_KERNEL_FUNCTIONS = [
   "scatterRows",
   "reserveFile",
   "mapFile",
+  "allocateMapped",
 ] as const satisfies readonly (keyof NativeKernel)[];
 
 /**
