@@ -13,7 +13,9 @@ pipeline as annbatch's README asks for local folders. It writes OUT.zarr.complet
 preload_nchunks 512, shuffle on, scipy CSR output on the CPU) over the collection and prints one
 JSON line: cells, batches, nonzeros, seconds to the first batch and cells per second over all of
 them (from the moment the collection is opened, after the imports, so opening it, building the Loader
-and the first batch's cost are included, as on the stream's side).
+and the first batch's cost are included, as on the stream's side), and the seconds (and CPU
+seconds) of opening the collection and building the Loader alone (open_s, open_cpu_s), which a
+job pays once and bench/loader/run.ts takes out of the per-epoch figures.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ def read(store: str, batch_size: int, limit: int | None, obs: str | None, seed: 
         preload_to_gpu=False,
         rng=np.random.default_rng(seed),
     ).use_collection(collection)
+    opened, cpu_opened = time.perf_counter() - t0, _cpu() - cpu0
     first = None
     cells = nnz = batches = 0
     labels = 0
@@ -90,6 +93,8 @@ def read(store: str, batch_size: int, limit: int | None, obs: str | None, seed: 
                 "cells": cells,
                 "batches": batches,
                 "nnz": nnz,
+                "open_s": round(opened, 3),
+                "open_cpu_s": round(cpu_opened, 3),
                 "first_batch_s": round(first or 0.0, 3),
                 "seconds": round(seconds, 3),
                 "cells_per_s": round(cells / seconds, 1),
