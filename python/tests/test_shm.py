@@ -234,17 +234,63 @@ def test_a_forked_process_dropping_the_parents_batches_never_releases_them(datas
     assert rest == want[2:]
 
 
-def test_the_next_stream_reuses_the_memory_only_once_nothing_refers_to_the_last_ones_batches(datasets) -> None:
+def test_the_next_epoch_is_served_by_the_same_command_and_batches_kept_from_the_last_stay_whole(datasets) -> None:
     ds = deltacells.open(datasets["pbmc"])
     want = {e: epoch(ds, "pipe", batch_size=64, seed=2, epoch=e) for e in range(3)}
     first = ds.batches(batch_size=64, seed=2, epoch=0)
-    kept = [b for i, b in enumerate(first) if i == 3]  # one batch of epoch 0 kept
-    second = ds.batches(batch_size=64, seed=2, epoch=1)
-    assert second._stream._segment is not first._stream._segment, "a batch of the first is held"
-    assert [fields(b) for b in second] == want[1]
-    assert fields(kept[0]) == want[0][3]
-    # nothing of the second held: the third stream maps the same memory again
-    third = ds.batches(batch_size=64, seed=2, epoch=2)
-    assert third._stream._segment is second._stream._segment
-    assert [fields(b) for b in third] == want[2]
-    assert fields(kept[0]) == want[0][3]
+    kept = [b for i, b in enumerate(first) if i in (3, 4)]  # two batches of epoch 0 kept
+    pid = first._stream._proc.pid
+    for e in (1, 2):
+        stream = ds.batches(batch_size=64, seed=2, epoch=e)
+        assert stream._stream._proc.pid == pid, "the command waiting after the last epoch serves this one"
+        assert stream.info["epoch"] == e and len(stream) == len(want[e])
+        assert [fields(b) for b in stream] == want[e]
+    assert [fields(b) for b in kept] == want[0][3:5]
+
+
+def test_an_epoch_left_early_other_options_or_a_command_gone_start_a_new_command(datasets) -> None:
+    ds = deltacells.open(datasets["pbmc"])
+    want = {e: epoch(ds, "pipe", batch_size=64, seed=4, epoch=e) for e in range(3)}
+    stream = ds.batches(batch_size=64, seed=4, epoch=0)
+    for _ in stream:
+        break  # left early: the command stops
+    stream.close()
+    left = stream._stream._proc
+    assert left.poll() is not None
+    whole = ds.batches(batch_size=64, seed=4, epoch=1)
+    assert whole._stream._proc is not left
+    assert [fields(b) for b in whole] == want[1]
+    other = ds.batches(batch_size=64, seed=5, epoch=1)  # other options: not that command
+    assert other._stream._proc is not whole._stream._proc
+    other.close()
+    # the command kept after epoch 1 killed while it waits: epoch 2 comes whole from a new one
+    kept = whole._stream._proc
+    kept.kill()
+    kept.wait()
+    again = ds.batches(batch_size=64, seed=4, epoch=2)
+    assert again._stream._proc is not kept
+    assert [fields(b) for b in again] == want[2]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_process_never_takes_the_command_its_parent_keeps_between_epochs(datasets) -> None:
+    ds = deltacells.open(datasets["pbmc"])
+    want = {e: epoch(ds, "pipe", batch_size=64, seed=6, epoch=e) for e in range(3)}
+    first = ds.batches(batch_size=64, seed=6, epoch=0)
+    assert [fields(b) for b in first] == want[0]
+    kept = first._stream._proc.pid
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child's epoch 1: a command of its own, equal to the pipe's
+        os.close(read)
+        stream = ds.batches(batch_size=64, seed=6, epoch=1)
+        ok = stream._stream._proc.pid != kept and [fields(b) for b in stream] == want[1]
+        os.write(write, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    assert os.read(read, 1) == b"1"
+    os.close(read)
+    stream = ds.batches(batch_size=64, seed=6, epoch=2)
+    assert stream._stream._proc.pid == kept
+    assert [fields(b) for b in stream] == want[2]

@@ -285,3 +285,79 @@ test("a consumer that goes away while the command waits for a slot stops it, qui
   assert.equal(code, 0, stderr);
   assert.equal(stderr, "");
 });
+
+test("a serving command streams each epoch asked for after the last one's end batch, each equal to that epoch's own stream", async () => {
+  const args = [DS, "--batch-size", "5", "--seed", "3", "--obs", "cat", "--threads", "2"];
+  const want = [];
+  for (const e of [0, 2, 1]) want.push(await pipeBatches([...args, "--epoch", String(e)]));
+  const fd = sharedFile();
+  const sink = new PassThrough();
+  const control = new PassThrough();
+  const run = streamWith(sink, control, ...args, "--cache-dir", CACHE, "--shm-fd", String(fd), "--serve");
+  const reader = await RecordBatchReader.from(sink);
+  await reader.open();
+  const layout = JSON.parse(reader.schema.metadata.get("deltacells.stream")!).shm as Layout;
+  const asks = [2, 1];
+  const got: ReturnType<typeof plain>[][] = [[]];
+  const epochs: unknown[] = [];
+  const kept: { slot: number; rows: unknown }[] = [];
+  for await (const b of reader) {
+    if (b.metadata.has("deltacells.end")) {
+      const next = asks.shift();
+      if (next === undefined) control.end();
+      else control.write(`epoch ${next}\n`);
+      continue;
+    }
+    if (b.metadata.has("deltacells.epoch")) {
+      epochs.push(JSON.parse(b.metadata.get("deltacells.epoch")!));
+      got.push([]);
+      continue;
+    }
+    const meta = JSON.parse(b.metadata.get("deltacells.batch")!);
+    const rows = readSlot(fd, layout, meta.slot, b.numRows).rows;
+    got.at(-1)!.push(plain(b, meta, rows));
+    // The first batch of each epoch kept (never released): the next epochs write around it.
+    if (got.at(-1)!.length === 1) kept.push({ slot: meta.slot, rows });
+    else control.write(`release ${meta.slot} ${meta.seq}\n`);
+  }
+  const r = await run;
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(got, want);
+  assert.deepEqual(
+    epochs.map((e) => (e as { epoch: number }).epoch),
+    [2, 1],
+  );
+  for (const k of kept) assert.deepEqual(readSlot(fd, layout, k.slot, 5).rows, k.rows);
+  closeSync(fd);
+});
+
+test("a serving command that no epoch is asked of exits after --serve-idle; --serve needs --shm-fd", async () => {
+  const fd = sharedFile();
+  const sink = new PassThrough();
+  sink.resume();
+  const control = new PassThrough();
+  const r = await streamWith(
+    sink,
+    control,
+    DS,
+    "--batch-size",
+    "8",
+    "--shm-fd",
+    String(fd),
+    "--serve",
+    "--serve-idle",
+    "1",
+    "--cache-dir",
+    CACHE,
+  );
+  closeSync(fd);
+  assert.equal(r.code, 0, r.stderr);
+  for (const [args, pattern] of [
+    [["--serve"], /--serve takes the next epochs asked for on stdin: give --shm-fd too/],
+    [["--serve-idle", "5"], /--serve-idle applies to --serve/],
+  ] as const) {
+    const u = await streamInProcess(DS, ...args);
+    assert.equal(u.code, 2, u.stderr);
+    assert.match(u.stderr, pattern);
+  }
+});

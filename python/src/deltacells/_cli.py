@@ -93,6 +93,8 @@ class StderrReader:
     def __init__(self, stream: IO[bytes], on_progress: Progress | None = None) -> None:
         self.error: dict[str, Any] | None = None
         self.text: list[str] = []
+        self.on_end: Callable[[], None] | None = None
+        """Called on the reading thread once stderr ends (the command has exited or is exiting)."""
         self._stream = stream
         self._on_progress = on_progress
         self._thread = threading.Thread(target=self._run, name="deltacells-stderr", daemon=True)
@@ -116,6 +118,9 @@ class StderrReader:
                 with contextlib.suppress(Exception):
                     sys.stderr.write(line + "\n")
         self._stream.close()
+        if self.on_end is not None:
+            with contextlib.suppress(Exception):
+                self.on_end()
 
     def join(self, timeout: float | None = 30) -> None:
         self._thread.join(timeout)

@@ -141,7 +141,14 @@ class BatchStream:
         try:
             chosen = find_transport(transport)
             args = [*wanted.arguments(url, self._genes_file), *storage_args]
-            self._stream = chosen.open(args, env) if ring is None else chosen.open(args, env, ring=int(ring))
+            if transport == "shm":
+                # The command serves the next epochs of the same options: a later stream of them
+                # asks it for its epoch instead of starting another (not one resumed mid-epoch).
+                session = (url, wanted.replace(epoch=0, start_batch=0), tuple(storage_args), tuple(sorted((env or {}).items())), ring)
+                reuse = wanted.start_batch == 0
+                self._stream = chosen.open(args, env, None if ring is None else int(ring), session=session, epoch=wanted.epoch, reuse=reuse)
+            else:
+                self._stream = chosen.open(args, env)
         except BaseException:
             self._remove_genes_file()
             raise
@@ -150,6 +157,7 @@ class BatchStream:
         self.info: dict[str, Any] = self._stream.info
         """What the command streams: ``batches`` (per rank), ``cells``, ``padded``, ``dropped``, settings."""
         self._started = False
+        self._closed = False
 
     def __len__(self) -> int:
         return max(0, int(self.info["batches"]) - int(self.info.get("start_batch", 0)))
@@ -174,7 +182,10 @@ class BatchStream:
 
     def close(self) -> None:
         """Stop the command (if still running) and remove what this stream made."""
-        self._stream.close()
+        # Once: a command kept for the next epoch may be another stream's by the next call.
+        if not self._closed:
+            self._closed = True
+            self._stream.close()
         self._remove_genes_file()
 
     def _remove_genes_file(self) -> None:

@@ -134,6 +134,9 @@ class PipeStream:
         """A record batch's arrays: views of the memory its message was read into."""
         return _parts(batch, meta, self._pipe.writable)
 
+    #: Whether the command goes on after an epoch's end batch (the shared-memory transport's sessions).
+    _serving = False
+
     def _before_read(self) -> None:
         """Runs before each wait for the next message (the shared-memory transport's spill check)."""
 
@@ -152,6 +155,8 @@ class PipeStream:
                 self._fail(err, received, start)
             if meta is not None and _END_KEY in meta:
                 end = json.loads(meta[_END_KEY])
+                if self._serving:
+                    break  # the command waits for the next epoch asked for: nothing more to read now
                 continue
             if end is not None:
                 self.close()
@@ -159,10 +164,11 @@ class PipeStream:
             received += 1
             # Yielded, not kept in a variable: only the caller holds the batch (shm: its slot).
             yield self._parts(batch, json.loads((meta or {}).get(b"deltacells.batch", b"{}")))
-        code = self._proc.wait()
-        self._stderr.join()
-        if code != 0:
-            raise self._stderr.failure(code, "deltacells stream")
+        if not (self._serving and end is not None):
+            code = self._proc.wait()
+            self._stderr.join()
+            if code != 0:
+                raise self._stderr.failure(code, "deltacells stream")
         if end is None or int(end["batches"]) != received:
             how = "without its end batch" if end is None else f"with an end batch counting {end['batches']}"
             raise _incomplete(self.info, received, start, how)

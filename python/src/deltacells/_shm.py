@@ -6,9 +6,12 @@ map (a ring of slots) and sends only the cells, the obs and the batch's slot ove
 memory without a copy. The file is a Linux memfd (or, elsewhere, a file on ``/dev/shm`` or the
 temporary folder, created exclusively and unlinked before the command starts): it has no name
 anywhere, so no other process can open it, and it disappears when both processes are gone
-(however they end: nothing to clean up after a SIGKILL). Once a stream's command has exited and
-nothing refers to its batches, this process keeps the file for the next stream (one at most):
-its pages stay allocated and mapped from one epoch to the next.
+(however they end: nothing to clean up after a SIGKILL).
+
+The command serves epoch after epoch (``--serve``): once a stream has yielded a whole epoch, its
+command waits, with its loader, its pool and its ring, and the next stream of the same options
+asks it for its epoch (``epoch E`` on its stdin) instead of starting another command; a few wait
+at most, each for ``--serve-idle`` seconds (300) before it exits.
 
 A slot is the caller's while anything refers to its arrays: the arrays' base object is one per
 batch, and its finalizer sends ``release SLOT SEQ`` on the command's stdin when the last reference
@@ -26,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import json
 import mmap
 import os
 import subprocess
@@ -64,22 +68,16 @@ def _new_file() -> int:
 
 
 class _Segment:
-    """The ring's memory: an anonymous file and this process's mapping of it.
-
-    Kept for the next stream once its command has exited and nothing refers to its batches any
-    more (one per process): the pages then stay allocated and mapped, where a new file each epoch
-    would cost the command as much system time again as all its decoding's page faults.
-    """
+    """The ring's memory: an anonymous file and this process's mapping of it, closed once its
+    command has exited and nothing refers to its batches any more."""
 
     def __init__(self) -> None:
         self.fd = _new_file()
-        self.pid = os.getpid()
         self.map: mmap.mmap | None = None
 
     def mapped(self, nbytes: int) -> mmap.mmap:
         """This process's mapping of the file's first ``nbytes`` (the command sized it)."""
-        if self.map is None or len(self.map) < nbytes:
-            self.map = mmap.mmap(self.fd, nbytes)  # a smaller one left goes with its last batch
+        self.map = mmap.mmap(self.fd, nbytes)
         return self.map
 
     def close(self) -> None:
@@ -90,28 +88,9 @@ class _Segment:
                 self.map.close()
 
 
-_spare: list[_Segment] = []
-_spare_lock = threading.Lock()
-
-
-def _take_segment() -> _Segment:
-    with _spare_lock:
-        if _spare:
-            return _spare.pop()
-    return _Segment()
-
-
-def _give_back(segment: _Segment) -> None:
-    with _spare_lock:
-        if not _spare and segment.pid == os.getpid():
-            _spare.append(segment)
-            return
-    segment.close()
-
-
 class _Releases:
     """The slots this process holds, each released on the command's stdin when its batch is gone;
-    the segment given back once the command has exited and no batch is held."""
+    the segment closed once the command has exited and no batch is held."""
 
     def __init__(self, stdin: Any, slots: int, min_free: int, segment: _Segment) -> None:
         self._segment: _Segment | None = segment
@@ -154,11 +133,14 @@ class _Releases:
     def _recycle(self) -> None:
         if self._exited and self.held == 0 and self._segment is not None:
             segment, self._segment = self._segment, None
-            _give_back(segment)
+            segment.close()
 
     def spill(self) -> None:
+        self.send("spill\n")
+
+    def send(self, line: str) -> None:
         with self._lock:
-            self._send("spill\n")
+            self._send(line)
 
     def _send(self, line: str) -> None:
         if self._closed:
@@ -178,7 +160,7 @@ class _Releases:
 
     def forget(self) -> None:
         """In a forked child: the stdin is the parent's (closed here, so that only the parent's end
-        keeps the command going), nothing is released from here, and the segment is not reused."""
+        keeps the command going), nothing is released from here, and the segment is left alone."""
         self._closed = True
         self._segment = None
         with contextlib.suppress(OSError):
@@ -189,15 +171,9 @@ _open_releases: weakref.WeakSet[_Releases] = weakref.WeakSet()
 
 
 def _after_fork_in_child() -> None:
-    # (Locks another thread held at the fork are not taken here: the child is single-threaded.)
-    global _spare_lock
-    _spare_lock = threading.Lock()
-    for segment in _spare:
-        with contextlib.suppress(OSError):
-            os.close(segment.fd)
-    _spare.clear()
     for releases in list(_open_releases):
         releases.forget()
+    _forget_idle_in_child()
 
 
 if hasattr(os, "register_at_fork"):
@@ -208,10 +184,16 @@ class ShmStream(PipeStream):
     """A running ``deltacells stream --shm-fd``: the pipe transport's stream, the indices and counts
     of each batch in its slot of the shared file (see the module's documentation)."""
 
-    def __init__(self, args: Sequence[str], env: Mapping[str, str] | None = None, ring: int | None = None) -> None:
-        self._segment = _take_segment()
+    def __init__(
+        self, args: Sequence[str], env: Mapping[str, str] | None = None, ring: int | None = None, session: Any = None
+    ) -> None:
+        self._segment = _Segment()
         self._fd = self._segment.fd
         self._ring = ring
+        # A command that goes on with the next epoch asked for, kept between epochs under this key.
+        self._session = session
+        self._serving = session is not None
+        self._complete = False
         try:
             super().__init__(args, env)
             if "shm" not in self.info:
@@ -224,26 +206,41 @@ class ShmStream(PipeStream):
             self._map = self._segment.mapped(int(layout["bytes"]))
         except BaseException:
             if hasattr(self, "_proc"):
-                self.close()
+                self._shutdown()
             self._segment.close()
             raise
+        self._first_info = dict(self.info)
+        # A command kept between epochs that ends (--serve-idle, killed) is dropped at once.
+        this = weakref.ref(self)
+        self._stderr.on_end = lambda: _command_ended(this())
         assert self._proc.stdin is not None
         self._releases = _Releases(self._proc.stdin, int(layout["slots"]), int(layout["min_free"]), self._segment)
         self._collected_at = -1
 
     def __iter__(self) -> Iterator[Parts]:
+        yield from super().__iter__()
+        # Every batch and the end batch: a serving command can stream the next epoch.
+        self._complete = True
+
+    def next_epoch(self, epoch: int) -> None:
+        """Asks the serving command for ``epoch`` (after a whole epoch) and reads what it holds."""
+        if not (self._complete and self._proc.poll() is None):
+            raise RuntimeError("a session streams the next epoch only after a whole one, its command running")
+        self._complete = False
+        self._releases.send(f"epoch {int(epoch)}\n")
         try:
-            yield from super().__iter__()
-        finally:
-            # The command has exited (or is told to): later releases have no one to go to.
-            self._releases.close()
-            if self._proc.poll() is not None:
-                self._releases.exited()
+            batch, meta = self._reader.read_next_batch_with_custom_metadata()
+        except (StopIteration, pa.ArrowInvalid, OSError) as err:
+            raise RuntimeError(f"the command ended between two epochs ({err})") from err
+        if meta is None or _EPOCH_KEY not in meta or batch.num_rows != 0:
+            raise self._broken(f"the command answered epoch {epoch} with no {_EPOCH_KEY.decode()} batch")
+        self.info = {**self._first_info, **json.loads(meta[_EPOCH_KEY])}
 
     def _start(self, args: Sequence[str], env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
         ring = [] if self._ring is None else ["--ring", str(int(self._ring))]
+        serve = ["--serve"] if self._serving else []
         return subprocess.Popen(
-            command(["stream", *args, "--shm-fd", str(self._fd), *ring]),
+            command(["stream", *args, "--shm-fd", str(self._fd), *ring, *serve]),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -297,13 +294,22 @@ class ShmStream(PipeStream):
         return parts
 
     def _broken(self, what: str) -> IncompleteEpoch:
-        self.close()
+        self._shutdown()
         return IncompleteEpoch(
             f"the shared-memory stream of {self.info.get('dataset', 'the dataset')} is inconsistent: {what}",
             hint="a bug in deltacells or another program writing the command's stdin: use transport='pipe' meanwhile and report it",
         )
 
     def close(self) -> None:
+        """Done with this epoch: a serving command after a whole one waits for the next (kept for
+        the next stream of the same options); otherwise the command stops."""
+        if self._serving and self._complete and self._proc.poll() is None and _park(self._session, self):
+            return
+        self._shutdown()
+
+    def _shutdown(self) -> None:
+        """Stops the command (its stdin closed: it exits quietly) and waits for it."""
+        self._complete = False
         releases = getattr(self, "_releases", None)
         if releases is not None:
             releases.close()
@@ -315,13 +321,86 @@ class ShmStream(PipeStream):
             releases.exited()
 
 
+#: The metadata key of the record batch that starts each epoch a serving command streams after its first.
+_EPOCH_KEY = b"deltacells.epoch"
+
+#: Serving commands between two epochs, by the options they stream (a few at most).
+_idle: dict[Any, ShmStream] = {}
+_IDLE_KEEP = 2
+
+
+_idle_lock = threading.Lock()
+
+
+def _park(key: Any, stream: ShmStream) -> bool:
+    """Keeps ``stream`` for the next epoch of the same options; False when one is kept already."""
+    with _idle_lock:
+        if os.getpid() != stream._releases._pid or key in _idle:
+            return False
+        _idle[key] = stream
+        evicted = [_idle.pop(next(iter(_idle))) for _ in range(len(_idle) - _IDLE_KEEP)]
+    for old in evicted:
+        old._shutdown()
+    return True
+
+
+def _take(key: Any) -> ShmStream | None:
+    with _idle_lock:
+        return _idle.pop(key, None)
+
+
+def _command_ended(stream: ShmStream | None) -> None:
+    """On the stderr thread, once a command has exited: a kept one is dropped, its memory freed
+    once no batch of it is held."""
+    if stream is None:
+        return
+    with _idle_lock:
+        if _idle.get(stream._session) is stream:
+            del _idle[stream._session]
+        else:
+            return
+    stream._releases.close()
+    stream._releases.exited()
+
+
+def _forget_idle_in_child() -> None:
+    global _idle_lock
+    _idle_lock = threading.Lock()  # (another thread may have held it at the fork)
+    for stream in _idle.values():
+        stream._releases.forget()
+    _idle.clear()
+
+
 class ShmTransport:
-    """``transport="shm"``: batches in shared memory, wrapped without a copy (``ring`` slots)."""
+    """``transport="shm"``: batches in shared memory, wrapped without a copy (``ring`` slots).
+
+    With ``session`` (the options that make the batches, epoch aside), the command serves epoch
+    after epoch: a stream of a whole epoch, once closed, keeps it waiting, and the next stream of
+    the same options asks it for its epoch instead of starting a command (its start, its pool's
+    and its loader's, are a large part of an epoch). ``reuse=False`` (an epoch resumed mid-way)
+    starts a new one, kept afterwards too.
+    """
 
     name = "shm"
 
-    def open(self, args: Sequence[str], env: Mapping[str, str] | None = None, ring: int | None = None) -> ShmStream:
-        return ShmStream(args, env, ring)
+    def open(
+        self,
+        args: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        ring: int | None = None,
+        *,
+        session: Any = None,
+        epoch: int = 0,
+        reuse: bool = True,
+    ) -> ShmStream:
+        kept = _take(session) if session is not None and reuse else None
+        if kept is not None and kept._releases._pid == os.getpid():
+            try:
+                kept.next_epoch(epoch)
+                return kept
+            except (RuntimeError, IncompleteEpoch):
+                kept._shutdown()  # it ended while waiting (--serve-idle, killed): a new command
+        return ShmStream(args, env, ring, session)
 
 
 TRANSPORTS["shm"] = ShmTransport()

@@ -37,6 +37,7 @@ async function loadModules() {
     openCountedDataset: io.openCountedDataset,
     ArrowBatches: arrow.ArrowBatches,
     endBatch: arrow.endBatch,
+    epochBatch: arrow.epochBatch,
     MAX_LIST_VALUES: arrow.MAX_LIST_VALUES,
     ArrowOutput: arrow.ArrowOutput,
     ReaderGone: arrow.ReaderGone,
@@ -91,7 +92,10 @@ slot_bytes, bytes, capacity, cells, values, offsets, min_free). A slot is writte
 the consumer has released it on stdin ("release SLOT SEQ" lines; "spill" when it holds so many
 that the next batch has no slot: the next ones come whole in the stream until one is released),
 and a batch denser than a slot comes whole in the stream. The end of stdin stops the command.
-docs/python.md describes the protocol.
+With --serve the command goes on after an epoch's end batch with the epoch asked for ("epoch E"
+on stdin), in the same Arrow stream: a record batch of no rows whose "deltacells.epoch" metadata
+says what that epoch holds, then its batches and its end batch. docs/python.md describes the
+protocol.
 
 options:
   --batch-size N     cells per batch (default ${DEFAULT_BATCH_SIZE})
@@ -124,6 +128,9 @@ options:
   --cache-dir DIR    the obs cache (default as for \`deltacells obs\`)
   --shm-fd FD        make the batches in the shared file open as FD (see above; not with --dense)
   --ring N           slots in that file (default: the batch buffers the loader holds at once)
+  --serve            after each epoch's end batch, stream the next epoch the consumer asks for
+                     ("epoch E" on stdin), its loader, pool and shared batches kept (with --shm-fd)
+  --serve-idle S     with --serve, exit once no epoch was asked for in S seconds (default 300)
 ${COMMON_HELP}`;
 
 /** Gene names of a `--genes` file: one per line, blank lines ignored. */
@@ -181,6 +188,8 @@ export async function stream(
       "cache-dir": { type: "string" },
       "shm-fd": { type: "string" },
       ring: { type: "string" },
+      serve: { type: "boolean" },
+      "serve-idle": { type: "string" },
     },
     ["DATASET"],
   );
@@ -224,6 +233,7 @@ export async function stream(
     );
   const mixing = mixingOf(values["report-mixing"]);
   const shm = shmOptions(values, dense);
+  const serve = serveOptions(values, shm !== undefined);
   const settings = {
     batchSize,
     rank,
@@ -241,6 +251,7 @@ export async function stream(
     mixing,
     stderr,
     shm,
+    serve,
   };
 
   // The decoding workers start first: the rest of the command's modules load meanwhile.
@@ -313,6 +324,19 @@ async function ringChecked<T>(ring: number | undefined, make: () => Promise<T>):
   }
 }
 
+/** `--serve` and `--serve-idle`, checked: they need the consumer's messages of `--shm-fd`. */
+function serveOptions(values: Values, shm: boolean): Settings["serve"] {
+  const idleSeconds = intOption(values, "serve-idle", 300, 1, 86_400)!;
+  if (values.serve !== true) {
+    if (values["serve-idle"] !== undefined) throw new UsageError("--serve-idle applies to --serve");
+    return undefined;
+  }
+  if (!shm) throw new UsageError("--serve takes the next epochs asked for on stdin: give --shm-fd too");
+  if (values["report-mixing"] !== undefined)
+    throw new UsageError("--report-mixing reports one epoch: leave out --serve (or --report-mixing)");
+  return { idleSeconds };
+}
+
 /** The shared batch file's layout in the stream's metadata (snake_case, as the rest of it). */
 function layoutInfo(l: SharedBatchesLayout) {
   return {
@@ -344,6 +368,7 @@ interface Settings {
   mixing: { column: string; file: string | undefined } | undefined;
   stderr: { write(text: string): unknown };
   shm: { fd: number; ring: number | undefined } | undefined;
+  serve: { idleSeconds: number } | undefined;
 }
 
 /** The stream of `location`'s batches, decoded by `decoder` (the pool the command started). */
@@ -357,7 +382,7 @@ async function streamOn(
   controlInput: NonNullable<CliIo["control"]>,
 ): Promise<CommandResult> {
   const { batchSize, rank, worldSize, dense, obs, genes, memoryCap, epoch, seed, startBatch } = settings;
-  const { order, lanes, startGlobalBatch, mixing, shm } = settings;
+  const { order, lanes, startGlobalBatch, mixing, shm, serve } = settings;
   const {
     createLoader,
     mixingMeter,
@@ -368,6 +393,7 @@ async function streamOn(
     openCountedDataset,
     ArrowBatches,
     endBatch,
+    epochBatch,
     MAX_LIST_VALUES,
     ArrowOutput,
     ReaderGone,
@@ -486,6 +512,9 @@ async function streamOn(
       const shared = loader.sharedBatches;
       // The batches the consumer holds in their slots, by slot, until it releases them.
       const lent = new Map<number, { batch: Batch; seq: number }>();
+      // With --serve, the epochs the consumer asks for next (and who waits for one).
+      const asked: number[] = [];
+      let onAsked: (() => void) | undefined;
       const control =
         shared &&
         new ShmControl(controlInput, {
@@ -502,48 +531,90 @@ async function streamOn(
             held.batch.release();
           },
           spill: () => shared.spill(),
-          gone: () => stop.abort(new ReaderGone("stdin ended")),
+          epoch(e) {
+            asked.push(e);
+            onAsked?.();
+          },
+          gone: () => {
+            stop.abort(new ReaderGone("stdin ended"));
+            onAsked?.();
+          },
           bad: (line) =>
             stop.abort(
               new DeltacellsError(`the consumer sent ${JSON.stringify(line.slice(0, 80))} on stdin`, {
                 tag: "InvalidInput",
                 field: "control",
-                expected: '"release SLOT SEQ" or "spill"',
+                expected: '"release SLOT SEQ", "spill" or "epoch E"',
                 found: line.slice(0, 80),
               }),
             ),
         });
+      /** The next epoch the consumer asks for; undefined once it is gone or idle past --serve-idle. */
+      const nextAsked = async (): Promise<number | undefined> => {
+        if (asked.length === 0 && !stop.signal.aborted) {
+          let timer: NodeJS.Timeout | undefined;
+          await new Promise<void>((done) => {
+            onAsked = done;
+            timer = setTimeout(done, serve!.idleSeconds * 1000);
+          });
+          onAsked = undefined;
+          clearTimeout(timer);
+        }
+        return stop.signal.aborted ? undefined : asked.shift();
+      };
       const out = new ArrowOutput(sink, arrow.schema);
-      let batches = 0;
-      let rows = 0;
       let complete = false;
       try {
         await out.start();
-        if (!over) {
-          for await (const batch of loader) {
-            // In a slot, a batch stays lent until the consumer releases it; else it went whole.
-            const where = shared?.slotOf(batch);
-            try {
-              meter?.add(batch.cells, batch.size);
-              await out.write(arrow.recordBatch(batch, where));
-              batches++;
-              rows += batch.size;
-            } finally {
-              if (where !== undefined) lent.set(where.slot, { batch, seq: where.seq });
-              else batch.release();
+        let now = { epoch, over, summary, elastic: elasticInfo };
+        for (;;) {
+          let batches = 0;
+          let rows = 0;
+          if (!now.over) {
+            for await (const batch of loader) {
+              // In a slot, a batch stays lent until the consumer releases it; else it went whole.
+              const where = shared?.slotOf(batch);
+              try {
+                meter?.add(batch.cells, batch.size);
+                await out.write(arrow.recordBatch(batch, where));
+                batches++;
+                rows += batch.size;
+              } finally {
+                if (where !== undefined) lent.set(where.slot, { batch, seq: where.seq });
+                else batch.release();
+              }
             }
           }
+          // Only now is the epoch whole: a consumer that sees no end batch got part of one.
+          const { rank: r, worldSize: w } = now.summary;
+          const end = { epoch: now.epoch, rank: r, world_size: w, batches, rows, ...now.elastic };
+          await out.write(endBatch(arrow, end));
+          const next = serve === undefined ? undefined : await nextAsked();
+          if (next === undefined) break;
+          // The loader, its pool and its shared batches go on with the epoch asked for, from its start.
+          loader.setEpoch(next);
+          const sum = loader.epochSummary(next);
+          const elastic = sum.elastic && {
+            order: "elastic" as const,
+            lanes: sum.elastic.lanes,
+            global_batches: sum.elastic.globalBatches,
+            start_global_batch: 0,
+            first_global_batch: sum.rank,
+          };
+          now = { epoch: next, over: false, summary: sum, elastic };
+          const { cells, padded, dropped } = sum;
+          await out.write(
+            epochBatch(arrow, {
+              epoch: next,
+              start_batch: 0,
+              batches: sum.batches,
+              cells,
+              padded: padded.length,
+              dropped: dropped.length,
+              ...elastic,
+            }),
+          );
         }
-        // Only now is the epoch whole: a consumer that sees no end batch got part of one.
-        const end = {
-          epoch,
-          rank: summary.rank,
-          world_size: summary.worldSize,
-          batches,
-          rows,
-          ...elasticInfo,
-        };
-        await out.write(endBatch(arrow, end));
         await out.end();
         complete = true;
       } catch (err) {

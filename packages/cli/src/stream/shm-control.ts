@@ -7,6 +7,7 @@
  *   spill              it holds so many batches that the loader could not finish the next one:
  *                      make batches in the command's own memory (sent whole over stdout) until
  *                      one is released
+ *   epoch E            (`--serve`, after an epoch's end batch) stream epoch E next
  *
  * The end of stdin (the consumer exited, or was killed) stops the command.
  */
@@ -15,6 +16,8 @@ import type { Readable } from "node:stream";
 export interface ShmControlHandlers {
   release(slot: number, seq: number): void;
   spill(): void;
+  /** The consumer asks for epoch `epoch` next. */
+  epoch(epoch: number): void;
   /** The consumer is gone (stdin ended or failed). */
   gone(): void;
   /** A line that is none of the messages. */
@@ -47,7 +50,9 @@ export class ShmControl {
   private line(line: string): void {
     if (this.closed) return;
     const m = /^release (\d+) (\d+)$/.exec(line.trim());
+    const e = /^epoch (\d+)$/.exec(line.trim());
     if (m) this.handlers.release(Number(m[1]), Number(m[2]));
+    else if (e) this.handlers.epoch(Number(e[1]));
     else if (line.trim() === "spill") this.handlers.spill();
     else if (line.trim() !== "") this.handlers.bad(line);
   }

@@ -221,11 +221,37 @@ export interface StreamEnd {
 }
 
 /**
+ * The metadata key of the record batch (no rows) that starts each epoch after the first of a
+ * stream that serves several (`deltacells stream --serve`): what that epoch holds.
+ */
+export const EPOCH_KEY = "deltacells.epoch";
+
+/** What an epoch served after the first holds (JSON in its `deltacells.epoch` batch). */
+export interface StreamEpoch {
+  epoch: number;
+  start_batch: number;
+  batches: number;
+  cells: number;
+  padded: number;
+  dropped: number;
+}
+
+/**
  * The stream's last record batch: no rows, metadata `deltacells.end`. Arrow's end-of-stream
  * marker cannot say an epoch is complete: a reader sees a producer killed between two messages
  * as a clean end. Category columns keep the vocabulary already sent (no dictionary is resent).
  */
 export function endBatch(arrow: ArrowBatches, end: StreamEnd): RecordBatch {
+  return markerBatch(arrow, END_KEY, end);
+}
+
+/** The record batch (no rows, `deltacells.epoch`) that starts an epoch served after the first. */
+export function epochBatch(arrow: ArrowBatches, epoch: StreamEpoch): RecordBatch {
+  return markerBatch(arrow, EPOCH_KEY, epoch);
+}
+
+/** A record batch of no rows whose metadata `key` holds `value` as JSON. */
+function markerBatch(arrow: ArrowBatches, key: string, value: unknown): RecordBatch {
   const fields = arrow.schema.fields;
   const children = fields.map((f) =>
     DataType.isDictionary(f.type)
@@ -241,7 +267,7 @@ export function endBatch(arrow: ArrowBatches, end: StreamEnd): RecordBatch {
   return new RecordBatch(
     arrow.schema,
     makeData({ type: new Struct(fields), length: 0, nullCount: 0, children }),
-    new Map([[END_KEY, JSON.stringify(end)]]),
+    new Map([[key, JSON.stringify(value)]]),
   );
 }
 
