@@ -40,6 +40,15 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def _running_cpu(pid: int) -> float:
+    """CPU seconds so far of a process still running (/proc), 0 once it has exited and been waited."""
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def command_only(a: argparse.Namespace, obs: list[str]) -> dict:
     """The command that ``ds.batches()`` runs, its Arrow stream written to /dev/null."""
     import subprocess
@@ -88,6 +97,9 @@ def one_epoch(ds: deltacells.Dataset, a: argparse.Namespace, obs: list[str], epo
     first = None
     cells = nnz = batches = labelled = 0
     stream = ds.batches(batch_size=a.batch_size, seed=a.seed, epoch=epoch, obs=obs, threads=a.threads, transport=a.transport, ring=a.ring)
+    # A command kept from the last epoch (transport="shm") is not waited for: its CPU from /proc.
+    command = stream._stream._proc.pid
+    command0 = _running_cpu(command)
     for batch in stream:
         if not isinstance(batch.X, sp.csr_matrix) or batch.X.dtype != np.float32:
             raise TypeError(f"expected scipy CSR float32, got {type(batch.X)}")
@@ -99,7 +111,8 @@ def one_epoch(ds: deltacells.Dataset, a: argparse.Namespace, obs: list[str], epo
         for name in obs:
             labelled += int(len(batch.obs[name]) == batch.X.shape[0])
     seconds = time.perf_counter() - t0
-    cpu = _cpu() - cpu0
+    running = stream._stream._proc.poll() is None
+    cpu = _cpu() - cpu0 + (_running_cpu(command) - command0 if running else 0.0)
     return {
         "reader": f"deltacells {deltacells.__version__} ds.batches(transport={a.transport!r}) -> scipy",
         "epoch": epoch,
