@@ -149,22 +149,22 @@ def test_set_epoch_reaches_a_copy_made_by_a_worker_process(datasets, start) -> N
 
     shards = EpochShards(deltacells.open(datasets["csr"]), loader_options(), output="csr", dtype=np.float32, transport="pipe")
     ctx = multiprocessing.get_context(start)
-    queue = ctx.Queue()
+    # One queue each way: on a single one the parent could read back its own "again".
+    reports, asks = ctx.Queue(), ctx.Queue()
     shards.set_epoch(7)
-    proc = ctx.Process(target=_report_epoch, args=(shards, queue))
+    proc = ctx.Process(target=_report_epoch, args=(shards, reports, asks))
     proc.start()
-    assert queue.get(timeout=60) == 7
+    assert reports.get(timeout=60) == 7
     shards.set_epoch(8)
-    queue.put("again")
-    assert queue.get(timeout=60) == 8
+    asks.put("again")
+    assert reports.get(timeout=60) == 8
     proc.join(timeout=60)
 
 
-def _report_epoch(shards, queue) -> None:
-    queue.put(shards.epoch)
-    while queue.get() != "again":
-        pass
-    queue.put(shards.epoch)
+def _report_epoch(shards, reports, asks) -> None:
+    reports.put(shards.epoch)
+    asks.get()
+    reports.put(shards.epoch)
 
 
 def _replay(tmp_path, stream_file):
