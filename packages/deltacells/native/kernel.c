@@ -1042,6 +1042,13 @@ static void mapping_release(napi_env env, void *data, void *hint) {
 }
 #endif
 
+#ifdef _WIN32
+static napi_value not_on_windows(napi_env env) {
+  napi_throw_error(env, NULL, "shared batch memory is not available on Windows");
+  return NULL;
+}
+#endif
+
 /* An argument that must be an integer in [0, 2^53): -1 otherwise. */
 static double whole(napi_env env, napi_value v) {
   double x;
@@ -1060,8 +1067,7 @@ static napi_value reserve_file_js(napi_env env, napi_callback_info info) {
   const double bytes = whole(env, a[1]);
   if (fd < 0 || bytes < 0) return throw_bad(env);
 #ifdef _WIN32
-  napi_throw_error(env, NULL, "shared batch memory is not available on Windows");
-  return NULL;
+  return not_on_windows(env);
 #else
   struct stat st;
   if (fstat(fd, &st) != 0) return throw_errno(env, "fstat", errno);
@@ -1074,9 +1080,9 @@ static napi_value reserve_file_js(napi_env env, napi_callback_info info) {
 
 /*
  * mapFile(fd, offset, length) -> an ArrayBuffer over bytes [offset, offset + length) of the file
- * (MAP_SHARED, read and write), unmapped when the ArrayBuffer is collected. `offset` is a multiple
- * of the page size; the file must already hold those bytes (see reserveFile). Throws an Error with
- * the reason.
+ * (MAP_SHARED, read and write): the process's one mapping of that range (see `mappings`), unmapped
+ * when the last ArrayBuffer over it is collected. `offset` is a multiple of the page size; the
+ * file must already hold those bytes (see reserveFile). Throws an Error with the reason.
  */
 static napi_value map_file_js(napi_env env, napi_callback_info info) {
   size_t argc = 3;
@@ -1088,8 +1094,7 @@ static napi_value map_file_js(napi_env env, napi_callback_info info) {
   const double offset = whole(env, a[1]), length = whole(env, a[2]);
   if (fd < 0 || offset < 0 || !(length > 0)) return throw_bad(env);
 #ifdef _WIN32
-  napi_throw_error(env, NULL, "shared batch memory is not available on Windows");
-  return NULL;
+  return not_on_windows(env);
 #else
   const long page = sysconf(_SC_PAGESIZE);
   if (page <= 0 || (int64_t)offset % page != 0) return throw_bad(env);

@@ -87,6 +87,21 @@ function snapshot(b: Batch) {
   };
 }
 
+/** Every batch of one epoch of a loader in its own memory, as plain values. */
+async function ownBatches(ds: Awaited<ReturnType<typeof openDataset>>, opts: LoaderOptions) {
+  const loader = await createLoader(ds, opts);
+  const out: ReturnType<typeof snapshot>[] = [];
+  try {
+    for await (const b of loader) {
+      out.push(snapshot(b));
+      b.release();
+    }
+  } finally {
+    await loader.close();
+  }
+  return out;
+}
+
 const CASES: LoaderOptions[] = [
   { batchSize: 5, seed: 11, bufferTiles: 2 },
   { batchSize: 7, seed: 3, epoch: 2, worldSize: 3, rank: 2 },
@@ -104,11 +119,7 @@ test("batches made in a shared file equal a loader's own, field by field, and th
     for (const opts of CASES) {
       const what = `${JSON.stringify(opts)}, threads ${threads}`;
       const ds = await openDataset(store);
-      const expected: unknown[] = [];
-      for await (const b of await createLoader(ds, { ...opts, threads })) {
-        expected.push(snapshot(b));
-        b.release();
-      }
+      const expected = await ownBatches(ds, { ...opts, threads });
       const fd = sharedFile();
       const loader = await createLoader(ds, { ...opts, threads, sharedBatches: { fd } });
       try {
@@ -163,11 +174,7 @@ test("a slot is never written while its batch is held: the loader waits for the 
     { batchSize: 8, seed: 2, bufferTiles: 1, genes: [3, 1, 8] },
   ] satisfies LoaderOptions[]) {
     const what = JSON.stringify(opts);
-    const reference: ReturnType<typeof snapshot>[] = [];
-    for await (const b of await createLoader(ds, opts)) {
-      reference.push(snapshot(b));
-      b.release();
-    }
+    const reference = await ownBatches(ds, opts);
     const fd = sharedFile();
     const slots = 3;
     const loader = await createLoader(ds, { ...opts, sharedBatches: { fd, slots } });
@@ -236,11 +243,7 @@ test("a batch denser than a slot is made in the loader's own memory, equal to th
   const ds = await openDataset(store);
   const opts = { batchSize: 8, shuffle: false } satisfies LoaderOptions;
   for (const threads of [undefined, 1]) {
-    const expected: unknown[] = [];
-    for await (const b of await createLoader(ds, { ...opts, threads })) {
-      expected.push(snapshot(b));
-      b.release();
-    }
+    const expected = await ownBatches(ds, { ...opts, threads });
     const fd = sharedFile();
     const loader = await createLoader(ds, { ...opts, threads, sharedBatches: { fd } });
     const got: unknown[] = [];
