@@ -101,7 +101,7 @@ def test_unknown_obs_and_options_are_refused(datasets) -> None:
     with pytest.raises(deltacells.Usage, match="no obs column"):
         list(ds.batches(obs=["nope"]))
     with pytest.raises(TypeError, match="unknown loader option"):
-        ds.batches(order="elastic")
+        ds.batches(shuffle_window=8)
     with pytest.raises(ValueError, match="not below world_size"):
         ds.batches(rank=2, world_size=2)
 

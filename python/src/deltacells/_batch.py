@@ -22,7 +22,7 @@ class Parts:
     obs: dict[str, np.ndarray]
     categories: dict[str, list[str]]
     meta: dict[str, Any]
-    """The batch's ``deltacells.batch`` metadata: ``epoch``, ``index``, ``padded``."""
+    """The batch's ``deltacells.batch`` metadata: ``epoch``, ``index``, ``padded`` (elastic: ``global_index``)."""
 
 
 @dataclass
@@ -45,6 +45,8 @@ class Batch:
     """The batch's number in its epoch (from 0, ``start_batch`` included)."""
     padded: int = 0
     """How many of the last rows repeat cells to pad the epoch (0 but in a rank's last batches)."""
+    global_index: int | None = None
+    """``order="elastic"``: the batch's number in the epoch's global batch sequence; else ``None``."""
 
     def labels(self, name: str) -> np.ndarray:
         """A categorical obs column's labels (``None`` where missing), an object array."""
@@ -100,6 +102,7 @@ def make_batch(parts: Parts, genes: list[str], output: str, dtype: Any, *, copy:
         epoch=int(meta.get("epoch", 0)),
         index=int(meta.get("index", 0)),
         padded=int(meta.get("padded", 0)),
+        global_index=None if meta.get("global_index") is None else int(meta["global_index"]),
     )
 
 

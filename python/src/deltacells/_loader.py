@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -40,6 +42,17 @@ class LoaderOptions:
     buffer_tiles: int | None = None
     memory_cap: int | None = None
     """MiB for tiles in flight and batch buffers (the command's default: 512)."""
+    order: str = "default"
+    """``"default"`` (each rank shuffles its own share) or ``"elastic"`` (one sequence of global
+    batches whatever the world size: rank ``r`` of ``W`` takes global batches ``r, r + W, ...``)."""
+    lanes: int | None = None
+    """Elastic order: the lanes the global sequence interleaves (default the world size); every
+    world size dividing it yields the same batches between its ranks."""
+    start_global_batch: int | None = None
+    """Elastic order: skip the epoch's first global batches (consumed at any world size)."""
+    report_mixing: str | None = None
+    """An obs column: after the epoch, how mixed the batches were along its labels. Not part of
+    what makes the batches."""
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "world_size"):
@@ -50,12 +63,30 @@ class LoaderOptions:
                 raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
         if not 0 <= self.rank < self.world_size:
             raise ValueError(f"rank {self.rank} is not below world_size {self.world_size}: ranks are 0 .. {self.world_size - 1}")
+        if self.order not in ("default", "elastic"):
+            raise ValueError(f"order must be 'default' or 'elastic', got {self.order!r}")
+        if self.order != "elastic":
+            for name in ("lanes", "start_global_batch"):
+                if getattr(self, name) is not None:
+                    hint = "; in the default order use start_batch" if name == "start_global_batch" else ""
+                    raise ValueError(f"{name} applies to order='elastic': add order='elastic', or leave {name} out{hint}")
+        if self.lanes is not None and int(self.lanes) < 1:
+            raise ValueError(f"lanes must be at least 1, got {self.lanes}")
+        if self.start_global_batch is not None:
+            if int(self.start_global_batch) < 0:
+                raise ValueError(f"start_global_batch must not be negative, got {self.start_global_batch}")
+            if self.start_batch:
+                raise ValueError(
+                    "start_batch and start_global_batch say the same thing: give one "
+                    "(K batches per rank on W ranks is start_global_batch=K*W)"
+                )
 
     def replace(self, **changes: Any) -> LoaderOptions:
         return dataclasses.replace(self, **changes)
 
-    def arguments(self, url: str, genes_file: str | None) -> list[str]:
-        """``deltacells stream`` arguments for these options (``genes`` as the file holding them)."""
+    def arguments(self, url: str, genes_file: str | None, mixing_file: str | None = None) -> list[str]:
+        """``deltacells stream`` arguments for these options (``genes`` as the file holding them;
+        the mixing report written to ``mixing_file``, else printed on stderr)."""
         args = [url, "--batch-size", str(self.batch_size), "--seed", str(self.seed), "--epoch", str(self.epoch)]
         if not self.shuffle:
             args.append("--no-shuffle")
@@ -73,10 +104,21 @@ class LoaderOptions:
             args.append("--sort-indices")
         if self.float32:
             args.append("--float32")
-        for name, flag in (("threads", "--threads"), ("buffer_tiles", "--buffer-tiles"), ("memory_cap", "--memory-cap")):
+        if self.order != "default":
+            args += ["--order", self.order]
+        for name, flag in (
+            ("threads", "--threads"),
+            ("buffer_tiles", "--buffer-tiles"),
+            ("memory_cap", "--memory-cap"),
+            ("lanes", "--lanes"),
+            ("start_global_batch", "--start-global-batch"),
+        ):
             value = getattr(self, name)
             if value is not None:
                 args += [flag, str(int(value))]
+        if self.report_mixing is not None:
+            column = str(self.report_mixing)
+            args += ["--report-mixing", column if mixing_file is None else f"{column}={mixing_file}"]
         return args
 
 
@@ -114,6 +156,7 @@ class BatchStream:
         copy: bool = False,
         storage_args: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
+        mixing_report: bool = True,
     ) -> None:
         if output not in OUTPUTS:
             raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, got {output!r}")
@@ -136,21 +179,34 @@ class BatchStream:
             with tempfile.NamedTemporaryFile("w", suffix=".txt", prefix="deltacells-genes-", delete=False) as f:
                 f.write("".join(f"{name}\n" for name in options.genes))
             self._genes_file = f.name
+        self._mixing_dir: str | None = None
+        self._mixing_file: str | None = None
+        self.mixing: dict[str, Any] | None = None
+        """With ``report_mixing`` (from :meth:`Dataset.batches`): the mixing report of the batches
+        once the stream is closed (after the loop's end), as ``deltacells stream --report-mixing
+        COLUMN=FILE`` writes it (``complete`` says whether the whole epoch was read)."""
+        if options.report_mixing is not None and mixing_report:
+            self._mixing_dir = tempfile.mkdtemp(prefix="deltacells-mixing-")
+            self._mixing_file = os.path.join(self._mixing_dir, "mixing.json")
         # float32 counts come decoded as such: nothing to convert here.
         wanted = options.replace(float32=self.dtype == np.float32)
         try:
             chosen = find_transport(transport)
-            args = [*wanted.arguments(url, self._genes_file), *storage_args]
+            args = [*wanted.arguments(url, self._genes_file, self._mixing_file), *storage_args]
             if transport == "shm":
                 # The command serves the next epochs of the same options: a later stream of them
                 # asks it for its epoch instead of starting another (not one resumed mid-epoch).
-                session = (url, wanted.replace(epoch=0, start_batch=0), tuple(storage_args), tuple(sorted((env or {}).items())), ring)
-                reuse = wanted.start_batch == 0
+                # A mixing report covers one epoch, which the command reports as it exits.
+                first = wanted.replace(epoch=0, start_batch=0, start_global_batch=None)
+                session = None
+                if wanted.report_mixing is None:
+                    session = (url, first, tuple(storage_args), tuple(sorted((env or {}).items())), ring)
+                reuse = wanted.start_batch == 0 and wanted.start_global_batch is None
                 self._stream = chosen.open(args, env, None if ring is None else int(ring), session=session, epoch=wanted.epoch, reuse=reuse)
             else:
                 self._stream = chosen.open(args, env)
         except BaseException:
-            self._remove_genes_file()
+            self._remove_files()
             raise
         self.genes: list[str] = self._stream.genes
         """The gene of each column."""
@@ -186,13 +242,23 @@ class BatchStream:
         if not self._closed:
             self._closed = True
             self._stream.close()
-        self._remove_genes_file()
+            self._read_mixing()
+        self._remove_files()
 
-    def _remove_genes_file(self) -> None:
+    def _read_mixing(self) -> None:
+        """The mixing report the command wrote as it exited (none if it failed first)."""
+        if self._mixing_file is not None:
+            with contextlib.suppress(OSError), open(self._mixing_file) as f:
+                self.mixing = json.load(f)
+
+    def _remove_files(self) -> None:
         if self._genes_file is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self._genes_file)
             self._genes_file = None
+        if self._mixing_dir is not None:
+            shutil.rmtree(self._mixing_dir, ignore_errors=True)
+            self._mixing_dir = self._mixing_file = None
 
     def __enter__(self) -> BatchStream:
         return self

@@ -87,7 +87,13 @@ class EpochShards:
         shard, shards = worker_shard(rank, world, worker, workers)
         options = self.options.replace(epoch=self.epoch, rank=shard, world_size=shards)
         return self.dataset._stream(
-            options, output=self.output, dtype=self.dtype, transport=self.transport, ring=self.ring, copy=self.copy
+            options,
+            output=self.output,
+            dtype=self.dtype,
+            transport=self.transport,
+            ring=self.ring,
+            copy=self.copy,
+            mixing_report=False,
         )
 
     def iterate(self, worker: int = 0, workers: int = 1) -> Iterator[Batch]:

@@ -185,6 +185,18 @@ class Dataset:
         Also ``sort_indices``, ``threads`` (decoding threads), ``buffer_tiles``, ``memory_cap``
         (MiB).
 
+        ``order="elastic"``: the epoch is one sequence of global batches whatever the world size
+        (a function of ``seed``, ``epoch``, ``batch_size``, ``buffer_tiles``, ``lanes`` and
+        ``drop_last``): rank ``r`` of ``world_size`` yields global batches ``r, r + world_size,
+        ...`` (``batch.global_index``), so any world size dividing ``lanes`` (default the world
+        size) yields the same batches between its ranks. ``start_global_batch=n`` resumes after the
+        first ``n`` global batches, at any such world size (``k`` batches per rank on ``W`` ranks:
+        ``n = k * W``); a rank left one short ends with a padding batch (``batch.padded`` is its
+        length). ``report_mixing="cell_type"``: once the stream is closed (after the loop),
+        ``stream.mixing`` holds how mixed its batches were along that obs column (the entropy of
+        the labels per batch against the dataset's and random batches', labels and tiles per
+        batch; docs/loader.md, "The mixing report").
+
         ``transport``: how batches reach this process. ``"shm"`` (default): the command's decoders
         write each batch into shared memory that ``X`` wraps without a copy, a ring of ``ring``
         slots (default: the batch buffers the loader holds at once; ``stream.info["shm"]["bytes"]``
@@ -232,7 +244,9 @@ class Dataset:
         when it is initialised (else 0 of 1); each DataLoader worker streams its own shard, so every
         cell comes once per epoch across ranks and workers. Call ``set_epoch(e)`` before each epoch
         (it reaches persistent workers). ``threads`` is the decoding threads of each worker's
-        command: with several workers, 1 or 2 each.
+        command: with several workers, 1 or 2 each. With ``order="elastic"`` the shards are the
+        global batch sequence's ranks (``lanes`` a multiple of ranks times workers);
+        ``report_mixing`` prints each worker's report on stderr after its epoch.
         """
         from ._shards import EpochShards
 
@@ -256,7 +270,15 @@ class Dataset:
         return TorchDataset(shards)
 
     def _stream(
-        self, options: LoaderOptions, *, output: str, dtype: Any, transport: str, ring: int | None = None, copy: bool = False
+        self,
+        options: LoaderOptions,
+        *,
+        output: str,
+        dtype: Any,
+        transport: str,
+        ring: int | None = None,
+        copy: bool = False,
+        mixing_report: bool = True,
     ) -> BatchStream:
         return BatchStream(
             self.url,
@@ -268,6 +290,7 @@ class Dataset:
             copy=copy,
             storage_args=self._storage_args,
             env=self._env,
+            mixing_report=mixing_report,
         )
 
     def _gene_names(self, genes: Sequence[str] | Sequence[int]) -> list[str]:
