@@ -17,8 +17,9 @@
  */
 import { execFileSync } from "node:child_process";
 import { parseArgs } from "node:util";
-import { createLoader, createTilePool, type Dataset, type LoaderOptions } from "@deltacells/core";
+import { createLoader, type LoaderOptions } from "@deltacells/core";
 import { openDataset } from "@deltacells/core/node";
+import { floorPass, permutation, type TileLayout } from "./floor.js";
 
 const { values: args, positionals } = parseArgs({
   allowPositionals: true,
@@ -45,8 +46,6 @@ const cpuSince = (from: NodeJS.CpuUsage) => {
   return (u.user + u.system) / 1e6;
 };
 
-type TileLayout = ReturnType<Dataset["tileLayout"]>;
-
 const probe = await openDataset(FOLDER);
 const nCells = probe.nCells;
 const nGenes = probe.nGenes;
@@ -55,80 +54,17 @@ const layouts: TileLayout[] = tiles.map((b, t) => probe.tileLayout(t, b));
 const nnz = probe.manifest.tile_nnz.reduce((a, b) => a + b, 0);
 await probe.close();
 
-/** A pseudo-random permutation of 0..n-1 (xorshift, fixed seed). */
-function permutation(n: number, seed: number): Int32Array {
-  const p = Int32Array.from({ length: n }, (_, i) => i);
-  let s = seed >>> 0 || 1;
-  for (let i = n - 1; i > 0; i--) {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    const j = (s >>> 0) % (i + 1);
-    const t = p[i]!;
-    p[i] = p[j]!;
-    p[j] = t;
-  }
-  return p;
-}
-
 const COLUMNS = permutation(nGenes, 7);
 
 async function floor(mode: "plain" | "renumbered" | "shuffled"): Promise<Sample> {
-  const pool = createTilePool({ threads: THREADS });
-  const most = Math.max(...layouts.map((l) => l.indptr[l.header.nCells]!));
-  const size = Math.ceil((1.1 * nnz * BATCH) / nCells) + most;
-  const shared = () => new Int32Array(new SharedArrayBuffer(4 * size));
-  const lanes = Array.from({ length: 4 }, () => ({ target: { indices: shared(), data: shared() }, at: 0 }));
-  const job = (t: number, lane: (typeof lanes)[number]) => {
-    const l = layouts[t]!;
-    const n = l.header.nCells;
-    if (lane.at + l.indptr[n]! > size) lane.at = 0;
-    const slots = new Float64Array(3 * n);
-    if (mode === "shuffled") {
-      // Each row at a shuffled place of the tile's span: the rows' lengths laid out in a shuffled
-      // order, as the loader's rows land in shuffled batches (the span here is the tile's own).
-      const order = permutation(n, t + 1);
-      const at = new Float64Array(n);
-      let o = lane.at;
-      for (let k = 0; k < n; k++) {
-        const r = order[k]!;
-        at[r] = o;
-        o += l.indptr[r + 1]! - l.indptr[r]!;
-      }
-      for (let r = 0; r < n; r++) {
-        slots[3 * r] = r;
-        slots[3 * r + 2] = at[r]!;
-      }
-    } else {
-      for (let r = 0; r < n; r++) {
-        slots[3 * r] = r;
-        slots[3 * r + 2] = lane.at + l.indptr[r]!;
-      }
-    }
-    lane.at += l.indptr[n]!;
-    return {
-      values: VALUES,
-      slots,
-      targets: [lane.target],
-      ...(mode === "renumbered" && { columns: COLUMNS }),
-    };
-  };
-  for (const lane of lanes)
-    for (let at = 0; at < size; at += 1024) lane.target.indices[at] = lane.target.data[at] = 0;
-  await pool.scatter(tiles[0]!, layouts[0]!, job(0, lanes[0]!));
-  const t0 = performance.now();
-  const c0 = process.cpuUsage();
-  let next = 0;
-  const run = async (lane: (typeof lanes)[number]) => {
-    while (next < tiles.length) {
-      const t = next++;
-      await pool.scatter(tiles[t]!, layouts[t]!, job(t, lane));
-    }
-  };
-  await Promise.all(lanes.map(run));
-  const sample = { seconds: (performance.now() - t0) / 1000, cpu: cpuSince(c0) };
-  await pool.close();
-  return sample;
+  const pass = await floorPass(tiles, layouts, nCells, nnz, {
+    threads: THREADS,
+    batchSize: BATCH,
+    values: VALUES,
+    shuffled: mode === "shuffled",
+    ...(mode === "renumbered" && { columns: COLUMNS }),
+  });
+  return { seconds: pass.seconds, cpu: pass.cpu };
 }
 
 /** The mean of a reused loader's epochs 1 and 2 (epoch 0 warms it). */

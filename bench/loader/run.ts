@@ -54,6 +54,7 @@ import { openDataset } from "@deltacells/core/node";
 import { openStore, S3Store, type Store } from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
 import { AwsClient } from "aws4fetch";
+import { floorPass, type TileLayout } from "./floor.js";
 import { MIXING_HEADER, measureMixing, mixingCells } from "./mixing-measure.js";
 import { type S3ServerKind, startBenchS3Server } from "./s3-server.js";
 
@@ -253,15 +254,7 @@ async function ceiling(tiles: Uint8Array[], nCells: number, threads: number): Pr
   };
 }
 
-type TileLayout = ReturnType<Dataset["tileLayout"]>;
-
-/**
- * The same decode on a pool of `threads`, each tile's rows written once into memory: 4 lanes, each
- * into its own batch-sized shared buffer (as a loader's batches; far larger than the caches),
- * rows in tile order at a moving offset, no renumbering. The ceiling above writes each tile into
- * recycled tile-sized outputs that stay in cache; a loader must write its batches out, ~8 bytes
- * per nonzero, and this row is what that alone costs on top of decoding.
- */
+/** The floor (floor.ts): the same decode, each tile's rows written once into batch memory. */
 async function ceilingIntoMemory(
   tiles: Uint8Array[],
   layouts: TileLayout[],
@@ -269,46 +262,13 @@ async function ceilingIntoMemory(
   nnz: number,
   threads: number,
 ): Promise<Row> {
-  const pool = createTilePool({ threads });
-  const most = Math.max(...layouts.map((l) => l.indptr[l.header.nCells]!));
-  const size = Math.ceil((1.1 * nnz * BATCH) / nCells) + most;
-  const shared = () => new Int32Array(new SharedArrayBuffer(4 * size));
-  const lanes = Array.from({ length: 4 }, () => ({ target: { indices: shared(), data: shared() }, at: 0 }));
-  const job = (t: number, lane: (typeof lanes)[number]) => {
-    const l = layouts[t]!;
-    const n = l.header.nCells;
-    if (lane.at + l.indptr[n]! > size) lane.at = 0;
-    const slots = new Float64Array(3 * n);
-    // Element by element: this runs inside the timed pass, on the thread that feeds the pool.
-    for (let r = 0; r < n; r++) {
-      slots[3 * r] = r;
-      slots[3 * r + 2] = lane.at + l.indptr[r]!;
-    }
-    lane.at += l.indptr[n]!;
-    return { values: "int32" as const, slots, targets: [lane.target] };
-  };
-  // Workers started and warm, every buffer touched once (as a reused loader's).
-  for (const lane of lanes)
-    for (let at = 0; at < size; at += 1024) lane.target.indices[at] = lane.target.data[at] = 0;
-  await pool.scatter(tiles[0]!, layouts[0]!, job(0, lanes[0]!));
-  const t0 = performance.now();
-  let next = 0;
-  let first = 0;
-  const run = async (lane: (typeof lanes)[number]) => {
-    while (next < tiles.length) {
-      const t = next++;
-      await pool.scatter(tiles[t]!, layouts[t]!, job(t, lane));
-      if (!first) first = performance.now() - t0;
-    }
-  };
-  await Promise.all(lanes.map(run));
-  const seconds = (performance.now() - t0) / 1000;
-  await pool.close();
+  const pass = await floorPass(tiles, layouts, nCells, nnz, { threads, batchSize: BATCH });
   return {
     cells: nCells,
-    seconds,
-    firstBatch: first / 1000,
-    steady: after(nCells, seconds, nCells / tiles.length, first / 1000),
+    seconds: pass.seconds,
+    firstBatch: pass.firstBatch,
+    steady: after(nCells, pass.seconds, nCells / tiles.length, pass.firstBatch),
+    cpu: pass.cpu,
   };
 }
 
