@@ -126,6 +126,15 @@ def test_torch_shards_pass_the_elastic_order_on(datasets) -> None:
     assert [(c, m["global_index"]) for c, m in command_batches(datasets["pbmc"], *flags)] == mine
 
 
+def test_torch_shards_print_each_workers_mixing_report_on_stderr(datasets, capsys) -> None:
+    ds = deltacells.open(datasets["pbmc"])
+    options = loader_options(batch_size=64, seed=3, report_mixing="louvain")
+    shards = EpochShards(ds, options, output="csr", dtype=np.float32, transport="shm", rank=0, world_size=1)
+    batches = len(list(shards.iterate(0, 2)))
+    err = capsys.readouterr().err
+    assert f"mixing of louvain over {batches} batches" in err
+
+
 def test_the_default_order_has_no_global_index(datasets) -> None:
     b = next(iter(deltacells.open(datasets["csr"]).batches(batch_size=10)))
     assert b.global_index is None
