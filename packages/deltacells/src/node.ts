@@ -4,8 +4,9 @@
  * location: its writer lock, staging and `overwrite` ({@link openTarget}, an atlas step's output
  * {@link openAtlasTarget}), and a dataset written through them: one input converted
  * ({@link convertToDataset}), several ({@link buildAtlasAt}), cells appended
- * ({@link appendToDatasetAt}) and an atlas built by tasks finalized ({@link finalizeAtlasAt}); a
- * dataset's statistics computed on a pool of threads ({@link writeDatasetStats}, {@link writeStatsAt}).
+ * ({@link appendToDatasetAt}) and an atlas built by tasks finalized ({@link finalizeAtlasAt}), the
+ * first two also with a sporadik companion written from the same pass (`companion`); a dataset's
+ * statistics computed on a pool of threads ({@link writeDatasetStats}, {@link writeStatsAt}).
  * Node-only.
  */
 
@@ -30,6 +31,7 @@ export {
   type BuildAtlasAtResult,
   buildAtlasAt,
   type ClosableSource,
+  type CompanionWriter,
   type ConvertToDatasetOptions,
   type ConvertToDatasetResult,
   convertToDataset,

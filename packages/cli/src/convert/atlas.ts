@@ -31,7 +31,7 @@ import {
   statsLine,
   statsSummary,
 } from "../summary.js";
-import { writeCompanion, writeStatsWithBar } from "./companion.js";
+import { companionWriter, writeStatsWithBar } from "./companion.js";
 
 /** Opens a plan's input, refusing one that changed since it was scanned. */
 function planOpener(locations: Locations, read: Record<string, unknown>, hdf5Timeout: number | undefined) {
@@ -65,7 +65,9 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
   const open = inputOpener(o.locations, options.read ?? {}, o.hdf5Timeout);
   const pool = createTilePool({ threads: o.threads });
   let phase = "";
-  let companion: Awaited<ReturnType<typeof writeCompanion>> | undefined;
+  const companion = o.sporadik
+    ? companionWriter(o.locations, { output, threads: o.threads, bar, checksums: o.checksums })
+    : undefined;
   let stats: WriteStatsResult | undefined;
   try {
     const { manifest, bytes, plan, store, removedTempFiles } = await buildAtlasAt(
@@ -89,12 +91,13 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
           }
           bar.update(p.cellsDone, p.nCells, "cells");
         },
-        // The companion goes in once the dataset is in place; the manifest names it only when complete.
-        ...(o.sporadik
+        // The companion is written from the same cells as the tiles; the dataset moves into place
+        // with it named. Then the statistics (named last).
+        ...(companion
           ? {
+              companion: companion.write,
               afterCommit: async (store) => {
                 bar.finish();
-                companion = await writeCompanion(o.locations, output, o.threads, bar, o.checksums);
                 stats = await writeStatsWithBar(store, o.threads, bar);
               },
             }
@@ -109,7 +112,7 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
       ...datasetSummary(manifest, bytes),
       dropped: plan.dropped,
       notes: plan.notes,
-      ...companionSummary(companion),
+      ...companionSummary(companion?.report()),
       ...statsSummary(stats),
       removed_temp_files: removedTempFiles,
       seconds,
@@ -119,7 +122,7 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
       .filter((l) => !l.startsWith("  1 task"));
     const text = `converted ${count(paths.length, "input")} -> ${store.url}
 ${described.join("\n")}
-  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion)}${statsLine(stats)}${leftoverLine(removedTempFiles)}`;
+  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion?.report())}${statsLine(stats)}${leftoverLine(removedTempFiles)}`;
     return { text, json: summary, store };
   } catch (err) {
     throw explainAtlasError(explainObsError(err));

@@ -36,7 +36,7 @@ import {
   textFromLine,
 } from "../summary.js";
 import { convertAtlas, convertPlanTask } from "./atlas.js";
-import { writeCompanion, writeStatsWithBar } from "./companion.js";
+import { companionWriter, writeStatsWithBar } from "./companion.js";
 import { convertToSporadik, MAX_NNZ_CEILING } from "./sporadik.js";
 
 /**
@@ -258,7 +258,9 @@ export async function convert(argv: string[]): Promise<CommandResult> {
   const started = performance.now();
   const pool = createTilePool({ threads });
   let phase = "";
-  let companion: Awaited<ReturnType<typeof writeCompanion>> | undefined;
+  const companion = values.sporadik
+    ? companionWriter(locations, { output, threads, bar, checksums: values["no-checksums"] !== true })
+    : undefined;
   let stats: WriteStatsResult | undefined;
   try {
     // The target is checked before the input is read: one that cannot be written is refused at once.
@@ -288,19 +290,13 @@ export async function convert(argv: string[]): Promise<CommandResult> {
           }
           bar.update(p.cellsDone, p.nCells, "cells");
         },
-        // The companion goes in once the dataset is in place; the manifest names it only when complete.
-        ...(values.sporadik
+        // The companion is written from the same cells as the tiles; the dataset moves into place
+        // with it named. Then the statistics the viewer's markers and dot plots read (named last).
+        ...(companion
           ? {
+              companion: companion.write,
               afterCommit: async (store) => {
                 bar.finish();
-                companion = await writeCompanion(
-                  locations,
-                  output,
-                  threads,
-                  bar,
-                  values["no-checksums"] !== true,
-                );
-                // Then the statistics the viewer's markers and dot plots read (named in the manifest last).
                 stats = await writeStatsWithBar(store, threads, bar);
               },
             }
@@ -314,14 +310,14 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       source_format: source.format,
       matrix_path: source.matrixPath,
       ...datasetSummary(manifest, bytes),
-      ...companionSummary(companion),
+      ...companionSummary(companion?.report()),
       removed_temp_files: removedTempFiles,
       ...statsSummary(stats),
       seconds,
     };
     const text = `converted ${input} (${source.format}, ${source.matrixPath}) -> ${store.url}
   ${manifest.n_cells.toLocaleString("en-US")} cells x ${manifest.n_genes.toLocaleString("en-US")} genes, ${summary.nnz.toLocaleString("en-US")} nonzeros in ${count(manifest.tile_cells.length, "tile")}
-  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion)}${statsLine(stats)}${textFromLine(manifest)}${leftoverLine(removedTempFiles)}`;
+  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion?.report())}${statsLine(stats)}${textFromLine(manifest)}${leftoverLine(removedTempFiles)}`;
     return { text, json: summary, store };
   } catch (err) {
     throw explainObsError(err);

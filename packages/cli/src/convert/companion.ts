@@ -4,9 +4,14 @@
  * counts with genes in the source's order. It answers "one gene across all cells" in two reads,
  * which the tiles (built to stream whole cells) cannot; the viewer colours cells by it.
  *
- * Order of writes: the dataset (manifest last), then the store (block last), then the manifest again
- * with the companion named. A run cut anywhere leaves a valid dataset that names no companion, or
- * names one that is complete.
+ * `convert --sporadik` (one input or an atlas) writes it from the same cells as the tiles, in the
+ * tile pass, under the conversion's staging prefix (`companion` of `convertToDataset` and
+ * `buildAtlasAt`): the dataset moves into place with it, named, or not at all.
+ *
+ * `append --sporadik` writes it again from the dataset once the cells are added (the old cells
+ * are read back from their tiles): the store (block last), then the manifest again with the
+ * companion named. A run cut anywhere leaves a valid dataset that names no companion, or names
+ * one that is complete.
  */
 import {
   COMPANION_PATH,
@@ -15,15 +20,60 @@ import {
   nameCompanion,
   type WriteStatsResult,
 } from "@deltacells/core";
-import { writeDatasetStats } from "@deltacells/core/node";
+import { type CompanionWriter, writeDatasetStats } from "@deltacells/core/node";
 import { describe as describeStore } from "@deltacells/sporadik";
 import { joinLocation, type Store } from "@deltacells/storage";
 import { validateSporadik } from "../inspect/sporadik.js";
 import type { Locations } from "../locations.js";
 import type { ProgressBar } from "../progress.js";
+import { writeStoreAt } from "./sporadik.js";
+
+/** What a written companion reports, as the commands' summaries show it. */
+export interface CompanionReport {
+  json: { output: string; bytes: number; checksums: boolean };
+}
 
 /**
- * Writes the companion of the dataset just written at `output`, then names it in the manifest.
+ * The companion's writer for `convertToDataset` and `buildAtlasAt` (`companion`): both layouts,
+ * with maxima, at the location it is given under the staging prefix; `report()` says what it
+ * wrote once it is complete (where it is once the dataset is in place at `output`). With
+ * `checksums` (the default of `--sporadik`) every chunk carries zstd's content checksum, which the
+ * viewer's reader (zarrita's WebAssembly zstd) verifies as it decodes. The bar shows the tiles'
+ * pass, then the companion's genes.
+ */
+export function companionWriter(
+  locations: Locations,
+  o: { output: string; threads: number; bar: ProgressBar; checksums: boolean },
+): { write: CompanionWriter; report(): CompanionReport | undefined } {
+  let report: CompanionReport | undefined;
+  const write: CompanionWriter = async (rows, to) => {
+    const { store } = await writeStoreAt(locations, to.location, rows, {
+      source: o.output,
+      shape: [to.nCells, to.nGenes],
+      nnz: to.nnz,
+      axes: [0, 1],
+      byteAddressable: false,
+      checksums: o.checksums,
+      threads: o.threads,
+      // The staging prefix is the conversion's own: it is dropped after a failure anyway.
+      removeOnFailure: true,
+      bar: o.bar,
+      rowsPhase: undefined,
+    });
+    report = {
+      json: {
+        output: locations.openCounted(joinLocation(o.output, COMPANION_PATH)).url,
+        bytes: store.stats.bytesWritten,
+        checksums: o.checksums,
+      },
+    };
+  };
+  return { write, report: () => report };
+}
+
+/**
+ * Writes the companion of the dataset at `output` again from its tiles (after an append), then
+ * names it in the manifest.
  * With `checksums` (the default of `--sporadik`) every chunk carries zstd's content checksum, which
  * the viewer's reader (zarrita's WebAssembly zstd) verifies as it decodes.
  */

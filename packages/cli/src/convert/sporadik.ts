@@ -60,6 +60,98 @@ function gib(bytes: number): string {
   return bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 }
 
+/** What {@link writeStoreAt} writes, and how the command shows it. */
+export interface StoreAtOptions {
+  /** The matrix as messages name it. */
+  source: string;
+  shape: [number, number];
+  nnz?: number;
+  nnzAtMost?: number;
+  axes: number[];
+  byteAddressable: boolean;
+  checksums: boolean;
+  maxNnz?: number;
+  tmpDir?: string;
+  threads: number;
+  /** Remove a local output after a failure (the run created it). */
+  removeOnFailure: boolean;
+  bar: ProgressBar;
+  /** The bar's phase while rows are written, or undefined when another writer's bar shows them. */
+  rowsPhase: string | undefined;
+}
+
+/**
+ * A sporadik store written at `location` from `blocks` by `convertToStore`, as the command does
+ * it: a folder's chunks straight to their files (synced all at once before the block), counted
+ * for `--stats` and the report, the checks' lines on stderr with the bar, the bar's phases.
+ */
+export async function writeStoreAt(
+  locations: Locations,
+  location: string,
+  blocks: AsyncIterable<RowBlock>,
+  o: StoreAtOptions,
+) {
+  const local = localPath(location);
+  const say = (line: string) => {
+    if (o.bar.enabled) process.stderr.write(`${line}\n`);
+  };
+  const raw = locations.open(location);
+  // A folder output: chunks written straight to their files and synced all at once before the
+  // block (by the writer's flush, which the stats wrapper passes on). A byte-addressable array is
+  // one object as large as the array: written in parts (to a file, or as an S3 multipart upload as
+  // the bytes come), it is never held whole; the stats wrapper counts it as a set of its length.
+  const store = withStats(local ? withFileParts(raw, local, { deferSync: true }) : raw);
+  let phase = "";
+  let rowsSeconds = 0;
+  const timing = { rowsStart: performance.now(), columnsStart: 0 };
+  if (o.rowsPhase !== undefined) o.bar.phase(o.rowsPhase);
+  const result = await convertToStore(store, blocks, {
+    source: o.source,
+    ...(o.maxNnz !== undefined ? { maxNnz: o.maxNnz } : {}),
+    ...(local !== undefined ? { folder: local } : {}),
+    removeOnFailure: o.removeOnFailure,
+    optionNames: { maxNnz: "--max-nnz", tmpDir: "--tmp-dir" },
+    onStaleSpill: (s) =>
+      say(
+        s.removed
+          ? `removed ${s.path} (${gib(s.bytes)}), left by an earlier conversion that was killed`
+          : `kept ${s.path} (${gib(s.bytes)}): another conversion (pid ${s.owner?.pid ?? "?"}) may still use it; remove it if not`,
+      ),
+    onTemporarySpace: (t) => {
+      say(
+        `temporary space: about ${t.bytes !== undefined ? gib(t.bytes) : `${t.bytesPerNonzero} bytes per nonzero`} in ${t.folder}${t.available !== undefined ? ` (${gib(t.available)} free)` : ""}, removed when done`,
+      );
+      timing.rowsStart = performance.now();
+    },
+    shape: o.shape,
+    axes: o.axes,
+    byteAddressable: o.byteAddressable,
+    checksums: o.checksums,
+    dtype: "int32",
+    ...(o.nnz !== undefined ? { nnz: o.nnz } : {}),
+    ...(o.nnzAtMost !== undefined ? { nnzAtMost: o.nnzAtMost } : {}),
+    ...(o.tmpDir !== undefined ? { tmpDir: o.tmpDir } : {}),
+    threads: o.threads,
+    removeOnSignal: true,
+    onProgress: (p) => {
+      if (p.phase !== phase) {
+        phase = p.phase;
+        if (phase === "columns") {
+          timing.columnsStart = performance.now();
+          rowsSeconds = (timing.columnsStart - timing.rowsStart) / 1000;
+        }
+        if (phase === "columns") o.bar.phase("genes");
+        else if (o.rowsPhase !== undefined) o.bar.phase(o.rowsPhase);
+      }
+      if (phase === "columns") o.bar.update(p.done, p.total, "genes");
+      else if (o.rowsPhase !== undefined) o.bar.update(p.done, p.total, "cells");
+    },
+  });
+  if (phase !== "columns") rowsSeconds = (performance.now() - timing.rowsStart) / 1000;
+  const columnsSeconds = timing.columnsStart ? (performance.now() - timing.columnsStart) / 1000 : 0;
+  return { result, store, rowsSeconds, columnsSeconds };
+}
+
 /** Convert, write, and describe what was done for the command's text and JSON. */
 export async function convertToSporadik(locations: Locations, o: SporadikConvertOptions) {
   const started = performance.now();
@@ -132,64 +224,27 @@ async function convertLocked(
     source = { format: input.format, matrixPath: input.matrixPath, name: o.input };
   }
 
-  const raw = locations.open(writeTo);
-  // A folder output: chunks written straight to their files and synced all at once before the
-  // block (by the writer's flush, which the stats wrapper passes on). A byte-addressable array is
-  // one object as large as the array: written in parts (to a file, or as an S3 multipart upload as
-  // the bytes come), it is never held whole; the stats wrapper counts it as a set of its length.
-  const store = withStats(local ? withFileParts(raw, local, { deferSync: true }) : raw);
-  let phase = "";
-  let rowsSeconds = 0;
-  const timing = { rowsStart: performance.now(), columnsStart: 0 };
   try {
-    o.bar.phase("cells");
-    const result = await convertToStore(store, blocks, {
+    const { result, store, rowsSeconds, columnsSeconds } = await writeStoreAt(locations, writeTo, blocks, {
       source: source.name,
-      ...(o.maxNnz !== undefined ? { maxNnz: o.maxNnz } : {}),
-      ...(local !== undefined ? { folder: local } : {}),
-      // A store this run created and did not finish is removed; an existing output is left as it is.
-      removeOnFailure: !existed,
-      optionNames: { maxNnz: "--max-nnz", tmpDir: "--tmp-dir" },
-      onStaleSpill: (s) =>
-        say(
-          s.removed
-            ? `removed ${s.path} (${gib(s.bytes)}), left by an earlier conversion that was killed`
-            : `kept ${s.path} (${gib(s.bytes)}): another conversion (pid ${s.owner?.pid ?? "?"}) may still use it; remove it if not`,
-        ),
-      onTemporarySpace: (t) => {
-        say(
-          `temporary space: about ${t.bytes !== undefined ? gib(t.bytes) : `${t.bytesPerNonzero} bytes per nonzero`} in ${t.folder}${t.available !== undefined ? ` (${gib(t.available)} free)` : ""}, removed when done`,
-        );
-        timing.rowsStart = performance.now();
-      },
       shape: [nRows, nCols],
+      ...(nnzKnown !== undefined ? { nnz: nnzKnown } : {}),
+      ...(nnzAtMost !== undefined ? { nnzAtMost } : {}),
       axes: o.axes,
       byteAddressable: o.byteAddressable,
       checksums: o.checksums,
-      dtype: "int32",
-      ...(nnzKnown !== undefined ? { nnz: nnzKnown } : {}),
-      ...(nnzAtMost !== undefined ? { nnzAtMost } : {}),
+      ...(o.maxNnz !== undefined ? { maxNnz: o.maxNnz } : {}),
       ...(o.tmpDir !== undefined ? { tmpDir: o.tmpDir } : {}),
       threads: o.threads,
-      removeOnSignal: true,
-      onProgress: (p) => {
-        if (p.phase !== phase) {
-          phase = p.phase;
-          if (phase === "columns") {
-            timing.columnsStart = performance.now();
-            rowsSeconds = (timing.columnsStart - timing.rowsStart) / 1000;
-          }
-          o.bar.phase(phase === "rows" ? "cells" : "genes");
-        }
-        o.bar.update(p.done, p.total, phase === "rows" ? "cells" : "genes");
-      },
+      // A store this run created and did not finish is removed; an existing output is left as it is.
+      removeOnFailure: !existed,
+      bar: o.bar,
+      rowsPhase: "cells",
     });
-    if (phase !== "columns") rowsSeconds = (performance.now() - timing.rowsStart) / 1000;
     if (target.replacing) await target.commit("zarr.json");
     o.bar.finish();
     const seconds = (performance.now() - started) / 1000;
     const bytes = store.stats.bytesWritten;
-    const columnsSeconds = timing.columnsStart ? (performance.now() - timing.columnsStart) / 1000 : 0;
     const json = {
       input: o.input,
       output: target.store.url,

@@ -3,7 +3,8 @@
  * across machines, run one after the other against one store (the encoder pool keeps every core
  * busy inside the one task). So the result is byte for byte what `plan` + N tasks + `finalize`
  * write, by construction, and one input's conversion is the case of a single input. Inputs are
- * opened one at a time.
+ * opened one at a time. A second output (`secondOutput`) is written from the cells of the tile
+ * pass, in step with it.
  */
 import type { ReadableStore, WritableStore } from "@deltacells/storage";
 import type { DatasetManifest } from "../dataset/manifest.js";
@@ -12,6 +13,7 @@ import type { Compress } from "../dataset/var-table.js";
 import { finalizeAtlas } from "./finalize.js";
 import type { AtlasPlan, AtlasPlanOptions } from "./plan.js";
 import type { InputIdentity } from "./scan.js";
+import { handOver, type SecondOutput } from "./second-output.js";
 import { planStep, scanStep, taskStep } from "./steps.js";
 import type { OpenedSource } from "./task.js";
 
@@ -48,6 +50,12 @@ export interface EncodeSettings {
 
 export interface BuildAtlasOptions extends Omit<AtlasPlanOptions, "paths" | "tasks">, EncodeSettings {
   onProgress?: (p: BuildProgress) => void;
+  /**
+   * Another writer fed the same cells as the tiles, in the tile pass (a sporadik companion): see
+   * {@link SecondOutput}. Started once the plan is made, it must be complete before the manifest
+   * is written; its failure fails the build.
+   */
+  secondOutput?: SecondOutput;
 }
 
 export interface BuildAtlasResult {
@@ -97,16 +105,26 @@ export async function buildAtlas(
     await store.set(key, value, { signal: opts.signal });
     geneFileBytes += value.length;
   });
-  await taskStep(store, 0, {
-    open: (_, i) => inputs[i]!.open(),
-    encoder: opts.encoder,
-    compress: opts.obsCompress ?? opts.compress,
-    inFlight: opts.inFlight,
-    blockCells: opts.blockCells,
-    signal: opts.signal,
-    onProgress: (p) =>
-      opts.onProgress?.({ phase: "tiles", ...p, bytesWritten: geneFileBytes + p.bytesWritten }),
-  });
+  const second =
+    opts.secondOutput &&
+    handOver(opts.secondOutput, { nCells: plan.n_cells, nGenes: plan.n_genes, nnz: plan.nnz });
+  try {
+    await taskStep(store, 0, {
+      open: (_, i) => inputs[i]!.open(),
+      encoder: opts.encoder,
+      compress: opts.obsCompress ?? opts.compress,
+      inFlight: opts.inFlight,
+      blockCells: opts.blockCells,
+      signal: opts.signal,
+      onProgress: (p) =>
+        opts.onProgress?.({ phase: "tiles", ...p, bytesWritten: geneFileBytes + p.bytesWritten }),
+      ...(second && { rows: second }),
+    });
+    await second?.end();
+  } catch (err) {
+    await second?.fail(err);
+    throw err;
+  }
   const done = await finalizeAtlas(store, { signal: opts.signal });
   return { manifest: done.manifest, bytes: geneFileBytes + done.bytes, plan };
 }

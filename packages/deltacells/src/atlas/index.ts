@@ -21,6 +21,7 @@ export { ATLAS_PREFIX } from "./layout.js";
 export { type AtlasObsColumn, ConflictingObsColumn } from "./obs-merge.js";
 export type { AtlasPlan, AtlasPlanOptions, PlanInput, PlanTask } from "./plan.js";
 export { checkIdentity, type InputIdentity } from "./scan.js";
+export type { RowSink, SecondOutput, SecondOutputMatrix } from "./second-output.js";
 export { MissingScans, planStep, type ScanStepOptions, scanDigest, scanStep, taskStep } from "./steps.js";
 export { readPlan, type ScanProblem } from "./store.js";
 export type { OpenedSource, TaskOptions, TaskProgress, TaskRecord, WrittenTile } from "./task.js";

@@ -8,7 +8,8 @@
 import type { ReadableStore, WritableStore } from "@deltacells/storage";
 import { readTileHeader } from "../codec/format.js";
 import { MANIFEST_KEY, tileKey } from "../dataset/manifest.js";
-import type { DatasetSource } from "../dataset/source.js";
+import { remapColumns } from "../dataset/row-blocks.js";
+import type { DatasetSource, SourceRowBlock } from "../dataset/source.js";
 import type { TileEncoder } from "../dataset/tiling.js";
 import type { Compress } from "../dataset/var-table.js";
 import { DeltacellsError } from "../errors.js";
@@ -21,6 +22,7 @@ import { InputObs, ObsTileRows } from "./obs-rows.js";
 import type { AtlasPlan, PlanInput } from "./plan.js";
 import { rowRange } from "./rows.js";
 import { invalidInput, keysDigest } from "./scan.js";
+import type { RowSink } from "./second-output.js";
 import { positions } from "./values.js";
 
 export const TASK_FORMAT = "deltacells-atlas-task";
@@ -77,6 +79,12 @@ export interface TaskOptions {
   onProgress?: (p: TaskProgress) => void;
   /** Called with each object's key and size as it is written. */
   onWrite?: (key: string, bytes: number) => void;
+  /**
+   * Given each block of the task's cells as its tiles are cut from it (global cell indices,
+   * columns in the dataset's source gene order: see {@link sourceColumns}); the next block is read
+   * only once it is returned. What a build's second output reads.
+   */
+  rows?: RowSink;
 }
 
 /** The output column of each gene of an input, or -1 for a gene the atlas does not keep. */
@@ -100,6 +108,34 @@ async function geneMap(plan: AtlasPlan, input: PlanInput, source: DatasetSource)
     const u = where.get(k);
     return u === undefined ? -1 : rank[u]!;
   });
+}
+
+/**
+ * The column of each gene of an input in the dataset's source gene order (`gene_order.npy`'s: the
+ * gene space in first-seen order), or -1 for a gene the atlas does not keep; undefined when that
+ * is the input's own order (one input, its genes unmatched).
+ */
+function sourceColumns(plan: AtlasPlan, map: Int32Array): Int32Array | undefined {
+  if (!plan.genes.matched) return undefined;
+  const order = plan.genes.order;
+  return map.map((j) => (j < 0 ? -1 : order[j]!));
+}
+
+/** `block` of an input as the dataset's cells: global cell indices, columns by `columns` when given. */
+function datasetRows(
+  block: SourceRowBlock,
+  firstCell: number,
+  nGenes: number,
+  columns: Int32Array | undefined,
+): SourceRowBlock {
+  const rows = columns ? remapColumns(block, nGenes, columns) : block;
+  return {
+    rowStart: firstCell + block.rowStart,
+    nRows: rows.nRows,
+    indptr: rows.indptr,
+    indices: rows.indices,
+    data: rows.data,
+  };
 }
 
 function checkShape(input: PlanInput, source: DatasetSource): void {
@@ -238,11 +274,13 @@ export async function runTask(
       }
       if (r >= end) continue;
       const map = await geneMap(plan, input, source);
+      const ownColumns = opts.rows && sourceColumns(plan, map);
       let obsFrom = r;
       for await (const block of rowRange(source, r, end, {
         blockCells: opts.blockCells,
         signal: opts.signal,
       })) {
+        await opts.rows?.give(datasetRows(block, input.first_cell, plan.n_genes, ownColumns));
         for (let k = 0; k < block.nRows; k++) {
           cutter.addRow(block, k, map, source.location);
           if (cutter.nCells === ts) {
@@ -254,6 +292,7 @@ export async function runTask(
           }
         }
         if (failure !== undefined) break;
+        await opts.rows?.returned();
         cellsDone += block.nRows;
         progress();
       }

@@ -72,23 +72,30 @@ interface Compressed {
 
 /**
  * The other direction of `m` by a counting sort: runs become positions and positions runs. Walking
- * the runs in order leaves every new run sorted. `map[j]`, when given, renames position j first.
+ * the runs in order leaves every new run sorted. `map[j]`, when given, renames position j first;
+ * a negative `map[j]` drops it.
  */
 function transpose(m: Compressed, map?: Int32Array): Compressed {
   const nnz = m.data.length;
   const indptr = new Int32Array(m.nMinor + 1);
   const src = m.indices;
-  if (map) for (let k = 0; k < nnz; k++) indptr[(map[src[k]!] as number) + 1]!++;
-  else for (let k = 0; k < nnz; k++) indptr[src[k]! + 1]!++;
+  if (map) {
+    for (let k = 0; k < nnz; k++) {
+      const j = map[src[k]!]!;
+      if (j >= 0) indptr[j + 1]!++;
+    }
+  } else for (let k = 0; k < nnz; k++) indptr[src[k]! + 1]!++;
   for (let j = 0; j < m.nMinor; j++) indptr[j + 1]! += indptr[j]!;
+  const kept = indptr[m.nMinor]!;
   const next = indptr.slice(0, m.nMinor);
-  const indices = new Int32Array(nnz);
-  const data = new Int32Array(nnz);
+  const indices = new Int32Array(kept);
+  const data = new Int32Array(kept);
   const values = m.data;
   for (let i = 0; i < m.nMajor; i++) {
     const hi = m.indptr[i + 1]!;
     for (let k = m.indptr[i]!; k < hi; k++) {
       const j = map ? map[src[k]!]! : src[k]!;
+      if (j < 0) continue;
       const at = next[j]!++;
       indices[at] = i;
       data[at] = values[k]!;
@@ -98,8 +105,8 @@ function transpose(m: Compressed, map?: Int32Array): Compressed {
 }
 
 /**
- * `block` (columns `0 .. nCols-1`) with column j renamed `columnOf[j]` (a permutation), every row's
- * columns ascending again.
+ * `block` with column j renamed `columnOf[j]` (into columns `0 .. nCols-1`; a negative entry drops
+ * the column's counts), every row's columns ascending again.
  */
 export function remapColumns(
   block: { nRows: number; indptr: ArrayLike<number>; indices: Int32Array; data: Int32Array },

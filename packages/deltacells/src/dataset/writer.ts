@@ -10,6 +10,7 @@
  */
 import type { ReadableStore, WritableStore } from "@deltacells/storage";
 import { buildAtlas } from "../atlas/build.js";
+import type { SecondOutput } from "../atlas/second-output.js";
 import type { ObsWriteOptions } from "../obs/prepare.js";
 import type { DatasetManifest } from "./manifest.js";
 import type { DatasetSource } from "./source.js";
@@ -48,6 +49,8 @@ export interface WriteDatasetOptions {
   obs?: ObsWriteOptions;
   /** Extra entries for the manifest's `metadata` (the source and converter are always recorded). */
   metadata?: Record<string, unknown>;
+  /** Another writer fed the cells of pass 2 as the tiles are cut from them (see `BuildAtlasOptions.secondOutput`). */
+  secondOutput?: SecondOutput;
 }
 
 /** What was written. */

@@ -3,9 +3,10 @@
  * lock taken and the target checked before any input is opened, the dataset written under the
  * staging prefix and moved into place once its manifest is there, the staging dropped after a
  * failure (an old dataset stays as it was), and the lock released however it ends. One input
- * ({@link convertToDataset}) or several, an atlas built in this process ({@link buildAtlasAt}).
+ * ({@link convertToDataset}) or several, an atlas built in this process ({@link buildAtlasAt}),
+ * either with its sporadik companion written in the same pass (`companion`).
  */
-import type { StatsStore, Store } from "@deltacells/storage";
+import { joinLocation, type StatsStore, type Store } from "@deltacells/storage";
 import { localPath } from "@deltacells/storage/node";
 import {
   type AtlasInputRef,
@@ -13,8 +14,10 @@ import {
   type BuildAtlasResult,
   buildAtlas,
 } from "../atlas/build.js";
+import type { SecondOutput, SecondOutputMatrix } from "../atlas/second-output.js";
+import { COMPANION_PATH, nameCompanion } from "../dataset/companion.js";
 import { MANIFEST_KEY } from "../dataset/manifest.js";
-import type { DatasetSource } from "../dataset/source.js";
+import type { DatasetSource, SourceRowBlock } from "../dataset/source.js";
 import type { WriteDatasetOptions, WriteDatasetResult } from "../dataset/writer.js";
 import { writeDataset } from "../dataset/writer.js";
 import { type OpenTargetOptions, openTarget, TargetError } from "./target.js";
@@ -22,18 +25,39 @@ import { type OpenTargetOptions, openTarget, TargetError } from "./target.js";
 /** A source the conversion opens, once its target is known to be writable, and closes. */
 export type ClosableSource = DatasetSource & { close(): Promise<void> };
 
-/** What runs once the dataset is in place, before the lock is released. */
-interface AfterCommit {
+/**
+ * Writes a dataset's sporadik companion at `location` from `rows`, the cells of the tile pass (as
+ * a {@link SecondOutput}: every cell in order, genes in the source's order, read to the end). This
+ * package never writes sporadik: the caller brings the writer (`convertToStore` of
+ * @deltacells/sporadik/node).
+ */
+export type CompanionWriter = (
+  rows: AsyncIterable<SourceRowBlock>,
+  to: SecondOutputMatrix & { location: string },
+) => Promise<void>;
+
+/** What else goes into the dataset under its lock. */
+interface AlongWith {
+  /**
+   * The dataset's sporadik companion, written from the same cells as the tiles while they are
+   * cut (one read of the inputs for both), under the staging prefix at {@link COMPANION_PATH};
+   * the manifest names it (`metadata.sporadik`) once it is complete, and the dataset moves into
+   * place with it: a run cut anywhere leaves the target as it was, never a dataset naming a half
+   * companion. Its failure fails the conversion.
+   */
+  companion?: CompanionWriter;
   /**
    * Runs once the dataset is in place, before the lock is released: what else goes into the
-   * dataset under the same lock (its sporadik companion). A failure fails the conversion; the
-   * dataset stays in place.
+   * dataset under the same lock. A failure fails the conversion; the dataset stays in place.
    */
   afterCommit?: (store: StatsStore) => Promise<void>;
 }
 
 /** Options of {@link convertToDataset}: the writer's, and the target's. */
-export interface ConvertToDatasetOptions extends WriteDatasetOptions, OpenTargetOptions, AfterCommit {}
+export interface ConvertToDatasetOptions
+  extends Omit<WriteDatasetOptions, "secondOutput">,
+    OpenTargetOptions,
+    AlongWith {}
 
 /** What {@link convertToDataset} wrote, and where. */
 export interface ConvertToDatasetResult<S> extends WriteDatasetResult {
@@ -47,9 +71,9 @@ export interface ConvertToDatasetResult<S> extends WriteDatasetResult {
 
 /** Options of {@link buildAtlasAt}: the build's, and the target's (every input is refused as the target). */
 export interface BuildAtlasAtOptions
-  extends BuildAtlasOptions,
+  extends Omit<BuildAtlasOptions, "secondOutput">,
     Omit<OpenTargetOptions, "input">,
-    AfterCommit {}
+    AlongWith {}
 
 /** What {@link buildAtlasAt} wrote, and where. */
 export interface BuildAtlasAtResult extends BuildAtlasResult {
@@ -60,19 +84,25 @@ export interface BuildAtlasAtResult extends BuildAtlasResult {
 }
 
 /**
- * `write` into the staging prefix of the target at `output`, then the manifest moved into place
- * last and `afterCommit` run; the staging removed after a failure, the lock released however it
- * ends.
+ * `write` into the staging prefix of the target at `output` (with the companion, when asked, as
+ * its second output), the companion named in the staged manifest, then the manifest moved into
+ * place last and `afterCommit` run; the staging removed after a failure, the lock released however
+ * it ends.
  */
 async function throughTarget<R>(
   output: string,
-  options: OpenTargetOptions & AfterCommit,
-  write: (staging: Store) => Promise<R>,
+  options: OpenTargetOptions & AlongWith,
+  write: (staging: Store, secondOutput: SecondOutput | undefined) => Promise<R>,
 ): Promise<R & { store: StatsStore; removedTempFiles: string[] }> {
-  const { afterCommit, ...targetOptions } = options;
+  const { afterCommit, companion, ...targetOptions } = options;
   const target = await openTarget(output, targetOptions);
   try {
-    const result = await write(target.staging);
+    const location = joinLocation(target.stagingLocation, COMPANION_PATH);
+    const result = await write(
+      target.staging,
+      companion && ((rows, matrix) => companion(rows, { ...matrix, location })),
+    );
+    if (companion) await nameCompanion(target.staging, COMPANION_PATH);
     await target.commit(MANIFEST_KEY);
     await afterCommit?.(target.store);
     return { ...result, store: target.store, removedTempFiles: target.removedTempFiles };
@@ -110,15 +140,26 @@ export async function convertToDataset<S extends ClosableSource>(
     optionNames,
     releaseOnSignal,
     afterCommit,
+    companion,
     ...write
   } = options;
   return throughTarget(
     output,
-    { input, overwrite, breakLock, open: openLocation, writer, optionNames, releaseOnSignal, afterCommit },
-    async (staging) => {
+    {
+      input,
+      overwrite,
+      breakLock,
+      open: openLocation,
+      writer,
+      optionNames,
+      releaseOnSignal,
+      afterCommit,
+      companion,
+    },
+    async (staging, secondOutput) => {
       const source = await open();
       try {
-        return { ...(await writeDataset(source, staging, write)), source };
+        return { ...(await writeDataset(source, staging, { ...write, secondOutput })), source };
       } finally {
         await source.close();
       }
@@ -145,7 +186,17 @@ export async function buildAtlasAt(
   inputs: AtlasInputRef[],
   options: BuildAtlasAtOptions,
 ): Promise<BuildAtlasAtResult> {
-  const { overwrite, breakLock, open, writer, optionNames, releaseOnSignal, afterCommit, ...build } = options;
+  const {
+    overwrite,
+    breakLock,
+    open,
+    writer,
+    optionNames,
+    releaseOnSignal,
+    afterCommit,
+    companion,
+    ...build
+  } = options;
   if (inputs.some((i) => samePlace(i.path, output))) {
     throw new TargetError(
       `${output} is one of the inputs: a conversion cannot replace what it reads; write to another location`,
@@ -154,7 +205,7 @@ export async function buildAtlasAt(
   }
   return throughTarget(
     output,
-    { overwrite, breakLock, open, writer, optionNames, releaseOnSignal, afterCommit },
-    (staging) => buildAtlas(inputs, staging, build),
+    { overwrite, breakLock, open, writer, optionNames, releaseOnSignal, afterCommit, companion },
+    (staging, secondOutput) => buildAtlas(inputs, staging, { ...build, secondOutput }),
   );
 }
