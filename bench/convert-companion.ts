@@ -1,0 +1,157 @@
+/**
+ * `deltacells convert INPUT OUT --sporadik` against another checkout of the command (a reference:
+ * the same conversion from an earlier commit), interleaved, `--reps` times each: wall time and
+ * peak RSS (GNU time's maximum resident set size, worker threads included) of each run, then the
+ * outputs compared file by file, byte for byte (tiles, gene files, obs, manifest, companion). The
+ * input is bench/companion_h5ad.py's atlas-shaped .h5ad (33,538 genes, about 2,000 nonzeros per
+ * cell), made once in bench/out/.
+ *
+ *   node --import tsx --conditions=source bench/convert-companion.ts --reference /tmp/before \
+ *     [--cells 20000] [--reps 3] [--threads 2]
+ *
+ * Both checkouts run from their sources (tsx), so neither is favoured by a bundle.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { parseArgs } from "node:util";
+
+const { values } = parseArgs({
+  options: {
+    reference: { type: "string" },
+    cells: { type: "string", default: "20000" },
+    reps: { type: "string", default: "3" },
+    threads: { type: "string", default: "2" },
+    keep: { type: "boolean", default: false },
+  },
+});
+if (!values.reference) throw new Error("--reference CHECKOUT: the command to compare against");
+const root = new URL("..", import.meta.url).pathname;
+const cells = Number(values.cells);
+const input = join(root, "bench/out", `companion-${cells}.h5ad`);
+if (!existsSync(input)) {
+  console.error(`writing ${input} with anndata ...`);
+  execFileSync(
+    join(root, "conformance/.venv/bin/python"),
+    [join(root, "bench/companion_h5ad.py"), input, String(cells)],
+    { stdio: "inherit" },
+  );
+}
+
+interface Run {
+  seconds: number;
+  mib: number;
+  out: string;
+}
+
+function convert(checkout: string, dir: string): Run {
+  const out = join(dir, "ds");
+  const report = join(dir, "time.txt");
+  const t0 = performance.now();
+  execFileSync(
+    "/usr/bin/time",
+    [
+      "-v",
+      "-o",
+      report,
+      process.execPath,
+      "--import",
+      "tsx",
+      "--conditions=source",
+      join(checkout, "packages/cli/src/main.ts"),
+      "convert",
+      input,
+      out,
+      "--sporadik",
+      "--quiet",
+      "--threads",
+      values.threads!,
+    ],
+    { cwd: checkout, stdio: ["ignore", "ignore", "inherit"] },
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  const kb = Number(/Maximum resident set size \(kbytes\): (\d+)/.exec(readFileSync(report, "utf8"))![1]);
+  return { seconds, mib: kb / 1024, out };
+}
+
+function files(dir: string): string[] {
+  const found: string[] = [];
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const path = join(d, e.name);
+      if (e.isDirectory()) walk(path);
+      else found.push(relative(dir, path));
+    }
+  };
+  walk(dir);
+  return found.sort();
+}
+
+/** Differences between two outputs: files on one side only, or whose bytes differ (and, for the manifest, which fields). */
+function differences(a: string, b: string): string[] {
+  const fa = files(a);
+  const fb = files(b);
+  const out: string[] = [];
+  for (const f of new Set([...fa, ...fb])) {
+    if (!fa.includes(f) || !fb.includes(f)) {
+      out.push(`${f}: only in ${fa.includes(f) ? "the reference" : "this checkout"}`);
+      continue;
+    }
+    const x = readFileSync(join(a, f));
+    const y = readFileSync(join(b, f));
+    if (x.equals(y)) continue;
+    if (f === "manifest.json") {
+      const mx = JSON.parse(x.toString());
+      const my = JSON.parse(y.toString());
+      const fields = [...new Set([...Object.keys(mx), ...Object.keys(my)])].filter(
+        (k) => JSON.stringify(mx[k]) !== JSON.stringify(my[k]),
+      );
+      out.push(`manifest.json differs (${fields.join(", ") || "key order only"})`);
+    } else out.push(`${f}: ${statSync(join(a, f)).size} vs ${statSync(join(b, f)).size} bytes, not equal`);
+  }
+  return out;
+}
+
+const median = (xs: number[]) => [...xs].sort((p, q) => p - q)[Math.floor(xs.length / 2)]!;
+const runs: Record<"reference" | "this", Run[]> = { reference: [], this: [] };
+const dirs: string[] = [];
+const loads: number[] = [];
+for (let rep = 0; rep < Number(values.reps); rep++) {
+  for (const which of rep % 2 === 0 ? (["reference", "this"] as const) : (["this", "reference"] as const)) {
+    const dir = mkdtempSync(join(tmpdir(), "deltacells-companion-bench-"));
+    dirs.push(dir);
+    const r = convert(which === "reference" ? values.reference : root, dir);
+    runs[which].push(r);
+    loads.push(Number(readFileSync("/proc/loadavg", "utf8").split(" ")[0]));
+    console.log(
+      `${which}: ${r.seconds.toFixed(1)} s, ${r.mib.toFixed(0)} MiB peak RSS (load ${loads.at(-1)})`,
+    );
+  }
+}
+// Every run's output against the reference's first: the bytes do not depend on the run.
+const diff = [...runs.reference.slice(1), ...runs.this].flatMap((r) =>
+  differences(runs.reference[0]!.out, r.out),
+);
+console.log(
+  JSON.stringify(
+    {
+      input,
+      cells,
+      load_average_1min: loads,
+      reference: { seconds: runs.reference.map((r) => r.seconds), mib: runs.reference.map((r) => r.mib) },
+      this: { seconds: runs.this.map((r) => r.seconds), mib: runs.this.map((r) => r.mib) },
+      median_seconds_ratio:
+        median(runs.this.map((r) => r.seconds)) / median(runs.reference.map((r) => r.seconds)),
+      median_mib: {
+        reference: median(runs.reference.map((r) => r.mib)),
+        this: median(runs.this.map((r) => r.mib)),
+      },
+      objects_compared: files(runs.this[0]!.out).length,
+      differences: diff,
+    },
+    null,
+    2,
+  ),
+);
+if (!values.keep) for (const d of dirs) rmSync(d, { recursive: true, force: true });
