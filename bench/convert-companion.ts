@@ -16,6 +16,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
+import { timedCli } from "./timed-cli.js";
 
 const { values } = parseArgs({
   options: {
@@ -47,32 +48,16 @@ interface Run {
 
 function convert(checkout: string, dir: string): Run {
   const out = join(dir, "ds");
-  const report = join(dir, "time.txt");
-  const t0 = performance.now();
-  execFileSync(
-    "/usr/bin/time",
-    [
-      "-v",
-      "-o",
-      report,
-      process.execPath,
-      "--import",
-      "tsx",
-      "--conditions=source",
-      join(checkout, "packages/cli/src/main.ts"),
-      "convert",
-      input,
-      out,
-      "--sporadik",
-      "--quiet",
-      "--threads",
-      values.threads!,
-    ],
-    { cwd: checkout, stdio: ["ignore", "ignore", "inherit"] },
-  );
-  const seconds = (performance.now() - t0) / 1000;
-  const kb = Number(/Maximum resident set size \(kbytes\): (\d+)/.exec(readFileSync(report, "utf8"))![1]);
-  return { seconds, mib: kb / 1024, out };
+  const { seconds, mib } = timedCli(checkout, [
+    "convert",
+    input,
+    out,
+    "--sporadik",
+    "--quiet",
+    "--threads",
+    values.threads!,
+  ]);
+  return { seconds, mib, out };
 }
 
 function files(dir: string): string[] {

@@ -12,6 +12,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { timedCli } from "./timed-cli.js";
 
 const { values } = parseArgs({
   options: { cells: { type: "string", default: "1000000" }, reps: { type: "string", default: "3" } },
@@ -32,31 +33,8 @@ if (!existsSync(input)) {
 
 function peakMiB(flags: string[]): { mib: number; seconds: number } {
   const dir = mkdtempSync(join(tmpdir(), "deltacells-bench-"));
-  const report = join(dir, "time.txt");
-  const out = join(dir, "out");
   try {
-    const t0 = performance.now();
-    execFileSync(
-      "/usr/bin/time",
-      [
-        "-f",
-        "%M",
-        "-o",
-        report,
-        process.execPath,
-        "--import",
-        "tsx",
-        "--conditions=source",
-        join(root, "packages/cli/src/main.ts"),
-        "convert",
-        input,
-        out,
-        ...flags,
-      ],
-      { cwd: root, stdio: ["ignore", "ignore", "inherit"] },
-    );
-    const seconds = (performance.now() - t0) / 1000;
-    return { mib: Number(readFileSync(report, "utf8").trim().split("\n").at(-1)) / 1024, seconds };
+    return timedCli(root, ["convert", input, join(dir, "out"), ...flags]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -54,6 +54,10 @@ export function companionWriter(
       axes: [0, 1],
       byteAddressable: false,
       checksums: o.checksums,
+      // Written while the tiles' pass holds its own blocks and tiles: the genes-contiguous layout
+      // is transposed through temporary files (under the staging prefix) rather than in memory,
+      // so the companion adds little to the conversion's peak. The bytes are the same.
+      transposeMemory: 0,
       threads: o.threads,
       // The staging prefix is the conversion's own: it is dropped after a failure anyway.
       removeOnFailure: true,

@@ -72,6 +72,8 @@ export interface StoreAtOptions {
   checksums: boolean;
   maxNnz?: number;
   tmpDir?: string;
+  /** Bytes of the transposition kept in memory (default: the writer's, `TRANSPOSE_MEMORY`); the rest goes to temporary files. */
+  transposeMemory?: number;
   threads: number;
   /** Remove a local output after a failure (the run created it). */
   removeOnFailure: boolean;
@@ -131,6 +133,7 @@ export async function writeStoreAt(
     ...(o.nnz !== undefined ? { nnz: o.nnz } : {}),
     ...(o.nnzAtMost !== undefined ? { nnzAtMost: o.nnzAtMost } : {}),
     ...(o.tmpDir !== undefined ? { tmpDir: o.tmpDir } : {}),
+    ...(o.transposeMemory !== undefined ? { transposeMemory: o.transposeMemory } : {}),
     threads: o.threads,
     removeOnSignal: true,
     onProgress: (p) => {
