@@ -42,13 +42,14 @@ if (!existsSync(input)) {
 
 interface Run {
   seconds: number;
+  cpuSeconds: number;
   mib: number;
   out: string;
 }
 
 function convert(checkout: string, dir: string): Run {
   const out = join(dir, "ds");
-  const { seconds, mib } = timedCli(checkout, [
+  const { seconds, cpuSeconds, mib } = timedCli(checkout, [
     "convert",
     input,
     out,
@@ -57,7 +58,7 @@ function convert(checkout: string, dir: string): Run {
     "--threads",
     values.threads!,
   ]);
-  return { seconds, mib, out };
+  return { seconds, cpuSeconds, mib, out };
 }
 
 function files(dir: string): string[] {
@@ -110,7 +111,7 @@ for (let rep = 0; rep < Number(values.reps); rep++) {
     runs[which].push(r);
     loads.push(Number(readFileSync("/proc/loadavg", "utf8").split(" ")[0]));
     console.log(
-      `${which}: ${r.seconds.toFixed(1)} s, ${r.mib.toFixed(0)} MiB peak RSS (load ${loads.at(-1)})`,
+      `${which}: ${r.seconds.toFixed(1)} s, ${r.cpuSeconds.toFixed(1)} s of CPU, ${r.mib.toFixed(0)} MiB peak RSS (load ${loads.at(-1)})`,
     );
   }
 }
@@ -124,10 +125,20 @@ console.log(
       input,
       cells,
       load_average_1min: loads,
-      reference: { seconds: runs.reference.map((r) => r.seconds), mib: runs.reference.map((r) => r.mib) },
-      this: { seconds: runs.this.map((r) => r.seconds), mib: runs.this.map((r) => r.mib) },
+      ...Object.fromEntries(
+        (["reference", "this"] as const).map((w) => [
+          w,
+          {
+            seconds: runs[w].map((r) => r.seconds),
+            cpu_seconds: runs[w].map((r) => r.cpuSeconds),
+            mib: runs[w].map((r) => r.mib),
+          },
+        ]),
+      ),
       median_seconds_ratio:
         median(runs.this.map((r) => r.seconds)) / median(runs.reference.map((r) => r.seconds)),
+      median_cpu_seconds_ratio:
+        median(runs.this.map((r) => r.cpuSeconds)) / median(runs.reference.map((r) => r.cpuSeconds)),
       median_mib: {
         reference: median(runs.reference.map((r) => r.mib)),
         this: median(runs.this.map((r) => r.mib)),

@@ -1,7 +1,8 @@
 /**
- * `deltacells ARGS...` of a checkout, run from its sources (tsx) under GNU time: its wall time and
- * peak RSS (the maximum resident set size, worker threads included). What the conversion benches
- * measure memory with.
+ * `deltacells ARGS...` of a checkout, run from its sources (tsx) under GNU time: its wall time,
+ * CPU time (user and system, worker threads included: less sensitive than the wall clock to a
+ * loaded machine) and peak RSS (the maximum resident set size). What the conversion benches
+ * measure with.
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -9,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 /** Runs `deltacells ARGS...` of the checkout at `root`; its stderr is passed on, its stdout dropped. */
-export function timedCli(root: string, args: string[]): { seconds: number; mib: number } {
+export function timedCli(root: string, args: string[]): { seconds: number; cpuSeconds: number; mib: number } {
   const dir = mkdtempSync(join(tmpdir(), "deltacells-time-"));
   const report = join(dir, "time.txt");
   try {
@@ -18,7 +19,7 @@ export function timedCli(root: string, args: string[]): { seconds: number; mib: 
       "/usr/bin/time",
       [
         "-f",
-        "%M",
+        "%M %U %S",
         "-o",
         report,
         process.execPath,
@@ -31,7 +32,13 @@ export function timedCli(root: string, args: string[]): { seconds: number; mib: 
       { cwd: root, stdio: ["ignore", "ignore", "inherit"] },
     );
     const seconds = (performance.now() - t0) / 1000;
-    return { seconds, mib: Number(readFileSync(report, "utf8").trim().split("\n").at(-1)) / 1024 };
+    const [kib, user, system] = readFileSync(report, "utf8")
+      .trim()
+      .split("\n")
+      .at(-1)!
+      .split(" ")
+      .map(Number);
+    return { seconds, cpuSeconds: user! + system!, mib: kib! / 1024 };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
