@@ -114,6 +114,34 @@ async function throughTarget<R>(
   }
 }
 
+/** `options` split: the target's (and what goes into the dataset along with it), and the rest, the writer's. */
+function targetPart<O extends OpenTargetOptions & AlongWith>(options: O) {
+  const {
+    input,
+    overwrite,
+    breakLock,
+    open,
+    writer,
+    optionNames,
+    releaseOnSignal,
+    afterCommit,
+    companion,
+    ...rest
+  } = options;
+  const target = {
+    input,
+    overwrite,
+    breakLock,
+    open,
+    writer,
+    optionNames,
+    releaseOnSignal,
+    afterCommit,
+    companion,
+  };
+  return { target, rest };
+}
+
 /**
  * Convert the source `open` opens into a dataset at `output` (a local path or URL), with the
  * target's checks and staging of {@link openTarget}: refused before `open` is called when the
@@ -131,40 +159,15 @@ export async function convertToDataset<S extends ClosableSource>(
   open: () => Promise<S>,
   options: ConvertToDatasetOptions,
 ): Promise<ConvertToDatasetResult<S>> {
-  const {
-    input,
-    overwrite,
-    breakLock,
-    open: openLocation,
-    writer,
-    optionNames,
-    releaseOnSignal,
-    afterCommit,
-    companion,
-    ...write
-  } = options;
-  return throughTarget(
-    output,
-    {
-      input,
-      overwrite,
-      breakLock,
-      open: openLocation,
-      writer,
-      optionNames,
-      releaseOnSignal,
-      afterCommit,
-      companion,
-    },
-    async (staging, secondOutput) => {
-      const source = await open();
-      try {
-        return { ...(await writeDataset(source, staging, { ...write, secondOutput })), source };
-      } finally {
-        await source.close();
-      }
-    },
-  );
+  const { target, rest: write } = targetPart(options);
+  return throughTarget(output, target, async (staging, secondOutput) => {
+    const source = await open();
+    try {
+      return { ...(await writeDataset(source, staging, { ...write, secondOutput })), source };
+    } finally {
+      await source.close();
+    }
+  });
 }
 
 /** Whether two locations name the same place (local paths resolved, URLs as given). */
@@ -186,26 +189,14 @@ export async function buildAtlasAt(
   inputs: AtlasInputRef[],
   options: BuildAtlasAtOptions,
 ): Promise<BuildAtlasAtResult> {
-  const {
-    overwrite,
-    breakLock,
-    open,
-    writer,
-    optionNames,
-    releaseOnSignal,
-    afterCommit,
-    companion,
-    ...build
-  } = options;
+  const { target, rest: build } = targetPart(options);
   if (inputs.some((i) => samePlace(i.path, output))) {
     throw new TargetError(
       `${output} is one of the inputs: a conversion cannot replace what it reads; write to another location`,
       { tag: "TargetIsInput", object: output },
     );
   }
-  return throughTarget(
-    output,
-    { overwrite, breakLock, open, writer, optionNames, releaseOnSignal, afterCommit, companion },
-    (staging, secondOutput) => buildAtlas(inputs, staging, { ...build, secondOutput }),
+  return throughTarget(output, target, (staging, secondOutput) =>
+    buildAtlas(inputs, staging, { ...build, secondOutput }),
   );
 }
