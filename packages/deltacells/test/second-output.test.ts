@@ -12,13 +12,13 @@ import { test } from "node:test";
 import { MemoryStore } from "@deltacells/storage";
 import {
   buildAtlas,
+  type CanonicalRowBlock,
   type DatasetSource,
   datasetRowBlocks,
   isDeltacellsError,
   openDataset,
   type SecondOutput,
   type SecondOutputMatrix,
-  type SourceRowBlock,
   writeDataset,
 } from "../src/index.js";
 import { atlasInput, compress, encoder, genes, refs } from "./atlas-fixtures.js";
@@ -26,7 +26,7 @@ import { atlasInput, compress, encoder, genes, refs } from "./atlas-fixtures.js"
 const tick = () => new Promise((resolve) => setTimeout(resolve, 1));
 
 /** Rows as `cell -> [gene, count][]`, checking they come in order, each row's genes ascending. */
-async function collect(rows: AsyncIterable<SourceRowBlock>, slow = false): Promise<[number, number][][]> {
+async function collect(rows: AsyncIterable<CanonicalRowBlock>, slow = false): Promise<[number, number][][]> {
   const cells: [number, number][][] = [];
   for await (const block of rows) {
     if (slow) await tick();

@@ -10,7 +10,7 @@
  * has finished. A failure of either fails both: the other writer's rows then end with an error,
  * never with a clean end (which would complete a store of some of the cells).
  */
-import type { SourceRowBlock } from "../dataset/source.js";
+import type { CanonicalRowBlock } from "../dataset/source.js";
 import { DeltacellsError } from "../errors.js";
 
 /** The matrix a second output is written from, as the plan knows it before the tile pass. */
@@ -27,7 +27,10 @@ export interface SecondOutputMatrix {
  * space in first-seen order). It must read the rows to their end, and may keep a block only
  * until it asks for the next.
  */
-export type SecondOutput = (rows: AsyncIterable<SourceRowBlock>, matrix: SecondOutputMatrix) => Promise<void>;
+export type SecondOutput = (
+  rows: AsyncIterable<CanonicalRowBlock>,
+  matrix: SecondOutputMatrix,
+) => Promise<void>;
 
 interface Deferred<T> {
   promise: Promise<T>;
@@ -56,7 +59,7 @@ function stopped(message: string): DeltacellsError {
  */
 export interface RowSink {
   /** Hands `block` over once the other writer has asked for it. */
-  give(block: SourceRowBlock): Promise<void>;
+  give(block: CanonicalRowBlock): Promise<void>;
   /** Resolves once the other writer is done with the block given last (it asked for the next). */
   returned(): Promise<void>;
 }
@@ -74,11 +77,11 @@ export function handOver(write: SecondOutput, matrix: SecondOutputMatrix): Hando
   /** Resolved when the writer asks for the next block: it is done with the one before. */
   let asked = deferred<void>();
   /** The writer's pending `next()`. */
-  let answer: Deferred<IteratorResult<SourceRowBlock>> | undefined;
+  let answer: Deferred<IteratorResult<CanonicalRowBlock>> | undefined;
   let failure: { error: unknown } | undefined;
   /** Settles with the writer: rejected with its error. */
   const finished = deferred<void>();
-  const rows: AsyncIterable<SourceRowBlock> = {
+  const rows: AsyncIterable<CanonicalRowBlock> = {
     [Symbol.asyncIterator]: () => ({
       next: () => {
         if (failure) return Promise.reject(failure.error);

@@ -9,7 +9,7 @@ import type { ReadableStore, WritableStore } from "@deltacells/storage";
 import { readTileHeader } from "../codec/format.js";
 import { MANIFEST_KEY, tileKey } from "../dataset/manifest.js";
 import { remapColumns } from "../dataset/row-blocks.js";
-import type { DatasetSource, SourceRowBlock } from "../dataset/source.js";
+import type { CanonicalRowBlock, DatasetSource } from "../dataset/source.js";
 import type { TileEncoder } from "../dataset/tiling.js";
 import type { Compress } from "../dataset/var-table.js";
 import { DeltacellsError } from "../errors.js";
@@ -123,11 +123,11 @@ function sourceColumns(plan: AtlasPlan, map: Int32Array): Int32Array | undefined
 
 /** `block` of an input as the dataset's cells: global cell indices, columns by `columns` when given. */
 function datasetRows(
-  block: SourceRowBlock,
+  block: CanonicalRowBlock,
   firstCell: number,
   nGenes: number,
   columns: Int32Array | undefined,
-): SourceRowBlock {
+): CanonicalRowBlock {
   const rows = columns ? remapColumns(block, nGenes, columns) : block;
   return {
     rowStart: firstCell + block.rowStart,

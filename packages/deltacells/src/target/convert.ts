@@ -17,7 +17,7 @@ import {
 import type { SecondOutput, SecondOutputMatrix } from "../atlas/second-output.js";
 import { COMPANION_PATH, nameCompanion } from "../dataset/companion.js";
 import { MANIFEST_KEY } from "../dataset/manifest.js";
-import type { DatasetSource, SourceRowBlock } from "../dataset/source.js";
+import type { CanonicalRowBlock, DatasetSource } from "../dataset/source.js";
 import type { WriteDatasetOptions, WriteDatasetResult } from "../dataset/writer.js";
 import { writeDataset } from "../dataset/writer.js";
 import { type OpenTargetOptions, openTarget, TargetError } from "./target.js";
@@ -32,7 +32,7 @@ export type ClosableSource = DatasetSource & { close(): Promise<void> };
  * @deltacells/sporadik/node).
  */
 export type CompanionWriter = (
-  rows: AsyncIterable<SourceRowBlock>,
+  rows: AsyncIterable<CanonicalRowBlock>,
   to: SecondOutputMatrix & { location: string },
 ) => Promise<void>;
 
