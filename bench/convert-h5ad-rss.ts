@@ -8,7 +8,7 @@
  *   node --import tsx --conditions=source bench/convert-h5ad-rss.ts [--cells 1000000] [--reps 3]
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";

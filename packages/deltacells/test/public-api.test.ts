@@ -203,6 +203,7 @@ test("@deltacells/core/arrow exports exactly these names", () => {
     "ArrowBatches: class",
     "ArrowOutput: class",
     "END_KEY: string",
+    "EPOCH_KEY: string",
     "MAX_LIST_VALUES: number",
     "ReaderGone: class",
     "arrowType: function",
@@ -211,5 +212,6 @@ test("@deltacells/core/arrow exports exactly these names", () => {
     "encodeColumnFile: function",
     "encodeVarTable: function",
     "endBatch: function",
+    "epochBatch: function",
   ]);
 });
