@@ -89,11 +89,15 @@ ${Object.entries(COMMANDS)
   .map(([name, c]) => `  ${name.padEnd(9)} ${c.summary}`)
   .join("\n")}
 
-Run \`deltacells COMMAND --help\` for a command's options. Every command takes --debug (show the
-stack of an error), and --retries N and --timeout SECONDS for http(s):// and s3:// locations
-(transient failures are retried ${DEFAULT_RETRIES} times, a request silent for ${DEFAULT_TIMEOUT_SECONDS} s fails; 0 turns either off);
-\`deltacells --version\` prints the version. With DELTACELLS_STDERR=json in the environment, an error and progress
+Run \`deltacells COMMAND --help\` (or \`deltacells help COMMAND\`) for a command's options. Every
+command takes --debug (show the stack of an error); those reading http(s):// and s3:// locations
+take --retries N and --timeout SECONDS (transient failures are retried ${DEFAULT_RETRIES} times, a request
+silent for ${DEFAULT_TIMEOUT_SECONDS} s fails; 0 turns either off). \`deltacells --version\` (-V, -v, version)
+prints the version. With DELTACELLS_STDERR=json in the environment, an error and progress
 go to stderr as JSON lines, for programs (the Python package).`;
+
+/** The ways of asking for the version: --version as npm, -V as Python tools, -v as node. */
+const VERSION_WORDS = new Set(["--version", "-V", "-v", "version"]);
 
 /** This package's version, from its package.json (beside src/ and dist/ alike). */
 function version(): string {
@@ -145,15 +149,22 @@ export async function report(io: CliIo, prefix: string, err: unknown, json: bool
 export async function run(argv: string[], io: CliIo): Promise<number> {
   const debug = io.debug || argv.includes("--debug");
   const [name, ...rest] = argv.filter((a) => a !== "--debug");
-  if (name === "--version" || name === "-V") {
+  if (name !== undefined && VERSION_WORDS.has(name)) {
     io.stdout.write(`deltacells ${version()}\n`);
     return 0;
   }
+  // `deltacells help convert` is `deltacells convert --help`.
+  if (name === "help" && rest[0] !== undefined && Object.hasOwn(COMMANDS, rest[0]))
+    return run([rest[0], "--help"], io);
   if (name === undefined || name === "--help" || name === "-h" || name === "help") {
+    if (name === "help" && rest[0] !== undefined) {
+      io.stderr.write(`deltacells help: unknown command ${JSON.stringify(rest[0])}\n\n${HELP}\n`);
+      return 2;
+    }
     io.stdout.write(`${HELP}\n`);
     return name === undefined ? 2 : 0;
   }
-  const command = COMMANDS[name];
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!command) {
     io.stderr.write(`deltacells: unknown command ${JSON.stringify(name)}\n\n${HELP}\n`);
     return 2;

@@ -63,30 +63,34 @@ options:
   --quiet        no progress bar
 ${COMMON_HELP}`;
 
+/** The options of `deltacells append` besides the shared ones (args.ts). */
+export const APPEND_OPTIONS = {
+  ...READ_PARSE_OPTIONS,
+  inputs: ATLAS_PARSE_OPTIONS.inputs,
+  "var-key": ATLAS_PARSE_OPTIONS["var-key"],
+  "drop-unlisted-genes": ATLAS_PARSE_OPTIONS["drop-unlisted-genes"],
+  "source-names": ATLAS_PARSE_OPTIONS["source-names"],
+  "obsm-fill": ATLAS_PARSE_OPTIONS["obsm-fill"],
+  "obs-exclude": { type: "string" },
+  obsm: { type: "string" },
+  "max-categories": { type: "string" },
+  threads: { type: "string" },
+  sporadik: { type: "boolean" },
+  "no-checksums": { type: "boolean" },
+  "break-lock": { type: "boolean" },
+  quiet: { type: "boolean" },
+} as const;
+
 export async function append(argv: string[]): Promise<CommandResult> {
-  const { values, positionals, locations } = parse(
-    argv,
-    {
-      ...READ_PARSE_OPTIONS,
-      ...ATLAS_PARSE_OPTIONS,
-      "obs-exclude": { type: "string" },
-      obsm: { type: "string" },
-      "max-categories": { type: "string" },
-      threads: { type: "string" },
-      sporadik: { type: "boolean" },
-      "no-checksums": { type: "boolean" },
-      "break-lock": { type: "boolean" },
-      quiet: { type: "boolean" },
-    },
-    ["DATASET..."],
-  );
-  if (values.help) return { text: APPEND_HELP };
+  // The atlas options append does not take, refused with the reason rather than as unknown.
   for (const flag of ["join", "genes", "gene-order", "source-column", "no-source-column"]) {
-    if (values[flag] !== undefined)
+    if (argv.some((a) => a === `--${flag}` || a.startsWith(`--${flag}=`)))
       throw new UsageError(
         `--${flag} does not apply to append: the dataset's genes and source column are fixed`,
       );
   }
+  const { values, positionals, locations } = parse(argv, APPEND_OPTIONS, ["DATASET..."]);
+  if (values.help) return { text: APPEND_HELP };
   const dataset = positionals[0]!;
   const inputs = await atlasInputs(positionals.slice(1), values);
   if (inputs.paths.length === 0) throw new UsageError("expected DATASET NEW_INPUT... (or --inputs LIST)");

@@ -128,38 +128,37 @@ function axesOption(spec: string | undefined): number[] {
   return [...new Set(parts.map(Number))].sort((a, b) => a - b);
 }
 
+/** The options of `deltacells convert` besides the shared ones (args.ts). */
+export const CONVERT_OPTIONS = {
+  "tile-size": { type: "string" },
+  chunks: { type: "string" },
+  level: { type: "string" },
+  layer: { type: "string" },
+  raw: { type: "boolean" },
+  transpose: { type: "boolean" },
+  genome: { type: "string" },
+  "hdf5-timeout": { type: "string" },
+  threads: { type: "string" },
+  quiet: { type: "boolean" },
+  format: { type: "string" },
+  axes: { type: "string" },
+  "byte-addressable": { type: "boolean" },
+  checksums: { type: "boolean" },
+  "no-checksums": { type: "boolean" },
+  "max-nnz": { type: "string" },
+  overwrite: { type: "boolean" },
+  "break-lock": { type: "boolean" },
+  ...OBS_PARSE_OPTIONS,
+  sporadik: { type: "boolean" },
+  "tmp-dir": { type: "string" },
+  plan: { type: "string" },
+  task: { type: "string" },
+  ...ATLAS_PARSE_OPTIONS,
+} as const;
+
 export async function convert(argv: string[]): Promise<CommandResult> {
   const planTask = argv.some((a) => a === "--plan" || a.startsWith("--plan="));
-  const { values, positionals, locations } = parse(
-    argv,
-    {
-      "tile-size": { type: "string" },
-      chunks: { type: "string" },
-      level: { type: "string" },
-      layer: { type: "string" },
-      raw: { type: "boolean" },
-      transpose: { type: "boolean" },
-      genome: { type: "string" },
-      "hdf5-timeout": { type: "string" },
-      threads: { type: "string" },
-      quiet: { type: "boolean" },
-      format: { type: "string" },
-      axes: { type: "string" },
-      "byte-addressable": { type: "boolean" },
-      checksums: { type: "boolean" },
-      "no-checksums": { type: "boolean" },
-      "max-nnz": { type: "string" },
-      overwrite: { type: "boolean" },
-      "break-lock": { type: "boolean" },
-      ...OBS_PARSE_OPTIONS,
-      sporadik: { type: "boolean" },
-      "tmp-dir": { type: "string" },
-      plan: { type: "string" },
-      task: { type: "string" },
-      ...ATLAS_PARSE_OPTIONS,
-    },
-    planTask ? [] : ["ARG..."],
-  );
+  const { values, positionals, locations } = parse(argv, CONVERT_OPTIONS, planTask ? [] : ["ARG..."]);
   if (values.help) return { text: CONVERT_HELP };
   if (values.task !== undefined && !planTask)
     throw new UsageError("--task applies with --plan OUTPUT (a task of a plan)");

@@ -46,18 +46,17 @@ function withProgress(plan: ExportPlan, bar: ProgressBar): ExportPlan {
   };
 }
 
+/** The options of `deltacells export` besides the shared ones (args.ts). */
+export const EXPORT_OPTIONS = {
+  cells: { type: "string" },
+  "source-gene-order": { type: "boolean" },
+  format: { type: "string" },
+  "no-obs": { type: "boolean" },
+  quiet: { type: "boolean" },
+} as const;
+
 export async function exportCommand(argv: string[]): Promise<CommandResult> {
-  const { values, positionals, locations } = parse(
-    argv,
-    {
-      cells: { type: "string" },
-      "source-gene-order": { type: "boolean" },
-      format: { type: "string" },
-      "no-obs": { type: "boolean" },
-      quiet: { type: "boolean" },
-    },
-    ["DATASET", "OUTPUT"],
-  );
+  const { values, positionals, locations } = parse(argv, EXPORT_OPTIONS, ["DATASET", "OUTPUT"]);
   if (values.help) return { text: EXPORT_HELP };
   const [dataset, target] = positionals as [string, string];
   const parsed = parseLocation(target);

@@ -25,12 +25,11 @@ options:
   --quiet        no progress bar
 ${COMMON_HELP}`;
 
+/** The options of `deltacells finalize` besides the shared ones (args.ts). */
+export const FINALIZE_OPTIONS = { "break-lock": { type: "boolean" }, quiet: { type: "boolean" } } as const;
+
 export async function finalize(argv: string[]): Promise<CommandResult> {
-  const { values, positionals, locations } = parse(
-    argv,
-    { "break-lock": { type: "boolean" }, quiet: { type: "boolean" } },
-    ["OUTPUT"],
-  );
+  const { values, positionals, locations } = parse(argv, FINALIZE_OPTIONS, ["OUTPUT"]);
   if (values.help) return { text: FINALIZE_HELP };
   const output = positionals[0]!;
   const started = performance.now();

@@ -24,8 +24,11 @@ function quantile(sorted: number[], q: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! : 0;
 }
 
+/** The options of `deltacells inspect` besides the shared ones (args.ts). */
+export const INSPECT_OPTIONS = {} as const;
+
 export async function inspect(argv: string[]): Promise<CommandResult> {
-  const { values, positionals, locations } = parse(argv, {}, ["DATASET"]);
+  const { values, positionals, locations } = parse(argv, INSPECT_OPTIONS, ["DATASET"]);
   if (values.help) return { text: INSPECT_HELP };
   const opened = await openCountedAny(locations, positionals[0]!);
   if (opened.kind === "sporadik") {

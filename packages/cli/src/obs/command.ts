@@ -92,17 +92,16 @@ async function localize(
   return { text: columns.map((c) => `${c.name}\t${c.path ?? "(in memory)"}`).join("\n"), json };
 }
 
+/** The options of `deltacells obs` besides the shared ones (args.ts). */
+export const OBS_COMMAND_OPTIONS = {
+  columns: { type: "string" },
+  cells: { type: "string" },
+  localize: { type: "boolean" },
+  "cache-dir": { type: "string" },
+} as const;
+
 export async function obsCommand(argv: string[]): Promise<CommandResult> {
-  const { values, positionals, locations } = parse(
-    argv,
-    {
-      columns: { type: "string" },
-      cells: { type: "string" },
-      localize: { type: "boolean" },
-      "cache-dir": { type: "string" },
-    },
-    ["DATASET"],
-  );
+  const { values, positionals, locations } = parse(argv, OBS_COMMAND_OPTIONS, ["DATASET"]);
   if (values.help) return { text: OBS_HELP };
   const { store, ds } = await openCountedDataset(locations, positionals[0]!, undefined, {
     obsLocalizer: cacheLocalizer(),

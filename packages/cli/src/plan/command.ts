@@ -73,25 +73,24 @@ ${ATLAS_HELP}
 ${OBS_HELP}
 ${COMMON_HELP}`;
 
+/** The options of `deltacells plan` besides the shared ones (args.ts). */
+export const PLAN_OPTIONS = {
+  tasks: { type: "string" },
+  task: { type: "string" },
+  scan: { type: "boolean" },
+  merge: { type: "boolean" },
+  "tile-size": { type: "string" },
+  chunks: { type: "string" },
+  level: { type: "string" },
+  "break-lock": { type: "boolean" },
+  quiet: { type: "boolean" },
+  ...READ_PARSE_OPTIONS,
+  ...ATLAS_PARSE_OPTIONS,
+  ...OBS_PARSE_OPTIONS,
+} as const;
+
 export async function plan(argv: string[]): Promise<CommandResult> {
-  const { values, positionals, locations } = parse(
-    argv,
-    {
-      tasks: { type: "string" },
-      task: { type: "string" },
-      scan: { type: "boolean" },
-      merge: { type: "boolean" },
-      "tile-size": { type: "string" },
-      chunks: { type: "string" },
-      level: { type: "string" },
-      "break-lock": { type: "boolean" },
-      quiet: { type: "boolean" },
-      ...READ_PARSE_OPTIONS,
-      ...ATLAS_PARSE_OPTIONS,
-      ...OBS_PARSE_OPTIONS,
-    },
-    ["ARG..."],
-  );
+  const { values, positionals, locations } = parse(argv, PLAN_OPTIONS, ["ARG..."]);
   if (values.help) return { text: PLAN_HELP };
   if (values.scan && values.merge)
     throw new UsageError("--scan and --merge are two steps: run one, then the other");

@@ -6,9 +6,12 @@ import { spawn } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { COMMON_HELP, intOption, parse, UsageError } from "../args.js";
+import { type Common, commonHelp, intOption, parse, UsageError } from "../args.js";
 import type { CommandResult } from "../command.js";
 import { startServer } from "./http.js";
+
+/** A local folder only, and no storage requests to count: no remote-read options, no --stats. */
+export const SERVE_COMMON: Common = { stats: false, remote: false };
 
 export const SERVE_HELP = `usage: deltacells serve DIR [--port N] [--host ADDRESS] [--open]
 
@@ -22,7 +25,7 @@ options:
   --host ADDR    the address to bind (default 127.0.0.1, this machine only; 0.0.0.0 exposes the data
                  to the network)
   --open         open the viewer in the default browser
-${COMMON_HELP}`;
+${commonHelp(SERVE_COMMON)}`;
 
 /** The built viewer beside this package in the checkout (apps/viewer/dist), from src/ or dist/. */
 function viewerDir(): string {
@@ -48,12 +51,15 @@ function openBrowser(url: string): void {
   child.unref();
 }
 
+/** The options of `deltacells serve` besides the shared ones (args.ts). */
+export const SERVE_OPTIONS = {
+  port: { type: "string" },
+  host: { type: "string" },
+  open: { type: "boolean" },
+} as const;
+
 export async function serve(argv: string[]): Promise<CommandResult> {
-  const { values, positionals } = parse(
-    argv,
-    { port: { type: "string" }, host: { type: "string" }, open: { type: "boolean" } },
-    ["DIR"],
-  );
+  const { values, positionals } = parse(argv, SERVE_OPTIONS, ["DIR"], SERVE_COMMON);
   if (values.help) return { text: SERVE_HELP };
   const root = positionals[0]!;
   if (!existsSync(root) || !statSync(root).isDirectory()) {

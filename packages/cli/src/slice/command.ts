@@ -151,12 +151,15 @@ function render(sel: Selection, store: SparseArrayReader, url: string, dense: bo
   return { text: rows.join("\n"), slices, denseShape: undefined };
 }
 
+/** The options of `deltacells slice` besides the shared ones (args.ts). */
+export const SLICE_OPTIONS = {
+  axis: { type: "string" },
+  dense: { type: "boolean" },
+  "fill-missing-data": { type: "boolean" },
+} as const;
+
 export async function slice(argv: string[]): Promise<CommandResult> {
-  const { values, positionals, locations } = parse(
-    argv,
-    { axis: { type: "string" }, dense: { type: "boolean" }, "fill-missing-data": { type: "boolean" } },
-    ["STORE", "POSITION..."],
-  );
+  const { values, positionals, locations } = parse(argv, SLICE_OPTIONS, ["STORE", "POSITION..."]);
   if (values.help) return { text: SLICE_HELP };
   if (values.axis === undefined) {
     throw new UsageError(

@@ -8,7 +8,7 @@ import { writeFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import type { Batch, MixingMeter, ObsColumnSchema, SharedBatchesLayout, TileDecoder } from "@deltacells/core";
 import { DEFAULT_BATCH_SIZE, DEFAULT_BUFFER_TILES, poolTileDecoder } from "@deltacells/core/internal";
-import { COMMON_HELP, intOption, parse, UsageError } from "../args.js";
+import { type Common, commonHelp, intOption, parse, UsageError } from "../args.js";
 import type { CommandResult } from "../command.js";
 import type { Locations } from "../locations.js";
 import { writeFileAtomically } from "../output-file.js";
@@ -43,6 +43,9 @@ async function loadModules() {
     ReaderGone: arrow.ReaderGone,
   };
 }
+
+/** The output is an Arrow stream, never JSON. */
+export const STREAM_COMMON: Common = { json: false };
 
 export const STREAM_HELP = `usage: deltacells stream DATASET [options] | CONSUMER
 
@@ -131,7 +134,7 @@ options:
   --serve            after each epoch's end batch, stream the next epoch the consumer asks for
                      ("epoch E" on stdin), its loader, pool and shared batches kept (with --shm-fd)
   --serve-idle S     with --serve, exit once no epoch was asked for in S seconds (default 300)
-${COMMON_HELP}`;
+${commonHelp(STREAM_COMMON)}`;
 
 /** Gene names of a `--genes` file: one per line, blank lines ignored. */
 function readGeneNames(path: string): string[] {
@@ -156,45 +159,43 @@ function list(spec: string): string[] {
     .filter((s) => s.length > 0);
 }
 
+/** The options of `deltacells stream` besides the shared ones (args.ts). */
+export const STREAM_OPTIONS = {
+  "batch-size": { type: "string" },
+  "no-shuffle": { type: "boolean" },
+  seed: { type: "string" },
+  epoch: { type: "string" },
+  rank: { type: "string" },
+  "world-size": { type: "string" },
+  "drop-last": { type: "boolean" },
+  obs: { type: "string" },
+  genes: { type: "string" },
+  "start-batch": { type: "string" },
+  order: { type: "string" },
+  lanes: { type: "string" },
+  "start-global-batch": { type: "string" },
+  "report-mixing": { type: "string" },
+  dense: { type: "boolean" },
+  float32: { type: "boolean" },
+  "sort-indices": { type: "boolean" },
+  threads: { type: "string" },
+  "buffer-tiles": { type: "string" },
+  "memory-cap": { type: "string" },
+  "cache-dir": { type: "string" },
+  "shm-fd": { type: "string" },
+  ring: { type: "string" },
+  serve: { type: "boolean" },
+  "serve-idle": { type: "string" },
+} as const;
+
 export async function stream(
   argv: string[],
   io?: Pick<CliIo, "binary" | "stderr" | "control">,
 ): Promise<CommandResult> {
   const sink = io?.binary ?? process.stdout;
   const stderr = io?.stderr ?? process.stderr;
-  const { values, positionals, locations } = parse(
-    argv,
-    {
-      "batch-size": { type: "string" },
-      "no-shuffle": { type: "boolean" },
-      seed: { type: "string" },
-      epoch: { type: "string" },
-      rank: { type: "string" },
-      "world-size": { type: "string" },
-      "drop-last": { type: "boolean" },
-      obs: { type: "string" },
-      genes: { type: "string" },
-      "start-batch": { type: "string" },
-      order: { type: "string" },
-      lanes: { type: "string" },
-      "start-global-batch": { type: "string" },
-      "report-mixing": { type: "string" },
-      dense: { type: "boolean" },
-      float32: { type: "boolean" },
-      "sort-indices": { type: "boolean" },
-      threads: { type: "string" },
-      "buffer-tiles": { type: "string" },
-      "memory-cap": { type: "string" },
-      "cache-dir": { type: "string" },
-      "shm-fd": { type: "string" },
-      ring: { type: "string" },
-      serve: { type: "boolean" },
-      "serve-idle": { type: "string" },
-    },
-    ["DATASET"],
-  );
+  const { values, positionals, locations } = parse(argv, STREAM_OPTIONS, ["DATASET"], STREAM_COMMON);
   if (values.help) return { text: STREAM_HELP };
-  if (values.json) throw new UsageError("--json does not apply: the output is an Arrow stream");
   if (sink.isTTY)
     throw new UsageError(
       "stdout is a terminal: the batches are a binary Arrow stream, so pipe them into a program (deltacells stream DATASET | python train.py) or redirect them to a file",

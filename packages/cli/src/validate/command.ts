@@ -29,12 +29,11 @@ options:
   --quiet        no progress bar
 ${COMMON_HELP}`;
 
+/** The options of `deltacells validate` besides the shared ones (args.ts). */
+export const VALIDATE_OPTIONS = { threads: { type: "string" }, quiet: { type: "boolean" } } as const;
+
 export async function validate(argv: string[]): Promise<CommandResult> {
-  const { values, positionals, locations } = parse(
-    argv,
-    { threads: { type: "string" }, quiet: { type: "boolean" } },
-    ["DATASET"],
-  );
+  const { values, positionals, locations } = parse(argv, VALIDATE_OPTIONS, ["DATASET"]);
   if (values.help) return { text: VALIDATE_HELP };
   const threads = intOption(values, "threads", availableParallelism(), 1, 256)!;
   const pool = createTilePool({ threads });
