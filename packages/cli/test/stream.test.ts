@@ -349,7 +349,7 @@ test("refusals: usage mistakes exit 2, a missing column or obs exit 1, nothing o
   const usage: [string[], RegExp][] = [
     [["--rank", "1"], /--rank and --world-size go together/],
     [["--rank", "2", "--world-size", "2"], /--rank 2 is not below --world-size 2/],
-    [["--json"], /--json does not apply/],
+    [["--json"], /unknown option --json/],
     [["--batch-size", "0"], /--batch-size must be an integer/],
     [["--obs", "nope"], /has no obs column "nope"; it has barcode/],
     [["--genes", join(dir, "missing.txt")], /--genes .*missing.txt: cannot read it/],
