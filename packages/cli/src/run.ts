@@ -8,6 +8,7 @@ import type { Readable, Writable } from "node:stream";
 import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_SECONDS } from "@deltacells/storage";
 import { UsageError } from "./args.js";
 import type { CommandResult } from "./command.js";
+import { statsJson } from "./json.js";
 import { cliHint, oneLine, stackOf, tagOf } from "./report.js";
 import { errorLine, stderrIsJson } from "./stderr-json.js";
 
@@ -176,7 +177,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     if (result.streamed) {
       if (stats) io.stderr.write(`stats: ${stats.format()}\n`);
     } else if (json && result.json !== undefined) {
-      const out = stats ? { ...(result.json as object), stats: stats.stats } : result.json;
+      const out = stats ? { ...(result.json as object), stats: statsJson(stats.stats) } : result.json;
       io.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
     } else {
       io.stdout.write(`${result.text}\n`);

@@ -88,7 +88,7 @@ test("convert, inspect, validate and export work together, with --json and --sta
 
   const val = await cli("validate", out, "--json");
   assert.equal(val.code, 0, val.stdout + val.stderr);
-  assert.equal(JSON.parse(val.stdout).tilesChecked, 4);
+  assert.equal(JSON.parse(val.stdout).tiles_checked, 4);
 
   const mtx = join(dir, "part.mtx");
   const exp = await cli("export", out, mtx, "--cells", "10:40");

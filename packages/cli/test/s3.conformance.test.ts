@@ -29,10 +29,10 @@ test("a dataset converted straight to s3:// validates there and exports the same
   const val = await deltacellsS3("validate", url, "--json", "--stats");
   assert.equal(val.code, 0, val.stdout + val.stderr);
   const report = JSON.parse(val.stdout);
-  assert.equal(report.tilesChecked, 4);
+  assert.equal(report.tiles_checked, 4);
   // manifest + one GET per tile + the three gene files + obs/schema.json and the one obs shard, nothing more
   assert.equal(report.stats.requests.get, 1 + 4 + 3 + 2);
-  assert.equal(report.stats.requests.getRange, 0);
+  assert.equal(report.stats.requests.get_range, 0);
 
   const dir = tempDir();
   const local = join(dir, "local");

@@ -197,19 +197,19 @@ test("slice --stats on a byte-addressable store shows two waves: a bracket per p
   const nnz = out.slices.reduce((a: number, x: { values: number[] }) => a + x.values.length, 0);
   assert.ok(nnz > 0);
   assert.deepEqual(out.reads.slices, {
-    requests: { get: 0, getRange: 3 * positions.length },
+    requests: { get: 0, get_range: 3 * positions.length },
     // int32 brackets of two entries, then four bytes of index and four of value per nonzero
     bytes_read: 8 * positions.length + 8 * nnz,
     waves: 2,
   });
   // describing the store: the root, then every layout's metadata together
   assert.equal(out.reads.describe.waves, 2);
-  assert.equal(out.reads.describe.requests.getRange, 0);
-  assert.equal(out.stats.requests.getRange, 3 * positions.length);
+  assert.equal(out.reads.describe.requests.get_range, 0);
+  assert.equal(out.stats.requests.get_range, 3 * positions.length);
 
   const text = await cli("slice", path(s), "--axis", "0", ...positions.map(String), "--stats");
   assert.match(text.stderr, /^stats: \d+ requests/m);
-  assert.match(text.stderr, /slices 12 requests \(get 0, getRange 12\), \d+ bytes, 2 waves/);
+  assert.match(text.stderr, /slices 12 requests \(get 0, getRange 12\), [\d.]+ (B|KiB), 2 waves/);
 });
 
 test("slice --stats on a chunked store shows two waves, each chunk fetched once", async () => {
@@ -218,7 +218,7 @@ test("slice --stats on a chunked store shows two waves, each chunk fetched once"
   assert.equal(r.code, 0, r.stderr);
   const reads = JSON.parse(r.stdout).reads.slices;
   // this small store has one chunk per array: indptr, then indices and data
-  assert.deepEqual(reads.requests, { get: 3, getRange: 0 });
+  assert.deepEqual(reads.requests, { get: 3, get_range: 0 });
   assert.equal(reads.waves, 2);
 });
 
@@ -305,7 +305,7 @@ test("inspect describes a sporadik store from its metadata alone", async () => {
   assert.deepEqual(info.layouts[0].chunks, { data: 23866, indices: 23866, indptr: 508 });
   // the root, then the layout group and its four arrays' metadata
   assert.equal(info.stats.requests.get, 1 + 5);
-  assert.equal(info.stats.requests.getRange, 0);
+  assert.equal(info.stats.requests.get_range, 0);
   const human = await cli("inspect", path(STORES[0]!));
   assert.match(human.stdout, /sporadik spec 1/);
   assert.match(human.stdout, /layouts\/axis1 +csc_matrix, index_order \[0\], 507 slices/);
@@ -320,7 +320,7 @@ test("inspect on a zarr group that is no sporadik store says it is neither", asy
 test("validate passes a sporadik store and lists a damaged indptr", async () => {
   const good = await cli("validate", path(STORES[1]!), "--json");
   assert.equal(good.code, 0, good.stdout + good.stderr);
-  assert.equal(JSON.parse(good.stdout).layoutsChecked, 2);
+  assert.equal(JSON.parse(good.stdout).layouts_checked, 2);
 
   const copy = join(dir, "damaged.zarr");
   cpSync(path(STORES[1]!), copy, { recursive: true });

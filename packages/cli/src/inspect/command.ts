@@ -7,6 +7,7 @@ import { formatBytes } from "@deltacells/storage/internal";
 import { COMMON_HELP, count, parse } from "../args.js";
 import type { CommandResult } from "../command.js";
 import { openCountedAny } from "../io.js";
+import { codecJson } from "../json.js";
 
 export const INSPECT_HELP = `usage: deltacells inspect DATASET [options]
 
@@ -98,7 +99,7 @@ export async function inspect(argv: string[]): Promise<CommandResult> {
   const codec = await codecInfo();
   return {
     text: lines.join("\n"),
-    json: { ...info, codec },
+    json: { ...info, codec: codecJson(codec) },
     store,
     statsDetail: `codec: ${formatCodecInfo(codec)}`,
   };

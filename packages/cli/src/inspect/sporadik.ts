@@ -140,7 +140,7 @@ export async function validateSporadik(store: StatsStore, info: StoreInfo): Prom
       ].join("\n");
   return {
     text,
-    json: { url: store.url, format: "sporadik", valid, problems, layoutsChecked: sums.size, nnz },
+    json: { url: store.url, format: "sporadik", valid, layouts_checked: sums.size, nnz, problems },
     store,
     exitCode: valid ? 0 : 1,
   };

@@ -9,6 +9,7 @@ import type { StoreStats } from "@deltacells/storage";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import type { CommandResult } from "../command.js";
 import { CliError } from "../errors.js";
+import { formatBytes, formatCount } from "../format.js";
 import { WaveCounter } from "./waves.js";
 
 export const SLICE_HELP = `usage: deltacells slice STORE --axis K POSITION... [options]
@@ -104,7 +105,7 @@ function delta(after: StoreStats, before: StoreStats, waves: number) {
   return {
     requests: {
       get: after.requests.get - before.requests.get,
-      getRange: after.requests.getRange - before.requests.getRange,
+      get_range: after.requests.getRange - before.requests.getRange,
     },
     bytes_read: after.bytesRead - before.bytesRead,
     waves,
@@ -112,8 +113,8 @@ function delta(after: StoreStats, before: StoreStats, waves: number) {
 }
 
 function describeReads(name: string, r: ReturnType<typeof delta>): string {
-  const total = r.requests.get + r.requests.getRange;
-  return `${name} ${total} requests (get ${r.requests.get}, getRange ${r.requests.getRange}), ${r.bytes_read} bytes, ${r.waves} waves`;
+  const total = r.requests.get + r.requests.get_range;
+  return `${name} ${count(total, "request")} (get ${formatCount(r.requests.get)}, getRange ${formatCount(r.requests.get_range)}), ${formatBytes(r.bytes_read)}, ${count(r.waves, "wave")}`;
 }
 
 function render(sel: Selection, store: SparseArrayReader, url: string, dense: boolean) {

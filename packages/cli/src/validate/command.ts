@@ -63,7 +63,19 @@ export async function validate(argv: string[]): Promise<CommandResult> {
           ...report.problems.map((p) => `  ${p.object}: [${p.tag}] ${p.message}`),
         ].join("\n");
     return withWarnings(
-      { text, json: { url: ds.url, ...report }, store, exitCode: report.valid ? 0 : 1 },
+      {
+        text,
+        json: {
+          url: ds.url,
+          valid: report.valid,
+          tiles_checked: report.tilesChecked,
+          nnz: report.nnz,
+          bytes: report.bytes,
+          problems: report.problems,
+        },
+        store,
+        exitCode: report.valid ? 0 : 1,
+      },
       leftovers,
     );
   } finally {
