@@ -2,6 +2,7 @@
 import type { AtlasPlan } from "@deltacells/core";
 import { count } from "./args.js";
 import { cliWords } from "./atlas-options.js";
+import { formatCount } from "./format.js";
 
 /** The plan's tasks, told: how many, and the ranges of the first few. */
 export function describePlan(plan: AtlasPlan): string {
@@ -18,7 +19,7 @@ export function describePlan(plan: AtlasPlan): string {
       `  ${d.location}: ${count(d.count, "gene")} left out (${d.keys.slice(0, 3).join(", ")}${d.count > 3 ? ", ..." : ""}), ${(100 * d.share).toFixed(2)}% of its counts`,
   );
   return [
-    `  ${count(plan.inputs.length, "input")}: ${plan.n_cells.toLocaleString("en-US")} cells x ${plan.n_genes.toLocaleString("en-US")} genes, ${plan.nnz.toLocaleString("en-US")} nonzeros in ${count(nTiles, "tile")} of ${plan.tile_size}`,
+    `  ${count(plan.inputs.length, "input")}: ${formatCount(plan.n_cells)} cells x ${formatCount(plan.n_genes)} genes, ${formatCount(plan.nnz)} nonzeros in ${count(nTiles, "tile")} of up to ${count(plan.tile_size, "cell")}`,
     `  ${count(plan.tasks.length, "task")}${empty ? ` (${empty} with nothing to write: more tasks than obs shards)` : ""}: ${ranges.join("; ")}${plan.tasks.length > 4 ? "; ..." : ""}`,
     ...dropped,
     ...plan.notes.map((n) => `  note: ${cliWords(n)}`),

@@ -8,6 +8,7 @@ import {
   UnsupportedObsColumns,
 } from "@deltacells/core";
 import { intOption, UsageError } from "./args.js";
+import { formatCount } from "./format.js";
 
 /**
  * zstd level of the obs shards: at 1,000,000 cells x 12 columns level 19 took longer than the
@@ -28,7 +29,7 @@ export const OBS_HELP = `  --obs-exclude A,B
   --obsm KEYS    obsm embeddings stored as float32 obs columns KEY_0, KEY_1, ...: a list
                  (e.g. X_umap,X_pca), or none; default: every 2-D entry with at most 3 columns
   --max-categories N
-                 categoricals with more categories are stored as strings (default ${DEFAULT_MAX_CATEGORIES.toLocaleString("en-US")})
+                 categoricals with more categories are stored as strings (default ${formatCount(DEFAULT_MAX_CATEGORIES)})
   --obs-tiles-per-file N
                  tiles (parquet row groups) per obs shard (default ${DEFAULT_OBS_TILES_PER_FILE})
   --no-obs       store no obs (cell table) at all`;

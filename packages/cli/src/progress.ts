@@ -2,6 +2,8 @@
  * A one-line progress bar with rate and ETA on stderr, drawn only on a terminal; for a program
  * (`DELTACELLS_STDERR=json`), the same updates as `{"progress": ...}` lines.
  */
+
+import { formatCount } from "./format.js";
 import { progressLine, stderrIsJson } from "./stderr-json.js";
 
 function duration(seconds: number): string {
@@ -56,7 +58,7 @@ export class ProgressBar {
     const width = 24;
     const filled = Math.round(frac * width);
     const eta = perSec > 0 ? (total - done) / perSec : Number.POSITIVE_INFINITY;
-    const line = `${this.label.padEnd(7)} [${"#".repeat(filled)}${".".repeat(width - filled)}] ${(frac * 100).toFixed(0).padStart(3)}% ${done.toLocaleString("en-US")}/${total.toLocaleString("en-US")} ${unit} ${perSec ? rate(perSec) : "--"} ${unit}/s ETA ${duration(eta)}`;
+    const line = `${this.label.padEnd(7)} [${"#".repeat(filled)}${".".repeat(width - filled)}] ${(frac * 100).toFixed(0).padStart(3)}% ${formatCount(done)}/${formatCount(total)} ${unit} ${perSec ? rate(perSec) : "--"} ${unit}/s ETA ${duration(eta)}`;
     this.out.write(`\r${line}\x1b[K`);
     this.drawn = true;
   }

@@ -8,6 +8,7 @@ import type { Readable, Writable } from "node:stream";
 import { DEFAULT_RETRIES, DEFAULT_TIMEOUT_SECONDS } from "@deltacells/storage";
 import { UsageError } from "./args.js";
 import type { CommandResult } from "./command.js";
+import { formatStats } from "./format.js";
 import { statsJson } from "./json.js";
 import { cliHint, oneLine, stackOf, tagOf } from "./report.js";
 import { errorLine, stderrIsJson } from "./stderr-json.js";
@@ -175,13 +176,13 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     const result = await (await command.load())(rest, io);
     const stats = rest.includes("--stats") && result.store ? result.store : undefined;
     if (result.streamed) {
-      if (stats) io.stderr.write(`stats: ${stats.format()}\n`);
+      if (stats) io.stderr.write(`stats: ${formatStats(stats.stats)}\n`);
     } else if (json && result.json !== undefined) {
       const out = stats ? { ...(result.json as object), stats: statsJson(stats.stats) } : result.json;
       io.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
     } else {
       io.stdout.write(`${result.text}\n`);
-      if (stats) io.stderr.write(`stats: ${stats.format()}\n`);
+      if (stats) io.stderr.write(`stats: ${formatStats(stats.stats)}\n`);
       if (stats && result.statsDetail) io.stderr.write(`stats: ${result.statsDetail}\n`);
     }
     return result.exitCode ?? 0;

@@ -4,6 +4,7 @@
  */
 import { COMPANION_PATH, type DatasetManifest, STATS_PATH, type WriteStatsResult } from "@deltacells/core";
 import { count } from "./args.js";
+import { formatBytes } from "./format.js";
 
 /** The `--json` fields of a written dataset. */
 export function datasetSummary(manifest: DatasetManifest, bytes: number) {
@@ -39,7 +40,7 @@ export function statsSummary(stats: WriteStatsResult | undefined) {
 export function statsText(result: WriteStatsResult): string {
   const { index } = result;
   const columns = index.columns.map((c) => `${c.name} (${c.categories})`).join(", ");
-  return `statistics: ${STATS_PATH}/ (${result.bytes.toLocaleString("en-US")} bytes; per gene, per cell${columns ? `, per category of ${columns}` : ""})${
+  return `statistics: ${STATS_PATH}/ (${formatBytes(result.bytes)}; per gene, per cell${columns ? `, per category of ${columns}` : ""})${
     index.skipped.length
       ? `; left out: ${index.skipped.map((s) => `${s.name} (${s.reason})`).join(", ")}`
       : ""
@@ -56,7 +57,7 @@ export function companionLine(
   companion: { json: { output: string; bytes: number; checksums: boolean } } | undefined,
 ): string {
   return companion
-    ? `\n  sporadik companion: ${companion.json.output} (${companion.json.bytes.toLocaleString("en-US")} bytes, both layouts, with maxima${companion.json.checksums ? ", checksummed" : ""})`
+    ? `\n  sporadik companion: ${companion.json.output} (${formatBytes(companion.json.bytes)}, both layouts, with maxima${companion.json.checksums ? ", checksummed" : ""})`
     : "";
 }
 

@@ -18,6 +18,7 @@ import {
 } from "../atlas-options.js";
 import type { CommandResult } from "../command.js";
 import { writeCompanion, writeStatsWithBar } from "../convert/companion.js";
+import { formatCount } from "../format.js";
 import { explainObsError, OBS_ZSTD_LEVEL } from "../obs-options.js";
 import { ProgressBar } from "../progress.js";
 import { leftoverLine, statsText } from "../summary.js";
@@ -185,10 +186,10 @@ export async function append(argv: string[]): Promise<CommandResult> {
     };
     const head = result.resumed
       ? `completed the interrupted append of ${count(result.resumed.length, "input")} to ${store.url}`
-      : `appended ${count(inputs.paths.length, "input")} (${result.cells.toLocaleString("en-US")} cells) to ${store.url}`;
+      : `appended ${count(inputs.paths.length, "input")} (${formatCount(result.cells)} cells) to ${store.url}`;
     const lines = [
       head,
-      `  now ${m.n_cells.toLocaleString("en-US")} cells x ${m.n_genes.toLocaleString("en-US")} genes in ${count(m.tile_cells.length, "tile")}; wrote ${count(tiles, "tile")}, ${count(shards, "obs shard")}${result.written.includes("var.parquet") ? ", var.parquet" : ""} and the manifest in ${seconds.toFixed(1)} s`,
+      `  now ${formatCount(m.n_cells)} cells x ${formatCount(m.n_genes)} genes in ${count(m.tile_cells.length, "tile")}; wrote ${count(tiles, "tile")}, ${count(shards, "obs shard")}${result.written.includes("var.parquet") ? ", var.parquet" : ""} and the manifest in ${seconds.toFixed(1)} s`,
       ...result.dropped.map(
         (d) =>
           `  ${d.location}: ${count(d.count, "gene")} the dataset does not have, dropped (${d.keys.slice(0, 3).join(", ")}${d.count > 3 ? ", ..." : ""}), ${(100 * d.share).toFixed(2)}% of its counts`,

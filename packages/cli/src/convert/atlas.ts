@@ -20,6 +20,7 @@ import { explainAtlasError, inputOpener } from "../atlas-options.js";
 import { describePlan } from "../atlas-report.js";
 import type { CommandResult } from "../command.js";
 import { CliError } from "../errors.js";
+import { formatBytes, formatCount } from "../format.js";
 import type { Locations } from "../locations.js";
 import { explainObsError, OBS_ZSTD_LEVEL } from "../obs-options.js";
 import type { ProgressBar } from "../progress.js";
@@ -122,7 +123,7 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
       .filter((l) => !l.startsWith("  1 task"));
     const text = `converted ${count(paths.length, "input")} -> ${store.url}
 ${described.join("\n")}
-  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion?.report())}${statsLine(stats)}${leftoverLine(removedTempFiles)}`;
+  ${formatBytes(bytes)} written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion?.report())}${statsLine(stats)}${leftoverLine(removedTempFiles)}`;
     return { text, json: summary, store };
   } catch (err) {
     throw explainAtlasError(explainObsError(err));
@@ -196,7 +197,7 @@ export async function convertPlanTask(o: {
     const text =
       t0 === t1
         ? `task ${t} of ${plan.tasks.length} has nothing to write (more tasks than obs shards); done`
-        : `task ${t} of ${plan.tasks.length}: tiles ${t0} .. ${t1 - 1}, ${cells.toLocaleString("en-US")} cells, ${record.nnz.toLocaleString("en-US")} nonzeros, ${bytes.toLocaleString("en-US")} bytes in ${seconds.toFixed(1)} s (${availableParallelism() > 1 ? `${o.threads} threads` : "1 thread"})`;
+        : `task ${t} of ${plan.tasks.length}: tiles ${t0} .. ${t1 - 1}, ${formatCount(cells)} cells, ${formatCount(record.nnz)} nonzeros, ${formatBytes(bytes)} in ${seconds.toFixed(1)} s (${availableParallelism() > 1 ? `${o.threads} threads` : "1 thread"})`;
     return { text, json, store: target.store };
   } catch (err) {
     throw explainAtlasError(explainObsError(err));

@@ -24,6 +24,7 @@ import {
   taskIndex,
 } from "../atlas-options.js";
 import type { CommandResult } from "../command.js";
+import { formatBytes, formatCount } from "../format.js";
 import { explainObsError, OBS_HELP, OBS_PARSE_OPTIONS, OBS_ZSTD_LEVEL, obsOptions } from "../obs-options.js";
 import { commandBar } from "../progress.js";
 import {
@@ -86,7 +87,7 @@ options:
   --no-checksums the --sporadik companion without checksums (Python sporadik's default bytes)
   --tmp-dir DIR  sporadik: where the temporary files go (default: beside a local OUTPUT, else the system's)
   --max-nnz N    sporadik: refuse a matrix with more nonzeros (default: no bound)
-  --tile-size N  cells per tile (default: as many as hold ~${TARGET_TILE_NNZ.toLocaleString("en-US")} nonzeros, 64 .. ${DEFAULT_TILE_SIZE}; at most ${MAX_TILE_SIZE.toLocaleString("en-US")})
+  --tile-size N  cells per tile (default: as many as hold ~${formatCount(TARGET_TILE_NNZ)} nonzeros, 64 .. ${DEFAULT_TILE_SIZE}; at most ${formatCount(MAX_TILE_SIZE)})
   --chunks N     independently decodable chunks per tile (default ${DEFAULT_N_CHUNKS})
   --level N      zstd level of the tiles, 1 .. 22 (default ${DEFAULT_LEVEL})
   --layer NAME   AnnData: read layers/NAME instead of X
@@ -315,8 +316,8 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       seconds,
     };
     const text = `converted ${input} (${source.format}, ${source.matrixPath}) -> ${store.url}
-  ${manifest.n_cells.toLocaleString("en-US")} cells x ${manifest.n_genes.toLocaleString("en-US")} genes, ${summary.nnz.toLocaleString("en-US")} nonzeros in ${count(manifest.tile_cells.length, "tile")}
-  ${bytes.toLocaleString("en-US")} bytes written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion?.report())}${statsLine(stats)}${textFromLine(manifest)}${leftoverLine(removedTempFiles)}`;
+  ${formatCount(manifest.n_cells)} cells x ${formatCount(manifest.n_genes)} genes, ${formatCount(summary.nnz)} nonzeros in ${count(manifest.tile_cells.length, "tile")}
+  ${formatBytes(bytes)} written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion?.report())}${statsLine(stats)}${textFromLine(manifest)}${leftoverLine(removedTempFiles)}`;
     return { text, json: summary, store };
   } catch (err) {
     throw explainObsError(err);

@@ -16,6 +16,7 @@ import { createTilePool, datasetRowBlocks, openDataset } from "@deltacells/core"
 import { type ConversionTarget, openTarget } from "@deltacells/core/node";
 import { convertToStore, type RowBlock, withFileParts } from "@deltacells/sporadik/node";
 import { isRemoteLocation, localPath, withStats } from "@deltacells/storage/node";
+import { formatBytes, formatCount } from "../format.js";
 import type { Locations } from "../locations.js";
 import type { ProgressBar } from "../progress.js";
 
@@ -54,10 +55,6 @@ export async function isDatasetInput(locations: Locations, input: string): Promi
   } catch {
     return false;
   }
-}
-
-function gib(bytes: number): string {
-  return bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 }
 
 /** What {@link writeStoreAt} writes, and how the command shows it. */
@@ -116,12 +113,12 @@ export async function writeStoreAt(
     onStaleSpill: (s) =>
       say(
         s.removed
-          ? `removed ${s.path} (${gib(s.bytes)}), left by an earlier conversion that was killed`
-          : `kept ${s.path} (${gib(s.bytes)}): another conversion (pid ${s.owner?.pid ?? "?"}) may still use it; remove it if not`,
+          ? `removed ${s.path} (${formatBytes(s.bytes)}), left by an earlier conversion that was killed`
+          : `kept ${s.path} (${formatBytes(s.bytes)}): another conversion (pid ${s.owner?.pid ?? "?"}) may still use it; remove it if not`,
       ),
     onTemporarySpace: (t) => {
       say(
-        `temporary space: about ${t.bytes !== undefined ? gib(t.bytes) : `${t.bytesPerNonzero} bytes per nonzero`} in ${t.folder}${t.available !== undefined ? ` (${gib(t.available)} free)` : ""}, removed when done`,
+        `temporary space: about ${t.bytes !== undefined ? formatBytes(t.bytes) : `${t.bytesPerNonzero} bytes per nonzero`} in ${t.folder}${t.available !== undefined ? ` (${formatBytes(t.available)} free)` : ""}, removed when done`,
       );
       timing.rowsStart = performance.now();
     },
@@ -278,9 +275,9 @@ async function convertLocked(
           ? "; genes in the dataset's order (it has no gene_order.npy)"
           : "";
     const text = `converted ${o.input} (${source.format}, ${source.matrixPath}) -> ${target.store.url} (sporadik${o.byteAddressable ? ", byte-addressable" : ""}${o.checksums ? ", checksummed" : ""})
-  ${nRows.toLocaleString("en-US")} cells x ${nCols.toLocaleString("en-US")} genes, ${result.nnz.toLocaleString("en-US")} nonzeros; layouts along axes ${o.axes.join(", ")} (${o.axes.map((a) => (a === 0 ? "cells contiguous" : "genes contiguous")).join(", ")}), with maxima${order}
-  ${bytes.toLocaleString("en-US")} bytes written in ${seconds.toFixed(1)} s (cell and gene names are not stored: sporadik has no place for them)`;
-    const statsDetail = `temporary: ${result.bytesSpilled.toLocaleString("en-US")} bytes spilled (peak ${result.peakSpillBytes.toLocaleString("en-US")}) in ${result.temporary.folder}, ${result.bytesInMemory.toLocaleString("en-US")} transposed in memory; rows ${rowsSeconds.toFixed(1)} s, genes ${columnsSeconds.toFixed(1)} s`;
+  ${formatCount(nRows)} cells x ${formatCount(nCols)} genes, ${formatCount(result.nnz)} nonzeros; layouts along axes ${o.axes.join(", ")} (${o.axes.map((a) => (a === 0 ? "cells contiguous" : "genes contiguous")).join(", ")}), with maxima${order}
+  ${formatBytes(bytes)} written in ${seconds.toFixed(1)} s (cell and gene names are not stored: sporadik has no place for them)`;
+    const statsDetail = `temporary: ${formatBytes(result.bytesSpilled)} spilled (peak ${formatBytes(result.peakSpillBytes)}) in ${result.temporary.folder}, ${formatBytes(result.bytesInMemory)} transposed in memory; rows ${rowsSeconds.toFixed(1)} s, genes ${columnsSeconds.toFixed(1)} s`;
     return { text, json, store, statsDetail };
   } catch (error) {
     o.bar.finish();

@@ -5,6 +5,7 @@ import { anndataObs } from "@deltacells/core";
 import { parseLocation } from "@deltacells/storage";
 import { COMMON_HELP, cellRange, parse, UsageError } from "../args.js";
 import type { CommandResult } from "../command.js";
+import { formatCount } from "../format.js";
 import { openCountedDataset } from "../io.js";
 import { writeFileAtomically } from "../output-file.js";
 import { commandBar, type ProgressBar } from "../progress.js";
@@ -136,7 +137,7 @@ export async function exportCommand(argv: string[]): Promise<CommandResult> {
       ? `\n  columns in the dataset's gene order (by decreasing total counts), not the converted input's, and the file names no genes: --source-gene-order exports the input's order${ds.manifest.has_var_names ? `; ${ds.url}/var_names.txt names these columns` : ""}`
       : "";
   return {
-    text: `exported cells ${a}:${b} of ${ds.url} (${plan.nCells} x ${plan.nGenes}, ${plan.nnz} nonzeros) to ${output} (${format})${unnamed}`,
+    text: `exported cells ${a}:${b} of ${ds.url} (${formatCount(plan.nCells)} cells x ${formatCount(plan.nGenes)} genes, ${formatCount(plan.nnz)} nonzeros) to ${output} (${format})${unnamed}`,
     json,
     store,
   };

@@ -8,6 +8,7 @@ import { AtlasIncomplete } from "@deltacells/core";
 import { finalizeAtlasAt } from "@deltacells/core/node";
 import { COMMON_HELP, count, parse } from "../args.js";
 import type { CommandResult } from "../command.js";
+import { formatBytes, formatCount } from "../format.js";
 import { ProgressBar } from "../progress.js";
 import { leftoverLine } from "../summary.js";
 
@@ -60,7 +61,7 @@ export async function finalize(argv: string[]): Promise<CommandResult> {
     };
     const text = done.finalized
       ? `finalized ${done.store.url}: ${count(done.plan!.tasks.length, "task")} checked
-  ${m.n_cells.toLocaleString("en-US")} cells x ${m.n_genes.toLocaleString("en-US")} genes, ${nnz.toLocaleString("en-US")} nonzeros in ${count(m.tile_cells.length, "tile")}, ${done.bytes.toLocaleString("en-US")} bytes, in ${seconds.toFixed(1)} s${leftoverLine(done.removedTempFiles)}`
+  ${formatCount(m.n_cells)} cells x ${formatCount(m.n_genes)} genes, ${formatCount(nnz)} nonzeros in ${count(m.tile_cells.length, "tile")}, ${formatBytes(done.bytes)}, in ${seconds.toFixed(1)} s${leftoverLine(done.removedTempFiles)}`
       : `${done.store.url} is finalized already (it has its manifest.json): nothing to do`;
     return { text, json, store: done.store };
   } catch (err) {

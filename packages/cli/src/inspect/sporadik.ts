@@ -3,6 +3,7 @@ import { type LayoutInfo, maximaOf, openArrayReader, type StoreInfo } from "@del
 import type { StatsStore } from "@deltacells/storage";
 import { count } from "../args.js";
 import type { CommandResult } from "../command.js";
+import { formatCount } from "../format.js";
 
 function layoutFacts(l: LayoutInfo) {
   return {
@@ -24,7 +25,7 @@ function layoutFacts(l: LayoutInfo) {
   };
 }
 
-const n = (x: number) => x.toLocaleString("en-US");
+const n = (x: number) => formatCount(x);
 
 /** What `describe` found, for `deltacells inspect` (no request beyond the description). */
 export function inspectSporadik(store: StatsStore, info: StoreInfo): CommandResult {

@@ -7,6 +7,7 @@ import type { Dataset } from "@deltacells/core";
 import { cacheLocalizer, obsCacheRoot } from "@deltacells/core/node";
 import { COMMON_HELP, cellRange, count, parse, UsageError } from "../args.js";
 import type { CommandResult } from "../command.js";
+import { formatCount } from "../format.js";
 import { openCountedDataset } from "../io.js";
 
 export const OBS_HELP = `usage: deltacells obs DATASET [--columns A,B] [--cells A:B] [options]
@@ -122,7 +123,7 @@ export async function obsCommand(argv: string[]): Promise<CommandResult> {
     if (values.cells !== undefined)
       throw new UsageError("--cells needs --columns (without them the schema is printed)");
     const lines = [
-      `${ds.url}: ${schema.columns.length} obs columns, ${ds.nCells.toLocaleString("en-US")} cells in ${count(ds.manifest.obs_shard_bytes!.length, "shard")} of up to ${count(ds.manifest.obs_tiles_per_file!, "tile")}`,
+      `${ds.url}: ${count(schema.columns.length, "obs column")}, ${formatCount(ds.nCells)} cells in ${count(ds.manifest.obs_shard_bytes!.length, "shard")} of up to ${count(ds.manifest.obs_tiles_per_file!, "tile")}`,
       ...schema.columns.map(
         (c) =>
           `  ${c.name.padEnd(24)} ${c.kind.padEnd(9)} ${c.arrow_type.padEnd(7)}${c.categories ? ` ${c.categories.length} categories` : ""}`,

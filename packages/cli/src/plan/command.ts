@@ -29,6 +29,7 @@ import {
 } from "../atlas-options.js";
 import { describePlan, planJson } from "../atlas-report.js";
 import type { CommandResult } from "../command.js";
+import { formatCount } from "../format.js";
 import { explainObsError, OBS_HELP, OBS_PARSE_OPTIONS, obsOptions } from "../obs-options.js";
 import { ProgressBar } from "../progress.js";
 import { leftoverLine } from "../summary.js";
@@ -139,7 +140,7 @@ export async function plan(argv: string[]): Promise<CommandResult> {
       const seconds = (performance.now() - started) / 1000;
       const nnz = scan.geneNnz.reduce((a, b) => a + b, 0);
       return {
-        text: `scanned input ${i} of ${n}: ${inputs.paths[i]} (${scan.format}, ${scan.matrixPath})\n  ${scan.nCells.toLocaleString("en-US")} cells x ${scan.nGenes.toLocaleString("en-US")} genes, ${nnz.toLocaleString("en-US")} nonzeros, in ${seconds.toFixed(1)} s; recorded under ${target.store.url}/.deltacells-atlas/scan/`,
+        text: `scanned input ${i} of ${n}: ${inputs.paths[i]} (${scan.format}, ${scan.matrixPath})\n  ${formatCount(scan.nCells)} cells x ${formatCount(scan.nGenes)} genes, ${formatCount(nnz)} nonzeros, in ${seconds.toFixed(1)} s; recorded under ${target.store.url}/.deltacells-atlas/scan/`,
         json: {
           input: i,
           n_inputs: n,

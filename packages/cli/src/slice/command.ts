@@ -120,7 +120,7 @@ function describeReads(name: string, r: ReturnType<typeof delta>): string {
 function render(sel: Selection, store: SparseArrayReader, url: string, dense: boolean) {
   const axis = sel.indexedAxis;
   const dims = sel.indexShape;
-  const head = `${url}: axis ${axis} of [${store.shape.join(", ")}] (${store.dtype}), ${count(sel.length, "position")}, ${sel.nnz} nonzeros; each slice is over axes [${sel.indexOrder.join(", ")}]`;
+  const head = `${url}: axis ${axis} of [${store.shape.join(", ")}] (${store.dtype}), ${count(sel.length, "position")}, ${count(sel.nnz, "nonzero")}; each slice is over axes [${sel.indexOrder.join(", ")}]`;
   const rows: string[] = [head];
   const slices: Record<string, unknown>[] = [];
   if (dense) {
@@ -147,7 +147,9 @@ function render(sel: Selection, store: SparseArrayReader, url: string, dense: bo
         coords === undefined ? String(p) : `(${sel.indexOrder.map((axis) => coords[axis]![j]).join(",")})`;
       return `${where}=${vs[k]}`;
     });
-    rows.push(`  ${sel.positions[i]}: ${at.length} nonzeros${cells.length ? `: ${cells.join(" ")}` : ""}`);
+    rows.push(
+      `  ${sel.positions[i]}: ${count(at.length, "nonzero")}${cells.length ? `: ${cells.join(" ")}` : ""}`,
+    );
   }
   return { text: rows.join("\n"), slices, denseShape: undefined };
 }

@@ -4,6 +4,7 @@ import { createTilePool, validateDataset } from "@deltacells/core";
 import { COMMON_HELP, count, intOption, parse } from "../args.js";
 import type { CommandResult } from "../command.js";
 import { validateCompanion } from "../convert/companion.js";
+import { formatBytes, formatCount } from "../format.js";
 import { openCountedAny } from "../io.js";
 import { commandBar } from "../progress.js";
 import { findLeftovers, type Leftover } from "./leftovers.js";
@@ -57,7 +58,7 @@ export async function validate(argv: string[]): Promise<CommandResult> {
     report.problems.push(...companion.problems);
     report.valid &&= companion.problems.length === 0;
     const text = report.valid
-      ? `${ds.url}: valid (${count(report.tilesChecked, "tile")}, ${ds.nCells.toLocaleString("en-US")} cells, ${report.nnz.toLocaleString("en-US")} nonzeros, ${report.bytes.toLocaleString("en-US")} tile bytes${companion.checked ? "; sporadik companion valid" : ""})`
+      ? `${ds.url}: valid (${count(report.tilesChecked, "tile")}, ${formatCount(ds.nCells)} cells, ${formatCount(report.nnz)} nonzeros, ${formatBytes(report.bytes)} of tiles${companion.checked ? "; sporadik companion valid" : ""})`
       : [
           `${ds.url}: INVALID, ${count(report.problems.length, "problem")}:`,
           ...report.problems.map((p) => `  ${p.object}: [${p.tag}] ${p.message}`),
