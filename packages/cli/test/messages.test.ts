@@ -91,3 +91,16 @@ test("convert into a folder that cannot be created (/proc/x) fails in one line i
   if (process.platform !== "linux") return t.skip("needs /proc");
   assertShortError(await cliPlain("convert", INPUT, "/proc/deltacells-x"), /\/proc\/deltacells-x.*ENOENT/);
 });
+
+test("inspect says how many cells the tiles hold, not the tile size a small dataset never fills", async () => {
+  const one = join(tempDir(), "one");
+  assert.equal((await cli("convert", INPUT, one, "--tile-size", "4096", "--level", "1", "--quiet")).code, 0);
+  assert.match((await cli("inspect", one)).stdout, /^ {2}tiles {8}1 tile of 57 cells; /m);
+  const four = join(tempDir(), "four");
+  assert.equal((await cli("convert", INPUT, four, "--tile-size", "16", "--level", "1", "--quiet")).code, 0);
+  assert.match((await cli("inspect", four)).stdout, /^ {2}tiles {8}4 tiles of 16 cells, the last of 9; /m);
+  const even = join(tempDir(), "even");
+  const pbmc = "data/pbmc68k-counts/pbmc68k_counts.h5ad"; // 700 cells
+  assert.equal((await cli("convert", pbmc, even, "--tile-size", "350", "--level", "1", "--quiet")).code, 0);
+  assert.match((await cli("inspect", even)).stdout, /^ {2}tiles {8}2 tiles of 350 cells; /m);
+});

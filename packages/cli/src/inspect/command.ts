@@ -3,9 +3,9 @@
  * sporadik store, what its description says.
  */
 import { codecInfo, formatCodecInfo } from "@deltacells/core";
-import { formatBytes } from "@deltacells/storage/internal";
 import { COMMON_HELP, count, parse } from "../args.js";
 import type { CommandResult } from "../command.js";
+import { formatBytes, formatCount } from "../format.js";
 import { openCountedAny } from "../io.js";
 import { codecJson } from "../json.js";
 
@@ -20,6 +20,24 @@ tiles on this machine (native or TypeScript kernel, its instruction set, the zst
 
 options:
 ${COMMON_HELP}`;
+
+/**
+ * How many cells the tiles hold, as they are: "1 tile of 700 cells" (not the tile size, 4,096, a
+ * dataset smaller than one tile never fills), "5 tiles of 256 cells, the last of 83", or a range
+ * when they differ (an atlas appended to).
+ */
+function tilesHeld(tileCells: readonly number[]): string {
+  const n = tileCells.length;
+  if (n === 0) return "no tiles";
+  const first = tileCells[0]!;
+  const last = tileCells[n - 1]!;
+  if (tileCells.every((c) => c === first)) return `${count(n, "tile")} of ${count(first, "cell")}`;
+  if (tileCells.slice(0, -1).every((c) => c === first) && last < first)
+    return `${count(n, "tile")} of ${count(first, "cell")}, the last of ${formatCount(last)}`;
+  const min = tileCells.reduce((a, b) => Math.min(a, b));
+  const max = tileCells.reduce((a, b) => Math.max(a, b));
+  return `${count(n, "tile")} of ${formatCount(min)} .. ${count(max, "cell")}`;
+}
 
 function quantile(sorted: number[], q: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! : 0;
@@ -81,8 +99,8 @@ export async function inspect(argv: string[]): Promise<CommandResult> {
   const obsBytes = (m.obs_shard_bytes ?? []).reduce((x, y) => x + y, 0);
   const lines = [
     `${ds.url}: ${m.format} version ${m.version}`,
-    `  shape        ${m.n_cells.toLocaleString("en-US")} cells x ${m.n_genes.toLocaleString("en-US")} genes, ${nnz.toLocaleString("en-US")} nonzeros (density ${(info.density * 100).toFixed(2)}%)`,
-    `  tiles        ${count(ds.nTiles, "tile")} of ${count(m.tile_size, "cell")}; ${formatBytes(tileBytes)} in total, per tile min ${formatBytes(info.tile_bytes.min)}, median ${formatBytes(info.tile_bytes.median)}, max ${formatBytes(info.tile_bytes.max)}`,
+    `  shape        ${formatCount(m.n_cells)} cells x ${formatCount(m.n_genes)} genes, ${formatCount(nnz)} nonzeros (density ${(info.density * 100).toFixed(2)}%)`,
+    `  tiles        ${tilesHeld(m.tile_cells)}; ${formatBytes(tileBytes)} in total, per tile min ${formatBytes(info.tile_bytes.min)}, median ${formatBytes(info.tile_bytes.median)}, max ${formatBytes(info.tile_bytes.max)}`,
     `  compression  ${info.bytes_per_nonzero.toFixed(3)} bytes per nonzero; ${m.n_chunks} chunks per tile, zstd level ${m.zstd_level}`,
     `  genes        gene_order.npy ${m.has_gene_order ? "yes" : "no"}, var_names.txt ${m.has_var_names ? "yes" : "no"}, var.parquet ${m.has_var_table ? "yes" : "no"}${names ? `; first: ${names.slice(0, 5).join(", ")}${names.length > 5 ? ", ..." : ""}` : ""}`,
     `  obs          ${
