@@ -15,11 +15,12 @@ import {
   type MatrixShape,
   type SparseLayout,
 } from "./blocks.js";
+import { countProblem } from "./canonical.js";
 import { frameReader, readDataFrame, rowName } from "./dataframe.js";
 import { AnndataError, objectIn } from "./errors.js";
 import { obsmKeys, readObsmEntry } from "./obsm.js";
 import { BaseSource } from "./source.js";
-import { attrString, joinPath, type Tree, type TreeArray } from "./tree.js";
+import { attrString, joinPath, type Tree, type TreeArray, toNumbers } from "./tree.js";
 import type {
   CanonicalRowBlock,
   ColumnTable,
@@ -31,6 +32,9 @@ import type {
 } from "./types.js";
 
 type Layout = SparseLayout | { kind: "dense"; array: TreeArray };
+
+/** How many stored values of another matrix a refusal samples before suggesting it. */
+const SAMPLE_VALUES = 4096;
 
 /** Opens the AnnData matrix chosen by `opts` (X, a layer, or raw) of an opened tree. */
 export async function openAnnData(
@@ -168,6 +172,28 @@ class AnnDataSource extends BaseSource {
 
   protected readVar(): Promise<ColumnTable> {
     return readDataFrame(this.tree, this.varPath, this.nGenes);
+  }
+
+  protected override async firstNonCount(path: string) {
+    const layout = await layoutOf(this.tree, path);
+    // The first stored values (a sparse matrix's data, a dense one's first rows): enough to tell
+    // a normalised or scaled matrix, whose values are almost all fractions, without reading it.
+    const values =
+      layout.kind === "dense"
+        ? await layout.array.read(
+            0,
+            Math.min(
+              layout.array.shape[0]!,
+              Math.max(1, Math.floor(SAMPLE_VALUES / Math.max(1, layout.array.shape[1] ?? 1))),
+            ),
+          )
+        : await layout.data.read(0, Math.min(layout.data.shape[0]!, SAMPLE_VALUES));
+    const numbers = toNumbers(values);
+    for (let i = 0; i < numbers.length; i++) {
+      const reason = countProblem(numbers[i]!);
+      if (reason !== undefined) return { reason, value: numbers[i]! };
+    }
+    return undefined;
   }
 
   protected readObs(exclude: ReadonlySet<string>): Promise<ColumnTable> {

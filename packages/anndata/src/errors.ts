@@ -93,7 +93,25 @@ export interface NotCountsFields {
   geneName?: string | undefined;
   /** Other matrices of the same input that may hold raw counts ("layers/counts", "raw/X"). */
   alternatives: string[];
+  /** Other matrices of the input whose first values are not counts either, each with the first such value. */
+  notCountsEither?: OtherMatrixSample[];
 }
+
+/** A matrix of the input other than the one read, sampled and found not to hold counts. */
+export interface OtherMatrixSample {
+  /** Its path ("raw.X", "layers/NAME"). */
+  matrix: string;
+  reason: NotCountsReason;
+  value: number;
+}
+
+/** What a value that is not a count looks like, in words. */
+const NOT_COUNT_WORDS: Record<NotCountsReason, string> = {
+  negative: "a negative value",
+  "not-integer": "a value that is not an integer",
+  "too-large": "a count too large for int32",
+  "not-finite": "a value that is not finite",
+};
 
 /** A matrix value that is not a non-negative integer count fitting int32; `found` is the value. */
 export class NotCountsError extends AnndataError {
@@ -105,6 +123,7 @@ export class NotCountsError extends AnndataError {
   readonly gene: number;
   readonly geneName: string | undefined;
   readonly alternatives: string[];
+  readonly notCountsEither: OtherMatrixSample[];
 
   constructor(message: string, f: Omit<NotCountsFields, "location" | "object"> & { object: string }) {
     super(message, {
@@ -121,6 +140,7 @@ export class NotCountsError extends AnndataError {
     this.gene = f.gene;
     this.geneName = f.geneName;
     this.alternatives = f.alternatives;
+    this.notCountsEither = f.notCountsEither ?? [];
   }
 
   /** The refusal of the value `f` describes, with the cell and gene named and what to do. */
@@ -129,16 +149,15 @@ export class NotCountsError extends AnndataError {
       f.cellName === undefined ? `cell ${f.cell}` : `cell ${f.cell} (${JSON.stringify(f.cellName)})`;
     const gene =
       f.geneName === undefined ? `gene ${f.gene}` : `gene ${f.gene} (${JSON.stringify(f.geneName)})`;
-    const what = {
-      negative: "a negative value",
-      "not-integer": "a value that is not an integer",
-      "too-large": "a count too large for int32",
-      "not-finite": "a value that is not finite",
-    }[f.reason];
+    const what = NOT_COUNT_WORDS[f.reason];
+    const either = f.notCountsEither ?? [];
+    const others = either.map((o) => `${o.matrix} holds ${NOT_COUNT_WORDS[o.reason]} (${o.value})`);
     const hint =
       f.alternatives.length > 0
-        ? ` This input has other matrices that may hold raw counts: ${f.alternatives.join(", ")}.`
-        : " Convert the raw counts (the matrix before normalisation or scaling), not a processed matrix.";
+        ? ` This input has other matrices that may hold raw counts: ${f.alternatives.join(", ")}${others.length ? ` (${others.join("; ")}: not counts either)` : ""}.`
+        : others.length > 0
+          ? ` Nor do its other matrices: ${others.join("; ")}. This file holds processed values only: convert the raw counts it was made from (the matrix before normalisation or scaling).`
+          : " Convert the raw counts (the matrix before normalisation or scaling), not a processed matrix.";
     return new NotCountsError(
       `${f.location}: ${f.object} is not a matrix of raw counts: ${cell}, ${gene} holds ${what} (${f.value}); ` +
         `expected non-negative integers below 2^31.${hint}`,

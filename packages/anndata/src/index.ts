@@ -13,6 +13,7 @@ export {
   NotCountsError,
   type NotCountsFields,
   type NotCountsReason,
+  type OtherMatrixSample,
   UnsupportedColumnsError,
   UnsupportedFilterError,
 } from "./errors.js";

@@ -5,7 +5,13 @@
 
 import type { CellRange } from "./blocks.js";
 import { BadCount, BadGeneIndex } from "./canonical.js";
-import { AnndataError, NotCountsError, objectIn } from "./errors.js";
+import {
+  AnndataError,
+  NotCountsError,
+  type NotCountsReason,
+  objectIn,
+  type OtherMatrixSample,
+} from "./errors.js";
 import type {
   CanonicalRowBlock,
   ColumnTable,
@@ -31,8 +37,19 @@ export abstract class BaseSource implements MatrixSource {
   get nnz(): number | undefined {
     return undefined;
   }
-  /** Other matrices of the input that may hold raw counts, as CLI options. */
+  /** Other matrices of the input that may hold raw counts ("layers/counts", "raw/X"). */
   protected alternatives: string[] = [];
+
+  /**
+   * The first value of matrix `path` (one of {@link alternatives}) that is not a count, among its
+   * first stored values, or undefined when those are all counts (or it cannot be read): a refusal
+   * suggests only the matrices worth trying. Inputs with no other matrix keep this default.
+   */
+  protected async firstNonCount(
+    _path: string,
+  ): Promise<{ reason: NotCountsReason; value: number } | undefined> {
+    return undefined;
+  }
 
   protected abstract readVar(): Promise<ColumnTable>;
   protected abstract readObs(exclude: ReadonlySet<string>): Promise<ColumnTable>;
@@ -125,6 +142,13 @@ export abstract class BaseSource implements MatrixSource {
   /** Turns builder errors into input errors that name the cell and gene. */
   private async explain(err: unknown): Promise<unknown> {
     if (err instanceof BadCount) {
+      const alternatives: string[] = [];
+      const notCountsEither: OtherMatrixSample[] = [];
+      for (const matrix of this.alternatives) {
+        const found = await this.firstNonCount(matrix).catch(() => undefined);
+        if (found) notCountsEither.push({ matrix, ...found });
+        else alternatives.push(matrix);
+      }
       return NotCountsError.of({
         location: this.location,
         object: this.matrixPath,
@@ -134,7 +158,8 @@ export abstract class BaseSource implements MatrixSource {
         cellName: await this.nameOf("obs", err.cell),
         gene: err.gene,
         geneName: await this.nameOf("var", err.gene),
-        alternatives: this.alternatives,
+        alternatives,
+        notCountsEither,
       });
     }
     if (err instanceof BadGeneIndex) {

@@ -14,7 +14,7 @@ import { counting, DATA, drain } from "./helpers.js";
 const LEGACY = join(DATA, "legacy-anndata", "pbmc68k_reduced.h5ad");
 const A = (f: string) => join(DATA, "anndata", f);
 
-test("a scaled X (legacy pbmc68k) is refused naming the cell and gene, suggesting raw", async () => {
+test("a scaled X (legacy pbmc68k) is refused naming the cell and gene, and what its log-normalised raw.X holds instead of suggesting it", async () => {
   await assert.rejects(drain(LEGACY), (err: unknown) => {
     assert.ok(err instanceof NotCountsError);
     assert.equal(err._tag, "NotCounts");
@@ -23,11 +23,18 @@ test("a scaled X (legacy pbmc68k) is refused naming the cell and gene, suggestin
     assert.equal(err.cellName, "AAAGCCTGGCTAAC-1");
     assert.equal(err.gene, 0);
     assert.equal(err.geneName, "HES4");
-    assert.deepEqual(err.alternatives, ["raw.X"]);
-    assert.deepEqual(err.hint, { kind: "other-matrices", matrices: ["raw.X"] });
+    // raw.X is log-normalised: suggesting it would lead to a second refusal
+    assert.deepEqual(err.alternatives, []);
+    assert.equal(err.hint, undefined);
+    assert.equal(err.notCountsEither.length, 1);
+    assert.equal(err.notCountsEither[0]!.matrix, "raw.X");
+    assert.equal(err.notCountsEither[0]!.reason, "not-integer");
     assert.match(err.message, /AAAGCCTGGCTAAC-1/);
     assert.match(err.message, /HES4/);
-    assert.match(err.message, /raw\.X/);
+    assert.match(
+      err.message,
+      /Nor do its other matrices: raw\.X holds a value that is not an integer \(\d+\.\d+\)\. This file holds processed values only/,
+    );
     assert.doesNotMatch(err.message, /--/, "a library message names no command-line flag");
     return true;
   });
