@@ -190,7 +190,7 @@ def deltacells_command() -> list[str]:
     if found is None:
         raise FileNotFoundError(
             "deltacells is not on the PATH: install it (npm install -g @deltacells/cli) or set DELTACELLS "
-            "to the command that runs it (e.g. DELTACELLS='npx deltacells')"
+            "to the command that runs it (in a checkout's root: export DELTACELLS=\"node $PWD/packages/cli/bin/deltacells.js\")"
         )
     return [found]
 

@@ -109,3 +109,25 @@ test("the built command converts .h5ad and writes sporadik under node --max-old-
     rmSync(out, { recursive: true, force: true });
   }
 });
+
+test("examples/python's setup line, run in the checkout's root, gives a command that works from any other folder", async () => {
+  const readme = readFileSync(join(REPO, "examples/python/README.md"), "utf8");
+  const line = /^export DELTACELLS=.*$/m.exec(readme)?.[0];
+  assert.ok(line, "the README gives the line that sets DELTACELLS");
+  assert.doesNotMatch(line, /npx/, "npx outside the checkout asks the registry");
+  const elsewhere = mkdtempSync(join(tmpdir(), "deltacells-elsewhere-"));
+  try {
+    const r = await run("sh", [
+      "-c",
+      `cd "$1" && ${line} && cd "$2" && $DELTACELLS --version`,
+      "sh",
+      REPO,
+      elsewhere,
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    const { version } = JSON.parse(readFileSync(join(REPO, "packages/cli/package.json"), "utf8"));
+    assert.equal(r.stdout, `deltacells ${version}\n`);
+  } finally {
+    rmSync(elsewhere, { recursive: true, force: true });
+  }
+});
