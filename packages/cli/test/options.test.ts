@@ -3,9 +3,11 @@
  * every option it accepts is listed, and the ways of asking for help and the version all work.
  */
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { test } from "node:test";
 import { type Common, commonOptions } from "../src/args.js";
-import { cli, cliPlain, deltacellsPlain, streamInProcess } from "./cli-helpers.js";
+import { cli, cliPlain, deltacellsPlain, REPO, streamInProcess } from "./cli-helpers.js";
 
 /** The command names the top-level help lists. */
 async function commandNames(): Promise<string[]> {
@@ -111,5 +113,17 @@ test("-v, -V, --version and version all print the version", async () => {
     const r = await cli(word);
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout, expected);
+  }
+});
+
+test("docs/cli.md names every option of every command in the command's section", async () => {
+  const doc = readFileSync(join(REPO, "docs/cli.md"), "utf8");
+  for (const name of await commandNames()) {
+    const section = doc.split(`\n## \`deltacells ${name}\``)[1]?.split("\n## ")[0];
+    assert.ok(section, `docs/cli.md has a section for ${name}`);
+    const module = (await import(`../src/${name}/command.js`)) as Record<string, object>;
+    const own = Object.keys(Object.entries(module).find(([k]) => k.endsWith("_OPTIONS"))![1]);
+    const missing = own.filter((o) => !section.includes(`\`--${o}\``));
+    assert.deepEqual(missing, [], `docs/cli.md, deltacells ${name}`);
   }
 });
