@@ -9,8 +9,8 @@ import {
   AnndataError,
   NotCountsError,
   type NotCountsReason,
-  objectIn,
   type OtherMatrixSample,
+  objectIn,
 } from "./errors.js";
 import type {
   CanonicalRowBlock,

@@ -33,7 +33,8 @@ export function companionSummary(companion: { json: { bytes: number; checksums: 
 
 /** The `--json` field of statistics written with the dataset. */
 export function statsSummary(stats: WriteStatsResult | undefined) {
-  return stats ? { stats: { path: STATS_PATH, bytes: stats.bytes } } : {};
+  // Not "stats": that key is --stats' (the storage requests), which would replace it.
+  return stats ? { statistics: { path: STATS_PATH, bytes: stats.bytes } } : {};
 }
 
 /** The statistics' line: where, how large, which columns have per-category sums and which not. */

@@ -35,6 +35,18 @@ test("every command's --json and --stats --json keys are snake_case", async () =
   const ds = join(dir, "ds");
   const small = ["--tile-size", "16", "--level", "1", "--quiet"];
   await json("convert", "data/anndata/csr.h5ad", ds, ...small, "--stats");
+  // --stats' key and the dataset statistics' (convert --sporadik writes them) are two keys
+  const both = await json(
+    "convert",
+    "data/anndata/csr.h5ad",
+    join(dir, "with"),
+    ...small,
+    "--sporadik",
+    "--stats",
+  );
+  assert.equal((both.statistics as { path: string }).path, "stats");
+  assert.equal(typeof (both.stats as { bytes_written: number }).bytes_written, "number");
+  await json("stats", ds, "--quiet", "--stats");
   const inspect = await json("inspect", ds, "--stats");
   assert.equal(typeof (inspect.stats as { bytes_read: number }).bytes_read, "number");
   const validate = await json("validate", ds, "--stats");

@@ -25,7 +25,7 @@ before(async () => {
   const b = await cli("convert", PBMC, plain, "--quiet", "--threads", "1");
   assert.equal(a.code, 0, a.stderr);
   assert.equal(b.code, 0, b.stderr);
-  assert.equal((JSON.parse(a.stdout) as { stats: { path: string } }).stats.path, "stats");
+  assert.equal((JSON.parse(a.stdout) as { statistics: { path: string } }).statistics.path, "stats");
 });
 after(() => dir && rmSync(dir, { recursive: true, force: true }));
 

@@ -11,6 +11,7 @@ import type { CommandResult } from "../command.js";
 import { openCountedDataset } from "../io.js";
 import { ProgressBar } from "../progress.js";
 import { statsText } from "../summary.js";
+
 export const STATS_HELP = `usage: deltacells stats DATASET [options]
 
 Compute a dataset's statistics and write them under DATASET/stats/: per gene the sum, sum of
@@ -33,12 +34,15 @@ options:
   --quiet        no progress bar
 ${COMMON_HELP}`;
 
+/** The options of `deltacells stats` besides the shared ones (args.ts). */
+export const STATS_OPTIONS = {
+  threads: { type: "string" },
+  quiet: { type: "boolean" },
+  "break-lock": { type: "boolean" },
+} as const;
+
 export async function stats(argv: string[]): Promise<CommandResult> {
-  const { values, positionals, locations } = parse(
-    argv,
-    { threads: { type: "string" }, quiet: { type: "boolean" }, "break-lock": { type: "boolean" } },
-    ["DATASET"],
-  );
+  const { values, positionals, locations } = parse(argv, STATS_OPTIONS, ["DATASET"]);
   if (values.help) return { text: STATS_HELP };
   const location = positionals[0]!;
   const threads = intOption(values, "threads", availableParallelism(), 1, 256)!;
