@@ -18,7 +18,7 @@ import {
 import { countProblem } from "./canonical.js";
 import { frameReader, readDataFrame, rowName } from "./dataframe.js";
 import { AnndataError, objectIn } from "./errors.js";
-import { obsmKeys, readObsmEntry } from "./obsm.js";
+import { obsmKeys, obsmShape, readObsmEntry } from "./obsm.js";
 import { BaseSource } from "./source.js";
 import { attrString, joinPath, type Tree, type TreeArray, toNumbers } from "./tree.js";
 import type {
@@ -27,6 +27,7 @@ import type {
   ColumnTableReader,
   Embedding,
   InputFormat,
+  InputInventory,
   MatrixSource,
   OpenInputOptions,
 } from "./types.js";
@@ -147,6 +148,9 @@ async function sparseShape(tree: Tree, path: string): Promise<number[]> {
   return shape;
 }
 
+/** AnnData groups no reader here reads: a conversion says it left them out when they hold something. */
+const UNREAD_GROUPS = ["uns", "obsp", "varm", "varp"];
+
 class AnnDataSource extends BaseSource {
   constructor(
     private readonly tree: Tree,
@@ -209,6 +213,24 @@ class AnnDataSource extends BaseSource {
   ): Promise<ColumnTableReader | undefined> {
     // zarr too: its columns are read through a window of whole chunks (see row-window.ts)
     return frameReader(this.tree, "obs", this.nCells, exclude);
+  }
+
+  override async inventory(): Promise<InputInventory> {
+    const matrices = [...(this.matrixPath === "X" ? [] : ["X"]), ...this.alternatives];
+    const groups: InputInventory["groups"] = [];
+    // A pre-0.7 file keeps the categories of its compound obs and var in uns/<column>_categories,
+    // which are read with them.
+    const legacy = (await this.tree.get("obs"))?.kind === "array";
+    for (const name of UNREAD_GROUPS) {
+      const node = await this.tree.get(name);
+      let keys = node?.kind === "group" ? await node.keys() : [];
+      if (legacy && name === "uns") keys = keys.filter((k) => !k.endsWith("_categories"));
+      if (keys.length > 0) groups.push({ name, keys });
+    }
+    const obsm: InputInventory["obsm"] = [];
+    for (const key of await obsmKeys(this.tree))
+      obsm.push({ key, ...(await obsmShape(this.tree, key, this.nCells)) });
+    return { matrices, groups, obsm };
   }
 
   protected override readObsmKeys(): Promise<string[]> {

@@ -415,7 +415,8 @@ async function columnReader(
 }
 
 /** The column names of a data frame's `column-order` attribute (absent, one name, or a list). */
-function columnOrder(order: unknown): string[] {
+/** The names of a dataframe group's `column-order` attribute. */
+export function columnOrder(order: unknown): string[] {
   if (order === undefined || order === null) return [];
   if (typeof order === "string") return [order];
   return Array.from(order as ArrayLike<unknown>, (x) => attrString(x) ?? String(x));

@@ -39,7 +39,7 @@ export type InputHint =
   /** The genomes of a multi-genome Cell Ranger file, one of which must be chosen (`genome`). */
   | { kind: "choose-genome"; genomes: string[] }
   /** An option that does not apply to this input and should be left out. */
-  | { kind: "drop-option"; option: "layer" | "raw" | "transpose" | "genome" }
+  | { kind: "drop-option"; option: "layer" | "raw" | "transpose" | "genome" | "geneNames" | "cellNames" }
   /** Reading stopped for want of progress: more time may help (a very slow disk), `hdf5Timeout`. */
   | { kind: "raise-timeout"; option: "hdf5Timeout"; seconds: number };
 

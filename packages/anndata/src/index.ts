@@ -24,6 +24,7 @@ export type {
   Embedding,
   Embeddings,
   InputFormat,
+  InputInventory,
   MatrixSource,
   NumericValues,
   OpenInputOptions,

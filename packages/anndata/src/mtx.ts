@@ -6,7 +6,8 @@
  *   feature_types (3rd, when present), as scanpy's read_10x_mtx makes them; symbols are not made
  *   unique (var_names_make_unique is a separate step in scanpy too).
  * - A plain `.mtx[.gz]` file, genes x cells as 10x and Seurat write it, or cells x genes with
- *   `transpose`; names are positions ("0", "1", ...) as anndata's read_mtx gives them.
+ *   `transpose`; names are positions ("0", "1", ...) as anndata's read_mtx gives them, unless
+ *   files naming the genes (one a line, or a 10x `features.tsv`) and the cells are given.
  *
  * Memory: the file is streamed. The first `rowBlocks` call checks (one parsing pass) whether the
  * entries come grouped by cell in increasing order, as Cell Ranger writes them; if so every
@@ -226,13 +227,60 @@ async function* entryBatches(
   }
 }
 
+/** The rows of a tab-separated file, gunzipped when it starts with gzip's signature. */
 async function readTsv(path: string): Promise<string[][]> {
   let bytes: Uint8Array = await readFile(path);
-  if (path.endsWith(".gz")) bytes = gunzipSync(bytes);
+  if (bytes[0] === 0x1f && bytes[1] === 0x8b) bytes = gunzipSync(bytes);
   const text = new TextDecoder().decode(bytes);
   const rows = text.split("\n");
   if (rows[rows.length - 1] === "") rows.pop();
   return rows.map((r) => r.replace(/\r$/, "").split("\t"));
+}
+
+/**
+ * The gene table of a 10x `features.tsv` (or `genes.tsv`), as scanpy's read_10x_mtx makes it:
+ * var index = gene symbols (2nd column), columns gene_ids (1st) and feature_types (3rd, when
+ * present). A file of one column holds the names (and, in a 10x folder, the gene_ids too).
+ */
+function featureTable(feat: string[][], idsOfNames: boolean): ColumnTable {
+  const col = (k: number) => feat.map((r) => r[k] ?? "");
+  const named = feat.every((r) => r.length >= 2);
+  if (!named && !idsOfNames) return { indexName: null, index: col(0), columns: [] };
+  const columns: TableColumn[] = [{ name: "gene_ids", kind: "string", values: col(0) }];
+  if (feat.every((r) => r.length >= 3))
+    columns.push({ name: "feature_types", kind: "string", values: col(2) });
+  return { indexName: null, index: named ? col(1) : col(0), columns };
+}
+
+/** A names file given for one axis of a plain Matrix Market file, checked against its length. */
+async function namesFile(
+  file: string,
+  mtx: string,
+  axis: "genes" | "cells",
+  n: number,
+  transpose: boolean,
+): Promise<string[][]> {
+  let rows: string[][];
+  try {
+    rows = await readTsv(file);
+  } catch (cause) {
+    throw new AnndataError(
+      `${file}: cannot read the ${axis === "genes" ? "gene" : "cell"} names: ${(cause as Error).message}.`,
+      {
+        tag: "MalformedInput",
+        object: file,
+        cause,
+      },
+    );
+  }
+  if (rows.length !== n) {
+    const side = (axis === "genes") !== transpose ? "rows" : "columns";
+    throw new AnndataError(
+      `${file}: names ${rows.length} ${axis}, but ${mtx} has ${n} ${axis} (its ${side}${transpose ? ", read cells x genes" : ", read genes x cells as 10x writes it"}): give the file of this matrix, or ${transpose ? "leave out" : "add"} transpose if the matrix is ${transpose ? "genes x cells" : "cells x genes"}.`,
+      { tag: "MalformedInput", object: file, expected: n, found: rows.length },
+    );
+  }
+  return rows;
 }
 
 async function exists(p: string): Promise<boolean> {
@@ -249,16 +297,34 @@ async function firstExisting(dir: string, names: string[]): Promise<string | und
   return undefined;
 }
 
-/** Opens a plain Matrix Market file. */
-export async function openMtx(path: string, transpose: boolean): Promise<MtxSource> {
+/**
+ * Opens a plain Matrix Market file; `names.genes` and `names.cells` are files naming its genes
+ * and cells (see `OpenInputOptions.geneNames`), read with the tables.
+ */
+export async function openMtx(
+  path: string,
+  transpose: boolean,
+  names: { genes?: string; cells?: string } = {},
+): Promise<MtxSource> {
   const h = await readHeader(path);
   const cellsAreColumns = !transpose;
   const nCells = cellsAreColumns ? h.cols : h.rows;
   const nGenes = cellsAreColumns ? h.rows : h.cols;
   const positions = (n: number) => Array.from({ length: n }, (_, i) => String(i));
-  return new MtxSource("mtx", path, path, h, cellsAreColumns, nCells, nGenes, async () => ({
-    var: { indexName: null, index: positions(nGenes), columns: [] },
-    obs: { indexName: null, index: positions(nCells), columns: [] },
+  const unnamed = { cells: names.cells === undefined, genes: names.genes === undefined };
+  return new MtxSource("mtx", path, path, h, cellsAreColumns, nCells, nGenes, unnamed, async () => ({
+    var:
+      names.genes === undefined
+        ? { indexName: null, index: positions(nGenes), columns: [] }
+        : featureTable(await namesFile(names.genes, path, "genes", nGenes, transpose), false),
+    obs: {
+      indexName: null,
+      index:
+        names.cells === undefined
+          ? positions(nCells)
+          : (await namesFile(names.cells, path, "cells", nCells, transpose)).map((r) => r[0] ?? ""),
+      columns: [],
+    },
   }));
 }
 
@@ -290,17 +356,13 @@ export async function openTenxMtx(dir: string): Promise<MtxSource> {
         { tag: "MalformedInput", object: dir },
       );
     }
-    const col = (k: number) => feat.map((r) => r[k] ?? "");
-    const columns: TableColumn[] = [{ name: "gene_ids", kind: "string", values: col(0) }];
-    if (feat.every((r) => r.length >= 3))
-      columns.push({ name: "feature_types", kind: "string", values: col(2) });
-    const index = feat.every((r) => r.length >= 2) ? col(1) : col(0);
     return {
-      var: { indexName: null, index, columns },
+      var: featureTable(feat, true),
       obs: { indexName: null, index: bc.map((r) => r[0] ?? ""), columns: [] },
     };
   };
-  return new MtxSource("10x-mtx", dir, matrix, h, true, nCells, nGenes, tables);
+  const unnamed = { cells: false, genes: false };
+  return new MtxSource("10x-mtx", dir, matrix, h, true, nCells, nGenes, unnamed, tables);
 }
 
 export class MtxSource extends BaseSource {
@@ -317,6 +379,7 @@ export class MtxSource extends BaseSource {
     private readonly cellsAreColumns: boolean,
     readonly nCells: number,
     readonly nGenes: number,
+    override readonly unnamed: { cells: boolean; genes: boolean },
     private readonly loadTables: () => Promise<{ var: ColumnTable; obs: ColumnTable }>,
   ) {
     super();

@@ -13,4 +13,12 @@ export {
 } from "./h5ad-write.js";
 export { hdf5Reason } from "./hdf5-errors.js";
 export * from "./index.js";
+export {
+  type MatrixMarketOptions,
+  TENX_FILES,
+  tenxBarcodes,
+  tenxFeatures,
+  writeMatrixMarket,
+  writeTsv,
+} from "./mtx-write.js";
 export { detectFormat, openInput } from "./open.js";

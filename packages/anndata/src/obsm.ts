@@ -7,7 +7,7 @@
  * sub-array field per key (anndata splits it into one array per field, as here).
  */
 
-import { readDataFrame } from "./dataframe.js";
+import { columnOrder, readDataFrame } from "./dataframe.js";
 import { AnndataError, objectIn } from "./errors.js";
 import { attrString, joinPath, type Tree, type TreeArray, toNumbers } from "./tree.js";
 import type { Embedding, NumericValues } from "./types.js";
@@ -211,4 +211,39 @@ async function legacyEntry(tree: Tree, obsm: TreeArray, key: string, nCells: num
     dtype: dtypeOf(field.kind, field.itemSize),
     values,
   };
+}
+
+/**
+ * The kind and shape of one obsm entry, from its metadata (no values read): "dense" (a numeric
+ * array), "sparse", "table" (a dataframe: cells x columns), or "other" (an encoding the reader
+ * does not represent, shape as stored when known).
+ */
+export async function obsmShape(
+  tree: Tree,
+  key: string,
+  nCells: number,
+): Promise<{ kind: "dense" | "sparse" | "table" | "other"; shape: number[] }> {
+  const obsm = await tree.get(OBSM);
+  if (obsm?.kind === "array") {
+    const field = obsm.fields?.find((f) => f.name === key);
+    const numeric = field && ["float", "int", "uint", "bool"].includes(field.kind);
+    return { kind: numeric ? "dense" : "other", shape: [obsm.shape[0] ?? 0, ...(field?.shape ?? [])] };
+  }
+  const node = await tree.get(joinPath(OBSM, key));
+  if (node === undefined) return { kind: "other", shape: [] };
+  const attrs = await node.attrs();
+  const enc = attrString(attrs["encoding-type"]);
+  if (node.kind === "array") {
+    const numeric = ["float", "int", "uint", "bool"].includes(node.element);
+    return {
+      kind: numeric && (enc === undefined || enc === "array") ? "dense" : "other",
+      shape: [...node.shape],
+    };
+  }
+  if (enc === "csr_matrix" || enc === "csc_matrix")
+    return { kind: "sparse", shape: Array.from((attrs.shape ?? []) as ArrayLike<number | bigint>, Number) };
+  if (enc === "dataframe") {
+    return { kind: "table", shape: [nCells, columnOrder(attrs["column-order"]).length] };
+  }
+  return { kind: "other", shape: [] };
 }

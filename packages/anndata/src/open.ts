@@ -43,7 +43,7 @@ export async function openInput(location: string, opts: OpenInputOptions = {}): 
       const cut = location.lastIndexOf("/");
       const name = location.slice(cut + 1);
       const dir = await copyToTemp(open(location.slice(0, cut)), location, [[name]]);
-      return removingOnClose(await openMtx(join(dir, name), opts.transpose ?? false), dir);
+      return removingOnClose(await openMtx(join(dir, name), opts.transpose ?? false, mtxNames(opts)), dir);
     }
     remote = new RemoteZarrStore(open(location));
   }
@@ -94,6 +94,17 @@ export async function openInput(location: string, opts: OpenInputOptions = {}): 
       },
     );
   }
+  for (const [option, axis] of [
+    ["geneNames", "genes"],
+    ["cellNames", "cells"],
+  ] as const) {
+    if (opts[option] !== undefined && format !== "mtx") {
+      throw new AnndataError(
+        `${path}: names files (${option}) name the ${axis} of a plain Matrix Market file; a ${format} input names its own.`,
+        { tag: "Unsupported", object: path, hint: { kind: "drop-option", option } },
+      );
+    }
+  }
   switch (format) {
     case "h5ad": {
       const tree = await openHdf5(path, { timeoutSeconds: opts.hdf5Timeout });
@@ -120,8 +131,13 @@ export async function openInput(location: string, opts: OpenInputOptions = {}): 
     case "10x-mtx":
       return openTenxMtx(path);
     case "mtx":
-      return openMtx(path, opts.transpose ?? false);
+      return openMtx(path, opts.transpose ?? false, mtxNames(opts));
   }
+}
+
+/** The names files of a plain Matrix Market file. */
+function mtxNames(opts: OpenInputOptions): { genes?: string; cells?: string } {
+  return { genes: opts.geneNames, cells: opts.cellNames };
 }
 
 async function head(path: string, n: number): Promise<Uint8Array> {

@@ -19,6 +19,7 @@ import type {
   Embedding,
   Embeddings,
   InputFormat,
+  InputInventory,
   MatrixSource,
   RowBlockOptions,
 } from "./types.js";
@@ -37,6 +38,8 @@ export abstract class BaseSource implements MatrixSource {
   get nnz(): number | undefined {
     return undefined;
   }
+  /** Every axis is named, unless the reader says otherwise. */
+  readonly unnamed: { cells: boolean; genes: boolean } = { cells: false, genes: false };
   /** Other matrices of the input that may hold raw counts ("layers/counts", "raw/X"). */
   protected alternatives: string[] = [];
 
@@ -74,6 +77,11 @@ export abstract class BaseSource implements MatrixSource {
         object: this.location,
       }),
     );
+  }
+
+  /** Nothing besides the matrix, obs and var; AnnData inputs say what they hold. */
+  async inventory(): Promise<InputInventory> {
+    return { matrices: [], groups: [], obsm: [] };
   }
 
   obsmKeys(): Promise<string[]> {

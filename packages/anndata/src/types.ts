@@ -111,6 +111,12 @@ export interface MatrixSource {
    */
   readonly nnz?: number;
   /**
+   * The axes the input names nothing along: their names are positions ("0", "1", ...), as
+   * anndata's read_mtx gives them (a plain Matrix Market file without names files, a bare zarr
+   * array). A cell table of positions only is not stored.
+   */
+  readonly unnamed: { cells: boolean; genes: boolean };
+  /**
    * One row per gene, in source order. For 10x inputs the index holds gene symbols (not made
    * unique) and the columns are gene_ids, feature_types (and genome), as scanpy's read_10x_* make them.
    */
@@ -135,9 +141,24 @@ export interface MatrixSource {
    * Inputs without obsm (10x, Matrix Market, bare zarr arrays) return `{}`.
    */
   obsm(keys?: string[]): Promise<Embeddings>;
+  /**
+   * What the input holds besides the matrix read, its obs and var: so that a conversion can say
+   * what it did not keep. Read from metadata only (no values).
+   */
+  inventory(): Promise<InputInventory>;
   /** Canonical CSR blocks, in order, covering all cells, with bounded memory. */
   rowBlocks(opts?: RowBlockOptions): AsyncIterable<CanonicalRowBlock>;
   close(): Promise<void>;
+}
+
+/** What an input holds besides the matrix read (see {@link MatrixSource.inventory}). */
+export interface InputInventory {
+  /** The other matrices, by path: "X" (when a layer or raw is read), "layers/NAME", "raw/X". */
+  matrices: string[];
+  /** The non-empty groups no reader here reads (uns, obsp, varm, varp), with their keys. */
+  groups: { name: string; keys: string[] }[];
+  /** Every obsm entry in store order, its kind and shape (a table's: cells x columns). */
+  obsm: { key: string; kind: "dense" | "sparse" | "table" | "other"; shape: number[] }[];
 }
 
 /** Options of `openInput`. */
@@ -148,6 +169,13 @@ export interface OpenInputOptions {
   raw?: boolean;
   /** The plain Matrix Market file is cells x genes (the default is genes x cells, as 10x and Seurat write). */
   transpose?: boolean;
+  /**
+   * Plain Matrix Market file: a file naming its genes, one a line, or a 10x `features.tsv` (id,
+   * name, type: read as a 10x folder's), gzipped or not. The rows of the file are the genes.
+   */
+  geneNames?: string;
+  /** Plain Matrix Market file: a file naming its cells, one a line (a 10x `barcodes.tsv`), gzipped or not. */
+  cellNames?: string;
   /** Skip detection. */
   format?: InputFormat;
   /** Genome group of a multi-genome Cell Ranger v2 HDF5 file. */

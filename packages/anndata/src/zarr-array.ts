@@ -33,6 +33,7 @@ const positions = (n: number) => Array.from({ length: n }, (_, i) => String(i));
 class BareArraySource extends BaseSource {
   readonly format = "zarr-array" as const;
   readonly matrixPath = "";
+  override readonly unnamed = { cells: true, genes: true };
   readonly nCells: number;
   readonly nGenes: number;
 

@@ -23,6 +23,7 @@ test("@deltacells/anndata/node exports exactly these names", () => {
   assert.deepEqual(exportsOf(node), [
     "AnndataError: class",
     "NotCountsError: class",
+    "TENX_FILES: object",
     "UnsupportedColumnsError: class",
     "UnsupportedFilterError: class",
     "detectFormat: function",
@@ -30,7 +31,11 @@ test("@deltacells/anndata/node exports exactly these names", () => {
     "isAnndataError: function",
     "openInput: function",
     "reorderRows: function",
+    "tenxBarcodes: function",
+    "tenxFeatures: function",
     "writeH5ad: function",
+    "writeMatrixMarket: function",
+    "writeTsv: function",
   ]);
 });
 

@@ -11,6 +11,9 @@ type Hint =
   | { kind: "drop-option"; option: string }
   | { kind: "raise-timeout"; option: string; seconds: number };
 
+/** The reader options whose flag has another name. */
+const OPTION_FLAGS: Record<string, string> = { geneNames: "genes", cellNames: "barcodes" };
+
 /** The flag that reads a matrix path of an AnnData input. */
 function flagFor(matrix: string): string {
   return matrix.startsWith("layers/") ? `--layer ${matrix.slice("layers/".length)}` : "--raw";
@@ -35,7 +38,7 @@ export function cliHint(err: unknown): string | undefined {
     case "choose-genome":
       return `choose one with --genome NAME (${hint.genomes.join(", ")})`;
     case "drop-option":
-      return `leave out --${hint.option}`;
+      return `leave out --${OPTION_FLAGS[hint.option] ?? hint.option}`;
     case "raise-timeout":
       return `allow more time with --hdf5-timeout SECONDS (it was ${hint.seconds}; 0 waits for ever)`;
     default:

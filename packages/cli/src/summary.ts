@@ -2,7 +2,14 @@
  * What a writing command (convert, plan, append, finalize) says about what it wrote: its `--json`
  * fields and its lines.
  */
-import { COMPANION_PATH, type DatasetManifest, STATS_PATH, type WriteStatsResult } from "@deltacells/core";
+import {
+  COMPANION_PATH,
+  type DatasetManifest,
+  type KeepWith,
+  type LeftOutPart,
+  STATS_PATH,
+  type WriteStatsResult,
+} from "@deltacells/core";
 import { count } from "./args.js";
 import { formatBytes } from "./format.js";
 
@@ -79,4 +86,52 @@ export function textFromLine(manifest: DatasetManifest): string {
 export function leftoverLine(removed: string[]): string {
   if (removed.length === 0) return "";
   return `\n  removed ${count(removed.length, "temporary file")} left by a writer that was killed (${removed[0]}${removed.length > 1 ? ", ..." : ""})`;
+}
+
+/** The `--json` field of the axes the input named nothing along: ["genes", "cells"], or fewer. */
+export function unnamedAxes(unnamed: { cells: boolean; genes: boolean } | undefined): ("genes" | "cells")[] {
+  return [...(unnamed?.genes ? ["genes" as const] : []), ...(unnamed?.cells ? ["cells" as const] : [])];
+}
+
+/** The lines saying which axes have only positions for names, and the flag that names them. */
+export function unnamedLines(axes: ("genes" | "cells")[], manifest: DatasetManifest): string {
+  let out = "";
+  if (axes.includes("genes"))
+    out += `\n  genes unnamed: the input names none, so they are named by position (0 .. ${(manifest.n_genes - 1).toLocaleString("en-US")}); name them with --genes FILE (one a line, or a 10x features.tsv)`;
+  if (axes.includes("cells"))
+    out += `\n  cells unnamed: the input names none, so no cell table (obs) was stored; name them with --barcodes FILE (one a line)`;
+  return out;
+}
+
+/** The flag of `convert` that keeps a part, when there is one. */
+function keepFlag(keep: KeepWith | undefined): string | undefined {
+  if (keep === undefined) return undefined;
+  if (keep.kind === "obsm") return `--obsm ${keep.keys.join(",")}`;
+  if (keep.path.startsWith("layers/")) return `--layer ${keep.path.slice("layers/".length)}`;
+  if (keep.path === "raw/X" || keep.path === "raw.X") return "--raw";
+  return undefined; // X: the default, without --layer or --raw
+}
+
+/** The `--json` field listing what the input holds that the dataset does not, with the flag that keeps each. */
+export function notStoredSummary(parts: LeftOutPart[]) {
+  return parts.map(({ part, reason, keep }) => {
+    const flag = keepFlag(keep);
+    return { part, reason, ...(flag ? { flag } : {}) };
+  });
+}
+
+/** The lines of what was not stored, each with why and the flag that would keep it. */
+export function notStoredLines(parts: LeftOutPart[]): string {
+  if (parts.length === 0) return "";
+  const lines = parts.map(({ part, reason, keep }) => {
+    const flag = keepFlag(keep);
+    const how =
+      keep?.kind === "matrix"
+        ? `; ${flag ?? "leaving out --layer and --raw"} converts it instead`
+        : flag
+          ? `; ${flag} keeps it`
+          : "";
+    return `\n    ${part}: ${reason}${how}`;
+  });
+  return `\n  not stored (${count(parts.length, "part")} of the input):${lines.join("")}`;
 }

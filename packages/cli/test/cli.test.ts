@@ -96,15 +96,19 @@ test("convert, inspect, validate and export work together, with --json and --sta
   const lines = readFileSync(mtx, "utf8").split("\n");
   assert.equal(lines[0], "%%MatrixMarket matrix coordinate integer general");
   assert.match(lines[2]!, /^30 41 \d+$/);
-  // Matrix Market names no genes: columns in the dataset's order are said to be so, and how to
-  // get the input's order; in the input's order there is nothing to say.
-  assert.match(
-    exp.stdout,
-    /columns in the dataset's gene order .* --source-gene-order .*var_names\.txt names these columns/,
+  // The input's gene order by default: nothing to say. Matrix Market names no genes: columns in
+  // the dataset's order are said to be so, with the file that names them.
+  assert.doesNotMatch(exp.stdout, /dataset's order/);
+  assert.equal(
+    JSON.parse((await cli("export", out, mtx, "--cells", "10:40", "--json")).stdout).gene_order,
+    "source",
   );
-  const inOrder = await cli("export", out, mtx, "--cells", "10:40", "--source-gene-order");
-  assert.equal(inOrder.code, 0, inOrder.stderr);
-  assert.doesNotMatch(inOrder.stdout, /dataset's gene order/);
+  const datasetOrder = await cli("export", out, mtx, "--cells", "10:40", "--dataset-gene-order");
+  assert.equal(datasetOrder.code, 0, datasetOrder.stderr);
+  assert.match(
+    datasetOrder.stdout,
+    /genes in the dataset's order \(by decreasing total counts\), not the converted input's; the file names no genes: .*var_names\.txt names these columns/,
+  );
 });
 
 test("a file given where a dataset is read (the .h5ad itself) is refused as a file, with the conversion to run", async () => {

@@ -8,7 +8,7 @@ import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } 
 import { join } from "node:path";
 import { before, test } from "node:test";
 import { pathToFileURL } from "node:url";
-import { writeMatrixMarket } from "../src/export/mtx.js";
+import { writeMatrixMarket } from "@deltacells/anndata/node";
 import type { ExportPlan } from "../src/export/rows.js";
 import { assertShortError, cli, cliPlain, deltacells, REPO, tempDir } from "./cli-helpers.js";
 
@@ -87,7 +87,7 @@ test("a Matrix Market file failing while the rows are still read fails the expor
   };
   for (const gzip of [false, true]) {
     const path = join(dir, "no-such-folder", gzip ? "part.mtx.gz" : "part.mtx");
-    await assert.rejects(writeMatrixMarket(path, plan, " test", gzip), { code: "ENOENT" });
+    await assert.rejects(writeMatrixMarket(path, plan, { comment: " test", gzip }), { code: "ENOENT" });
   }
 });
 

@@ -386,9 +386,12 @@ test("slice --help prints its usage and exits 0; convert --help states the tempo
   assert.match(c.stdout, /about 8 bytes per nonzero/);
 });
 
-test("slice on a deltacells dataset says to convert it to sporadik first", async () => {
+test("slice on a deltacells dataset without a companion says how to make one", async () => {
   const r = await cli("slice", DATASET, "--axis", "0", "3");
   assert.equal(r.code, 1);
-  assert.match(r.stderr, /\[NotASporadikStore\]: .* is a deltacells dataset, .*--format sporadik/);
+  assert.match(
+    r.stderr,
+    /\[NotASporadikStore\]: .* is a deltacells dataset without a sporadik companion, .*--sporadik.*--format sporadik/,
+  );
   assert.equal(r.stdout, "");
 });

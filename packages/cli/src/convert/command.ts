@@ -12,6 +12,7 @@ import {
   type WriteStatsResult,
 } from "@deltacells/core";
 import { convertToDataset, zstdCompressor } from "@deltacells/core/node";
+import { isRemoteLocation } from "@deltacells/storage";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import {
   ATLAS_HELP,
@@ -32,9 +33,13 @@ import {
   companionSummary,
   datasetSummary,
   leftoverLine,
+  notStoredLines,
+  notStoredSummary,
   statsLine,
   statsSummary,
   textFromLine,
+  unnamedAxes,
+  unnamedLines,
 } from "../summary.js";
 import { convertAtlas, convertPlanTask } from "./atlas.js";
 import { companionWriter, writeStatsWithBar } from "./companion.js";
@@ -93,6 +98,12 @@ options:
   --layer NAME   AnnData: read layers/NAME instead of X
   --raw          AnnData: read raw/X instead of X
   --transpose    Matrix Market: the file is cells x genes (default genes x cells)
+  --genes FILE   one plain .mtx INPUT (which has no features file): its gene names, one a line,
+                 or a 10x features.tsv (id, name, type), gzipped or not; with any other input,
+                 or several, --genes is the atlas's declared gene space (below)
+  --barcodes FILE
+                 one plain .mtx INPUT: its cell names, one a line (a 10x barcodes.tsv), gzipped
+                 or not; they become the obs index (column "barcode"), as a 10x folder's
   --genome NAME  Cell Ranger v2 HDF5 with several genomes: the one to read
   --hdf5-timeout S
                  HDF5 inputs: stop with an error when HDF5 makes no progress for S seconds
@@ -129,6 +140,30 @@ function axesOption(spec: string | undefined): number[] {
   return [...new Set(parts.map(Number))].sort((a, b) => a - b);
 }
 
+/**
+ * The names files of a plain `.mtx` input (`--genes`, `--barcodes`): given for one input whose
+ * format is `mtx` (a local file detected as such, or a URL ending in .mtx[.gz]). `--genes` for
+ * anything else is left to the atlas options; `--barcodes` is handed on, for the reader to refuse.
+ */
+async function mtxNames(
+  inputs: string[],
+  values: Record<string, unknown>,
+): Promise<{ geneNames?: string; cellNames?: string }> {
+  const genes = values.genes as string | undefined;
+  const barcodes = values.barcodes as string | undefined;
+  if (inputs.length !== 1 || (genes === undefined && barcodes === undefined)) return {};
+  const input = inputs[0]!;
+  let plain = /\.mtx(\.gz)?$/i.test(input);
+  if (!plain && !isRemoteLocation(input)) {
+    const { detectFormat } = await import("@deltacells/anndata/node");
+    plain = (await detectFormat(input).catch(() => undefined)) === "mtx";
+  }
+  return {
+    ...(plain && genes !== undefined ? { geneNames: genes } : {}),
+    ...(barcodes !== undefined ? { cellNames: barcodes } : {}),
+  };
+}
+
 /** The options of `deltacells convert` besides the shared ones (args.ts). */
 export const CONVERT_OPTIONS = {
   "tile-size": { type: "string" },
@@ -152,6 +187,7 @@ export const CONVERT_OPTIONS = {
   ...OBS_PARSE_OPTIONS,
   sporadik: { type: "boolean" },
   "tmp-dir": { type: "string" },
+  barcodes: { type: "string" },
   plan: { type: "string" },
   task: { type: "string" },
   ...ATLAS_PARSE_OPTIONS,
@@ -183,7 +219,14 @@ export async function convert(argv: string[]): Promise<CommandResult> {
   const inputs = await atlasInputs(positionals.slice(0, -1), values);
   if (inputs.paths.length === 0)
     throw new UsageError("expected INPUT OUTPUT, INPUT... OUTPUT or --inputs LIST OUTPUT");
-  if (inputs.paths.length > 1 || asksForAtlas(values)) {
+  // --genes names a plain .mtx input's genes; with any other input it declares an atlas's genes.
+  const names = await mtxNames(inputs.paths, values);
+  const atlasValues = names.geneNames === undefined ? values : { ...values, genes: undefined };
+  if (inputs.paths.length > 1 || asksForAtlas(atlasValues)) {
+    if (values.barcodes !== undefined)
+      throw new UsageError(
+        "--barcodes names the cells of one plain .mtx input; an atlas's inputs name their own",
+      );
     if (format !== "deltacells")
       throw new UsageError(
         "several inputs make a deltacells dataset; convert it to a sporadik store afterwards (deltacells convert DATASET OUT.zarr --format sporadik)",
@@ -212,6 +255,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     raw: values.raw === true,
     transpose: values.transpose === true,
     genome: values.genome as string | undefined,
+    ...names,
     hdf5Timeout: intOption(values, "hdf5-timeout", undefined, 0, 86400),
     // s3:// and http(s):// zarr inputs are read through the storage layer (credentials, retries).
     openStore: (url: string) => locations.openCounted(url),
@@ -225,7 +269,15 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     );
   }
   if (format === "sporadik") {
-    for (const name of ["tile-size", "chunks", "level", "sporadik", ...Object.keys(OBS_PARSE_OPTIONS)]) {
+    for (const name of [
+      "tile-size",
+      "chunks",
+      "level",
+      "sporadik",
+      "genes",
+      "barcodes",
+      ...Object.keys(OBS_PARSE_OPTIONS),
+    ]) {
       if (values[name] !== undefined) throw new UsageError(`--${name} applies to --format deltacells only`);
     }
     return convertToSporadik(locations, {
@@ -264,7 +316,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
   let stats: WriteStatsResult | undefined;
   try {
     // The target is checked before the input is read: one that cannot be written is refused at once.
-    const { manifest, bytes, store, source, removedTempFiles } = await convertToDataset(
+    const { manifest, bytes, store, source, removedTempFiles, leftOut } = await convertToDataset(
       output,
       async () => {
         // Loaded here, not at the top: the HDF5 reader costs seconds to start, and a dataset input needs none.
@@ -311,13 +363,15 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       matrix_path: source.matrixPath,
       ...datasetSummary(manifest, bytes),
       ...companionSummary(companion?.report()),
+      unnamed: unnamedAxes(source.unnamed),
+      not_stored: notStoredSummary(leftOut),
       removed_temp_files: removedTempFiles,
       ...statsSummary(stats),
       seconds,
     };
     const text = `converted ${input} (${source.format}, ${source.matrixPath}) -> ${store.url}
   ${formatCount(manifest.n_cells)} cells x ${formatCount(manifest.n_genes)} genes, ${formatCount(summary.nnz)} nonzeros in ${count(manifest.tile_cells.length, "tile")}
-  ${formatBytes(bytes)} written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion?.report())}${statsLine(stats)}${textFromLine(manifest)}${leftoverLine(removedTempFiles)}`;
+  ${formatBytes(bytes)} written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion?.report())}${statsLine(stats)}${textFromLine(manifest)}${unnamedLines(summary.unnamed, manifest)}${notStoredLines(leftOut)}${leftoverLine(removedTempFiles)}`;
     return { text, json: summary, store };
   } catch (err) {
     throw explainObsError(err);

@@ -1,18 +1,23 @@
 /** `deltacells slice STORE --axis K POSITION...`: slices of a sporadik store, read as one batch. */
+
+import { cellNames, companionOf, type Dataset, sourceGeneNames } from "@deltacells/core";
 import {
   openArrayReader,
   PositionError,
   type Selection,
   type SparseArrayReader,
 } from "@deltacells/sporadik/node";
-import type { StoreStats } from "@deltacells/storage";
+import { joinLocation, type StoreStats } from "@deltacells/storage";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import type { CommandResult } from "../command.js";
 import { CliError } from "../errors.js";
 import { formatBytes, formatCount } from "../format.js";
+import { openCountedDataset } from "../io.js";
+import type { Locations } from "../locations.js";
 import { WaveCounter } from "./waves.js";
 
 export const SLICE_HELP = `usage: deltacells slice STORE --axis K POSITION... [options]
+       deltacells slice DATASET --axis K POSITION|NAME... [options]
 
 Print slices of a sporadik store: everything at each POSITION along axis K (for a store made by
 \`deltacells convert --format sporadik\`: axis 0 gives a cell's genes, axis 1 a gene's cells). All
@@ -21,6 +26,12 @@ brackets, then every indices and data run). A POSITION is a whole number or a ha
 (A defaults to 0, B to the axis length); order and repeats are kept. STORE is a local folder or a
 URL (s3://bucket/prefix, https://...).
 
+A deltacells DATASET converted with --sporadik is read through its companion store
+(DATASET/sporadik), and its names come along: a gene name may stand for a position on axis 1 and
+a cell name (the obs index) on axis 0, and every position printed has its name beside it. For a
+store of its own, --names-from DATASET takes the names of the dataset it was converted from (or
+of the same input).
+
 The axis is always named: which layout to read is the whole difference between them. An axis the
 store has no layout for, and a position outside the axis, are refused. So is a damaged store: a
 missing chunk, positions out of order or past the other axis, a decreasing indptr, a chunk failing
@@ -28,6 +39,8 @@ its checksum (stores written with --checksums), each named (\`deltacells validat
 
 options:
   --axis K       the axis to select along (required)
+  --names-from DATASET
+                 the cell and gene names of this deltacells dataset (its shape must be the store's)
   --dense        print each slice dense over the other axes instead of its nonzeros
   --fill-missing-data
                  read a missing data chunk as zeros (zarr's fill value) instead of refusing it:
@@ -50,17 +63,13 @@ class NotSporadikError extends CliError {
   }
 }
 
-/** A POSITION argument: one position, or a range whose open end is the axis length. */
-type PositionArg = { at: number } | { start: number; stop: number | undefined };
+/** A POSITION argument: one position, a range whose open end is the axis length, or a name. */
+type PositionArg = { at: number } | { start: number; stop: number | undefined } | { name: string };
 
 function positionArg(arg: string): PositionArg {
   if (/^\d+$/.test(arg)) return { at: Number(arg) };
   const range = /^(\d*):(\d*)$/.exec(arg);
-  if (!range) {
-    throw new UsageError(
-      `a POSITION is a whole number or a range A:B (e.g. 7, 10:20, :5, 100:), got ${JSON.stringify(arg)}`,
-    );
-  }
+  if (!range) return { name: arg };
   const start = range[1] ? Number(range[1]) : 0;
   const stop = range[2] ? Number(range[2]) : undefined;
   if (stop !== undefined && start > stop)
@@ -68,13 +77,40 @@ function positionArg(arg: string): PositionArg {
   return { start, stop };
 }
 
+/** The position of `name` along `axis`; refused when the names have it never, or more than once. */
+function positionOf(name: string, axis: number, names: readonly string[] | undefined): number {
+  const what = axis === 0 ? "cell" : "gene";
+  if (names === undefined) {
+    throw new UsageError(
+      `a POSITION is a whole number or a range A:B (e.g. 7, 10:20, :5, 100:), got ${JSON.stringify(name)}; names stand for positions only with the names of a dataset: slice DATASET, or --names-from DATASET`,
+    );
+  }
+  const first = names.indexOf(name);
+  if (first < 0) throw new UsageError(`no ${what} is named ${JSON.stringify(name)} on axis ${axis}`);
+  const again = names.indexOf(name, first + 1);
+  if (again >= 0)
+    throw new UsageError(
+      `${JSON.stringify(name)} names more than one ${what} on axis ${axis} (positions ${first}, ${again}${names.indexOf(name, again + 1) >= 0 ? ", ..." : ""}): give the position`,
+    );
+  return first;
+}
+
 /** The positions, ranges expanded, along `axis` of `shape`. */
-function expand(args: readonly PositionArg[], axis: number, shape: readonly number[]): number[] {
+function expand(
+  args: readonly PositionArg[],
+  axis: number,
+  shape: readonly number[],
+  names: readonly string[] | undefined,
+): number[] {
   const length = shape[axis] as number;
   const out: number[] = [];
   for (const arg of args) {
     if ("at" in arg) {
       out.push(arg.at);
+      continue;
+    }
+    if ("name" in arg) {
+      out.push(positionOf(arg.name, axis, names));
       continue;
     }
     const stop = arg.stop ?? length;
@@ -117,41 +153,101 @@ function describeReads(name: string, r: ReturnType<typeof delta>): string {
   return `${name} ${count(total, "request")} (get ${formatCount(r.requests.get)}, getRange ${formatCount(r.requests.get_range)}), ${formatBytes(r.bytes_read)}, ${count(r.waves, "wave")}`;
 }
 
-function render(sel: Selection, store: SparseArrayReader, url: string, dense: boolean) {
+/** The names along each axis of the store, where a dataset gives them. */
+type AxisNames = readonly (readonly string[] | undefined)[];
+
+function render(sel: Selection, store: SparseArrayReader, url: string, dense: boolean, names: AxisNames) {
   const axis = sel.indexedAxis;
   const dims = sel.indexShape;
+  const own = names[axis];
+  const label = (p: number) => (own ? `${p} (${own[p]})` : String(p));
   const head = `${url}: axis ${axis} of [${store.shape.join(", ")}] (${store.dtype}), ${count(sel.length, "position")}, ${count(sel.nnz, "nonzero")}; each slice is over axes [${sel.indexOrder.join(", ")}]`;
   const rows: string[] = [head];
   const slices: Record<string, unknown>[] = [];
+  const named = (p: number) => (own ? { name: own[p] } : {});
   if (dense) {
     const { shape, values } = sel.toDense();
     const width = dims.reduce((a, b) => a * b, 1);
     for (let i = 0; i < sel.length; i++) {
       const row = plain(values.subarray(i * width, (i + 1) * width));
-      slices.push({ position: sel.positions[i], values: row });
-      rows.push(`  ${sel.positions[i]}: ${row.join(" ")}`);
+      slices.push({ position: sel.positions[i], ...named(sel.positions[i]!), values: row });
+      rows.push(`  ${label(sel.positions[i]!)}: ${row.join(" ")}`);
     }
     return { text: rows.join("\n"), slices, denseShape: shape };
   }
   // Every value's coordinates, for naming a cell of a slice over several axes (in indexOrder).
   const coords = dims.length === 1 ? undefined : sel.coords().coords;
+  // The names along the one other axis of a 2-D store, when known.
+  const other = dims.length === 1 ? names[sel.indexOrder[0]!] : undefined;
   let entry = 0;
   for (let i = 0; i < sel.length; i++) {
     const { positions, values } = sel.sliceAt(i);
     const at = plain(positions);
     const vs = plain(values);
-    slices.push({ position: sel.positions[i], indices: at, values: vs });
+    slices.push({
+      position: sel.positions[i],
+      ...named(sel.positions[i]!),
+      indices: at,
+      ...(other ? { names: at.map((p) => other[Number(p)]) } : {}),
+      values: vs,
+    });
     const cells = at.map((p, k) => {
       const j = entry++;
       const where =
-        coords === undefined ? String(p) : `(${sel.indexOrder.map((axis) => coords[axis]![j]).join(",")})`;
+        coords === undefined
+          ? other
+            ? `${p} (${other[Number(p)]})`
+            : String(p)
+          : `(${sel.indexOrder.map((axis) => coords[axis]![j]).join(",")})`;
       return `${where}=${vs[k]}`;
     });
     rows.push(
-      `  ${sel.positions[i]}: ${count(at.length, "nonzero")}${cells.length ? `: ${cells.join(" ")}` : ""}`,
+      `  ${label(sel.positions[i]!)}: ${count(at.length, "nonzero")}${cells.length ? `: ${cells.join(" ")}` : ""}`,
     );
   }
   return { text: rows.join("\n"), slices, denseShape: undefined };
+}
+
+/**
+ * The names of `ds` along the axes of a cells x genes store of `shape`: the cells' (obs index)
+ * and the genes' in the input's order, as its companion and `--format sporadik` write them.
+ */
+async function datasetNames(ds: Dataset, shape: readonly number[]): Promise<AxisNames> {
+  if (shape.length !== 2 || shape[0] !== ds.nCells || shape[1] !== ds.nGenes) {
+    throw new UsageError(
+      `${ds.url} is ${ds.nCells.toLocaleString("en-US")} cells x ${ds.nGenes.toLocaleString("en-US")} genes, but the store is [${shape.join(", ")}]: its names cannot be this store's; give the dataset it was converted from`,
+    );
+  }
+  const cells = ds.manifest.has_obs ? await cellNames(ds, 0, ds.nCells) : undefined;
+  return [cells, await sourceGeneNames(ds)];
+}
+
+/**
+ * The store at `location`, or the companion of the dataset there (and the dataset, whose names
+ * come with it). A dataset without a companion is refused with what to do.
+ */
+async function openStoreOrCompanion(locations: Locations, location: string, fillMissingData: boolean) {
+  const store = locations.openCounted(location);
+  const waves = new WaveCounter(store);
+  // Positions are checked in every slice read: one pass, nothing next to printing them.
+  const options = { checkIndices: true, fillMissingData };
+  try {
+    return { store, waves, array: await openArrayReader(waves, options), dataset: undefined };
+  } catch (err) {
+    if (!((err as { _tag?: string })._tag === "IncompleteError" && (await store.get("manifest.json"))))
+      throw err;
+    const { ds } = await openCountedDataset(locations, location);
+    const rel = companionOf(ds);
+    if (rel === undefined) {
+      throw new NotSporadikError(
+        `${store.url} is a deltacells dataset without a sporadik companion, and slice reads sporadik stores: convert the input again with --sporadik (the companion at DATASET/sporadik), or \`deltacells convert ${location} OUTPUT.zarr --format sporadik\``,
+        { object: store.url, cause: err },
+      );
+    }
+    const companion = locations.openCounted(joinLocation(location, rel));
+    const counted = new WaveCounter(companion);
+    return { store: companion, waves: counted, array: await openArrayReader(counted, options), dataset: ds };
+  }
 }
 
 /** The options of `deltacells slice` besides the shared ones (args.ts). */
@@ -159,6 +255,7 @@ export const SLICE_OPTIONS = {
   axis: { type: "string" },
   dense: { type: "boolean" },
   "fill-missing-data": { type: "boolean" },
+  "names-from": { type: "string" },
 } as const;
 
 export async function slice(argv: string[]): Promise<CommandResult> {
@@ -173,35 +270,28 @@ export async function slice(argv: string[]): Promise<CommandResult> {
   const [location, ...rest] = positionals as [string, ...string[]];
   const args = rest.map(positionArg); // usage mistakes before any read
 
-  const store = locations.openCounted(location);
-  const waves = new WaveCounter(store);
-  // Positions are checked in every slice read: one pass, nothing next to printing them.
-  const array = await openArrayReader(waves, {
-    checkIndices: true,
-    fillMissingData: values["fill-missing-data"] === true,
-  }).catch(async (err) => {
-    // A deltacells dataset is the likeliest wrong STORE: say what to do with it.
-    if ((err as { _tag?: string })._tag === "IncompleteError" && (await store.get("manifest.json"))) {
-      throw new NotSporadikError(
-        `${store.url} is a deltacells dataset, and slice reads sporadik stores: convert it with \`deltacells convert ${location} OUTPUT.zarr --format sporadik\` first`,
-        { object: store.url, cause: err },
-      );
-    }
-    throw err;
-  });
+  const { store, waves, array, dataset } = await openStoreOrCompanion(
+    locations,
+    location,
+    values["fill-missing-data"] === true,
+  );
+  const namesFrom = values["names-from"] as string | undefined;
+  const nameSource = namesFrom === undefined ? dataset : (await openCountedDataset(locations, namesFrom)).ds;
+  const names = nameSource ? await datasetNames(nameSource, array.shape) : [];
   const opened = store.stats;
   const openWaves = waves.waves;
   waves.reset();
   const reader = array.along(axis);
-  const positions = expand(args, axis, reader.info.shape);
+  const positions = expand(args, axis, reader.info.shape, names[axis]);
   const selection = await reader.slicesAt(positions);
   const reads = {
     describe: delta(opened, NOTHING, openWaves),
     slices: delta(store.stats, opened, waves.waves),
   };
-  const { text, slices, denseShape } = render(selection, array, store.url, values.dense === true);
+  const { text, slices, denseShape } = render(selection, array, store.url, values.dense === true, names);
   const json = {
     store: store.url,
+    ...(nameSource ? { names_from: nameSource.url } : {}),
     axis,
     shape: array.shape,
     dtype: array.dtype,

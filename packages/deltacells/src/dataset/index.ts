@@ -2,6 +2,7 @@
 export { DEFAULT_LEVEL, DEFAULT_N_CHUNKS } from "../codec/encode.js";
 export type { CellRows } from "./cell-rows.js";
 export { COMPANION_PATH, companionOf, nameCompanion } from "./companion.js";
+export { type KeepWith, type LeftOutPart, leftOut } from "./left-out.js";
 export type { DatasetManifest } from "./manifest.js";
 export { type OpenDatasetOptions, openDataset } from "./open.js";
 export { Dataset } from "./reader.js";
@@ -12,6 +13,7 @@ export type {
   ColumnTableReader,
   DatasetSource,
   SourceEmbedding,
+  SourceInventory,
   TableColumn,
   TableColumnReader,
 } from "./source.js";

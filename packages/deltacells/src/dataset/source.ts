@@ -25,6 +25,16 @@ export interface SourceEmbedding {
   values?: ArrayLike<number | bigint>;
 }
 
+/** What an input holds besides the matrix read, its obs and var (`InputInventory` of @deltacells/anndata). */
+export interface SourceInventory {
+  /** The other matrices, by path: "X", "layers/NAME", "raw/X". */
+  matrices: string[];
+  /** Non-empty groups no reader reads (uns, obsp, varm, varp), with their keys. */
+  groups: { name: string; keys: string[] }[];
+  /** Every obsm entry in store order, its kind ("dense", "sparse", "table", "other") and shape. */
+  obsm: { key: string; kind: string; shape: number[] }[];
+}
+
 /** A count matrix the writer can convert (cells x genes). */
 export interface DatasetSource {
   readonly format: string;
@@ -32,6 +42,11 @@ export interface DatasetSource {
   readonly matrixPath: string;
   readonly nCells: number;
   readonly nGenes: number;
+  /**
+   * The axes the input names nothing along (their names are positions "0", "1", ...): a plain
+   * Matrix Market file without names, a bare zarr array. A cell table of positions only gets no obs.
+   */
+  readonly unnamed?: { cells: boolean; genes: boolean };
   var(): Promise<ColumnTable>;
   /** The cell table (obs); a source without one converts without obs. */
   obs?(opts?: { exclude?: string[] }): Promise<ColumnTable>;
@@ -41,6 +56,8 @@ export interface DatasetSource {
    * Column types must be known without reading the rows (a numeric column's first row may be read).
    */
   obsReader?(opts?: { exclude?: string[] }): Promise<ColumnTableReader | undefined>;
+  /** What the input holds besides the matrix, obs and var, for saying what was not stored. */
+  inventory?(): Promise<SourceInventory>;
   /** The keys of `obsm`, in store order. */
   obsmKeys?(): Promise<string[]>;
   /** The `obsm` entries named by `keys`, each read whole. */

@@ -142,3 +142,28 @@ export async function anndataObs(ds: Dataset, a: number, b: number): Promise<Ann
     obsm,
   };
 }
+
+/**
+ * The names of cells `[a, b)` of `ds` (the obs index, as {@link anndataObs} gives it), reading
+ * that one column; the cells' numbers in the dataset when it has no obs or names no index column.
+ */
+export async function cellNames(ds: Dataset, a: number, b: number): Promise<string[]> {
+  const indexColumn = ds.manifest.has_obs ? ds.manifest.metadata.obs_index : undefined;
+  if (typeof indexColumn !== "string") return Array.from({ length: b - a }, (_, i) => String(a + i));
+  const frame = await ds.obs([indexColumn]);
+  return indexLabels(frame.column(indexColumn), a, b);
+}
+
+/**
+ * The gene names of `ds` in the converted input's order (what its sporadik companion and an export
+ * use), from `var_names.txt` and `gene_order.npy`; in the dataset's order when it has no
+ * gene_order.npy; undefined when it has no names.
+ */
+export async function sourceGeneNames(ds: Dataset): Promise<string[] | undefined> {
+  const names = await ds.geneNames();
+  const order = await ds.geneOrder();
+  if (names === undefined || order === undefined) return names;
+  const out = new Array<string>(names.length);
+  for (let j = 0; j < names.length; j++) out[order[j]!] = names[j]!;
+  return out;
+}

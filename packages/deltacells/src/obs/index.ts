@@ -1,5 +1,5 @@
 /** The obs sidecar (spec: "Obs"): browser-safe parts. The local Arrow cache is in `./node.ts`. */
-export { type AnnDataObs, anndataObs } from "./anndata-obs.js";
+export { type AnnDataObs, anndataObs, cellNames, sourceGeneNames } from "./anndata-obs.js";
 export { categoryLabels, ObsColumn, ObsFrame } from "./frame.js";
 export { memoryLocalizer, type ObsLoadOptions, type ObsLocalizer } from "./localize.js";
 export { type ObsWriteOptions, UnknownObsExclude, UnsupportedObsColumns } from "./prepare.js";

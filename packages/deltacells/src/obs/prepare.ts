@@ -116,11 +116,8 @@ function refuseUnknownExcluded(location: string, available: string[], exclude: s
 
 /** The name the obs index column gets when the index is unnamed. */
 export function defaultIndexColumn(format: string): string {
-  return format === "10x-h5" || format === "10x-mtx" ? "barcode" : "obs_names";
+  return format === "10x-h5" || format === "10x-mtx" || format === "mtx" ? "barcode" : "obs_names";
 }
-
-/** Inputs whose cell table is only positions (no names, no columns): no obs is written for them. */
-const NO_CELL_TABLE = new Set(["mtx", "zarr-array"]);
 
 /**
  * What an export needs to rebuild the AnnData obs and obsm, kept in the manifest's `metadata`:
@@ -168,7 +165,8 @@ export async function openObs(
   opts: ObsWriteOptions = {},
   tolerant = false,
 ): Promise<OpenedObs | undefined> {
-  if (opts.skip || !source.obs || NO_CELL_TABLE.has(source.format)) return undefined;
+  // A cell table of positions only (no names, no columns) is not worth a sidecar.
+  if (opts.skip || !source.obs || source.unnamed?.cells) return undefined;
   const exclude = opts.exclude ?? [];
   const excluded = new Set(exclude);
   let table: ColumnTableReader;

@@ -16,6 +16,7 @@ import {
 } from "../atlas/build.js";
 import type { SecondOutput, SecondOutputMatrix } from "../atlas/second-output.js";
 import { COMPANION_PATH, nameCompanion } from "../dataset/companion.js";
+import { type LeftOutPart, leftOut } from "../dataset/left-out.js";
 import { MANIFEST_KEY } from "../dataset/manifest.js";
 import type { CanonicalRowBlock, DatasetSource } from "../dataset/source.js";
 import type { WriteDatasetOptions, WriteDatasetResult } from "../dataset/writer.js";
@@ -67,6 +68,8 @@ export interface ConvertToDatasetResult<S> extends WriteDatasetResult {
   source: S;
   /** Temporary files of killed writers removed from the target (a folder) once the lock was taken. */
   removedTempFiles: string[];
+  /** What the input holds that the dataset does not (see {@link leftOut}); [] when it cannot tell. */
+  leftOut: LeftOutPart[];
 }
 
 /** Options of {@link buildAtlasAt}: the build's, and the target's (every input is refused as the target). */
@@ -163,7 +166,10 @@ export async function convertToDataset<S extends ClosableSource>(
   return throughTarget(output, target, async (staging, secondOutput) => {
     const source = await open();
     try {
-      return { ...(await writeDataset(source, staging, { ...write, secondOutput })), source };
+      const written = await writeDataset(source, staging, { ...write, secondOutput });
+      const inventory = await source.inventory?.();
+      const left = inventory ? leftOut(inventory, written.manifest, source.matrixPath) : [];
+      return { ...written, source, leftOut: left };
     } finally {
       await source.close();
     }
