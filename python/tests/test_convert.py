@@ -49,3 +49,20 @@ def test_a_converted_dataset_can_be_replaced_with_overwrite(tmp_path: Path) -> N
     deltacells.convert(REPO / "data/pbmc68k-counts/pbmc68k_counts.h5ad", out, overwrite=True, progress=False)
     assert deltacells.open(out).shape == (700, 765)
     assert np.all(deltacells.open(out).var_names == anndata.read_h5ad(REPO / "data/pbmc68k-counts/pbmc68k_counts.h5ad").var_names)
+
+
+def test_a_plain_mtx_takes_its_names_as_keywords_and_the_summary_says_what_is_unnamed_or_not_stored(tmp_path: Path) -> None:
+    mtx = REPO / "data/seurat-pbmc-small/pbmc_small_counts.mtx"
+    bare = deltacells.convert(mtx, tmp_path / "bare", progress=False)
+    assert bare["unnamed"] == ["genes", "cells"]
+    genes = tmp_path / "genes.txt"
+    genes.write_text("".join(f"GENE{j}\n" for j in range(230)))
+    barcodes = tmp_path / "barcodes.txt"
+    barcodes.write_text("".join(f"CELL{i}\n" for i in range(80)))
+    named = deltacells.convert(mtx, tmp_path / "named", genes=genes, barcodes=barcodes, progress=False)
+    assert named["unnamed"] == []
+    adata = deltacells.open(tmp_path / "named").to_anndata()
+    assert list(adata.var_names) == [f"GENE{j}" for j in range(230)]
+    assert list(adata.obs_names) == [f"CELL{i}" for i in range(80)]
+    layer = deltacells.convert(REPO / "data/anndata/csr.h5ad", tmp_path / "layer", layer="counts", progress=False)
+    assert [(p["part"], p.get("flag")) for p in layer["not_stored"]] == [("X", None), ("raw/X", "--raw")]

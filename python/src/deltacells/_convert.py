@@ -31,13 +31,16 @@ def convert(
     ``hdf5_timeout``, ``threads``, ``overwrite=True``, ``break_lock=True``, ``sporadik=True``,
     ``format="sporadik"`` with ``axes=(0, 1)``, ``byte_addressable=True``, ``max_nnz``,
     ``tmp_dir``; the cell table's ``obs=False`` (none), ``obsm=["X_umap"]`` or ``obsm="none"``,
-    ``obs_exclude=[...]``, ``max_categories``. Storage options for ``s3://`` as for
+    ``obs_exclude=[...]``, ``max_categories``; a plain ``.mtx``'s names, ``genes="features.tsv"``
+    and ``barcodes="barcodes.tsv"``. Storage options for ``s3://`` as for
     :func:`deltacells.open` (``anon``, ``profile``, ``endpoint_url``, ...).
 
     ``progress``: a tqdm bar per pass (default: when tqdm is installed and stderr is a terminal).
 
     Returns the command's summary: ``n_cells``, ``n_genes``, ``nnz``, ``n_tiles``, ``bytes``,
-    ``output``, ``seconds``, ... A refusal raises the exception of its tag
+    ``output``, ``seconds``, ``unnamed`` (the axes the input named nothing along), ``not_stored``
+    (what the input holds that the dataset does not, each with ``reason`` and the ``flag`` that
+    keeps it when one does), ... A refusal raises the exception of its tag
     (:class:`~deltacells.TargetNotEmpty`, :class:`~deltacells.NotCounts`, ...), with its hint.
     """
     storage = {k: options.pop(k) for k in list(options) if k in STORAGE_OPTIONS}
