@@ -8,7 +8,7 @@ import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { openInput } from "@deltacells/anndata/node";
-import { cli, tempDir } from "./cli-helpers.js";
+import { assertShortError, cli, cliPlain, tempDir } from "./cli-helpers.js";
 
 const MTX = "data/seurat-pbmc-small/pbmc_small_counts.mtx";
 const GENES = Array.from({ length: 230 }, (_, i) => `GENE${i}`);
@@ -179,6 +179,17 @@ test("export to a folder writes a 10x folder that reads back as the input: count
   const named = join(dir, "export.mtx");
   assert.equal((await cli("export", ds, named, "--10x", "--cells", "0:5", "--quiet")).code, 0);
   assert.equal((await dense(named)).length, 5);
+});
+
+test("a 10x folder whose parent does not exist is refused in one line, under /proc too (where a recursive mkdir never returns)", async () => {
+  const ds = join(tempDir(), "ds");
+  assert.equal((await cli("convert", "data/anndata/csr.h5ad", ds, "--quiet")).code, 0);
+  for (const parent of [join(tempDir(), "no-such-folder"), "/proc/no-such-folder"]) {
+    assertShortError(
+      await cliPlain("export", ds, join(parent, "tenx/")),
+      /\[OutputNotWritable\]: cannot create the folder .* does not exist; create it first/,
+    );
+  }
 });
 
 test("slice DATASET reads its companion, takes gene and cell names for positions and prints names beside positions", async () => {

@@ -129,3 +129,34 @@ test("a target held by another writer is refused, naming the caller's option for
   await second.lock.release();
   assert.ok(!existsSync(join(out, ".deltacells-lock")));
 });
+
+test("leftOut lists what the source's inventory holds besides the dataset; an inventory that fails costs the note, not the dataset", async () => {
+  const inventory = {
+    matrices: ["layers/counts"],
+    groups: [{ name: "uns", keys: ["neighbors"] }],
+    obsm: [{ key: "X_pca", kind: "dense", shape: [10, 50] }],
+  };
+  const open = async (): Promise<ClosableSource> => ({
+    ...memorySource(randomMatrix(10, 6, 3)),
+    inventory: async () => inventory,
+    close: async () => {},
+  });
+  const listed = await convertToDataset(fresh(), open, write);
+  assert.deepEqual(
+    listed.leftOut.map((p) => [p.part, p.keep?.kind ?? null]),
+    [
+      ["obsm/X_pca", null], // memorySource has no obs, so no embedding could be kept
+      ["layers/counts", "matrix"],
+      ["uns", null],
+    ],
+  );
+  const out = fresh();
+  const failing = async (): Promise<ClosableSource> => ({
+    ...memorySource(randomMatrix(10, 6, 3)),
+    inventory: () => Promise.reject(new Error("no listing over HTTP")),
+    close: async () => {},
+  });
+  const result = await convertToDataset(out, failing, write);
+  assert.deepEqual(result.leftOut, []);
+  assert.equal((await openDataset(out)).nCells, 10);
+});

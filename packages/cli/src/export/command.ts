@@ -1,6 +1,6 @@
 /** `deltacells export DATASET OUTPUT`: to Matrix Market or AnnData .h5ad. */
 import { mkdir, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   type Frame,
@@ -18,7 +18,7 @@ import { COMMON_HELP, cellRange, count, parse, UsageError } from "../args.js";
 import type { CommandResult } from "../command.js";
 import { formatCount } from "../format.js";
 import { openCountedDataset } from "../io.js";
-import { writeFileAtomically } from "../output-file.js";
+import { OutputFileError, writeFileAtomically } from "../output-file.js";
 import { commandBar, type ProgressBar } from "../progress.js";
 import { type ExportPlan, planExport } from "./rows.js";
 
@@ -113,11 +113,15 @@ async function writeTenxFolder(
   genes: Frame,
   barcodes: string[],
 ): Promise<void> {
-  await mkdir(dir, { recursive: true }).catch((err) => {
-    throw new UsageError(`cannot create the folder ${dir}: ${(err as Error).message}`, {
-      object: dir,
-      cause: err,
-    });
+  // The folder itself, not its parents, as a file export needs its folder to exist (and Node's
+  // recursive mkdir never returns under /proc).
+  await mkdir(dir).catch((err) => {
+    const code = (err as { code?: string }).code;
+    if (code === "EEXIST") return;
+    throw new OutputFileError(
+      `cannot create the folder ${dir}: ${code === "ENOENT" ? `${dirname(resolve(dir))} does not exist; create it first or choose another path` : (err as Error).message}`,
+      { object: dir, code, cause: err },
+    );
   });
   await writeFileAtomically(join(dir, TENX_FILES.features), (tmp) =>
     writeTsv(tmp, tenxFeatures(genes), true),

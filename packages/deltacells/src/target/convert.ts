@@ -167,7 +167,9 @@ export async function convertToDataset<S extends ClosableSource>(
     const source = await open();
     try {
       const written = await writeDataset(source, staging, { ...write, secondOutput });
-      const inventory = await source.inventory?.();
+      // What the input holds besides the matrix is said when it can be told: a listing that fails
+      // (a store over HTTP lists nothing) costs the note, never the dataset just written.
+      const inventory = await source.inventory?.().catch(() => undefined);
       const left = inventory ? leftOut(inventory, written.manifest, source.matrixPath) : [];
       return { ...written, source, leftOut: left };
     } finally {
