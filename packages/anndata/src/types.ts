@@ -4,6 +4,7 @@
  */
 
 import type {
+  InputInventory,
   NumericArray,
   CanonicalRowBlock as SharedCanonicalRowBlock,
   ColumnTable as SharedColumnTable,
@@ -152,14 +153,7 @@ export interface MatrixSource {
 }
 
 /** What an input holds besides the matrix read (see {@link MatrixSource.inventory}). */
-export interface InputInventory {
-  /** The other matrices, by path: "X" (when a layer or raw is read), "layers/NAME", "raw/X". */
-  matrices: string[];
-  /** The non-empty groups no reader here reads (uns, obsp, varm, varp), with their keys. */
-  groups: { name: string; keys: string[] }[];
-  /** Every obsm entry in store order, its kind and shape (a table's: cells x columns). */
-  obsm: { key: string; kind: "dense" | "sparse" | "table" | "other"; shape: number[] }[];
-}
+export type { InputInventory } from "@deltacells/storage";
 
 /** Options of `openInput`. */
 export interface OpenInputOptions {

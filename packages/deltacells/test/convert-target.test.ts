@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
+import type { InputInventory } from "@deltacells/storage";
 import {
   type ClosableSource,
   convertToDataset,
@@ -131,7 +132,7 @@ test("a target held by another writer is refused, naming the caller's option for
 });
 
 test("leftOut lists what the source's inventory holds besides the dataset; an inventory that fails costs the note, not the dataset", async () => {
-  const inventory = {
+  const inventory: InputInventory = {
     matrices: ["layers/counts"],
     groups: [{ name: "uns", keys: ["neighbors"] }],
     obsm: [{ key: "X_pca", kind: "dense", shape: [10, 50] }],

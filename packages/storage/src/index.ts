@@ -41,6 +41,7 @@ export type {
   CanonicalRowBlock,
   ColumnTable,
   ColumnTableReader,
+  InputInventory,
   NumericArray,
   ObjectInfo,
   RangeQuery,

@@ -230,3 +230,16 @@ export interface ColumnTableReader<Values extends NumericArray = NumericArray> {
   /** As in {@link ColumnTable.excluded}. */
   excluded?: string[];
 }
+
+/**
+ * What an input holds besides the matrix read, its obs and var (`MatrixSource.inventory()` of
+ * @deltacells/anndata): what a conversion says it did not keep.
+ */
+export interface InputInventory {
+  /** The other matrices, by path: "X" (when a layer or raw is read), "layers/NAME", "raw/X". */
+  matrices: string[];
+  /** The non-empty groups no reader reads (uns, obsp, varm, varp), with their keys. */
+  groups: { name: string; keys: string[] }[];
+  /** Every obsm entry in store order, its kind and shape (a table's: cells x columns). */
+  obsm: { key: string; kind: "dense" | "sparse" | "table" | "other"; shape: number[] }[];
+}

@@ -13,7 +13,6 @@ export type {
   ColumnTableReader,
   DatasetSource,
   SourceEmbedding,
-  SourceInventory,
   TableColumn,
   TableColumnReader,
 } from "./source.js";

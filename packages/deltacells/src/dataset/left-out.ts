@@ -4,9 +4,10 @@
  * place for (uns, obsp, varm, varp). Each with why, and what would keep it when something can.
  * Browser-safe and pure.
  */
+
+import type { InputInventory } from "@deltacells/storage";
 import { AUTO_EMBEDDING_MAX_COLUMNS } from "../obs/plan.js";
 import type { DatasetManifest } from "./manifest.js";
-import type { SourceInventory } from "./source.js";
 
 /** What keeps a part, in this library's terms; a command line names its own flags. */
 export type KeepWith =
@@ -36,7 +37,7 @@ function some(keys: string[]): string {
  * its matrix at `matrixPath`) does not hold, in the order: obsm entries, matrices, groups.
  */
 export function leftOut(
-  inventory: SourceInventory,
+  inventory: InputInventory,
   manifest: DatasetManifest,
   matrixPath: string,
 ): LeftOutPart[] {

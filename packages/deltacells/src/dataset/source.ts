@@ -4,7 +4,7 @@
  * package depending on it; the row blocks and tables are the shared ones of `@deltacells/storage`.
  */
 
-import type { CanonicalRowBlock, ColumnTable, ColumnTableReader } from "@deltacells/storage";
+import type { CanonicalRowBlock, ColumnTable, ColumnTableReader, InputInventory } from "@deltacells/storage";
 
 export type {
   CanonicalRowBlock,
@@ -23,16 +23,6 @@ export interface SourceEmbedding {
   kind: string;
   shape: number[];
   values?: ArrayLike<number | bigint>;
-}
-
-/** What an input holds besides the matrix read, its obs and var (`InputInventory` of @deltacells/anndata). */
-export interface SourceInventory {
-  /** The other matrices, by path: "X", "layers/NAME", "raw/X". */
-  matrices: string[];
-  /** Non-empty groups no reader reads (uns, obsp, varm, varp), with their keys. */
-  groups: { name: string; keys: string[] }[];
-  /** Every obsm entry in store order, its kind ("dense", "sparse", "table", "other") and shape. */
-  obsm: { key: string; kind: string; shape: number[] }[];
 }
 
 /** A count matrix the writer can convert (cells x genes). */
@@ -57,7 +47,7 @@ export interface DatasetSource {
    */
   obsReader?(opts?: { exclude?: string[] }): Promise<ColumnTableReader | undefined>;
   /** What the input holds besides the matrix, obs and var, for saying what was not stored. */
-  inventory?(): Promise<SourceInventory>;
+  inventory?(): Promise<InputInventory>;
   /** The keys of `obsm`, in store order. */
   obsmKeys?(): Promise<string[]>;
   /** The `obsm` entries named by `keys`, each read whole. */
