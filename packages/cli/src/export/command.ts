@@ -14,7 +14,7 @@ import {
 } from "@deltacells/anndata/node";
 import { anndataObs, cellNames, type Dataset } from "@deltacells/core";
 import { parseLocation } from "@deltacells/storage";
-import { COMMON_HELP, cellRange, count, parse, UsageError } from "../args.js";
+import { COMMON_HELP, cellRange, parse, UsageError } from "../args.js";
 import type { CommandResult } from "../command.js";
 import { formatCount } from "../format.js";
 import { openCountedDataset } from "../io.js";
