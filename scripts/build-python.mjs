@@ -115,7 +115,11 @@ const packageOf = (spec) =>
 // What the bundle imports from packages it does not bundle (scripts/bundle-cli.mjs keeps them external).
 for (const f of readdirSync(bundle).filter((n) => n.endsWith(".js"))) {
   const text = readFileSync(join(bundle, f), "utf8");
-  for (const m of text.matchAll(/(?:from\s*|import\(\s*|require\(\s*)"([^".][^"]*)"/g))
+  // A specifier is a package name (and subpath) after `from`, `import(` or `require(` that are not
+  // part of a longer word: `values["names-from"]` in the bundle's code is no import.
+  for (const m of text.matchAll(
+    /(?<![\w$.-])(?:from\s*|import\(\s*|require\(\s*)"((?:@[\w.-]+\/)?[\w][\w.-]*(?:\/[\w.@-]+)*)"/g,
+  ))
     if (!m[1].startsWith("node:")) external.add(m[1]);
   // Modules loaded through createRequire(...)("name").
   for (const m of text.matchAll(/createRequire\([^;]*?\)\("([^".][^"]*)"\)/g)) external.add(m[1]);
