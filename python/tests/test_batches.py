@@ -143,6 +143,54 @@ def test_torch_datasets_split_covers_every_cell_once_over_ranks_and_workers(data
         assert sorted(seen) == list(range(57))
 
 
+@pytest.mark.parametrize("transport", ["shm", "pipe"])
+@pytest.mark.parametrize(
+    "resume",
+    [{"start_batch": 3}, {"order": "elastic", "lanes": 2, "start_global_batch": 5}],
+    ids=["start_batch", "start_global_batch"],
+)
+def test_a_resumed_epochs_start_applies_to_it_alone_and_later_epochs_hold_every_cell(datasets, transport, resume) -> None:
+    """torch_dataset(epoch=e, start_batch=k): epoch e resumes after k batches, the next ones start at 0."""
+    ds = deltacells.open(datasets["pbmc"])
+    plain = {k: v for k, v in resume.items() if not k.startswith("start")}
+    shards = EpochShards(ds, loader_options(batch_size=64, seed=4, epoch=2, threads=1, **resume), output="csr", dtype=np.float32, transport=transport)
+
+    def shard_epoch(epoch: int) -> list[list[int]]:
+        """Each batch's cells of the two workers of rank 0 of 1 (shards 0 and 1 of 2)."""
+        return [b.cells.tolist() for worker in range(2) for b in shards.iterate(worker, 2)]
+
+    def whole(epoch: int, **start: int) -> list[list[int]]:
+        """The same through batches(), shard by shard."""
+        return [
+            b.cells.tolist()
+            for shard in range(2)
+            for b in ds.batches(
+                batch_size=64, seed=4, epoch=epoch, rank=shard, world_size=2, threads=1, transport=transport, **plain, **start
+            )
+        ]
+
+    start = {k: v for k, v in resume.items() if k.startswith("start")}
+    resumed = shard_epoch(2)
+    assert resumed == whole(2, **start)
+    assert len(resumed) < len(whole(2))
+    for epoch in (3, 4):
+        shards.set_epoch(epoch)
+        assert shard_epoch(epoch) == whole(epoch)
+    # Back to the resumed epoch after another: a whole epoch, the resume was consumed.
+    shards.set_epoch(2)
+    assert shard_epoch(2) == whole(2)
+
+
+def test_batches_after_a_resumed_one_start_at_the_epochs_first_batch(datasets) -> None:
+    """A later epoch served by the command that streamed the resumed one starts at its start."""
+    ds = deltacells.open(datasets["pbmc"])
+    whole = [b.cells.tolist() for b in ds.batches(batch_size=64, seed=5, epoch=1, transport="pipe")]
+    assert len(list(ds.batches(batch_size=64, seed=5, epoch=0, start_batch=4))) > 0
+    later = ds.batches(batch_size=64, seed=5, epoch=1)
+    assert [b.cells.tolist() for b in later] == whole
+    assert [b.index for b in ds.batches(batch_size=64, seed=5, epoch=2)] == list(range(len(whole)))
+
+
 @pytest.mark.parametrize("start", ["fork", "spawn"])
 def test_set_epoch_reaches_a_copy_made_by_a_worker_process(datasets, start) -> None:
     import multiprocessing

@@ -49,7 +49,9 @@ class EpochShards:
     """The epochs of a dataset split into shards; what :class:`deltacells.torch.TorchDataset` runs.
 
     The epoch lives in shared memory (``set_epoch`` in the main process reaches DataLoader workers
-    that persist across epochs); everything else is fixed when made.
+    that persist across epochs); everything else is fixed when made. A resume (``start_batch`` or
+    ``start_global_batch``) is the epoch made with's alone: once ``set_epoch`` moves to another
+    epoch, every epoch starts at its first batch (also that one again).
     """
 
     def __init__(
@@ -69,7 +71,11 @@ class EpochShards:
         self.options = options
         self.output, self.dtype, self.transport, self.ring, self.copy = output, dtype, transport, ring, copy
         self.rank, self.world_size = rank, world_size
-        self._epoch = multiprocessing.get_context().Value("q", options.epoch, lock=False)
+        context = multiprocessing.get_context()
+        self._epoch = context.Value("q", options.epoch, lock=False)
+        # Shared as the epoch is: a worker persisting across epochs sees the resume consumed.
+        resumes = options.start_batch > 0 or options.start_global_batch is not None
+        self._resuming = context.Value("b", resumes, lock=False)
 
     @property
     def epoch(self) -> int:
@@ -79,6 +85,8 @@ class EpochShards:
         """The epoch the next iteration streams (call it before each epoch, as with ``DistributedSampler``)."""
         if epoch < 0:
             raise ValueError(f"epoch must not be negative, got {epoch}")
+        if epoch != self.options.epoch:
+            self._resuming.value = False
         self._epoch.value = epoch
 
     def stream(self, worker: int = 0, workers: int = 1) -> BatchStream:
@@ -86,6 +94,8 @@ class EpochShards:
         rank, world = distributed(self.rank, self.world_size)
         shard, shards = worker_shard(rank, world, worker, workers)
         options = self.options.replace(epoch=self.epoch, rank=shard, world_size=shards)
+        if not self._resuming.value:
+            options = options.replace(start_batch=0, start_global_batch=None)
         return self.dataset._stream(
             options,
             output=self.output,

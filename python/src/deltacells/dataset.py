@@ -246,7 +246,9 @@ class Dataset:
         (it reaches persistent workers). ``threads`` is the decoding threads of each worker's
         command: with several workers, 1 or 2 each. With ``order="elastic"`` the shards are the
         global batch sequence's ranks (``lanes`` a multiple of ranks times workers);
-        ``report_mixing`` prints each worker's report on stderr after its epoch.
+        ``report_mixing`` prints each worker's report on stderr after its epoch. ``start_batch`` (or
+        ``start_global_batch``) resumes ``epoch`` alone: after ``set_epoch`` to another epoch, every
+        epoch starts at its first batch.
         """
         from ._shards import EpochShards
 
