@@ -186,3 +186,48 @@ test("Dataset.tile's columns: the reader's own decoder, a pool, and a caller's d
     await pooled.close();
   }
 });
+
+test("every instruction set of the native kernel renumbers what it decodes as the TypeScript loops do: tails of every length, wide gaps, a cell of more than 65,537 genes", async () => {
+  const kernel = await loadNativeKernel();
+  if (!kernel) return;
+  const nGenes = 100_000;
+  const rnd = prng(31);
+  const indptr = [0];
+  const indices: number[] = [];
+  // Cells of 0..48 genes (every tail after blocks of 16), gaps of 1..3000 (both gap bytes in
+  // use), then one cell of 70,000 genes (the kernel's 64-bit loop for long cells).
+  for (let c = 0; c < 200; c++) {
+    const len = c % 49;
+    let g = Math.floor(rnd() * 5);
+    for (let i = 0; i < len && g < nGenes; i++) {
+      indices.push(g);
+      g += 1 + (rnd() < 0.3 ? Math.floor(rnd() * 3000) : Math.floor(rnd() * 3));
+    }
+    indptr.push(indices.length);
+  }
+  for (let g = 3; g < 70_003; g++) indices.push(g);
+  indptr.push(indices.length);
+  const rows = {
+    nGenes,
+    indptr,
+    indices: Int32Array.from(indices),
+    data: Int32Array.from(indices, (_, i) => 1 + (i % 37)),
+  };
+  const map = permutation(32, nGenes);
+  const tile = await encodeTile(rows, { nChunks: 3, level: 3 });
+  try {
+    for (let level = kernel.isa(99); level >= 0; level--) {
+      kernel.isa(level);
+      assertRenumbered(decodeTileSync(tile, { columns: map }), rows, map);
+      assertRenumbered(decodeTileSync(tile, { columns: map, cells: [37, 150] }), rows, map, 37, 150);
+    }
+  } finally {
+    kernel.isa(99);
+  }
+  useNativeKernel(false);
+  try {
+    assertRenumbered(decodeTileSync(tile, { columns: map }), rows, map);
+  } finally {
+    useNativeKernel(true);
+  }
+});
