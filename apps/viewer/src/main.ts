@@ -121,6 +121,8 @@ async function drawEmbedding(name: string): Promise<void> {
   if (!cols) return;
   const x = cols.get(emb.x) as Extract<ObsValues, { kind: "numeric" }>;
   const y = cols.get(emb.y) as Extract<ObsValues, { kind: "numeric" }>;
+  // The coordinates as stored, for the rows in embedding order (computed once the plot is drawn).
+  const stored = { x: x.values, y: /spatial/i.test(name) ? y.values.slice() : y.values };
   // Spatial coordinates are image pixels, y downwards: flipped, the section shows as in its image.
   if (/spatial/i.test(name)) for (let i = 0; i < y.values.length; i++) y.values[i] = -y.values[i]!;
   ctx.coords = normalise(x.values, y.values);
@@ -143,6 +145,12 @@ async function drawEmbedding(name: string): Promise<void> {
   state.embedding = emb.name;
   $<HTMLSelectElement>("embedding").value = emb.name;
   await paint();
+  // After the first draw, off the open's path: a selection before it reads the companion's rows.
+  setTimeout(() => {
+    s.useEmbedding([emb.x, emb.y], stored.x, stored.y);
+    state.rowsOrderMs = s.rowsOrderMs;
+    state.rowsProblem = s.rowsProblem;
+  }, 0);
   if (state.hiddenCategories.length) applyHidden();
   if (state.selection.length && state.selectionFrom.kind === "cells") ctx.scatter.select(state.selection);
 }

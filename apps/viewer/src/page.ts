@@ -37,6 +37,10 @@ export interface ViewerState {
   embedding: string | undefined;
   embeddings: string[];
   firstDrawMs: number | undefined;
+  /** How long the page took to compute the order of the rows in embedding order (ms), once it did. */
+  rowsOrderMs: number | undefined;
+  /** Why the rows in embedding order are named but not used. */
+  rowsProblem: string | undefined;
   gene: GeneValues | undefined;
   geneMs: number | undefined;
   /** A gene set: its genes and each cell's mean over them, on the scale. */
@@ -79,6 +83,8 @@ export const state: ViewerState = {
   embedding: undefined,
   embeddings: [],
   firstDrawMs: undefined,
+  rowsOrderMs: undefined,
+  rowsProblem: undefined,
   gene: undefined,
   geneMs: undefined,
   geneSet: undefined,

@@ -11,11 +11,16 @@ import {
   companionOf,
   type Dataset,
   type DatasetStats,
+  type EmbeddingRows,
+  embeddingOrder,
+  embeddingRowsOf,
   emptyMoments,
   type GeneStats,
   type Moments,
   openDataset,
   openStats,
+  orderDigest,
+  rowsOf,
   TARGET_SUM,
 } from "@deltacells/core";
 import { openArrayReader, type SparseArrayReader } from "@deltacells/sporadik";
@@ -98,6 +103,8 @@ export class Session {
     readonly stats: DatasetStats | undefined,
     /** Why there are none: a sentence for the page (none written, or of another version). */
     readonly statsProblem: string | undefined,
+    /** The companion's rows in embedding order (`convert --sporadik-rows`), with what the manifest says of them. */
+    private readonly embeddingRows: { reader: SparseArrayReader; named: EmbeddingRows } | undefined,
   ) {
     this.nameOfColumn = new Array<string>(names.length);
     for (let j = 0; j < names.length; j++) this.nameOfColumn[columnOf[j]!] = names[j]!;
@@ -112,17 +119,31 @@ export class Session {
     return this.ds.nCells;
   }
 
+  /**
+   * Row of each cell in the store of rows in embedding order, once computed from the drawn
+   * embedding; undefined when the page has no such store or the embedding drawn is another.
+   */
+  private rowOfCell: Uint32Array | undefined;
+  /** Why the rows in embedding order are not used, when they are named but cannot be. */
+  rowsProblem: string | undefined;
+  /** How long computing the embedding order took in the page (ms). */
+  rowsOrderMs: number | undefined;
+
   /** Opens the dataset at `locs.data` and its companion (named in the manifest, or given). */
   static async open(locs: Locations, meter: Meter, signal: AbortSignal): Promise<Session> {
     const store = meter.wrap(open(locs.data, locs));
     const ds = await openDataset(store, { signal });
     const rel = locs.sporadik === undefined ? companionOf(ds) : undefined;
     const companionLoc = locs.sporadik ?? (rel ? joinLocation(locs.data, rel) : undefined);
-    const [names, order, obs, companion] = await Promise.all([
+    const namedRows = companionLoc ? embeddingRowsOf(ds) : undefined;
+    const [names, order, obs, companion, rowsReader] = await Promise.all([
       ds.geneNames(),
       ds.geneOrder(),
       openObs(ds, signal),
       companionLoc ? openArrayReader(meter.wrap(open(companionLoc, locs))) : Promise.resolve(undefined),
+      namedRows
+        ? openArrayReader(meter.wrap(open(joinLocation(locs.data, namedRows.path), locs)))
+        : Promise.resolve(undefined),
     ]);
     const geneNames = names ?? Array.from({ length: ds.nGenes }, (_, j) => `gene ${j}`);
     const columnOf = order ?? Int32Array.from({ length: ds.nGenes }, (_, j) => j);
@@ -151,6 +172,11 @@ export class Session {
       ),
     ]);
     if (max) maxima = Float64Array.from(max, Number);
+    if (rowsReader && (rowsReader.shape[0] !== ds.nCells || rowsReader.shape[1] !== ds.nGenes)) {
+      throw new Error(
+        `the sporadik store of rows in embedding order at ${joinLocation(locs.data, namedRows!.path)} has shape [${rowsReader.shape.join(", ")}], the dataset [${ds.nCells}, ${ds.nGenes}]: they hold different matrices`,
+      );
+    }
     if (stats?.geneOrder === "dataset" && order) {
       // Per-gene arrays in the dataset's order while the companion's are the source's: refuse.
       statsProblem =
@@ -168,7 +194,27 @@ export class Session {
       maxima,
       stats,
       statsProblem,
+      rowsReader && namedRows ? { reader: rowsReader, named: namedRows } : undefined,
     );
+  }
+
+  /**
+   * The embedding drawn, as its obs columns hold it (before any flip): when the store of rows in
+   * embedding order is ordered by it, each cell's row there is computed from it (once), and its
+   * order checked against the digest the writer recorded.
+   */
+  useEmbedding(columns: [string, string], x: Float32Array, y: Float32Array): void {
+    const rows = this.embeddingRows;
+    if (!rows || this.rowOfCell) return;
+    if (columns[0] !== rows.named.embedding[0] || columns[1] !== rows.named.embedding[1]) return;
+    const started = performance.now();
+    const order = embeddingOrder(x, y);
+    if (orderDigest(order) !== rows.named.digest) {
+      this.rowsProblem = `the rows in embedding order at ${rows.named.path} were ordered by other coordinates than this dataset's ${columns.join("/")} (convert again with --sporadik-rows): selections read the companion`;
+      return;
+    }
+    this.rowOfCell = rowsOf(order);
+    this.rowsOrderMs = performance.now() - started;
   }
 
   /** The embedding columns present in obs, best first. */
@@ -367,7 +413,16 @@ export class Session {
     const sums = new Float64Array(this.ds.nGenes);
     const moments = emptyMoments(this.ds.nGenes);
     if (this.companion) {
-      const batch = await this.companion.slicesAt(cells, { axis: 0 });
+      // A lasso's cells are a few runs of rows in embedding order, scattered over every chunk of
+      // the companion's rows (dataset order): read them there when the page has that order.
+      const rowOf = this.rowOfCell;
+      const ordered = rowOf && this.embeddingRows;
+      const batch = ordered
+        ? await ordered.reader.slicesAt(
+            cells.map((c) => rowOf[c]!),
+            { axis: 0 },
+          )
+        : await this.companion.slicesAt(cells, { axis: 0 });
       const rows = {
         indptr: Float64Array.from(batch.indptr as ArrayLike<number | bigint>, Number),
         indices: toNumbers(batch.indices),

@@ -43,6 +43,7 @@ import {
 } from "../summary.js";
 import { convertAtlas, convertPlanTask } from "./atlas.js";
 import { companionWriter, writeStatsWithBar } from "./companion.js";
+import { type EmbeddingRowsReport, writeEmbeddingRows } from "./embedding-rows.js";
 import { convertToSporadik, MAX_NNZ_CEILING } from "./sporadik.js";
 
 /**
@@ -119,6 +120,11 @@ options:
                  genes in the source's order, with maxima; named in the manifest's metadata), so
                  one gene across all cells reads in two requests (the viewer colours cells by it),
                  and the dataset's statistics at OUTPUT/stats/ (see \`deltacells stats\`)
+  --sporadik-rows
+                 with --sporadik: also the companion's rows sorted along a Hilbert curve over
+                 the embedding (X_umap, else the first KEY_0/KEY_1 pair of obs) at
+                 OUTPUT/sporadik-rows/ (with order.npy, the cell of each row; named in the
+                 manifest), so the viewer reads a lasso's rows in a few requests
   --quiet        no progress bar
   --plan OUTPUT  run one task of the plan at OUTPUT (made by deltacells plan): its tiles and obs
                  shards, then its completion record; the index is --task I, else
@@ -186,6 +192,7 @@ export const CONVERT_OPTIONS = {
   "break-lock": { type: "boolean" },
   ...OBS_PARSE_OPTIONS,
   sporadik: { type: "boolean" },
+  "sporadik-rows": { type: "boolean" },
   "tmp-dir": { type: "string" },
   barcodes: { type: "string" },
   plan: { type: "string" },
@@ -305,6 +312,8 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     if (values[name] !== undefined && !values.sporadik)
       throw new UsageError(`--${name} applies to sporadik output only (--format sporadik or --sporadik)`);
   }
+  if (values["sporadik-rows"] !== undefined && !values.sporadik)
+    throw new UsageError("--sporadik-rows applies with --sporadik only (its rows come from the companion)");
 
   const obs = obsOptions(values);
   const started = performance.now();
@@ -314,6 +323,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     ? companionWriter(locations, { output, threads, bar, checksums: values["no-checksums"] !== true })
     : undefined;
   let stats: WriteStatsResult | undefined;
+  let rows: EmbeddingRowsReport | undefined;
   try {
     // The target is checked before the input is read: one that cannot be written is refused at once.
     const { manifest, bytes, store, source, removedTempFiles, leftOut } = await convertToDataset(
@@ -350,6 +360,10 @@ export async function convert(argv: string[]): Promise<CommandResult> {
               afterCommit: async (store) => {
                 bar.finish();
                 stats = await writeStatsWithBar(store, threads, bar);
+                if (values["sporadik-rows"] === true)
+                  rows = await writeEmbeddingRows(locations, output, {
+                    checksums: values["no-checksums"] !== true,
+                  });
               },
             }
           : {}),
@@ -367,11 +381,12 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       not_stored: notStoredSummary(leftOut),
       removed_temp_files: removedTempFiles,
       ...statsSummary(stats),
+      ...(rows ? { sporadik_rows: { ...rows } } : {}),
       seconds,
     };
     const text = `converted ${input} (${source.format}, ${source.matrixPath}) -> ${store.url}
   ${formatCount(manifest.n_cells)} cells x ${formatCount(manifest.n_genes)} genes, ${formatCount(summary.nnz)} nonzeros in ${count(manifest.tile_cells.length, "tile")}
-  ${formatBytes(bytes)} written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion?.report())}${statsLine(stats)}${textFromLine(manifest)}${unnamedLines(summary.unnamed, manifest)}${notStoredLines(leftOut)}${leftoverLine(removedTempFiles)}`;
+  ${formatBytes(bytes)} written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion?.report())}${statsLine(stats)}${rows ? `\n  rows in embedding order (${rows.embedding.join("/")}): ${formatBytes(rows.bytes)} at ${rows.output} in ${rows.seconds.toFixed(1)} s` : ""}${textFromLine(manifest)}${unnamedLines(summary.unnamed, manifest)}${notStoredLines(leftOut)}${leftoverLine(removedTempFiles)}`;
     return { text, json: summary, store };
   } catch (err) {
     throw explainObsError(err);

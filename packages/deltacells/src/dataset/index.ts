@@ -2,6 +2,17 @@
 export { DEFAULT_LEVEL, DEFAULT_N_CHUNKS } from "../codec/encode.js";
 export type { CellRows } from "./cell-rows.js";
 export { COMPANION_PATH, companionOf, nameCompanion } from "./companion.js";
+export {
+  EMBEDDING_ROWS_PATH,
+  type EmbeddingRows,
+  embeddingOrder,
+  embeddingRowsOf,
+  nameEmbeddingRows,
+  ORDER_KEY,
+  orderDigest,
+  orderNpy,
+  rowsOf,
+} from "./embedding-rows.js";
 export { type KeepWith, type LeftOutPart, leftOut } from "./left-out.js";
 export type { DatasetManifest } from "./manifest.js";
 export { type OpenDatasetOptions, openDataset } from "./open.js";
