@@ -12,7 +12,7 @@ import type { MarkerRow } from "./panels/markers.js";
 import type { Violins } from "./panels/violin.js";
 import type { Scale } from "./scales.js";
 import type { Scatter } from "./scatter.js";
-import type { GeneValues, Session } from "./session.js";
+import type { GeneValues, SelectionSource, Session } from "./session.js";
 
 export const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
@@ -41,6 +41,8 @@ export interface ViewerState {
   rowsOrderMs: number | undefined;
   /** Why the rows in embedding order are named but not used. */
   rowsProblem: string | undefined;
+  /** Where the latest selection's rows were read. */
+  selectionRead: SelectionSource | undefined;
   gene: GeneValues | undefined;
   geneMs: number | undefined;
   /** A gene set: its genes and each cell's mean over them, on the scale. */
@@ -85,6 +87,7 @@ export const state: ViewerState = {
   firstDrawMs: undefined,
   rowsOrderMs: undefined,
   rowsProblem: undefined,
+  selectionRead: undefined,
   gene: undefined,
   geneMs: undefined,
   geneSet: undefined,

@@ -75,6 +75,7 @@ export async function selectCells(cells: number[], fromCategories = false): Prom
     );
     if (!summary || state.selection !== cells) return;
     state.topGenes = summary.top;
+    state.selectionRead = summary.from;
     ctx.selectionMoments = summary.moments;
     bars(
       target,

@@ -85,6 +85,9 @@ export interface GeneValues {
   stored: Float32Array;
 }
 
+/** Where a selection's rows were read: the rows in embedding order, the companion's, or the tiles. */
+export type SelectionSource = "rows in embedding order" | "companion" | "tiles";
+
 export class Session {
   /** Without a companion: every cell, read once from the tiles (the whole matrix, in memory). */
   private rows: Promise<CellRows> | undefined;
@@ -409,9 +412,10 @@ export class Session {
     cells: readonly number[],
     n: number,
     signal?: AbortSignal,
-  ): Promise<{ top: { name: string; mean: number }[]; moments: Moments }> {
+  ): Promise<{ top: { name: string; mean: number }[]; moments: Moments; from: SelectionSource }> {
     const sums = new Float64Array(this.ds.nGenes);
     const moments = emptyMoments(this.ds.nGenes);
+    let from: SelectionSource = "tiles";
     if (this.companion) {
       // A lasso's cells are a few runs of rows in embedding order, scattered over every chunk of
       // the companion's rows (dataset order): read them there when the page has that order.
@@ -423,6 +427,7 @@ export class Session {
             { axis: 0 },
           )
         : await this.companion.slicesAt(cells, { axis: 0 });
+      from = ordered ? "rows in embedding order" : "companion";
       const rows = {
         indptr: Float64Array.from(batch.indptr as ArrayLike<number | bigint>, Number),
         indices: toNumbers(batch.indices),
@@ -456,7 +461,7 @@ export class Session {
       name: this.nameOfColumn[g]!,
       mean: sums[g]! / Math.max(1, cells.length),
     }));
-    return { top, moments };
+    return { top, moments, from };
   }
 }
 

@@ -13,6 +13,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
+import { openDataset } from "@deltacells/core";
+import { FolderStore } from "@deltacells/storage/node";
 import type { Page } from "playwright-core";
 import { type RunningServer, startServer } from "../../../packages/cli/src/serve/http.js";
 import type { RunningBrowser } from "../../../test-utils/browser/browser.js";
@@ -50,6 +52,16 @@ before(async () => {
   await Promise.all([
     buildViewer(join(root, "viewer-dist")),
     buildPbmc(root),
+    deltacells(
+      "convert",
+      PBMC,
+      join(root, "pbmc68k-rows"),
+      "--sporadik",
+      "--sporadik-rows",
+      "--quiet",
+      "--threads",
+      "1",
+    ),
     launchChromium().then((c) => (chromium = c)),
     python(["synthetic", synthetic]).then(() =>
       deltacells("convert", synthetic, join(root, "synthetic"), "--sporadik", "--quiet", "--threads", "1"),
@@ -139,6 +151,8 @@ async function compare(opts: {
   reference: string;
   cells: number[];
   genes: string[];
+  /** Where the selection's rows must be read from (default the companion). */
+  read?: string;
 }): Promise<void> {
   const obs = await sourceCategory(opts.h5ad, opts.column);
   const [selection, category, versus, dot] = JSON.parse(
@@ -156,8 +170,18 @@ async function compare(opts: {
     ),
   ) as [ScanpyMarkers, ScanpyMarkers, ScanpyMarkers, ScanpyDot];
   const { page, errors } = await openViewer(chromium.browser, server.url, opts.data);
+  if (opts.read === "rows in embedding order") {
+    // The order is computed once the plot is drawn, off the open's path.
+    await page.waitForFunction(
+      () =>
+        (window as unknown as { __viewer: { state: { rowsOrderMs?: number } } }).__viewer.state.rowsOrderMs,
+    );
+  }
   await call(page, "select", opts.cells);
   assertSameTable(await markersOf(page), selection, `${opts.data} selection of ${opts.cells.length}`, false);
+  const state = (await snapshot(page)) as unknown as { selectionRead: string; rowsProblem?: string };
+  assert.equal(state.rowsProblem, undefined);
+  assert.equal(state.selectionRead, opts.read ?? "companion");
   await call(page, "colourBy", opts.column);
   await call(page, "selectCategories", [obs.categories.indexOf(opts.group)]);
   assertSameTable(await markersOf(page), category, `${opts.data} ${opts.group} against the rest`, false);
@@ -203,6 +227,35 @@ test("pbmc68k: the page's markers (a selection, a cell type against the rest and
     reference: "Dendritic",
     cells,
     genes: ["CD74", "LYZ", "CST3", "NKG7", "MS4A1", "GNLY", "FCGR3A"],
+  });
+});
+
+test("pbmc68k with its rows in embedding order: a lasso's markers, read there, are scanpy's", async () => {
+  // A lasso: the 300 cells nearest a B cell in the UMAP, scattered through the dataset's order.
+  const ds = await openDataset(new FolderStore(join(root, "pbmc68k-rows")));
+  const frame = await ds.obs(["X_umap_0", "X_umap_1"]);
+  const [x, y] = ["X_umap_0", "X_umap_1"].map((name) => {
+    const column = frame.columns.find((c) => c.name === name)!;
+    const values: number[] = [];
+    for (let t = 0; t < column.table.batches.length; t++)
+      values.push(...(column.tile(t).toArray() as Float32Array));
+    return values;
+  }) as [number[], number[]];
+  const obs = await sourceCategory(PBMC, "bulk_labels");
+  const b = obs.codes.indexOf(obs.categories.indexOf("CD19+ B"));
+  const near = Array.from({ length: ds.nCells }, (_, c) => c).sort(
+    (p, q) => Math.hypot(x[p]! - x[b]!, y[p]! - y[b]!) - Math.hypot(x[q]! - x[b]!, y[q]! - y[b]!),
+  );
+  const cells = near.slice(0, 300).sort((p, q) => p - q);
+  await compare({
+    data: "/pbmc68k-rows/",
+    h5ad: PBMC,
+    column: "bulk_labels",
+    group: "CD14+ Monocyte",
+    reference: "Dendritic",
+    cells,
+    genes: ["CD74", "LYZ", "CST3", "NKG7", "MS4A1", "GNLY", "FCGR3A"],
+    read: "rows in embedding order",
   });
 });
 
