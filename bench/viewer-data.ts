@@ -2,13 +2,15 @@
  * The synthetic dataset the viewer's benches open: `nCells` cells x 2,000 genes (~50 per cell,
  * `bench/synthetic-source.ts`), 12 Gaussian clusters as its `X_umap`, three categorical columns
  * (the cluster as `cluster`, `batch` of 8 and `phase` of 3) and a barcode index, written with its
- * sporadik companion and statistics (as `deltacells convert --sporadik` does).
+ * sporadik companion, statistics and the companion's rows in embedding order (as `deltacells
+ * convert --sporadik --sporadik-rows` does).
  */
 import { join } from "node:path";
 import { createTilePool, type DatasetSource, writeDataset } from "@deltacells/core";
 import { writeDatasetStats, zstdCompressor } from "@deltacells/core/node";
 import { FolderStore } from "@deltacells/storage/node";
 import { writeCompanion } from "../packages/cli/src/convert/companion.js";
+import { writeEmbeddingRows } from "../packages/cli/src/convert/embedding-rows.js";
 import { Locations } from "../packages/cli/src/locations.js";
 import { ProgressBar } from "../packages/cli/src/progress.js";
 import { mulberry32 } from "../test-utils/prng.js";
@@ -89,5 +91,7 @@ export async function buildSynthetic(root: string, nCells: number, name = "synth
   // As `convert --sporadik` writes it: with checksums, then the statistics.
   await writeCompanion(new Locations(), dir, 2, new ProgressBar(process.stderr, false), true);
   await writeDatasetStats(new FolderStore(dir), { threads: 2 });
+  // And the companion's rows in embedding order, as `--sporadik-rows` adds them.
+  await writeEmbeddingRows(new Locations(), dir, { checksums: true });
   return dir;
 }

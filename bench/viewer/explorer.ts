@@ -17,12 +17,23 @@
  * `--data DIR` keeps the datasets (default bench/out/viewer) and reuses them.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { EMBEDDING_ROWS_PATH } from "@deltacells/core";
 import type { Page } from "playwright-core";
 import { buildViewer, publicBucket } from "../../apps/viewer/test/fixtures.js";
+import { writeEmbeddingRows } from "../../packages/cli/src/convert/embedding-rows.js";
+import { Locations } from "../../packages/cli/src/locations.js";
 import { startServer } from "../../packages/cli/src/serve/http.js";
 import { launchChromium } from "../../test-utils/browser/index.js";
 import { startMoto } from "../../test-utils/servers.js";
@@ -42,11 +53,26 @@ const root = resolve(values.data);
 mkdirSync(root, { recursive: true });
 
 for (const n of sizes) {
-  if (!existsSync(join(root, `synthetic-${n}`, "stats"))) {
+  const dir = join(root, `synthetic-${n}`);
+  if (!existsSync(join(dir, "stats"))) {
     const t = performance.now();
     await buildSynthetic(root, n, `synthetic-${n}`);
     console.error(`synthetic-${n} built in ${((performance.now() - t) / 1000).toFixed(0)} s`);
+  } else if (!existsSync(join(dir, EMBEDDING_ROWS_PATH, "zarr.json"))) {
+    const r = await writeEmbeddingRows(new Locations(), dir, { checksums: true });
+    console.error(`synthetic-${n}: rows in embedding order written in ${r.seconds.toFixed(0)} s`);
   }
+  // The same dataset without its rows in embedding order (its manifest names none; every other
+  // object linked): a lasso's rows from the companion, for comparison in the same run.
+  const plain = join(root, `synthetic-${n}-companion-rows`);
+  rmSync(plain, { recursive: true, force: true });
+  mkdirSync(plain);
+  for (const entry of readdirSync(dir)) {
+    if (entry !== "manifest.json") symlinkSync(join(dir, entry), join(plain, entry));
+  }
+  const manifest = JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8"));
+  delete manifest.metadata.sporadik_rows;
+  writeFileSync(join(plain, "manifest.json"), `${JSON.stringify(manifest)}\n`);
 }
 await buildViewer(join(root, "viewer-dist"));
 const server = await startServer({ root, viewerDir: join(root, "viewer-dist"), port: 0 });
@@ -60,6 +86,8 @@ type V = {
       error?: string;
       busy: number;
       firstDrawMs?: number;
+      rowsOrderMs?: number;
+      selectionRead?: string;
       geneMs?: number;
       markers?: unknown;
       dotplot?: { ms: number };
@@ -146,12 +174,17 @@ try {
       .slice(0, 10_000)
       .sort((a, b) => a - b);
     const genes = Array.from({ length: 40 }, (_, k) => `SYN${(k * 47) % 2000}`);
-    for (const where of ["serve", ...(moto ? ["s3"] : [])]) {
+    for (const where of ["serve", "serve, companion rows", ...(moto ? ["s3"] : [])]) {
       const data =
-        where === "serve" ? `/${name}/` : `s3://viewer/${name}&endpoint=${encodeURIComponent(moto!.url)}`;
+        where === "serve"
+          ? `/${name}/`
+          : where === "serve, companion rows"
+            ? `/${name}-companion-rows/`
+            : `s3://viewer/${name}&endpoint=${encodeURIComponent(moto!.url)}`;
       const m: Record<string, number[]> = {};
       const push = (k: string, v: number) => (m[k] ??= []).push(v);
       let history: Cost[] = [];
+      let read = "";
       let memory = { renderer: 0, gpu: 0, heap: 0, blankRenderer: 0, blankHeap: 0, drawn: 0 };
       for (let r = 0; r < reps; r++) {
         const blankPage = await chromium.browser.newPage({ viewport: { width: 1200, height: 760 } });
@@ -191,9 +224,14 @@ try {
           timeout: 600_000,
         });
         const drawn = await page.evaluate(() => (window as unknown as V).__viewer.plotState().drawn);
-        // The lasso's markers.
+        // The lasso's markers (once the page has computed the rows' order, if it has them).
         await page.evaluate(() => (window as unknown as V).__viewer.colourBy("cluster"));
         await idle(page);
+        const ordered = await page.evaluate(() => {
+          const st = (window as unknown as V).__viewer.state;
+          return st.rowsOrderMs;
+        });
+        if (ordered !== undefined) push("rowsOrder", ordered);
         t = performance.now();
         await page.evaluate((cells) => (window as unknown as V).__viewer.select(cells), lasso);
         await page.waitForFunction(() => (window as unknown as V).__viewer.state.markers, null, {
@@ -201,6 +239,7 @@ try {
         });
         await idle(page);
         push("markers", performance.now() - t);
+        read = (await page.evaluate(() => (window as unknown as V).__viewer.state.selectionRead)) ?? "";
         push("markersFloor", await roundTrips(page, manifest));
         // Dot plots: the first loads the column's statistics, the second draws from them.
         for (const [k, set] of [genes.slice(0, 20), genes.slice(20, 40)].entries()) {
@@ -232,7 +271,7 @@ try {
       };
       const ms = (action: string) => f0(history.find((h) => h.action === action)?.ms ?? Number.NaN);
       costRows.push(
-        `| ${n.toLocaleString("en-US")} | ${where} | ${cost((h) => h.action === "open" || h.action === "embedding")} (${ms("open")} + ${ms("embedding")} ms) | ${cost((h) => h.action === `gene ${genes[0]}`)} (${ms(`gene ${genes[0]}`)} ms) | ${cost((h) => h.action === "obs cluster")} | ${cost((h) => h.action === "top genes of 10000 cells")} (${ms("top genes of 10000 cells")} ms) | ${cost((h) => h.action === "markers")} | ${cost((h) => h.action === "dot plot of 20")} |`,
+        `| ${n.toLocaleString("en-US")} | ${where} | ${cost((h) => h.action === "open" || h.action === "embedding")} (${ms("open")} + ${ms("embedding")} ms) | ${cost((h) => h.action === `gene ${genes[0]}`)} (${ms(`gene ${genes[0]}`)} ms) | ${cost((h) => h.action === "obs cluster")} | ${cost((h) => h.action === "top genes of 10000 cells")} (${ms("top genes of 10000 cells")} ms, ${read}${m.rowsOrder ? `; order computed in ${f0(median(m.rowsOrder))} ms after the first draw` : ""}) | ${cost((h) => h.action === "markers")} (${ms("markers")} ms) | ${cost((h) => h.action === "dot plot of 20")} |`,
       );
       memoryRows.push(
         `| ${n.toLocaleString("en-US")} | ${where} | ${memory.drawn.toLocaleString("en-US")} | ${mb(memory.renderer * 1024)} | ${mb(memory.blankRenderer * 1024)} | ${mb(memory.gpu * 1024)} | ${mb(memory.heap)} | ${mb(memory.blankHeap)} |`,
