@@ -206,9 +206,7 @@ try {
         push("firstDraw", (await page.evaluate(() => (window as unknown as V).__viewer.state.firstDrawMs))!);
         // Genes, each against two round trips of the manifest.
         const manifest =
-          where !== "s3"
-            ? `${server.url}${name}/manifest.json`
-            : `${moto!.url}/viewer/${name}/manifest.json`;
+          where !== "s3" ? `${server.url}${name}/manifest.json` : `${moto!.url}/viewer/${name}/manifest.json`;
         for (const g of genes.slice(0, 3)) {
           push(
             "gene",

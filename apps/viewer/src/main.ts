@@ -145,12 +145,16 @@ async function drawEmbedding(name: string): Promise<void> {
   state.embedding = emb.name;
   $<HTMLSelectElement>("embedding").value = emb.name;
   await paint();
-  // After the first draw, off the open's path: a selection before it reads the companion's rows.
-  setTimeout(() => {
-    s.useEmbedding([emb.x, emb.y], stored.x, stored.y);
-    state.rowsOrderMs = s.rowsOrderMs;
-    state.rowsProblem = s.rowsProblem;
-  }, 0);
+  // After the first draw, on a worker: a selection before it is done reads the companion's rows.
+  void s.useEmbedding([emb.x, emb.y], stored.x, stored.y).then(
+    () => {
+      state.rowsOrderMs = s.rowsOrderMs;
+      state.rowsProblem = s.rowsProblem;
+    },
+    (err: unknown) => {
+      state.rowsProblem = (err as Error).message;
+    },
+  );
   if (state.hiddenCategories.length) applyHidden();
   if (state.selection.length && state.selectionFrom.kind === "cells") ctx.scatter.select(state.selection);
 }

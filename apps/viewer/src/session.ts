@@ -12,15 +12,12 @@ import {
   type Dataset,
   type DatasetStats,
   type EmbeddingRows,
-  embeddingOrder,
   embeddingRowsOf,
   emptyMoments,
   type GeneStats,
   type Moments,
   openDataset,
   openStats,
-  orderDigest,
-  rowsOf,
   TARGET_SUM,
 } from "@deltacells/core";
 import { openArrayReader, type SparseArrayReader } from "@deltacells/sporadik";
@@ -202,22 +199,32 @@ export class Session {
   }
 
   /**
-   * The embedding drawn, as its obs columns hold it (before any flip): when the store of rows in
-   * embedding order is ordered by it, each cell's row there is computed from it (once), and its
-   * order checked against the digest the writer recorded.
+   * The embedding drawn, as its obs columns hold it (before any flip; moved to a worker, so not
+   * used after): when the store of rows in embedding order is ordered by it, each cell's row
+   * there is computed from it once, on a worker, and its order checked against the digest the
+   * writer recorded. Resolves when done (or at once when there is nothing to compute).
    */
-  useEmbedding(columns: [string, string], x: Float32Array, y: Float32Array): void {
+  async useEmbedding(columns: [string, string], x: Float32Array, y: Float32Array): Promise<void> {
     const rows = this.embeddingRows;
     if (!rows || this.rowOfCell) return;
     if (columns[0] !== rows.named.embedding[0] || columns[1] !== rows.named.embedding[1]) return;
-    const started = performance.now();
-    const order = embeddingOrder(x, y);
-    if (orderDigest(order) !== rows.named.digest) {
-      this.rowsProblem = `the rows in embedding order at ${rows.named.path} were ordered by other coordinates than this dataset's ${columns.join("/")} (convert again with --sporadik-rows): selections read the companion`;
-      return;
+    const worker = new Worker(new URL("./order-worker.ts", import.meta.url), { type: "module" });
+    try {
+      const answer = await new Promise<{ rows: Uint32Array; digest: string; ms: number }>((ok, fail) => {
+        worker.onmessage = (event) => ok(event.data);
+        worker.onerror = (event) =>
+          fail(new Error(`the embedding order could not be computed: ${event.message}`));
+        worker.postMessage({ x, y }, [x.buffer, y.buffer]);
+      });
+      if (answer.digest !== rows.named.digest) {
+        this.rowsProblem = `the rows in embedding order at ${rows.named.path} were ordered by other coordinates than this dataset's ${columns.join("/")} (convert again with --sporadik-rows): selections read the companion`;
+        return;
+      }
+      this.rowOfCell = answer.rows;
+      this.rowsOrderMs = answer.ms;
+    } finally {
+      worker.terminate();
     }
-    this.rowOfCell = rowsOf(order);
-    this.rowsOrderMs = performance.now() - started;
   }
 
   /** The embedding columns present in obs, best first. */
