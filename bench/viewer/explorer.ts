@@ -12,7 +12,11 @@
  * page's memory: the renderer's peak resident set (VmHWM) with every cell drawn, the GPU process's
  * (SwiftShader draws there), and the JS heap, against the blank page's.
  *
- *   node --import tsx --conditions=source bench/viewer/explorer.ts [--cells 1000000,5000000] [--reps 3] [--data DIR] [--s3]
+ *   node --import tsx --conditions=source bench/viewer/explorer.ts [--cells 1000000,5000000] [--reps 3] [--data DIR] [--s3] [--no-comparison]
+ *
+ * Each dataset also has its companion's rows in embedding order (`--sporadik-rows`); the lasso is
+ * read from them, and (unless --no-comparison) from the companion's rows through a copy of the
+ * manifest that names none ("serve, companion rows"), in the same run.
  *
  * `--data DIR` keeps the datasets (default bench/out/viewer) and reuses them.
  */
@@ -45,6 +49,7 @@ const { values } = parseArgs({
     reps: { type: "string", default: "3" },
     data: { type: "string", default: "bench/out/viewer" },
     s3: { type: "boolean", default: false },
+    "no-comparison": { type: "boolean", default: false },
   },
 });
 const sizes = values.cells.split(",").map(Number);
@@ -174,7 +179,8 @@ try {
       .slice(0, 10_000)
       .sort((a, b) => a - b);
     const genes = Array.from({ length: 40 }, (_, k) => `SYN${(k * 47) % 2000}`);
-    for (const where of ["serve", "serve, companion rows", ...(moto ? ["s3"] : [])]) {
+    const comparison = values["no-comparison"] ? [] : ["serve, companion rows"];
+    for (const where of ["serve", ...comparison, ...(moto ? ["s3"] : [])]) {
       const data =
         where === "serve"
           ? `/${name}/`

@@ -146,6 +146,7 @@ async function drawEmbedding(name: string): Promise<void> {
   $<HTMLSelectElement>("embedding").value = emb.name;
   await paint();
   // After the first draw, on a worker: a selection before it is done reads the companion's rows.
+  state.rowsProblem = s.rowsProblem;
   void s.useEmbedding([emb.x, emb.y], stored.x, stored.y).then(
     () => {
       state.rowsOrderMs = s.rowsOrderMs;

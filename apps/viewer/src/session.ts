@@ -105,6 +105,8 @@ export class Session {
     readonly statsProblem: string | undefined,
     /** The companion's rows in embedding order (`convert --sporadik-rows`), with what the manifest says of them. */
     private readonly embeddingRows: { reader: SparseArrayReader; named: EmbeddingRows } | undefined,
+    /** Why the rows in embedding order are named but not used, when they are. */
+    public rowsProblem: string | undefined,
   ) {
     this.nameOfColumn = new Array<string>(names.length);
     for (let j = 0; j < names.length; j++) this.nameOfColumn[columnOf[j]!] = names[j]!;
@@ -124,8 +126,6 @@ export class Session {
    * embedding; undefined when the page has no such store or the embedding drawn is another.
    */
   private rowOfCell: Uint32Array | undefined;
-  /** Why the rows in embedding order are not used, when they are named but cannot be. */
-  rowsProblem: string | undefined;
   /** How long computing the embedding order took in the page (ms). */
   rowsOrderMs: number | undefined;
 
@@ -172,11 +172,11 @@ export class Session {
       ),
     ]);
     if (max) maxima = Float64Array.from(max, Number);
-    if (rowsReader && (rowsReader.shape[0] !== ds.nCells || rowsReader.shape[1] !== ds.nGenes)) {
-      throw new Error(
-        `the sporadik store of rows in embedding order at ${joinLocation(locs.data, namedRows!.path)} has shape [${rowsReader.shape.join(", ")}], the dataset [${ds.nCells}, ${ds.nGenes}]: they hold different matrices`,
-      );
-    }
+    // Rows of another version of the dataset (cells appended since): not used, and said why.
+    const staleRows =
+      rowsReader && (rowsReader.shape[0] !== ds.nCells || rowsReader.shape[1] !== ds.nGenes)
+        ? `the rows in embedding order at ${namedRows!.path} have shape [${rowsReader.shape.join(", ")}], the dataset [${ds.nCells}, ${ds.nGenes}] (convert again with --sporadik-rows): selections read the companion`
+        : undefined;
     if (stats?.geneOrder === "dataset" && order) {
       // Per-gene arrays in the dataset's order while the companion's are the source's: refuse.
       statsProblem =
@@ -194,7 +194,8 @@ export class Session {
       maxima,
       stats,
       statsProblem,
-      rowsReader && namedRows ? { reader: rowsReader, named: namedRows } : undefined,
+      rowsReader && namedRows && !staleRows ? { reader: rowsReader, named: namedRows } : undefined,
+      staleRows,
     );
   }
 

@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -257,6 +257,25 @@ test("pbmc68k with its rows in embedding order: a lasso's markers, read there, a
     genes: ["CD74", "LYZ", "CST3", "NKG7", "MS4A1", "GNLY", "FCGR3A"],
     read: "rows in embedding order",
   });
+});
+
+test("rows in embedding order whose digest is not the dataset's embedding's are not used: the page says why and reads the companion", async () => {
+  const copy = join(root, "pbmc68k-other-rows");
+  cpSync(join(root, "pbmc68k-rows"), copy, { recursive: true });
+  const manifest = JSON.parse(readFileSync(join(copy, "manifest.json"), "utf8"));
+  manifest.metadata.sporadik_rows.digest = "00000000";
+  writeFileSync(join(copy, "manifest.json"), `${JSON.stringify(manifest)}\n`);
+  const { page, errors } = await openViewer(chromium.browser, server.url, "/pbmc68k-other-rows/");
+  await page.waitForFunction(
+    () => (window as unknown as { __viewer: { state: { rowsProblem?: string } } }).__viewer.state.rowsProblem,
+  );
+  await call(page, "select", [1, 2, 3, 50, 400]);
+  await markersOf(page);
+  const state = (await snapshot(page)) as unknown as { selectionRead: string; rowsProblem: string };
+  assert.match(state.rowsProblem, /ordered by other coordinates than this dataset's X_umap_0\/X_umap_1/);
+  assert.equal(state.selectionRead, "companion");
+  assert.deepEqual(errors, []);
+  await page.close();
 });
 
 test("a synthetic dataset of 6 clusters: the page's markers and dot plot are scanpy's", async () => {
