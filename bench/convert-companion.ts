@@ -12,10 +12,11 @@
  * Both checkouts run from their sources (tsx), so neither is favoured by a bundle.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { outputDifferences, outputFiles } from "./output-diff.js";
 import { timedCli } from "./timed-cli.js";
 
 const { values } = parseArgs({
@@ -61,44 +62,6 @@ function convert(checkout: string, dir: string): Run {
   return { seconds, cpuSeconds, mib, out };
 }
 
-function files(dir: string): string[] {
-  const found: string[] = [];
-  const walk = (d: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const path = join(d, e.name);
-      if (e.isDirectory()) walk(path);
-      else found.push(relative(dir, path));
-    }
-  };
-  walk(dir);
-  return found.sort();
-}
-
-/** Differences between two outputs: files on one side only, or whose bytes differ (and, for the manifest, which fields). */
-function differences(a: string, b: string): string[] {
-  const fa = files(a);
-  const fb = files(b);
-  const out: string[] = [];
-  for (const f of new Set([...fa, ...fb])) {
-    if (!fa.includes(f) || !fb.includes(f)) {
-      out.push(`${f}: only in ${fa.includes(f) ? "the reference" : "this checkout"}`);
-      continue;
-    }
-    const x = readFileSync(join(a, f));
-    const y = readFileSync(join(b, f));
-    if (x.equals(y)) continue;
-    if (f === "manifest.json") {
-      const mx = JSON.parse(x.toString());
-      const my = JSON.parse(y.toString());
-      const fields = [...new Set([...Object.keys(mx), ...Object.keys(my)])].filter(
-        (k) => JSON.stringify(mx[k]) !== JSON.stringify(my[k]),
-      );
-      out.push(`manifest.json differs (${fields.join(", ") || "key order only"})`);
-    } else out.push(`${f}: ${statSync(join(a, f)).size} vs ${statSync(join(b, f)).size} bytes, not equal`);
-  }
-  return out;
-}
-
 const median = (xs: number[]) => [...xs].sort((p, q) => p - q)[Math.floor(xs.length / 2)]!;
 const runs: Record<"reference" | "this", Run[]> = { reference: [], this: [] };
 const dirs: string[] = [];
@@ -117,7 +80,7 @@ for (let rep = 0; rep < Number(values.reps); rep++) {
 }
 // Every run's output against the reference's first: the bytes do not depend on the run.
 const diff = [...runs.reference.slice(1), ...runs.this].flatMap((r) =>
-  differences(runs.reference[0]!.out, r.out),
+  outputDifferences(runs.reference[0]!.out, r.out),
 );
 console.log(
   JSON.stringify(
@@ -143,7 +106,7 @@ console.log(
         reference: median(runs.reference.map((r) => r.mib)),
         this: median(runs.this.map((r) => r.mib)),
       },
-      objects_compared: files(runs.this[0]!.out).length,
+      objects_compared: outputFiles(runs.this[0]!.out).length,
       differences: diff,
     },
     null,

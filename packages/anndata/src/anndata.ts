@@ -8,6 +8,7 @@
  */
 
 import {
+  type BlockSize,
   type CellRange,
   cscBlocks,
   csrBlocks,
@@ -242,15 +243,15 @@ class AnnDataSource extends BaseSource {
   }
 
   protected blocks(
-    blockCells: number,
+    size: BlockSize,
     signal?: AbortSignal,
     range?: CellRange,
   ): AsyncGenerator<CanonicalRowBlock> {
     const m: MatrixShape = { location: this.location, nCells: this.nCells, nGenes: this.nGenes };
     if (this.layout.kind === "dense")
-      return denseBlocks(m, this.layout.array, blockCells, signal, undefined, range);
-    if (this.layout.kind === "csr") return csrBlocks(m, this.layout, blockCells, signal, range);
-    return cscBlocks(m, this.layout, blockCells, signal);
+      return denseBlocks(m, this.layout.array, size, signal, undefined, range);
+    if (this.layout.kind === "csr") return csrBlocks(m, this.layout, size, signal, range);
+    return cscBlocks(m, this.layout, size.cells, signal);
   }
 
   async close(): Promise<void> {

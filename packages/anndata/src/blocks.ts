@@ -45,55 +45,88 @@ function span(nCells: number, range: CellRange | undefined): { from: number; to:
 const CSC_SLAB = 1 << 20;
 const DENSE_SLAB_VALUES = 1 << 22;
 
+/**
+ * How large a row block may be: at most `cells` cells and, where the layout lets a reader know
+ * before it reads (CSR's indptr) or as it builds (dense rows), about `nnz` nonzeros (a single cell
+ * with more is a block of its own). Memory per block follows the nonzeros, not the cells: 4,096
+ * cells of ~2,250 genes each are 9 M nonzeros, and h5wasm's WebAssembly memory, which never
+ * shrinks, grows to the largest read.
+ */
+export interface BlockSize {
+  cells: number;
+  nnz: number;
+}
+
 /** CSR row blocks (of the cells of `range` only, when given: a CSR matrix seeks). */
 export async function* csrBlocks(
   m: MatrixShape,
   l: SparseLayout,
-  blockCells: number,
+  size: BlockSize,
   signal?: AbortSignal,
   range?: CellRange,
 ): AsyncGenerator<CanonicalRowBlock> {
   checkSparseLengths(m, l, m.nCells);
   const { from, to } = span(m.nCells, range);
-  for (let start = from; start < to || (start === 0 && m.nCells === 0); start += blockCells) {
+  if (m.nCells === 0) {
+    yield csrSliceToBlock(0, 0, m.nGenes, [0], [], []);
+    return;
+  }
+  for (let start = from; start < to; ) {
     signal?.throwIfAborted();
-    const rows = Math.min(blockCells, to - start);
-    const indptr = toNumbers(await l.indptr.read(start, start + rows + 1));
+    // indptr of up to `size.cells` cells at once, cut into blocks of at most `size.nnz` nonzeros
+    const window = Math.min(size.cells, to - start);
+    const indptr = toNumbers(await l.indptr.read(start, start + window + 1));
     checkOffsets(m, l, indptr, start);
-    const lo = indptr[0] as number;
-    const hi = indptr[rows] as number;
-    const indices = toNumbers(await l.indices.read(lo, hi));
-    const data = toNumbers(await l.data.read(lo, hi));
-    yield csrSliceToBlock(start, rows, m.nGenes, indptr, indices, data);
-    if (m.nCells === 0) break;
+    for (let r = 0; r < window; ) {
+      signal?.throwIfAborted();
+      const lo = indptr[r] as number;
+      let e = r + 1;
+      while (e < window && (indptr[e + 1] as number) - lo <= size.nnz) e++;
+      const hi = indptr[e] as number;
+      const offsets = new Float64Array(e - r + 1);
+      for (let k = r; k <= e; k++) offsets[k - r] = indptr[k] as number;
+      const indices = toNumbers(await l.indices.read(lo, hi));
+      const data = toNumbers(await l.data.read(lo, hi));
+      yield csrSliceToBlock(start + r, e - r, m.nGenes, offsets, indices, data);
+      r = e;
+    }
+    start += window;
   }
 }
 
-/** Dense row blocks (a cells x genes array), read in slabs of at most ~4M values; `range` as for CSR. */
+/**
+ * Dense row blocks (a cells x genes array), read in slabs of at most ~4M values, each block closed
+ * once it holds `size.nnz` nonzeros or `size.cells` cells; `range` as for CSR.
+ */
 export async function* denseBlocks(
   m: MatrixShape,
   array: TreeArray,
-  blockCells: number,
+  size: BlockSize,
   signal?: AbortSignal,
   slabValues = DENSE_SLAB_VALUES,
   range?: CellRange,
 ): AsyncGenerator<CanonicalRowBlock> {
   const slabRows = Math.max(1, Math.floor(slabValues / Math.max(1, m.nGenes)));
   const { from, to } = span(m.nCells, range);
-  for (let start = from; start < to || (start === 0 && m.nCells === 0); start += blockCells) {
+  if (m.nCells === 0) {
+    yield new RowBlockBuilder(0, 0, m.nGenes).finish();
+    return;
+  }
+  let b: RowBlockBuilder | undefined;
+  for (let start = from; start < to; start += slabRows) {
     signal?.throwIfAborted();
-    const rows = Math.min(blockCells, to - start);
-    const b = new RowBlockBuilder(start, rows, m.nGenes);
-    for (let r = 0; r < rows; r += slabRows) {
-      const n = Math.min(slabRows, rows - r);
-      const values = toNumbers(await array.read(start + r, start + r + n));
-      for (let k = 0; k < n; k++) {
-        b.pushDense(values, k * m.nGenes, (k + 1) * m.nGenes);
-        b.endRow();
+    const n = Math.min(slabRows, to - start);
+    const values = toNumbers(await array.read(start, start + n));
+    for (let k = 0; k < n; k++) {
+      const cell = start + k;
+      b ??= new RowBlockBuilder(cell, Math.min(size.cells, to - cell), m.nGenes);
+      b.pushDense(values, k * m.nGenes, (k + 1) * m.nGenes);
+      b.endRow();
+      if (b.rowsDone === b.nRows || b.nnzDone >= size.nnz) {
+        yield b.finishClosed();
+        b = undefined;
       }
     }
-    yield b.finish();
-    if (m.nCells === 0) break;
   }
 }
 

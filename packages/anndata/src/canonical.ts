@@ -193,6 +193,17 @@ export class RowBlockBuilder {
     return this.row;
   }
 
+  /** Nonzeros of the cells closed so far. */
+  get nnzDone(): number {
+    return this.nnz;
+  }
+
+  /** The block of the cells closed so far: fewer than announced when a block is cut by its nonzeros. */
+  finishClosed(): CanonicalRowBlock {
+    const indptr = this.row === this.nRows ? this.indptr : this.indptr.slice(0, this.row + 1);
+    return { ...this.finishRows(), nRows: this.row, indptr };
+  }
+
   /** The finished block; every announced row must have been closed. */
   finish(): CanonicalRowBlock {
     if (this.row !== this.nRows) {
@@ -202,6 +213,10 @@ export class RowBlockBuilder {
         found: this.row,
       });
     }
+    return this.finishRows();
+  }
+
+  private finishRows(): CanonicalRowBlock {
     return {
       rowStart: this.rowStart,
       nRows: this.nRows,

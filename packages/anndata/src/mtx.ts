@@ -20,6 +20,7 @@ import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { createGunzip, gunzipSync } from "node:zlib";
+import type { BlockSize } from "./blocks.js";
 import { RowBlockBuilder } from "./canonical.js";
 import { AnndataError } from "./errors.js";
 import { BaseSource } from "./source.js";
@@ -427,9 +428,9 @@ export class MtxSource extends BaseSource {
     return this.ordered;
   }
 
-  protected async *blocks(blockCells: number, signal?: AbortSignal): AsyncGenerator<CanonicalRowBlock> {
-    if (await this.isOrdered()) yield* this.streamed(blockCells, signal);
-    else yield* this.spilled(blockCells, signal);
+  protected async *blocks(size: BlockSize, signal?: AbortSignal): AsyncGenerator<CanonicalRowBlock> {
+    if (await this.isOrdered()) yield* this.streamed(size.cells, signal);
+    else yield* this.spilled(size.cells, signal);
   }
 
   private async *streamed(blockCells: number, signal?: AbortSignal): AsyncGenerator<CanonicalRowBlock> {

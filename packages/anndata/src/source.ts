@@ -3,7 +3,7 @@
  * errors into input errors that name the cell, the gene and the matrices worth trying instead.
  */
 
-import type { CellRange } from "./blocks.js";
+import type { BlockSize, CellRange } from "./blocks.js";
 import { BadCount, BadGeneIndex } from "./canonical.js";
 import {
   AnndataError,
@@ -25,6 +25,11 @@ import type {
 } from "./types.js";
 
 export const DEFAULT_BLOCK_CELLS = 4096;
+/**
+ * Nonzeros per block at most by default, where the layout tells them (CSR, dense): ~8 MiB of
+ * indices and counts whatever the cells hold (bench/RESULTS.md, "Peak memory of a conversion").
+ */
+export const DEFAULT_BLOCK_NNZ = 1 << 20;
 
 export abstract class BaseSource implements MatrixSource {
   private varIndex: string[] | undefined;
@@ -58,7 +63,7 @@ export abstract class BaseSource implements MatrixSource {
   protected abstract readObs(exclude: ReadonlySet<string>): Promise<ColumnTable>;
   /** The row blocks; a reader that can seek yields only those of `range` (others may ignore it). */
   protected abstract blocks(
-    blockCells: number,
+    size: BlockSize,
     signal?: AbortSignal,
     range?: CellRange,
   ): AsyncGenerator<CanonicalRowBlock>;
@@ -135,13 +140,16 @@ export abstract class BaseSource implements MatrixSource {
   }
 
   async *rowBlocks(opts: RowBlockOptions = {}): AsyncGenerator<CanonicalRowBlock> {
-    const blockCells = Math.max(1, Math.floor(opts.blockCells ?? DEFAULT_BLOCK_CELLS));
+    const size: BlockSize = {
+      cells: Math.max(1, Math.floor(opts.blockCells ?? DEFAULT_BLOCK_CELLS)),
+      nnz: Math.max(1, Math.floor(opts.blockNnz ?? DEFAULT_BLOCK_NNZ)),
+    };
     try {
       const range =
         opts.rowStart !== undefined || opts.rowEnd !== undefined
           ? { start: opts.rowStart ?? 0, end: opts.rowEnd ?? this.nCells }
           : undefined;
-      yield* this.blocks(blockCells, opts.signal, range);
+      yield* this.blocks(size, opts.signal, range);
     } catch (err) {
       throw await this.explain(err);
     }

@@ -14,7 +14,7 @@
  * var table keeps them as in the file, with gene_ids as the unique key.
  */
 
-import { type CellRange, csrBlocks, type MatrixShape, type SparseLayout } from "./blocks.js";
+import { type BlockSize, type CellRange, csrBlocks, type MatrixShape, type SparseLayout } from "./blocks.js";
 import { AnndataError, objectIn } from "./errors.js";
 import { BaseSource } from "./source.js";
 import { joinPath, type Tree, type TreeArray, toNumbers } from "./tree.js";
@@ -193,12 +193,12 @@ export class TenxH5Source extends BaseSource {
   }
 
   protected blocks(
-    blockCells: number,
+    size: BlockSize,
     signal?: AbortSignal,
     range?: CellRange,
   ): AsyncGenerator<CanonicalRowBlock> {
     const m: MatrixShape = { location: this.location, nCells: this.nCells, nGenes: this.nGenes };
-    return csrBlocks(m, this.layout, blockCells, signal, range);
+    return csrBlocks(m, this.layout, size, signal, range);
   }
 
   async close(): Promise<void> {

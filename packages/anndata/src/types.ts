@@ -83,8 +83,14 @@ export type InputFormat = "h5ad" | "anndata-zarr" | "10x-h5" | "10x-mtx" | "mtx"
 
 /** Options of {@link MatrixSource.rowBlocks}. */
 export interface RowBlockOptions {
-  /** Cells per block (default 4096). Memory per block is about blockCells x nonzeros per cell. */
+  /** Cells per block at most (default 4096). */
   blockCells?: number;
+  /**
+   * Nonzeros per block at most (default 1,048,576; a cell with more is a block of its own), for the
+   * layouts that tell them before or as the rows are read: CSR (h5ad, AnnData zarr, 10x HDF5) and
+   * dense. CSC and Matrix Market inputs cut by cells only.
+   */
+  blockNnz?: number;
   signal?: AbortSignal;
   /**
    * Only cells `[rowStart, rowEnd)`: CSR and dense matrices (h5ad, AnnData zarr, 10x HDF5) start

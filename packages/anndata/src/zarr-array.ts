@@ -4,7 +4,7 @@
  */
 
 import { openAnnData } from "./anndata.js";
-import { type CellRange, denseBlocks, type MatrixShape } from "./blocks.js";
+import { type BlockSize, type CellRange, denseBlocks, type MatrixShape } from "./blocks.js";
 import { AnndataError } from "./errors.js";
 import { BaseSource } from "./source.js";
 import type { Tree, TreeArray } from "./tree.js";
@@ -58,12 +58,12 @@ class BareArraySource extends BaseSource {
   }
 
   protected blocks(
-    blockCells: number,
+    size: BlockSize,
     signal?: AbortSignal,
     range?: CellRange,
   ): AsyncGenerator<CanonicalRowBlock> {
     const m: MatrixShape = { location: this.location, nCells: this.nCells, nGenes: this.nGenes };
-    return denseBlocks(m, this.array, blockCells, signal, undefined, range);
+    return denseBlocks(m, this.array, size, signal, undefined, range);
   }
 
   async close(): Promise<void> {

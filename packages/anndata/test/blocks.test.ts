@@ -16,11 +16,29 @@ async function all(blocks: AsyncIterable<CanonicalRowBlock>): Promise<number[][]
   return out;
 }
 
-async function reference(blockCells: number): Promise<number[][]> {
+/** The blocks as one CSR matrix (cells in order, each with its genes and counts): what no cut changes. */
+async function joined(
+  blocks: AsyncIterable<CanonicalRowBlock>,
+): Promise<{ cells: number[][]; nnz: number[] }> {
+  const cells: number[][] = [];
+  const nnz: number[] = [];
+  for await (const b of blocks) {
+    assert.equal(b.rowStart, cells.length, "blocks follow one another");
+    nnz.push(b.indptr[b.nRows]! - b.indptr[0]!);
+    for (let r = 0; r < b.nRows; r++) {
+      const lo = b.indptr[r]!;
+      const hi = b.indptr[r + 1]!;
+      cells.push([...b.indices.subarray(lo, hi), ...b.data.subarray(lo, hi)]);
+    }
+  }
+  return { cells, nnz };
+}
+
+async function reference(blockCells: number, blockNnz?: number): Promise<number[][]> {
   // the same counts, stored as CSR int32 in csr.h5ad's counts layer
   const src = await openInput(join(DATA, "anndata", "csr.h5ad"), { layer: "counts" });
   try {
-    return await all(src.rowBlocks({ blockCells }));
+    return await all(src.rowBlocks({ blockCells, blockNnz }));
   } finally {
     await src.close();
   }
@@ -49,7 +67,10 @@ test("a dense matrix read two rows per hyperslab gives the same blocks as its CS
   try {
     const x = (await tree.get("X")) as TreeArray;
     const m = { location: tree.location, nCells: 57, nGenes: 41 };
-    assert.deepEqual(await all(denseBlocks(m, x, 9, undefined, 82)), await reference(9));
+    assert.deepEqual(
+      await all(denseBlocks(m, x, { cells: 9, nnz: Number.MAX_SAFE_INTEGER }, undefined, 82)),
+      await reference(9),
+    );
   } finally {
     await tree.close();
   }
@@ -73,6 +94,43 @@ test("CSR and dense inputs start at rowStart and stop at rowEnd, each block wher
       );
     } finally {
       await src.close();
+    }
+  }
+});
+
+test("CSR and dense readers never hand over a block past blockNnz nonzeros, and the cells are the same", async () => {
+  const src = await openInput(join(DATA, "anndata", "csr.h5ad"), { layer: "counts" });
+  const whole = await (async () => {
+    try {
+      return await joined(src.rowBlocks({ blockCells: 4096, blockNnz: Number.MAX_SAFE_INTEGER }));
+    } finally {
+      await src.close();
+    }
+  })();
+  assert.equal(whole.nnz.length, 1, "one block of every cell");
+  const perCell = whole.cells.map((c) => c.length / 2);
+  const most = Math.max(...perCell);
+  assert.ok(most > 1, "some cell has several nonzeros");
+  for (const [file, opts] of [
+    ["csr.h5ad", { layer: "counts" }],
+    ["dense.h5ad", {}],
+    ["csr-v3.zarr", {}],
+  ] as const) {
+    for (const blockNnz of [1, most, 3 * most]) {
+      const input = await openInput(join(DATA, "anndata", file), opts);
+      try {
+        const got = await joined(input.rowBlocks({ blockCells: 20, blockNnz }));
+        assert.deepEqual(got.cells, whole.cells, `${file}, blockNnz ${blockNnz}`);
+        // CSR knows a block's nonzeros before it reads them; dense rows close the block once past it
+        const bound = file === "dense.h5ad" ? blockNnz + most - 1 : Math.max(blockNnz, most);
+        for (const n of got.nnz) assert.ok(n <= bound, `${file}: a block of ${n} nonzeros, over ${bound}`);
+        assert.ok(
+          got.nnz.length > Math.ceil(57 / 20),
+          `${file}, blockNnz ${blockNnz}: blocks cut by nonzeros`,
+        );
+      } finally {
+        await input.close();
+      }
     }
   }
 });
