@@ -95,7 +95,7 @@ export interface StreamWriteOptions {
   spillFiles?: number;
   /** Nonzeros sorted by gene block at once before they are appended to the spill. Default 2,097,152. */
   spillFrame?: number;
-  /** Nonzeros of axis 1 assembled in memory at once. Default 8,388,608 (~64 MiB at 4+4 bytes). */
+  /** Nonzeros of axis 1 assembled in memory at once. Default 4,194,304 (~32 MiB at 4+4 bytes, twice: one assembled while the other is written). */
   assembly?: number;
   /**
    * Bytes of the transposition (4 bytes plus the value per nonzero) kept in memory before the rest
@@ -103,7 +103,7 @@ export interface StreamWriteOptions {
    * spills only what is past this. The batches kept share one buffer, allocated when the first is
    * kept: this large, or as the records of `nnz`/`nnzAtMost` need (only the pages written take
    * memory). Default 0 (every nonzero to `spill`);
-   * `writeStoreFromRowBlocks` in Node defaults to its `TRANSPOSE_MEMORY` (160 MiB).
+   * `writeStoreFromRowBlocks` in Node defaults to its `TRANSPOSE_MEMORY` (64 MiB).
    */
   transposeMemory?: number;
   /** Called as rows are taken and as gene blocks are written. */
@@ -156,7 +156,7 @@ export function temporaryBytesPerNonzero(
 
 const encoder = new TextEncoder();
 /** Default {@link StreamWriteOptions.assembly}. */
-const ASSEMBLY = 8_388_608;
+const ASSEMBLY = 4_194_304;
 
 /**
  * One batch of nonzeros, sorted by gene block: `n` values, then `n` codes (gene offset in its block

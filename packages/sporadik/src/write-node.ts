@@ -18,14 +18,15 @@ import {
 } from "./stream-writer.js";
 
 /**
- * Bytes of the transposition {@link writeStoreFromRowBlocks} keeps in memory by default: 160 MiB,
- * about 21 M int32 nonzeros (8 bytes each), so a matrix of that size is transposed without a disk.
- * Spilling is costly where writing and reading files is: at 20 M nonzeros, spilling past 64 MiB
- * took a fifth of a byte-addressable write's CPU. At 202 M nonzeros the peak stays under the
- * 512 MiB bound with input blocks, compression threads and the 64 MiB assembly buffer of a large
- * matrix on top (bench/RESULTS.md, "sporadik writes", has the peak for each setting).
+ * Bytes of the transposition {@link writeStoreFromRowBlocks} keeps in memory by default: 64 MiB,
+ * about 8 M int32 nonzeros (8 bytes each), so a small matrix is transposed without a disk and a
+ * large one spills the rest. The region is as large as the matrix needs up to this, so a budget
+ * above what the smaller of two matrices needs makes the larger one's peak grow by the
+ * difference: at 160 MiB, 13.5 M nonzeros peaked at 366 MiB and 67 M at 414 MiB; at 64 MiB, 309
+ * and 329 MiB (bench/RESULTS.md, "Peak memory of a conversion"). Spilling costs CPU where writing
+ * and reading files does (bench/RESULTS.md, "sporadik writes").
  */
-export const TRANSPOSE_MEMORY = 160 * 2 ** 20;
+export const TRANSPOSE_MEMORY = 64 * 2 ** 20;
 
 /** Options of {@link writeStoreFromRowBlocks}: the streaming writer's, with Node's spill and encoder. */
 export interface RowBlocksWriteOptions extends Omit<StreamWriteOptions, "spill" | "encoder"> {

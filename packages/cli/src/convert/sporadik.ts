@@ -5,7 +5,7 @@
  * bounded memory whatever the number of nonzeros; temporary space and --max-nnz checked before the
  * first row). This file is the command's part: the target (staging, --overwrite), the input, the
  * messages and the report.
- * Axis 1 is transposed in memory up to 160 MiB and through temporary files past that (8 bytes per
+ * Axis 1 is transposed in memory up to 64 MiB and through temporary files past that (8 bytes per
  * int32 nonzero at most, in `--tmp-dir` or beside the output), announced before the first row is
  * read and removed on success, failure and Ctrl-C.
  */
