@@ -95,7 +95,12 @@ export interface StreamWriteOptions {
   spillFiles?: number;
   /** Nonzeros sorted by gene block at once before they are appended to the spill. Default 2,097,152. */
   spillFrame?: number;
-  /** Nonzeros of axis 1 assembled in memory at once. Default 4,194,304 (~32 MiB at 4+4 bytes, twice: one assembled while the other is written). */
+  /**
+   * Nonzeros of axis 1 assembled in memory at once. Default 1,048,576: two buffers (one assembled
+   * while the other is written) of at most 8 MiB at 4+4 bytes, sized to the largest range, and
+   * gene blocks of about half that by default (`spillFiles`), so the buffers stop growing with
+   * the matrix early: at 8 Mi they were ~6 MiB at 13.5 M nonzeros and ~50 MiB at 67 M.
+   */
   assembly?: number;
   /**
    * Bytes of the transposition (4 bytes plus the value per nonzero) kept in memory before the rest
@@ -156,7 +161,7 @@ export function temporaryBytesPerNonzero(
 
 const encoder = new TextEncoder();
 /** Default {@link StreamWriteOptions.assembly}. */
-const ASSEMBLY = 4_194_304;
+const ASSEMBLY = 1_048_576;
 
 /**
  * One batch of nonzeros, sorted by gene block: `n` values, then `n` codes (gene offset in its block
