@@ -7,10 +7,9 @@
  */
 import { join } from "node:path";
 import { createTilePool, type DatasetSource, writeDataset } from "@deltacells/core";
-import { writeDatasetStats, zstdCompressor } from "@deltacells/core/node";
+import { writeDatasetStats, writeEmbeddingRows, zstdCompressor } from "@deltacells/core/node";
 import { FolderStore } from "@deltacells/storage/node";
 import { writeCompanion } from "../packages/cli/src/convert/companion.js";
-import { writeEmbeddingRows } from "../packages/cli/src/convert/embedding-rows.js";
 import { Locations } from "../packages/cli/src/locations.js";
 import { ProgressBar } from "../packages/cli/src/progress.js";
 import { mulberry32 } from "../test-utils/prng.js";
@@ -92,6 +91,6 @@ export async function buildSynthetic(root: string, nCells: number, name = "synth
   await writeCompanion(new Locations(), dir, 2, new ProgressBar(process.stderr, false), true);
   await writeDatasetStats(new FolderStore(dir), { threads: 2 });
   // And the companion's rows in embedding order, as `--sporadik-rows` adds them.
-  await writeEmbeddingRows(new Locations(), dir, { checksums: true });
+  await writeEmbeddingRows(dir, { openStore: (location) => new FolderStore(location), threads: 2 });
   return dir;
 }

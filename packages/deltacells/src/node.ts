@@ -6,11 +6,19 @@
  * ({@link convertToDataset}), several ({@link buildAtlasAt}), cells appended
  * ({@link appendToDatasetAt}) and an atlas built by tasks finalized ({@link finalizeAtlasAt}), the
  * first two also with a sporadik companion written from the same pass (`companion`); a dataset's
- * statistics computed on a pool of threads ({@link writeDatasetStats}, {@link writeStatsAt}).
+ * statistics computed on a pool of threads ({@link writeDatasetStats}, {@link writeStatsAt}); the
+ * companion's rows in embedding order written in bounded memory ({@link writeEmbeddingRows}).
  * Node-only.
  */
 
 export { inputIdentity } from "./atlas/identity-node.js";
+export {
+  EMBEDDING_ROWS_BUCKET_BYTES,
+  type EmbeddingRowsTemporarySpace,
+  type WriteEmbeddingRowsOptions,
+  type WriteEmbeddingRowsResult,
+  writeEmbeddingRows,
+} from "./dataset/embedding-rows-node.js";
 export { type NodeOpenDatasetOptions, openDataset, zstdCompressor } from "./dataset/node.js";
 export * from "./index.js";
 export { cacheLocalizer, type ObsCacheLockOptions, obsCacheRoot } from "./obs/cache-node.js";

@@ -43,7 +43,7 @@ import {
 } from "../summary.js";
 import { convertAtlas, convertPlanTask } from "./atlas.js";
 import { companionWriter, writeStatsWithBar } from "./companion.js";
-import { type EmbeddingRowsReport, writeEmbeddingRows } from "./embedding-rows.js";
+import { type EmbeddingRowsReport, writeRowsInEmbeddingOrder } from "./embedding-rows.js";
 import { convertToSporadik, MAX_NNZ_CEILING } from "./sporadik.js";
 
 /**
@@ -91,7 +91,8 @@ options:
                  sporadik and zarr-python read and verify it too); default for the --sporadik
                  companion, off for --format sporadik (whose default bytes are Python sporadik's)
   --no-checksums the --sporadik companion without checksums (Python sporadik's default bytes)
-  --tmp-dir DIR  sporadik: where the temporary files go (default: beside a local OUTPUT, else the system's)
+  --tmp-dir DIR  sporadik, --sporadik-rows: where the temporary files go (default: beside a local
+                 OUTPUT, else the system's)
   --max-nnz N    sporadik: refuse a matrix with more nonzeros (default: no bound)
   --tile-size N  cells per tile (default: as many as hold ~${formatCount(TARGET_TILE_NNZ)} nonzeros, 64 .. ${DEFAULT_TILE_SIZE}; at most ${formatCount(MAX_TILE_SIZE)})
   --chunks N     independently decodable chunks per tile (default ${DEFAULT_N_CHUNKS})
@@ -124,7 +125,9 @@ options:
                  with --sporadik: also the companion's rows sorted along a Hilbert curve over
                  the embedding (X_umap, else the first KEY_0/KEY_1 pair of obs) at
                  OUTPUT/sporadik-rows/ (with order.npy, the cell of each row; named in the
-                 manifest), so the viewer reads a lasso's rows in a few requests
+                 manifest), so the viewer reads a lasso's rows in a few requests; sorted through
+                 temporary files (8 bytes per nonzero, in --tmp-dir or beside OUTPUT, removed when
+                 done), in memory bounded whatever the number of cells
   --quiet        no progress bar
   --plan OUTPUT  run one task of the plan at OUTPUT (made by deltacells plan): its tiles and obs
                  shards, then its completion record; the index is --task I, else
@@ -305,9 +308,11 @@ export async function convert(argv: string[]): Promise<CommandResult> {
   if (format !== "deltacells") {
     throw new UsageError(`--format must be deltacells or sporadik, got ${JSON.stringify(format)}`);
   }
-  for (const name of ["axes", "byte-addressable", "max-nnz", "tmp-dir"]) {
+  for (const name of ["axes", "byte-addressable", "max-nnz"]) {
     if (values[name] !== undefined) throw new UsageError(`--${name} applies to --format sporadik only`);
   }
+  if (values["tmp-dir"] !== undefined && values["sporadik-rows"] === undefined)
+    throw new UsageError("--tmp-dir applies to --format sporadik and --sporadik-rows only");
   for (const name of ["checksums", "no-checksums"]) {
     if (values[name] !== undefined && !values.sporadik)
       throw new UsageError(`--${name} applies to sporadik output only (--format sporadik or --sporadik)`);
@@ -361,8 +366,13 @@ export async function convert(argv: string[]): Promise<CommandResult> {
                 bar.finish();
                 stats = await writeStatsWithBar(store, threads, bar);
                 if (values["sporadik-rows"] === true)
-                  rows = await writeEmbeddingRows(locations, output, {
+                  rows = await writeRowsInEmbeddingOrder(locations, output, {
                     checksums: values["no-checksums"] !== true,
+                    threads,
+                    tmpDir: values["tmp-dir"] as string | undefined,
+                    say: (line) => {
+                      if (bar.enabled) process.stderr.write(`${line}\n`);
+                    },
                   });
               },
             }

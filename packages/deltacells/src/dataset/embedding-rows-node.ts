@@ -1,0 +1,377 @@
+/**
+ * Writing the companion's rows in embedding order (`convert --sporadik --sporadik-rows`, see
+ * ./embedding-rows.ts) in bounded memory, Node only: an external bucket sort. The companion's rows
+ * are read once in cell order, a bounded range of rows at a time, and each is appended to the
+ * temporary file of its destination bucket (a run of consecutive rows of the new order, as many as
+ * hold ~{@link EMBEDDING_ROWS_BUCKET_BYTES} of nonzeros on average); then each bucket in turn is read
+ * back, its rows placed by destination, and handed as one row block to sporadik's streaming writer
+ * (`writeStoreFromRowBlocks`). Memory is a bucket, a range of rows and the writer's chunks, plus two
+ * int32 arrays per cell (the order and its inverse); the temporary files hold the companion's
+ * nonzeros once (8 bytes each at int32), in a `.sporadik-spill-*` folder removed on success,
+ * failure and, when asked, Ctrl-C, as the streaming writer's own.
+ */
+import { statfsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, resolve } from "node:path";
+import {
+  FileSpill,
+  openReader,
+  type RowBlock,
+  type Selection,
+  type StaleSpill,
+  sweepStaleSpills,
+  writeStoreFromRowBlocks,
+} from "@deltacells/sporadik/node";
+import { joinLocation, type Store } from "@deltacells/storage";
+import { localPath } from "@deltacells/storage/node";
+import { DeltacellsError } from "../errors.js";
+import type { ObsFrame } from "../obs/frame.js";
+import { companionOf } from "./companion.js";
+import {
+  EMBEDDING_ROWS_PATH,
+  type EmbeddingRows,
+  embeddingOrder,
+  nameEmbeddingRows,
+  ORDER_KEY,
+  orderDigest,
+  orderNpy,
+  rowsOf,
+} from "./embedding-rows.js";
+import { openDataset } from "./open.js";
+import type { Dataset } from "./reader.js";
+
+/**
+ * Bytes of nonzeros (index and value) a bucket of {@link writeEmbeddingRows} holds on average:
+ * 64 MiB, 8,388,608 int32 nonzeros, the size of the streaming writer's own assembly buffer.
+ */
+export const EMBEDDING_ROWS_BUCKET_BYTES = 64 * 2 ** 20;
+
+/** Options of {@link writeEmbeddingRows}. */
+export interface WriteEmbeddingRowsOptions<S extends Store> {
+  /** Opens a location: the dataset's, its companion's and the new store's (a command counts their bytes). */
+  openStore: (location: string) => S;
+  /** zstd's content checksum in every chunk, as the companion's. Default true. */
+  checksums?: boolean;
+  /**
+   * Folder under which the temporary folder (`.sporadik-spill-*`, 8 bytes per int32 nonzero) is
+   * made. Default: beside a local dataset, else the system's temporary folder.
+   */
+  tmpDir?: string;
+  /** Average bytes of nonzeros per bucket. Default {@link EMBEDDING_ROWS_BUCKET_BYTES}. */
+  bucketBytes?: number;
+  /** Threads compressing chunks. Default: one per core. */
+  threads?: number;
+  /** Also remove the temporary folder on SIGINT and SIGTERM (a command line's choice). Default false. */
+  removeOnSignal?: boolean;
+  /** Told of each temporary folder a killed writer left there (removed, or kept while its owner may run). */
+  onStaleSpill?: (spill: StaleSpill) => void;
+  /** Told, before the first row is read, where the temporary files go and how large they get. */
+  onTemporarySpace?: (space: EmbeddingRowsTemporarySpace) => void;
+}
+
+/** The temporary space of {@link writeEmbeddingRows}. */
+export interface EmbeddingRowsTemporarySpace {
+  /** The folder the temporary folder goes under (absolute). */
+  folder: string;
+  /** Bytes the buckets take there at most (every nonzero once, with each row's 8-byte header). */
+  bytes: number;
+  /** Bytes free on its disk, when the system says. */
+  available: number | undefined;
+}
+
+/** What {@link writeEmbeddingRows} wrote. */
+export interface WriteEmbeddingRowsResult<S extends Store> {
+  /** The new store, as `openStore` opened it. */
+  store: S;
+  /** The manifest's record: path, embedding, digest. */
+  rows: EmbeddingRows;
+  nnz: number;
+  /** Buckets the rows were sorted through. */
+  buckets: number;
+  /** Bytes written to the temporary files. */
+  bytesSpilled: number;
+}
+
+/** The embedding the rows are ordered by: `X_umap` when obs has it, else the first `KEY_0`/`KEY_1` pair. */
+async function embeddingColumns(ds: Dataset): Promise<[string, string] | undefined> {
+  if (!ds.manifest.has_obs) return undefined;
+  const schema = await ds.obsSchema();
+  const numeric = new Set(schema.columns.filter((c) => c.kind === "numeric").map((c) => c.name));
+  const pairs = [...numeric]
+    .map((n) => /^(.+)_0$/.exec(n)?.[1])
+    .filter((base): base is string => base !== undefined && numeric.has(`${base}_1`))
+    .sort((a, b) => Number(b === "X_umap") - Number(a === "X_umap") || (a < b ? -1 : a > b ? 1 : 0));
+  const base = pairs[0];
+  return base === undefined ? undefined : [`${base}_0`, `${base}_1`];
+}
+
+/** One numeric obs column for every cell as float32, as the viewer holds it (nulls NaN). */
+function float32Column(frame: ObsFrame, name: string, nCells: number): Float32Array {
+  const column = frame.columns.find((c) => c.name === name)!;
+  const values = new Float32Array(nCells);
+  let at = 0;
+  for (let t = 0; t < column.table.batches.length; t++) {
+    const tile = column.tile(t);
+    const raw = tile.toArray() as ArrayLike<number | bigint>;
+    for (let i = 0; i < tile.length; i++) values[at + i] = tile.isValid(i) ? Number(raw[i]) : Number.NaN;
+    at += tile.length;
+  }
+  return values;
+}
+
+function freeBytes(folder: string): number | undefined {
+  try {
+    const fs = statfsSync(folder);
+    return fs.bavail * fs.bsize;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A row's header in a bucket file: its row in the new order and its number of nonzeros (uint32 each). */
+const HEADER = 8;
+
+/** Nonzeros of the companion read at once, in cell order: a bucket's worth at most, and no more than 4 M. */
+function sourceNonzeros(bucketNonzeros: number): number {
+  return Math.max(1, Math.min(bucketNonzeros, 4 * 2 ** 20));
+}
+
+type Typed = Selection["indices"] | Selection["data"];
+
+function bytesOf(a: Typed, from: number, to: number): Uint8Array {
+  const size = a.BYTES_PER_ELEMENT;
+  return new Uint8Array(a.buffer, a.byteOffset + from * size, (to - from) * size);
+}
+
+/**
+ * Writes the rows of the dataset at `location` in embedding order at `location/sporadik-rows/`
+ * (from its companion, which it needs; one layout, axis 0, the companion's chunking and dtypes,
+ * with `order.npy`, the cell of each row), then names them in the manifest
+ * (`metadata.sporadik_rows`, with the order's digest). The embedding is `X_umap` when obs has it, else the first `KEY_0`/`KEY_1` pair.
+ * Memory is bounded by `bucketBytes`, not by the dataset (see the module); the bytes are the same
+ * whatever `bucketBytes`. Refused (`NotFound`) for a dataset without a companion or an embedding.
+ *
+ *     await writeEmbeddingRows("pbmc", { openStore: (l) => new FolderStore(l) });
+ */
+export async function writeEmbeddingRows<S extends Store>(
+  location: string,
+  options: WriteEmbeddingRowsOptions<S>,
+): Promise<WriteEmbeddingRowsResult<S>> {
+  const datasetStore = options.openStore(location);
+  const ds = await openDataset(datasetStore);
+  const manifestObject = `${ds.url}/manifest.json`;
+  const rel = companionOf(ds);
+  if (rel === undefined) {
+    throw new DeltacellsError(
+      `${manifestObject} names no sporadik companion (metadata.sporadik), from which the rows in embedding order are written: convert with --sporadik and --sporadik-rows together`,
+      {
+        tag: "NotFound",
+        object: manifestObject,
+        field: "metadata.sporadik",
+        expected: "a sporadik companion",
+        found: undefined,
+      },
+    );
+  }
+  const embedding = await embeddingColumns(ds);
+  if (embedding === undefined) {
+    throw new DeltacellsError(
+      `${ds.url} has no embedding in obs (a KEY_0/KEY_1 pair of numeric columns such as X_umap_0/X_umap_1) to order its rows by: convert with --obsm X_umap (or the embedding's key), or without --sporadik-rows`,
+      {
+        tag: "NotFound",
+        object: `${ds.url}/obs`,
+        field: "obs columns",
+        expected: "a numeric KEY_0/KEY_1 pair (X_umap_0, X_umap_1)",
+        found: ds.manifest.has_obs ? "no such pair" : "no obs",
+      },
+    );
+  }
+  const frame = await ds.obs(embedding);
+  const n = ds.nCells;
+  const order = embeddingOrder(float32Column(frame, embedding[0], n), float32Column(frame, embedding[1], n));
+  const rowOf = rowsOf(order);
+  const companionLocation = joinLocation(location, rel);
+  const reader = await openReader(options.openStore(companionLocation), { axis: 0 });
+  const { info } = reader;
+  const nnz = info.nnz;
+
+  const bytesPerNonzero = bytesOfDtype(info.indexDtype) + bytesOfDtype(info.dtype);
+  const bucketNonzeros = Math.max(
+    1,
+    Math.floor((options.bucketBytes ?? EMBEDDING_ROWS_BUCKET_BYTES) / bytesPerNonzero),
+  );
+  const rowsPerBucket = Math.max(1, Math.floor(n / Math.max(1, Math.ceil(nnz / bucketNonzeros))));
+  const nBuckets = Math.max(1, Math.ceil(n / rowsPerBucket));
+
+  const local = localPath(location);
+  const tmpParent = resolve(options.tmpDir ?? (local !== undefined ? dirname(local) : tmpdir()));
+  for (const stale of await sweepStaleSpills(tmpParent)) options.onStaleSpill?.(stale);
+  options.onTemporarySpace?.({
+    folder: tmpParent,
+    bytes: nnz * bytesPerNonzero + n * HEADER,
+    available: freeBytes(tmpParent),
+  });
+  const spill = await FileSpill.create(tmpParent, { removeOnSignal: options.removeOnSignal === true });
+  try {
+    const files = await bucketRows(
+      reader,
+      rowOf,
+      rowsPerBucket,
+      nBuckets,
+      sourceNonzeros(bucketNonzeros),
+      spill,
+    );
+    const rowsLocation = joinLocation(location, EMBEDDING_ROWS_PATH);
+    const store = options.openStore(rowsLocation);
+    const result = await writeStoreFromRowBlocks(store, sortedBlocks(files, n, rowsPerBucket, info), {
+      shape: [info.shape[0]!, info.shape[1]!],
+      axes: [0],
+      dtype: info.dtype,
+      nnz,
+      checksums: options.checksums ?? true,
+      tmpDir: tmpParent,
+      ...(options.threads !== undefined ? { threads: options.threads } : {}),
+      removeOnSignal: options.removeOnSignal === true,
+    });
+    await store.set(ORDER_KEY, orderNpy(order));
+    const rows: EmbeddingRows = { path: EMBEDDING_ROWS_PATH, embedding, digest: orderDigest(order) };
+    await nameEmbeddingRows(datasetStore, rows);
+    return { store, rows, nnz: result.nnz, buckets: nBuckets, bytesSpilled: spill.bytesSpilled };
+  } finally {
+    await spill.dispose();
+  }
+}
+
+function bytesOfDtype(dtype: string): number {
+  return /64$/.test(dtype) ? 8 : /16$/.test(dtype) ? 2 : /8$/.test(dtype) ? 1 : 4;
+}
+
+/** A bucket's file and how its records read back. */
+type BucketFile = Awaited<ReturnType<FileSpill["create"]>> | undefined;
+
+/**
+ * Pass one: the companion's rows in cell order, a range of about `rangeNonzeros` at a time, each
+ * row appended to its bucket's file as (row, count, indices, values). Empty rows are not written:
+ * a row no record names is empty.
+ */
+async function bucketRows(
+  reader: Awaited<ReturnType<typeof openReader>>,
+  rowOf: Uint32Array,
+  rowsPerBucket: number,
+  nBuckets: number,
+  rangeNonzeros: number,
+  spill: FileSpill,
+): Promise<BucketFile[]> {
+  const n = rowOf.length;
+  const files: BucketFile[] = new Array(nBuckets).fill(undefined);
+  // Rows per range, adapted to the nonzeros per row just read (no per-cell indptr in memory).
+  let span = Math.max(1, Math.min(n, 4096));
+  for (let start = 0; start < n; ) {
+    const stop = Math.min(n, start + span);
+    const part = await reader.slicesOver(start, stop);
+    const read = Number(part.indptr[stop - start]);
+    const parts: Uint8Array[][] = new Array(nBuckets);
+    for (let c = start; c < stop; c++) {
+      const lo = Number(part.indptr[c - start]);
+      const hi = Number(part.indptr[c - start + 1]);
+      if (hi === lo) continue;
+      const row = rowOf[c]!;
+      const b = Math.floor(row / rowsPerBucket);
+      const header = new Uint8Array(HEADER);
+      const view = new DataView(header.buffer);
+      view.setUint32(0, row, true);
+      view.setUint32(4, hi - lo, true);
+      (parts[b] ??= []).push(header, bytesOf(part.indices, lo, hi), bytesOf(part.data, lo, hi));
+    }
+    for (let b = 0; b < nBuckets; b++) {
+      const these = parts[b];
+      if (these === undefined) continue;
+      files[b] ??= await spill.create(`bucket-${b}`);
+      await files[b]!.append(these);
+    }
+    span = read > 0 ? Math.max(1, Math.floor((rangeNonzeros * (stop - start)) / read)) : span * 2;
+    start = stop;
+  }
+  return files;
+}
+
+/**
+ * Pass two: each bucket read back whole, its rows placed by destination, yielded as one CSR row
+ * block (rows of the new order `b * rowsPerBucket` onwards); the file is removed once read.
+ */
+async function* sortedBlocks(
+  files: BucketFile[],
+  n: number,
+  rowsPerBucket: number,
+  info: Awaited<ReturnType<typeof openReader>>["info"],
+): AsyncGenerator<RowBlock> {
+  const indexSize = bytesOfDtype(info.indexDtype);
+  const valueSize = bytesOfDtype(info.dtype);
+  for (let b = 0; b < files.length; b++) {
+    const first = b * rowsPerBucket;
+    const nRows = Math.min(n, first + rowsPerBucket) - first;
+    const file = files[b];
+    const bytes = file === undefined ? new Uint8Array(0) : await file.read(0, file.bytes);
+    await file?.remove();
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const counts = new Float64Array(nRows);
+    const recordAt = new Float64Array(nRows).fill(-1);
+    for (let at = 0; at < bytes.byteLength; ) {
+      const row = view.getUint32(at, true) - first;
+      const count = view.getUint32(at + 4, true);
+      counts[row] = count;
+      recordAt[row] = at;
+      at += HEADER + count * (indexSize + valueSize);
+    }
+    const indptr = new Float64Array(nRows + 1);
+    for (let r = 0; r < nRows; r++) indptr[r + 1] = indptr[r]! + counts[r]!;
+    const total = indptr[nRows]!;
+    const indices = new Uint8Array(total * indexSize);
+    const data = new Uint8Array(total * valueSize);
+    for (let r = 0; r < nRows; r++) {
+      const at = recordAt[r]!;
+      if (at < 0) continue;
+      const count = counts[r]!;
+      const from = at + HEADER;
+      indices.set(bytes.subarray(from, from + count * indexSize), indptr[r]! * indexSize);
+      data.set(
+        bytes.subarray(from + count * indexSize, from + count * (indexSize + valueSize)),
+        indptr[r]! * valueSize,
+      );
+    }
+    yield {
+      nRows,
+      indptr,
+      indices: typedOver(info.indexDtype, indices) as RowBlock["indices"],
+      data: typedOver(info.dtype, data) as RowBlock["data"],
+    };
+  }
+}
+
+const TYPED: Record<string, new (buffer: ArrayBuffer) => Typed> = {
+  int32: Int32Array,
+  uint32: Uint32Array,
+  int64: BigInt64Array as never,
+  uint64: BigUint64Array as never,
+  float32: Float32Array,
+  float64: Float64Array,
+  int16: Int16Array,
+  uint16: Uint16Array,
+  int8: Int8Array,
+  uint8: Uint8Array,
+};
+
+function typedOver(dtype: string, bytes: Uint8Array): Typed {
+  const make = TYPED[dtype];
+  if (make === undefined) {
+    throw new DeltacellsError(
+      `the companion's values are ${dtype}, which the rows in embedding order do not handle`,
+      {
+        tag: "InvalidInput",
+        expected: Object.keys(TYPED),
+        found: dtype,
+      },
+    );
+  }
+  return new make(bytes.buffer as ArrayBuffer);
+}
