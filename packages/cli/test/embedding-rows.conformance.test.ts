@@ -6,6 +6,7 @@
  * dataset's own embedding gives; refused without --sporadik.
  */
 import assert from "node:assert/strict";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { embeddingOrder, embeddingRowsOf, openDataset, orderDigest } from "@deltacells/core";
@@ -70,4 +71,48 @@ test("--sporadik-rows without --sporadik is refused, naming what it needs", asyn
   const r = await cli("convert", PBMC, join(dir, "no"), "--sporadik-rows", "--quiet");
   assert.equal(r.code, 2, r.stderr);
   assert.match(r.stderr, /--sporadik-rows applies with --sporadik only/);
+});
+
+test("--sporadik-rows sorts through --tmp-dir and leaves it empty", async () => {
+  const tmp = join(dir, "tmp");
+  const r = await cli(
+    "convert",
+    PBMC,
+    join(dir, "tmp-dir"),
+    "--sporadik",
+    "--sporadik-rows",
+    "--tmp-dir",
+    tmp,
+    "--quiet",
+    "--threads",
+    "1",
+  );
+  assert.equal(r.code, 0, r.stderr);
+  // Made by the rows' writer (the dataset and its companion take no temporary folder of their own).
+  assert.deepEqual(readdirSync(tmp), []);
+  assert.equal((await cli("validate", join(dir, "tmp-dir", "sporadik-rows"), "--quiet")).code, 0);
+  const plain = await cli("convert", PBMC, join(dir, "tmp-dir-plain"), "--tmp-dir", tmp, "--quiet");
+  assert.equal(plain.code, 2, plain.stderr);
+  assert.match(plain.stderr, /--tmp-dir applies to --format sporadik and --sporadik-rows only/);
+});
+
+test("a dataset without an embedding is refused by --sporadik-rows as NotFound, naming the columns it needs", async () => {
+  const r = await cli(
+    "convert",
+    PBMC,
+    join(dir, "no-obs"),
+    "--sporadik",
+    "--sporadik-rows",
+    "--no-obs",
+    "--quiet",
+    "--threads",
+    "1",
+  );
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(
+    r.stderr,
+    /error \[NotFound\]: \S+no-obs has no embedding in obs \(a KEY_0\/KEY_1 pair of numeric columns such as X_umap_0\/X_umap_1\) to order its rows by: convert with --obsm X_umap/,
+  );
+  // The dataset and its companion are complete; no rows in embedding order are named.
+  assert.equal(embeddingRowsOf(await openDataset(new FolderStore(join(dir, "no-obs")))), undefined);
 });
