@@ -166,7 +166,7 @@ test("the bounded writer's store is the in-memory sort's, object for object, wha
     assert.deepEqual([...got.keys()].sort(), [...want.keys()].sort(), `bucketBytes ${bucketBytes}`);
     for (const [key, bytes] of want)
       assert.ok(got.get(key)!.equals(bytes), `${key} differs, bucketBytes ${bucketBytes}`);
-    // A bucket of 5 nonzeros holds 1-2 rows of ~17: every row's run is cut from its neighbours'.
+    // A bucket of 20 nonzeros holds one or two rows of ~17: buckets end inside runs of rows.
     if (bucketBytes === 8 * 40) assert.ok(result.buckets > 100, `${result.buckets} buckets`);
     if (bucketBytes === undefined) assert.equal(result.buckets, 1);
     assert.equal(announced.length, 1);

@@ -3,7 +3,7 @@
  * ./embedding-rows.ts) in bounded memory, Node only: an external bucket sort. The companion's rows
  * are read once in cell order, a bounded range of rows at a time, and each is appended to the
  * temporary file of its destination bucket (a run of consecutive rows of the new order, as many as
- * hold ~{@link EMBEDDING_ROWS_BUCKET_BYTES} of nonzeros on average); then each bucket in turn is read
+ * take ~{@link EMBEDDING_ROWS_BUCKET_BYTES} in memory on average once read back); then each bucket in turn is read
  * back, its rows placed by destination, and handed as one row block to sporadik's streaming writer
  * (`writeStoreFromRowBlocks`). Memory is a bucket, a range of rows and the writer's chunks, plus two
  * int32 arrays per cell (the order and its inverse); the temporary files hold the companion's
@@ -41,8 +41,10 @@ import { openDataset } from "./open.js";
 import type { Dataset } from "./reader.js";
 
 /**
- * Bytes of nonzeros (index and value) a bucket of {@link writeEmbeddingRows} holds on average:
- * 64 MiB, 8,388,608 int32 nonzeros, the size of the streaming writer's own assembly buffer.
+ * Bytes a bucket of {@link writeEmbeddingRows} takes in memory on average while its rows are
+ * placed: 64 MiB, the size of the streaming writer's own assembly buffer. That is its file read
+ * back and the two arrays its rows are placed into, so a bucket holds half of it in nonzeros
+ * (4,194,304 at int32).
  */
 export const EMBEDDING_ROWS_BUCKET_BYTES = 64 * 2 ** 20;
 
@@ -57,7 +59,7 @@ export interface WriteEmbeddingRowsOptions<S extends Store> {
    * made. Default: beside a local dataset, else the system's temporary folder.
    */
   tmpDir?: string;
-  /** Average bytes of nonzeros per bucket. Default {@link EMBEDDING_ROWS_BUCKET_BYTES}. */
+  /** Bytes a bucket takes in memory on average (its file and its rows placed). Default {@link EMBEDDING_ROWS_BUCKET_BYTES}. */
   bucketBytes?: number;
   /** Threads compressing chunks. Default: one per core. */
   threads?: number;
@@ -198,7 +200,7 @@ export async function writeEmbeddingRows<S extends Store>(
   const bytesPerNonzero = bytesOfDtype(info.indexDtype) + bytesOfDtype(info.dtype);
   const bucketNonzeros = Math.max(
     1,
-    Math.floor((options.bucketBytes ?? EMBEDDING_ROWS_BUCKET_BYTES) / bytesPerNonzero),
+    Math.floor((options.bucketBytes ?? EMBEDDING_ROWS_BUCKET_BYTES) / (2 * bytesPerNonzero)),
   );
   const rowsPerBucket = Math.max(1, Math.floor(n / Math.max(1, Math.ceil(nnz / bucketNonzeros))));
   const nBuckets = Math.max(1, Math.ceil(n / rowsPerBucket));
