@@ -7,7 +7,7 @@
  *   (in memory when small, temporary files otherwise), then the blocks bucket by bucket.
  */
 
-import { csrSliceToBlock, RowBlockBuilder } from "./canonical.js";
+import { BlockBuffers, csrSliceToBlock, RowBlockBuilder } from "./canonical.js";
 import { AnndataError, objectIn } from "./errors.js";
 import { CellBucketSpill } from "./spill.js";
 import { type TreeArray, toNumbers } from "./tree.js";
@@ -55,6 +55,8 @@ const DENSE_SLAB_VALUES = 1 << 22;
 export interface BlockSize {
   cells: number;
   nnz: number;
+  /** The consumer is done with a block once it asks for the next (`RowBlockOptions.reuse`). */
+  reuse?: boolean;
 }
 
 /** CSR row blocks (of the cells of `range` only, when given: a CSR matrix seeks). */
@@ -71,6 +73,7 @@ export async function* csrBlocks(
     yield csrSliceToBlock(0, 0, m.nGenes, [0], [], []);
     return;
   }
+  const buffers = size.reuse ? new BlockBuffers() : undefined;
   for (let start = from; start < to; ) {
     signal?.throwIfAborted();
     // indptr of up to `size.cells` cells at once, cut into blocks of at most `size.nnz` nonzeros
@@ -87,7 +90,9 @@ export async function* csrBlocks(
       for (let k = r; k <= e; k++) offsets[k - r] = indptr[k] as number;
       const indices = toNumbers(await l.indices.read(lo, hi));
       const data = toNumbers(await l.data.read(lo, hi));
-      yield csrSliceToBlock(start + r, e - r, m.nGenes, offsets, indices, data);
+      // resumed: the consumer asked for this block, so it is done with the one before
+      buffers?.recycle();
+      yield csrSliceToBlock(start + r, e - r, m.nGenes, offsets, indices, data, buffers);
       r = e;
     }
     start += window;

@@ -54,6 +54,50 @@ export function countProblem(v: number): NotCountsReason | undefined {
   return "too-large";
 }
 
+/**
+ * The arrays of a reader's blocks when its consumer lets them be reused (`RowBlockOptions.reuse`):
+ * each block is built into buffers the blocks before it gave back, so a pass over millions of
+ * nonzeros allocates a few buffers instead of 8 bytes per nonzero (garbage that the collector
+ * frees late and that the C heap keeps once freed). A buffer given back is detached (moved to a
+ * new handle), so a block kept by mistake reads as empty and copying it throws: it never shows
+ * the numbers of a later block.
+ */
+export class BlockBuffers {
+  private free: ArrayBuffer[] = [];
+  private lent: ArrayBuffer[] = [];
+
+  /** An int32 array of `length` values on a free buffer that fits (the smallest), else a new one. */
+  int32(length: number): Int32Array {
+    const bytes = length * 4;
+    let best = -1;
+    for (let i = 0; i < this.free.length; i++) {
+      const b = this.free[i]!.byteLength;
+      if (b >= bytes && (best < 0 || b < this.free[best]!.byteLength)) best = i;
+    }
+    const buffer = best >= 0 ? this.free.splice(best, 1)[0]! : new ArrayBuffer(sizeClass(bytes));
+    this.lent.push(buffer);
+    return new Int32Array(buffer, 0, length);
+  }
+
+  /**
+   * Every buffer lent so far comes back: call it once the consumer is done with the blocks built
+   * on them (it asked for the next). Kept: as many as were lent (one block's worth), the others
+   * are left to the collector. A buffer the consumer moved away (transferred) is dropped.
+   */
+  recycle(): void {
+    const back = this.lent.filter((b) => b.byteLength > 0).map((b) => structuredClone(b, { transfer: [b] }));
+    this.free = [...back, ...this.free].slice(0, Math.max(2, back.length));
+    this.lent = [];
+  }
+}
+
+/** Sizes in steps of 1/8 of a power of two (at least 64 KiB): blocks of similar sizes share buffers. */
+function sizeClass(bytes: number): number {
+  if (bytes <= 1 << 16) return 1 << 16;
+  const step = 2 ** (Math.ceil(Math.log2(bytes)) - 3);
+  return Math.ceil(bytes / step) * step;
+}
+
 /** Array-like numeric storage the builder accepts values from. */
 export type NumericArrayLike = ArrayLike<number>;
 
@@ -74,16 +118,22 @@ export class RowBlockBuilder {
   // the current row's first non-count in gene order, thrown when the row closes
   private rowBad: BadCount | undefined;
 
+  /**
+   * With `buffers`, the block's arrays are views of buffers lent by it (see {@link BlockBuffers}),
+   * `nnzHint` at least as many as the block holds (more only costs a copy), and the finished
+   * block's arrays views of them too.
+   */
   constructor(
     readonly rowStart: number,
     readonly nRows: number,
     readonly nGenes: number,
     nnzHint = 1024,
+    private readonly buffers?: BlockBuffers,
   ) {
     this.indptr = new Float64Array(nRows + 1);
     const cap = Math.max(16, nnzHint);
-    this.indices = new Int32Array(cap);
-    this.data = new Int32Array(cap);
+    this.indices = buffers ? buffers.int32(cap) : new Int32Array(cap);
+    this.data = buffers ? buffers.int32(cap) : new Int32Array(cap);
     this.rowGenes = new Int32Array(64);
     this.rowValues = new Float64Array(64);
   }
@@ -217,12 +267,14 @@ export class RowBlockBuilder {
   }
 
   private finishRows(): CanonicalRowBlock {
+    const exact = (a: Int32Array) =>
+      this.nnz === a.length ? a : this.buffers ? a.subarray(0, this.nnz) : a.slice(0, this.nnz);
     return {
       rowStart: this.rowStart,
       nRows: this.nRows,
       indptr: this.indptr,
-      indices: this.nnz === this.indices.length ? this.indices : this.indices.slice(0, this.nnz),
-      data: this.nnz === this.data.length ? this.data : this.data.slice(0, this.nnz),
+      indices: exact(this.indices),
+      data: exact(this.data),
     };
   }
 
@@ -240,7 +292,7 @@ export class RowBlockBuilder {
 
 /**
  * Canonicalizes a CSR slice: `indptr[0..nRows]` are absolute offsets whose first value maps to
- * position 0 of `indices`/`values`.
+ * position 0 of `indices`/`values`. With `buffers`, on buffers lent by it.
  */
 export function csrSliceToBlock(
   rowStart: number,
@@ -249,9 +301,11 @@ export function csrSliceToBlock(
   indptr: NumericArrayLike,
   indices: NumericArrayLike,
   values: NumericArrayLike,
+  buffers?: BlockBuffers,
 ): CanonicalRowBlock {
   const base = indptr[0] as number;
-  const b = new RowBlockBuilder(rowStart, nRows, nGenes, values.length);
+  // a cell's entries summed and its zeros dropped: never more than the slice's, so never grown
+  const b = new RowBlockBuilder(rowStart, nRows, nGenes, values.length, buffers);
   for (let r = 0; r < nRows; r++) {
     b.pushMany(indices, values, (indptr[r] as number) - base, (indptr[r + 1] as number) - base);
     b.endRow();

@@ -143,6 +143,7 @@ export abstract class BaseSource implements MatrixSource {
     const size: BlockSize = {
       cells: Math.max(1, Math.floor(opts.blockCells ?? DEFAULT_BLOCK_CELLS)),
       nnz: Math.max(1, Math.floor(opts.blockNnz ?? DEFAULT_BLOCK_NNZ)),
+      reuse: opts.reuse === true,
     };
     try {
       const range =

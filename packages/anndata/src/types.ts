@@ -99,6 +99,16 @@ export interface RowBlockOptions {
    */
   rowStart?: number;
   rowEnd?: number;
+  /**
+   * The consumer is done with a block (and every view of its arrays) once it asks for the next:
+   * the reader may then build later blocks in the same memory. A conversion's memory then stays
+   * flat instead of following the garbage of every block (8 bytes per nonzero). The arrays of a
+   * block given back are detached, so a block kept past that reads as empty (length 0) and
+   * copying it throws: it never shows another block's numbers. Keep data by copying it
+   * (`block.data.slice()`) before asking for the next block. CSR inputs (h5ad, AnnData zarr, 10x
+   * HDF5) reuse; the others ignore it. Default false: every block is its own.
+   */
+  reuse?: boolean;
 }
 
 /** An opened count matrix, cells x genes, streamed as row blocks. */

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { test } from "node:test";
 import { cscBlocks, denseBlocks, type SparseLayout } from "../src/blocks.js";
+import { BlockBuffers } from "../src/canonical.js";
 import { openHdf5 } from "../src/hdf5-thread.js";
 import { openInput } from "../src/node.js";
 import type { TreeArray } from "../src/tree.js";
@@ -133,4 +134,69 @@ test("CSR and dense readers never hand over a block past blockNnz nonzeros, and 
       }
     }
   }
+});
+
+test("blocks built in reused memory hold the same cells, each intact until the next is asked for, then detached", async () => {
+  for (const [file, opts] of [
+    ["csr.h5ad", { layer: "counts" }],
+    ["csr-v3.zarr", {}],
+  ] as const) {
+    const own = await openInput(join(DATA, "anndata", file), opts);
+    const reusing = await openInput(join(DATA, "anndata", file), opts);
+    try {
+      const fresh: CanonicalRowBlock[] = [];
+      for await (const b of own.rowBlocks({ blockCells: 7, blockNnz: 40 })) fresh.push(b);
+      assert.ok(fresh.length > 3, `${file}: several blocks`);
+      let i = 0;
+      let before: CanonicalRowBlock | undefined;
+      for await (const b of reusing.rowBlocks({ blockCells: 7, blockNnz: 40, reuse: true })) {
+        const want = fresh[i++]!;
+        assert.deepEqual(
+          [b.rowStart, b.nRows, [...b.indptr], [...b.indices], [...b.data]],
+          [want.rowStart, want.nRows, [...want.indptr], [...want.indices], [...want.data]],
+          `${file}: block ${i - 1}`,
+        );
+        if (before) {
+          // kept past the next block: empty, and copying it throws, instead of this block's numbers
+          assert.equal(before.indices.length, 0, `${file}: a kept block's indices are detached`);
+          assert.equal(before.data.length, 0, `${file}: a kept block's data are detached`);
+          assert.throws(() => before!.data.slice(), TypeError);
+        }
+        before = b;
+      }
+      assert.equal(i, fresh.length, `${file}: as many blocks`);
+      // without reuse every block stays its own: the first still holds what it held
+      const first = fresh[0]!;
+      assert.ok(first.indices.length > 0 && first.data.length === first.indices.length);
+    } finally {
+      await own.close();
+      await reusing.close();
+    }
+  }
+});
+
+test("block buffers lend a buffer again only after recycle(), and drop one the consumer moved away", () => {
+  const buffers = new BlockBuffers();
+  const a = buffers.int32(1000);
+  a.fill(7);
+  const b = buffers.int32(1000);
+  assert.notEqual(a.buffer, b.buffer, "two arrays lent at once never share memory");
+  b.fill(9);
+  assert.ok(
+    a.every((v) => v === 7),
+    "lent arrays untouched by later loans",
+  );
+  // the consumer moves b's buffer to another thread (or anywhere): it cannot come back
+  structuredClone(b.buffer, { transfer: [b.buffer as ArrayBuffer] });
+  buffers.recycle();
+  assert.equal(a.length, 0, "a recycled array is detached");
+  const c = buffers.int32(500);
+  assert.equal(c.buffer.byteLength, 1 << 16, "the smallest free buffer that fits, a's");
+  c.fill(3);
+  const d = buffers.int32(1000);
+  assert.notEqual(d.buffer, c.buffer);
+  assert.ok(
+    c.every((v) => v === 3),
+    "c untouched by d",
+  );
 });

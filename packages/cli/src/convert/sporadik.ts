@@ -220,7 +220,8 @@ async function convertLocked(
     close = () => input.close();
     [nRows, nCols] = [input.nCells, input.nGenes];
     nnzAtMost = input.nnz;
-    blocks = input.rowBlocks();
+    // the writer is done with a block when it asks for the next (writeRows has returned)
+    blocks = input.rowBlocks({ reuse: true });
     source = { format: input.format, matrixPath: input.matrixPath, name: o.input };
   }
 

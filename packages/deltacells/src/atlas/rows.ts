@@ -27,7 +27,7 @@ export async function* rowRange(
   source: DatasetSource,
   a: number,
   b: number,
-  opts: { blockCells?: number; signal?: AbortSignal } = {},
+  opts: { blockCells?: number; signal?: AbortSignal; reuse?: boolean } = {},
 ): AsyncGenerator<CanonicalRowBlock> {
   if (a >= b) return;
   let next = a;

@@ -201,7 +201,9 @@ async function countGenes(
   const geneNnz = new Float64Array(nGenes);
   let next = 0;
   let entries = 0;
-  for await (const block of source.rowBlocks({ blockCells: opts.blockCells, signal: opts.signal })) {
+  // nothing of a block is kept: the source may build the next one in its memory
+  const blocks = source.rowBlocks({ blockCells: opts.blockCells, signal: opts.signal, reuse: true });
+  for await (const block of blocks) {
     checkBlock(location, nCells, block, next);
     const { indptr, indices, data } = block;
     for (let r = 0; r < block.nRows; r++) {

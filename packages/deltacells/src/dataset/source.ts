@@ -62,5 +62,10 @@ export interface DatasetSource {
     signal?: AbortSignal;
     rowStart?: number;
     rowEnd?: number;
+    /**
+     * The caller is done with a block once it asks for the next, so a source may build later
+     * blocks in the same memory (as `@deltacells/anndata`'s CSR readers do); a source may ignore it.
+     */
+    reuse?: boolean;
   }): AsyncIterable<CanonicalRowBlock>;
 }
