@@ -228,12 +228,13 @@ export async function runTask(
   };
   const emitTile = async () => {
     const index = nextTile++;
-    const rows = cutter.take();
+    const { rows, giveBack } = cutter.take();
     const cells = rows.indptr.length - 1;
     const nnz = rows.indices.length;
+    const encoded = opts.encoder.encode(rows, { nChunks: plan.n_chunks, level: plan.zstd_level });
     pending.push(
-      opts.encoder
-        .encode(rows, { nChunks: plan.n_chunks, level: plan.zstd_level })
+      encoded
+        .finally(giveBack)
         .then(async (tile) => {
           const header = readTileHeader(tile);
           const record = {
@@ -276,9 +277,12 @@ export async function runTask(
       const map = await geneMap(plan, input, source);
       const ownColumns = opts.rows && sourceColumns(plan, map);
       let obsFrom = r;
+      // Done with each block before the next is read: the cutter copies its rows into the tile,
+      // and the second output may keep a block only until it asks for the next.
       for await (const block of rowRange(source, r, end, {
         blockCells: opts.blockCells,
         signal: opts.signal,
+        reuse: true,
       })) {
         await opts.rows?.give(datasetRows(block, input.first_cell, plan.n_genes, ownColumns));
         for (let k = 0; k < block.nRows; k++) {

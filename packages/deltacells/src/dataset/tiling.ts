@@ -4,7 +4,10 @@
  */
 import type { TileRows } from "../codec/encode.js";
 
-/** Anything that encodes tiles: the codec's `TilePool`, or `{ encode: encodeTile }`. */
+/**
+ * Anything that encodes tiles: the codec's `TilePool`, or `{ encode: encodeTile }`. `rows` are the
+ * encoder's until its promise settles: a writer then fills later tiles in their memory.
+ */
 export interface TileEncoder {
   encode(rows: TileRows, opts?: { nChunks?: number; level?: number }): Promise<Uint8Array>;
 }
