@@ -178,13 +178,21 @@ export function checkBlock(
 }
 
 /** Refuses the entry `k` of a row of `block` that breaks canonical CSR of raw counts. */
-function refuseEntry(location: string, nGenes: number, cell: number, g: number, v: number): never {
+function refuseEntry(
+  location: string,
+  nGenes: number,
+  cell: number,
+  g: number | undefined,
+  v: number | undefined,
+): never {
   const what =
-    g >= nGenes || g < 0
-      ? `gene index ${g} is outside 0 .. ${nGenes - 1}`
-      : v < 0
-        ? `count ${v} is negative`
-        : "gene indices are not strictly increasing";
+    g === undefined || v === undefined
+      ? "the row runs past its block's indices or counts (indptr promises more entries than the arrays hold)"
+      : g >= nGenes || g < 0
+        ? `gene index ${g} is outside 0 .. ${nGenes - 1}`
+        : v < 0
+          ? `count ${v} is negative`
+          : "gene indices are not strictly increasing";
   throw invalidInput(
     location,
     `cell ${cell}, gene ${g}: ${what}; the reader must hand over canonical CSR of raw counts`,
@@ -214,7 +222,8 @@ async function countGenes(
       for (let k = lo; k < hi; k++) {
         const g = indices[k]!;
         const v = data[k]!;
-        if (g <= prev || g >= nGenes || v < 0) refuseEntry(location, nGenes, block.rowStart + r, g, v);
+        // Written so that a missing entry (undefined: arrays shorter than indptr says) fails too.
+        if (!(g > prev && g < nGenes && v >= 0)) refuseEntry(location, nGenes, block.rowStart + r, g, v);
         prev = g;
         totals[g]! += v;
         if (v !== 0) geneNnz[g]!++;
