@@ -4,10 +4,10 @@
  * one, and the deltacells family brand is on it.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
+import { tempDir } from "../../../test-utils/temp.js";
 import { thrownBy } from "../../../test-utils/thrown.js";
 import { csrSliceToBlock, RowBlockBuilder } from "../src/canonical.js";
 import { type AnndataErrorTag, isAnndataError } from "../src/index.js";
@@ -15,7 +15,7 @@ import { openInput } from "../src/node.js";
 import { DATA, drain } from "./helpers.js";
 
 const A = (f: string) => join(DATA, "anndata", f);
-const dir = mkdtempSync(join(tmpdir(), "anndata-errors-"));
+const dir = tempDir("anndata-errors-");
 
 function file(name: string, text: string): string {
   const path = join(dir, name);

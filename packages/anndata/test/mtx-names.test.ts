@@ -3,11 +3,11 @@
  * barcodes file, gzipped or not), and what an input holds besides the matrix read (inventory).
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { gzipSync } from "node:zlib";
+import { tempDir } from "../../../test-utils/temp.js";
 import { isAnndataError } from "../src/index.js";
 import { openInput } from "../src/node.js";
 import { DATA } from "./helpers.js";
@@ -16,7 +16,7 @@ import { DATA } from "./helpers.js";
 const MTX = join(DATA, "seurat-pbmc-small/pbmc_small_counts.mtx");
 
 function namesFiles() {
-  const dir = mkdtempSync(join(tmpdir(), "mtx-names-"));
+  const dir = tempDir("mtx-names-");
   const genes = Array.from({ length: 230 }, (_, i) => `GENE${i}`);
   const barcodes = Array.from({ length: 80 }, (_, i) => `CELL${i}-1`);
   const lines = join(dir, "genes.txt");

@@ -1,12 +1,11 @@
 /** Reading a dataset over plain HTTP (npm `serve`, correct Range handling): one GET per tile. */
 import assert from "node:assert/strict";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { HttpStore, withStats } from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
 import { type RunningServer, startServe } from "../../../test-utils/servers.js";
+import { tempDir } from "../../../test-utils/temp.js";
 import { encodeTile, isDeltacellsError, openDataset, validateDataset, writeDataset } from "../src/index.js";
 import { zstdCompressor } from "../src/node.js";
 import { memorySource, randomMatrix } from "./dataset-fixtures.js";
@@ -15,7 +14,7 @@ let server: RunningServer;
 const m = randomMatrix(45, 20, 11);
 
 before(async () => {
-  const dir = mkdtempSync(join(tmpdir(), "deltacells-http-"));
+  const dir = tempDir("deltacells-http-");
   await writeDataset(memorySource(m), new FolderStore(join(dir, "ds")), {
     encoder: { encode: (rows, o) => encodeTile(rows, { ...o, level: 3 }) },
     compress: zstdCompressor(3),

@@ -5,11 +5,10 @@
  * has, gives the right values, fetches the column again, and leaves a good file behind.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { existsSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { test } from "node:test";
 import { MemoryStore, withStats } from "@deltacells/storage";
+import { tempDir } from "../../../test-utils/temp.js";
 import { type ColumnTable, type DatasetSource, encodeTile, writeDataset } from "../src/index.js";
 import { cacheLocalizer, openDataset, zstdCompressor } from "../src/node.js";
 import { obsCachePath, obsChecksumPath } from "../src/obs/cache-node.js";
@@ -93,7 +92,7 @@ async function readFresh(store: MemoryStore, cacheDir: string, names: string[]) 
 
 test("a byte flipped at any of several offsets of a cached column of each kind is never served: the column is fetched again and the file repaired", async () => {
   const store = await dataset();
-  const cacheDir = mkdtempSync(join(tmpdir(), "deltacells-obs-flip-"));
+  const cacheDir = tempDir("deltacells-obs-flip-");
   const { frame: first, fingerprint } = await readFresh(store, cacheDir, COLUMNS);
   const expected = new Map(COLUMNS.map((n) => [n, values(first, n)]));
   for (const name of COLUMNS) {
@@ -117,7 +116,7 @@ test("a byte flipped at any of several offsets of a cached column of each kind i
 
 test("an undamaged cached column is read without a request, also by a new localizer", async () => {
   const store = await dataset();
-  const cacheDir = mkdtempSync(join(tmpdir(), "deltacells-obs-good-"));
+  const cacheDir = tempDir("deltacells-obs-good-");
   await readFresh(store, cacheDir, ["double", "donor"]);
   const again = await readFresh(store, cacheDir, ["double", "donor"]);
   assert.equal(again.fetches, 0);
@@ -127,7 +126,7 @@ test("an undamaged cached column is read without a request, also by a new locali
 
 test("a cached column whose checksum record is missing, wrong or garbage is fetched again and gets a record", async () => {
   const store = await dataset();
-  const cacheDir = mkdtempSync(join(tmpdir(), "deltacells-obs-sum-"));
+  const cacheDir = tempDir("deltacells-obs-sum-");
   const { frame: first, fingerprint } = await readFresh(store, cacheDir, ["double"]);
   const want = values(first, "double");
   const path = obsCachePath(cacheDir, fingerprint, "double");
@@ -150,7 +149,7 @@ test("a cached column whose checksum record is missing, wrong or garbage is fetc
 
 test("a cached column truncated, emptied, extended, swapped with another column's or deleted is fetched again", async () => {
   const store = await dataset();
-  const cacheDir = mkdtempSync(join(tmpdir(), "deltacells-obs-shape-"));
+  const cacheDir = tempDir("deltacells-obs-shape-");
   const { frame: first, fingerprint } = await readFresh(store, cacheDir, ["double", "float"]);
   const want = values(first, "double");
   const path = obsCachePath(cacheDir, fingerprint, "double");

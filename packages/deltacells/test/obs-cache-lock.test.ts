@@ -5,27 +5,20 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  unlinkSync,
-  utimesSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, mkdirSync, readFileSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { hostname, tmpdir } from "node:os";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { FolderStore } from "@deltacells/storage/node";
+import { tempDir } from "../../../test-utils/temp.js";
 import { encodeTile, openDataset, writeDataset } from "../src/index.js";
 import { cacheLocalizer, zstdCompressor } from "../src/node.js";
 import { obsCachePath } from "../src/obs/cache-node.js";
 import { obsSource } from "./obs-fixtures.js";
 
-const dir = mkdtempSync(join(tmpdir(), "deltacells-obs-lock-"));
+const dir = tempDir("deltacells-obs-lock-");
 const requests: { key: string; range: string | undefined }[] = [];
 let server: Server;
 let url: string;
@@ -90,7 +83,7 @@ function child(cacheDir: string, columns: string): Promise<string> {
 }
 
 test("four processes localizing the same two columns fetch each column chunk once", async () => {
-  const cacheDir = mkdtempSync(join(tmpdir(), "deltacells-obs-shared-"));
+  const cacheDir = tempDir("deltacells-obs-shared-");
   requests.length = 0;
   const outs = await Promise.all([1, 2, 3, 4].map(() => child(cacheDir, "cell type/ü,maybe")));
   for (const out of outs) {
@@ -131,7 +124,7 @@ async function deadPid(): Promise<number> {
 }
 
 test("a lock left by a killed process on this host does not block", async () => {
-  const cacheDir = mkdtempSync(join(tmpdir(), "deltacells-obs-stale-"));
+  const cacheDir = tempDir("deltacells-obs-stale-");
   const ds = await openDataset(url, { obsLocalizer: cacheLocalizer({ staleMs: 600_000 }) });
   const path = obsCachePath(cacheDir, ds.manifest.obs_fingerprint!, "score");
   mkdirSync(join(path, ".."), { recursive: true });
@@ -141,7 +134,7 @@ test("a lock left by a killed process on this host does not block", async () => 
 });
 
 test("a lock not refreshed for staleMs is broken; a live one is waited for", async () => {
-  const cacheDir = mkdtempSync(join(tmpdir(), "deltacells-obs-old-"));
+  const cacheDir = tempDir("deltacells-obs-old-");
   // A live lock is never judged stale here (its holder need not refresh it to be waited for), so
   // what is waited for and what is broken does not depend on how fast this machine runs.
   const ds = await openDataset(url, { obsLocalizer: cacheLocalizer({ staleMs: 600_000, pollMs: 5 }) });
@@ -187,7 +180,7 @@ function holderChecks(n: number): Promise<void> {
 }
 
 test("an abort ends the wait for another process's lock at once, with the signal's reason", async () => {
-  const cacheDir = mkdtempSync(join(tmpdir(), "deltacells-obs-abort-"));
+  const cacheDir = tempDir("deltacells-obs-abort-");
   const ds = await openDataset(url, { obsLocalizer: cacheLocalizer({ staleMs: 600_000, pollMs: 5 }) });
   const path = obsCachePath(cacheDir, ds.manifest.obs_fingerprint!, "flag");
   mkdirSync(join(path, ".."), { recursive: true });

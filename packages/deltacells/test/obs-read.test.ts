@@ -4,8 +4,7 @@
  * local Arrow cache is used, reused and repaired.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import {
@@ -16,6 +15,7 @@ import {
   withStats,
 } from "@deltacells/storage";
 import { parquetMetadata } from "hyparquet";
+import { tempDir } from "../../../test-utils/temp.js";
 import { columnTable, encodeColumnFile } from "../src/arrow.js";
 import { categoryLabels, encodeTile, isDeltacellsError, openDataset, writeDataset } from "../src/index.js";
 import { openDataset as openNode, zstdCompressor } from "../src/node.js";
@@ -208,7 +208,7 @@ test("rows(a, b) prints labels, nulls and numbers across tiles", async () => {
 
 test("the Node entry caches each column as an Arrow file with one batch per tile, then reads it without GETs", async () => {
   const { store } = await written();
-  const cacheDir = mkdtempSync(join(tmpdir(), "deltacells-obs-cache-"));
+  const cacheDir = tempDir("deltacells-obs-cache-");
   const counted = withStats(store);
   const ds = await openNode(counted);
   const fp = ds.manifest.obs_fingerprint!;
@@ -223,7 +223,7 @@ test("the Node entry caches each column as an Arrow file with one batch per tile
   assert.equal(again.column("score").path, obsCachePath(cacheDir, fp, "score"));
   assert.equal(again.column("score").tile(3).get(4), 34 / 4);
   // $DELTACELLS_CACHE is the next choice
-  const envDir = mkdtempSync(join(tmpdir(), "deltacells-obs-env-"));
+  const envDir = tempDir("deltacells-obs-env-");
   process.env.DELTACELLS_CACHE = envDir;
   try {
     await ds.obs(["flag"]);
@@ -235,7 +235,7 @@ test("the Node entry caches each column as an Arrow file with one batch per tile
 
 test("a cache file whose row counts disagree with the manifest is deleted and fetched again", async () => {
   const { store } = await written();
-  const cacheDir = mkdtempSync(join(tmpdir(), "deltacells-obs-bad-"));
+  const cacheDir = tempDir("deltacells-obs-bad-");
   const ds = await openNode(store);
   const schema = (await ds.obsSchema()).columns.find((c) => c.name === "score")!;
   const path = obsCachePath(cacheDir, ds.manifest.obs_fingerprint!, "score");

@@ -3,16 +3,16 @@
  * source wins, what a request is signed with (seen at a fake fetch), and the refusals.
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { isStorageError, S3Store } from "@deltacells/storage";
 import { openStore } from "@deltacells/storage/node";
+import { tempDir } from "../../../test-utils/temp.js";
 
 /** A HOME with `~/.aws/credentials` and `~/.aws/config` holding `credentials` and `config`. */
 function home(credentials?: string, config?: string): string {
-  const dir = mkdtempSync(join(tmpdir(), "dc-aws-"));
+  const dir = tempDir("dc-aws-");
   mkdirSync(join(dir, ".aws"));
   if (credentials !== undefined) writeFileSync(join(dir, ".aws", "credentials"), credentials);
   if (config !== undefined) writeFileSync(join(dir, ".aws", "config"), config);

@@ -3,10 +3,8 @@
  * so, `_tag` names it, `object` says which key or store, and the family guard recognises it.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { test } from "node:test";
+import { tempDir } from "../../../test-utils/temp.js";
 import { thrownBy } from "../../../test-utils/thrown.js";
 import { normalizeKey } from "../src/keys.js";
 import {
@@ -27,7 +25,7 @@ const answer =
   (status: number, body = "") =>
   async () =>
     new Response(body, { status });
-const folder = () => mkdtempSync(join(tmpdir(), "storage-errors-"));
+const folder = () => tempDir("storage-errors-");
 
 interface Case {
   name: string;
