@@ -237,6 +237,7 @@ const WORDING: [RegExp, string][] = [
   [/the source column option/g, "--source-column"],
   [/the source names option/g, "--source-names"],
   [/the obs exclude option/g, "--obs-exclude"],
+  [/the sporadik option/g, "--sporadik"],
 ];
 
 /** The library's words for its options replaced by the command's flags. */

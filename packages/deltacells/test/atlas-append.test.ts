@@ -145,6 +145,39 @@ for (const widen of [false, true]) {
   });
 }
 
+test("an append stops naming the companion, its rows in embedding order and the statistics (the old cells' only), each with a note", async () => {
+  const store = await datasetOf([inputA(), inputB()]);
+  const ds = await openDataset(store);
+  const rows = { path: "sporadik-rows", embedding: ["X_umap_0", "X_umap_1"], digest: "0123abcd" };
+  await store.set(
+    "manifest.json",
+    new TextEncoder().encode(
+      JSON.stringify({
+        ...ds.manifest,
+        metadata: { ...ds.manifest.metadata, sporadik: "sporadik", sporadik_rows: rows, stats: "stats" },
+      }),
+    ),
+  );
+  await ds.close();
+  const result = await append(store, [inputC(false)]);
+  const after = await openDataset(store);
+  for (const key of ["sporadik", "sporadik_rows", "stats"])
+    assert.equal(after.manifest.metadata[key], undefined, `${key} is no longer named`);
+  await after.close();
+  assert.deepEqual(
+    result.notes.map((n) => n.split(" hold")[0]!.split(" describe")[0]),
+    [
+      "the sporadik companion (sporadik/)",
+      "the rows in embedding order (sporadik-rows/)",
+      "the statistics (stats/)",
+    ],
+  );
+  assert.match(
+    result.notes[1]!,
+    /no longer named in the manifest: write them again \(append with the sporadik option\)/,
+  );
+});
+
 test("genes the dataset lacks are refused, naming how many and the input, or dropped with dropUnlisted and reported", async () => {
   const store = await datasetOf([inputA(), inputB()]);
   const before = objects(store);

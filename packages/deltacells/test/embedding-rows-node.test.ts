@@ -211,3 +211,74 @@ test("a dataset without a companion or without an embedding is refused, naming w
       /has no embedding in obs .*--obsm X_umap/.test(err.message),
   );
 });
+
+/** A folder whose writes fail from the `failAt`-th on, as a full disk or a lost connection would. */
+class FailingFolder extends FolderStore {
+  writes = 0;
+  constructor(
+    location: string,
+    private readonly failAt: number,
+    private readonly onWrite: () => Promise<void>,
+  ) {
+    super(location);
+  }
+  override async set(
+    key: string,
+    value: Uint8Array,
+    opts?: Parameters<FolderStore["set"]>[2],
+  ): Promise<void> {
+    await this.onWrite();
+    if (++this.writes >= this.failAt) throw new Error(`disk full writing ${key}`);
+    return super.set(key, value, opts);
+  }
+}
+
+test("written again over the store the manifest names, a run cut anywhere leaves it unnamed, never named and torn; the next run names the complete store", async () => {
+  const dir = join(root, "again");
+  await dataset(dir, matrix);
+  const expected = join(root, "again-expected");
+  await inMemory(dir, expected);
+  const first = await writeEmbeddingRows(dir, {
+    openStore: (location) => new FolderStore(location),
+    threads: 1,
+  });
+  const rowsDir = join(dir, EMBEDDING_ROWS_PATH);
+  const stored = objects(rowsDir).size;
+  // Cut at the first, a middle and the last object of the store (order.npy, after the block).
+  for (const failAt of [1, Math.floor(stored / 2), stored]) {
+    const namedWhileWriting: unknown[] = [];
+    let rowsStore: FailingFolder | undefined;
+    await assert.rejects(
+      writeEmbeddingRows(dir, {
+        threads: 1,
+        tmpDir: join(root, "tmp"),
+        openStore: (location) => {
+          if (location !== rowsDir) return new FolderStore(location);
+          rowsStore = new FailingFolder(location, failAt, async () => {
+            namedWhileWriting.push(embeddingRowsOf(await openDataset(new FolderStore(dir))));
+          });
+          return rowsStore;
+        },
+      }),
+      /disk full/,
+    );
+    assert.equal(rowsStore!.writes, failAt, "cut where asked");
+    assert.deepEqual(
+      namedWhileWriting,
+      new Array(failAt).fill(undefined),
+      `the manifest named no rows from the first object written over (cut at ${failAt})`,
+    );
+    assert.equal(embeddingRowsOf(await openDataset(new FolderStore(dir))), undefined);
+    assert.deepEqual(readdirSync(join(root, "tmp")), [], "the temporary folder is removed");
+  }
+  const again = await writeEmbeddingRows(dir, {
+    openStore: (location) => new FolderStore(location),
+    threads: 1,
+  });
+  assert.deepEqual(again.rows, first.rows);
+  assert.deepEqual(embeddingRowsOf(await openDataset(new FolderStore(dir))), first.rows);
+  const want = objects(expected);
+  const got = objects(rowsDir);
+  assert.deepEqual([...got.keys()].sort(), [...want.keys()].sort());
+  for (const [key, bytes] of want) assert.ok(got.get(key)!.equals(bytes), `${key} differs`);
+});

@@ -18,6 +18,14 @@ import {
 } from "../atlas-options.js";
 import type { CommandResult } from "../command.js";
 import { writeCompanion, writeStatsWithBar } from "../convert/companion.js";
+import {
+  type EmbeddingRowsReport,
+  NO_EMBEDDING_LINE,
+  ROWS_PARSE_OPTIONS,
+  rowsChoice,
+  rowsLine,
+  writeRowsInEmbeddingOrder,
+} from "../convert/embedding-rows.js";
 import { formatCount } from "../format.js";
 import { explainObsError, OBS_ZSTD_LEVEL } from "../obs-options.js";
 import { ProgressBar } from "../progress.js";
@@ -57,12 +65,24 @@ options:
   --layer NAME, --raw, --transpose, --genome NAME, --hdf5-timeout S
                  how the new inputs are read (see convert --help)
   --threads N    encoding threads (default: the number of cores)
-  --sporadik     write the sporadik companion (OUTPUT/sporadik/) and the statistics (OUTPUT/stats/)
-                 again once the cells are added
+  --sporadik     write the sporadik companion (OUTPUT/sporadik/), the statistics (OUTPUT/stats/)
+                 and, when obs has an embedding, the companion's rows in embedding order
+                 (OUTPUT/sporadik-rows/) again once the cells are added; each is named in the
+                 manifest once complete (an append cut before leaves it unnamed, never stale)
+  --sporadik-rows
+                 with --sporadik: the rows in embedding order, refusing a dataset without an
+                 embedding (instead of leaving them out)
+  --no-sporadik-rows
+                 with --sporadik: no rows in embedding order (the manifest stops naming them)
+  --tmp-dir DIR  where the rows in embedding order are sorted through temporary files (default:
+                 beside a local DATASET, else the system's)
   --no-checksums the companion without checksums
   --break-lock   delete a writer lock left by a killed writer (only when nothing else writes there)
   --quiet        no progress bar
 ${COMMON_HELP}`;
+
+/** How `appendToDataset`'s note that the rows in embedding order are no longer named begins. */
+const ROWS_DROPPED_NOTE = "the rows in embedding order (";
 
 /** The options of `deltacells append` besides the shared ones (args.ts). */
 export const APPEND_OPTIONS = {
@@ -77,6 +97,7 @@ export const APPEND_OPTIONS = {
   "max-categories": { type: "string" },
   threads: { type: "string" },
   sporadik: { type: "boolean" },
+  ...ROWS_PARSE_OPTIONS,
   "no-checksums": { type: "boolean" },
   "break-lock": { type: "boolean" },
   quiet: { type: "boolean" },
@@ -105,6 +126,9 @@ export async function append(argv: string[]): Promise<CommandResult> {
   const threads = intOption(values, "threads", availableParallelism(), 1, 256)!;
   const { read, hdf5Timeout } = readOptions(values);
   const obsm = values.obsm as string | undefined;
+  const rowsWanted = rowsChoice(values);
+  if (values["tmp-dir"] !== undefined && rowsWanted === "never")
+    throw new UsageError("--tmp-dir applies to --sporadik's rows in embedding order only");
   const bar = new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
   const started = performance.now();
   const pool = createTilePool({ threads });
@@ -112,6 +136,7 @@ export async function append(argv: string[]): Promise<CommandResult> {
   let phase = "";
   let companion: Awaited<ReturnType<typeof writeCompanion>> | undefined;
   let stats: WriteStatsResult | undefined;
+  let rows: EmbeddingRowsReport | undefined;
   try {
     const result = await appendToDatasetAt(
       dataset,
@@ -160,6 +185,18 @@ export async function append(argv: string[]): Promise<CommandResult> {
                   values["no-checksums"] !== true,
                 );
                 stats = await writeStatsWithBar(store, threads, bar);
+                // Sorted over the old cells' embedding, they are no longer named once the cells
+                // are added (the append's manifest); written again from the new companion, then named.
+                if (rowsWanted !== "never")
+                  rows = await writeRowsInEmbeddingOrder(locations, dataset, {
+                    choice: rowsWanted,
+                    checksums: values["no-checksums"] !== true,
+                    threads,
+                    tmpDir: values["tmp-dir"] as string | undefined,
+                    say: (line) => {
+                      if (bar.enabled) process.stderr.write(`${line}\n`);
+                    },
+                  });
               },
             }
           : {}),
@@ -167,6 +204,8 @@ export async function append(argv: string[]): Promise<CommandResult> {
     );
     const { store, removedTempFiles: removed } = result;
     const m = result.manifest;
+    // The append's note that the rows in embedding order are no longer named, unless written again.
+    const notes = result.notes.filter((n) => rows === undefined || !n.startsWith(ROWS_DROPPED_NOTE));
     const seconds = (performance.now() - started) / 1000;
     const tiles = result.written.filter((k) => k.startsWith("tiles/")).length;
     const shards = result.written.filter((k) => k.startsWith("obs/obs_")).length;
@@ -179,9 +218,10 @@ export async function append(argv: string[]): Promise<CommandResult> {
       n_tiles: m.tile_cells.length,
       written: result.written,
       dropped: result.dropped,
-      notes: result.notes,
+      notes,
       resumed: result.resumed ?? null,
       removed_temp_files: removed,
+      ...(rows ? { sporadik_rows: { ...rows } } : {}),
       seconds,
     };
     const head = result.resumed
@@ -194,10 +234,12 @@ export async function append(argv: string[]): Promise<CommandResult> {
         (d) =>
           `  ${d.location}: ${count(d.count, "gene")} the dataset does not have, dropped (${d.keys.slice(0, 3).join(", ")}${d.count > 3 ? ", ..." : ""}), ${(100 * d.share).toFixed(2)}% of its counts`,
       ),
-      ...result.notes.map((n) => `  note: ${cliWords(n)}`),
+      ...notes.map((n) => `  note: ${cliWords(n)}`),
       ...(companion ? [`  sporadik companion: ${companion.json.output} written again`] : []),
       ...(stats ? [`  ${statsText(stats)}`] : []),
     ];
+    const rowsText = `${rowsLine(rows)}${rowsWanted === "auto" && rows === undefined ? NO_EMBEDDING_LINE : ""}`;
+    if (rowsText !== "") lines.push(rowsText.slice(1));
     return { text: lines.join("\n") + leftoverLine(removed), json, store };
   } catch (err) {
     throw explainAtlasError(explainObsError(err));

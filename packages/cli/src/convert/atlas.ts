@@ -33,6 +33,13 @@ import {
   statsSummary,
 } from "../summary.js";
 import { companionWriter, writeStatsWithBar } from "./companion.js";
+import {
+  type EmbeddingRowsReport,
+  NO_EMBEDDING_LINE,
+  type RowsChoice,
+  rowsLine,
+  writeRowsInEmbeddingOrder,
+} from "./embedding-rows.js";
 
 /** Opens a plan's input, refusing one that changed since it was scanned. */
 function planOpener(locations: Locations, read: Record<string, unknown>, hdf5Timeout: number | undefined) {
@@ -53,6 +60,10 @@ export interface ConvertAtlasOptions {
   overwrite: boolean;
   breakLock: boolean;
   sporadik: boolean;
+  /** Whether the companion's rows in embedding order are written too (`--sporadik-rows`, `--no-sporadik-rows`). */
+  rows: RowsChoice;
+  /** Where their temporary files go (`--tmp-dir`; default beside a local output). */
+  tmpDir: string | undefined;
   /** The companion's chunks checksummed (see `--no-checksums`). */
   checksums: boolean;
   bar: ProgressBar;
@@ -70,6 +81,8 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
     ? companionWriter(o.locations, { output, threads: o.threads, bar, checksums: o.checksums })
     : undefined;
   let stats: WriteStatsResult | undefined;
+  let rows: EmbeddingRowsReport | undefined;
+  const rowsWanted = o.rows;
   try {
     const { manifest, bytes, plan, store, removedTempFiles } = await buildAtlasAt(
       output,
@@ -93,13 +106,23 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
           bar.update(p.cellsDone, p.nCells, "cells");
         },
         // The companion is written from the same cells as the tiles; the dataset moves into place
-        // with it named. Then the statistics (named last).
+        // with it named. Then the statistics and the rows in embedding order (each named once complete).
         ...(companion
           ? {
               companion: companion.write,
               afterCommit: async (store) => {
                 bar.finish();
                 stats = await writeStatsWithBar(store, o.threads, bar);
+                if (rowsWanted !== "never")
+                  rows = await writeRowsInEmbeddingOrder(o.locations, output, {
+                    choice: rowsWanted,
+                    checksums: o.checksums,
+                    threads: o.threads,
+                    tmpDir: o.tmpDir,
+                    say: (line) => {
+                      if (bar.enabled) process.stderr.write(`${line}\n`);
+                    },
+                  });
               },
             }
           : {}),
@@ -115,6 +138,7 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
       notes: plan.notes,
       ...companionSummary(companion?.report()),
       ...statsSummary(stats),
+      ...(rows ? { sporadik_rows: { ...rows } } : {}),
       removed_temp_files: removedTempFiles,
       seconds,
     };
@@ -123,7 +147,7 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
       .filter((l) => !l.startsWith("  1 task"));
     const text = `converted ${count(paths.length, "input")} -> ${store.url}
 ${described.join("\n")}
-  ${formatBytes(bytes)} written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion?.report())}${statsLine(stats)}${leftoverLine(removedTempFiles)}`;
+  ${formatBytes(bytes)} written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion?.report())}${statsLine(stats)}${rowsLine(rows)}${rowsWanted === "auto" && rows === undefined ? NO_EMBEDDING_LINE : ""}${leftoverLine(removedTempFiles)}`;
     return { text, json: summary, store };
   } catch (err) {
     throw explainAtlasError(explainObsError(err));

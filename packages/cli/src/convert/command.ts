@@ -43,7 +43,14 @@ import {
 } from "../summary.js";
 import { convertAtlas, convertPlanTask } from "./atlas.js";
 import { companionWriter, writeStatsWithBar } from "./companion.js";
-import { type EmbeddingRowsReport, writeRowsInEmbeddingOrder } from "./embedding-rows.js";
+import {
+  type EmbeddingRowsReport,
+  NO_EMBEDDING_LINE,
+  ROWS_PARSE_OPTIONS,
+  rowsChoice,
+  rowsLine,
+  writeRowsInEmbeddingOrder,
+} from "./embedding-rows.js";
 import { convertToSporadik, MAX_NNZ_CEILING } from "./sporadik.js";
 
 /**
@@ -91,8 +98,8 @@ options:
                  sporadik and zarr-python read and verify it too); default for the --sporadik
                  companion, off for --format sporadik (whose default bytes are Python sporadik's)
   --no-checksums the --sporadik companion without checksums (Python sporadik's default bytes)
-  --tmp-dir DIR  sporadik, --sporadik-rows: where the temporary files go (default: beside a local
-                 OUTPUT, else the system's)
+  --tmp-dir DIR  sporadik, and --sporadik's rows in embedding order: where the temporary files go
+                 (default: beside a local OUTPUT, else the system's)
   --max-nnz N    sporadik: refuse a matrix with more nonzeros (default: no bound)
   --tile-size N  cells per tile (default: as many as hold ~${formatCount(TARGET_TILE_NNZ)} nonzeros, 64 .. ${DEFAULT_TILE_SIZE}; at most ${formatCount(MAX_TILE_SIZE)})
   --chunks N     independently decodable chunks per tile (default ${DEFAULT_N_CHUNKS})
@@ -120,14 +127,19 @@ options:
   --sporadik     also write a sporadik store of the same counts at OUTPUT/sporadik/ (both layouts,
                  genes in the source's order, with maxima; named in the manifest's metadata), so
                  one gene across all cells reads in two requests (the viewer colours cells by it),
-                 and the dataset's statistics at OUTPUT/stats/ (see \`deltacells stats\`)
+                 and the dataset's statistics at OUTPUT/stats/ (see \`deltacells stats\`);
+                 when obs has an embedding (X_umap, else the first KEY_0/KEY_1 pair), also the
+                 companion's rows sorted along a Hilbert curve over it at OUTPUT/sporadik-rows/
+                 (with order.npy, the cell of each row; named in the manifest), so the viewer
+                 reads a lasso's rows in a few requests: about 40% of the companion's bytes more
+                 and 10% more time, sorted through temporary files (8 bytes per nonzero, in
+                 --tmp-dir or beside OUTPUT, removed when done) in memory bounded whatever the
+                 number of cells
   --sporadik-rows
-                 with --sporadik: also the companion's rows sorted along a Hilbert curve over
-                 the embedding (X_umap, else the first KEY_0/KEY_1 pair of obs) at
-                 OUTPUT/sporadik-rows/ (with order.npy, the cell of each row; named in the
-                 manifest), so the viewer reads a lasso's rows in a few requests; sorted through
-                 temporary files (8 bytes per nonzero, in --tmp-dir or beside OUTPUT, removed when
-                 done), in memory bounded whatever the number of cells
+                 with --sporadik: the rows in embedding order, refusing a dataset without an
+                 embedding (instead of leaving them out)
+  --no-sporadik-rows
+                 with --sporadik: no rows in embedding order
   --quiet        no progress bar
   --plan OUTPUT  run one task of the plan at OUTPUT (made by deltacells plan): its tiles and obs
                  shards, then its completion record; the index is --task I, else
@@ -195,8 +207,7 @@ export const CONVERT_OPTIONS = {
   "break-lock": { type: "boolean" },
   ...OBS_PARSE_OPTIONS,
   sporadik: { type: "boolean" },
-  "sporadik-rows": { type: "boolean" },
-  "tmp-dir": { type: "string" },
+  ...ROWS_PARSE_OPTIONS,
   barcodes: { type: "string" },
   plan: { type: "string" },
   task: { type: "string" },
@@ -226,6 +237,12 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     });
   }
   const output = positionals.at(-1)!;
+  const rowsWanted = rowsChoice(values);
+  // The rows' temporary files: with --format sporadik, that store's own; else the rows'.
+  if (values["tmp-dir"] !== undefined && format !== "sporadik" && rowsWanted === "never")
+    throw new UsageError(
+      "--tmp-dir applies to --format sporadik and to --sporadik's rows in embedding order only",
+    );
   const inputs = await atlasInputs(positionals.slice(0, -1), values);
   if (inputs.paths.length === 0)
     throw new UsageError("expected INPUT OUTPUT, INPUT... OUTPUT or --inputs LIST OUTPUT");
@@ -241,7 +258,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       throw new UsageError(
         "several inputs make a deltacells dataset; convert it to a sporadik store afterwards (deltacells convert DATASET OUT.zarr --format sporadik)",
       );
-    for (const name of ["axes", "byte-addressable", "max-nnz", "tmp-dir", "checksums"]) {
+    for (const name of ["axes", "byte-addressable", "max-nnz", "checksums"]) {
       if (values[name] !== undefined) throw new UsageError(`--${name} applies to --format sporadik only`);
     }
     if (values["no-checksums"] !== undefined && !values.sporadik)
@@ -255,6 +272,8 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       overwrite: values.overwrite === true,
       breakLock: values["break-lock"] === true,
       sporadik: values.sporadik === true,
+      rows: rowsWanted,
+      tmpDir: values["tmp-dir"] as string | undefined,
       checksums: values["no-checksums"] !== true,
       bar,
     });
@@ -311,14 +330,10 @@ export async function convert(argv: string[]): Promise<CommandResult> {
   for (const name of ["axes", "byte-addressable", "max-nnz"]) {
     if (values[name] !== undefined) throw new UsageError(`--${name} applies to --format sporadik only`);
   }
-  if (values["tmp-dir"] !== undefined && values["sporadik-rows"] === undefined)
-    throw new UsageError("--tmp-dir applies to --format sporadik and --sporadik-rows only");
   for (const name of ["checksums", "no-checksums"]) {
     if (values[name] !== undefined && !values.sporadik)
       throw new UsageError(`--${name} applies to sporadik output only (--format sporadik or --sporadik)`);
   }
-  if (values["sporadik-rows"] !== undefined && !values.sporadik)
-    throw new UsageError("--sporadik-rows applies with --sporadik only (its rows come from the companion)");
 
   const obs = obsOptions(values);
   const started = performance.now();
@@ -365,8 +380,9 @@ export async function convert(argv: string[]): Promise<CommandResult> {
               afterCommit: async (store) => {
                 bar.finish();
                 stats = await writeStatsWithBar(store, threads, bar);
-                if (values["sporadik-rows"] === true)
+                if (rowsWanted !== "never")
                   rows = await writeRowsInEmbeddingOrder(locations, output, {
+                    choice: rowsWanted,
                     checksums: values["no-checksums"] !== true,
                     threads,
                     tmpDir: values["tmp-dir"] as string | undefined,
@@ -396,7 +412,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     };
     const text = `converted ${input} (${source.format}, ${source.matrixPath}) -> ${store.url}
   ${formatCount(manifest.n_cells)} cells x ${formatCount(manifest.n_genes)} genes, ${formatCount(summary.nnz)} nonzeros in ${count(manifest.tile_cells.length, "tile")}
-  ${formatBytes(bytes)} written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion?.report())}${statsLine(stats)}${rows ? `\n  rows in embedding order (${rows.embedding.join("/")}): ${formatBytes(rows.bytes)} at ${rows.output} in ${rows.seconds.toFixed(1)} s` : ""}${textFromLine(manifest)}${unnamedLines(summary.unnamed, manifest)}${notStoredLines(leftOut)}${leftoverLine(removedTempFiles)}`;
+  ${formatBytes(bytes)} written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion?.report())}${statsLine(stats)}${rowsLine(rows)}${rowsWanted === "auto" && rows === undefined ? NO_EMBEDDING_LINE : ""}${textFromLine(manifest)}${unnamedLines(summary.unnamed, manifest)}${notStoredLines(leftOut)}${leftoverLine(removedTempFiles)}`;
     return { text, json: summary, store };
   } catch (err) {
     throw explainObsError(err);

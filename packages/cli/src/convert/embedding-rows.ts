@@ -1,10 +1,15 @@
 /**
- * `convert --sporadik --sporadik-rows`: the companion's rows in embedding order, written by
- * `writeEmbeddingRows` of @deltacells/core/node (an external bucket sort in bounded memory, see
- * docs/viewer.md). This file is the command's part: its stores (counted), the temporary folder's
- * lines on stderr, Ctrl-C, and the report.
+ * The companion's rows in embedding order (`sporadik-rows/`), written by `writeEmbeddingRows` of
+ * @deltacells/core/node (an external bucket sort in bounded memory, see docs/viewer.md) after the
+ * companion, by every command that writes one: `convert --sporadik` (one input or an atlas) and
+ * `append --sporadik`. By default they are written when obs has an embedding; `--sporadik-rows`
+ * insists (a dataset without one is refused), `--no-sporadik-rows` leaves them out. This file is
+ * the commands' part: the choice, its stores (counted), the temporary folder's lines on stderr,
+ * Ctrl-C, and the report.
  */
-import { writeEmbeddingRows } from "@deltacells/core/node";
+import { embeddingRowsColumns } from "@deltacells/core";
+import { openDataset, writeEmbeddingRows } from "@deltacells/core/node";
+import { UsageError } from "../args.js";
 import { formatBytes } from "../format.js";
 import type { Locations } from "../locations.js";
 
@@ -17,16 +22,62 @@ export interface EmbeddingRowsReport {
 }
 
 /**
+ * Whether a command writes the rows in embedding order: `always` (`--sporadik-rows`), `auto` (the
+ * default with `--sporadik`: when obs has an embedding) or `never` (`--no-sporadik-rows`, or no
+ * companion).
+ */
+export type RowsChoice = "always" | "auto" | "never";
+
+/** The options that choose the rows in embedding order, as every command that writes a companion parses them. */
+export const ROWS_PARSE_OPTIONS = {
+  "sporadik-rows": { type: "boolean" },
+  "no-sporadik-rows": { type: "boolean" },
+  "tmp-dir": { type: "string" },
+} as const;
+
+/** The choice of a command's flags; `--tmp-dir` is checked by each command (it has other uses in convert). */
+export function rowsChoice(values: Record<string, unknown>): RowsChoice {
+  const yes = values["sporadik-rows"] === true;
+  const no = values["no-sporadik-rows"] === true;
+  if (yes && no)
+    throw new UsageError("--sporadik-rows and --no-sporadik-rows contradict each other: give one");
+  for (const [flag, given] of [
+    ["--sporadik-rows", yes],
+    ["--no-sporadik-rows", no],
+  ] as const) {
+    if (given && values.sporadik !== true)
+      throw new UsageError(`${flag} applies with --sporadik only (its rows come from the companion)`);
+  }
+  return values.sporadik !== true || no ? "never" : yes ? "always" : "auto";
+}
+
+/** Why the rows in embedding order were not written by default: obs has no embedding. */
+export const NO_EMBEDDING_LINE =
+  "\n  no rows in embedding order: obs has no embedding (a KEY_0/KEY_1 pair such as X_umap_0/X_umap_1; --obsm X_umap stores it)";
+
+/**
  * Writes the rows of the dataset at `output` in embedding order at `output/sporadik-rows/` and
- * names them in the manifest; the temporary files go under `tmpDir` (default beside a local
- * output), announced by `say`, and are removed on Ctrl-C too.
+ * names them in the manifest (after unnaming ones it named, see `writeEmbeddingRows`); with
+ * `auto`, only when obs has an embedding (else undefined). The temporary files go under `tmpDir`
+ * (default beside a local output), announced by `say`, and are removed on Ctrl-C too.
  */
 export async function writeRowsInEmbeddingOrder(
   locations: Locations,
   output: string,
-  o: { checksums: boolean; threads: number; tmpDir: string | undefined; say: (line: string) => void },
-): Promise<EmbeddingRowsReport> {
+  o: {
+    choice: Exclude<RowsChoice, "never">;
+    checksums: boolean;
+    threads: number;
+    tmpDir: string | undefined;
+    say: (line: string) => void;
+  },
+): Promise<EmbeddingRowsReport | undefined> {
   const started = performance.now();
+  if (
+    o.choice === "auto" &&
+    (await embeddingRowsColumns(await openDataset(locations.openCounted(output)))) === undefined
+  )
+    return undefined;
   const { store, rows } = await writeEmbeddingRows(output, {
     openStore: (location) => locations.openCounted(location),
     checksums: o.checksums,
@@ -50,4 +101,11 @@ export async function writeRowsInEmbeddingOrder(
     bytes: store.stats.bytesWritten,
     seconds: (performance.now() - started) / 1000,
   };
+}
+
+/** The report's line in a command's text. */
+export function rowsLine(rows: EmbeddingRowsReport | undefined): string {
+  return rows
+    ? `\n  rows in embedding order (${rows.embedding.join("/")}): ${formatBytes(rows.bytes)} at ${rows.output} in ${rows.seconds.toFixed(1)} s`
+    : "";
 }

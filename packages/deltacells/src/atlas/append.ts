@@ -459,12 +459,18 @@ async function stageAndCommit(
     converter: _c,
     nnz: _z,
     sporadik,
+    sporadik_rows: rowsInEmbeddingOrder,
     stats,
     ...extra
   } = m0.metadata;
   if (sporadik !== undefined)
     notes.push(
       `the sporadik companion (${String(sporadik)}/) holds the old cells only and is no longer named in the manifest: write it again (convert DATASET ... --format sporadik, or the sporadik option)`,
+    );
+  // Sorted over the old cells' embedding: the new cells are in no row of it.
+  if (rowsInEmbeddingOrder !== undefined)
+    notes.push(
+      `the rows in embedding order (${String((rowsInEmbeddingOrder as { path?: unknown }).path)}/) hold the old cells only and are no longer named in the manifest: write them again (append with the sporadik option)`,
     );
   // The statistics are sums over the old cells: readers would refuse them (StaleStats) anyway.
   if (stats !== undefined)

@@ -31,6 +31,8 @@ import {
   EMBEDDING_ROWS_PATH,
   type EmbeddingRows,
   embeddingOrder,
+  embeddingRowsColumns,
+  embeddingRowsOf,
   nameEmbeddingRows,
   ORDER_KEY,
   orderDigest,
@@ -38,7 +40,6 @@ import {
   rowsOf,
 } from "./embedding-rows.js";
 import { openDataset } from "./open.js";
-import type { Dataset } from "./reader.js";
 
 /**
  * Bytes a bucket of {@link writeEmbeddingRows} takes in memory on average while its rows are
@@ -94,19 +95,6 @@ export interface WriteEmbeddingRowsResult<S extends Store> {
   bytesSpilled: number;
 }
 
-/** The embedding the rows are ordered by: `X_umap` when obs has it, else the first `KEY_0`/`KEY_1` pair. */
-async function embeddingColumns(ds: Dataset): Promise<[string, string] | undefined> {
-  if (!ds.manifest.has_obs) return undefined;
-  const schema = await ds.obsSchema();
-  const numeric = new Set(schema.columns.filter((c) => c.kind === "numeric").map((c) => c.name));
-  const pairs = [...numeric]
-    .map((n) => /^(.+)_0$/.exec(n)?.[1])
-    .filter((base): base is string => base !== undefined && numeric.has(`${base}_1`))
-    .sort((a, b) => Number(b === "X_umap") - Number(a === "X_umap") || (a < b ? -1 : a > b ? 1 : 0));
-  const base = pairs[0];
-  return base === undefined ? undefined : [`${base}_0`, `${base}_1`];
-}
-
 /** One numeric obs column for every cell as float32, as the viewer holds it (nulls NaN). */
 function float32Column(frame: ObsFrame, name: string, nCells: number): Float32Array {
   const column = frame.columns.find((c) => c.name === name)!;
@@ -150,6 +138,9 @@ function bytesOf(a: Typed, from: number, to: number): Uint8Array {
  * (from its companion, which it needs; one layout, axis 0, the companion's chunking and dtypes,
  * with `order.npy`, the cell of each row), then names them in the manifest
  * (`metadata.sporadik_rows`, with the order's digest). The embedding is `X_umap` when obs has it, else the first `KEY_0`/`KEY_1` pair.
+ * A store already named (written again, after an append) is unnamed before the first object is
+ * written over, and named again with the new digest once complete: a failure or a kill at any
+ * point leaves the manifest naming no rows in embedding order, or complete ones of its cells.
  * Memory is bounded by `bucketBytes`, not by the dataset (see the module); the bytes are the same
  * whatever `bucketBytes`. Refused (`NotFound`) for a dataset without a companion or an embedding.
  *
@@ -175,7 +166,7 @@ export async function writeEmbeddingRows<S extends Store>(
       },
     );
   }
-  const embedding = await embeddingColumns(ds);
+  const embedding = await embeddingRowsColumns(ds);
   if (embedding === undefined) {
     throw new DeltacellsError(
       `${ds.url} has no embedding in obs (a KEY_0/KEY_1 pair of numeric columns such as X_umap_0/X_umap_1) to order its rows by: convert with --obsm X_umap (or the embedding's key), or without --sporadik-rows`,
@@ -223,6 +214,9 @@ export async function writeEmbeddingRows<S extends Store>(
       sourceNonzeros(bucketNonzeros),
       spill,
     );
+    // A store the manifest names is written over in place: unnamed first, so a cut run leaves a
+    // dataset that names no rows in embedding order (the companion serves), never torn ones.
+    if (embeddingRowsOf(ds) !== undefined) await nameEmbeddingRows(datasetStore, undefined);
     const rowsLocation = joinLocation(location, EMBEDDING_ROWS_PATH);
     const store = options.openStore(rowsLocation);
     const result = await writeStoreFromRowBlocks(store, sortedBlocks(files, n, rowsPerBucket, info), {

@@ -16,6 +16,7 @@ import type { Store } from "@deltacells/storage";
 import { DeltacellsError } from "../errors.js";
 import { type DatasetManifest, encodeManifest, MANIFEST_KEY, parseManifest } from "./manifest.js";
 import { encodeNpyInt32 } from "./npy.js";
+import type { Dataset } from "./reader.js";
 
 /** The store's `order.npy`: the cell of each row. */
 export const ORDER_KEY = "order.npy";
@@ -112,6 +113,23 @@ export function embeddingOrder(x: Float32Array, y: Float32Array): Uint32Array {
   return order;
 }
 
+/**
+ * The obs columns the rows in embedding order of `ds` are sorted by: `X_umap_0`/`X_umap_1` when
+ * obs has them, else the first `KEY_0`/`KEY_1` pair of numeric columns; undefined without one
+ * (what `convert --sporadik` checks before writing them by default).
+ */
+export async function embeddingRowsColumns(ds: Dataset): Promise<[string, string] | undefined> {
+  if (!ds.manifest.has_obs) return undefined;
+  const schema = await ds.obsSchema();
+  const numeric = new Set(schema.columns.filter((c) => c.kind === "numeric").map((c) => c.name));
+  const pairs = [...numeric]
+    .map((n) => /^(.+)_0$/.exec(n)?.[1])
+    .filter((base): base is string => base !== undefined && numeric.has(`${base}_1`))
+    .sort((a, b) => Number(b === "X_umap") - Number(a === "X_umap") || (a < b ? -1 : a > b ? 1 : 0));
+  const base = pairs[0];
+  return base === undefined ? undefined : [`${base}_0`, `${base}_1`];
+}
+
 /** Row of each cell in `order` (its inverse). */
 export function rowsOf(order: Uint32Array): Uint32Array {
   const rows = new Uint32Array(order.length);
@@ -176,9 +194,11 @@ export function embeddingRowsOf(ds: { url: string; manifest: DatasetManifest }):
 
 /**
  * Names the store of rows in embedding order in the manifest of the dataset in `store`, once the
- * store is complete: a reader finds no such store, or a complete one.
+ * store is complete: a reader finds no such store, or a complete one. `undefined` removes the
+ * name, before a named store is written over (so a cut write leaves it unnamed, never named and
+ * torn).
  */
-export async function nameEmbeddingRows(store: Store, rows: EmbeddingRows): Promise<void> {
+export async function nameEmbeddingRows(store: Store, rows: EmbeddingRows | undefined): Promise<void> {
   const object = `${store.url}/${MANIFEST_KEY}`;
   const bytes = await store.get(MANIFEST_KEY);
   if (bytes === undefined)
@@ -187,6 +207,7 @@ export async function nameEmbeddingRows(store: Store, rows: EmbeddingRows): Prom
       object,
     });
   const manifest = parseManifest(bytes, object);
-  manifest.metadata = { ...manifest.metadata, sporadik_rows: { ...rows } };
+  const { sporadik_rows: _named, ...rest } = manifest.metadata;
+  manifest.metadata = rows === undefined ? rest : { ...rest, sporadik_rows: { ...rows } };
   await store.set(MANIFEST_KEY, encodeManifest(manifest));
 }

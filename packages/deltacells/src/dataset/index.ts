@@ -6,6 +6,7 @@ export {
   EMBEDDING_ROWS_PATH,
   type EmbeddingRows,
   embeddingOrder,
+  embeddingRowsColumns,
   embeddingRowsOf,
   nameEmbeddingRows,
   ORDER_KEY,
