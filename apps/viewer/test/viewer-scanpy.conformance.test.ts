@@ -64,7 +64,16 @@ before(async () => {
     ),
     launchChromium().then((c) => (chromium = c)),
     python(["synthetic", synthetic]).then(() =>
-      deltacells("convert", synthetic, join(root, "synthetic"), "--sporadik", "--quiet", "--threads", "1"),
+      deltacells(
+        "convert",
+        synthetic,
+        join(root, "synthetic"),
+        "--sporadik",
+        "--no-sporadik-rows",
+        "--quiet",
+        "--threads",
+        "1",
+      ),
     ),
   ]);
   server = await startServer({ root, viewerDir: join(root, "viewer-dist"), port: 0 });

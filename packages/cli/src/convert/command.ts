@@ -379,6 +379,9 @@ export async function convert(argv: string[]): Promise<CommandResult> {
               companion: companion.write,
               afterCommit: async (store) => {
                 bar.finish();
+                // The tiles are written: their workers' memory goes back before the statistics
+                // and the rows in embedding order add their own.
+                await pool.close();
                 stats = await writeStatsWithBar(store, threads, bar);
                 if (rowsWanted !== "never")
                   rows = await writeRowsInEmbeddingOrder(locations, output, {

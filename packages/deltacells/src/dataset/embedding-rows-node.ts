@@ -40,14 +40,16 @@ import {
   rowsOf,
 } from "./embedding-rows.js";
 import { openDataset } from "./open.js";
+import type { Dataset } from "./reader.js";
 
 /**
  * Bytes a bucket of {@link writeEmbeddingRows} takes in memory on average while its rows are
- * placed: 64 MiB, the size of the streaming writer's own assembly buffer. That is its file read
- * back and the two arrays its rows are placed into, so a bucket holds half of it in nonzeros
- * (4,194,304 at int32).
+ * placed: 16 MiB, its file read back and the two arrays its rows are placed into, so a bucket
+ * holds half of it in nonzeros (1,048,576 at int32), and the companion is read as many at a time.
+ * Measured against 64 MiB (bench/RESULTS.md, "Writing them in bounded memory"): the rows' step
+ * peaks ~60 MB lower, in the same time; more buckets are more temporary files, not more bytes.
  */
-export const EMBEDDING_ROWS_BUCKET_BYTES = 64 * 2 ** 20;
+export const EMBEDDING_ROWS_BUCKET_BYTES = 16 * 2 ** 20;
 
 /** Options of {@link writeEmbeddingRows}. */
 export interface WriteEmbeddingRowsOptions<S extends Store> {
@@ -107,6 +109,19 @@ function float32Column(frame: ObsFrame, name: string, nCells: number): Float32Ar
     at += tile.length;
   }
   return values;
+}
+
+/**
+ * The order of the cells along the embedding. Its own function so that the obs columns and their
+ * float32 copies (16 bytes a cell besides Arrow's) are garbage once it returns, not held while the
+ * rows are sorted.
+ */
+async function orderOf(ds: Dataset, embedding: [string, string]): Promise<Uint32Array> {
+  const frame = await ds.obs(embedding);
+  return embeddingOrder(
+    float32Column(frame, embedding[0], ds.nCells),
+    float32Column(frame, embedding[1], ds.nCells),
+  );
 }
 
 function freeBytes(folder: string): number | undefined {
@@ -179,12 +194,13 @@ export async function writeEmbeddingRows<S extends Store>(
       },
     );
   }
-  const frame = await ds.obs(embedding);
   const n = ds.nCells;
-  const order = embeddingOrder(float32Column(frame, embedding[0], n), float32Column(frame, embedding[1], n));
+  const order = await orderOf(ds, embedding);
   const rowOf = rowsOf(order);
   const companionLocation = joinLocation(location, rel);
-  const reader = await openReader(options.openStore(companionLocation), { axis: 0 });
+  // Read once, in order: a cache of decoded chunks (64 MiB by default) would hold only chunks
+  // already done with.
+  const reader = await openReader(options.openStore(companionLocation), { axis: 0, cacheBytes: 0 });
   const { info } = reader;
   const nnz = info.nnz;
 
