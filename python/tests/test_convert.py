@@ -66,3 +66,13 @@ def test_a_plain_mtx_takes_its_names_as_keywords_and_the_summary_says_what_is_un
     assert list(adata.obs_names) == [f"CELL{i}" for i in range(80)]
     layer = deltacells.convert(REPO / "data/anndata/csr.h5ad", tmp_path / "layer", layer="counts", progress=False)
     assert [(p["part"], p.get("flag")) for p in layer["not_stored"]] == [("X", None), ("raw/X", "--raw")]
+
+
+def test_sporadik_writes_the_rows_in_embedding_order_unless_sporadik_rows_is_false(tmp_path: Path) -> None:
+    pbmc = REPO / "data/pbmc68k-counts/pbmc68k_counts.h5ad"
+    rows = deltacells.convert(pbmc, tmp_path / "rows", sporadik=True, threads=1, progress=False)
+    assert rows["sporadik_rows"]["embedding"] == ["X_umap_0", "X_umap_1"]
+    assert (tmp_path / "rows/sporadik-rows/order.npy").exists()
+    plain = deltacells.convert(pbmc, tmp_path / "plain", sporadik=True, sporadik_rows=False, threads=1, progress=False)
+    assert "sporadik_rows" not in plain
+    assert not (tmp_path / "plain/sporadik-rows").exists()

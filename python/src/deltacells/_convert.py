@@ -28,7 +28,9 @@ def convert(
 
     Every option of the command is a keyword, its flag's name with underscores: ``tile_size``,
     ``chunks``, ``level``, ``layer="counts"``, ``raw=True``, ``transpose=True``, ``genome``,
-    ``hdf5_timeout``, ``threads``, ``overwrite=True``, ``break_lock=True``, ``sporadik=True``,
+    ``hdf5_timeout``, ``threads``, ``overwrite=True``, ``break_lock=True``, ``sporadik=True``
+    (with the companion's rows in embedding order when obs has an embedding; ``sporadik_rows=False``
+    leaves them out, ``sporadik_rows=True`` refuses a dataset without one),
     ``format="sporadik"`` with ``axes=(0, 1)``, ``byte_addressable=True``, ``max_nnz``,
     ``tmp_dir``; the cell table's ``obs=False`` (none), ``obsm=["X_umap"]`` or ``obsm="none"``,
     ``obs_exclude=[...]``, ``max_categories``; a plain ``.mtx``'s names, ``genes="features.tsv"``
@@ -47,6 +49,10 @@ def convert(
     if options.get("obs") is False:
         options.pop("obs")
         options["no_obs"] = True
+    # The rows in embedding order come with sporadik=True by default: False is the flag that opts out.
+    if options.get("sporadik_rows") is False:
+        options.pop("sporadik_rows")
+        options["no_sporadik_rows"] = True
     obsm = options.get("obsm")
     if obsm is not None and not isinstance(obsm, str) and len(obsm) == 0:
         options["obsm"] = "none"

@@ -177,6 +177,9 @@ export async function append(argv: string[]): Promise<CommandResult> {
           ? {
               afterAppend: async (store) => {
                 bar.finish();
+                // The new tiles are written: their workers' memory goes back before the
+                // companion, the statistics and the rows in embedding order add their own.
+                await pool.close();
                 companion = await writeCompanion(
                   locations,
                   dataset,

@@ -112,6 +112,9 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
               companion: companion.write,
               afterCommit: async (store) => {
                 bar.finish();
+                // The tiles are written: their workers' memory goes back before the statistics
+                // and the rows in embedding order add their own.
+                await pool.close();
                 stats = await writeStatsWithBar(store, o.threads, bar);
                 if (rowsWanted !== "never")
                   rows = await writeRowsInEmbeddingOrder(o.locations, output, {
