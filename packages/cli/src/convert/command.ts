@@ -131,8 +131,8 @@ options:
                  when obs has an embedding (X_umap, else the first KEY_0/KEY_1 pair), also the
                  companion's rows sorted along a Hilbert curve over it at OUTPUT/sporadik-rows/
                  (with order.npy, the cell of each row; named in the manifest), so the viewer
-                 reads a lasso's rows in a few requests: about 40% of the companion's bytes more
-                 and 10% more time, sorted through temporary files (8 bytes per nonzero, in
+                 reads a lasso's rows in a few requests: 25-40% of the companion's bytes more
+                 and 7-11% more time, sorted through temporary files (8 bytes per nonzero, in
                  --tmp-dir or beside OUTPUT, removed when done) in memory bounded whatever the
                  number of cells
   --sporadik-rows
