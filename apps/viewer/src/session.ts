@@ -103,7 +103,7 @@ export class Session {
     readonly stats: DatasetStats | undefined,
     /** Why there are none: a sentence for the page (none written, or of another version). */
     readonly statsProblem: string | undefined,
-    /** The companion's rows in embedding order (`convert --sporadik-rows`), with what the manifest says of them. */
+    /** The companion's rows in embedding order (`convert --sporadik`), with what the manifest says of them. */
     private readonly embeddingRows: { reader: SparseArrayReader; named: EmbeddingRows } | undefined,
     /** Why the rows in embedding order are named but not used, when they are. */
     public rowsProblem: string | undefined,

@@ -1,5 +1,5 @@
 /**
- * Writing the companion's rows in embedding order (`convert --sporadik --sporadik-rows`, see
+ * Writing the companion's rows in embedding order (`convert --sporadik`, `append --sporadik`, see
  * ./embedding-rows.ts) in bounded memory, Node only: an external bucket sort. The companion's rows
  * are read once in cell order, a bounded range of rows at a time, and each is appended to the
  * temporary file of its destination bucket (a run of consecutive rows of the new order, as many as

@@ -21,7 +21,7 @@ import type { Dataset } from "./reader.js";
 /** The store's `order.npy`: the cell of each row. */
 export const ORDER_KEY = "order.npy";
 
-/** Where `deltacells convert --sporadik-rows` writes the store of rows in embedding order. */
+/** Where `deltacells convert --sporadik` (and `append --sporadik`) writes the store of rows in embedding order. */
 export const EMBEDDING_ROWS_PATH = "sporadik-rows";
 
 /** What `metadata.sporadik_rows` records. */
