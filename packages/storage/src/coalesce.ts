@@ -18,9 +18,18 @@ export interface CoalesceOptions {
   windowMs?: number;
   /** A merged request never spans more than this many bytes (default 16 MiB). */
   maxMergedBytes?: number;
+  /**
+   * Ranges separated by a gap of at most this many bytes are merged too, the gap read and dropped
+   * (default 0: only touching or overlapping ranges). Many small ranges with short gaps between
+   * them (a columnar file's chunks of a few columns, row group after row group) are then a few
+   * large requests, for at most this many bytes nobody asked for between two of them.
+   */
+  maxGapBytes?: number;
 }
 
 interface Waiter {
+  /** The caller's version pin (`unchangedSince`): only callers with the same pin are merged. */
+  pin: number | undefined;
   offset: number;
   end: number;
   signal: AbortSignal | undefined;
@@ -29,10 +38,12 @@ interface Waiter {
 }
 
 /**
- * Merges concurrent `getRange` calls on the same key whose ranges touch or overlap into one
- * request to the inner store; each caller gets exactly its own bytes (a copy). Ranges with a gap
- * between them are not merged (that would download bytes nobody asked for), suffix ranges and
- * empty ranges pass straight through. If a merged request is refused as unsatisfiable (one range
+ * Merges concurrent `getRange` calls on the same key whose ranges touch or overlap (or lie at
+ * most `maxGapBytes` apart) into one request to the inner store; each caller gets exactly its own
+ * bytes (a copy). Longer gaps are not merged (that would download bytes nobody asked for), suffix
+ * ranges and empty ranges pass straight through. Calls pinned to a version (`unchangedSince`) are
+ * merged only with calls of the same pin, which the merged request carries: an object changed
+ * since fails all of them, as it would each. If a merged request is refused as unsatisfiable (one range
  * ran past the end), its members are retried one by one so each gets its own answer. A caller
  * whose signal aborts rejects at once; the merged request is aborted only when all its callers
  * have aborted. Whole-object reads (`get`, and `getInto` where the inner store has it) and
@@ -50,6 +61,7 @@ export class CoalescingStore implements Store {
   readonly setParts?: PartsWrite;
   private readonly windowMs: number;
   private readonly maxMerged: number;
+  private readonly maxGap: number;
   private pending = new Map<string, Waiter[]>();
   private timer: ReturnType<typeof setTimeout> | undefined;
 
@@ -64,6 +76,7 @@ export class CoalescingStore implements Store {
     if (setParts !== undefined) this.setParts = setParts;
     this.windowMs = opts.windowMs ?? 0;
     this.maxMerged = opts.maxMergedBytes ?? 16 * 1024 * 1024;
+    this.maxGap = opts.maxGapBytes ?? 0;
   }
 
   get(key: string, opts?: StoreOptions): Promise<Uint8Array | undefined> {
@@ -77,8 +90,7 @@ export class CoalescingStore implements Store {
       !Number.isSafeInteger(range.length) ||
       range.offset < 0 ||
       range.length <= 0 ||
-      // A merged read has no one object version to check or report.
-      opts?.unchangedSince !== undefined ||
+      // A merged read has no one caller to report the object's version to.
       opts?.onInfo !== undefined
     ) {
       return this.inner.getRange(key, range, opts);
@@ -90,6 +102,7 @@ export class CoalescingStore implements Store {
       // Detach from the caller's signal once answered, so long-lived signals collect no listeners.
       const done = () => signal?.removeEventListener("abort", onAbort);
       const waiter: Waiter = {
+        pin: opts?.unchangedSince,
         offset: range.offset,
         end: range.offset + range.length,
         signal,
@@ -103,8 +116,9 @@ export class CoalescingStore implements Store {
         },
       };
       signal?.addEventListener("abort", onAbort, { once: true });
-      const list = this.pending.get(key);
-      if (list === undefined) this.pending.set(key, [waiter]);
+      const slot = `${waiter.pin ?? ""}:${key}`;
+      const list = this.pending.get(slot);
+      if (list === undefined) this.pending.set(slot, [waiter]);
       else list.push(waiter);
       this.timer ??= setTimeout(() => this.sendPending(), this.windowMs);
     });
@@ -114,13 +128,18 @@ export class CoalescingStore implements Store {
     this.timer = undefined;
     const pending = this.pending;
     this.pending = new Map();
-    for (const [key, waiters] of pending) {
+    for (const [slot, waiters] of pending) {
+      const key = slot.slice(slot.indexOf(":") + 1);
       waiters.sort((a, b) => a.offset - b.offset || a.end - b.end);
       let group: Waiter[] = [];
       let start = 0;
       let end = 0;
       for (const w of waiters) {
-        if (group.length > 0 && w.offset <= end && Math.max(end, w.end) - start <= this.maxMerged) {
+        if (
+          group.length > 0 &&
+          w.offset <= end + this.maxGap &&
+          Math.max(end, w.end) - start <= this.maxMerged
+        ) {
           group.push(w);
           end = Math.max(end, w.end);
         } else {
@@ -135,15 +154,16 @@ export class CoalescingStore implements Store {
   }
 
   private send(key: string, group: Waiter[], start: number, end: number): void {
+    const pin = group[0]!.pin === undefined ? {} : { unchangedSince: group[0]!.pin };
     if (group.length === 1) {
       const w = group[0]!;
       this.inner
-        .getRange(key, { offset: start, length: end - start }, w.signal ? { signal: w.signal } : {})
+        .getRange(key, { offset: start, length: end - start }, w.signal ? { signal: w.signal, ...pin } : pin)
         .then(w.resolve, w.reject);
       return;
     }
     const signal = allAborted(group);
-    this.inner.getRange(key, { offset: start, length: end - start }, signal ? { signal } : {}).then(
+    this.inner.getRange(key, { offset: start, length: end - start }, signal ? { signal, ...pin } : pin).then(
       (bytes) => {
         for (const w of group)
           w.resolve(bytes === undefined ? undefined : bytes.slice(w.offset - start, w.end - start));
@@ -154,7 +174,7 @@ export class CoalescingStore implements Store {
           return;
         }
         for (const w of group) {
-          const opts = w.signal ? { signal: w.signal } : {};
+          const opts = w.signal ? { signal: w.signal, ...pin } : pin;
           this.inner
             .getRange(key, { offset: w.offset, length: w.end - w.offset }, opts)
             .then(w.resolve, w.reject);
@@ -179,7 +199,10 @@ function allAborted(group: Waiter[]): AbortSignal | undefined {
   return controller.signal;
 }
 
-/** Wraps a store so that concurrent touching or overlapping ranges of one key become one request. */
+/**
+ * Wraps a store so that concurrent touching or overlapping ranges of one key (or ranges at most
+ * `maxGapBytes` apart) become one request.
+ */
 export function withCoalescing(store: AnyStore, opts?: CoalesceOptions): CoalescingStore {
   return new CoalescingStore(store, opts);
 }

@@ -269,6 +269,55 @@ describe("withCoalescing", () => {
     assert.equal(inner.calls.length, 1);
   });
 
+  test("with maxGapBytes, ranges at most that far apart are one request; farther ones are not", async () => {
+    const inner = probe();
+    const s = withCoalescing(inner, { maxGapBytes: 16 });
+    const asks = [
+      [0, 10],
+      [26, 10], // a gap of 16: merged
+      [53, 5], // a gap of 17: not merged
+      [58, 2], // touching the previous one
+    ] as const;
+    const got = await Promise.all(asks.map(([offset, length]) => s.getRange("obj", { offset, length })));
+    for (const [i, g] of got.entries()) assert.deepEqual(g, expected(inner, asks[i]![0], asks[i]![1]));
+    assert.deepEqual(
+      inner.calls.map((c) => c.range),
+      [
+        { offset: 0, length: 36 },
+        { offset: 53, length: 7 },
+      ],
+    );
+  });
+
+  test("calls pinned to a version merge only with the same pin, and the merged request carries it", async () => {
+    const inner = probe();
+    const pins: (number | undefined)[] = [];
+    const recorded: ReadableStore = {
+      get: (k, o) => inner.get(k, o),
+      getRange: (k, r, o) => {
+        pins.push(o?.unchangedSince);
+        return inner.getRange(k, r, o);
+      },
+    };
+    const s = withCoalescing(recorded);
+    const got = await Promise.all([
+      s.getRange("obj", { offset: 0, length: 10 }, { unchangedSince: 5 }),
+      s.getRange("obj", { offset: 10, length: 10 }, { unchangedSince: 5 }),
+      s.getRange("obj", { offset: 20, length: 10 }, { unchangedSince: 6 }),
+      s.getRange("obj", { offset: 30, length: 10 }),
+    ]);
+    for (const [i, g] of got.entries()) assert.deepEqual(g, expected(inner, i * 10, 10));
+    assert.deepEqual(
+      inner.calls.map((c) => c.range),
+      [
+        { offset: 0, length: 20 },
+        { offset: 20, length: 10 },
+        { offset: 30, length: 10 },
+      ],
+    );
+    assert.deepEqual(pins, [5, 6, undefined]);
+  });
+
   test("the wrappers compose, and stay zarrita-compatible (get, getRange, set with /-keys)", async () => {
     const inner = probe();
     const s = withStats(withCoalescing(withConcurrencyLimit(withRetries(inner, { baseDelayMs: 0 }), 2)));
