@@ -135,6 +135,9 @@ async function drawEmbedding(name: string): Promise<void> {
     {
       hover: (cell, px, py) => onHover(cell, px, py),
       select: (cells) => void selectCells(cells),
+      firstFrame: () => {
+        state.firstFrameMs ??= performance.now() - pageStart;
+      },
       drawn: () => {
         state.draws.push(performance.now());
         if (state.draws.length > 500) state.draws.shift();

@@ -37,6 +37,8 @@ export interface ViewerState {
   embedding: string | undefined;
   embeddings: string[];
   firstDrawMs: number | undefined;
+  /** Page load to the embedding's first frame: above 40,000 cells a subset, every cell following (ms). */
+  firstFrameMs: number | undefined;
   /** How long the page took to compute the order of the rows in embedding order (ms), once it did. */
   rowsOrderMs: number | undefined;
   /** Why the rows in embedding order are named but not used. */
@@ -85,6 +87,7 @@ export const state: ViewerState = {
   embedding: undefined,
   embeddings: [],
   firstDrawMs: undefined,
+  firstFrameMs: undefined,
   rowsOrderMs: undefined,
   rowsProblem: undefined,
   selectionRead: undefined,

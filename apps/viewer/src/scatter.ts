@@ -8,7 +8,13 @@
  * still for a moment every cell is drawn again. Without a GPU (SwiftShader) a frame costs about
  * 2 us of CPU per point, so 500,000 cells are 1 s a frame and the subset is what keeps a gesture
  * interactive. Nothing that reads cells (click, lasso, programmatic selection, colouring) runs on
- * the subset: each of them first returns to all cells.
+ * the subset: each of them first returns to all cells. The same subset is the first thing drawn
+ * (a preview, its own small set of points, a spatial index of 40,000): the time to a drawn
+ * embedding is then bounded whatever the number of cells, and every cell follows.
+ *
+ * The selection is the page's own too (src/selection-overlay.ts): drawn over the plot, only the
+ * selected cells, so selecting 10,000 of a million cells does not redraw the million. The plot
+ * never holds a selection: its click and lasso hand their cells over and are cleared at once.
  *
  * Hover is the page's own: regl-scatterplot redraws every point on each pointer move over a point
  * (to outline it), a full frame per move. The page instead finds the nearest cell itself (in a grid
@@ -21,6 +27,7 @@ import createScatterplot, { createRenderer } from "regl-scatterplot";
 import { categoryColours, viridis } from "./colors.js";
 import { CellGrid, drawnPointSize } from "./nearest.js";
 import type { Codes } from "./obs.js";
+import { createSelectionOverlay } from "./selection-overlay.js";
 
 /**
  * What colours the cells: values over `[lo, hi]` (viridis; `lo` defaults to 0), category codes
@@ -64,10 +71,10 @@ export interface PlotState {
   swaps: number;
   /** Frames drawn with the subset. */
   subsetFrames: number;
-  /** Cells the latest subset frame drew, and the selected cells the plot held in it. */
+  /** Cells the latest subset frame drew, and the selected cells drawn over it. */
   subsetCells: number;
   subsetSelected: number;
-  /** The selected cells (empty unless inspected in full). */
+  /** The selected cells drawn (empty unless inspected in full). */
   selected: readonly number[];
   colorBy: string | null;
   /** Per cell, the value the plot colours it by (its `valueZ` or `valueW`; empty without colouring, or unless inspected in full). */
@@ -112,6 +119,8 @@ export function createScatter(
     hover(cell: number | undefined, x: number, y: number): void;
     select(cells: number[]): void;
     drawn?(): void;
+    /** The first frame of the embedding is drawn (the preview of a subset above its size). */
+    firstFrame?(): void;
   },
   options: { lodPoints?: number } = {},
 ): Scatter {
@@ -135,7 +144,6 @@ export function createScatter(
     width,
     height,
     pointSize,
-    pointSizeSelected: 2,
     pointColor: "#4a78b5",
     backgroundColor: "#ffffff",
     lassoColor: "#333333",
@@ -143,8 +151,13 @@ export function createScatter(
     // Square points without alpha blending: regl-scatterplot's mode for millions of points.
     performanceMode: n > 200_000,
   });
-  plot.subscribe("select", ({ points }: { points: number[] }) => on.select([...points]));
-  plot.subscribe("deselect", () => on.select([]));
+  // A click or lasso of the plot: its cells go to the overlay, and the plot lets go of them (in
+  // the same task, before its next frame) so that it never draws a selection of its own.
+  plot.subscribe("select", ({ points }: { points: number[] }) => {
+    const cells = [...points];
+    plot.deselect({ preventEvent: true });
+    if (!preview) setSelection(cells);
+  });
   // Level of detail (below): the subset is drawn, how often it was switched to and drawn.
   let subset = false;
   let swaps = 0;
@@ -163,7 +176,7 @@ export function createScatter(
         // copy of the selection, so not in every frame). Neither changes until the view is still
         // again: every way to select or recolour returns to all cells first.
         subsetCells = plot.get("isPointsFiltered") ? drawing : n;
-        subsetSelected = (plot.get("selectedPoints") as number[]).length;
+        subsetSelected = visibleSelected();
       }
       lastFrame = now;
       subsetFrames++;
@@ -177,11 +190,35 @@ export function createScatter(
   let pending = 1;
   /** Draws that replace the points (the first one and colourings): they reset the point filter. */
   let replacing = 1;
-  let drawn = plot.draw({ x: coords.x, y: coords.y, valueA, valueB }).finally(() => {
+  const lodPoints = options.lodPoints ?? LOD_POINTS;
+  let lodCells: Int32Array | undefined;
+  /**
+   * The plot draws the preview (the subset as points of their own, indices into it): its
+   * selections are not the cells' and are ignored (regl-scatterplot ignores clicks while it
+   * replaces the points anyway).
+   */
+  let preview = n > lodPoints;
+  const all = { x: coords.x, y: coords.y, valueA, valueB };
+  const first = preview
+    ? plot.draw(previewPoints()).then(() => {
+        on.firstFrame?.();
+        return plot.draw(all);
+      })
+    : plot.draw(all).then(() => on.firstFrame?.());
+  let drawn = first.finally(() => {
+    preview = false;
     pending--;
     replacing--;
   });
   let spatialIndex: ArrayBuffer | undefined;
+
+  /** The subset's positions (uncoloured: the page's colouring comes with every cell). */
+  function previewPoints() {
+    lodCells ??= sample(n, lodPoints);
+    const k = lodCells.length;
+    const pick = (a: Float32Array) => Float32Array.from(lodCells!, (c) => a[c]!);
+    return { x: pick(coords.x), y: pick(coords.y), valueA: new Float32Array(k), valueB: new Float32Array(k) };
+  }
   let size = [width, height];
   /** What {@link Scatter.inspect} answers, updated in place. */
   const inspected: PlotState = {
@@ -207,6 +244,7 @@ export function createScatter(
     void plot.set({ width: r.width, height: r.height }).finally(() => pending--);
     // The cells move on screen with the new aspect ratio: a ring left in place would mark another spot.
     setHover(undefined);
+    overlay.redraw();
   });
   resize.observe(box);
 
@@ -239,13 +277,15 @@ export function createScatter(
     return map;
   }
 
-  /**
-   * The pick radius, as regl-scatterplot's own picking: the size points are drawn at in the
-   * current zoom (the camera's scaling, the length of its view's first column) and 4 px.
-   */
-  function radius(): number {
+  /** The size points are drawn at in the current zoom (the camera's scaling, the length of its view's first column). */
+  function drawnSize(): number {
     const v = plot.get("cameraView") as Float32Array;
-    return drawnPointSize(pointSize, Math.sqrt(v[0]! * v[0]! + v[1]! * v[1]!)) + 4;
+    return drawnPointSize(pointSize, Math.sqrt(v[0]! * v[0]! + v[1]! * v[1]!));
+  }
+
+  /** The pick radius, as regl-scatterplot's own picking: the size points are drawn at and 4 px. */
+  function radius(): number {
+    return drawnSize() + 4;
   }
 
   /** The cell nearest to the pointer within the pick radius. */
@@ -276,7 +316,7 @@ export function createScatter(
     pointerY = e.clientY - r.top;
     pickFrame ||= requestAnimationFrame(() => {
       pickFrame = 0;
-      if (!Number.isNaN(pointerX) && !subset) setHover(pick(pointerX, pointerY));
+      if (!Number.isNaN(pointerX) && !subset && !preview) setHover(pick(pointerX, pointerY));
     });
   };
   const onLeave = (e: MouseEvent) => {
@@ -294,11 +334,41 @@ export function createScatter(
   outside();
   window.addEventListener("blur", outside);
 
+  // ---- selection ----
+  const overlay = createSelectionOverlay(box, coords, {
+    screenMap,
+    size: () => size,
+    pointSize: drawnSize,
+    hidden: () => hiddenCells,
+  });
+  plot.subscribe("view", () => overlay.redraw());
+
+  /** The selected cells that are drawn (not hidden). */
+  function visibleSelected(): number {
+    let k = 0;
+    for (const c of overlay.cells) if (!hiddenCells?.[c]) k++;
+    return k;
+  }
+
+  /** A new selection (cells of the plot, not hidden), told to the page unless it is the same. */
+  function setSelection(cells: number[]): void {
+    const valid = cells.filter((c) => c >= 0 && c < n && !hiddenCells?.[c]);
+    const old = overlay.cells;
+    if (valid.length === old.length && (valid.length === 0 || sameCells(valid, old))) return;
+    overlay.set(valid);
+    on.select(valid);
+  }
+  // As the plot's own deselection: a double click or Escape clears the selection.
+  const onDblClick = () => setSelection([]);
+  const onKey = (e: KeyboardEvent) => {
+    if (e.key === "Escape") setSelection([]);
+  };
+  box.addEventListener("dblclick", onDblClick);
+  window.addEventListener("keyup", onKey);
+
   // ---- level of detail ----
-  const lodPoints = options.lodPoints ?? LOD_POINTS;
   /** Cells of hidden categories (1), or undefined when every cell is shown. */
   let hiddenCells: Uint8Array | undefined;
-  let lodCells: Int32Array | undefined;
   /** Cells the filter lets through. */
   let drawing = n;
   /** When the latest wheel or drag step came, animation frames since, the frame that checks. */
@@ -308,7 +378,7 @@ export function createScatter(
   let buttonDown = false;
   let downAt = [0, 0];
 
-  /** The view is about to move: draw the subset (and the selection) until it settles. */
+  /** The view is about to move: draw the subset until it settles (the selection stays over it). */
   function moving(): void {
     setHover(undefined); // the ring would stay where the cell was
     lastInput = performance.now();
@@ -316,9 +386,7 @@ export function createScatter(
     // Not while a colouring replaces the points (its draw resets the filter).
     if (subset || n <= lodPoints || replacing > 0) return;
     lodCells ??= sample(n, lodPoints);
-    const selected = plot.get("selectedPoints") as number[];
-    const shown = hiddenCells ? lodCells.filter((c) => !hiddenCells![c]) : lodCells;
-    const cells = selected.length ? union(shown, selected) : Array.from(shown);
+    const cells = Array.from(hiddenCells ? lodCells.filter((c) => !hiddenCells![c]) : lodCells);
     subset = true;
     swaps++;
     lastFrame = 0;
@@ -431,11 +499,12 @@ export function createScatter(
     },
     select(cells) {
       full();
-      plot.select(cells);
+      setSelection(cells);
     },
     setHidden(hidden) {
       full();
       hiddenCells = hidden;
+      overlay.redraw();
       // After any draw under way (a colouring's draw keeps the filter: preventFilterReset).
       pending++;
       const mine = drawn.then(() => showAll());
@@ -466,7 +535,7 @@ export function createScatter(
         ...s,
         // In full, the plot's own list of them.
         drawn: plot.get("isPointsFiltered") ? (plot.get("filteredPoints") as number[]).length : n,
-        selected: plot.get("selectedPoints") as number[],
+        selected: [...overlay.cells],
         values: k >= 0 ? (plot.get("points") as number[][]).map((p) => p[k]!) : NONE,
       };
     },
@@ -478,6 +547,9 @@ export function createScatter(
       canvas.removeEventListener("mouseenter", onEnter, { capture: true });
       window.removeEventListener("blur", outside);
       ring.remove();
+      box.removeEventListener("dblclick", onDblClick);
+      window.removeEventListener("keyup", onKey);
+      overlay.destroy();
       box.removeEventListener("wheel", onWheel, { capture: true });
       box.removeEventListener("mousedown", onDown, { capture: true });
       box.removeEventListener("click", onClick, { capture: true });
@@ -490,9 +562,8 @@ export function createScatter(
   };
 }
 
-/** The sorted subset with the selected cells added (the selection stays drawn while moving). */
-function union(sorted: Int32Array, extra: number[]): number[] {
-  const set = new Set<number>(sorted);
-  for (const c of extra) set.add(c);
-  return [...set].sort((a, b) => a - b);
+/** The same cells, in any order. */
+function sameCells(a: readonly number[], b: readonly number[]): boolean {
+  const set = new Set(b);
+  return a.every((c) => set.has(c));
 }

@@ -383,8 +383,8 @@ test("while the view moves a subset of the cells is drawn; once still, every cel
   );
   let p = await plotState(page);
   assert.ok(p.swaps >= 1, JSON.stringify(p));
-  // 200 sampled cells and the 3 selected ones (some may be both), the selection kept while moving.
-  assert.ok(p.subsetCells >= 200 && p.subsetCells <= 203, JSON.stringify(p));
+  // 200 sampled cells, and the 3 selected ones drawn over them (the overlay) while moving.
+  assert.equal(p.subsetCells, 200, JSON.stringify(p));
   assert.equal(p.subsetSelected, 3);
   await plotSettled(page);
   const swaps = (await plotState(page)).swaps;
@@ -716,7 +716,9 @@ test("a dataset of many tiles opens with at most 12 requests pending per store, 
   const f = await page.evaluate(
     () => (window as unknown as { __fetches: { most: number; total: number } }).__fetches,
   );
-  assert.ok(f.total > 88, `${f.total} requests`);
+  // More requests than the page may have in flight (the embedding's chunks are merged into a few
+  // reads, the other columns and the companion's are not), so the cap is what held them back.
+  assert.ok(f.total > 24, `${f.total} requests`);
   assert.ok(f.most <= 24, `${f.most} requests at once`);
   assert.deepEqual(errors, []);
   await page.close();
