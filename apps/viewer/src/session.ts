@@ -25,7 +25,9 @@ import {
   joinLocation,
   openStore,
   parseLocation,
+  type RangeQuery,
   type ReadableStore,
+  type StoreOptions,
   withCoalescing,
   withConcurrencyLimit,
 } from "@deltacells/storage";
@@ -70,14 +72,37 @@ function open(location: string, locs: Locations): ReadableStore & { url: string 
 const MAX_IN_FLIGHT = 12;
 
 /**
- * How the dataset's reads are merged (`withCoalescing`, above the meter: it counts the merged
+ * How whole obs columns are read (`withCoalescing`, above the meter: it counts the merged
  * requests). The embedding is two obs columns whose chunks lie side by side in every row group,
  * a few KB of the other columns between one row group's and the next's: read chunk by chunk,
  * 5,000,000 cells were 2,470 ranges (24 s in the page); merged across gaps of up to 16 KiB they
  * are a few reads of 4 MiB. A single column (a category's codes, ~2 KB a row group beside ~30 KB
  * of coordinates) is not merged across the others: its gaps are longer.
  */
-const DATASET_READS = { maxGapBytes: 16 * 1024, maxMergedBytes: 4 * 1024 * 1024 };
+const COLUMN_READS = { maxGapBytes: 16 * 1024, maxMergedBytes: 4 * 1024 * 1024 };
+
+/**
+ * The dataset's store, its ranges merged only while whole obs columns are read (`merging` > 0).
+ * Other reads (a hovered cell's barcode, a tile's obs) go out at once, not a task later: the
+ * meter counts a read against the action running when it reaches it, so a read held back past
+ * the start of the next action would be counted there.
+ */
+class ColumnReads implements ReadableStore {
+  merging = 0;
+  private readonly merged: ReadableStore;
+  constructor(private readonly plain: ReadableStore & { readonly url: string }) {
+    this.merged = withCoalescing(plain, COLUMN_READS);
+  }
+  get url(): string {
+    return this.plain.url;
+  }
+  get(key: string, opts?: StoreOptions) {
+    return this.plain.get(key, opts);
+  }
+  getRange(key: string, range: RangeQuery, opts?: StoreOptions) {
+    return (this.merging > 0 ? this.merged : this.plain).getRange(key, range, opts);
+  }
+}
 
 export interface GeneValues {
   name: string;
@@ -101,6 +126,7 @@ export class Session {
   private rows: Promise<CellRows> | undefined;
 
   private constructor(
+    private readonly store: ColumnReads,
     readonly ds: Dataset,
     readonly url: string,
     readonly companion: SparseArrayReader | undefined,
@@ -142,7 +168,7 @@ export class Session {
 
   /** Opens the dataset at `locs.data` and its companion (named in the manifest, or given). */
   static async open(locs: Locations, meter: Meter, signal: AbortSignal): Promise<Session> {
-    const store = withCoalescing(meter.wrap(open(locs.data, locs)), DATASET_READS);
+    const store = new ColumnReads(meter.wrap(open(locs.data, locs)));
     const ds = await openDataset(store, { signal });
     const rel = locs.sporadik === undefined ? companionOf(ds) : undefined;
     const companionLoc = locs.sporadik ?? (rel ? joinLocation(locs.data, rel) : undefined);
@@ -195,6 +221,7 @@ export class Session {
       stats = undefined;
     }
     return new Session(
+      store,
       ds,
       store.url,
       companion,
@@ -253,9 +280,14 @@ export class Session {
     );
   }
 
-  readObs(names: string[], signal: AbortSignal): Promise<Map<string, ObsValues>> {
+  async readObs(names: string[], signal: AbortSignal): Promise<Map<string, ObsValues>> {
     if (!this.obs) throw new Error("this dataset has no obs");
-    return this.obs.read(names, signal);
+    this.store.merging++;
+    try {
+      return await this.obs.read(names, signal);
+    } finally {
+      this.store.merging--;
+    }
   }
 
   /**
