@@ -150,13 +150,27 @@ export function createScatter(
     opacity: n > 100_000 ? 0.6 : 0.9,
     // Square points without alpha blending: regl-scatterplot's mode for millions of points.
     performanceMode: n > 200_000,
+    // Shift lassoes; the plot's own merge (cmd) and remove (alt) would act on a selection it never
+    // holds (the overlay below has it), and alt-drag would rotate an embedding: the page combines.
+    keyMap: { shift: "lasso" } as never,
   });
+  /** How a click or lasso combines with the selection: ctrl or cmd adds its cells, alt removes them. */
+  let combine: "replace" | "add" | "remove" = "replace";
+  const noteModifiers = (e: MouseEvent) => {
+    combine = e.ctrlKey || e.metaKey ? "add" : e.altKey ? "remove" : "replace";
+  };
   // A click or lasso of the plot: its cells go to the overlay, and the plot lets go of them (in
   // the same task, before its next frame) so that it never draws a selection of its own.
   plot.subscribe("select", ({ points }: { points: number[] }) => {
     const cells = [...points];
     plot.deselect({ preventEvent: true });
-    if (!preview) setSelection(cells);
+    if (preview) return;
+    if (combine === "replace") setSelection(cells);
+    else {
+      const these = new Set(cells);
+      const kept = overlay.cells.filter((c) => !these.has(c));
+      setSelection((combine === "add" ? [...kept, ...cells] : kept).sort((a, b) => a - b));
+    }
   });
   // Level of detail (below): the subset is drawn, how often it was switched to and drawn.
   let subset = false;
@@ -434,6 +448,7 @@ export function createScatter(
   // Capture on the plot's box: these run before regl-scatterplot's and its camera's own handlers.
   const onWheel = () => moving();
   const onDown = (e: MouseEvent) => {
+    noteModifiers(e);
     buttonDown = e.buttons === 1;
     downAt = [e.clientX, e.clientY];
     // A lasso (shift) picks among all cells; a drag may go on with the subset, a click ends it.
@@ -442,7 +457,8 @@ export function createScatter(
   const onMove = (e: MouseEvent) => {
     if (buttonDown && e.buttons === 1 && !e.shiftKey) moving();
   };
-  const onUp = () => {
+  const onUp = (e: MouseEvent) => {
+    noteModifiers(e);
     if (!buttonDown) return;
     buttonDown = false;
     lastInput = performance.now();

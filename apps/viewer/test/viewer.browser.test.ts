@@ -327,6 +327,36 @@ test("hover shows a cell, shift-drag lassoes cells (one batch), a numeric column
   const cost = s.history.find((h) => h.action === `top genes of ${s.selection.length} cells`)!;
   assert.equal(cost.waves, 2, "the selection's rows are read as one batch");
 
+  // ctrl-click adds a cell to the selection, alt-click takes it out again (the page combines them:
+  // the plot never holds a selection). A cell far outside the square, hovered before it is clicked.
+  const lassoed = [...s.selection].sort((a, b) => a - b);
+  let outside = -1;
+  for (let c = 0; c < ds.nCells && outside < 0; c += 7) {
+    const [x, y] = await screenAt(page, c);
+    if (Math.min(Math.abs(x - hx), Math.abs(y - hy)) > 120 && x > 10 && y > 10) outside = c;
+  }
+  assert.ok(outside >= 0 && !lassoed.includes(outside));
+  const clickWith = async (cell: number, key: "Control" | "Alt", expected: number[]) => {
+    const [x, y] = await screenAt(page, cell);
+    await page.mouse.move(box.x + x, box.y + y);
+    await page.waitForFunction((c) => (window as unknown as W).__viewer.state.hovered === c, cell);
+    await page.keyboard.down(key);
+    await page.mouse.click(box.x + x, box.y + y);
+    await page.keyboard.up(key);
+    await page.waitForFunction(
+      (want) =>
+        JSON.stringify([...(window as unknown as W).__viewer.state.selection].sort((a, b) => a - b)) === want,
+      JSON.stringify(expected),
+    );
+  };
+  await clickWith(
+    outside,
+    "Control",
+    [...lassoed, outside].sort((a, b) => a - b),
+  );
+  await clickWith(outside, "Alt", lassoed);
+  await idle(page);
+
   await page.selectOption("#color-by", "n_counts");
   await page.waitForFunction(
     () =>
