@@ -212,6 +212,15 @@ export function createScatter(
    * replaces the points anyway).
    */
   let preview = n > lodPoints;
+  // Said over the plot while it lasts (tens of seconds for millions of cells without a GPU): the
+  // plot takes no click or lasso until every cell is drawn, and a user would otherwise click into
+  // a page that seems to ignore them.
+  const note = preview ? document.createElement("div") : undefined;
+  if (note) {
+    note.className = "plot-note";
+    note.textContent = `${Math.min(n, lodPoints).toLocaleString("en")} of ${n.toLocaleString("en")} cells shown while every cell is drawn; clicks and lassos on the plot work once it is`;
+    box.appendChild(note);
+  }
   const all = { x: coords.x, y: coords.y, valueA, valueB };
   const first = preview
     ? plot.draw(previewPoints()).then(() => {
@@ -221,6 +230,7 @@ export function createScatter(
     : plot.draw(all).then(() => on.firstFrame?.());
   let drawn = first.finally(() => {
     preview = false;
+    note?.remove();
     pending--;
     replacing--;
   });
@@ -563,6 +573,7 @@ export function createScatter(
       canvas.removeEventListener("mouseenter", onEnter, { capture: true });
       window.removeEventListener("blur", outside);
       ring.remove();
+      note?.remove();
       box.removeEventListener("dblclick", onDblClick);
       window.removeEventListener("keyup", onKey);
       overlay.destroy();

@@ -50,8 +50,11 @@ export async function openViewer(
   server: string,
   data: string,
   query = "",
+  /** Run in the page before any of its own scripts (page.addInitScript). */
+  init?: () => void,
 ): Promise<{ page: Page; errors: string[] }> {
   const page = await browser.newPage({ viewport: { width: 1200, height: 760 } });
+  if (init) await page.addInitScript(init);
   // Every wait on the page only turns a hang into a failure: generous for CI's load (not 30 s).
   page.setDefaultTimeout(120_000);
   const errors: string[] = [];

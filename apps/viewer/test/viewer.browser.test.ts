@@ -29,7 +29,8 @@ import {
   sourceObs,
 } from "./viewer-page.js";
 
-const openViewer = (data: string, query = "") => openPage(chromium.browser, server.url, data, query);
+const openViewer = (data: string, query = "", init?: () => void) =>
+  openPage(chromium.browser, server.url, data, query, init);
 
 /** 50 pbmc68k cells with their obs (cell types) and no obsm: no embedding. */
 const NO_EMBEDDING = join(REPO, "data/anndata/obs-compound.h5ad");
@@ -376,8 +377,18 @@ const plotState = (page: Page, full = false) =>
   );
 
 test("while the view moves a subset of the cells is drawn; once still, every cell with its colour and the selection", async () => {
-  // `lod=200`: the 700 cells are drawn as 200 while the view moves (500,000 as 40,000 by default).
-  const { page, errors } = await openViewer("/pbmc68k/", "&lod=200");
+  // `lod=200`: the 700 cells are drawn as 200 while the view moves (500,000 as 40,000 by default),
+  // and first, until every cell is drawn, with a note over the plot (recorded as it appears).
+  const { page, errors } = await openViewer("/pbmc68k/", "&lod=200", () => {
+    const seen: string[] = [];
+    (window as unknown as { __notes: string[] }).__notes = seen;
+    new MutationObserver((records) => {
+      for (const r of records)
+        for (const node of r.addedNodes)
+          if (node instanceof HTMLElement && node.classList.contains("plot-note"))
+            seen.push(node.textContent ?? "");
+    }).observe(document, { childList: true, subtree: true });
+  });
   type W = {
     __viewer: {
       searchGene(g: string): Promise<void>;
@@ -391,6 +402,10 @@ test("while the view moves a subset of the cells is drawn; once still, every cel
   await page.waitForFunction(() => (window as unknown as W).__viewer.state.selection.length === 3);
   await idle(page);
   await plotSettled(page);
+  assert.deepEqual(await page.evaluate(() => (window as unknown as { __notes: string[] }).__notes), [
+    "200 of 700 cells shown while every cell is drawn; clicks and lassos on the plot work once it is",
+  ]);
+  assert.equal(await page.locator(".plot-note").count(), 0, "the note goes once every cell is drawn");
   assert.equal((await plotState(page)).swaps, 0);
   // Read in every frame a bench measures, the plot's state allocates nothing: one object, updated.
   assert.equal(
