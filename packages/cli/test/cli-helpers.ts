@@ -4,10 +4,10 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { type Readable, Writable } from "node:stream";
+import { tempDir as makeTempDir } from "../../../test-utils/temp.js";
 import { run as runCommand } from "../src/run.js";
 
 export const REPO = resolve(import.meta.dirname, "../../..");
@@ -160,30 +160,8 @@ export function assertShortError(r: Run, pattern: RegExp): void {
   assert.doesNotMatch(r.stderr, /HDF5-DIAG|^\s+at /m);
 }
 
-/** Folders made by {@link tempDir} in this test process. */
-const tempDirs: string[] = [];
-
-/**
- * A new folder under the system's temporary folder, removed when the test process exits (a run of
- * the CLI tests makes about a hundred, some tens of MB each); `DELTACELLS_KEEP_TEST_DIRS=1` keeps
- * them for a look after a failure.
- */
-export function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "deltacells-cli-"));
-  if (tempDirs.length === 0 && !process.env.DELTACELLS_KEEP_TEST_DIRS) {
-    process.once("exit", () => {
-      for (const d of tempDirs) {
-        try {
-          rmSync(d, { recursive: true, force: true });
-        } catch {
-          // A folder something still writes into (a child that outlived its test): left behind.
-        }
-      }
-    });
-  }
-  tempDirs.push(dir);
-  return dir;
-}
+/** A new folder under the system's temporary folder, removed when the test process exits. */
+export const tempDir = (): string => makeTempDir("deltacells-cli-");
 
 /** Every file under `dir`, by its path relative to `dir` (sorted), with its bytes. */
 export function filesUnder(dir: string): Map<string, Buffer> {
