@@ -382,7 +382,10 @@ test("slice --help prints its usage and exits 0; convert --help states the tempo
   assert.match(r.stdout, /^usage: deltacells slice STORE --axis K POSITION\.\.\./);
   const c = await cli("convert", "--help");
   assert.match(c.stdout, /--max-nnz N +sporadik: refuse a matrix with more nonzeros \(default: no bound\)/);
-  assert.match(c.stdout, /--tmp-dir DIR +sporadik, --sporadik-rows: where the temporary files go/);
+  assert.match(
+    c.stdout,
+    /--tmp-dir DIR +sporadik, and --sporadik.s rows in embedding order: where the temporary files go/,
+  );
   assert.match(c.stdout, /about 8 bytes per nonzero/);
 });
 
