@@ -41,6 +41,11 @@ export class ProgressBar {
     this.drawn = false;
   }
 
+  /** A line for the person at the terminal (where temporary files go, what was removed): only where the bar is drawn. */
+  say(line: string): void {
+    if (this.enabled) this.out.write(`${line}\n`);
+  }
+
   /** Redraw at most ten times a second, and always at 100%. */
   update(done: number, total: number, unit: string): void {
     if (!this.enabled) return;

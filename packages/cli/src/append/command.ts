@@ -20,7 +20,6 @@ import type { CommandResult } from "../command.js";
 import { writeCompanion, writeStatsWithBar } from "../convert/companion.js";
 import {
   type EmbeddingRowsReport,
-  NO_EMBEDDING_LINE,
   ROWS_PARSE_OPTIONS,
   rowsChoice,
   rowsLine,
@@ -196,9 +195,7 @@ export async function append(argv: string[]): Promise<CommandResult> {
                     checksums: values["no-checksums"] !== true,
                     threads,
                     tmpDir: values["tmp-dir"] as string | undefined,
-                    say: (line) => {
-                      if (bar.enabled) process.stderr.write(`${line}\n`);
-                    },
+                    say: (line) => bar.say(line),
                   });
               },
             }
@@ -241,7 +238,7 @@ export async function append(argv: string[]): Promise<CommandResult> {
       ...(companion ? [`  sporadik companion: ${companion.json.output} written again`] : []),
       ...(stats ? [`  ${statsText(stats)}`] : []),
     ];
-    const rowsText = `${rowsLine(rows)}${rowsWanted === "auto" && rows === undefined ? NO_EMBEDDING_LINE : ""}`;
+    const rowsText = rowsLine(rows, rowsWanted);
     if (rowsText !== "") lines.push(rowsText.slice(1));
     return { text: lines.join("\n") + leftoverLine(removed), json, store };
   } catch (err) {

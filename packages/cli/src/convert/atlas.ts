@@ -35,7 +35,6 @@ import {
 import { companionWriter, writeStatsWithBar } from "./companion.js";
 import {
   type EmbeddingRowsReport,
-  NO_EMBEDDING_LINE,
   type RowsChoice,
   rowsLine,
   writeRowsInEmbeddingOrder,
@@ -122,9 +121,7 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
                     checksums: o.checksums,
                     threads: o.threads,
                     tmpDir: o.tmpDir,
-                    say: (line) => {
-                      if (bar.enabled) process.stderr.write(`${line}\n`);
-                    },
+                    say: (line) => bar.say(line),
                   });
               },
             }
@@ -150,7 +147,7 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
       .filter((l) => !l.startsWith("  1 task"));
     const text = `converted ${count(paths.length, "input")} -> ${store.url}
 ${described.join("\n")}
-  ${formatBytes(bytes)} written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion?.report())}${statsLine(stats)}${rowsLine(rows)}${rowsWanted === "auto" && rows === undefined ? NO_EMBEDDING_LINE : ""}${leftoverLine(removedTempFiles)}`;
+  ${formatBytes(bytes)} written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion?.report())}${statsLine(stats)}${rowsLine(rows, rowsWanted)}${leftoverLine(removedTempFiles)}`;
     return { text, json: summary, store };
   } catch (err) {
     throw explainAtlasError(explainObsError(err));

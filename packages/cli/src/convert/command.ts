@@ -45,7 +45,6 @@ import { convertAtlas, convertPlanTask } from "./atlas.js";
 import { companionWriter, writeStatsWithBar } from "./companion.js";
 import {
   type EmbeddingRowsReport,
-  NO_EMBEDDING_LINE,
   ROWS_PARSE_OPTIONS,
   rowsChoice,
   rowsLine,
@@ -389,9 +388,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
                     checksums: values["no-checksums"] !== true,
                     threads,
                     tmpDir: values["tmp-dir"] as string | undefined,
-                    say: (line) => {
-                      if (bar.enabled) process.stderr.write(`${line}\n`);
-                    },
+                    say: (line) => bar.say(line),
                   });
               },
             }
@@ -415,7 +412,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
     };
     const text = `converted ${input} (${source.format}, ${source.matrixPath}) -> ${store.url}
   ${formatCount(manifest.n_cells)} cells x ${formatCount(manifest.n_genes)} genes, ${formatCount(summary.nnz)} nonzeros in ${count(manifest.tile_cells.length, "tile")}
-  ${formatBytes(bytes)} written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion?.report())}${statsLine(stats)}${rowsLine(rows)}${rowsWanted === "auto" && rows === undefined ? NO_EMBEDDING_LINE : ""}${textFromLine(manifest)}${unnamedLines(summary.unnamed, manifest)}${notStoredLines(leftOut)}${leftoverLine(removedTempFiles)}`;
+  ${formatBytes(bytes)} written (tiles: ${summary.tile_bytes_per_nonzero.toFixed(3)} bytes per nonzero) in ${seconds.toFixed(1)} s${companionLine(companion?.report())}${statsLine(stats)}${rowsLine(rows, rowsWanted)}${textFromLine(manifest)}${unnamedLines(summary.unnamed, manifest)}${notStoredLines(leftOut)}${leftoverLine(removedTempFiles)}`;
     return { text, json: summary, store };
   } catch (err) {
     throw explainObsError(err);

@@ -52,7 +52,7 @@ export function rowsChoice(values: Record<string, unknown>): RowsChoice {
 }
 
 /** Why the rows in embedding order were not written by default: obs has no embedding. */
-export const NO_EMBEDDING_LINE =
+const NO_EMBEDDING_LINE =
   "\n  no rows in embedding order: obs has no embedding (a KEY_0/KEY_1 pair such as X_umap_0/X_umap_1; --obsm X_umap stores it)";
 
 /**
@@ -103,9 +103,11 @@ export async function writeRowsInEmbeddingOrder(
   };
 }
 
-/** The report's line in a command's text. */
-export function rowsLine(rows: EmbeddingRowsReport | undefined): string {
-  return rows
-    ? `\n  rows in embedding order (${rows.embedding.join("/")}): ${formatBytes(rows.bytes)} at ${rows.output} in ${rows.seconds.toFixed(1)} s`
-    : "";
+/**
+ * The report's line in a command's text (starting with a newline), or why there are no rows when
+ * they were left out by default; empty when none were asked for.
+ */
+export function rowsLine(rows: EmbeddingRowsReport | undefined, choice: RowsChoice): string {
+  if (rows === undefined) return choice === "auto" ? NO_EMBEDDING_LINE : "";
+  return `\n  rows in embedding order (${rows.embedding.join("/")}): ${formatBytes(rows.bytes)} at ${rows.output} in ${rows.seconds.toFixed(1)} s`;
 }

@@ -91,9 +91,7 @@ export async function writeStoreAt(
   o: StoreAtOptions,
 ) {
   const local = localPath(location);
-  const say = (line: string) => {
-    if (o.bar.enabled) process.stderr.write(`${line}\n`);
-  };
+  const say = (line: string) => o.bar.say(line);
   const raw = locations.open(location);
   // A folder output: chunks written straight to their files and synced all at once before the
   // block (by the writer's flush, which the stats wrapper passes on). A byte-addressable array is
@@ -185,9 +183,7 @@ async function convertLocked(
   const writeTo = target.replacing ? target.stagingLocation : o.output;
   const local = localPath(writeTo);
   const existed = target.replacing ? local !== undefined && existsSync(local) : outputExisted;
-  const say = (line: string) => {
-    if (o.bar.enabled) process.stderr.write(`${line}\n`);
-  };
+  const say = (line: string) => o.bar.say(line);
   if (target.removedTempFiles.length > 0)
     say(`removed ${target.removedTempFiles.length} temporary file(s) left by a writer that was killed`);
 
