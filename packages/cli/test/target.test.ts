@@ -100,6 +100,24 @@ test("--overwrite replaces a dataset by a store, and a two-layout store by a one
   assert.equal((await cli("validate", out)).code, 0);
 });
 
+test("--overwrite replaces a dataset with its companion, statistics and rows in embedding order, leaving none of them", async () => {
+  const out = join(tempDir(), "ds");
+  const pbmc = "data/pbmc68k-counts/pbmc68k_counts.h5ad";
+  const first = await cli("convert", pbmc, out, "--sporadik", "--quiet", "--threads", "1");
+  assert.equal(first.code, 0, first.stderr);
+  assert.ok(readdirSync(out).includes("sporadik-rows"));
+  const again = await cli("convert", SMALL, out, "--overwrite", "--quiet");
+  assert.equal(again.code, 0, again.stderr);
+  assert.deepEqual(readdirSync(out).sort(), [
+    "gene_order.npy",
+    "manifest.json",
+    "obs",
+    "tiles",
+    "var.parquet",
+    "var_names.txt",
+  ]);
+});
+
 test("a conversion that fails with --overwrite leaves the old dataset as it was", async () => {
   const { out, manifest } = await oldDataset();
   // Negative counts are refused while reading, after the target was checked.

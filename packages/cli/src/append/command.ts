@@ -4,7 +4,7 @@
  * `appendToDatasetAt` in @deltacells/core/node).
  */
 import { availableParallelism } from "node:os";
-import { APPEND_STAGING, createTilePool, DEFAULT_LEVEL, type WriteStatsResult } from "@deltacells/core";
+import { APPEND_STAGING, createTilePool, DEFAULT_LEVEL } from "@deltacells/core";
 import { appendToDatasetAt, inputIdentity, zstdCompressor } from "@deltacells/core/node";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import {
@@ -17,14 +17,8 @@ import {
   readOptions,
 } from "../atlas-options.js";
 import type { CommandResult } from "../command.js";
-import { writeCompanion, writeStatsWithBar } from "../convert/companion.js";
-import {
-  type EmbeddingRowsReport,
-  ROWS_PARSE_OPTIONS,
-  rowsChoice,
-  rowsLine,
-  writeRowsInEmbeddingOrder,
-} from "../convert/embedding-rows.js";
+import { type CompanionPartsReport, writeCompanionParts } from "../convert/companion.js";
+import { ROWS_PARSE_OPTIONS, rowsChoice, rowsLine } from "../convert/embedding-rows.js";
 import { formatCount } from "../format.js";
 import { explainObsError, OBS_ZSTD_LEVEL } from "../obs-options.js";
 import { ProgressBar } from "../progress.js";
@@ -133,9 +127,7 @@ export async function append(argv: string[]): Promise<CommandResult> {
   const pool = createTilePool({ threads });
   const open = inputOpener(locations, read, hdf5Timeout);
   let phase = "";
-  let companion: Awaited<ReturnType<typeof writeCompanion>> | undefined;
-  let stats: WriteStatsResult | undefined;
-  let rows: EmbeddingRowsReport | undefined;
+  let parts: CompanionPartsReport | undefined;
   try {
     const result = await appendToDatasetAt(
       dataset,
@@ -179,30 +171,23 @@ export async function append(argv: string[]): Promise<CommandResult> {
                 // The new tiles are written: their workers' memory goes back before the
                 // companion, the statistics and the rows in embedding order add their own.
                 await pool.close();
-                companion = await writeCompanion(
-                  locations,
-                  dataset,
+                // Sorted over the old cells, all three are no longer named once the cells are
+                // added (the append's manifest); each is written again, then named.
+                parts = await writeCompanionParts(locations, dataset, store, {
                   threads,
                   bar,
-                  values["no-checksums"] !== true,
-                );
-                stats = await writeStatsWithBar(store, threads, bar);
-                // Sorted over the old cells' embedding, they are no longer named once the cells
-                // are added (the append's manifest); written again from the new companion, then named.
-                if (rowsWanted !== "never")
-                  rows = await writeRowsInEmbeddingOrder(locations, dataset, {
-                    choice: rowsWanted,
-                    checksums: values["no-checksums"] !== true,
-                    threads,
-                    tmpDir: values["tmp-dir"] as string | undefined,
-                    say: (line) => bar.say(line),
-                  });
+                  checksums: values["no-checksums"] !== true,
+                  rows: rowsWanted,
+                  tmpDir: values["tmp-dir"] as string | undefined,
+                  companion: "write",
+                });
               },
             }
           : {}),
       },
     );
     const { store, removedTempFiles: removed } = result;
+    const rows = parts?.rows;
     const m = result.manifest;
     // The append's note that the rows in embedding order are no longer named, unless written again.
     const notes = result.notes.filter((n) => rows === undefined || !n.startsWith(ROWS_DROPPED_NOTE));
@@ -235,8 +220,8 @@ export async function append(argv: string[]): Promise<CommandResult> {
           `  ${d.location}: ${count(d.count, "gene")} the dataset does not have, dropped (${d.keys.slice(0, 3).join(", ")}${d.count > 3 ? ", ..." : ""}), ${(100 * d.share).toFixed(2)}% of its counts`,
       ),
       ...notes.map((n) => `  note: ${cliWords(n)}`),
-      ...(companion ? [`  sporadik companion: ${companion.json.output} written again`] : []),
-      ...(stats ? [`  ${statsText(stats)}`] : []),
+      ...(parts?.companion ? [`  sporadik companion: ${parts.companion.json.output} written again`] : []),
+      ...(parts?.stats ? [`  ${statsText(parts.stats)}`] : []),
     ];
     const rowsText = rowsLine(rows, rowsWanted);
     if (rowsText !== "") lines.push(rowsText.slice(1));

@@ -32,13 +32,8 @@ import {
   statsLine,
   statsSummary,
 } from "../summary.js";
-import { companionWriter, writeStatsWithBar } from "./companion.js";
-import {
-  type EmbeddingRowsReport,
-  type RowsChoice,
-  rowsLine,
-  writeRowsInEmbeddingOrder,
-} from "./embedding-rows.js";
+import { companionWriter, writeCompanionParts } from "./companion.js";
+import { type EmbeddingRowsReport, type RowsChoice, rowsLine } from "./embedding-rows.js";
 
 /** Opens a plan's input, refusing one that changed since it was scanned. */
 function planOpener(locations: Locations, read: Record<string, unknown>, hdf5Timeout: number | undefined) {
@@ -114,15 +109,14 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
                 // The tiles are written: their workers' memory goes back before the statistics
                 // and the rows in embedding order add their own.
                 await pool.close();
-                stats = await writeStatsWithBar(store, o.threads, bar);
-                if (rowsWanted !== "never")
-                  rows = await writeRowsInEmbeddingOrder(o.locations, output, {
-                    choice: rowsWanted,
-                    checksums: o.checksums,
-                    threads: o.threads,
-                    tmpDir: o.tmpDir,
-                    say: (line) => bar.say(line),
-                  });
+                ({ stats, rows } = await writeCompanionParts(o.locations, output, store, {
+                  threads: o.threads,
+                  bar,
+                  checksums: o.checksums,
+                  rows: rowsWanted,
+                  tmpDir: o.tmpDir,
+                  companion: "written",
+                }));
               },
             }
           : {}),

@@ -42,14 +42,8 @@ import {
   unnamedLines,
 } from "../summary.js";
 import { convertAtlas, convertPlanTask } from "./atlas.js";
-import { companionWriter, writeStatsWithBar } from "./companion.js";
-import {
-  type EmbeddingRowsReport,
-  ROWS_PARSE_OPTIONS,
-  rowsChoice,
-  rowsLine,
-  writeRowsInEmbeddingOrder,
-} from "./embedding-rows.js";
+import { companionWriter, writeCompanionParts } from "./companion.js";
+import { type EmbeddingRowsReport, ROWS_PARSE_OPTIONS, rowsChoice, rowsLine } from "./embedding-rows.js";
 import { convertToSporadik, MAX_NNZ_CEILING } from "./sporadik.js";
 
 /**
@@ -381,15 +375,14 @@ export async function convert(argv: string[]): Promise<CommandResult> {
                 // The tiles are written: their workers' memory goes back before the statistics
                 // and the rows in embedding order add their own.
                 await pool.close();
-                stats = await writeStatsWithBar(store, threads, bar);
-                if (rowsWanted !== "never")
-                  rows = await writeRowsInEmbeddingOrder(locations, output, {
-                    choice: rowsWanted,
-                    checksums: values["no-checksums"] !== true,
-                    threads,
-                    tmpDir: values["tmp-dir"] as string | undefined,
-                    say: (line) => bar.say(line),
-                  });
+                ({ stats, rows } = await writeCompanionParts(locations, output, store, {
+                  threads: threads,
+                  bar,
+                  checksums: values["no-checksums"] !== true,
+                  rows: rowsWanted,
+                  tmpDir: values["tmp-dir"] as string | undefined,
+                  companion: "written",
+                }));
               },
             }
           : {}),

@@ -9,23 +9,27 @@
  * `buildAtlasAt`): the dataset moves into place with it, named, or not at all.
  *
  * `append --sporadik` writes it again from the dataset once the cells are added (the old cells
- * are read back from their tiles): the store (block last), then the manifest again with the
- * companion named. A run cut anywhere leaves a valid dataset that names no companion, or names
- * one that is complete.
+ * are read back from their tiles), and `finalize --sporadik` from the atlas its tasks wrote: the
+ * store (block last), then the manifest again with the companion named. A run cut anywhere leaves
+ * a valid dataset that names no companion, or names one that is complete. After it, every command
+ * writes the statistics and the rows in embedding order the same way ({@link writeCompanionParts}).
  */
 import {
   COMPANION_PATH,
   companionOf,
   type Dataset,
+  embeddingRowsOf,
   nameCompanion,
+  openStats,
   type WriteStatsResult,
 } from "@deltacells/core";
-import { type CompanionWriter, writeDatasetStats } from "@deltacells/core/node";
+import { type CompanionWriter, openDataset, writeDatasetStats } from "@deltacells/core/node";
 import { describe as describeStore } from "@deltacells/sporadik";
 import { joinLocation, type Store } from "@deltacells/storage";
 import { validateSporadik } from "../inspect/sporadik.js";
 import type { Locations } from "../locations.js";
 import type { ProgressBar } from "../progress.js";
+import { type EmbeddingRowsReport, type RowsChoice, writeRowsInEmbeddingOrder } from "./embedding-rows.js";
 import { writeStoreAt } from "./sporadik.js";
 
 /** What a written companion reports, as the commands' summaries show it. */
@@ -87,7 +91,7 @@ export async function writeCompanion(
   threads: number,
   bar: ProgressBar,
   checksums: boolean,
-) {
+): Promise<CompanionReport> {
   const { convertToSporadik } = await import("./sporadik.js");
   const result = await convertToSporadik(locations, {
     input: output,
@@ -106,7 +110,7 @@ export async function writeCompanion(
     bar,
   });
   await nameCompanion(locations.openCounted(output), COMPANION_PATH);
-  return result;
+  return { json: { output: result.json.output, bytes: result.json.bytes, checksums } };
 }
 
 /**
@@ -125,6 +129,106 @@ export async function writeStatsWithBar(
   });
   bar.finish();
   return result;
+}
+
+/** The parts of a dataset a command with `--sporadik` writes besides its tiles. */
+export type CompanionPart = "companion" | "statistics" | "rows";
+
+/** Options of {@link writeCompanionParts}. */
+export interface CompanionPartsOptions {
+  threads: number;
+  bar: ProgressBar;
+  /** The chunks of the companion and of the rows checksummed (see `--no-checksums`). */
+  checksums: boolean;
+  /** Whether the rows in embedding order are written (`--sporadik-rows`, `--no-sporadik-rows`). */
+  rows: RowsChoice;
+  /** Where the rows' temporary files go (`--tmp-dir`; default beside a local dataset). */
+  tmpDir: string | undefined;
+  /**
+   * The companion: `written` in the tiles' pass already (convert); `write` it from the tiles
+   * (append: the cells changed, so every part is written again); `complete` what the manifest
+   * does not name complete yet (finalize, whose run again after a cut finishes the rest).
+   */
+  companion: "written" | "write" | "complete";
+}
+
+/** What {@link writeCompanionParts} wrote, and what it found complete and left. */
+export interface CompanionPartsReport {
+  /** The companion, when written here. */
+  companion: CompanionReport | undefined;
+  stats: WriteStatsResult | undefined;
+  rows: EmbeddingRowsReport | undefined;
+  /** The parts the manifest named complete, left as they were (with `companion: "complete"`). */
+  kept: CompanionPart[];
+}
+
+/**
+ * After the tiles of the dataset at `output` (in `store`, under the dataset's writer lock): its
+ * companion, then its statistics, then its rows in embedding order (made from the companion),
+ * each named in the manifest once complete.
+ */
+export async function writeCompanionParts(
+  locations: Locations,
+  output: string,
+  store: Store,
+  o: CompanionPartsOptions,
+): Promise<CompanionPartsReport> {
+  const complete =
+    o.companion === "complete" ? await completeParts(locations, output) : new Set<CompanionPart>();
+  const companion =
+    o.companion === "written" || complete.has("companion")
+      ? undefined
+      : await writeCompanion(locations, output, o.threads, o.bar, o.checksums);
+  const stats = complete.has("statistics") ? undefined : await writeStatsWithBar(store, o.threads, o.bar);
+  // Made from the companion: written again with it.
+  const rows =
+    o.rows === "never" || (complete.has("rows") && companion === undefined)
+      ? undefined
+      : await writeRowsInEmbeddingOrder(locations, output, {
+          choice: o.rows,
+          checksums: o.checksums,
+          threads: o.threads,
+          tmpDir: o.tmpDir,
+          say: (line) => o.bar.say(line),
+        });
+  const written = { companion, statistics: stats, rows };
+  const kept = (["companion", "statistics", "rows"] as const).filter(
+    (p) => complete.has(p) && written[p] === undefined,
+  );
+  return { companion, stats, rows, kept };
+}
+
+/**
+ * The parts the manifest of the dataset at `output` names that are complete: named only once
+ * complete, each is checked to be there as named without reading it whole (the companion's and
+ * the rows' blocks, written last, describe the dataset's matrix; the statistics' index describes
+ * this version of the dataset). `deltacells validate` reads them whole.
+ */
+async function completeParts(locations: Locations, output: string): Promise<Set<CompanionPart>> {
+  const ds = await openDataset(locations.openCounted(output));
+  const nnz = ds.manifest.tile_nnz.reduce((a, b) => a + b, 0);
+  const describes = async (rel: string | undefined, axes: number[]) => {
+    if (rel === undefined) return false;
+    const info = await describeStore(locations.openCounted(joinLocation(output, rel))).catch(() => undefined);
+    return (
+      info !== undefined &&
+      info.shape[0] === ds.nCells &&
+      info.shape[1] === ds.nGenes &&
+      axes.every((a) => info.layouts.get(a)?.nnz === nnz)
+    );
+  };
+  const parts = new Set<CompanionPart>();
+  if (await describes(companionOf(ds), [0, 1])) parts.add("companion");
+  if ((await openStats(ds).catch(() => undefined)) !== undefined) parts.add("statistics");
+  const rows = (() => {
+    try {
+      return embeddingRowsOf(ds);
+    } catch {
+      return undefined;
+    }
+  })();
+  if (await describes(rows?.path, [0])) parts.add("rows");
+  return parts;
 }
 
 /** Problems of a dataset's companion: its own validation, and its shape against the manifest's. */

@@ -17,6 +17,13 @@ export interface FinalizeAtlasAtOptions
     Pick<OpenAtlasTargetOptions, "breakLock" | "open" | "optionNames" | "releaseOnSignal"> {
   /** The step, as the lock records it. Default "deltacells". */
   writer?: string | undefined;
+  /**
+   * Runs once the dataset is complete, before the lock is released, whether this run wrote its
+   * manifest or found it written: what else is written under the same lock (the sporadik
+   * companion, its statistics and rows), so that a finalize cut after the manifest completes them
+   * when run again. A failure fails the finalize; the dataset stays complete.
+   */
+  afterFinalize?: ((store: StatsStore, done: FinalizeResult) => Promise<void>) | undefined;
 }
 
 /** What {@link finalizeAtlasAt} wrote, and where. */
@@ -38,7 +45,15 @@ export async function finalizeAtlasAt(
   output: string,
   options: FinalizeAtlasAtOptions = {},
 ): Promise<FinalizeAtlasAtResult> {
-  const { breakLock, open, optionNames, releaseOnSignal, writer = "deltacells", ...finalize } = options;
+  const {
+    breakLock,
+    open,
+    optionNames,
+    releaseOnSignal,
+    writer = "deltacells",
+    afterFinalize,
+    ...finalize
+  } = options;
   const target = await openAtlasTarget(output, {
     lock: true,
     allowFinalized: true,
@@ -56,6 +71,7 @@ export async function finalizeAtlasAt(
     // Every task is done: an upload still unfinished under the output is a killed task's (or a
     // straggling duplicate's, whose object is there already), never one the atlas waits for.
     const aborted = done.finalized ? await abortStaleUploads(target.store, target.lock!.taken) : [];
+    await afterFinalize?.(target.store, done);
     return { ...done, store: target.store, removedTempFiles: [...target.removedTempFiles, ...aborted] };
   } finally {
     await target.lock?.release();

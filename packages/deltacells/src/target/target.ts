@@ -32,9 +32,9 @@ import {
 /** The prefix of staging folders inside a target. */
 export const STAGING_PREFIX = ".deltacells-staging-";
 
-/** Keys a deltacells dataset (with its companion and statistics) or a sporadik store (or an earlier staging prefix, or an atlas build's records) may hold. */
+/** Keys a deltacells dataset (with its companion, its rows in embedding order and its statistics) or a sporadik store (or an earlier staging prefix, or an atlas build's records) may hold. */
 export const KNOWN_KEY =
-  /^(manifest\.json|gene_order\.npy|var_names\.txt|var\.parquet|tiles\/.+|obs\/.+|sporadik\/.+|stats\/.+|zarr\.json|layouts\/.+|\.deltacells-staging-[0-9a-f]+\/.+|\.deltacells-atlas\/.+|\.deltacells-append-[0-9a-z]+\/.+)$/;
+  /^(manifest\.json|gene_order\.npy|var_names\.txt|var\.parquet|tiles\/.+|obs\/.+|sporadik\/.+|sporadik-rows\/.+|stats\/.+|zarr\.json|layouts\/.+|\.deltacells-staging-[0-9a-f]+\/.+|\.deltacells-atlas\/.+|\.deltacells-append-[0-9a-z]+\/.+)$/;
 
 /** Staged objects moved into place at once (renames in a folder, copies in a bucket). */
 const MOVES_AT_ONCE = 16;
