@@ -9,6 +9,7 @@
 import { availableParallelism } from "node:os";
 import { AtlasIncomplete } from "@deltacells/core";
 import { finalizeAtlasAt } from "@deltacells/core/node";
+import { isDeltacellsFamilyError, TaggedError } from "@deltacells/storage";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import type { CommandResult } from "../command.js";
 import { type CompanionPart, type CompanionPartsReport, writeCompanionParts } from "../convert/companion.js";
@@ -90,14 +91,18 @@ export async function finalize(argv: string[]): Promise<CommandResult> {
         ? {
             afterFinalize: async (store) => {
               bar.finish();
-              parts = await writeCompanionParts(locations, output, store, {
-                threads,
-                bar,
-                checksums: values["no-checksums"] !== true,
-                rows: rowsWanted,
-                tmpDir: values["tmp-dir"] as string | undefined,
-                companion: "complete",
-              });
+              try {
+                parts = await writeCompanionParts(locations, output, store, {
+                  threads,
+                  bar,
+                  checksums: values["no-checksums"] !== true,
+                  rows: rowsWanted,
+                  tmpDir: values["tmp-dir"] as string | undefined,
+                  companion: "complete",
+                });
+              } catch (err) {
+                throw finalizedAlready(err, output);
+              }
             },
           }
         : {}),
@@ -154,4 +159,25 @@ export async function finalize(argv: string[]): Promise<CommandResult> {
   } finally {
     bar.finish();
   }
+}
+
+/**
+ * A failure after the manifest (writing the companion, the statistics or the rows), told with
+ * what the user has and what to run: the atlas is complete, and finalize run again writes the
+ * parts not named complete. The tag and the object stay the failure's.
+ */
+function finalizedAlready(err: unknown, output: string): unknown {
+  const next = ` The atlas at ${output} is finalized (its manifest.json is written) without the parts not named complete yet; once that is fixed, run \`deltacells finalize ${output} --sporadik\` again to write them.`;
+  if (!isDeltacellsFamilyError(err)) {
+    if (!(err instanceof Error)) return err;
+    // A system error (a full disk, a folder in the way) keeps its code, which the report shows.
+    const code = (err as NodeJS.ErrnoException).code;
+    return Object.assign(new Error(`${err.message}.${next}`, { cause: err }), code ? { code } : {});
+  }
+  return new TaggedError({ package: "@deltacells/cli", name: err.name }, err._tag, `${err.message}${next}`, {
+    object: err.object,
+    expected: err.expected,
+    found: err.found,
+    cause: err,
+  });
 }
