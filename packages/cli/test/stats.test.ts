@@ -116,7 +116,7 @@ test("deltacells stats writes the same statistics for a dataset converted withou
   writeFileSync(path, bytes);
   const bad = await cli("validate", plain);
   assert.equal(bad.code, 1);
-  assert.match(bad.stdout, new RegExp(`stats/stats.json: \\[FormatError\\] .*${key} has CRC-32`));
+  assert.match(bad.stdout, new RegExp(`stats/${key}: \\[FormatError\\] .*${key} has CRC-32`));
 });
 
 test("deltacells stats refuses a location without a dataset, and says what it is for in --help", async () => {

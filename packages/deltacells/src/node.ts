@@ -14,7 +14,10 @@
 export { inputIdentity } from "./atlas/identity-node.js";
 export {
   EMBEDDING_ROWS_BUCKET_BYTES,
+  EMBEDDING_ROWS_SAMPLE,
   type EmbeddingRowsTemporarySpace,
+  type EmbeddingRowsValidation,
+  validateEmbeddingRows,
   type WriteEmbeddingRowsOptions,
   type WriteEmbeddingRowsResult,
   writeEmbeddingRows,

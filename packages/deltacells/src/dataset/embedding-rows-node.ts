@@ -8,7 +8,8 @@
  * (`writeStoreFromRowBlocks`). Memory is a bucket, a range of rows and the writer's chunks, plus two
  * int32 arrays per cell (the order and its inverse); the temporary files hold the companion's
  * nonzeros once (8 bytes each at int32), in a `.sporadik-spill-*` folder removed on success,
- * failure and, when asked, Ctrl-C, as the streaming writer's own.
+ * failure and, when asked, Ctrl-C, as the streaming writer's own. And checking a written store
+ * against its dataset (`deltacells validate`).
  */
 import { statfsSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -39,8 +40,11 @@ import {
   orderNpy,
   rowsOf,
 } from "./embedding-rows.js";
+import { MANIFEST_KEY } from "./manifest.js";
+import { decodeNpyInt32 } from "./npy.js";
 import { openDataset } from "./open.js";
 import type { Dataset } from "./reader.js";
+import type { ValidationProblem } from "./validate.js";
 
 /**
  * Bytes a bucket of {@link writeEmbeddingRows} takes in memory on average while its rows are
@@ -386,4 +390,152 @@ function typedOver(dtype: string, bytes: Uint8Array): Typed {
     );
   }
   return new make(bytes.buffer as ArrayBuffer);
+}
+
+/**
+ * Rows {@link validateEmbeddingRows} compares with the companion's: every row of a dataset of at
+ * most this many cells, else this many spread evenly over the rows (one batched read of each
+ * store: a sample's cells are scattered over every chunk of the companion).
+ */
+export const EMBEDDING_ROWS_SAMPLE = 4096;
+
+/** What {@link validateEmbeddingRows} found. */
+export interface EmbeddingRowsValidation {
+  problems: ValidationProblem[];
+  /** Whether the manifest names rows in embedding order (false: nothing was checked). */
+  checked: boolean;
+  /** Rows compared with the companion's (all of them, or a sample: {@link EMBEDDING_ROWS_SAMPLE}). */
+  compared: number;
+}
+
+/**
+ * Checks the rows in embedding order the manifest of `ds` (at `location`) names against the
+ * record and the dataset: the store's block describes the companion's matrix (its shape and
+ * nonzeros, axis 0), `order.npy` is a permutation of the cells whose digest is the one recorded,
+ * the order computed again from the dataset's embedding has that digest too, and each row compared
+ * (every one, or {@link EMBEDDING_ROWS_SAMPLE} spread evenly) is the companion's row of the cell
+ * `order.npy` puts there. The store's own chunks (checksums, indices) are the sporadik validator's
+ * to read whole. Problems are returned, never thrown.
+ */
+export async function validateEmbeddingRows<S extends Store>(
+  ds: Dataset,
+  location: string,
+  options: { openStore: (location: string) => S; sample?: number },
+): Promise<EmbeddingRowsValidation> {
+  const manifestObject = `${ds.url}/${MANIFEST_KEY}`;
+  const problems: ValidationProblem[] = [];
+  const fail = (object: string, tag: string, message: string) => {
+    problems.push({ object, tag, message });
+    return { problems, checked: true, compared: 0 };
+  };
+  const tagOf = (err: unknown) => (err as { _tag?: string })._tag ?? "Error";
+  let named: EmbeddingRows | undefined;
+  try {
+    named = embeddingRowsOf(ds);
+  } catch (err) {
+    return fail(manifestObject, tagOf(err), (err as Error).message);
+  }
+  if (named === undefined) return { problems, checked: false, compared: 0 };
+  const url = `${ds.url}/${named.path}`;
+  const again = "convert again with --sporadik";
+  const store = options.openStore(joinLocation(location, named.path));
+  let reader: Awaited<ReturnType<typeof openReader>>;
+  try {
+    reader = await openReader(store, { axis: 0 });
+  } catch (err) {
+    return fail(
+      url,
+      tagOf(err),
+      `the manifest names rows in embedding order at ${JSON.stringify(named.path)}, which cannot be read: ${(err as Error).message}`,
+    );
+  }
+  const nnz = ds.manifest.tile_nnz.reduce((a, b) => a + b, 0);
+  const [cells, genes] = reader.info.shape;
+  if (cells !== ds.nCells || genes !== ds.nGenes || reader.info.nnz !== nnz) {
+    return fail(
+      `${url}/zarr.json`,
+      "InconsistentManifest",
+      `the rows in embedding order hold a [${reader.info.shape.join(", ")}] matrix of ${reader.info.nnz} nonzeros, the dataset [${ds.nCells}, ${ds.nGenes}] of ${nnz}: they are another matrix's; ${again}`,
+    );
+  }
+  const orderObject = `${url}/${ORDER_KEY}`;
+  const bytes = await store.get(ORDER_KEY).catch(() => undefined);
+  if (bytes === undefined)
+    return fail(orderObject, "NotFound", `${orderObject} is missing (the cell of each row); ${again}`);
+  let order: Uint32Array;
+  try {
+    const values = decodeNpyInt32(bytes, orderObject);
+    order = new Uint32Array(values.buffer, values.byteOffset, values.length);
+  } catch (err) {
+    return fail(orderObject, tagOf(err), (err as Error).message);
+  }
+  const seen = new Uint8Array(ds.nCells);
+  const repeated = order.length === ds.nCells ? order.findIndex((c) => c >= ds.nCells || seen[c]!++ > 0) : -1;
+  if (order.length !== ds.nCells || repeated >= 0) {
+    return fail(
+      orderObject,
+      "InconsistentManifest",
+      order.length !== ds.nCells
+        ? `${orderObject} lists ${order.length} cells, the dataset has ${ds.nCells}; ${again}`
+        : `${orderObject} is not a permutation of the cells (row ${repeated} names cell ${order[repeated]}, out of range or named twice); ${again}`,
+    );
+  }
+  const digest = orderDigest(order);
+  if (digest !== named.digest)
+    fail(
+      orderObject,
+      "InconsistentManifest",
+      `the order in ${orderObject} has digest ${digest}, the manifest records ${named.digest}: a viewer computing the order from the embedding would map cells to other rows; ${again}`,
+    );
+  try {
+    const computed = orderDigest(await orderOf(ds, named.embedding));
+    if (computed !== named.digest)
+      fail(
+        manifestObject,
+        "InconsistentManifest",
+        `the order of the cells along ${named.embedding.join("/")} has digest ${computed}, metadata.sporadik_rows records ${named.digest}: the rows are sorted by another embedding than obs holds; ${again}`,
+      );
+  } catch (err) {
+    fail(
+      manifestObject,
+      tagOf(err),
+      `the embedding metadata.sporadik_rows names (${named.embedding.join("/")}) cannot be read from obs: ${(err as Error).message}`,
+    );
+  }
+  const rel = companionOf(ds);
+  if (rel === undefined)
+    return fail(
+      manifestObject,
+      "InconsistentManifest",
+      `${manifestObject} names rows in embedding order but no sporadik companion (metadata.sporadik), whose rows they are; ${again}`,
+    );
+  const limit = Math.max(1, options.sample ?? EMBEDDING_ROWS_SAMPLE);
+  const k = Math.min(ds.nCells, limit);
+  const rows = Array.from({ length: k }, (_, i) => Math.floor((i * ds.nCells) / k));
+  try {
+    const companion = await openReader(options.openStore(joinLocation(location, rel)), { axis: 0 });
+    const [mine, theirs] = await Promise.all([
+      reader.slicesAt(rows),
+      companion.slicesAt(rows.map((p) => order[p]!)),
+    ]);
+    for (let i = 0; i < k; i++) {
+      const [a0, a1] = [Number(mine.indptr[i]), Number(mine.indptr[i + 1])];
+      const [b0, b1] = [Number(theirs.indptr[i]), Number(theirs.indptr[i + 1])];
+      let same = a1 - a0 === b1 - b0;
+      for (let j = 0; same && j < a1 - a0; j++)
+        same = mine.indices[a0 + j] === theirs.indices[b0 + j] && mine.data[a0 + j] === theirs.data[b0 + j];
+      if (!same)
+        return fail(
+          url,
+          "InconsistentManifest",
+          `row ${rows[i]} of the rows in embedding order is not the companion's row of cell ${order[rows[i]!]}, which order.npy puts there: they hold other counts; ${again}`,
+        );
+    }
+  } catch (err) {
+    // The chunk a reader names is relative to its store.
+    const object = (err as { object?: string }).object;
+    const inStore = object?.startsWith("/") ? `${url}${object}` : object;
+    return fail(inStore ?? url, tagOf(err), (err as Error).message);
+  }
+  return { problems, checked: true, compared: k };
 }

@@ -56,12 +56,17 @@ export async function validateDataset(
   let bytes = 0;
   let checked = 0;
   let done = 0;
+  // Each tile's sum of counts, for the statistics' cell totals (NaN where a tile cannot be read).
+  const tileCounts = new Float64Array(ds.nTiles).fill(Number.NaN);
   const checkTile = async (i: number) => {
     try {
       const raw = await ds.tileBytes(i, { signal: opts.signal });
       bytes += raw.length;
       const tile = await ds.tileFromBytes(i, raw);
       nnz += tile.nnz;
+      let counts = 0;
+      for (let k = 0; k < tile.nnz; k++) counts += tile.data[k]!;
+      tileCounts[i] = counts;
       tile.release();
       checked++;
     } catch (err) {
@@ -142,8 +147,9 @@ export async function validateDataset(
       problems.push(problem("obs/", err));
     }
   }
-  // The statistics the manifest names (`metadata.stats`), read whole and checked against each other.
-  problems.push(...(await validateStats(ds, opts.signal)));
+  // The statistics the manifest names (`metadata.stats`), read whole and checked against each
+  // other and against the tiles' counts.
+  problems.push(...(await validateStats(ds, tileCounts, opts.signal)));
   problems.sort((a, b) => (a.object < b.object ? -1 : a.object > b.object ? 1 : 0));
   return { valid: problems.length === 0, tilesChecked: checked, nnz, bytes, problems };
 }

@@ -1,7 +1,9 @@
 /**
  * The statistics' part of `validateDataset`: every object read with the reader's checks (index,
- * version of the dataset, sizes, CRC-32s), then the numbers against each other: the genes' counts
- * against the cells' totals, each column's categories against every cell.
+ * version of the dataset, sizes, CRC-32s), then the numbers against the dataset and each other:
+ * the cells' totals against the tiles' counts, the genes' counts against the cells' totals, each
+ * column's categories against every cell. A problem names the object concerned (relative to the
+ * dataset).
  */
 import type { Dataset } from "../dataset/reader.js";
 import type { ValidationProblem } from "../dataset/validate.js";
@@ -12,7 +14,15 @@ import { openStats, statsPathOf } from "./read.js";
 /** Relative tolerance of sums that add the same values in another order. */
 const SUM_TOLERANCE = 1e-9;
 
-export async function validateStats(ds: Dataset, signal?: AbortSignal): Promise<ValidationProblem[]> {
+/**
+ * `tileCounts` holds each tile's sum of counts as the tiles' pass of `validateDataset` found it
+ * (NaN for a tile it could not read, which is a problem of its own).
+ */
+export async function validateStats(
+  ds: Dataset,
+  tileCounts: Float64Array,
+  signal?: AbortSignal,
+): Promise<ValidationProblem[]> {
   let path: string | undefined;
   try {
     path = statsPathOf(ds);
@@ -24,6 +34,21 @@ export async function validateStats(ds: Dataset, signal?: AbortSignal): Promise<
       problems.push({ object, tag: "InconsistentManifest", message });
     const genes = await stats.genes({ signal });
     const totals = await stats.cellTotals({ signal });
+    // Integer counts, summed exactly in float64 (cell totals are stored exactly, see write.ts).
+    let first = 0;
+    for (let t = 0; t < ds.nTiles; t++) {
+      const last = first + ds.manifest.tile_cells[t]!;
+      let inStats = 0;
+      for (let c = first; c < last; c++) inStats += totals[c]!;
+      first = last;
+      if (!Number.isNaN(tileCounts[t]!) && inStats !== tileCounts[t]) {
+        inconsistent(
+          where(stats.index.cells.key),
+          `the cells of tile ${t} total ${inStats} counts in the statistics, ${tileCounts[t]} in the tile: the statistics are of other counts; compute them again with \`deltacells stats DATASET\``,
+        );
+        break;
+      }
+    }
     let counted = 0;
     for (const c of genes.counts) counted += c;
     let total = 0;
@@ -63,9 +88,16 @@ export async function validateStats(ds: Dataset, signal?: AbortSignal): Promise<
     }
     return problems;
   } catch (err) {
+    // The object the reader names (a damaged or missing one), else the index.
+    const named = isDeltacellsError(err) ? err.object : undefined;
     return [
       {
-        object: path === undefined ? "manifest.json" : `${path}/${STATS_INDEX}`,
+        object:
+          named?.startsWith(`${ds.url}/`) === true
+            ? named.slice(ds.url.length + 1)
+            : path === undefined
+              ? "manifest.json"
+              : `${path}/${STATS_INDEX}`,
         tag: isDeltacellsError(err) ? err._tag : "Error",
         message: (err as Error).message ?? String(err),
       },
