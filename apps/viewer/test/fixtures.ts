@@ -104,7 +104,7 @@ export async function buildFromSource(dir: string, source: DatasetSource): Promi
   } finally {
     await pool.close();
   }
-  await writeCompanion(new Locations(), dir, 1, new ProgressBar(process.stderr, false), true);
+  await writeCompanion(new Locations(), dir, 1, new ProgressBar(process.stderr, false), true, false);
   await deltacells("stats", dir, "--quiet", "--threads", "1");
   return dir;
 }

@@ -5,10 +5,12 @@
  * completes it; a part the manifest names complete is kept, the others written.
  */
 import assert from "node:assert/strict";
-import { copyFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { test } from "node:test";
-import { assertSameFiles, cli, filesUnder, REPO, tempDir } from "./cli-helpers.js";
+import { assertSameFiles, cli, filesUnder, MAIN, REPO, tempDir } from "./cli-helpers.js";
 
 const PBMC = join(REPO, "data/pbmc68k-counts/pbmc68k_counts.h5ad");
 const SMALL = ["--tile-size", "64", "--obs-tiles-per-file", "2", "--level", "3"];
@@ -88,6 +90,41 @@ test("finalize --sporadik failing in the companion leaves the complete dataset n
     again.stdout,
     /is finalized already \(it has its manifest\.json\); completed what it lacked in .*\n {2}sporadik companion: .*\n {2}statistics: .*\n {2}rows in embedding order/,
   );
+  assertSameFiles(await once(), out);
+});
+
+test("finalize --sporadik killed (SIGKILL) while writing the companion leaves the complete dataset naming none of it; run again with --break-lock, it completes it", async () => {
+  const out = join(dir, "killed");
+  await planned(out);
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", "--conditions=source", MAIN, "finalize", out, "--sporadik", "--threads", "1"],
+    { cwd: REPO, env: { ...process.env, DELTACELLS_STDERR: "json" }, stdio: ["ignore", "ignore", "pipe"] },
+  );
+  const ended = new Promise<NodeJS.Signals | null>((resolve) =>
+    child.on("close", (_, signal) => resolve(signal)),
+  );
+  let killedIn: string | undefined;
+  for await (const line of createInterface({ input: child.stderr! })) {
+    const phase = line.startsWith("{")
+      ? (JSON.parse(line) as { progress?: { phase: string } }).progress?.phase
+      : undefined;
+    // The companion's genes-contiguous layout: its cells-contiguous one is written, its block not.
+    if (phase === "genes" && killedIn === undefined) {
+      killedIn = phase;
+      child.kill("SIGKILL");
+    }
+  }
+  assert.equal(await ended, "SIGKILL", "killed while writing the companion");
+  const named = metadata(out);
+  assert.equal(named.sporadik, undefined, "the unfinished companion is not named");
+  assert.equal(named.stats, undefined);
+  assert.ok(existsSync(join(out, ".deltacells-lock")), "a killed run leaves its lock");
+  const locked = await cli("finalize", out, "--sporadik", "--threads", "1");
+  assert.equal(locked.code, 1, locked.stdout);
+  assert.match(locked.stderr, /\[TargetLocked\].*--break-lock/);
+  const again = await cli("finalize", out, "--sporadik", "--break-lock", "--threads", "1");
+  assert.equal(again.code, 0, again.stderr);
   assertSameFiles(await once(), out);
 });
 

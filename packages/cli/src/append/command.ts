@@ -70,7 +70,8 @@ options:
   --tmp-dir DIR  where the rows in embedding order are sorted through temporary files (default:
                  beside a local DATASET, else the system's)
   --no-checksums the companion without checksums
-  --break-lock   delete a writer lock left by a killed writer (only when nothing else writes there)
+  --break-lock   delete a writer lock left by a killed writer, the companion's too (only when
+                 nothing else writes there)
   --quiet        no progress bar
 ${COMMON_HELP}`;
 
@@ -179,6 +180,7 @@ export async function append(argv: string[]): Promise<CommandResult> {
                   checksums: values["no-checksums"] !== true,
                   rows: rowsWanted,
                   tmpDir: values["tmp-dir"] as string | undefined,
+                  breakLock: values["break-lock"] === true,
                   companion: "write",
                 });
               },

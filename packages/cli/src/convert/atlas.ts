@@ -115,6 +115,7 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
                   checksums: o.checksums,
                   rows: rowsWanted,
                   tmpDir: o.tmpDir,
+                  breakLock: o.breakLock,
                   companion: "written",
                 }));
               },

@@ -381,6 +381,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
                   checksums: values["no-checksums"] !== true,
                   rows: rowsWanted,
                   tmpDir: values["tmp-dir"] as string | undefined,
+                  breakLock: values["break-lock"] === true,
                   companion: "written",
                 }));
               },

@@ -26,6 +26,7 @@ import {
 import { type CompanionWriter, openDataset, writeDatasetStats } from "@deltacells/core/node";
 import { describe as describeStore } from "@deltacells/sporadik";
 import { joinLocation, type Store } from "@deltacells/storage";
+import { localPath } from "@deltacells/storage/node";
 import { validateSporadik } from "../inspect/sporadik.js";
 import type { Locations } from "../locations.js";
 import type { ProgressBar } from "../progress.js";
@@ -80,10 +81,12 @@ export function companionWriter(
 }
 
 /**
- * Writes the companion of the dataset at `output` again from its tiles (after an append), then
- * names it in the manifest.
+ * Writes the companion of the dataset at `output` from its tiles (after an append, or the tasks of
+ * an atlas), then names it in the manifest.
  * With `checksums` (the default of `--sporadik`) every chunk carries zstd's content checksum, which
- * the viewer's reader (zarrita's WebAssembly zstd) verifies as it decodes.
+ * the viewer's reader (zarrita's WebAssembly zstd) verifies as it decodes. The caller holds the
+ * dataset's writer lock; `breakLock` (the command's `--break-lock`) also deletes a lock a killed
+ * run left in the companion's folder.
  */
 export async function writeCompanion(
   locations: Locations,
@@ -91,6 +94,7 @@ export async function writeCompanion(
   threads: number,
   bar: ProgressBar,
   checksums: boolean,
+  breakLock: boolean,
 ): Promise<CompanionReport> {
   const { convertToSporadik } = await import("./sporadik.js");
   const result = await convertToSporadik(locations, {
@@ -102,9 +106,12 @@ export async function writeCompanion(
     // The dataset's own companion, written again after an append: replaced, staged (the old
     // one stays readable until the new one is complete).
     overwrite: true,
-    breakLock: false,
+    breakLock,
     maxNnz: undefined,
-    tmpDir: undefined,
+    // The transposition's temporary folder in the dataset's own folder, whether the companion is
+    // written in place or staged: a run killed while it is there leaves it where the next run
+    // looks for killed runs' folders, and removes it.
+    tmpDir: localPath(output),
     threads,
     inputOptions: {},
     bar,
@@ -144,6 +151,8 @@ export interface CompanionPartsOptions {
   rows: RowsChoice;
   /** Where the rows' temporary files go (`--tmp-dir`; default beside a local dataset). */
   tmpDir: string | undefined;
+  /** Delete writer locks a killed run left in the companion's folder (`--break-lock`). */
+  breakLock: boolean;
   /**
    * The companion: `written` in the tiles' pass already (convert); `write` it from the tiles
    * (append: the cells changed, so every part is written again); `complete` what the manifest
@@ -178,7 +187,7 @@ export async function writeCompanionParts(
   const companion =
     o.companion === "written" || complete.has("companion")
       ? undefined
-      : await writeCompanion(locations, output, o.threads, o.bar, o.checksums);
+      : await writeCompanion(locations, output, o.threads, o.bar, o.checksums, o.breakLock);
   const stats = complete.has("statistics") ? undefined : await writeStatsWithBar(store, o.threads, o.bar);
   // Made from the companion: written again with it.
   const rows =

@@ -15,7 +15,7 @@ import type { CommandResult } from "../command.js";
 import { type CompanionPart, type CompanionPartsReport, writeCompanionParts } from "../convert/companion.js";
 import { ROWS_PARSE_OPTIONS, rowsChoice, rowsLine } from "../convert/embedding-rows.js";
 import { formatBytes, formatCount } from "../format.js";
-import { ProgressBar } from "../progress.js";
+import { commandBar } from "../progress.js";
 import { companionLine, companionSummary, leftoverLine, statsLine, statsSummary } from "../summary.js";
 
 export const FINALIZE_HELP = `usage: deltacells finalize OUTPUT [options]
@@ -45,7 +45,8 @@ options:
                  (default: beside a local OUTPUT, else the system's)
   --no-checksums the companion without checksums (Python sporadik's default bytes)
   --threads N    with --sporadik: encoding and decoding threads (default: the number of cores)
-  --break-lock   delete a writer lock left by a killed step (only when nothing else writes there)
+  --break-lock   delete a writer lock left by a killed step, the companion's too (only when nothing
+                 else writes there)
   --quiet        no progress bar
 ${COMMON_HELP}`;
 
@@ -79,7 +80,7 @@ export async function finalize(argv: string[]): Promise<CommandResult> {
     throw new UsageError("--tmp-dir applies to --sporadik's rows in embedding order only");
   const threads = intOption(values, "threads", availableParallelism(), 1, 256)!;
   const started = performance.now();
-  const bar = new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
+  const bar = commandBar(values);
   let parts: CompanionPartsReport | undefined;
   try {
     bar.phase("check");
@@ -98,6 +99,7 @@ export async function finalize(argv: string[]): Promise<CommandResult> {
                   checksums: values["no-checksums"] !== true,
                   rows: rowsWanted,
                   tmpDir: values["tmp-dir"] as string | undefined,
+                  breakLock: values["break-lock"] === true,
                   companion: "complete",
                 });
               } catch (err) {

@@ -32,9 +32,14 @@ import {
 /** The prefix of staging folders inside a target. */
 export const STAGING_PREFIX = ".deltacells-staging-";
 
-/** Keys a deltacells dataset (with its companion, its rows in embedding order and its statistics) or a sporadik store (or an earlier staging prefix, or an atlas build's records) may hold. */
+/**
+ * Keys a deltacells dataset (with its companion, its rows in embedding order and its statistics)
+ * or a sporadik store may hold, or what its writers leave when killed: a staging prefix, an atlas
+ * build's records, an append's staging, a sporadik transposition's temporary folder (removed by
+ * the next such write there).
+ */
 export const KNOWN_KEY =
-  /^(manifest\.json|gene_order\.npy|var_names\.txt|var\.parquet|tiles\/.+|obs\/.+|sporadik\/.+|sporadik-rows\/.+|stats\/.+|zarr\.json|layouts\/.+|\.deltacells-staging-[0-9a-f]+\/.+|\.deltacells-atlas\/.+|\.deltacells-append-[0-9a-z]+\/.+)$/;
+  /^(manifest\.json|gene_order\.npy|var_names\.txt|var\.parquet|tiles\/.+|obs\/.+|sporadik\/.+|sporadik-rows\/.+|stats\/.+|zarr\.json|layouts\/.+|\.deltacells-staging-[0-9a-f]+\/.+|\.deltacells-atlas\/.+|\.deltacells-append-[0-9a-z]+\/.+|\.sporadik-spill-[^/]+\/.+)$/;
 
 /** Staged objects moved into place at once (renames in a folder, copies in a bucket). */
 const MOVES_AT_ONCE = 16;
