@@ -131,6 +131,50 @@ def _in_shared_memory(values: np.ndarray) -> bool:
 
 
 @pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="memfd is Linux's")
+def test_cells_and_category_codes_come_from_the_slot_as_copies_that_never_hold_it(datasets) -> None:
+    ds = deltacells.open(datasets["pbmc"])
+    stream = ds.batches(batch_size=64, seed=2, obs=["louvain"])
+    assert set(stream.info["shm"]["obs"]) == {"louvain"}
+    parts = next(iter(stream._stream))
+    # the message carried no rows: its cells and codes were read from the slot
+    assert parts.meta["size"] == 64 and len(parts.cells) == 64 and len(parts.obs["louvain"]) == 64
+    assert _in_shared_memory(parts.data)
+    assert not _in_shared_memory(parts.cells) and not _in_shared_memory(parts.obs["louvain"])
+    del parts
+    stream.close()
+    # the labels of every batch kept, each batch dropped: no slot stays held, nothing comes whole
+    stream = ds.batches(batch_size=64, seed=2, obs=["louvain"])
+    labels = [b.obs["louvain"] for b in stream]
+    assert stream._stream._releases.held == 0
+    want = [b.obs["louvain"].tolist() for b in ds.batches(batch_size=64, seed=2, obs=["louvain"], transport="pipe")]
+    assert [a.tolist() for a in labels] == want
+
+
+def test_a_torn_or_out_of_range_slot_descriptor_is_refused_with_what_it_names(datasets) -> None:
+    import pyarrow as pa
+
+    stream = deltacells.open(datasets["pbmc"]).batches(batch_size=64, seed=2, obs=["louvain"])
+    shm = stream._stream
+    parts = next(iter(shm))
+    meta = parts.meta
+    no_rows = pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in shm._reader.schema], schema=shm._reader.schema)
+    layout = stream.info["shm"]
+    for forged, says in [
+        ({"slot": layout["slots"]}, f"names slot {layout['slots']} of {layout['slots']}"),
+        ({"size": layout["cells"] + 1}, f"with {layout['cells'] + 1} cells"),
+        ({"seq": meta["seq"] + 1}, f"slot {meta['slot']} holds batch {meta['index']} \\(sequence {meta['seq']}, 64 cells\\) where the stream announced"),
+        ({"size": 63}, "where the stream announced .*63 cells"),
+    ]:
+        with pytest.raises(deltacells.IncompleteEpoch, match=says):
+            shm._parts(no_rows, {**meta, **forged})
+    # a message with rows that says its rows are in the slot
+    with pytest.raises(deltacells.IncompleteEpoch, match="1 rows in its message"):
+        shm._parts(pa.RecordBatch.from_pylist([{"cell": 1}]), meta)
+    del parts
+    stream.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="memfd is Linux's")
 def test_copy_gives_each_batch_its_own_arrays_and_frees_its_slot_at_once(datasets) -> None:
     ds = deltacells.open(datasets["pbmc"])
     stream = ds.batches(batch_size=16, seed=7, copy=True)

@@ -46,15 +46,21 @@ interface Layout {
   capacity: number;
   cells: number;
   values: "int32" | "float32";
-  offsets: { header: number; indptr: number; indices: number; data: number };
+  offsets: { header: number; cells: number; indptr: number; indices: number; data: number };
+  obs: Record<string, number>;
   min_free: number;
 }
 
-/** A record batch as plain values: cells, each row's indices and counts, obs, metadata. */
+/**
+ * A record batch as plain values: cells, each row's indices and counts, obs (categories as their
+ * labels), metadata. `rows`: the rows read from its slot; `fields`: its cells and category codes
+ * too (a message of no rows).
+ */
 function plain(
   b: RecordBatch,
   meta: Record<string, unknown>,
   rows?: { indices: number[][]; counts: number[][] },
+  fields?: { cells: number[]; codes: Record<string, number[]> },
 ) {
   const lists = (name: string) => {
     const data = b.getChild(name)!.data[0]!;
@@ -64,17 +70,23 @@ function plain(
       Array.from(values.subarray(offsets[data.offset + i]!, offsets[data.offset + i + 1]!)),
     );
   };
+  const values = (name: string): unknown[] => {
+    const codes = fields?.codes[name];
+    if (codes === undefined) return b.getChild(name)!.toArray();
+    const vocabulary = b.getChild(name)!.data[0]!.dictionary!;
+    return codes.map((c) => (c < 0 ? null : vocabulary.get(c)));
+  };
   const obs = Object.fromEntries(
     b.schema.fields
       .filter((f) => !["cell", "indices", "counts"].includes(f.name))
       .map((f) => [
         f.name,
-        JSON.stringify(b.getChild(f.name)!.toArray(), (_, v) => (typeof v === "bigint" ? String(v) : v)),
+        JSON.stringify(values(f.name), (_, v) => (typeof v === "bigint" ? String(v) : v)),
       ]),
   );
-  const { slot: _slot, seq: _seq, ...rest } = meta;
+  const { slot: _slot, seq: _seq, size: _size, ...rest } = meta;
   return {
-    cells: Array.from(b.getChild("cell")!.toArray() as BigInt64Array, Number),
+    cells: fields?.cells ?? Array.from(b.getChild("cell")!.toArray() as BigInt64Array, Number),
     indices: rows?.indices ?? lists("indices"),
     counts: rows?.counts ?? lists("counts"),
     obs,
@@ -93,6 +105,14 @@ function readSlot(fd: number, l: Layout, slot: number, size: number) {
   const ip = read(l.offsets.indptr, 8 * (size + 1));
   const indptr = Array.from(new Float64Array(ip.buffer, ip.byteOffset, size + 1));
   const nnz = indptr[size]!;
+  const c = read(l.offsets.cells, 8 * size);
+  const cells = Array.from(new Float64Array(c.buffer, c.byteOffset, size));
+  const codes = Object.fromEntries(
+    Object.entries(l.obs).map(([name, at]) => {
+      const raw = read(at, 4 * size);
+      return [name, Array.from(new Int32Array(raw.buffer, raw.byteOffset, size))];
+    }),
+  );
   const ind = read(l.offsets.indices, 4 * nnz);
   const dat = read(l.offsets.data, 4 * nnz);
   const indices = new Int32Array(ind.buffer, ind.byteOffset, nnz);
@@ -103,6 +123,7 @@ function readSlot(fd: number, l: Layout, slot: number, size: number) {
   const row = (a: Int32Array | Float32Array, i: number) => Array.from(a.subarray(indptr[i]!, indptr[i + 1]!));
   return {
     magic: head.readUInt32LE(0),
+    version: head.readUInt32LE(4),
     seq: head.readDoubleLE(8),
     index: head.readDoubleLE(24),
     size: head.readDoubleLE(32),
@@ -111,6 +132,7 @@ function readSlot(fd: number, l: Layout, slot: number, size: number) {
       indices: Array.from({ length: size }, (_, i) => row(indices, i)),
       counts: Array.from({ length: size }, (_, i) => row(data, i)),
     },
+    fields: { cells, codes },
   };
 }
 
@@ -147,8 +169,10 @@ async function shmBatches(args: string[], o: { hold?: number; ring?: number } = 
   const info = JSON.parse(reader.schema.metadata.get("deltacells.stream")!);
   const layout = info.shm as Layout;
   const out: ReturnType<typeof plain>[] = [];
-  const held: { slot: number; seq: number; rows: unknown }[] = [];
+  const held: { slot: number; seq: number; size: number; rows: unknown }[] = [];
   let inline = 0;
+  // Batches in a slot whose message carried no rows (cells and obs read from the slot).
+  let empty = 0;
   let end: unknown;
   for await (const b of reader) {
     if (b.metadata.has("deltacells.end")) {
@@ -160,27 +184,39 @@ async function shmBatches(args: string[], o: { hold?: number; ring?: number } = 
       inline++;
       out.push(plain(b, meta));
     } else {
-      const s = readSlot(fd, layout, meta.slot, b.numRows);
-      assert.deepEqual([s.magic, s.seq, s.index, s.size], [0x42534344, meta.seq, meta.index, b.numRows]);
-      out.push(plain(b, meta, s.rows));
-      if (held.length < (o.hold ?? 0)) held.push({ slot: meta.slot, seq: meta.seq, rows: s.rows });
+      const rowsInSlot = meta.size !== undefined;
+      const size = rowsInSlot ? meta.size : b.numRows;
+      const s = readSlot(fd, layout, meta.slot, size);
+      assert.deepEqual(
+        [s.magic, s.version, s.seq, s.index, s.size],
+        [0x42534344, 2, meta.seq, meta.index, size],
+      );
+      if (rowsInSlot) {
+        assert.equal(b.numRows, 0, "a batch whose cells are in its slot has no rows in the stream");
+        empty++;
+      }
+      out.push(plain(b, meta, s.rows, rowsInSlot ? s.fields : undefined));
+      if (held.length < (o.hold ?? 0))
+        held.push({ slot: meta.slot, seq: meta.seq, size, rows: { ...s.rows, ...s.fields } });
       else control.write(`release ${meta.slot} ${meta.seq}\n`);
     }
     if (held.length > layout.slots - layout.min_free) control.write("spill\n");
   }
   const r = await run;
   // What the held slots hold now: the batches they held when handed out.
-  const after = held.map(
-    (h) => readSlot(fd, layout, h.slot, (h.rows as { indices: unknown[] }).indices.length).rows,
-  );
+  const after = held.map((h) => {
+    const s = readSlot(fd, layout, h.slot, h.size);
+    return { ...s.rows, ...s.fields };
+  });
   closeSync(fd);
-  return { r, info, layout, out, end, inline, held: held.map((h) => h.rows), after };
+  return { r, info, layout, out, end, inline, empty, held: held.map((h) => h.rows), after };
 }
 
 const ARGS = [
   ["--batch-size", "5", "--seed", "3", "--obs", "cat,Int32,boolean,text", "--threads", "2"],
   ["--batch-size", "7", "--seed", "1", "--float32", "--rank", "1", "--world-size", "2", "--threads", "1"],
   ["--batch-size", "6", "--seed", "2", "--sort-indices", "--start-batch", "2"],
+  ["--batch-size", "5", "--seed", "4", "--obs", "cat", "--threads", "1"],
 ];
 
 test("every batch of a shared-memory stream equals the pipe's, field by field, its rows read from the slot it names", async () => {
@@ -189,13 +225,16 @@ test("every batch of a shared-memory stream equals the pipe's, field by field, i
     const got = await shmBatches([DS, ...args]);
     assert.equal(got.r.code, 0, got.r.stderr);
     assert.equal(got.inline, 0, "every batch came in a slot");
+    // Only category obs (or none): every message is one of no rows; other obs kinds come in it.
+    const categoriesOnly = !args.includes("--obs") || args[args.indexOf("--obs") + 1] === "cat";
+    assert.equal(got.empty, categoriesOnly ? want.length : 0, args.join(" "));
     assert.deepEqual(got.out, want, args.join(" "));
     assert.equal(got.layout.bytes, got.layout.slots * got.layout.slot_bytes);
     assert.deepEqual(got.end && (got.end as { batches: number }).batches, want.length);
   }
 });
 
-test("a consumer holding batches gets the next ones whole in the stream after spill, and its held slots are never written", async () => {
+test("a consumer holding batches gets the next ones whole in the stream after spill, and its held slots (rows, cells, codes) are never written", async () => {
   const args = [DS, "--batch-size", "4", "--seed", "5", "--buffer-tiles", "1", "--obs", "cat"];
   const want = await pipeBatches(args);
   const got = await shmBatches(args, { hold: 1000 });
@@ -314,10 +353,10 @@ test("a serving command streams each epoch asked for after the last one's end ba
       continue;
     }
     const meta = JSON.parse(b.metadata.get("deltacells.batch")!);
-    const rows = readSlot(fd, layout, meta.slot, b.numRows).rows;
-    got.at(-1)!.push(plain(b, meta, rows));
+    const s = readSlot(fd, layout, meta.slot, meta.size);
+    got.at(-1)!.push(plain(b, meta, s.rows, s.fields));
     // The first batch of each epoch kept (never released): the next epochs write around it.
-    if (got.at(-1)!.length === 1) kept.push({ slot: meta.slot, rows });
+    if (got.at(-1)!.length === 1) kept.push({ slot: meta.slot, rows: { ...s.rows, ...s.fields } });
     else control.write(`release ${meta.slot} ${meta.seq}\n`);
   }
   const r = await run;
@@ -327,7 +366,10 @@ test("a serving command streams each epoch asked for after the last one's end ba
     epochs.map((e) => (e as { epoch: number }).epoch),
     [2, 1],
   );
-  for (const k of kept) assert.deepEqual(readSlot(fd, layout, k.slot, 5).rows, k.rows);
+  for (const k of kept) {
+    const s = readSlot(fd, layout, k.slot, 5);
+    assert.deepEqual({ ...s.rows, ...s.fields }, k.rows);
+  }
   closeSync(fd);
 });
 

@@ -511,6 +511,47 @@ test("the writer holds the producer back until the destination took each batch (
   await assert.rejects(out2.start(), ReaderGone);
 });
 
+test("each message goes out with its small parts joined into one write, its large buffers as views", async () => {
+  const { RecordBatch: RB, makeData, Int32, Schema: S, Field, Struct } = await import("apache-arrow");
+  const schema = new S([new Field("x", new Int32(), false)]);
+  const writes: Uint8Array[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      writes.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+      done();
+    },
+  });
+  const out = new ArrowOutput(sink, schema);
+  const batchOf = (values: Int32Array) =>
+    new RB(
+      schema,
+      makeData({
+        type: new Struct(schema.fields),
+        length: values.length,
+        nullCount: 0,
+        children: [makeData({ type: new Int32(), length: values.length, data: values })],
+      }),
+    );
+  await out.start();
+  const small = writes.length;
+  await out.write(batchOf(new Int32Array(0)));
+  assert.equal(writes.length - small, 1, "a message of no rows is one write");
+  const big = Int32Array.from({ length: 1 << 16 }, (_, i) => i);
+  const before = writes.length;
+  await out.write(batchOf(big));
+  const parts = writes.slice(before);
+  // The header (continuation, length, flatbuffer, padding) in one write, then the body's buffer.
+  assert.equal(parts.length, 2);
+  assert.equal(parts[1]!.buffer, big.buffer, "the large buffer is handed on, not copied");
+  await out.end();
+  const read = [...RecordBatchReader.from(Buffer.concat(writes))];
+  assert.deepEqual(
+    read.map((b) => b.numRows),
+    [0, 1 << 16],
+  );
+  assert.deepEqual(Array.from(read[1]!.getChild("x")!.toArray() as Int32Array), Array.from(big));
+});
+
 test("--float32: counts as list<float32> (the loader's float32 values), equal to the int32 stream's", async () => {
   const description = { genes: [], info: {} };
   const streamOf = async (float32: boolean) => {

@@ -42,7 +42,7 @@ function fileBytes(fd: number, at: number, n: number): Buffer {
   return out;
 }
 
-/** What a reader of the file finds in slot `slot`: the header and the batch's CSR arrays. */
+/** What a reader of the file finds in slot `slot`: the header, the batch's CSR arrays, cells and codes. */
 function readSlot(fd: number, layout: SharedBatchesLayout, slot: number) {
   const at = slot * layout.slotBytes;
   const head = fileBytes(fd, at + layout.offsets.header, 48);
@@ -51,6 +51,13 @@ function readSlot(fd: number, layout: SharedBatchesLayout, slot: number) {
   const f64 = new Float64Array(indptr.buffer, indptr.byteOffset, size! + 1);
   const ind = fileBytes(fd, at + layout.offsets.indices, 4 * nnz!);
   const dat = fileBytes(fd, at + layout.offsets.data, 4 * nnz!);
+  const cells = fileBytes(fd, at + layout.offsets.cells, 8 * size!);
+  const codes = Object.fromEntries(
+    Object.entries(layout.obs).map(([name, offset]) => {
+      const raw = fileBytes(fd, at + offset, 4 * size!);
+      return [name, [...new Int32Array(raw.buffer, raw.byteOffset, size!)]];
+    }),
+  );
   return {
     magic: head.readUInt32LE(0),
     seq,
@@ -64,6 +71,8 @@ function readSlot(fd: number, layout: SharedBatchesLayout, slot: number) {
       layout.values === "float32"
         ? [...new Float32Array(dat.buffer, dat.byteOffset, nnz!)]
         : [...new Int32Array(dat.buffer, dat.byteOffset, nnz!)],
+    cells: [...new Float64Array(cells.buffer, cells.byteOffset, size!)],
+    codes,
   };
 }
 
@@ -150,6 +159,13 @@ test("batches made in a shared file equal a loader's own, field by field, and th
               indptr: snap.indptr,
               indices: snap.indices,
               data: snap.data,
+              cells: snap.cells,
+              // Every category column's codes, and no other column's.
+              codes: Object.fromEntries(
+                Object.entries(snap.obs)
+                  .filter(([, col]) => (col as { kind: string }).kind === "category")
+                  .map(([name, col]) => [name, (col as { codes: number[] }).codes]),
+              ),
             },
             `${what}: batch ${b.index} as the file holds it`,
           );

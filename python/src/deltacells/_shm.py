@@ -48,9 +48,10 @@ from ._pipe import TRANSPORTS, PipeStream, _parts
 from .errors import DeltacellsError, IncompleteEpoch
 
 #: The first word of a slot's header ("DCSB" little-endian), then its version, then float64 seq,
-#: epoch, index, size and nnz (`SLOT_MAGIC` in packages/deltacells/src/loader/ring.ts).
+#: epoch, index, size and nnz (`SLOT_MAGIC` in packages/deltacells/src/loader/ring.ts). Version 2:
+#: the slot holds the batch's cell numbers and category codes too.
 _SLOT_MAGIC = 0x42534344
-_SLOT_VERSION = 1
+_SLOT_VERSION = 2
 
 
 def _new_file() -> int:
@@ -216,6 +217,7 @@ class ShmStream(PipeStream):
         assert self._proc.stdin is not None
         self._releases = _Releases(self._proc.stdin, int(layout["slots"]), int(layout["min_free"]), self._segment)
         self._collected_at = -1
+        self._categories: dict[str, list[str]] = {}
 
     def __iter__(self) -> Iterator[Parts]:
         yield from super().__iter__()
@@ -265,12 +267,17 @@ class ShmStream(PipeStream):
         if "slot" not in meta:
             return _parts(batch, meta, self._pipe.writable)  # a batch that came whole
         slot, seq = int(meta["slot"]), int(meta["seq"])
-        n = batch.num_rows
+        # A message of no rows: the cells and obs are in the slot too (every obs a category).
+        in_slot = "size" in meta
+        n = int(meta["size"]) if in_slot else batch.num_rows
         layout = self._layout
         size = int(layout["slot_bytes"])
         offsets = layout["offsets"]
-        if not 0 <= slot < int(layout["slots"]) or n > int(layout["cells"]):
-            raise self._broken(f"batch {meta.get('index')} names slot {slot} of {layout['slots']} with {n} cells")
+        if not 0 <= slot < int(layout["slots"]) or not 0 <= n <= int(layout["cells"]) or (in_slot and batch.num_rows != 0):
+            raise self._broken(
+                f"batch {meta.get('index')} names slot {slot} of {layout['slots']} with {n} cells"
+                f" ({batch.num_rows} rows in its message; a slot holds {layout['cells']})"
+            )
         # One base object per batch: its finalizer releases the slot once no array refers to it.
         owner = (ctypes.c_ubyte * size).from_buffer(self._map, slot * size)
         header = np.frombuffer(owner, dtype=np.uint32, count=2, offset=int(offsets["header"]))
@@ -286,12 +293,38 @@ class ShmStream(PipeStream):
         if not (indptr[0] == 0 and indptr[n] == nnz and 0 <= nnz <= int(layout["capacity"])):
             raise self._broken(f"slot {slot}'s row offsets do not end at its {nnz} nonzeros")
         values = np.float32 if layout["values"] == "float32" else np.int32
-        parts = _parts(batch, meta, self._pipe.writable)
-        parts.indptr = indptr.astype(np.int32)
-        parts.indices = np.frombuffer(owner, dtype=np.int32, count=nnz, offset=int(offsets["indices"]))
-        parts.data = np.frombuffer(owner, dtype=values, count=nnz, offset=int(offsets["data"]))
+        indices = np.frombuffer(owner, dtype=np.int32, count=nnz, offset=int(offsets["indices"]))
+        data = np.frombuffer(owner, dtype=values, count=nnz, offset=int(offsets["data"]))
+        if in_slot:
+            cells, obs, categories = self._slot_fields(batch, meta, owner, n)
+            parts = Parts(cells=cells, indptr=indptr.astype(np.int32), indices=indices, data=data, obs=obs, categories=categories, meta=meta)
+        else:
+            parts = _parts(batch, meta, self._pipe.writable)
+            parts.indptr, parts.indices, parts.data = indptr.astype(np.int32), indices, data
         self._releases.hold(owner, slot, seq)
         return parts
+
+    def _slot_fields(self, batch: pa.RecordBatch, meta: dict[str, Any], owner: Any, n: int) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, list[str]]]:
+        """The cells, obs codes and categories of a batch whose message has no rows: from its slot.
+
+        Copies (48 KB at 4,096 cells): only ``X`` refers to the slot, so labels kept from each
+        batch never hold its memory.
+        """
+        slot_obs = self._layout.get("obs") or {}
+        obs: dict[str, np.ndarray] = {}
+        categories: dict[str, list[str]] = {}
+        for name, column in zip(batch.schema.names, batch.columns, strict=True):
+            if name in ("cell", "indices", "counts"):
+                continue
+            if name not in slot_obs or not pa.types.is_dictionary(column.type):
+                raise self._broken(f"batch {meta.get('index')} came without its obs column {name!r}, and its slot does not hold it")
+            obs[name] = np.frombuffer(owner, dtype=np.int32, count=n, offset=int(slot_obs[name])).copy()
+            if name not in self._categories:
+                # The vocabulary crosses the stream once, with the first batch: the same for every batch.
+                self._categories[name] = column.dictionary.to_pylist()
+            categories[name] = list(self._categories[name])
+        cells = np.frombuffer(owner, dtype=np.float64, count=n, offset=int(self._layout["offsets"]["cells"]))
+        return cells.astype(np.int64), obs, categories
 
     def _broken(self, what: str) -> IncompleteEpoch:
         self._shutdown()

@@ -88,10 +88,12 @@ Errors go to stderr with exit code 1, never into the stream. A consumer that clo
 early ends the command quietly (exit code 0). stdout must be a pipe or a file, not a terminal.
 
 With --shm-fd FD the batches' indices and counts are made in the file open as descriptor FD (a
-memfd, or a file on tmpfs, that the consumer maps; the command sizes it), a ring of slots, and
-each record batch carries only the cells and obs, its lists empty and its "deltacells.batch"
-metadata naming the "slot" and its "seq"; "deltacells.stream" describes the file ("shm": slots,
-slot_bytes, bytes, capacity, cells, values, offsets, min_free). A slot is written again only once
+memfd, or a file on tmpfs, that the consumer maps; the command sizes it), a ring of slots, with
+their cells and category codes, and each record batch's "deltacells.batch" metadata names the
+"slot" and its "seq": a record batch of no rows with the batch's "size" when every --obs column is
+a category (or there is none), else one carrying the cells and obs, its lists empty;
+"deltacells.stream" describes the file ("shm": slots, slot_bytes, bytes, capacity, cells, values,
+offsets, obs, min_free). A slot is written again only once
 the consumer has released it on stdin ("release SLOT SEQ" lines; "spill" when it holds so many
 that the next batch has no slot: the next ones come whole in the stream until one is released),
 and a batch denser than a slot comes whole in the stream. The end of stdin stops the command.
@@ -348,6 +350,7 @@ function layoutInfo(l: SharedBatchesLayout) {
     cells: l.cells,
     values: l.values,
     offsets: l.offsets,
+    obs: l.obs,
     min_free: l.minFree,
   };
 }
@@ -511,6 +514,8 @@ async function streamOn(
         values.float32 === true,
       );
       const shared = loader.sharedBatches;
+      // Every obs column's codes in the slots too: a batch in a slot is then a message of no rows.
+      const inSlots = shared !== undefined && obs.every((name) => name in shared.layout.obs);
       // The batches the consumer holds in their slots, by slot, until it releases them.
       const lent = new Map<number, { batch: Batch; seq: number }>();
       // With --serve, the epochs the consumer asks for next (and who waits for one).
@@ -577,7 +582,9 @@ async function streamOn(
               const where = shared?.slotOf(batch);
               try {
                 meter?.add(batch.cells, batch.size);
-                await out.write(arrow.recordBatch(batch, where));
+                await out.write(
+                  where && inSlots ? arrow.slotBatch(batch, where) : arrow.recordBatch(batch, where),
+                );
                 batches++;
                 rows += batch.size;
               } finally {

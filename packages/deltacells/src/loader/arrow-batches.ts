@@ -4,7 +4,8 @@
  * fixed_size_list<float32>), then the obs columns in their dataset types (categories as
  * dictionaries of one shared vocabulary, so it crosses the stream once). The arrays are views of
  * the batch's buffers, never copies of the nonzeros: the caller writes them out before releasing
- * the batch.
+ * the batch. A batch in a shared batch file's slot (`deltacells stream --shm-fd`) leaves its rows
+ * there: {@link ArrowBatches.slotBatch}.
  */
 import type { NumericArray } from "@deltacells/storage";
 import {
@@ -175,26 +176,62 @@ export class ArrowBatches {
       );
     }
     for (const o of this.obs) children.push(obsData(o, batch.obs[o.schema.name]!, n));
-    const metadata = new Map([
-      [
-        "deltacells.batch",
-        JSON.stringify({
-          epoch: batch.epoch,
-          index: batch.index,
-          ...(batch.globalIndex !== undefined && { global_index: batch.globalIndex }),
-          padded: batch.padded,
-          skipped: batch.skipped,
-          ...(batch.format === "csr" && { sorted_indices: batch.sortedIndices }),
-          ...(slot !== undefined && { slot: slot.slot, seq: slot.seq }),
-        }),
-      ],
-    ]);
     return new RecordBatch(
       this.schema,
       makeData({ type: new Struct(this.schema.fields), length: n, nullCount: 0, children }),
-      metadata,
+      batchMetadata(batch, slot && { slot: slot.slot, seq: slot.seq }),
     );
   }
+
+  /**
+   * The record batch of a batch whose rows, cell numbers and obs are all in `slot` of a shared
+   * batch file (every obs column a category: see `SharedBatchesLayout.obs`): no rows, the
+   * metadata naming the slot, its sequence number and the batch's `size`. Its cost does not grow
+   * with the batch: the consumer reads everything from the slot.
+   */
+  slotBatch(batch: Batch, slot: { slot: number; seq: number }): RecordBatch {
+    return new RecordBatch(
+      this.schema,
+      makeData({ type: new Struct(this.schema.fields), length: 0, nullCount: 0, children: this.noRows() }),
+      batchMetadata(batch, { slot: slot.slot, seq: slot.seq, size: batch.size }),
+    );
+  }
+
+  private empty: Data[] | undefined;
+
+  /** Each column with no rows (category columns keeping the vocabulary already sent), made once. */
+  noRows(): Data[] {
+    this.empty ??= this.schema.fields.map((f) =>
+      DataType.isDictionary(f.type)
+        ? makeData({
+            type: f.type,
+            length: 0,
+            nullCount: 0,
+            data: new Int32Array(0),
+            dictionary: this.vocabulary(f.name),
+          })
+        : vectorFromArray([], f.type).data[0]!,
+    );
+    return this.empty;
+  }
+}
+
+/** A batch's `deltacells.batch` metadata, with `more` (where its rows are) at its end. */
+function batchMetadata(batch: Batch, more?: Record<string, number>): Map<string, string> {
+  return new Map([
+    [
+      "deltacells.batch",
+      JSON.stringify({
+        epoch: batch.epoch,
+        index: batch.index,
+        ...(batch.globalIndex !== undefined && { global_index: batch.globalIndex }),
+        padded: batch.padded,
+        skipped: batch.skipped,
+        ...(batch.format === "csr" && { sorted_indices: batch.sortedIndices }),
+        ...more,
+      }),
+    ],
+  ]);
 }
 
 /** The metadata key of the stream's last record batch, which only a complete epoch carries. */
@@ -253,20 +290,9 @@ export function epochBatch(arrow: ArrowBatches, epoch: StreamEpoch): RecordBatch
 /** A record batch of no rows whose metadata `key` holds `value` as JSON. */
 function markerBatch(arrow: ArrowBatches, key: string, value: unknown): RecordBatch {
   const fields = arrow.schema.fields;
-  const children = fields.map((f) =>
-    DataType.isDictionary(f.type)
-      ? makeData({
-          type: f.type,
-          length: 0,
-          nullCount: 0,
-          data: new Int32Array(0),
-          dictionary: arrow.vocabulary(f.name),
-        })
-      : vectorFromArray([], f.type).data[0]!,
-  );
   return new RecordBatch(
     arrow.schema,
-    makeData({ type: new Struct(fields), length: 0, nullCount: 0, children }),
+    makeData({ type: new Struct(fields), length: 0, nullCount: 0, children: arrow.noRows() }),
     new Map([[key, JSON.stringify(value)]]),
   );
 }

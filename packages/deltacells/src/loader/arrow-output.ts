@@ -83,7 +83,7 @@ export class ArrowOutput {
   }
 
   private flush(): Promise<void> {
-    const parts = this.chunks.take();
+    const parts = joinSmall(this.chunks.take());
     if (this.failure) return Promise.reject(this.failure);
     if (parts.length === 0) return Promise.resolve();
     return new Promise((resolve, reject) => {
@@ -96,6 +96,41 @@ export class ArrowOutput {
       });
     });
   }
+}
+
+/** Parts below this size are joined with their neighbours below it into one write. */
+const SMALL_PART = 1 << 16;
+
+/**
+ * A message's parts with each run of small ones (the continuation marker, the length, the
+ * flatbuffer header, padding: 7 parts for a message of no rows) joined into one array: a write,
+ * and a wake-up of the reader, per run instead of per part. Large parts stay views of the batch's
+ * buffers (no copy).
+ */
+function joinSmall(parts: Uint8Array[]): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  let from = 0;
+  const end = (to: number) => {
+    if (to - from === 1) out.push(parts[from]!);
+    else if (to - from > 1) {
+      const run = parts.slice(from, to);
+      const joined = new Uint8Array(run.reduce((n, p) => n + p.byteLength, 0));
+      let at = 0;
+      for (const p of run) {
+        joined.set(p, at);
+        at += p.byteLength;
+      }
+      out.push(joined);
+    }
+  };
+  for (let i = 0; i < parts.length; i++) {
+    if (parts[i]!.byteLength < SMALL_PART) continue;
+    end(i);
+    out.push(parts[i]!);
+    from = i + 1;
+  }
+  end(parts.length);
+  return out;
 }
 
 function toFailure(err: Error): Error {

@@ -96,6 +96,7 @@ const bytesOf = (l: Lengths) => 8 * l.cells + 8 * l.indptr + 8 * l.nnz + 4 * l.d
  */
 export interface BatchSlot {
   slot: number;
+  cells: Float64Array;
   indptr: Float64Array;
   indices: Int32Array;
   data: Int32Array | Float32Array;
@@ -122,14 +123,15 @@ export class BatchArrays {
     readonly home?: BatchSlot,
   ) {
     const l = lengthsFor(batchSize, nCols, format, nnzHint);
-    this.cells = new Float64Array(l.cells);
     if (home !== undefined) {
+      this.cells = home.cells;
       this.indptr = home.indptr;
       this.indices = home.indices;
       this.data = home.data;
       this.dense = new Float32Array(0);
       return;
     }
+    this.cells = new Float64Array(l.cells);
     this.indptr = new Float64Array(l.indptr);
     this.indices = this.ints(l.nnz);
     this.data = values === "float32" ? this.floats(l.nnz) : this.ints(l.nnz);

@@ -479,7 +479,7 @@ class DatasetLoader implements Loader {
   }
 
   private lend(m: Made, epoch: number, k: number, entry: ScheduledBatch): Batch {
-    this.ring?.seal(m.arrays, { epoch, index: k, size: m.size, nnz: m.nnz });
+    this.ring?.seal(m.arrays, { epoch, index: k, size: m.size, nnz: m.nnz }, m.obs);
     return lendBatch(
       m.arrays,
       {
@@ -549,7 +549,13 @@ interface BatchBuffers {
  * one consumed (j - prefetch - 1) to the last one window w + 1 writes into are held: those after
  * j hold the cells of at most two windows from inside batch j, `ceil(2C / B)` more batches.
  */
-function batchBuffers(ds: Dataset, s: LoaderSettings, map: ColumnMap, slots: boolean): BatchBuffers {
+function batchBuffers(
+  ds: Dataset,
+  s: LoaderSettings,
+  map: ColumnMap,
+  slots: boolean,
+  categories: readonly string[],
+): BatchBuffers {
   // Sized for the densest tile, with room for a batch somewhat denser than that (a buffer that
   // grows is counted as grown; see memory.ts).
   const nnzHint = Math.ceil(1.1 * s.batchSize * densest(ds) * (map.count / ds.nGenes));
@@ -576,6 +582,7 @@ function batchBuffers(ds: Dataset, s: LoaderSettings, map: ColumnMap, slots: boo
       BatchArrays.nnzFor(nnzHint),
       s.values,
       minFree,
+      categories,
     );
     return { count: slotCount, nnzHint, bytes: layout.bytes, minFree };
   }
@@ -674,11 +681,13 @@ async function prepareLoader(
       ? await dataset.obs(s.obs, { cacheDir: options.obsCacheDir, signal: options.signal })
       : undefined;
   const obs = frame && new ObsGather(frame.columns, s.obsLabels);
+  // The category columns' codes go into a shared batch file's slots beside the rows.
+  const categories = (frame?.columns ?? []).filter((c) => c.kind === "category").map((c) => c.name);
 
   // What each path holds at most (tiles and batch buffers); the slot path holds more batch
   // buffers and no decoded tiles: where only the copying path fits the cap, it is taken.
   const needs = (slots: boolean) => {
-    const buffers = batchBuffers(dataset, s, map, slots);
+    const buffers = batchBuffers(dataset, s, map, slots, categories);
     // Elastic order: a rank serves lanes / worldSize lanes, each holding its own window.
     const window = lanesPerRank(s) * windowBytes(dataset, s, slots);
     return { slots, buffers, window, total: window + buffers.bytes };
@@ -707,7 +716,14 @@ async function prepareLoader(
     const { count, nnzHint, minFree } = chosen.buffers;
     checkRingSlots(count, minFree);
     await loadNativeKernel();
-    const layout = sharedBatchesLayout(count, s.batchSize, BatchArrays.nnzFor(nnzHint), s.values, minFree);
+    const layout = sharedBatchesLayout(
+      count,
+      s.batchSize,
+      BatchArrays.nnzFor(nnzHint),
+      s.values,
+      minFree,
+      categories,
+    );
     const shared = chosen.slots && tiles.scatters!.shared;
     ring = new BatchRing(s.sharedBatches.fd, layout, map.count, shared, ledger);
   }

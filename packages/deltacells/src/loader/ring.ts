@@ -1,6 +1,7 @@
 /**
  * The loader's batches in a file another process maps (`LoaderOptions.sharedBatches`): a ring of
- * slots, one batch's CSR arrays each, written where the decoders write them (a pool's workers
+ * slots, one batch's CSR arrays, cell numbers and category codes each, written where the decoders
+ * and the assembler write them (a pool's workers
  * map the file themselves, see codec/mapped.ts), so that the other process wraps a batch without
  * a copy. A slot is lent with its batch and comes back when the batch is released: nothing is
  * written into a slot whose batch has not been released, however long that takes; the loader
@@ -14,6 +15,7 @@ import { DeltacellsError } from "../errors.js";
 import { type Batch, BatchArrays, type BatchSource } from "./batch.js";
 import { STOPPED } from "./feed.js";
 import type { MemoryLedger } from "./memory.js";
+import type { BatchObsColumn } from "./obs.js";
 
 /** `LoaderOptions.sharedBatches`: the file the loader's batches are made in. */
 export interface SharedBatchesOptions {
@@ -45,10 +47,17 @@ export interface SharedBatchesLayout {
   /** The counts' type in `data`. */
   values: "int32" | "float32";
   /**
-   * Byte offsets within a slot: `header` (64 bytes: see {@link SLOT_MAGIC}), `indptr` (float64,
-   * cells + 1), `indices` (int32, capacity), `data` (`values`, capacity).
+   * Byte offsets within a slot: `header` (64 bytes: see {@link SLOT_MAGIC}), `cells` (float64,
+   * cells: each row's cell number, as `Batch.cells`), `indptr` (float64, cells + 1), `indices`
+   * (int32, capacity), `data` (`values`, capacity).
    */
-  offsets: { header: number; indptr: number; indices: number; data: number };
+  offsets: { header: number; cells: number; indptr: number; indices: number; data: number };
+  /**
+   * The category obs columns whose codes a slot holds (int32, cells; -1 where missing, as
+   * `Batch.obs[name].codes`), by name: each one's byte offset within a slot. Other obs kinds are
+   * not in the slots.
+   */
+  obs: Record<string, number>;
   /**
    * Slots the loader needs free to finish its next batch. A consumer that holds more than
    * `slots - minFree` of the batches it was given would wait for a batch the loader cannot make:
@@ -78,22 +87,34 @@ export interface SharedBatches {
  * 0), epoch, index, size (cells) and nnz of the batch the slot holds.
  */
 export const SLOT_MAGIC = 0x42534344;
-export const SLOT_VERSION = 1;
+/** 2: the slot holds the batch's cell numbers and category codes too. */
+export const SLOT_VERSION = 2;
 const HEADER_BYTES = 64;
 const SLOT_ALIGN = 64 * 1024;
 
 const align = (n: number, to: number) => Math.ceil(n / to) * to;
 
-/** The layout of `slots` slots of `cells` cells and `capacity` nonzeros. */
+/**
+ * The layout of `slots` slots of `cells` cells and `capacity` nonzeros, with the codes of the
+ * category columns `categories`.
+ */
 export function sharedBatchesLayout(
   slots: number,
   cells: number,
   capacity: number,
   values: "int32" | "float32",
   minFree: number,
+  categories: readonly string[] = [],
 ): SharedBatchesLayout {
-  const indptr = HEADER_BYTES;
-  const indices = align(indptr + 8 * (cells + 1), 64);
+  const cellsAt = HEADER_BYTES;
+  const indptr = align(cellsAt + 8 * cells, 64);
+  let at = align(indptr + 8 * (cells + 1), 64);
+  const obs: Record<string, number> = {};
+  for (const name of categories) {
+    obs[name] = at;
+    at = align(at + 4 * cells, 64);
+  }
+  const indices = at;
   const data = align(indices + 4 * capacity, 64);
   const slotBytes = align(data + 4 * capacity, SLOT_ALIGN);
   return {
@@ -103,7 +124,8 @@ export function sharedBatchesLayout(
     capacity,
     cells,
     values,
-    offsets: { header: 0, indptr, indices, data },
+    offsets: { header: 0, cells: cellsAt, indptr, indices, data },
+    obs,
     minFree,
   };
 }
@@ -140,6 +162,7 @@ export class BatchRing implements BatchSource, SharedBatches {
       const at = slot * slotBytes;
       const home = {
         slot,
+        cells: new Float64Array(this.buffer, at + offsets.cells, cells),
         indptr: new Float64Array(this.buffer, at + offsets.indptr, cells + 1),
         indices: new Int32Array(this.buffer, at + offsets.indices, capacity),
         data:
@@ -206,11 +229,24 @@ export class BatchRing implements BatchSource, SharedBatches {
     );
   }
 
-  /** Writes the header of the slot `a` is in (if in one) for the batch it is lent as. */
-  seal(a: BatchArrays, f: { epoch: number; index: number; size: number; nnz: number }): void {
+  /**
+   * Writes the header of the slot `a` is in (if in one) for the batch it is lent as, and the
+   * codes of the category columns the layout holds (the cell numbers are there already).
+   */
+  seal(
+    a: BatchArrays,
+    f: { epoch: number; index: number; size: number; nnz: number },
+    obs: Readonly<Record<string, BatchObsColumn>>,
+  ): void {
     if (!a.inSlot) return;
     const slot = a.home!.slot;
-    const at = slot * this.layout.slotBytes + this.layout.offsets.header;
+    const base = slot * this.layout.slotBytes;
+    // (The layout names the loader's category columns, which every batch carries.)
+    for (const [name, offset] of Object.entries(this.layout.obs)) {
+      const codes = (obs[name] as Extract<BatchObsColumn, { kind: "category" }>).codes;
+      new Int32Array(this.buffer, base + offset, f.size).set(codes.subarray(0, f.size));
+    }
+    const at = base + this.layout.offsets.header;
     const seq = this.seq++;
     const words = new Uint32Array(this.buffer, at, 2);
     const fields = new Float64Array(this.buffer, at + 8, 5);
