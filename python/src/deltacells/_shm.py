@@ -1,8 +1,9 @@
 """The shared-memory transport: batches made by the command's decoders in memory this process maps.
 
 ``deltacells stream --shm-fd FD`` makes each batch's indices and counts in a file both processes
-map (a ring of slots) and sends only the cells, the obs and the batch's slot over its stdout
-(an Arrow stream, as the pipe transport reads it); numpy, scipy and torch then wrap the slot's
+map (a ring of slots), with its cells and category codes, and sends over its stdout (an Arrow
+stream, as the pipe transport reads it) only a record batch of no rows naming the batch's slot
+(or, with obs of other kinds, the cells and obs); numpy, scipy and torch then wrap the slot's
 memory without a copy. The file is a Linux memfd (or, elsewhere, a file on ``/dev/shm`` or the
 temporary folder, created exclusively and unlinked before the command starts): it has no name
 anywhere, so no other process can open it, and it disappears when both processes are gone
