@@ -3,7 +3,8 @@
  * the cells' positions (the embedding, in the plot's data coordinates), built once per dataset. A
  * pick maps the pointer's disk into data coordinates and measures only the cells of the squares
  * its bounding box covers, in screen pixels, as a scan over every cell would. regl-scatterplot has
- * a spatial index of its own (KDBush) but does not expose its queries: only its raw buffer.
+ * a spatial index of its own (KDBush) but does not expose its queries: only its raw buffer. The
+ * same grid answers a lasso: the cells inside its polygon, from the squares its bounding box covers.
  */
 
 /**
@@ -77,9 +78,10 @@ export class CellGrid {
   /**
    * The cell whose screen position under `m` is nearest to (`px`, `py`) and less than `radius`
    * pixels from it, the lowest-numbered of those equally near; -1 for none. The same answer as
-   * measuring every cell, from the cells of the squares the pointer's disk can reach.
+   * measuring every cell, from the cells of the squares the pointer's disk can reach. Cells that
+   * `skip` marks (1: hidden) are never the answer.
    */
-  nearest(m: ScreenMap, px: number, py: number, radius: number): number {
+  nearest(m: ScreenMap, px: number, py: number, radius: number, skip?: Uint8Array): number {
     // Plain locals, not destructured arrays: a pick runs on every pointer frame.
     const ax = m[0]!;
     const bx = m[1]!;
@@ -116,6 +118,7 @@ export class CellGrid {
       for (let s = r * cols + c0, end = r * cols + c1; s <= end; s++) {
         for (let k = start[s]!; k < start[s + 1]!; k++) {
           const i = ids[k]!;
+          if (skip?.[i]) continue;
           const ex = ax * x[i]! + bx * y[i]! + ox - px;
           if (ex > radius || ex < -radius) continue;
           const ey = ay * x[i]! + by * y[i]! + oy - py;
@@ -129,6 +132,61 @@ export class CellGrid {
     }
     return found;
   }
+
+  /**
+   * The cells inside the closed polygon `flat` (`[x0, y0, x1, y1, ...]` in data coordinates), in
+   * increasing order, except those `skip` marks: regl-scatterplot's own lasso test (its bounding
+   * box, inclusive, then a winding number that is not zero), on the cells of the squares the box
+   * covers instead of its KDBush's range, so the same cells. None for a polygon whose box is empty.
+   */
+  inPolygon(flat: ArrayLike<number>, skip?: Uint8Array): number[] {
+    let xMin = Infinity;
+    let xMax = -Infinity;
+    let yMin = Infinity;
+    let yMax = -Infinity;
+    for (let k = 0; k + 1 < flat.length; k += 2) {
+      xMin = Math.min(xMin, flat[k]!);
+      xMax = Math.max(xMax, flat[k]!);
+      yMin = Math.min(yMin, flat[k + 1]!);
+      yMax = Math.max(yMax, flat[k + 1]!);
+    }
+    if (!(Number.isFinite(xMin + xMax + yMin + yMax) && xMax > xMin && yMax > yMin)) return [];
+    // Squares are monotonic in the coordinate, so those of the box's corners bound every cell in it.
+    const clampC = (v: number) => Math.max(0, Math.min(this.cols - 1, Math.floor((v - this.x0) * this.kx)));
+    const clampR = (v: number) => Math.max(0, Math.min(this.rows - 1, Math.floor((v - this.y0) * this.ky)));
+    const [c0, c1, r0, r1] = [clampC(xMin), clampC(xMax), clampR(yMin), clampR(yMax)];
+    const { x, y, ids, start, cols } = this;
+    const found: number[] = [];
+    for (let r = r0; r <= r1; r++) {
+      for (let s = r * cols + c0, end = r * cols + c1; s <= end; s++) {
+        for (let k = start[s]!; k < start[s + 1]!; k++) {
+          const i = ids[k]!;
+          const px = x[i]!;
+          const py = y[i]!;
+          if (skip?.[i] || px < xMin || px > xMax || py < yMin || py > yMax) continue;
+          if (winding(flat, px, py) !== 0) found.push(i);
+        }
+      }
+    }
+    return found.sort((a, b) => a - b);
+  }
+}
+
+/** The winding number of `flat` about (px, py), as regl-scatterplot's `isPointInPolygon` counts it. */
+function winding(flat: ArrayLike<number>, px: number, py: number): number {
+  let w = 0;
+  for (let i = 0, j = flat.length - 2; i < flat.length; i += 2) {
+    const x1 = flat[i]!;
+    const y1 = flat[i + 1]!;
+    const x2 = flat[j]!;
+    const y2 = flat[j + 1]!;
+    const cross = (x2 - x1) * (py - y1) - (px - x1) * (y2 - y1);
+    if (y1 <= py) {
+      if (y2 > py && cross > 0) w++;
+    } else if (y2 <= py && cross < 0) w--;
+    j = i;
+  }
+  return w;
 }
 
 /**

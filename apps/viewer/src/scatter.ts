@@ -9,8 +9,19 @@
  * 2 us of CPU per point, so 500,000 cells are 1 s a frame and the subset is what keeps a gesture
  * interactive. Nothing that reads cells (click, lasso, programmatic selection, colouring) runs on
  * the subset: each of them first returns to all cells. The same subset is the first thing drawn
- * (a preview, its own small set of points, a spatial index of 40,000): the time to a drawn
- * embedding is then bounded whatever the number of cells, and every cell follows.
+ * (a preview, its own small set of points): the time to a drawn embedding is then bounded whatever
+ * the number of cells, and every cell follows.
+ *
+ * Above that size the page picks the cells of a click or lasso itself, among all of them, from
+ * the hover grid below (the nearest cell within the pick radius; the cells inside the lasso's
+ * polygon, by regl-scatterplot's own test), and hands the plot a spatial index of no point. The
+ * plot's own picking needs its KDBush over every cell, which it builds on a worker from a copy of
+ * every point: at 5,000,000 cells 2.8 s of the page's main thread for the copy and ~5 s of a core
+ * for the index, during which the plot ignored the mouse; and while the preview is drawn its
+ * points are not the cells. The page's picking answers from the first frame on, whatever is
+ * drawn yet. A colouring asked for while the preview is drawn colours it at once, then comes with
+ * every cell (one draw of them, not two); one replaced by a later colouring before it is drawn is
+ * not drawn. Below the subset's size the plot picks, as always.
  *
  * The selection is the page's own too (src/selection-overlay.ts): drawn over the plot, only the
  * selected cells, so selecting 10,000 of a million cells does not redraw the million. The plot
@@ -23,7 +34,7 @@
  * the canvas; the plot never learns the pointer is over it (its enter and leave events are kept
  * from it).
  */
-import createScatterplot, { createRenderer } from "regl-scatterplot";
+import createScatterplot, { createRenderer, createSpatialIndex } from "regl-scatterplot";
 import { categoryColours, viridis } from "./colors.js";
 import { CellGrid, drawnPointSize } from "./nearest.js";
 import type { Codes } from "./obs.js";
@@ -40,7 +51,14 @@ export type Colouring =
   | { kind: "none" };
 
 export interface Scatter {
+  /**
+   * Colours the cells: resolved once drawn, on the preview while it is what the plot draws (every
+   * cell follows with it), else on every cell; without a draw when a later colouring replaced it
+   * before its turn.
+   */
   setColouring(c: Colouring): Promise<void>;
+  /** Every cell has been drawn (after the preview, above its size). */
+  readonly allDrawn: Promise<void>;
   /** Draws only the cells `hidden` does not mark (1: hidden), or every cell without it. */
   setHidden(hidden: Uint8Array | undefined): void;
   /** Selects cells as a click or lasso would (the test drives clicks through screen positions). */
@@ -63,8 +81,12 @@ export interface Scatter {
 }
 
 export interface PlotState {
-  /** Cells drawn in the latest frames: all of them, or the subset while the view moves. */
+  /** Cells drawn in the latest frames: all of them, or the subset while the view moves or first. */
   drawn: number;
+  /** Only the first subset is drawn: every cell is not yet. */
+  preview: boolean;
+  /** The cells of that subset, while it is drawn (empty unless inspected in full). */
+  previewCells: readonly number[];
   /** The subset is drawn (the view is moving or has not settled yet). */
   subset: boolean;
   /** Times the plot switched to the subset. */
@@ -122,7 +144,11 @@ export function createScatter(
     /** The first frame of the embedding is drawn (the preview of a subset above its size). */
     firstFrame?(): void;
   },
-  options: { lodPoints?: number } = {},
+  options: {
+    lodPoints?: number;
+    /** Every cell is drawn once this settles, after the preview (tests act while only it is drawn). */
+    allCellsAfter?: Promise<unknown>;
+  } = {},
 ): Scatter {
   // Sized from the container: regl-scatterplot pins the canvas's own CSS size, so the canvas
   // cannot tell when the legend below it grows.
@@ -159,18 +185,29 @@ export function createScatter(
   const noteModifiers = (e: MouseEvent) => {
     combine = e.ctrlKey || e.metaKey ? "add" : e.altKey ? "remove" : "replace";
   };
-  // A click or lasso of the plot: its cells go to the overlay, and the plot lets go of them (in
-  // the same task, before its next frame) so that it never draws a selection of its own.
-  plot.subscribe("select", ({ points }: { points: number[] }) => {
-    const cells = [...points];
-    plot.deselect({ preventEvent: true });
-    if (preview) return;
+  /** A click or lasso's cells, combined with the selection as its modifiers say. */
+  function picked(cells: number[]): void {
     if (combine === "replace") setSelection(cells);
     else {
       const these = new Set(cells);
       const kept = overlay.cells.filter((c) => !these.has(c));
       setSelection((combine === "add" ? [...kept, ...cells] : kept).sort((a, b) => a - b));
     }
+  }
+  // A click or lasso of the plot: its cells go to the overlay, and the plot lets go of them (in
+  // the same task, before its next frame) so that it never draws a selection of its own. Above
+  // the subset's size the plot finds none (its index holds no point): the page picks (below).
+  plot.subscribe("select", ({ points }: { points: number[] }) => {
+    const cells = [...points];
+    plot.deselect({ preventEvent: true });
+    if (!ownPicking) picked(cells);
+  });
+  // The lasso's polygon, in the cells' coordinates: its cells among all of them.
+  plot.subscribe("lassoEnd", ({ coordinates }: { coordinates: [number, number][] }) => {
+    if (!ownPicking) return;
+    const cells = grid.inPolygon(coordinates.flat(), hiddenCells);
+    // As the plot's: a lasso around no cell leaves the selection as it is.
+    if (cells.length > 0) picked(cells);
   });
   // Level of detail (below): the subset is drawn, how often it was switched to and drawn.
   let subset = false;
@@ -206,47 +243,105 @@ export function createScatter(
   let replacing = 1;
   const lodPoints = options.lodPoints ?? LOD_POINTS;
   let lodCells: Int32Array | undefined;
+  /** The page picks the cells of clicks and lassos (see the top): above the subset's size. */
+  const ownPicking = n > lodPoints;
   /**
-   * The plot draws the preview (the subset as points of their own, indices into it): its
-   * selections are not the cells' and are ignored (regl-scatterplot ignores clicks while it
-   * replaces the points anyway).
+   * The plot draws the preview (the subset as points of their own, indices into it): its points
+   * are not the cells, so positions and hover wait for every cell; clicks and lassos do not.
    */
-  let preview = n > lodPoints;
-  // Said over the plot while it lasts (tens of seconds for millions of cells without a GPU): the
-  // plot takes no click or lasso until every cell is drawn, and a user would otherwise click into
-  // a page that seems to ignore them.
+  let preview = ownPicking;
+  // Said over the plot while it lasts (tens of seconds for millions of cells without a GPU), so
+  // that a user knows the cells missing are coming and that a click or lasso takes them too.
   const note = preview ? document.createElement("div") : undefined;
   if (note) {
     note.className = "plot-note";
-    note.textContent = `${Math.min(n, lodPoints).toLocaleString("en")} of ${n.toLocaleString("en")} cells shown while every cell is drawn; clicks and lassos on the plot work once it is`;
+    note.textContent = `${Math.min(n, lodPoints).toLocaleString("en")} of ${n.toLocaleString("en")} cells shown while every cell is drawn; clicks and lassos select among all of them`;
     box.appendChild(note);
   }
   const all = { x: coords.x, y: coords.y, valueA, valueB };
-  const first = preview
-    ? plot.draw(previewPoints()).then(() => {
+  /** The plot's spatial index, reused by every draw of the same points (none for its own when ownPicking). */
+  let spatialIndex: ArrayBuffer | undefined;
+  /** The latest colouring's number (one replaced before it is drawn is not drawn). */
+  let latest = 0;
+  let allDrawn!: () => void;
+  const everyCell = new Promise<void>((resolve) => (allDrawn = resolve));
+  const first = ownPicking
+    ? createSpatialIndex({ x: new Float32Array(0), y: new Float32Array(0) }, false)
+        .then((none) => {
+          spatialIndex = none;
+          return plot.draw(previewPoints(), drawOptions());
+        })
+        .then(() => {
+          on.firstFrame?.();
+          drawAllLater();
+        })
+    : plot.draw(all).then(() => {
         on.firstFrame?.();
-        return plot.draw(all);
-      })
-    : plot.draw(all).then(() => on.firstFrame?.());
-  let drawn = first.finally(() => {
-    preview = false;
-    note?.remove();
+        allDrawn();
+      });
+  let drawn: Promise<unknown> = first.finally(() => {
     pending--;
     replacing--;
   });
-  let spatialIndex: ArrayBuffer | undefined;
 
-  /** The subset's positions (uncoloured: the page's colouring comes with every cell). */
+  /** Queues a draw that replaces the points after the draws under way, counted until it is done. */
+  function queue(step: () => Promise<void>): Promise<void> {
+    pending++;
+    replacing++;
+    const mine = drawn.then(step);
+    drawn = mine.catch(() => undefined);
+    return mine.finally(() => {
+      pending--;
+      replacing--;
+    });
+  }
+
+  /**
+   * Every cell after the preview, once `allCellsAfter` settles: queued behind the colourings asked
+   * for until then, which colour the preview at once and so come with every cell.
+   */
+  function drawAllLater(): void {
+    pending++;
+    replacing++;
+    void Promise.resolve(options.allCellsAfter)
+      .then(() => queue(drawAll))
+      .finally(() => {
+        pending--;
+        replacing--;
+      });
+  }
+
+  /** The options of every draw: the index, the values' types, the point filter kept. */
+  function drawOptions() {
+    return {
+      ...(spatialIndex ? { spatialIndex } : {}),
+      zDataType: "categorical" as const,
+      wDataType: "continuous" as const,
+      preventFilterReset: true,
+    };
+  }
+
+  /** The subset's positions and values (the colouring's, once one is applied). */
   function previewPoints() {
     lodCells ??= sample(n, lodPoints);
-    const k = lodCells.length;
     const pick = (a: Float32Array) => Float32Array.from(lodCells!, (c) => a[c]!);
-    return { x: pick(coords.x), y: pick(coords.y), valueA: new Float32Array(k), valueB: new Float32Array(k) };
+    return { x: pick(coords.x), y: pick(coords.y), valueA: pick(valueA), valueB: pick(valueB) };
+  }
+
+  /** Every cell in place of the preview, then the cells hidden meanwhile hidden. */
+  async function drawAll(): Promise<void> {
+    await plot.draw(all, drawOptions());
+    preview = false;
+    note?.remove();
+    if (hiddenCells) showAll();
+    allDrawn();
   }
   let size = [width, height];
   /** What {@link Scatter.inspect} answers, updated in place. */
   const inspected: PlotState = {
     drawn: n,
+    preview,
+    previewCells: NONE,
     subset: false,
     swaps: 0,
     subsetFrames: 0,
@@ -312,9 +407,9 @@ export function createScatter(
     return drawnSize() + 4;
   }
 
-  /** The cell nearest to the pointer within the pick radius. */
+  /** The cell nearest to the pointer within the pick radius (not a hidden one). */
   function pick(px: number, py: number): number | undefined {
-    const found = grid.nearest(screenMap(), px, py, radius());
+    const found = grid.nearest(screenMap(), px, py, radius(), hiddenCells);
     return found < 0 ? undefined : found;
   }
 
@@ -474,9 +569,15 @@ export function createScatter(
     lastInput = performance.now();
     quietFrames = 0;
   };
-  // A click picks a cell (among all of them); the click that ends a drag does not (as the plot's own).
+  // A click picks a cell (among all of them); the click that ends a drag does not (as the plot's
+  // own: 3 px, its lassoMinDist). Above the subset's size the page picks it, whatever is drawn.
   const onClick = (e: MouseEvent) => {
-    if (Math.hypot(e.clientX - downAt[0]!, e.clientY - downAt[1]!) < 3) full();
+    if (Math.hypot(e.clientX - downAt[0]!, e.clientY - downAt[1]!) >= 3) return;
+    full();
+    if (!ownPicking || e.target !== canvas) return;
+    const r = canvas.getBoundingClientRect();
+    const cell = pick(e.clientX - r.left, e.clientY - r.top);
+    if (cell !== undefined) picked([cell]);
   };
   box.addEventListener("wheel", onWheel, { capture: true, passive: true });
   box.addEventListener("mousedown", onDown, { capture: true });
@@ -484,45 +585,38 @@ export function createScatter(
   window.addEventListener("mousemove", onMove, { capture: true });
   window.addEventListener("mouseup", onUp, { capture: true });
 
-  async function colour(c: Colouring): Promise<void> {
+  /** Applies colouring number `mine`, unless a later one replaces it before it is drawn. */
+  async function colour(c: Colouring, mine: number): Promise<void> {
+    if (mine !== latest) return;
     spatialIndex ??= plot.get("spatialIndex") as ArrayBuffer | undefined;
+    let colours: Parameters<typeof plot.set>[0];
     if (c.kind === "continuous") {
       const lo = c.min ?? 0;
       const scale = c.max > lo ? 1 / (c.max - lo) : 0;
       for (let i = 0; i < n; i++) valueB[i] = Math.min(1, Math.max(0, (c.values[i]! - lo) * scale));
-      plot.set({ colorBy: "valueB", pointColor: viridis(256) });
+      colours = { colorBy: "valueB", pointColor: viridis(256) };
     } else if (c.kind === "category") {
       // Missing (code nCategories) takes the grey after the last category.
       valueA.set(c.codes);
-      plot.set({ colorBy: "valueA", pointColor: categoryColours(c.nCategories) });
+      colours = { colorBy: "valueA", pointColor: categoryColours(c.nCategories) };
     } else {
-      plot.set({ colorBy: null, pointColor: "#4a78b5" });
+      colours = { colorBy: null, pointColor: "#4a78b5" };
     }
-    const opts = spatialIndex
-      ? {
-          spatialIndex,
-          zDataType: "categorical" as const,
-          wDataType: "continuous" as const,
-          preventFilterReset: true,
-        }
-      : { zDataType: "categorical" as const, wDataType: "continuous" as const, preventFilterReset: true };
-    await plot.draw({ x: coords.x, y: coords.y, valueA, valueB }, opts);
+    // The colours first, and the points once the animation frame in which `set` asks for a redraw
+    // has passed: set in the same task as the draw, that redraw came a frame after the draw's own,
+    // a second frame of every point (4-5 s at 5,000,000 cells without a GPU) per colouring.
+    await plot.set(colours);
+    // While the preview is drawn, on it (40,000 points, at once): every cell follows with it.
+    await plot.draw(preview ? previewPoints() : all, drawOptions());
   }
 
   return {
-    async setColouring(c) {
+    setColouring(c) {
       full();
-      pending++;
-      replacing++;
-      const mine = drawn.then(() => colour(c));
-      drawn = mine.catch(() => undefined);
-      try {
-        await mine;
-      } finally {
-        pending--;
-        replacing--;
-      }
+      const seq = ++latest;
+      return queue(() => colour(c, seq));
     },
+    allDrawn: everyCell,
     select(cells) {
       full();
       setSelection(cells);
@@ -531,14 +625,23 @@ export function createScatter(
       full();
       hiddenCells = hidden;
       overlay.redraw();
-      // After any draw under way (a colouring's draw keeps the filter: preventFilterReset).
+      // After any draw under way (a colouring's draw keeps the filter: preventFilterReset); the
+      // preview's points are not the cells: every cell is drawn with the filter (drawAll).
       pending++;
-      const mine = drawn.then(() => showAll());
+      const mine = drawn.then(() => {
+        if (!preview) showAll();
+      });
       drawn = mine.catch(() => undefined);
       void mine.finally(() => pending--);
     },
     screenPosition(cell) {
-      return plot.getScreenPosition(cell) as [number, number] | undefined;
+      if (!preview) return plot.getScreenPosition(cell) as [number, number] | undefined;
+      // The preview's points are not the cells: where the plot will draw the cell.
+      if (!(cell >= 0 && cell < n)) return undefined;
+      const m = screenMap();
+      const x = coords.x[cell]!;
+      const y = coords.y[cell]!;
+      return [m[0]! * x + m[1]! * y + m[2]!, m[3]! * x + m[4]! * y + m[5]!];
     },
     settled() {
       const r = box.getBoundingClientRect();
@@ -548,7 +651,8 @@ export function createScatter(
       const s = inspected;
       s.colorBy = plot.get("colorBy") as string | null;
       // The cells the filter lets through, as the plot was given them (its own list is a copy).
-      s.drawn = plot.get("isPointsFiltered") ? drawing : n;
+      s.drawn = preview ? (lodCells?.length ?? 0) : plot.get("isPointsFiltered") ? drawing : n;
+      s.preview = preview;
       s.subset = subset;
       s.swaps = swaps;
       s.subsetFrames = subsetFrames;
@@ -560,7 +664,12 @@ export function createScatter(
       return {
         ...s,
         // In full, the plot's own list of them.
-        drawn: plot.get("isPointsFiltered") ? (plot.get("filteredPoints") as number[]).length : n,
+        drawn: preview
+          ? s.drawn
+          : plot.get("isPointsFiltered")
+            ? (plot.get("filteredPoints") as number[]).length
+            : n,
+        previewCells: preview && lodCells ? Array.from(lodCells) : NONE,
         selected: [...overlay.cells],
         values: k >= 0 ? (plot.get("points") as number[][]).map((p) => p[k]!) : NONE,
       };

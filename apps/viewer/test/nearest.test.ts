@@ -106,3 +106,48 @@ test("the pick radius follows the drawn point: larger zoomed in, never below 1 p
   assert.equal(drawnPointSize(5, 0.5), 2.5);
   assert.equal(drawnPointSize(5, 0.01), 1);
 });
+
+test("the grid's cells inside a lasso are regl-scatterplot's own (its box, then its polygon test, over every cell)", async () => {
+  // The plot's own test, as its lasso runs it on the points of its KDBush range over the box.
+  const plot = (await import("regl-scatterplot/src/utils.js" as string)) as {
+    getBBox(flat: number[]): [number, number, number, number];
+    isValidBBox(box: [number, number, number, number]): boolean;
+    isPointInPolygon(flat: number[], point: [number, number]): boolean;
+  };
+  const rand = mulberry32(11);
+  let inside = 0;
+  for (const [name, cloud] of Object.entries(clouds)) {
+    for (const n of [0, 1, 100, 3000]) {
+      const { x, y } = cloud(n, rand);
+      const grid = CellGrid.build(x, y);
+      for (let k = 0; k < 30; k++) {
+        // A freeform loop (self-crossing at times) about a cell or anywhere, or a box's corners
+        // on cells (lattice), where cells lie on its edges.
+        const [cx, cy] = n > 0 && k % 2 === 0 ? [x[k % n]!, y[k % n]!] : [rand() * 2 - 1, rand() * 2 - 1];
+        const flat: number[] = [];
+        if (k % 5 === 4) flat.push(cx, cy, cx + 0.5, cy, cx + 0.5, cy + 0.5, cx, cy + 0.5);
+        else
+          for (let v = 0, m = 3 + Math.floor(rand() * 20); v < m; v++) {
+            const a = (2 * Math.PI * v) / m + (k % 3 === 0 ? rand() * 3 : 0);
+            const r = rand() * 0.6;
+            flat.push(cx + r * Math.cos(a), cy + r * Math.sin(a));
+          }
+        const skip = k % 4 === 1 ? Uint8Array.from({ length: n }, () => (rand() < 0.3 ? 1 : 0)) : undefined;
+        const box = plot.getBBox(flat);
+        const want: number[] = [];
+        if (plot.isValidBBox(box))
+          for (let i = 0; i < n; i++) {
+            const [px, py] = [x[i]!, y[i]!];
+            if (skip?.[i] || px < box[0] || px > box[2] || py < box[1] || py > box[3]) continue;
+            if (plot.isPointInPolygon(flat, [px, py])) want.push(i);
+          }
+        assert.deepEqual(grid.inPolygon(flat, skip), want, `${name} n=${n} polygon ${k}`);
+        inside += want.length;
+      }
+    }
+  }
+  assert.ok(inside > 10_000, `${inside} cells inside`);
+  // A polygon without area (a click's lasso of one or two points) holds no cell, as the plot's.
+  const { x, y } = clouds.uniform!(100, rand);
+  assert.deepEqual(CellGrid.build(x, y).inPolygon([0, 0, 0.5, 0.5]), []);
+});

@@ -403,7 +403,7 @@ test("while the view moves a subset of the cells is drawn; once still, every cel
   await idle(page);
   await plotSettled(page);
   assert.deepEqual(await page.evaluate(() => (window as unknown as { __notes: string[] }).__notes), [
-    "200 of 700 cells shown while every cell is drawn; clicks and lassos on the plot work once it is",
+    "200 of 700 cells shown while every cell is drawn; clicks and lassos select among all of them",
   ]);
   assert.equal(await page.locator(".plot-note").count(), 0, "the note goes once every cell is drawn");
   assert.equal((await plotState(page)).swaps, 0);
@@ -534,6 +534,143 @@ test("while the view moves a subset of the cells is drawn; once still, every cel
   await page.mouse.move(box.x + Math.round(zx) + edge - 1, box.y + zy);
   await page.waitForFunction((c) => (window as unknown as W).__viewer.state.hovered === c, target);
   await assertRingOn(page, target);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("while only the first subset is drawn, a click and a lasso select among all cells and a colouring shows on the subset, then on every cell", async () => {
+  // `lod=200`: the 700 cells are first drawn as 200; every cell waits for the test's release (5,000,000
+  // cells without a GPU took 20-30 s there, the plot ignoring clicks and lassos meanwhile).
+  const { page, errors } = await openViewer("/pbmc68k/", "&lod=200", () => {
+    const w = window as unknown as { __viewerDrawAllAfter: Promise<void>; __drawAll: () => void };
+    w.__viewerDrawAllAfter = new Promise((resolve) => (w.__drawAll = resolve));
+  });
+  type W = {
+    __viewer: {
+      searchGene(g: string): Promise<void>;
+      screenPosition(i: number): [number, number] | undefined;
+      plotState(full?: boolean): PlotState;
+      state: { selection: number[]; busy: number };
+    };
+  };
+  let p = await plotState(page, true);
+  assert.equal(p.preview, true, JSON.stringify({ ...p, previewCells: p.previewCells.length }));
+  assert.equal(p.drawn, 200);
+  const subset = new Set(p.previewCells);
+  assert.equal(subset.size, 200);
+  assert.match((await page.locator(".plot-note").textContent())!, /select among all of them/);
+  const box = (await page.locator("#scatter").boundingBox())!;
+  // Where every cell is drawn once drawn (the page's map of the plot's camera, as picking uses).
+  const at = await page.evaluate(() =>
+    Array.from({ length: 700 }, (_, i) => (window as unknown as W).__viewer.screenPosition(i)!),
+  );
+
+  // A click on a cell that is not drawn yet, with no other cell within 12 px: that cell.
+  const lone = [...at.keys()].filter(
+    (i) =>
+      !subset.has(i) &&
+      at[i]![0] > 20 &&
+      at[i]![1] > 20 &&
+      at[i]![0] < box.width - 20 &&
+      at[i]![1] < box.height - 20 &&
+      at.every(([x, y], k) => k === i || Math.hypot(x - at[i]![0], y - at[i]![1]) > 12),
+  );
+  assert.ok(lone.length > 0, "a cell outside the subset with none near it");
+  const clicked = lone[0]!;
+  await page.mouse.click(box.x + at[clicked]![0], box.y + at[clicked]![1]);
+  await page.waitForFunction(
+    (c) => JSON.stringify((window as unknown as W).__viewer.state.selection) === JSON.stringify([c]),
+    clicked,
+  );
+
+  // A shift-drag square of 100 px around the plot's densest spot: the cells inside it among all
+  // 700 (computed here from their positions), not only those drawn.
+  const side = 100;
+  let best = [0, 0, -1];
+  for (let gx = 60; gx < box.width - 60; gx += 20)
+    for (let gy = 60; gy < box.height - 60; gy += 20) {
+      const k = at.filter(([x, y]) => Math.abs(x - gx) < side / 2 && Math.abs(y - gy) < side / 2).length;
+      if (k > best[2]!) best = [gx, gy, k];
+    }
+  const [x0, y0, x1, y1] = [
+    best[0]! - side / 2,
+    best[1]! - side / 2,
+    best[0]! + side / 2,
+    best[1]! + side / 2,
+  ];
+  await page.keyboard.down("Shift");
+  await page.mouse.move(box.x + x0, box.y + y0);
+  await page.mouse.down();
+  let [px, py] = [x0, y0];
+  for (const [x, y] of [
+    [x1, y0],
+    [x1, y1],
+    [x0, y1],
+    [x0, y0 + 12],
+  ] as const) {
+    for (let k = 1; k <= 8; k++) {
+      await page.mouse.move(box.x + px + ((x - px) * k) / 8, box.y + py + ((y - py) * k) / 8);
+      await page.waitForTimeout(20);
+    }
+    [px, py] = [x, y];
+  }
+  await page.mouse.up();
+  await page.keyboard.up("Shift");
+  await page.waitForFunction(() => (window as unknown as W).__viewer.state.selection.length > 1);
+  const lassoed = (await snapshot(page)).selection;
+  // Inside by more than the lasso's smoothing (3 px): selected; outside by more: not.
+  const inside = (c: number, m: number) =>
+    at[c]![0] > x0 + m && at[c]![0] < x1 - m && at[c]![1] > y0 + m && at[c]![1] < y1 - m;
+  const sure = [...at.keys()].filter((c) => inside(c, 3));
+  const chosen = new Set(lassoed);
+  assert.deepEqual(
+    sure.filter((c) => !chosen.has(c)),
+    [],
+    "every cell well inside the square is selected",
+  );
+  assert.deepEqual(
+    lassoed.filter((c) => !inside(c, -3)),
+    [],
+    "no cell well outside it is",
+  );
+  assert.ok(
+    lassoed.filter((c) => !subset.has(c)).length > lassoed.filter((c) => subset.has(c)).length,
+    `most of the ${lassoed.length} cells lassoed are not drawn yet`,
+  );
+
+  // A gene now: on the subset at once (the plot's values are CD74's counts over its maximum at the
+  // subset's cells), every cell still held back.
+  await page.evaluate(() => (window as unknown as W).__viewer.searchGene("CD74"));
+  const ds = await openDataset(pbmc);
+  const j = (await ds.geneNames())!.indexOf("CD74");
+  const rows = await ds.cells(0, ds.nCells);
+  const counts = new Float64Array(ds.nCells);
+  for (let c = 0; c < ds.nCells; c++)
+    for (let k = rows.indptr[c]!; k < rows.indptr[c + 1]!; k++)
+      if (rows.indices[k] === j) counts[c] = Number(rows.data[k]);
+  const max = Math.max(...counts);
+  const scaled = Array.from(counts, (v) => Math.fround(Math.min(1, v * (1 / max))));
+  p = await plotState(page, true);
+  assert.equal(p.preview, true);
+  assert.equal(p.colorBy, "valueW");
+  assert.deepEqual(
+    p.values,
+    p.previewCells.map((c) => scaled[c]!),
+  );
+
+  // Released: every cell, coloured by CD74, the selection kept; the note gone.
+  await page.evaluate(() => (window as unknown as { __drawAll(): void }).__drawAll());
+  await plotSettled(page);
+  p = await plotState(page, true);
+  assert.equal(p.preview, false);
+  assert.equal(p.drawn, 700);
+  assert.equal(p.colorBy, "valueW");
+  assert.deepEqual(p.values, scaled);
+  assert.deepEqual(
+    [...p.selected].sort((a, b) => a - b),
+    [...lassoed].sort((a, b) => a - b),
+  );
+  assert.equal(await page.locator(".plot-note").count(), 0);
   assert.deepEqual(errors, []);
   await page.close();
 });
