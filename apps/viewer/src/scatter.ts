@@ -85,6 +85,8 @@ export interface PlotState {
   drawn: number;
   /** Only the first subset is drawn: every cell is not yet. */
   preview: boolean;
+  /** The plot has its box's size, no resize pending: a cell's screen position holds (while the view is still). */
+  placed: boolean;
   /** The cells of that subset, while it is drawn (empty unless inspected in full). */
   previewCells: readonly number[];
   /** The subset is drawn (the view is moving or has not settled yet). */
@@ -337,10 +339,19 @@ export function createScatter(
     allDrawn();
   }
   let size = [width, height];
+  /** Resizes not yet taken by the plot (it maps cells to the screen with its old size meanwhile). */
+  let resizing = 0;
+
+  /** No resize pending and the plot has its box's size: cells stay where they are on screen. */
+  function placed(): boolean {
+    const r = box.getBoundingClientRect();
+    return resizing === 0 && r.width === size[0] && r.height === size[1];
+  }
   /** What {@link Scatter.inspect} answers, updated in place. */
   const inspected: PlotState = {
     drawn: n,
     preview,
+    placed: false,
     previewCells: NONE,
     subset: false,
     swaps: 0,
@@ -360,7 +371,11 @@ export function createScatter(
     renderer.resize(r.width, r.height);
     // The plot takes its new aspect ratio (what maps cells to the screen) in the next frame.
     pending++;
-    void plot.set({ width: r.width, height: r.height }).finally(() => pending--);
+    resizing++;
+    void plot.set({ width: r.width, height: r.height }).finally(() => {
+      pending--;
+      resizing--;
+    });
     // The cells move on screen with the new aspect ratio: a ring left in place would mark another spot.
     setHover(undefined);
     overlay.redraw();
@@ -644,8 +659,7 @@ export function createScatter(
       return [m[0]! * x + m[1]! * y + m[2]!, m[3]! * x + m[4]! * y + m[5]!];
     },
     settled() {
-      const r = box.getBoundingClientRect();
-      return pending === 0 && !subset && r.width === size[0] && r.height === size[1];
+      return pending === 0 && !subset && placed();
     },
     inspect(all = false) {
       const s = inspected;
@@ -653,6 +667,7 @@ export function createScatter(
       // The cells the filter lets through, as the plot was given them (its own list is a copy).
       s.drawn = preview ? (lodCells?.length ?? 0) : plot.get("isPointsFiltered") ? drawing : n;
       s.preview = preview;
+      s.placed = placed();
       s.subset = subset;
       s.swaps = swaps;
       s.subsetFrames = subsetFrames;

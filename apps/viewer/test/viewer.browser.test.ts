@@ -553,6 +553,9 @@ test("while only the first subset is drawn, a click and a lasso select among all
       state: { selection: number[]; busy: number };
     };
   };
+  // Positions hold: the page done with its actions, the plot at its box's size.
+  await idle(page);
+  await page.waitForFunction(() => (window as unknown as W).__viewer.plotState().placed);
   let p = await plotState(page, true);
   assert.equal(p.preview, true, JSON.stringify({ ...p, previewCells: p.previewCells.length }));
   assert.equal(p.drawn, 200);
@@ -578,10 +581,25 @@ test("while only the first subset is drawn, a click and a lasso select among all
   assert.ok(lone.length > 0, "a cell outside the subset with none near it");
   const clicked = lone[0]!;
   await page.mouse.click(box.x + at[clicked]![0], box.y + at[clicked]![1]);
-  await page.waitForFunction(
-    (c) => JSON.stringify((window as unknown as W).__viewer.state.selection) === JSON.stringify([c]),
-    clicked,
-  );
+  await page
+    .waitForFunction(
+      (c) => JSON.stringify((window as unknown as W).__viewer.state.selection) === JSON.stringify([c]),
+      clicked,
+      { timeout: 30_000 },
+    )
+    .catch(async (err) => {
+      const now = await page.evaluate(
+        (c) => [
+          (window as unknown as W).__viewer.screenPosition(c),
+          (window as unknown as W).__viewer.state.selection,
+        ],
+        clicked,
+      );
+      throw new Error(
+        `the click on cell ${clicked} at ${at[clicked]} selected ${JSON.stringify(now[1])} (the cell is at ${now[0]} now)`,
+        { cause: err },
+      );
+    });
 
   // A shift-drag square of 100 px around the plot's densest spot: the cells inside it among all
   // 700 (computed here from their positions), not only those drawn.
