@@ -232,9 +232,13 @@ try {
           const box = (await page.locator("#scatter").boundingBox())!;
           t = performance.now();
           await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
-          await page.waitForFunction(() => (window as unknown as V).__viewer.state.selection.length === 1, null, {
-            timeout: 600_000,
-          });
+          await page.waitForFunction(
+            () => (window as unknown as V).__viewer.state.selection.length === 1,
+            null,
+            {
+              timeout: 600_000,
+            },
+          );
           push("clickDuring", performance.now() - t);
         }
         await page.waitForFunction(() => (window as unknown as V).__viewer.plotSettled(), null, {
