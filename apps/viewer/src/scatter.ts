@@ -16,7 +16,7 @@
  * the hover grid below (the nearest cell within the pick radius; the cells inside the lasso's
  * polygon, by regl-scatterplot's own test), and hands the plot a spatial index of no point. The
  * plot's own picking needs its KDBush over every cell, which it builds on a worker from a copy of
- * every point: at 5,000,000 cells 2.8 s of the page's main thread for the copy and ~5 s of a core
+ * every point: at 5,000,000 cells 2.3-2.8 s of the page's main thread for the copy and ~5 s of a core
  * for the index, during which the plot ignored the mouse; and while the preview is drawn its
  * points are not the cells. The page's picking answers from the first frame on, whatever is
  * drawn yet. A colouring asked for while the preview is drawn colours it at once, then comes with
