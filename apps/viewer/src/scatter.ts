@@ -307,6 +307,8 @@ export function createScatter(
     replacing++;
     void Promise.resolve(options.allCellsAfter)
       .then(() => queue(drawAll))
+      // As every queued draw's: a plot destroyed meanwhile (another embedding drawn) draws no more.
+      .catch(() => undefined)
       .finally(() => {
         pending--;
         replacing--;
