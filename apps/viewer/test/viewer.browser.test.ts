@@ -288,27 +288,7 @@ test("hover shows a cell, shift-drag lassoes cells (one batch), a numeric column
 
   // A square of 80 px around cell 123, drawn with the shift key held.
   const [x0, y0, x1, y1] = [hx - 40, hy - 40, hx + 40, hy + 40];
-  // The lasso samples the pointer at most every 10 ms, and a release where the press was counts
-  // as a click: the path is walked slowly and ends short of its start.
-  await page.keyboard.down("Shift");
-  await page.mouse.move(box.x + x0, box.y + y0);
-  await page.mouse.down();
-  let [px, py] = [x0, y0];
-  for (const [x, y] of [
-    [x1, y0],
-    [x1, y1],
-    [x0, y1],
-    [x0, y0 + 12],
-  ] as const) {
-    for (let k = 1; k <= 8; k++) {
-      await page.mouse.move(box.x + px + ((x - px) * k) / 8, box.y + py + ((y - py) * k) / 8);
-      await page.waitForTimeout(20);
-    }
-    [px, py] = [x, y];
-  }
-  await page.mouse.up();
-  await page.keyboard.up("Shift");
-  await page.waitForFunction(() => (window as unknown as W).__viewer.state.selection.length > 1);
+  await lassoSquare(page, box, x0, y0, x1, y1);
   await idle(page);
   const s = await snapshot(page);
   // Every selected cell lies in the square (a pixel of slack for the lasso's smoothing).
@@ -616,25 +596,7 @@ test("while only the first subset is drawn, a click and a lasso select among all
     best[0]! + side / 2,
     best[1]! + side / 2,
   ];
-  await page.keyboard.down("Shift");
-  await page.mouse.move(box.x + x0, box.y + y0);
-  await page.mouse.down();
-  let [px, py] = [x0, y0];
-  for (const [x, y] of [
-    [x1, y0],
-    [x1, y1],
-    [x0, y1],
-    [x0, y0 + 12],
-  ] as const) {
-    for (let k = 1; k <= 8; k++) {
-      await page.mouse.move(box.x + px + ((x - px) * k) / 8, box.y + py + ((y - py) * k) / 8);
-      await page.waitForTimeout(20);
-    }
-    [px, py] = [x, y];
-  }
-  await page.mouse.up();
-  await page.keyboard.up("Shift");
-  await page.waitForFunction(() => (window as unknown as W).__viewer.state.selection.length > 1);
+  await lassoSquare(page, box, x0, y0, x1, y1);
   const lassoed = (await snapshot(page)).selection;
   // Inside by more than the lasso's smoothing (3 px): selected; outside by more: not.
   const inside = (c: number, m: number) =>
@@ -923,3 +885,41 @@ test("a dataset of many tiles opens with at most 12 requests pending per store, 
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+/**
+ * A shift-drag lasso around the square (x0, y0)-(x1, y1) of the plot's box, until the page has a
+ * selection. The lasso samples the pointer at most every 10 ms, and a release where the press was
+ * counts as a click: the path is walked slowly and ends short of its start.
+ */
+async function lassoSquare(
+  page: Page,
+  box: { x: number; y: number },
+  x0: number,
+  y0: number,
+  x1: number,
+  y1: number,
+): Promise<void> {
+  await page.keyboard.down("Shift");
+  await page.mouse.move(box.x + x0, box.y + y0);
+  await page.mouse.down();
+  let [px, py] = [x0, y0];
+  for (const [x, y] of [
+    [x1, y0],
+    [x1, y1],
+    [x0, y1],
+    [x0, y0 + 12],
+  ] as const) {
+    for (let k = 1; k <= 8; k++) {
+      await page.mouse.move(box.x + px + ((x - px) * k) / 8, box.y + py + ((y - py) * k) / 8);
+      await page.waitForTimeout(20);
+    }
+    [px, py] = [x, y];
+  }
+  await page.mouse.up();
+  await page.keyboard.up("Shift");
+  await page.waitForFunction(
+    () =>
+      (window as unknown as { __viewer: { state: { selection: number[] } } }).__viewer.state.selection
+        .length > 1,
+  );
+}

@@ -17,7 +17,11 @@ import {
   readOptions,
 } from "../atlas-options.js";
 import type { CommandResult } from "../command.js";
-import { type CompanionPartsReport, writeCompanionParts } from "../convert/companion.js";
+import {
+  type CompanionPartsReport,
+  companionPartsFromFlags,
+  writeCompanionParts,
+} from "../convert/companion.js";
 import { ROWS_PARSE_OPTIONS, rowsChoice, rowsLine } from "../convert/embedding-rows.js";
 import { formatCount } from "../format.js";
 import { explainObsError, OBS_ZSTD_LEVEL } from "../obs-options.js";
@@ -174,15 +178,12 @@ export async function append(argv: string[]): Promise<CommandResult> {
                 await pool.close();
                 // Sorted over the old cells, all three are no longer named once the cells are
                 // added (the append's manifest); each is written again, then named.
-                parts = await writeCompanionParts(locations, dataset, store, {
-                  threads,
-                  bar,
-                  checksums: values["no-checksums"] !== true,
-                  rows: rowsWanted,
-                  tmpDir: values["tmp-dir"] as string | undefined,
-                  breakLock: values["break-lock"] === true,
-                  companion: "write",
-                });
+                parts = await writeCompanionParts(
+                  locations,
+                  dataset,
+                  store,
+                  companionPartsFromFlags(values, { threads, bar, rows: rowsWanted, companion: "write" }),
+                );
               },
             }
           : {}),

@@ -42,7 +42,7 @@ import {
   unnamedLines,
 } from "../summary.js";
 import { convertAtlas, convertPlanTask } from "./atlas.js";
-import { companionWriter, writeCompanionParts } from "./companion.js";
+import { companionPartsFromFlags, companionWriter, writeCompanionParts } from "./companion.js";
 import { type EmbeddingRowsReport, ROWS_PARSE_OPTIONS, rowsChoice, rowsLine } from "./embedding-rows.js";
 import { convertToSporadik, MAX_NNZ_CEILING } from "./sporadik.js";
 
@@ -375,15 +375,12 @@ export async function convert(argv: string[]): Promise<CommandResult> {
                 // The tiles are written: their workers' memory goes back before the statistics
                 // and the rows in embedding order add their own.
                 await pool.close();
-                ({ stats, rows } = await writeCompanionParts(locations, output, store, {
-                  threads: threads,
-                  bar,
-                  checksums: values["no-checksums"] !== true,
-                  rows: rowsWanted,
-                  tmpDir: values["tmp-dir"] as string | undefined,
-                  breakLock: values["break-lock"] === true,
-                  companion: "written",
-                }));
+                ({ stats, rows } = await writeCompanionParts(
+                  locations,
+                  output,
+                  store,
+                  companionPartsFromFlags(values, { threads, bar, rows: rowsWanted, companion: "written" }),
+                ));
               },
             }
           : {}),

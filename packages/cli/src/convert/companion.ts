@@ -161,6 +161,22 @@ export interface CompanionPartsOptions {
   companion: "written" | "write" | "complete";
 }
 
+/**
+ * {@link CompanionPartsOptions} from a command's own flags (`--no-checksums`, `--tmp-dir`,
+ * `--break-lock`), as convert, append and finalize take them.
+ */
+export function companionPartsFromFlags(
+  values: Record<string, unknown>,
+  o: Pick<CompanionPartsOptions, "threads" | "bar" | "rows" | "companion">,
+): CompanionPartsOptions {
+  return {
+    ...o,
+    checksums: values["no-checksums"] !== true,
+    tmpDir: values["tmp-dir"] as string | undefined,
+    breakLock: values["break-lock"] === true,
+  };
+}
+
 /** What {@link writeCompanionParts} wrote, and what it found complete and left. */
 export interface CompanionPartsReport {
   /** The companion, when written here. */

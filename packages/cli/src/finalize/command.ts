@@ -12,7 +12,12 @@ import { finalizeAtlasAt } from "@deltacells/core/node";
 import { isDeltacellsFamilyError, TaggedError } from "@deltacells/storage";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
 import type { CommandResult } from "../command.js";
-import { type CompanionPart, type CompanionPartsReport, writeCompanionParts } from "../convert/companion.js";
+import {
+  type CompanionPart,
+  type CompanionPartsReport,
+  companionPartsFromFlags,
+  writeCompanionParts,
+} from "../convert/companion.js";
 import { ROWS_PARSE_OPTIONS, rowsChoice, rowsLine } from "../convert/embedding-rows.js";
 import { formatBytes, formatCount } from "../format.js";
 import { commandBar } from "../progress.js";
@@ -93,15 +98,12 @@ export async function finalize(argv: string[]): Promise<CommandResult> {
             afterFinalize: async (store) => {
               bar.finish();
               try {
-                parts = await writeCompanionParts(locations, output, store, {
-                  threads,
-                  bar,
-                  checksums: values["no-checksums"] !== true,
-                  rows: rowsWanted,
-                  tmpDir: values["tmp-dir"] as string | undefined,
-                  breakLock: values["break-lock"] === true,
-                  companion: "complete",
-                });
+                parts = await writeCompanionParts(
+                  locations,
+                  output,
+                  store,
+                  companionPartsFromFlags(values, { threads, bar, rows: rowsWanted, companion: "complete" }),
+                );
               } catch (err) {
                 throw finalizedAlready(err, output);
               }
