@@ -424,6 +424,14 @@ export function createScatter(
     return drawnSize() + 4;
   }
 
+  /** Where the plot draws `cell` now, in pixels of its box (the hover ring, positions during the preview). */
+  function cellOnScreen(cell: number): [number, number] {
+    const m = screenMap();
+    const x = coords.x[cell]!;
+    const y = coords.y[cell]!;
+    return [m[0]! * x + m[1]! * y + m[2]!, m[3]! * x + m[4]! * y + m[5]!];
+  }
+
   /** The cell nearest to the pointer within the pick radius (not a hidden one). */
   function pick(px: number, py: number): number | undefined {
     const found = grid.nearest(screenMap(), px, py, radius(), hiddenCells);
@@ -434,10 +442,8 @@ export function createScatter(
     // The same cell stays where its ring is: any move of the view or resize clears the hover first.
     if (cell === hovered) return;
     if (cell !== undefined) {
-      const m = screenMap();
-      const x = coords.x[cell]!;
-      const y = coords.y[cell]!;
-      ring.style.transform = `translate(${m[0]! * x + m[1]! * y + m[2]!}px, ${m[3]! * x + m[4]! * y + m[5]!}px)`;
+      const [sx, sy] = cellOnScreen(cell);
+      ring.style.transform = `translate(${sx}px, ${sy}px)`;
     }
     ring.hidden = cell === undefined;
     hovered = cell;
@@ -654,11 +660,7 @@ export function createScatter(
     screenPosition(cell) {
       if (!preview) return plot.getScreenPosition(cell) as [number, number] | undefined;
       // The preview's points are not the cells: where the plot will draw the cell.
-      if (!(cell >= 0 && cell < n)) return undefined;
-      const m = screenMap();
-      const x = coords.x[cell]!;
-      const y = coords.y[cell]!;
-      return [m[0]! * x + m[1]! * y + m[2]!, m[3]! * x + m[4]! * y + m[5]!];
+      return cell >= 0 && cell < n ? cellOnScreen(cell) : undefined;
     },
     settled() {
       return pending === 0 && !subset && placed();

@@ -176,12 +176,22 @@ function finalizedAlready(err: unknown, output: string): unknown {
     if (!(err instanceof Error)) return err;
     // A system error (a full disk, a folder in the way) keeps its code, which the report shows.
     const code = (err as NodeJS.ErrnoException).code;
-    return Object.assign(new Error(`${err.message}.${next}`, { cause: err }), code ? { code } : {});
+    return Object.assign(new Error(`${sentence(err.message)}${next}`, { cause: err }), code ? { code } : {});
   }
-  return new TaggedError({ package: "@deltacells/cli", name: err.name }, err._tag, `${err.message}${next}`, {
-    object: err.object,
-    expected: err.expected,
-    found: err.found,
-    cause: err,
-  });
+  return new TaggedError(
+    { package: "@deltacells/cli", name: err.name },
+    err._tag,
+    `${sentence(err.message)}${next}`,
+    {
+      object: err.object,
+      expected: err.expected,
+      found: err.found,
+      cause: err,
+    },
+  );
+}
+
+/** `message` ending with a full stop, so that the next sentence can follow it. */
+function sentence(message: string): string {
+  return /[.!?]$/.test(message.trimEnd()) ? message.trimEnd() : `${message.trimEnd()}.`;
 }

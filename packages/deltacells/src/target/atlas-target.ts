@@ -62,7 +62,7 @@ export async function openAtlasTarget(output: string, opts: OpenAtlasTargetOptio
     const unknown = keys.filter((k) => !KNOWN_KEY.test(k));
     if (unknown.length > 0) {
       throw new TargetError(
-        `${store.url} holds ${unknown.length} object${unknown.length === 1 ? "" : "s"} that belong to no deltacells dataset (${unknown.slice(0, 3).join(", ")}${unknown.length > 3 ? ", ..." : ""}); an atlas is built into a new or empty folder or prefix. Nothing was written`,
+        `${store.url} holds ${unknown.length} ${unknown.length === 1 ? "object that belongs" : "objects that belong"} to no deltacells dataset (${unknown.slice(0, 3).join(", ")}${unknown.length > 3 ? ", ..." : ""}); an atlas is built into a new or empty folder or prefix. Nothing was written`,
         { tag: "TargetNotEmpty", object: store.url, found: unknown.slice(0, 5) },
       );
     }
