@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { createTilePool, DEFAULT_LEVEL, writeDataset } from "@deltacells/core";
+import { createTilePool, DEFAULT_LEVEL, nnzOf, writeDataset } from "@deltacells/core";
 import { zstdCompressor } from "@deltacells/core/node";
 import { FolderStore } from "@deltacells/storage/node";
 import { syntheticSource } from "./synthetic-source.js";
@@ -67,7 +67,7 @@ const { manifest, bytes } = await writeDataset(source, new FolderStore(dir), {
 });
 const seconds = (performance.now() - t0) / 1000;
 await pool.close();
-const nnz = manifest.tile_nnz.reduce((a, b) => a + b, 0);
+const nnz = nnzOf(manifest);
 const result = {
   cells: nCells,
   genes: manifest.n_genes,

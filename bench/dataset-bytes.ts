@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { openInput } from "@deltacells/anndata/node";
-import { createTilePool, DEFAULT_LEVEL, writeDataset } from "@deltacells/core";
+import { createTilePool, DEFAULT_LEVEL, nnzOf, writeDataset } from "@deltacells/core";
 import { zstdCompressor } from "@deltacells/core/node";
 import { FolderStore } from "@deltacells/storage/node";
 
@@ -48,7 +48,7 @@ for (const [kind, rel] of INPUTS) {
     );
     if (py.status !== 0) throw new Error(py.stderr);
     const s = JSON.parse(py.stdout.trim().split("\n").at(-1)!);
-    const nnz = manifest.tile_nnz.reduce((a, b) => a + b, 0);
+    const nnz = nnzOf(manifest);
     const tiles = manifest.tile_bytes.reduce((a, b) => a + b, 0);
     const r = (x: number) => `${(bytes / x).toFixed(2)}x`;
     rows.push(

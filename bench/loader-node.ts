@@ -22,7 +22,7 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { createLoader, createTilePool, writeDataset } from "@deltacells/core";
+import { createLoader, createTilePool, nnzOf, writeDataset } from "@deltacells/core";
 import { tileKey } from "@deltacells/core/internal";
 import { openDataset, zstdCompressor } from "@deltacells/core/node";
 import { FolderStore } from "@deltacells/storage/node";
@@ -151,7 +151,7 @@ const tiles = Array.from(
   { length: ds0.nTiles },
   (_, t) => new Uint8Array(readFileSync(join(dir, tileKey(t)))),
 );
-const nnz = ds0.manifest.tile_nnz.reduce((a, b) => a + b, 0);
+const nnz = nnzOf(ds0.manifest);
 console.log(
   `${ds0.nCells} cells x ${ds0.nGenes} genes, ${(nnz / ds0.nCells).toFixed(0)} nonzeros per cell, ${ds0.nTiles} tiles of ${ds0.manifest.tile_size} cells; batch ${BATCH}, shuffle on, bufferTiles ${args["buffer-tiles"]}; load average ${loadavg()
     .map((x) => x.toFixed(1))

@@ -18,7 +18,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { parseArgs } from "node:util";
-import { createLoader, type LoaderOptions } from "@deltacells/core";
+import { createLoader, type LoaderOptions, nnzOf } from "@deltacells/core";
 import { openDataset } from "@deltacells/core/node";
 import { floorPass, permutation, type TileLayout } from "./floor.js";
 
@@ -52,7 +52,7 @@ const nCells = probe.nCells;
 const nGenes = probe.nGenes;
 const tiles = await Promise.all(Array.from({ length: probe.nTiles }, (_, t) => probe.tileBytes(t)));
 const layouts: TileLayout[] = tiles.map((b, t) => probe.tileLayout(t, b));
-const nnz = probe.manifest.tile_nnz.reduce((a, b) => a + b, 0);
+const nnz = nnzOf(probe.manifest);
 await probe.close();
 
 const COLUMNS = permutation(nGenes, 7);

@@ -48,6 +48,7 @@ import {
   createTilePool,
   type Dataset,
   type LoaderOptions,
+  nnzOf,
   openDataset as openStoreDataset,
 } from "@deltacells/core";
 import { openDataset } from "@deltacells/core/node";
@@ -388,7 +389,7 @@ const probe = await openDataset(FOLDER);
 const nCells = probe.nCells;
 const tiles = await Promise.all(Array.from({ length: probe.nTiles }, (_, t) => probe.tileBytes(t)));
 const layouts: TileLayout[] = tiles.map((b, t) => probe.tileLayout(t, b));
-const nnz = probe.manifest.tile_nnz.reduce((a, b) => a + b, 0);
+const nnz = nnzOf(probe.manifest);
 // The floor renumbered as the loader's default (source gene order) output is: a permutation.
 const floorColumns = permutation(probe.nGenes, 7);
 await probe.close();

@@ -17,6 +17,7 @@ import { inspectTile } from "../../packages/deltacells/src/codec/layout.js";
 import { loadNativeKernel, nativeKernel } from "../../packages/deltacells/src/codec/native.js";
 import { type ScatterTarget, scatterTileSync } from "../../packages/deltacells/src/codec/scatter.js";
 import { loadZstd } from "../../packages/deltacells/src/codec/zstd/load.js";
+import { nnzOf } from "../../packages/deltacells/src/dataset/manifest.js";
 import { openDataset } from "../../packages/deltacells/src/node.js";
 import { threadSched } from "../cpu.js";
 
@@ -30,7 +31,7 @@ await loadNativeKernel();
 const tiles = await Promise.all(Array.from({ length: ds.nTiles }, (_, t) => ds.tileBytes(t)));
 const layouts = tiles.map((b) => inspectTile(b, { skipCrc: true }));
 const columns = (await ds.geneOrder()) ?? Int32Array.from({ length: ds.nGenes }, (_, j) => j);
-const nnz = ds.manifest.tile_nnz.reduce((a, b) => a + b, 0);
+const nnz = nnzOf(ds.manifest);
 const most = Math.max(...ds.manifest.tile_nnz);
 await ds.close();
 

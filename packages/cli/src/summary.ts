@@ -7,6 +7,7 @@ import {
   type DatasetManifest,
   type KeepWith,
   type LeftOutPart,
+  nnzOf,
   STATS_PATH,
   type WriteStatsResult,
 } from "@deltacells/core";
@@ -15,7 +16,7 @@ import { formatBytes } from "./format.js";
 
 /** The `--json` fields of a written dataset. */
 export function datasetSummary(manifest: DatasetManifest, bytes: number) {
-  const nnz = manifest.tile_nnz.reduce((a, b) => a + b, 0);
+  const nnz = nnzOf(manifest);
   const tileBytes = manifest.tile_bytes.reduce((a, b) => a + b, 0);
   const textFrom = manifest.metadata.obs_text_from as Record<string, string> | undefined;
   return {

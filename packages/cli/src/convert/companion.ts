@@ -20,6 +20,7 @@ import {
   type Dataset,
   embeddingRowsOf,
   nameCompanion,
+  nnzOf,
   openStats,
   type WriteStatsResult,
 } from "@deltacells/core";
@@ -231,7 +232,7 @@ export async function writeCompanionParts(
  */
 async function completeParts(locations: Locations, output: string): Promise<Set<CompanionPart>> {
   const ds = await openDataset(locations.openCounted(output));
-  const nnz = ds.manifest.tile_nnz.reduce((a, b) => a + b, 0);
+  const nnz = nnzOf(ds.manifest);
   const describes = async (rel: string | undefined, axes: number[]) => {
     if (rel === undefined) return false;
     const info = await describeStore(locations.openCounted(joinLocation(output, rel))).catch(() => undefined);

@@ -12,7 +12,7 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { OpenInputOptions } from "@deltacells/anndata/node";
-import { createTilePool, datasetRowBlocks, openDataset } from "@deltacells/core";
+import { createTilePool, datasetRowBlocks, nnzOf, openDataset } from "@deltacells/core";
 import { type ConversionTarget, openTarget } from "@deltacells/core/node";
 import { convertToStore, type RowBlock, withFileParts } from "@deltacells/sporadik/node";
 import { isRemoteLocation, localPath, withStats } from "@deltacells/storage/node";
@@ -201,7 +201,7 @@ async function convertLocked(
     const pool = createTilePool({ threads: o.threads });
     close = () => pool.close();
     const ds = await openDataset(locations.openCounted(o.input), { decoder: pool });
-    nnzKnown = ds.manifest.tile_nnz.reduce((a, b) => a + b, 0);
+    nnzKnown = nnzOf(ds.manifest);
     // Columns go back to the source's order: that is the matrix a user converted. A dataset
     // without gene_order.npy never reordered them, or no longer knows how.
     const rows = await datasetRowBlocks(ds, { prefetch: o.threads + 1 });

@@ -7,7 +7,7 @@
  * (`writeCompanionParts`), so that finalize run again completes what a cut run left.
  */
 import { availableParallelism } from "node:os";
-import { AtlasIncomplete } from "@deltacells/core";
+import { AtlasIncomplete, nnzOf } from "@deltacells/core";
 import { finalizeAtlasAt } from "@deltacells/core/node";
 import { isDeltacellsFamilyError, TaggedError } from "@deltacells/storage";
 import { COMMON_HELP, count, intOption, parse, UsageError } from "../args.js";
@@ -113,7 +113,7 @@ export async function finalize(argv: string[]): Promise<CommandResult> {
     });
     bar.finish();
     const m = done.manifest;
-    const nnz = m.tile_nnz.reduce((a, b) => a + b, 0);
+    const nnz = nnzOf(m);
     const seconds = (performance.now() - started) / 1000;
     const json = {
       output: done.store.url,

@@ -2,7 +2,7 @@
  * `deltacells inspect DATASET`: what a dataset holds, from its manifest (and gene names); for a
  * sporadik store, what its description says.
  */
-import { codecInfo, formatCodecInfo } from "@deltacells/core";
+import { codecInfo, formatCodecInfo, nnzOf } from "@deltacells/core";
 import { COMMON_HELP, count, parse } from "../args.js";
 import type { CommandResult } from "../command.js";
 import { formatBytes, formatCount } from "../format.js";
@@ -56,7 +56,7 @@ export async function inspect(argv: string[]): Promise<CommandResult> {
   }
   const { store, ds } = opened;
   const m = ds.manifest;
-  const nnz = m.tile_nnz.reduce((a, b) => a + b, 0);
+  const nnz = nnzOf(m);
   const tileBytes = m.tile_bytes.reduce((a, b) => a + b, 0);
   const sorted = [...m.tile_bytes].sort((a, b) => a - b);
   const names = await ds.geneNames();

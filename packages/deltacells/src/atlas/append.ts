@@ -19,6 +19,7 @@ import {
   type DatasetManifest,
   encodeManifest,
   MANIFEST_KEY,
+  nnzOf,
   parseManifest,
   tileKey,
   VAR_TABLE_KEY,
@@ -484,7 +485,7 @@ async function stageAndCommit(
     gene_space: (m0.metadata.gene_space as string | undefined) ?? "outer",
     source_column: sourceColumn,
     converter: `${CONVERTER_NAME} ${CONVERTER_VERSION}`,
-    nnz: ((m0.metadata.nnz as number | undefined) ?? m0.tile_nnz.reduce((a, b) => a + b, 0)) + space.nnz,
+    nnz: ((m0.metadata.nnz as number | undefined) ?? nnzOf(m0)) + space.nnz,
     ...(merged ? merged.metadata : {}),
   };
   const plan: AtlasPlan = {

@@ -40,7 +40,7 @@ import {
   orderNpy,
   rowsOf,
 } from "./embedding-rows.js";
-import { MANIFEST_KEY } from "./manifest.js";
+import { MANIFEST_KEY, nnzOf } from "./manifest.js";
 import { decodeNpyInt32 } from "./npy.js";
 import { openDataset } from "./open.js";
 import type { Dataset } from "./reader.js";
@@ -449,7 +449,7 @@ export async function validateEmbeddingRows<S extends Store>(
       `the manifest names rows in embedding order at ${JSON.stringify(named.path)}, which cannot be read: ${(err as Error).message}`,
     );
   }
-  const nnz = ds.manifest.tile_nnz.reduce((a, b) => a + b, 0);
+  const nnz = nnzOf(ds.manifest);
   const [cells, genes] = reader.info.shape;
   if (cells !== ds.nCells || genes !== ds.nGenes || reader.info.nnz !== nnz) {
     return fail(

@@ -15,7 +15,7 @@ export {
   rowsOf,
 } from "./embedding-rows.js";
 export { type KeepWith, type LeftOutPart, leftOut } from "./left-out.js";
-export type { DatasetManifest } from "./manifest.js";
+export { type DatasetManifest, nnzOf } from "./manifest.js";
 export { type OpenDatasetOptions, openDataset } from "./open.js";
 export { Dataset } from "./reader.js";
 export { type DatasetRowBlocks, type DatasetRowBlocksOptions, datasetRowBlocks } from "./row-blocks.js";

@@ -180,6 +180,17 @@ export function parseManifest(bytes: Uint8Array, object: string): DatasetManifes
   return man;
 }
 
+/**
+ * The dataset's total number of stored nonzeros: the sum of the manifest's `tile_nnz`. The
+ * manifest has no total of its own (each tile's count is what a reader checks), so every
+ * summary, progress total and size estimate adds these up here.
+ */
+export function nnzOf(manifest: Pick<DatasetManifest, "tile_nnz">): number {
+  let nnz = 0;
+  for (const n of manifest.tile_nnz) nnz += n;
+  return nnz;
+}
+
 /** Serialize a manifest as the writer stores it (compact JSON, one line). */
 export function encodeManifest(man: DatasetManifest): Uint8Array {
   return new TextEncoder().encode(`${JSON.stringify(man)}\n`);

@@ -13,7 +13,7 @@
  * (after `append`, or a conversion in place) are refused, not read as this one's.
  */
 import { crc32 } from "../codec/crc32.js";
-import type { DatasetManifest } from "../dataset/manifest.js";
+import { type DatasetManifest, nnzOf } from "../dataset/manifest.js";
 import { DeltacellsError } from "../errors.js";
 import { firstBytes } from "../first-bytes.js";
 
@@ -80,7 +80,7 @@ export function datasetVersion(manifest: DatasetManifest): StatsDatasetVersion {
   return {
     n_cells: manifest.n_cells,
     n_genes: manifest.n_genes,
-    nnz: manifest.tile_nnz.reduce((a, b) => a + b, 0),
+    nnz: nnzOf(manifest),
     tiles_crc32: hex32(crc32(tiles)),
     obs_fingerprint: manifest.has_obs ? (manifest.obs_fingerprint ?? null) : null,
   };
