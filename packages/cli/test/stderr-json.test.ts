@@ -1,7 +1,7 @@
 /**
  * `DELTACELLS_STDERR=json`: stderr for a program that runs the command (the Python package): the
  * error as one `{"error": ...}` line with its tag, hint and object, progress as `{"progress": ...}`
- * lines even when stderr is not a terminal; and `obs --localize`, which lists the cache's files.
+ * lines even when stderr is not a terminal (convert, append); and `obs --localize`, which lists the cache's files.
  */
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -71,6 +71,35 @@ test("progress comes as lines reaching every cell though stderr is no terminal, 
   assert.equal(quiet.stderr, "");
   const person = await cli("convert", "data/anndata/csr.h5ad", join(dir, "person"));
   assert.doesNotMatch(person.stderr, /progress/);
+});
+
+test("append reports its progress as lines too, up to every cell and through its companion, and not with --quiet", async () => {
+  const grown = join(dir, "append-progress");
+  const c = await cli("convert", "data/anndata/csr.h5ad", grown, "--tile-size", "16", "--quiet");
+  assert.equal(c.code, 0, c.stderr);
+  const r = await forPrograms("append", grown, "data/anndata/dense.h5ad", "--sporadik", "--threads", "1");
+  assert.equal(r.code, 0, r.stderr);
+  // the companion's "temporary space" line for the person stays text, as the module says
+  const json = r.stderr.split("\n").filter((l) => l.startsWith("{"));
+  const progress = records(json.join("\n")).map((x) => x.progress!);
+  assert.ok(
+    progress.some((p) => p.phase === "scan"),
+    r.stderr,
+  );
+  assert.deepEqual(progress.filter((p) => p.phase === "tiles").at(-1), {
+    phase: "tiles",
+    done: 114,
+    total: 114,
+    unit: "cells",
+  });
+  // the companion's layouts, written again once the cells are added, through the same lines
+  assert.ok(
+    progress.some((p) => p.phase === "genes"),
+    r.stderr,
+  );
+  const quiet = await forPrograms("append", grown, "data/anndata/dense.h5ad", "--quiet", "--threads", "1");
+  assert.equal(quiet.code, 0, quiet.stderr);
+  assert.equal(quiet.stderr, "");
 });
 
 test("obs --localize caches the columns and the index column, and lists Arrow files of one batch per tile", async () => {

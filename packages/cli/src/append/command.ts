@@ -25,7 +25,7 @@ import {
 import { ROWS_PARSE_OPTIONS, rowsChoice, rowsLine } from "../convert/embedding-rows.js";
 import { formatCount } from "../format.js";
 import { explainObsError, OBS_ZSTD_LEVEL } from "../obs-options.js";
-import { ProgressBar } from "../progress.js";
+import { commandBar } from "../progress.js";
 import { leftoverLine, statsText } from "../summary.js";
 
 export const APPEND_HELP = `usage: deltacells append DATASET NEW_INPUT... [options]
@@ -127,7 +127,7 @@ export async function append(argv: string[]): Promise<CommandResult> {
   const rowsWanted = rowsChoice(values);
   if (values["tmp-dir"] !== undefined && rowsWanted === "never")
     throw new UsageError("--tmp-dir applies to --sporadik's rows in embedding order only");
-  const bar = new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
+  const bar = commandBar(values);
   const started = performance.now();
   const pool = createTilePool({ threads });
   const open = inputOpener(locations, read, hdf5Timeout);
