@@ -88,7 +88,12 @@ export async function buildSynthetic(root: string, nCells: number, name = "synth
     await pool.close();
   }
   // As `convert --sporadik` writes it: with checksums, then the statistics.
-  await writeCompanion(new Locations(), dir, 2, new ProgressBar(process.stderr, false), true, false);
+  await writeCompanion(new Locations(), dir, {
+    threads: 2,
+    bar: new ProgressBar(process.stderr, false),
+    checksums: true,
+    breakLock: false,
+  });
   await writeDatasetStats(new FolderStore(dir), { threads: 2 });
   // And the companion's rows in embedding order, as `--sporadik-rows` adds them.
   await writeEmbeddingRows(dir, { openStore: (location) => new FolderStore(location), threads: 2 });

@@ -104,7 +104,12 @@ export async function buildFromSource(dir: string, source: DatasetSource): Promi
   } finally {
     await pool.close();
   }
-  await writeCompanion(new Locations(), dir, 1, new ProgressBar(process.stderr, false), true, false);
+  await writeCompanion(new Locations(), dir, {
+    threads: 1,
+    bar: new ProgressBar(process.stderr, false),
+    checksums: true,
+    breakLock: false,
+  });
   await deltacells("stats", dir, "--quiet", "--threads", "1");
   return dir;
 }

@@ -81,21 +81,32 @@ export function companionWriter(
   return { write, report: () => report };
 }
 
+/** Options of {@link writeCompanion}. */
+export interface WriteCompanionOptions {
+  /** Threads of the tiles' decoding and of the companion's encoding (`--threads`). */
+  threads: number;
+  /** The command's bar: the companion's cells, then its genes. */
+  bar: ProgressBar;
+  /**
+   * zstd's content checksum in every chunk (the default of `--sporadik`; `--no-checksums`), which
+   * the viewer's reader (zarrita's WebAssembly zstd) verifies as it decodes.
+   */
+  checksums: boolean;
+  /**
+   * Delete a writer lock a killed run left in the companion's folder first (`--break-lock`); the
+   * caller holds the dataset's own lock, so no live writer can hold it.
+   */
+  breakLock: boolean;
+}
+
 /**
  * Writes the companion of the dataset at `output` from its tiles (after an append, or the tasks of
- * an atlas), then names it in the manifest.
- * With `checksums` (the default of `--sporadik`) every chunk carries zstd's content checksum, which
- * the viewer's reader (zarrita's WebAssembly zstd) verifies as it decodes. The caller holds the
- * dataset's writer lock; `breakLock` (the command's `--break-lock`) also deletes a lock a killed
- * run left in the companion's folder.
+ * an atlas), then names it in the manifest. The caller holds the dataset's writer lock.
  */
 export async function writeCompanion(
   locations: Locations,
   output: string,
-  threads: number,
-  bar: ProgressBar,
-  checksums: boolean,
-  breakLock: boolean,
+  o: WriteCompanionOptions,
 ): Promise<CompanionReport> {
   const { convertToSporadik } = await import("./sporadik.js");
   const result = await convertToSporadik(locations, {
@@ -103,22 +114,22 @@ export async function writeCompanion(
     output: joinLocation(output, COMPANION_PATH),
     axes: [0, 1],
     byteAddressable: false,
-    checksums,
+    checksums: o.checksums,
     // The dataset's own companion, written again after an append: replaced, staged (the old
     // one stays readable until the new one is complete).
     overwrite: true,
-    breakLock,
+    breakLock: o.breakLock,
     maxNnz: undefined,
     // The transposition's temporary folder in the dataset's own folder, whether the companion is
     // written in place or staged: a run killed while it is there leaves it where the next run
     // looks for killed runs' folders, and removes it.
     tmpDir: localPath(output),
-    threads,
+    threads: o.threads,
     inputOptions: {},
-    bar,
+    bar: o.bar,
   });
   await nameCompanion(locations.openCounted(output), COMPANION_PATH);
-  return { json: { output: result.json.output, bytes: result.json.bytes, checksums } };
+  return { json: { output: result.json.output, bytes: result.json.bytes, checksums: o.checksums } };
 }
 
 /**
@@ -204,7 +215,7 @@ export async function writeCompanionParts(
   const companion =
     o.companion === "written" || complete.has("companion")
       ? undefined
-      : await writeCompanion(locations, output, o.threads, o.bar, o.checksums, o.breakLock);
+      : await writeCompanion(locations, output, o);
   const stats = complete.has("statistics") ? undefined : await writeStatsWithBar(store, o.threads, o.bar);
   // Made from the companion: written again with it.
   const rows =
