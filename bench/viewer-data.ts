@@ -93,6 +93,7 @@ export async function buildSynthetic(root: string, nCells: number, name = "synth
     bar: new ProgressBar(process.stderr, false),
     checksums: true,
     breakLock: false,
+    writer: "bench/viewer-data.ts",
   });
   await writeDatasetStats(new FolderStore(dir), { threads: 2 });
   // And the companion's rows in embedding order, as `--sporadik-rows` adds them.

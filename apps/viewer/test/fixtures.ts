@@ -109,6 +109,7 @@ export async function buildFromSource(dir: string, source: DatasetSource): Promi
     bar: new ProgressBar(process.stderr, false),
     checksums: true,
     breakLock: false,
+    writer: "the viewer's test fixtures",
   });
   await deltacells("stats", dir, "--quiet", "--threads", "1");
   return dir;

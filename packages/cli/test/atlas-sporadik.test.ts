@@ -123,6 +123,14 @@ test("finalize --sporadik killed (SIGKILL) while writing the companion leaves th
   const locked = await cli("finalize", out, "--sporadik", "--threads", "1");
   assert.equal(locked.code, 1, locked.stdout);
   assert.match(locked.stderr, /\[TargetLocked\].*--break-lock/);
+  // The dataset's lock removed by hand, the companion's is left: its refusal names the killed finalize.
+  rmSync(join(out, ".deltacells-lock"));
+  const companionLocked = await cli("finalize", out, "--sporadik", "--threads", "1");
+  assert.equal(companionLocked.code, 1, companionLocked.stdout);
+  assert.match(
+    companionLocked.stderr,
+    /TargetLocked.*killed\/sporadik is being written by another conversion by deltacells finalize \(pid \d+ .*is no longer running/,
+  );
   const again = await cli("finalize", out, "--sporadik", "--break-lock", "--threads", "1");
   assert.equal(again.code, 0, again.stderr);
   assertSameFiles(await once(), out);

@@ -3,11 +3,12 @@
  * manifest, checked by `validate`; read back here through both readers and compared value by value.
  * It is written in the tiles' pass, from the same cells: byte for byte what a conversion of the
  * finished dataset writes (`convert DATASET --format sporadik --checksums`), for one input and for
- * an atlas; and a conversion stopped in that pass leaves the target as it was.
+ * an atlas; and a conversion stopped in that pass leaves the target as it was. `append --sporadik`
+ * writes it again under a writer lock that names the append.
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { after, before, test } from "node:test";
@@ -162,35 +163,33 @@ test("an atlas's companion (inputs with other genes, matched by name) holds the 
 });
 
 const MOUSE = join(REPO, "data/mouse-10k-subset/10x-10k-subset.zarr");
+const PBMC = join(REPO, "data/pbmc68k-counts/pbmc68k_counts.h5ad");
 
 /**
  * `convert MOUSE OUT --sporadik ...` as a child process, stopped (SIGSTOP) at its first progress
  * line whose phase `stopAt` accepts; `look` runs while it is stopped, then it is interrupted
  * (SIGINT, when `interrupt`) and continued.
  */
-async function stoppedAt(
+function stoppedAt(
   target: string,
   extra: string[],
   stop: { at: (phase: string) => boolean; interrupt: boolean },
   look: () => void,
 ): Promise<Run> {
-  const child = spawn(
-    process.execPath,
-    [
-      "--import",
-      "tsx",
-      "--conditions=source",
-      MAIN,
-      "convert",
-      MOUSE,
-      target,
-      "--sporadik",
-      "--threads",
-      "1",
-      ...extra,
-    ],
-    { cwd: REPO, env: { ...process.env, DELTACELLS_STDERR: "json" }, stdio: ["ignore", "pipe", "pipe"] },
-  );
+  return stoppedRun(["convert", MOUSE, target, "--sporadik", "--threads", "1", ...extra], stop, look);
+}
+
+/** `deltacells ARGS...` as a child process, stopped as {@link stoppedAt} says. */
+async function stoppedRun(
+  args: string[],
+  stop: { at: (phase: string) => boolean; interrupt: boolean },
+  look: () => void,
+): Promise<Run> {
+  const child = spawn(process.execPath, ["--import", "tsx", "--conditions=source", MAIN, ...args], {
+    cwd: REPO,
+    env: { ...process.env, DELTACELLS_STDERR: "json" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stdout = "";
   child.stdout!.on("data", (d) => (stdout += d));
   const done = new Promise<number>((resolve) => child.on("close", (code) => resolve(code ?? -1)));
@@ -273,4 +272,27 @@ test("stopped at any point past the tiles' pass, the target holds no dataset or 
   assert.equal(named, "sporadik", "the dataset in place named its companion");
   const valid = await cli("validate", target);
   assert.equal(valid.code, 0, valid.stdout + valid.stderr);
+});
+
+test("append --sporadik's writer lock on the companion it writes again names deltacells append", async () => {
+  const target = join(tempDir(), "ds");
+  const first = await cli("convert", PBMC, target, "--sporadik", "--quiet", "--threads", "1");
+  assert.equal(first.code, 0, first.stderr);
+  // The same cells under other names, twice: a companion of three times the cells, so that it is
+  // still being written when the test has stopped the command (the lock goes when it is complete).
+  const again = [1, 2].map((i) => join(tempDir(), `pbmc-${i}.h5ad`));
+  for (const copy of again) copyFileSync(PBMC, copy);
+  let holder: { command?: string } | undefined;
+  // Stopped once the companion's cells are written (the append's own phases are scan, tiles and
+  // move), before its genes.
+  const r = await stoppedRun(
+    ["append", target, ...again, "--sporadik", "--no-sporadik-rows", "--threads", "1"],
+    { at: (phase) => phase === "cells", interrupt: false },
+    () => {
+      holder = JSON.parse(readFileSync(join(target, "sporadik", ".deltacells-lock"), "utf8"));
+    },
+  );
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(holder?.command, "deltacells append");
+  assert.ok(!existsSync(join(target, "sporadik", ".deltacells-lock")), "released when done");
 });

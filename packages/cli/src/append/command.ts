@@ -182,7 +182,13 @@ export async function append(argv: string[]): Promise<CommandResult> {
                   locations,
                   dataset,
                   store,
-                  companionPartsFromFlags(values, { threads, bar, rows: rowsWanted, companion: "write" }),
+                  companionPartsFromFlags(values, {
+                    threads,
+                    bar,
+                    rows: rowsWanted,
+                    companion: "write",
+                    writer: "deltacells append",
+                  }),
                 );
               },
             }

@@ -117,6 +117,7 @@ export async function convertAtlas(o: ConvertAtlasOptions): Promise<CommandResul
                   tmpDir: o.tmpDir,
                   breakLock: o.breakLock,
                   companion: "written",
+                  writer: "deltacells convert",
                 }));
               },
             }

@@ -311,6 +311,7 @@ export async function convert(argv: string[]): Promise<CommandResult> {
       maxNnz: intOption(values, "max-nnz", undefined, 1, MAX_NNZ_CEILING),
       overwrite: values.overwrite === true,
       breakLock: values["break-lock"] === true,
+      writer: "deltacells convert",
       tmpDir: values["tmp-dir"] as string | undefined,
       threads,
       inputOptions,
@@ -379,7 +380,13 @@ export async function convert(argv: string[]): Promise<CommandResult> {
                   locations,
                   output,
                   store,
-                  companionPartsFromFlags(values, { threads, bar, rows: rowsWanted, companion: "written" }),
+                  companionPartsFromFlags(values, {
+                    threads,
+                    bar,
+                    rows: rowsWanted,
+                    companion: "written",
+                    writer: "deltacells convert",
+                  }),
                 ));
               },
             }

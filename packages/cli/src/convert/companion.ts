@@ -97,6 +97,11 @@ export interface WriteCompanionOptions {
    * caller holds the dataset's own lock, so no live writer can hold it.
    */
   breakLock: boolean;
+  /**
+   * The command writing (`deltacells append`, `deltacells finalize`): the companion's writer lock
+   * records it, so a second writer's refusal names the command that holds the companion.
+   */
+  writer: string;
 }
 
 /**
@@ -119,6 +124,7 @@ export async function writeCompanion(
     // one stays readable until the new one is complete).
     overwrite: true,
     breakLock: o.breakLock,
+    writer: o.writer,
     maxNnz: undefined,
     // The transposition's temporary folder in the dataset's own folder, whether the companion is
     // written in place or staged: a run killed while it is there leaves it where the next run
@@ -165,6 +171,8 @@ export interface CompanionPartsOptions {
   tmpDir: string | undefined;
   /** Delete writer locks a killed run left in the companion's folder (`--break-lock`). */
   breakLock: boolean;
+  /** The command writing, as the companion's writer lock records it ({@link WriteCompanionOptions.writer}). */
+  writer: string;
   /**
    * The companion: `written` in the tiles' pass already (convert); `write` it from the tiles
    * (append: the cells changed, so every part is written again); `complete` what the manifest
@@ -179,7 +187,7 @@ export interface CompanionPartsOptions {
  */
 export function companionPartsFromFlags(
   values: Record<string, unknown>,
-  o: Pick<CompanionPartsOptions, "threads" | "bar" | "rows" | "companion">,
+  o: Pick<CompanionPartsOptions, "threads" | "bar" | "rows" | "companion" | "writer">,
 ): CompanionPartsOptions {
   return {
     ...o,

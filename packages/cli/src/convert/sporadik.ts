@@ -36,6 +36,11 @@ export interface SporadikConvertOptions {
   overwrite: boolean;
   /** Delete a stale writer lock first (`--break-lock`). */
   breakLock: boolean;
+  /**
+   * The command writing, as the output's writer lock records it and another writer's refusal
+   * names it: `deltacells convert`, or the command writing a dataset's companion.
+   */
+  writer: string;
   threads: number;
   /** Where the temporary folder goes (default: beside a local output, else the system's). */
   tmpDir: string | undefined;
@@ -160,7 +165,7 @@ export async function convertToSporadik(locations: Locations, o: SporadikConvert
   const outPath = localPath(o.output);
   const outputExisted = outPath !== undefined && existsSync(outPath);
   const target = await openTarget(o.output, {
-    ...locations.targetOptions(),
+    ...locations.targetOptions(o.writer),
     input: o.input,
     overwrite: o.overwrite,
     breakLock: o.breakLock,

@@ -102,7 +102,13 @@ export async function finalize(argv: string[]): Promise<CommandResult> {
                   locations,
                   output,
                   store,
-                  companionPartsFromFlags(values, { threads, bar, rows: rowsWanted, companion: "complete" }),
+                  companionPartsFromFlags(values, {
+                    threads,
+                    bar,
+                    rows: rowsWanted,
+                    companion: "complete",
+                    writer: "deltacells finalize",
+                  }),
                 );
               } catch (err) {
                 throw finalizedAlready(err, output);
