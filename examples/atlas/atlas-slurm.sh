@@ -4,12 +4,15 @@
 #   atlas-slurm.sh --rerun I[,J...] OUT           run the conversion tasks finalize named again, then finalize
 # OUT is a folder every node sees, or an s3:// prefix. Four jobs, each once the one before has
 # succeeded (afterok): a scan array (one task per input), the merge (the plan of TASKS tasks,
-# default 64), the conversion array and finalize. OPTIONs go to the scan and the merge, which take
-# the same ones (e.g. --var-key gene_ids --level 9). THREADS (default 8): a conversion task's cores.
+# default 64), the conversion array and finalize with --sporadik (the manifest, then the companion
+# the viewer reads, its statistics and its rows in embedding order). OPTIONs go to the scan and the
+# merge, which take the same ones (e.g. --var-key gene_ids --level 9). THREADS (default 8): the
+# cores of a conversion task and of finalize; FINALIZE_MEM (default 8G): finalize's memory.
 # The jobs get this shell's environment (sbatch's --export=ALL): deltacells on the PATH, and for
 # s3:// the AWS settings (AWS_PROFILE or keys, AWS_REGION, AWS_ENDPOINT_URL for other S3 services).
 set -euo pipefail
 THREADS=${THREADS:-8}
+FINALIZE_MEM=${FINALIZE_MEM:-8G}
 if [ "${1-}" = --rerun ]; then
   ARRAY=$2
   OUT=$3
@@ -37,5 +40,6 @@ printf -v Q %q "$OUT"
 convert=$(sbatch --parsable --job-name=atlas-convert "${after[@]}" --requeue --array="$ARRAY" \
   --cpus-per-task="$THREADS" --mem=2G --time=04:00:00 --wrap "deltacells convert --plan $Q --threads $THREADS")
 finalize=$(sbatch --parsable --job-name=atlas-finalize --dependency=afterok:$convert \
-  --cpus-per-task=1 --mem=2G --time=01:00:00 --wrap "deltacells finalize $Q")
+  --cpus-per-task="$THREADS" --mem="$FINALIZE_MEM" --time=04:00:00 \
+  --wrap "deltacells finalize $Q --sporadik --threads $THREADS")
 echo "convert: job $convert (tasks $ARRAY); finalize: job $finalize"

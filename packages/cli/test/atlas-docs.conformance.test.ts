@@ -1,9 +1,12 @@
-/** The Kubernetes Indexed Job of docs/atlas.md (examples/atlas), parsed as YAML (PyYAML) and checked for shape. */
+/**
+ * The Kubernetes Jobs of docs/atlas.md (examples/atlas), parsed as YAML (PyYAML) and checked for
+ * shape: the Indexed Job of the conversion tasks, and finalize's.
+ */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { test } from "node:test";
 import { TASK_INDEX_VARIABLES } from "../src/atlas-options.js";
-import { assertTaskResources, example } from "./atlas-examples.js";
+import { assertFinalizeResources, assertTaskResources, example } from "./atlas-examples.js";
 import { PYTHON } from "./cli-helpers.js";
 
 /** A Kubernetes quantity of memory (`2Gi`, `2048Mi`, `2G`) in MiB. */
@@ -14,13 +17,18 @@ function mebibytes(q: string): number {
   return Number(m[1]) * (m[2] ? unit[m[2] as keyof typeof unit] : 1 / 2 ** 20);
 }
 
-test("the Kubernetes manifest is an Indexed Job whose pods each run one task of the plan (the index from JOB_COMPLETION_INDEX, the output from the environment), never restarted in place, with the documented resources", () => {
+/** An example's manifest, parsed by PyYAML. */
+function manifest(name: string): unknown {
   const json = execFileSync(
     PYTHON,
     ["-c", "import json, sys, yaml; print(json.dumps(yaml.safe_load(sys.stdin)))"],
-    { input: example("kubernetes-indexed-job.yaml"), encoding: "utf8" },
+    { input: example(name), encoding: "utf8" },
   );
-  const job = JSON.parse(json) as {
+  return JSON.parse(json);
+}
+
+test("the Kubernetes manifest is an Indexed Job whose pods each run one task of the plan (the index from JOB_COMPLETION_INDEX, the output from the environment), never restarted in place, with the documented resources", () => {
+  const job = manifest("kubernetes-indexed-job.yaml") as {
     apiVersion: string;
     kind: string;
     spec: {
@@ -71,4 +79,50 @@ test("the Kubernetes manifest is an Indexed Job whose pods each run one task of 
     (r: { type: string }) => r.type === "MEMORY",
   ).value;
   assert.equal(mebibytes(requests.memory), Number(batchMemory), "the same sizing as on AWS Batch");
+});
+
+test("the Kubernetes finalize is a Job of one pod, not retried, running finalize --sporadik on the conversion's output with the documented resources", () => {
+  const job = manifest("kubernetes-finalize-job.yaml") as {
+    apiVersion: string;
+    kind: string;
+    spec: {
+      completionMode?: string;
+      completions?: number;
+      parallelism?: number;
+      backoffLimit: number;
+      template: {
+        spec: {
+          restartPolicy: string;
+          containers: {
+            image: string;
+            command: string[];
+            env: { name: string; value: string }[];
+            envFrom: { secretRef: { name: string } }[];
+            resources: { requests: { cpu: string; memory: string }; limits: { memory: string } };
+          }[];
+        };
+      };
+    };
+  };
+  const convert = manifest("kubernetes-indexed-job.yaml") as typeof job;
+  assert.equal(job.apiVersion, "batch/v1");
+  assert.equal(job.kind, "Job");
+  assert.equal(job.spec.completionMode, undefined, "one pod, no index");
+  assert.ok((job.spec.completions ?? 1) === 1 && (job.spec.parallelism ?? 1) === 1);
+  // A finalize killed outright leaves its writer locks: a retry would be refused by them.
+  assert.equal(job.spec.backoffLimit, 0);
+  assert.equal(job.spec.template.spec.restartPolicy, "Never");
+  const [container] = job.spec.template.spec.containers;
+  const [task] = convert.spec.template.spec.containers;
+  assert.equal(container!.image, task!.image);
+  assert.equal(container!.command[2], "$(OUTPUT)");
+  assert.deepEqual(container!.env, task!.env, "the conversion's output, region and keys");
+  assert.deepEqual(container!.envFrom, task!.envFrom);
+  const { requests, limits } = container!.resources;
+  assertFinalizeResources("kubernetes-finalize-job.yaml", {
+    command: container!.command,
+    cores: Number(requests.cpu),
+    memoryMiB: mebibytes(requests.memory),
+  });
+  assert.ok(mebibytes(limits.memory) >= mebibytes(requests.memory));
 });

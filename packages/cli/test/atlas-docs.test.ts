@@ -2,10 +2,11 @@
  * The scheduler examples of docs/atlas.md: the files of examples/atlas, shown in the doc as they
  * are; the AWS Batch job definition checked for shape; the Slurm script run with a stand-in
  * `sbatch` that records each submission and runs it at once (every array index in turn, with
- * SLURM_ARRAY_TASK_ID set): the documented chain converts real inputs into what one `convert`
- * writes, byte for byte, each step submitted after the one before (afterok), and `--rerun`
- * submits the tasks named and finalize after them. The same script on a real Slurm cluster is
- * atlas-slurm.conformance.test.ts; the Kubernetes manifest, parsed as YAML, is
+ * SLURM_ARRAY_TASK_ID set): the documented chain converts real inputs into what one `convert
+ * --sporadik` writes, byte for byte, each step submitted after the one before (afterok), and `--rerun`
+ * submits the tasks named and finalize after them; each example's finalize writes the companion
+ * (--sporadik) with the documented resources. The same script on a real Slurm cluster is
+ * atlas-slurm.conformance.test.ts; the Kubernetes manifests, parsed as YAML, are
  * atlas-docs.conformance.test.ts.
  */
 import assert from "node:assert/strict";
@@ -14,16 +15,19 @@ import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { TASK_INDEX_VARIABLES } from "../src/atlas-options.js";
-import { assertTaskResources, blocks, example } from "./atlas-examples.js";
+import { assertFinalizeResources, assertTaskResources, blocks, example } from "./atlas-examples.js";
 import { assertSameFiles, cli, MAIN, REPO, tempDir } from "./cli-helpers.js";
 
-test("docs/atlas.md shows the Slurm script, the AWS Batch job definition and the Kubernetes manifest of examples/atlas as they are", () => {
+test("docs/atlas.md shows the Slurm script, the AWS Batch job definition and the Kubernetes manifests of examples/atlas as they are", () => {
   assert.deepEqual(blocks("bash"), [example("atlas-slurm.sh")]);
   assert.deepEqual(blocks("json"), [example("aws-batch-job-definition.json")]);
-  assert.deepEqual(blocks("yaml"), [example("kubernetes-indexed-job.yaml")]);
+  assert.deepEqual(blocks("yaml"), [
+    example("kubernetes-indexed-job.yaml"),
+    example("kubernetes-finalize-job.yaml"),
+  ]);
 });
 
-test("the Slurm script submits scan array, merge, conversion array and finalize, each afterok the previous, and its chain converts the inputs as one convert does; --rerun submits the tasks named, then finalize", async () => {
+test("the Slurm script submits scan array, merge, conversion array and finalize, each afterok the previous, and its chain converts the inputs as one convert --sporadik does; --rerun submits the tasks named, then finalize", async () => {
   const dir = tempDir();
   const bin = join(dir, "bin");
   execFileSync("mkdir", ["-p", bin]);
@@ -92,9 +96,13 @@ echo "$id"
     calls[2]!,
     /^102 .*--dependency=afterok:101 .*--array=0-2 --cpus-per-task=2 .*--wrap deltacells convert --plan \S+ --threads 2$/,
   );
-  assert.match(calls[3]!, /^103 .*--dependency=afterok:102 .*--wrap deltacells finalize \S+$/);
+  assert.match(
+    calls[3]!,
+    /^103 .*--dependency=afterok:102 .*--cpus-per-task=2 .*--wrap deltacells finalize \S+ --sporadik --threads 2$/,
+  );
   const once = join(dir, "once");
-  assert.equal((await cli("convert", "--inputs", list, once, "--level", "9", "--quiet")).code, 0);
+  const converted = await cli("convert", "--inputs", list, once, "--level", "9", "--sporadik", "--quiet");
+  assert.equal(converted.code, 0, converted.stderr);
   assertSameFiles(once, out);
 
   // The submissions of --rerun only: its tasks would refuse to run on a finalized dataset.
@@ -109,11 +117,14 @@ echo "$id"
     reruns[0]!,
     /^104 .*--array=1,2 --cpus-per-task=1 .*--wrap deltacells convert --plan \S+ --threads 1$/,
   );
-  assert.match(reruns[1]!, /^105 .*--dependency=afterok:104 .*--wrap deltacells finalize \S+$/);
+  assert.match(
+    reruns[1]!,
+    /^105 .*--dependency=afterok:104 .*--wrap deltacells finalize \S+ --sporadik --threads 1$/,
+  );
   assertSameFiles(once, out);
 });
 
-test("the Slurm script asks for the documented sizing: 8 cores and 2 GB a conversion task by default", () => {
+test("the Slurm script asks for the documented sizing: 8 cores and 2 GB a conversion task by default, 8 cores and 8 GB for finalize --sporadik", () => {
   const script = example("atlas-slurm.sh");
   assert.match(script, /^THREADS=\$\{THREADS:-8\}$/m);
   const convert = /--job-name=atlas-convert[^)]*/.exec(script)![0];
@@ -121,6 +132,14 @@ test("the Slurm script asks for the documented sizing: 8 cores and 2 GB a conver
   const threads = /--threads \$THREADS/.test(convert) ? 8 : Number.NaN;
   const memory = /--mem=(\d+)G/.exec(convert);
   assertTaskResources("atlas-slurm.sh", { cores, threads, memoryMiB: Number(memory?.[1]) * 1024 });
+  const finalizeMemory = /^FINALIZE_MEM=\$\{FINALIZE_MEM:-(\d+)G\}$/m.exec(script);
+  const finalize = /--job-name=atlas-finalize[^)]*/.exec(script)![0];
+  const wrap = /--wrap "([^"]*)"/.exec(finalize)![1]!.replaceAll("$THREADS", "8");
+  assertFinalizeResources("atlas-slurm.sh", {
+    command: wrap.split(" "),
+    cores: /--cpus-per-task="\$THREADS"/.test(finalize) ? 8 : Number.NaN,
+    memoryMiB: /--mem="\$FINALIZE_MEM"/.test(finalize) ? Number(finalizeMemory?.[1]) * 1024 : Number.NaN,
+  });
 });
 
 test("the AWS Batch job definition is a container job running a task of the plan whose index is the array's, retried, with its output a parameter, S3 keys as secrets and the documented resources", () => {
@@ -156,5 +175,18 @@ test("the AWS Batch job definition is a container job running a task of the plan
   });
   const [submit] = blocks("sh").filter((b) => b.includes("aws batch submit-job"));
   assert.match(submit!, /--array-properties size=\d+ --depends-on jobId=/);
-  assert.match(submit!, /command=\["deltacells","finalize",/);
+  // finalize: the same definition with its own command and resources, not retried
+  const finalize = submit!.slice(submit!.indexOf("--job-name atlas-finalize"));
+  assert.match(finalize, /--retry-strategy attempts=1 /);
+  const overrides = JSON.parse(/--container-overrides '([^']*)'/.exec(finalize)![1]!) as {
+    command: string[];
+    resourceRequirements: { type: string; value: string }[];
+  };
+  const overridden = (type: string) =>
+    Number(overrides.resourceRequirements.find((r) => r.type === type)?.value ?? resource(type));
+  assertFinalizeResources("the AWS Batch finalize", {
+    command: overrides.command,
+    cores: overridden("VCPU"),
+    memoryMiB: overridden("MEMORY"),
+  });
 });

@@ -40,3 +40,33 @@ export function assertTaskResources(where: string, r: { cores: number; threads: 
     `${where}: ${r.memoryMiB} MiB against a measured peak of ${TASK_PEAK_MIB} MiB`,
   );
 }
+
+/**
+ * The memory of `finalize --sporadik` as docs/atlas.md sizes it ("Sizing"): an estimate for a
+ * 100 M-cell atlas from the per-cell arrays of the rows in embedding order, twice over.
+ */
+export const FINALIZE_SPORADIK_MIB = 8 * 1024;
+
+/**
+ * The finalize job of an example: `finalize OUT --sporadik` (the companion, its statistics and its
+ * rows in embedding order, as docs/atlas.md recommends for an atlas) with a conversion task's
+ * cores, one thread each, and the documented memory.
+ */
+export function assertFinalizeResources(
+  where: string,
+  r: { command: string[]; cores: number; memoryMiB: number },
+) {
+  assert.deepEqual(r.command.slice(0, 2), ["deltacells", "finalize"], `${where}: ${r.command.join(" ")}`);
+  assert.ok(
+    r.command.includes("--sporadik"),
+    `${where}: finalize writes the companion: ${r.command.join(" ")}`,
+  );
+  const threads = Number(r.command[r.command.indexOf("--threads") + 1]);
+  assert.equal(threads, r.cores, `${where}: finalize has one thread per core asked for`);
+  assert.equal(r.cores, 8, `${where}: finalize has a conversion's 8 cores`);
+  assert.equal(
+    r.memoryMiB,
+    FINALIZE_SPORADIK_MIB,
+    `${where}: finalize's memory, the sizing of docs/atlas.md`,
+  );
+}

@@ -9,9 +9,10 @@
  * One conversion task is cancelled (scancel) while it runs: its first tile written, its second held
  * back by a proxy in front of moto, so the kill lands mid-way at a known point rather than by
  * timing. finalize then never runs (afterok); run by hand it is refused, naming the task. The task
- * resubmitted alone (the script's --rerun) and finalize after it give a dataset that validates,
- * equals the one-process conversion byte for byte, and equals anndata.concat(join="outer") of the
- * inputs (conformance/atlas_check.py).
+ * resubmitted alone (the script's --rerun) and finalize --sporadik after it give a dataset that
+ * validates, equals the one-process `convert --sporadik` byte for byte (companion, statistics and
+ * rows in embedding order included), and equals anndata.concat(join="outer") of the inputs
+ * (conformance/atlas_check.py).
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -98,6 +99,8 @@ describe("an atlas built by the documented Slurm script on a one-node Slurm clus
       AWS_ENDPOINT_URL: proxy.url,
       // One core per conversion task: the node has two, and a task asks for THREADS of them.
       THREADS: "1",
+      // finalize's memory as the other jobs ask for it: the node offers half the machine's.
+      FINALIZE_MEM: "2G",
       PATH: [join(REPO, "node_modules/.bin"), dirname(process.execPath), process.env.PATH].join(":"),
     };
     // The plan is a function of the inputs and options: made here, it says which tiles each task writes.
@@ -188,7 +191,7 @@ describe("an atlas built by the documented Slurm script on a one-node Slurm clus
     assert.deepEqual(await store().list(), before);
   });
 
-  test("the cancelled task resubmitted alone (the script's --rerun) and finalize after it make a dataset that validates, equals the one-process conversion byte for byte, and equals anndata.concat(join='outer') of the inputs", async (t) => {
+  test("the cancelled task resubmitted alone (the script's --rerun) and finalize --sporadik after it make a dataset that validates, equals the one-process convert --sporadik byte for byte, and equals anndata.concat(join='outer') of the inputs", async (t) => {
     const started = Date.now();
     proxy.rule = undefined;
     const jobs = await submit("--rerun", String(KILLED), OUT);
@@ -200,7 +203,7 @@ describe("an atlas built by the documented Slurm script on a one-node Slurm clus
     t.diagnostic(`the rerun and finalize on Slurm: ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
     const once = join(work, "once");
-    const converted = await cli("convert", "--inputs", list, once, ...OPTIONS, "--quiet");
+    const converted = await cli("convert", "--inputs", list, once, ...OPTIONS, "--sporadik", "--quiet");
     assert.equal(converted.code, 0, converted.stderr);
     const want = filesUnder(once);
     const keys = await store().list();
