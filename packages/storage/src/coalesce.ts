@@ -1,4 +1,5 @@
 import { isStorageError } from "./errors.js";
+import { onAbort } from "./signals.js";
 import type { RangeQuery, Store, StoreOptions } from "./types.js";
 import {
   type AnyStore,
@@ -98,9 +99,8 @@ export class CoalescingStore implements Store {
     const signal = opts?.signal;
     signal?.throwIfAborted();
     return new Promise((resolve, reject) => {
-      const onAbort = () => reject(signal?.reason);
       // Detach from the caller's signal once answered, so long-lived signals collect no listeners.
-      const done = () => signal?.removeEventListener("abort", onAbort);
+      const done = signal === undefined ? () => {} : onAbort(signal, () => reject(signal.reason));
       const waiter: Waiter = {
         pin: opts?.unchangedSince,
         offset: range.offset,
@@ -115,7 +115,6 @@ export class CoalescingStore implements Store {
           reject(e);
         },
       };
-      signal?.addEventListener("abort", onAbort, { once: true });
       const slot = `${waiter.pin ?? ""}:${key}`;
       const list = this.pending.get(slot);
       if (list === undefined) this.pending.set(slot, [waiter]);
@@ -162,13 +161,15 @@ export class CoalescingStore implements Store {
         .then(w.resolve, w.reject);
       return;
     }
-    const signal = allAborted(group);
+    const { signal, release } = allAborted(group);
     this.inner.getRange(key, { offset: start, length: end - start }, signal ? { signal, ...pin } : pin).then(
       (bytes) => {
+        release();
         for (const w of group)
           w.resolve(bytes === undefined ? undefined : bytes.slice(w.offset - start, w.end - start));
       },
       (err) => {
+        release();
         if (!isStorageError(err, "RangeNotSatisfiable")) {
           for (const w of group) w.reject(err);
           return;
@@ -184,19 +185,29 @@ export class CoalescingStore implements Store {
   }
 }
 
-/** A signal that aborts once every waiter's signal has; undefined when some waiter cannot abort. */
-function allAborted(group: Waiter[]): AbortSignal | undefined {
-  if (group.some((w) => w.signal === undefined)) return undefined;
+/**
+ * A signal that aborts once every waiter's signal has; undefined when some waiter cannot abort.
+ * `release()`, once the merged read has settled, stops waiting on the waiters' signals: a
+ * long-lived one (a stream's) would otherwise keep a listener per merged read until it aborts.
+ */
+function allAborted(group: Waiter[]): { signal: AbortSignal | undefined; release(): void } {
+  if (group.some((w) => w.signal === undefined)) return { signal: undefined, release() {} };
   const controller = new AbortController();
   let left = group.length;
+  const stops: (() => void)[] = [];
   for (const w of group) {
-    const onAbort = () => {
+    const aborted = () => {
       if (--left === 0) controller.abort(w.signal!.reason);
     };
-    if (w.signal!.aborted) onAbort();
-    else w.signal!.addEventListener("abort", onAbort, { once: true });
+    if (w.signal!.aborted) aborted();
+    else stops.push(onAbort(w.signal!, aborted));
   }
-  return controller.signal;
+  return {
+    signal: controller.signal,
+    release: () => {
+      for (const stop of stops) stop();
+    },
+  };
 }
 
 /**

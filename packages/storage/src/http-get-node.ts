@@ -3,6 +3,7 @@ import https from "node:https";
 import type { Readable } from "node:stream";
 import zlib from "node:zlib";
 import type { ChunkedAnswer, NodeGet } from "./http-read.js";
+import { onAbort } from "./signals.js";
 import { stallError } from "./stall.js";
 
 /**
@@ -71,13 +72,12 @@ function request(
       req.destroy(why instanceof Error ? why : undefined);
       fail(why);
     };
-    const onAbort = () => end(signal!.reason);
     const timer = timeoutMs > 0 ? setTimeout(() => end(stallError(url, timeoutMs)), timeoutMs) : undefined;
+    const stopWaiting = signal === undefined ? () => {} : onAbort(signal, () => end(signal.reason));
     const done = () => {
       clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
+      stopWaiting();
     };
-    signal?.addEventListener("abort", onAbort, { once: true });
     const req = client.request(target, { method, headers, agent: agents[target.protocol as "http:"] });
     req.on("error", (err) => {
       done();

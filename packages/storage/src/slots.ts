@@ -3,6 +3,8 @@
  * descriptors. A waiter whose signal aborts leaves the queue at once and rejects with the signal's
  * reason. Browser-safe.
  */
+import { onAbort } from "./signals.js";
+
 export class Slots {
   private free: number;
   private readonly waiting: (() => void)[] = [];
@@ -34,15 +36,17 @@ export class Slots {
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<void>((resolve, reject) => {
       const start = () => {
-        signal?.removeEventListener("abort", onAbort);
+        stop();
         resolve();
       };
-      const onAbort = () => {
-        const i = this.waiting.indexOf(start);
-        if (i >= 0) this.waiting.splice(i, 1);
-        reject(signal?.reason);
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
+      const stop =
+        signal === undefined
+          ? () => {}
+          : onAbort(signal, () => {
+              const i = this.waiting.indexOf(start);
+              if (i >= 0) this.waiting.splice(i, 1);
+              reject(signal.reason);
+            });
       this.waiting.push(start);
     });
   }
