@@ -129,7 +129,7 @@ test("finalize --sporadik killed (SIGKILL) while writing the companion leaves th
   assert.equal(companionLocked.code, 1, companionLocked.stdout);
   assert.match(
     companionLocked.stderr,
-    /TargetLocked.*killed\/sporadik is being written by another conversion by deltacells finalize \(pid \d+ .*is no longer running/,
+    /TargetLocked.*killed\/sporadik is being written by deltacells finalize \(pid \d+ .*is no longer running/,
   );
   const again = await cli("finalize", out, "--sporadik", "--break-lock", "--threads", "1");
   assert.equal(again.code, 0, again.stderr);

@@ -93,12 +93,12 @@ test("a second convert into the same OUTPUT is refused while the first runs; the
       assert.equal(second.code, 1, second.stderr);
       assert.match(
         second.stderr,
-        /error \[TargetLocked\]: .*ds is being written by another conversion by deltacells convert \(pid \d+/,
+        /error \[TargetLocked\]: .*ds is being written by deltacells convert \(pid \d+/,
       );
       assert.match(second.stderr, /That process is still running: wait for it to finish/);
       assert.match(
         second.stderr,
-        new RegExp(`rm ${lock.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}, or run again with --break-lock`),
+        new RegExp(`rm ${lock.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}\\), or run the command again with --break-lock`),
       );
     }
   } finally {

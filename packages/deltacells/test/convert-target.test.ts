@@ -121,7 +121,7 @@ test("a target held by another writer is refused, naming the caller's option for
       (e: unknown) =>
         isDeltacellsError(e, "TargetLocked") &&
         /by atlas plan \(pid \d+/.test(e.message) &&
-        /or run again with --break-lock\)/.test(e.message),
+        /\), or run the command again with --break-lock\./.test(e.message),
     );
   } finally {
     await first.lock.release();

@@ -82,16 +82,16 @@ function lockedMessage(
 ): string {
   const who = holder
     ? `by ${holder.command} (pid ${holder.pid} on ${holder.host}, since ${holder.started})`
-    : "(the lock cannot be read)";
+    : "by another writer (the lock cannot be read)";
   const state = holder === undefined ? undefined : alive(holder);
   const stale =
     state === false
-      ? ` Process ${holder!.pid} is no longer running on this host: the lock is stale, left by a conversion that was killed.`
+      ? ` Process ${holder!.pid} is no longer running on this host: the lock is stale, left by a writer that was killed.`
       : state === true
         ? " That process is still running: wait for it to finish."
         : "";
   const remove = local ? `rm ${where}` : `aws s3 rm ${where}`;
-  return `${output} is being written by another conversion ${who}; two writers would mix their objects, so nothing was written.${stale} If no conversion is writing there, remove the lock (${remove}, or run again with ${breakLockName}) and convert again.`;
+  return `${output} is being written ${who}; two writers would mix their objects, so nothing was written.${stale} If nothing is writing there, remove the lock (${remove}), or run the command again with ${breakLockName}.`;
 }
 
 /** Options of {@link acquireWriterLock}. */
