@@ -149,6 +149,22 @@ test("append leaves the statistics of the earlier cells unnamed and says so; app
   );
   assert.equal(again.code, 0, again.stderr);
   assert.match(again.stdout, /statistics: stats\//);
+  // Appended to again with every part named: the parts are written again, and no note says otherwise.
+  const third = await cli(
+    "append",
+    grown,
+    "data/anndata/dense.h5ad",
+    "--source-names",
+    "third",
+    "--sporadik",
+    "--quiet",
+    "--threads",
+    "1",
+  );
+  assert.equal(third.code, 0, third.stderr);
+  assert.match(third.stdout, /sporadik companion: .* written again/);
+  assert.match(third.stdout, /statistics: stats\//);
+  assert.doesNotMatch(third.stdout, /old cells only/);
   const ds = await openDataset(grown);
   assert.equal((await (await openStats(ds))!.genes()).n, ds.nCells);
   const atlas = join(dir, "atlas");

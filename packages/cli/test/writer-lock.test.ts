@@ -98,7 +98,9 @@ test("a second convert into the same OUTPUT is refused while the first runs; the
       assert.match(second.stderr, /That process is still running: wait for it to finish/);
       assert.match(
         second.stderr,
-        new RegExp(`rm ${lock.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}\\), or run the command again with --break-lock`),
+        new RegExp(
+          `rm ${lock.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}\\), or run the command again with --break-lock`,
+        ),
       );
     }
   } finally {

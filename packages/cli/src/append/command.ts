@@ -79,8 +79,12 @@ options:
   --quiet        no progress bar
 ${COMMON_HELP}`;
 
-/** How `appendToDataset`'s note that the rows in embedding order are no longer named begins. */
-const ROWS_DROPPED_NOTE = "the rows in embedding order (";
+/** How `appendToDataset`'s notes that a part holds the old cells only (no longer named) begin. */
+const DROPPED_NOTES = {
+  companion: "the sporadik companion (",
+  stats: "the statistics (",
+  rows: "the rows in embedding order (",
+} as const;
 
 /** The options of `deltacells append` besides the shared ones (args.ts). */
 export const APPEND_OPTIONS = {
@@ -198,8 +202,13 @@ export async function append(argv: string[]): Promise<CommandResult> {
     const { store, removedTempFiles: removed } = result;
     const rows = parts?.rows;
     const m = result.manifest;
-    // The append's note that the rows in embedding order are no longer named, unless written again.
-    const notes = result.notes.filter((n) => rows === undefined || !n.startsWith(ROWS_DROPPED_NOTE));
+    // The append's notes that a part holds the old cells only, but not of a part written again.
+    const notes = result.notes.filter(
+      (n) =>
+        !(Object.keys(DROPPED_NOTES) as (keyof typeof DROPPED_NOTES)[]).some(
+          (part) => parts?.[part] !== undefined && n.startsWith(DROPPED_NOTES[part]),
+        ),
+    );
     const seconds = (performance.now() - started) / 1000;
     const tiles = result.written.filter((k) => k.startsWith("tiles/")).length;
     const shards = result.written.filter((k) => k.startsWith("obs/obs_")).length;
