@@ -27,34 +27,39 @@ function manifest(name: string): unknown {
   return JSON.parse(json);
 }
 
-test("the Kubernetes manifest is an Indexed Job whose pods each run one task of the plan (the index from JOB_COMPLETION_INDEX, the output from the environment), never restarted in place, with the documented resources", () => {
-  const job = manifest("kubernetes-indexed-job.yaml") as {
-    apiVersion: string;
-    kind: string;
-    spec: {
-      completionMode: string;
-      completions: number;
-      parallelism: number;
-      backoffLimitPerIndex: number;
-      template: {
-        spec: {
-          restartPolicy: string;
-          containers: {
-            image: string;
-            command: string[];
-            env: { name: string; value: string }[];
-            envFrom: { secretRef: { name: string } }[];
-            resources: { requests: { cpu: string; memory: string }; limits: { memory: string } };
-          }[];
-        };
+/** The fields of a Kubernetes Job the tests read. */
+interface JobManifest {
+  apiVersion: string;
+  kind: string;
+  spec: {
+    completionMode?: string;
+    completions?: number;
+    parallelism?: number;
+    backoffLimit?: number;
+    backoffLimitPerIndex?: number;
+    template: {
+      spec: {
+        restartPolicy: string;
+        containers: {
+          image: string;
+          command: string[];
+          env: { name: string; value: string }[];
+          envFrom: { secretRef: { name: string } }[];
+          resources: { requests: { cpu: string; memory: string }; limits: { memory: string } };
+        }[];
       };
     };
   };
+}
+
+test("the Kubernetes manifest is an Indexed Job whose pods each run one task of the plan (the index from JOB_COMPLETION_INDEX, the output from the environment), never restarted in place, with the documented resources", () => {
+  const job = manifest("kubernetes-indexed-job.yaml") as JobManifest;
   assert.equal(job.apiVersion, "batch/v1");
   assert.equal(job.kind, "Job");
   assert.equal(job.spec.completionMode, "Indexed");
-  assert.ok(job.spec.completions >= job.spec.parallelism && job.spec.parallelism >= 1);
-  assert.ok(job.spec.backoffLimitPerIndex >= 1, "a failed index is retried: reruns are safe");
+  const { completions = 0, parallelism = 0, backoffLimitPerIndex = 0 } = job.spec;
+  assert.ok(completions >= parallelism && parallelism >= 1);
+  assert.ok(backoffLimitPerIndex >= 1, "a failed index is retried: reruns are safe");
   assert.equal(job.spec.template.spec.restartPolicy, "Never");
   const [container] = job.spec.template.spec.containers;
   assert.match(container!.image, /deltacells/);
@@ -82,29 +87,8 @@ test("the Kubernetes manifest is an Indexed Job whose pods each run one task of 
 });
 
 test("the Kubernetes finalize is a Job of one pod, not retried, running finalize --sporadik on the conversion's output with the documented resources", () => {
-  const job = manifest("kubernetes-finalize-job.yaml") as {
-    apiVersion: string;
-    kind: string;
-    spec: {
-      completionMode?: string;
-      completions?: number;
-      parallelism?: number;
-      backoffLimit: number;
-      template: {
-        spec: {
-          restartPolicy: string;
-          containers: {
-            image: string;
-            command: string[];
-            env: { name: string; value: string }[];
-            envFrom: { secretRef: { name: string } }[];
-            resources: { requests: { cpu: string; memory: string }; limits: { memory: string } };
-          }[];
-        };
-      };
-    };
-  };
-  const convert = manifest("kubernetes-indexed-job.yaml") as typeof job;
+  const job = manifest("kubernetes-finalize-job.yaml") as JobManifest;
+  const convert = manifest("kubernetes-indexed-job.yaml") as JobManifest;
   assert.equal(job.apiVersion, "batch/v1");
   assert.equal(job.kind, "Job");
   assert.equal(job.spec.completionMode, undefined, "one pod, no index");
