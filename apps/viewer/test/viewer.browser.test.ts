@@ -542,11 +542,23 @@ test("while only the first subset is drawn, a click and a lasso select among all
   const subset = new Set(p.previewCells);
   assert.equal(subset.size, 200);
   assert.match((await page.locator(".plot-note").textContent())!, /select among all of them/);
-  const box = (await page.locator("#scatter").boundingBox())!;
-  // Where every cell is drawn once drawn (the page's map of the plot's camera, as picking uses).
-  const at = await page.evaluate(() =>
-    Array.from({ length: 700 }, (_, i) => (window as unknown as W).__viewer.screenPosition(i)!),
-  );
+  // Where every cell is drawn once drawn (the page's map of the plot's camera, as picking uses),
+  // once the plot's box and camera have settled: on a loaded machine the page's layout can still
+  // move the plot after it is placed, and a click aimed before that misses by hundreds of pixels.
+  const where = async () => ({
+    box: (await page.locator("#scatter").boundingBox())!,
+    at: await page.evaluate(() =>
+      Array.from({ length: 700 }, (_, i) => (window as unknown as W).__viewer.screenPosition(i)!),
+    ),
+  });
+  let settled = await where();
+  for (let same = 0, tries = 0; same < 3 && tries < 60; tries++) {
+    await new Promise((r) => setTimeout(r, 250));
+    const next = await where();
+    same = JSON.stringify(next) === JSON.stringify(settled) ? same + 1 : 0;
+    settled = next;
+  }
+  const { box, at } = settled;
 
   // A click on a cell that is not drawn yet, with no other cell within 12 px: that cell.
   const lone = [...at.keys()].filter(
