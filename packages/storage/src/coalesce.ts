@@ -100,7 +100,7 @@ export class CoalescingStore implements Store {
     signal?.throwIfAborted();
     return new Promise((resolve, reject) => {
       // Detach from the caller's signal once answered, so long-lived signals collect no listeners.
-      const done = signal === undefined ? () => {} : onAbort(signal, () => reject(signal.reason));
+      const done = onAbort(signal, () => reject(signal?.reason));
       const waiter: Waiter = {
         pin: opts?.unchangedSince,
         offset: range.offset,

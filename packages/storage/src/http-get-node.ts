@@ -73,7 +73,7 @@ function request(
       fail(why);
     };
     const timer = timeoutMs > 0 ? setTimeout(() => end(stallError(url, timeoutMs)), timeoutMs) : undefined;
-    const stopWaiting = signal === undefined ? () => {} : onAbort(signal, () => end(signal.reason));
+    const stopWaiting = onAbort(signal, () => end(signal?.reason));
     const done = () => {
       clearTimeout(timer);
       stopWaiting();

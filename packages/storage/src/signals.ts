@@ -10,14 +10,14 @@ const waitingOn = new WeakMap<AbortSignal, Waiting>();
 
 /**
  * Calls `callback` once when `signal` aborts, as `addEventListener("abort", callback, { once:
- * true })` would (never, for a signal aborted already); returns the function that stops waiting.
+ * true })` would (never, for a signal aborted already or none); returns the function that stops waiting.
  * Every read in flight waits on its caller's signal, often one long-lived signal for all of them
  * (a stream's stop): they share one listener on it, added with the first waiter and removed with
  * the last, so that neither Node's warning past 10 listeners on one signal nor a listener left
  * behind comes from many reads at once.
  */
-export function onAbort(signal: AbortSignal, callback: () => void): () => void {
-  if (signal.aborted) return () => {};
+export function onAbort(signal: AbortSignal | undefined, callback: () => void): () => void {
+  if (signal === undefined || signal.aborted) return () => {};
   let waiting = waitingOn.get(signal);
   if (waiting === undefined) {
     const callbacks = new Set<() => void>();

@@ -39,14 +39,11 @@ export class Slots {
         stop();
         resolve();
       };
-      const stop =
-        signal === undefined
-          ? () => {}
-          : onAbort(signal, () => {
-              const i = this.waiting.indexOf(start);
-              if (i >= 0) this.waiting.splice(i, 1);
-              reject(signal.reason);
-            });
+      const stop = onAbort(signal, () => {
+        const i = this.waiting.indexOf(start);
+        if (i >= 0) this.waiting.splice(i, 1);
+        reject(signal?.reason);
+      });
       this.waiting.push(start);
     });
   }
