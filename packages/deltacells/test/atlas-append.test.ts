@@ -145,7 +145,7 @@ for (const widen of [false, true]) {
   });
 }
 
-test("an append stops naming the companion, its rows in embedding order and the statistics (the old cells' only), each with a note", async () => {
+test("an append stops naming the companion, its rows in embedding order and the statistics (the old cells' only), each with a note tagged by its part", async () => {
   const store = await datasetOf([inputA(), inputB()]);
   const ds = await openDataset(store);
   const rows = { path: "sporadik-rows", embedding: ["X_umap_0", "X_umap_1"], digest: "0123abcd" };
@@ -176,6 +176,17 @@ test("an append stops naming the companion, its rows in embedding order and the 
     result.notes[1]!,
     /no longer named in the manifest: write them again \(append with the sporadik option\)/,
   );
+  // Tagged by part, so a caller that writes one again drops its note without reading its words.
+  assert.deepEqual(
+    result.stale.map((s) => [s.part, s.path, result.notes.indexOf(s.note)]),
+    [
+      ["companion", "sporadik", 0],
+      ["rows", "sporadik-rows", 1],
+      ["stats", "stats", 2],
+    ],
+  );
+  const plain = await append(await datasetOf([inputA(), inputB()]), [inputC(false)]);
+  assert.deepEqual(plain.stale, [], "a dataset that named none has none stale");
 });
 
 test("genes the dataset lacks are refused, naming how many and the input, or dropped with dropUnlisted and reported", async () => {

@@ -79,13 +79,6 @@ options:
   --quiet        no progress bar
 ${COMMON_HELP}`;
 
-/** How `appendToDataset`'s notes that a part holds the old cells only (no longer named) begin. */
-const DROPPED_NOTES = {
-  companion: "the sporadik companion (",
-  stats: "the statistics (",
-  rows: "the rows in embedding order (",
-} as const;
-
 /** The options of `deltacells append` besides the shared ones (args.ts). */
 export const APPEND_OPTIONS = {
   ...READ_PARSE_OPTIONS,
@@ -203,12 +196,8 @@ export async function append(argv: string[]): Promise<CommandResult> {
     const rows = parts?.rows;
     const m = result.manifest;
     // The append's notes that a part holds the old cells only, but not of a part written again.
-    const notes = result.notes.filter(
-      (n) =>
-        !(Object.keys(DROPPED_NOTES) as (keyof typeof DROPPED_NOTES)[]).some(
-          (part) => parts?.[part] !== undefined && n.startsWith(DROPPED_NOTES[part]),
-        ),
-    );
+    const rewritten = new Set(result.stale.filter((s) => parts?.[s.part] !== undefined).map((s) => s.note));
+    const notes = result.notes.filter((n) => !rewritten.has(n));
     const seconds = (performance.now() - started) / 1000;
     const tiles = result.written.filter((k) => k.startsWith("tiles/")).length;
     const shards = result.written.filter((k) => k.startsWith("obs/obs_")).length;

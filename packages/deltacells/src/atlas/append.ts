@@ -78,6 +78,19 @@ export interface AppendOptions extends EncodeSettings {
   onProgress?: (p: { phase: "scan" | "tiles" | "move"; done: number; total: number }) => void;
 }
 
+/** A part made from the dataset's cells, which an append leaves holding the old cells only. */
+export type StalePart = "companion" | "rows" | "stats";
+
+/** A part the manifest named before the append and no longer names: write it again (the CLI's `--sporadik`). */
+export interface StaleNote {
+  /** The sporadik companion, its rows in embedding order, or the statistics. */
+  part: StalePart;
+  /** Its folder in the dataset, as the old manifest named it (`sporadik`, `sporadik-rows`, `stats`). */
+  path: string;
+  /** The note about it, as in `notes`. */
+  note: string;
+}
+
 export interface AppendResult {
   manifest: DatasetManifest;
   /** Cells added. */
@@ -85,7 +98,13 @@ export interface AppendResult {
   /** The objects written or rewritten, in the order they were moved into place. */
   written: string[];
   dropped: DroppedGenes[];
+  /** What a person should know, as sentences: merged columns, genes, and the parts in `stale`. */
   notes: string[];
+  /**
+   * The parts no longer named in the manifest, since they describe the old cells only: a caller
+   * that writes one again drops its note by this (the note's wording is no interface).
+   */
+  stale: StaleNote[];
   /** An append interrupted while moving into place was completed first (its inputs). */
   resumed?: string[];
 }
@@ -247,6 +266,7 @@ export async function appendToDataset(
       written: [],
       dropped: [],
       notes: ["an interrupted append of these inputs was completed"],
+      stale: [],
       resumed,
     };
   }
@@ -464,20 +484,37 @@ async function stageAndCommit(
     stats,
     ...extra
   } = m0.metadata;
-  if (sporadik !== undefined)
-    notes.push(
-      `the sporadik companion (${String(sporadik)}/) holds the old cells only and is no longer named in the manifest: write it again (convert DATASET ... --format sporadik, or the sporadik option)`,
+  const stale: StaleNote[] = [];
+  const staleNote = (part: StalePart, path: string, note: string) => {
+    stale.push({ part, path, note });
+    notes.push(note);
+  };
+  if (sporadik !== undefined) {
+    const path = String(sporadik);
+    staleNote(
+      "companion",
+      path,
+      `the sporadik companion (${path}/) holds the old cells only and is no longer named in the manifest: write it again (convert DATASET ... --format sporadik, or the sporadik option)`,
     );
+  }
   // Sorted over the old cells' embedding: the new cells are in no row of it.
-  if (rowsInEmbeddingOrder !== undefined)
-    notes.push(
-      `the rows in embedding order (${String((rowsInEmbeddingOrder as { path?: unknown }).path)}/) hold the old cells only and are no longer named in the manifest: write them again (append with the sporadik option)`,
+  if (rowsInEmbeddingOrder !== undefined) {
+    const path = String((rowsInEmbeddingOrder as { path?: unknown }).path);
+    staleNote(
+      "rows",
+      path,
+      `the rows in embedding order (${path}/) hold the old cells only and are no longer named in the manifest: write them again (append with the sporadik option)`,
     );
+  }
   // The statistics are sums over the old cells: readers would refuse them (StaleStats) anyway.
-  if (stats !== undefined)
-    notes.push(
-      `the statistics (${String(stats)}/) describe the old cells only and are no longer named in the manifest: compute them again (deltacells stats DATASET, or the sporadik option)`,
+  if (stats !== undefined) {
+    const path = String(stats);
+    staleNote(
+      "stats",
+      path,
+      `the statistics (${path}/) describe the old cells only and are no longer named in the manifest: compute them again (deltacells stats DATASET, or the sporadik option)`,
     );
+  }
   const metadata: Record<string, unknown> = {
     ...extra,
     inputs: [...old.map((o, i) => entry(o, oldNames[i]!)), ...inputsOfPlan.slice(1).map(inputEntry)],
@@ -590,5 +627,5 @@ async function stageAndCommit(
   };
   await staging.set(JOURNAL_KEY, bytesOf(`${JSON.stringify(journal)}\n`));
   await commit(store, prefix, journal, opts);
-  return { manifest, cells: nCells - n0, written: moves, dropped: space.dropped, notes };
+  return { manifest, cells: nCells - n0, written: moves, dropped: space.dropped, notes, stale };
 }

@@ -1,5 +1,12 @@
 /** Atlases: many inputs into one dataset, in one process or across machines. Browser-safe. */
-export { APPEND_STAGING, type AppendOptions, type AppendResult, appendToDataset } from "./append.js";
+export {
+  APPEND_STAGING,
+  type AppendOptions,
+  type AppendResult,
+  appendToDataset,
+  type StaleNote,
+  type StalePart,
+} from "./append.js";
 export {
   type AtlasInputRef,
   type BuildAtlasOptions,
