@@ -1,7 +1,7 @@
 /**
  * `DELTACELLS_STDERR=json`: stderr for a program that runs the command (the Python package): the
  * error as one `{"error": ...}` line with its tag, hint and object, progress as `{"progress": ...}`
- * lines even when stderr is not a terminal (convert, append); and `obs --localize`, which lists the cache's files.
+ * lines even when stderr is not a terminal (convert, append, stats, plan); and `obs --localize`, which lists the cache's files.
  */
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -100,6 +100,48 @@ test("append reports its progress as lines too, up to every cell and through its
   const quiet = await forPrograms("append", grown, "data/anndata/dense.h5ad", "--quiet", "--threads", "1");
   assert.equal(quiet.code, 0, quiet.stderr);
   assert.equal(quiet.stderr, "");
+});
+
+test("stats and plan report their progress as lines too, up to every tile and every input's cells, and not with --quiet", async () => {
+  const counted = join(dir, "stats-progress");
+  const c = await cli("convert", "data/anndata/csr.h5ad", counted, "--tile-size", "16", "--quiet");
+  assert.equal(c.code, 0, c.stderr);
+  const stats = await forPrograms("stats", counted, "--threads", "1");
+  assert.equal(stats.code, 0, stats.stderr);
+  const statsProgress = records(stats.stderr).map((x) => x.progress!);
+  assert.ok(
+    statsProgress.every((p) => p.phase === "stats" && p.unit === "tiles"),
+    stats.stderr,
+  );
+  assert.deepEqual(statsProgress.at(-1), { phase: "stats", done: 4, total: 4, unit: "tiles" });
+  const quietStats = await forPrograms("stats", counted, "--threads", "1", "--quiet");
+  assert.equal(quietStats.code, 0, quietStats.stderr);
+  assert.equal(quietStats.stderr, "");
+
+  const plan = await forPrograms(
+    "plan",
+    "data/anndata/csr.h5ad",
+    "data/anndata/dense.h5ad",
+    join(dir, "planned"),
+  );
+  assert.equal(plan.code, 0, plan.stderr);
+  const planProgress = records(plan.stderr).map((x) => x.progress!);
+  // Each input's scan, as a phase of its own, up to its every cell.
+  for (const phase of ["scan 1/2", "scan 2/2"])
+    assert.deepEqual(
+      planProgress.filter((p) => p.phase === phase).at(-1),
+      { phase, done: 57, total: 57, unit: "cells" },
+      plan.stderr,
+    );
+  const quietPlan = await forPrograms(
+    "plan",
+    "data/anndata/csr.h5ad",
+    "data/anndata/dense.h5ad",
+    join(dir, "planned-quiet"),
+    "--quiet",
+  );
+  assert.equal(quietPlan.code, 0, quietPlan.stderr);
+  assert.equal(quietPlan.stderr, "");
 });
 
 test("obs --localize caches the columns and the index column, and lists Arrow files of one batch per tile", async () => {

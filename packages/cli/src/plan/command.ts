@@ -31,7 +31,7 @@ import { describePlan, planJson } from "../atlas-report.js";
 import type { CommandResult } from "../command.js";
 import { formatCount } from "../format.js";
 import { explainObsError, OBS_HELP, OBS_PARSE_OPTIONS, obsOptions } from "../obs-options.js";
-import { ProgressBar } from "../progress.js";
+import { commandBar } from "../progress.js";
 import { leftoverLine } from "../summary.js";
 
 export const PLAN_HELP = `usage: deltacells plan INPUT... OUTPUT --tasks N [options]
@@ -114,7 +114,7 @@ export async function plan(argv: string[]): Promise<CommandResult> {
   });
   const { hdf5Timeout } = readOptions(values);
   const open = inputOpener(locations, options.read ?? {}, hdf5Timeout);
-  const bar = new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
+  const bar = commandBar(values);
   const n = inputs.paths.length;
   const started = performance.now();
   const scanOne = async (store: Parameters<typeof scanStep>[0], i: number) => {

@@ -9,7 +9,7 @@ import { writeStatsAt } from "@deltacells/core/node";
 import { COMMON_HELP, intOption, parse } from "../args.js";
 import type { CommandResult } from "../command.js";
 import { openCountedDataset } from "../io.js";
-import { ProgressBar } from "../progress.js";
+import { commandBar } from "../progress.js";
 import { statsText } from "../summary.js";
 
 export const STATS_HELP = `usage: deltacells stats DATASET [options]
@@ -46,7 +46,7 @@ export async function stats(argv: string[]): Promise<CommandResult> {
   if (values.help) return { text: STATS_HELP };
   const location = positionals[0]!;
   const threads = intOption(values, "threads", availableParallelism(), 1, 256)!;
-  const bar = new ProgressBar(process.stderr, Boolean(process.stderr.isTTY) && !values.quiet && !values.json);
+  const bar = commandBar(values);
   const started = performance.now();
   // A location holding nothing, or a file, is named as such before any lock is taken there.
   await openCountedDataset(locations, location);
