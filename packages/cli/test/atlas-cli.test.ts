@@ -236,6 +236,33 @@ test("append adds the cells of a new input: the result equals a fresh conversion
   );
 });
 
+test("the same file appended again is named csr-2, then csr-3; a list's unnamed line is named from its file, its named line as given", async () => {
+  const dir = tempDir();
+  const ds = join(dir, "again");
+  const small = ["--quiet", "--threads", "1"];
+  assert.equal((await cli("convert", "data/anndata/csr.h5ad", ds, "--tile-size", "64", ...small)).code, 0);
+  for (const _ of [2, 3]) {
+    const r = await cli("append", ds, "data/anndata/csr.h5ad", ...small);
+    assert.equal(r.code, 0, r.stderr);
+  }
+  const list = join(dir, "more.txt");
+  writeFileSync(
+    list,
+    `${join(REPO, "data/anndata/dense.h5ad")}\n${join(REPO, "data/anndata/csr.h5ad")}\tlate\n`,
+  );
+  const r = await cli("append", ds, "--inputs", list, ...small);
+  assert.equal(r.code, 0, r.stderr);
+  const manifest = JSON.parse(readFileSync(join(ds, "manifest.json"), "utf8"));
+  assert.deepEqual(
+    manifest.metadata.inputs.map((i: { name: string }) => i.name),
+    ["csr", "csr-2", "csr-3", "dense", "late"],
+  );
+  assertShortError(
+    await cliPlain("append", ds, "data/anndata/csr.h5ad", "--source-names", "csr-2"),
+    /new input 0 \(.*csr\.h5ad\) would be named "csr-2" in the source column, as an input of the dataset is; name it otherwise with --source-names/,
+  );
+});
+
 test("several inputs into an OUTPUT holding a dataset are refused without --overwrite and replace it with it; an input as OUTPUT is refused", async () => {
   const out = join(tempDir(), "replaced");
   assert.equal((await cli("convert", INPUTS[2]!, out, "--quiet")).code, 0);

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import type { MemoryStore, Store } from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
+import { appendNames } from "../src/atlas/append.js";
 import { tileKey } from "../src/dataset/manifest.js";
 import {
   APPEND_STAGING,
@@ -187,6 +188,74 @@ test("an append stops naming the companion, its rows in embedding order and the 
   );
   const plain = await append(await datasetOf([inputA(), inputB()]), [inputC(false)]);
   assert.deepEqual(plain.stale, [], "a dataset that named none has none stale");
+});
+
+test("a new input whose name the dataset has takes the first free number, b-2, b-3; given names win, and repeats are refused", async () => {
+  const store = await datasetOf([inputA(), inputB()]);
+  const at = (path: string, inputs: Input[]) => refs(inputs).map((r) => ({ ...r, path }));
+  const names = async () => {
+    const ds = await openDataset(store);
+    const listed = (ds.manifest.metadata.inputs as { name: string }[]).map((i) => i.name);
+    const source = (await ds.obsSchema()).columns.find((c) => c.name === "source")!;
+    await ds.close();
+    assert.deepEqual(source.categories, listed, "the source column has the names the inputs list");
+    return listed;
+  };
+  // The same file again, twice, then the same name from another folder: no long paths.
+  await appendToDataset(store, refs([inputB()]), { encoder, compress });
+  await appendToDataset(store, refs([inputB()]), { encoder, compress });
+  await appendToDataset(store, at("/elsewhere/b.h5ad", [inputB()]), { encoder, compress });
+  assert.deepEqual(await names(), ["a", "b", "b-2", "b-3", "b-4"]);
+  // New inputs alike among themselves take parent folders, as a conversion names them.
+  await appendToDataset(store, [...at("x/c.h5ad", [inputC(false)]), ...at("y/c.h5ad", [inputC(false)])], {
+    encoder,
+    compress,
+  });
+  assert.deepEqual((await names()).slice(5), ["x/c", "y/c"]);
+  await appendToDataset(store, refs([inputB()]), { encoder, compress, names: ["b-late"] });
+  assert.equal((await names()).at(-1), "b-late");
+  const before = objects(store);
+  for (const [inputs, names, message] of [
+    [
+      refs([inputB()]),
+      ["a"],
+      /new input 0 \(data\/b\.h5ad\) would be named "a" in the source column, as an input of the dataset is/,
+    ],
+    [
+      [...refs([inputC(false)]), ...refs([inputC(false)])],
+      undefined,
+      /new inputs 0 \(data\/c\.h5ad\) and 1 \(data\/c\.h5ad\) would both be named "data\/c" in the source column/,
+    ],
+  ] as const)
+    await assert.rejects(
+      appendToDataset(store, [...inputs], { encoder, compress, ...(names ? { names: [...names] } : {}) }),
+      (err: unknown) => isDeltacellsError(err, "InvalidInput") && message.test(err.message),
+    );
+  assert.deepEqual(objects(store), before, "nothing written");
+});
+
+test("appendNames: a one-input dataset keeps its input's name; list names given for some inputs only", () => {
+  // A one-input conversion records its path as given; the same file appended is named from its own path.
+  assert.deepEqual(
+    appendNames(
+      [{ path: "data/anndata/csr.h5ad" }],
+      ["/work/main/data/anndata/csr.h5ad"],
+      undefined,
+      "source",
+    ),
+    { oldNames: ["csr"], newNames: ["csr-2"] },
+  );
+  // A number another new input is named with is skipped.
+  assert.deepEqual(
+    appendNames(
+      [{ path: "/d/pbmc.h5ad", name: "pbmc" }],
+      ["/e/pbmc.h5ad", "/f/lung.h5ad"],
+      [undefined, "pbmc-2"],
+      "source",
+    ),
+    { oldNames: ["pbmc"], newNames: ["pbmc-3", "pbmc-2"] },
+  );
+  assert.throws(() => appendNames([], ["a.h5ad"], ["x", "y"], "source"), /2 source names for 1 new inputs/);
 });
 
 test("genes the dataset lacks are refused, naming how many and the input, or dropped with dropUnlisted and reported", async () => {

@@ -52,7 +52,8 @@ options:
                  drop the new inputs' genes the dataset does not have, reporting them and their
                  share of counts
   --source-names A,B,...
-                 the new inputs' names in the source column (default: their file names)
+                 the new inputs' names in the source column (default: their file names, with
+                 -2, -3, ... where the dataset has the name: pbmc, pbmc-2)
   --obsm-fill    append new inputs that lack an embedding the dataset has, null for their cells
   --obs-exclude A,B
                  obs columns of the new inputs not to store
@@ -139,7 +140,8 @@ export async function append(argv: string[]): Promise<CommandResult> {
         breakLock: values["break-lock"] === true,
         varKey: values["var-key"] as string | undefined,
         dropUnlisted: values["drop-unlisted-genes"] === true,
-        names: names ?? (listed ? listed.map((n, i) => n ?? inputs.paths[i]!) : undefined),
+        // A list's unnamed lines are named from their paths, as the other inputs are.
+        names: names ?? listed,
         obs: {
           exclude:
             typeof values["obs-exclude"] === "string"

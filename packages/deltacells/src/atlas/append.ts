@@ -66,8 +66,11 @@ export interface AppendOptions extends EncodeSettings {
   varKey?: string;
   /** Drop the new inputs' genes the dataset lacks (reported) instead of refusing them. */
   dropUnlisted?: boolean;
-  /** Values of the source column for the new inputs (default: from their file names). */
-  names?: string[];
+  /**
+   * Values of the source column for the new inputs; an absent one (or all) is derived from the
+   * input's path (see {@link appendNames}).
+   */
+  names?: (string | undefined)[];
   obs?: { exclude?: string[]; obsm?: "auto" | string[]; maxCategories?: number; obsmFill?: boolean };
   /** How the new inputs are read (the matrix, the layout). */
   read?: Record<string, unknown>;
@@ -127,6 +130,60 @@ function refuse(
 }
 
 const bytesOf = (s: string) => new TextEncoder().encode(s);
+
+/**
+ * The source column's values of a dataset's inputs and of the inputs appended to it. The dataset's
+ * are as recorded (or, unrecorded, as their conversion derived them, `sourceNames` of their paths).
+ * The new inputs' are `given`'s, else derived as a conversion names its inputs (`sourceNames` of
+ * their paths: the file name without extension, parent folders where those repeat); a derived
+ * name the dataset has already takes the first free number, `pbmc-2`, `pbmc-3` (the dataset's
+ * names are fixed, and the same file appended again has no other folder to tell it apart). A
+ * given name the dataset has, or two new inputs named alike, is refused, as a conversion refuses
+ * them. Pure.
+ */
+export function appendNames(
+  old: { path: string; name?: string | undefined }[],
+  paths: string[],
+  given: (string | undefined)[] | undefined,
+  sourceColumn: string | null,
+): { oldNames: string[]; newNames: string[] } {
+  if (given !== undefined && given.length !== paths.length)
+    throw refuse(`${given.length} source names for ${paths.length} new inputs`, {
+      field: "source_names",
+      found: given.length,
+    });
+  const derivedOld = sourceNames(old.map((o) => o.path));
+  const oldNames = old.map((o, i) => o.name ?? derivedOld[i]!);
+  const derived = sourceNames(paths);
+  const wanted = paths.map((_, i) => given?.[i] ?? derived[i]!);
+  const taken = new Set(oldNames);
+  // Without a source column the names are the inputs' labels in the metadata only: none is refused.
+  if (sourceColumn !== null) {
+    const first = new Map<string, number>();
+    wanted.forEach((name, i) => {
+      const j = first.get(name);
+      if (j !== undefined)
+        throw refuse(
+          `new inputs ${j} (${paths[j]}) and ${i} (${paths[i]}) would both be named ${JSON.stringify(name)} in the ${sourceColumn} column; name the new inputs with the source names option`,
+          { field: "source_names", found: name },
+        );
+      first.set(name, i);
+      if (given?.[i] !== undefined && taken.has(name))
+        throw refuse(
+          `new input ${i} (${paths[i]}) would be named ${JSON.stringify(name)} in the ${sourceColumn} column, as an input of the dataset is; name it otherwise with the source names option`,
+          { field: "source_names", found: name },
+        );
+    });
+  }
+  const newNames = wanted.map((name) => {
+    let free = name;
+    // The first number neither the dataset nor another new input is named with.
+    for (let k = 2; taken.has(free) || (free !== name && wanted.includes(free)); k++) free = `${name}-${k}`;
+    taken.add(free);
+    return free;
+  });
+  return { oldNames, newNames };
+}
 
 /** The metadata of an old dataset's inputs: its list, or the one input of a one-input conversion. */
 
@@ -367,20 +424,16 @@ async function stageAndCommit(
       );
   }
   const old = oldInputs(m0);
-  const allNames = sourceNames([...old.map((o) => o.path), ...paths]);
-  const oldNames = old.map((o, i) => o.name ?? allNames[i]!);
-  const newNames = opts.names ?? allNames.slice(old.length);
   const sourceColumn =
     (m0.metadata.source_column as string | null | undefined) ??
     (m0.has_obs || scans.some((s) => s.obs) ? "source" : null);
+  const { oldNames, newNames } = appendNames(
+    old.map((o) => ({ path: o.path, name: o.name })),
+    paths,
+    opts.names,
+    sourceColumn,
+  );
   const names = [...oldNames, ...newNames];
-  if (sourceColumn !== null && new Set(names).size !== names.length) {
-    const dup = names.find((n, i) => names.indexOf(n) !== i);
-    throw refuse(
-      `a new input would be named ${JSON.stringify(dup)} in the ${sourceColumn} column, as an input of the dataset is; name the new inputs with the source names option`,
-      { field: "source_names", found: dup },
-    );
-  }
   const obsInputs: ObsInput[] = [
     { location: where, obs: oldObs },
     ...scans.map((s) => ({ location: s.location, obs: s.obs })),
