@@ -18,7 +18,7 @@ import {
 } from "@deltacells/storage";
 import { FolderStore } from "@deltacells/storage/node";
 import { createLocalDecoder } from "../src/codec/local-decoder.js";
-import { BufferRecycler, type LentBytes, type RecycledTile } from "../src/codec/recycle.js";
+import { BufferRecycler, LENT_OFFSET, type LentBytes, type RecycledTile } from "../src/codec/recycle.js";
 import { tileKey } from "../src/dataset/manifest.js";
 import { poolTileDecoder } from "../src/dataset/pool-decoder.js";
 import type { TileDecoder } from "../src/dataset/tile-io.js";
@@ -288,6 +288,50 @@ test("from a local folder, tiles are read into the reader's own memory and still
       }
     } finally {
       await two.close();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("a folder's tiles are read into lent memory LENT_OFFSET bytes into its buffer, not at a large allocation's first byte (where the kernel's copy is slow on AMD EPYC)", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "dc-recycle-"));
+  try {
+    const memory = await dataset(50, 16);
+    const folder = new FolderStore(dir);
+    for (const key of await memory.list()) await folder.set(key, (await memory.get(key))!);
+    /** Where each read into the caller's memory landed: offset in its buffer, bytes, buffer size. */
+    class Landing extends FolderStore {
+      landed: [number, number, number][] = [];
+      override getInto(
+        key: string,
+        allocate: (size: number) => Uint8Array,
+        opts?: Parameters<FolderStore["getInto"]>[2],
+      ) {
+        return super.getInto(
+          key,
+          (size) => {
+            const out = allocate(size);
+            this.landed.push([out.byteOffset, out.length, out.buffer.byteLength]);
+            return out;
+          },
+          opts,
+        );
+      }
+    }
+    for (const threads of [undefined, 2]) {
+      const store = new Landing(dir, { blockingReads: threads === undefined });
+      const ds = await openDataset(store, threads === undefined ? {} : { threads });
+      try {
+        for await (const { tile } of ds.tiles()) tile.release();
+      } finally {
+        await ds.close();
+      }
+      assert.equal(store.landed.length, 4);
+      for (const [offset, length, bufferBytes] of store.landed) {
+        assert.equal(offset, LENT_OFFSET, `threads ${threads}`);
+        assert.ok(bufferBytes >= LENT_OFFSET + length);
+      }
     }
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -202,11 +202,23 @@ export interface LentBytes {
   release(): void;
 }
 
-/** Lends `size` bytes of one of `recycler`'s buffers. */
+/**
+ * Where lent bytes start in their buffer. Tiles are read into them from files, and the kernel's
+ * copy out of the page cache (page-aligned) runs ~3x slower on AMD EPYC (`rep movsb`) when the
+ * destination lies 1 to 31 bytes past a page boundary: 0.35 against 0.12 ms per 0.72 MB tile,
+ * by blocking read or on the thread pool alike. glibc places a large buffer (a mapping of its own)
+ * 16 bytes past one, so reads into its first byte were that slow case, and a process's tile reads
+ * ran fast or slow by where its allocator had happened to put its buffers (bench/RESULTS.md). 48
+ * bytes in, such a buffer's bytes start 64 past the boundary; one placed anywhere else is no
+ * likelier to be slow than before (1 in 256 of glibc's 16-byte steps).
+ */
+export const LENT_OFFSET = 48;
+
+/** Lends `size` bytes of one of `recycler`'s buffers, {@link LENT_OFFSET} bytes into it. */
 export function lendBytes(
   recycler: BufferRecycler<ArrayBuffer | SharedArrayBuffer>,
   size: number,
 ): LentBytes {
-  const buffer = recycler.acquire(size);
-  return { bytes: new Uint8Array(buffer, 0, size), release: () => recycler.release(buffer) };
+  const buffer = recycler.acquire(LENT_OFFSET + size);
+  return { bytes: new Uint8Array(buffer, LENT_OFFSET, size), release: () => recycler.release(buffer) };
 }
