@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // The test runner behind `npm test` and `npm run test:{unit,conformance,browser}`.
 //
-//   node scripts/test.mjs                        type-check, lint, then every test file (what CI runs)
+//   node scripts/test.mjs                        type-check, lint, then every test file (what CI runs),
+//                                                spawning the compiled command (see below)
 //   node scripts/test.mjs packages/storage       every test file under these paths (files work too)
+//   node scripts/test.mjs --compiled [paths]     spawn the compiled command, as the full run does
 //   node scripts/test.mjs --suite unit [paths]   only one suite's files
 //   node scripts/test.mjs --list [...]           print the files that would run, with their suites
 //   node scripts/test.mjs --jobs N [...]         run N test files at a time (default 2; 1 runs them
@@ -19,7 +21,12 @@
 // skipped) on a machine without them.
 //
 // Tests run under node's test runner, TypeScript loaded through tsx and workspace packages
-// resolved to their TypeScript sources.
+// resolved to their TypeScript sources. A test that runs the `deltacells` command as a child process
+// starts it as test-utils/command.ts says: from the sources through tsx by default (a targeted run
+// reflects the sources without a build), or, with DELTACELLS_TEST_COMMAND=compiled, from tsc's
+// output, packages/cli/dist/main.js, which starts in about a third of the time (its worker threads
+// too). The full run and --compiled first run `tsc -b` (incremental: a no-op after `npm run build`),
+// so dist/ is the sources', then set that variable.
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
@@ -85,10 +92,13 @@ if (jobsAt >= 0) {
     fail(`--jobs must be a whole number of files, found ${args[jobsAt + 1]}`);
   args.splice(jobsAt, 2);
 }
+const compiledFlag = args.includes("--compiled");
+if (compiledFlag) args.splice(args.indexOf("--compiled"), 1);
 const listOnly = args.includes("--list");
 if (listOnly) args.splice(args.indexOf("--list"), 1);
 const roots = args;
 const everything = roots.length === 0 && suite === undefined;
+const compiled = everything || compiledFlag;
 
 // Test files live in a test/ folder of the package they test (python/test/ included), except two
 // kept beside the harness they exercise: bench/faults/ (the fault campaign's bounded mode: the
@@ -137,6 +147,7 @@ if (everything) {
   run("npx", ["tsc", "-p", "tsconfig.browser.json"]);
   run("npx", ["biome", "check", "."]);
 }
+if (compiled) run("npx", ["tsc", "-b"]);
 // A hang must fail with a name, not run into CI's own time limit and say nothing. Node applies
 // --test-timeout to each test file as a whole (the file is one test of the runner): a file that runs
 // past FILE_TIMEOUT_MS, e.g. one whose process does not exit after its tests (a leaked timer or
@@ -155,7 +166,12 @@ const result = spawnSync(
     `--test-concurrency=${jobs}`,
     ...files,
   ],
-  { stdio: "inherit", timeout: RUN_TIMEOUT_MS, killSignal: "SIGTERM" },
+  {
+    stdio: "inherit",
+    timeout: RUN_TIMEOUT_MS,
+    killSignal: "SIGTERM",
+    env: compiled ? { ...process.env, DELTACELLS_TEST_COMMAND: "compiled" } : process.env,
+  },
 );
 if (result.error?.code === "ETIMEDOUT" || result.signal === "SIGTERM") {
   fail(

@@ -1,8 +1,7 @@
-/** Running the real `deltacells` command (from the sources, as the CLI tests do) under a deadline. */
+/** Running the real `deltacells` command (as the CLI tests do: test-utils/command.ts) under a deadline. */
 import { type ChildProcess, spawn } from "node:child_process";
+import { COMMAND_ARGS } from "../../test-utils/command.js";
 import { REPO } from "./fixtures.js";
-
-export const MAIN = `${REPO}/packages/cli/src/main.ts`;
 
 export interface Spawned {
   child: ChildProcess;
@@ -12,7 +11,7 @@ export interface Spawned {
 
 /** Starts `deltacells ARGS`; SIGKILLs it (and so never leaves it running) after `deadlineMs`. */
 export function deltacells(args: string[], deadlineMs: number): Spawned {
-  const child = spawn(process.execPath, ["--import", "tsx", "--conditions=source", MAIN, ...args], {
+  const child = spawn(process.execPath, [...COMMAND_ARGS, ...args], {
     cwd: REPO,
     stdio: ["ignore", "ignore", "pipe"],
     env: { ...process.env, DELTACELLS_DEBUG: "" },

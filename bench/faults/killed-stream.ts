@@ -14,9 +14,10 @@ import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { RecordBatchReader } from "apache-arrow";
+import { COMMAND_ARGS } from "../../test-utils/command.js";
 import { mulberry32 } from "../../test-utils/prng.js";
 import type { FaultClass, RunOptions } from "./classes.js";
-import { deltacells, MAIN } from "./cli.js";
+import { deltacells } from "./cli.js";
 import { PYTHON, REPO, workDir } from "./fixtures.js";
 import { type CaseResult, firstLine, inParallel } from "./outcome.js";
 
@@ -59,11 +60,10 @@ function streamBytes(
   killAfter: number | undefined,
 ): Promise<{ bytes: Buffer; killed: boolean }> {
   return new Promise((ok, fail) => {
-    const child = spawn(
-      process.execPath,
-      ["--import", "tsx", "--conditions=source", MAIN, "stream", dataset, ...STREAM],
-      { cwd: REPO, stdio: ["ignore", "pipe", "ignore"] },
-    );
+    const child = spawn(process.execPath, [...COMMAND_ARGS, "stream", dataset, ...STREAM], {
+      cwd: REPO,
+      stdio: ["ignore", "pipe", "ignore"],
+    });
     const parts: Buffer[] = [];
     let got = 0;
     let killed = false;

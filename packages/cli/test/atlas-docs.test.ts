@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { TASK_INDEX_VARIABLES } from "../src/atlas-options.js";
 import { assertFinalizeResources, assertTaskResources, blocks, example } from "./atlas-examples.js";
-import { assertSameFiles, cli, MAIN, REPO, tempDir } from "./cli-helpers.js";
+import { assertSameFiles, COMMAND_LINE, cli, REPO, tempDir } from "./cli-helpers.js";
 
 test("docs/atlas.md shows the Slurm script, the AWS Batch job definition and the Kubernetes manifests of examples/atlas as they are", () => {
   assert.deepEqual(blocks("bash"), [example("atlas-slurm.sh")]);
@@ -60,10 +60,7 @@ fi
 echo "$id"
 `,
   );
-  writeFileSync(
-    join(bin, "deltacells"),
-    `#!/bin/bash\ncd "${REPO}" && exec "${process.execPath}" --import tsx --conditions=source "${MAIN}" "$@"\n`,
-  );
+  writeFileSync(join(bin, "deltacells"), `#!/bin/bash\ncd "${REPO}" && exec ${COMMAND_LINE} "$@"\n`);
   chmodSync(join(bin, "sbatch"), 0o755);
   chmodSync(join(bin, "deltacells"), 0o755);
   const inputs = [

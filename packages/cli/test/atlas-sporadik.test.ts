@@ -10,7 +10,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, wr
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { test } from "node:test";
-import { assertSameFiles, cli, filesUnder, MAIN, REPO, tempDir } from "./cli-helpers.js";
+import { assertSameFiles, COMMAND_ARGS, cli, filesUnder, REPO, tempDir } from "./cli-helpers.js";
 
 const PBMC = join(REPO, "data/pbmc68k-counts/pbmc68k_counts.h5ad");
 const SMALL = ["--tile-size", "64", "--obs-tiles-per-file", "2", "--level", "3"];
@@ -96,11 +96,11 @@ test("finalize --sporadik failing in the companion leaves the complete dataset n
 test("finalize --sporadik killed (SIGKILL) while writing the companion leaves the complete dataset naming none of it; run again with --break-lock, it completes it", async () => {
   const out = join(dir, "killed");
   await planned(out);
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", "--conditions=source", MAIN, "finalize", out, "--sporadik", "--threads", "1"],
-    { cwd: REPO, env: { ...process.env, DELTACELLS_STDERR: "json" }, stdio: ["ignore", "ignore", "pipe"] },
-  );
+  const child = spawn(process.execPath, [...COMMAND_ARGS, "finalize", out, "--sporadik", "--threads", "1"], {
+    cwd: REPO,
+    env: { ...process.env, DELTACELLS_STDERR: "json" },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   const ended = new Promise<NodeJS.Signals | null>((resolve) =>
     child.on("close", (_, signal) => resolve(signal)),
   );

@@ -1,18 +1,19 @@
 /**
- * Running the CLI from its sources (as `npm test` runs it), in this process or as a child process,
- * and the conformance Python.
+ * Running the CLI in this process (from its sources) or as a child process (as test-utils/command.ts
+ * says: the sources through tsx, or tsc's output in the full run), and the conformance Python.
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { type Readable, Writable } from "node:stream";
+import { COMMAND_ARGS } from "../../../test-utils/command.js";
 import { tempDir as makeTempDir } from "../../../test-utils/temp.js";
 import { run as runCommand } from "../src/run.js";
 
 export const REPO = resolve(import.meta.dirname, "../../..");
 export const PYTHON = join(REPO, "conformance/.venv/bin/python");
-export const MAIN = join(REPO, "packages/cli/src/main.ts");
+export { COMMAND_ARGS, COMMAND_LINE } from "../../../test-utils/command.js";
 
 export interface Run {
   code: number;
@@ -36,9 +37,9 @@ export function run(cmd: string, args: string[], env: Record<string, string> = {
   });
 }
 
-/** `deltacells ARGS...` from the TypeScript sources, as a child process. */
+/** `deltacells ARGS...` as a child process (test-utils/command.ts), with stacks. */
 export function deltacells(...args: string[]): Promise<Run> {
-  return run(process.execPath, ["--import", "tsx", "--conditions=source", MAIN, ...args], {
+  return run(process.execPath, [...COMMAND_ARGS, ...args], {
     DELTACELLS_DEBUG: "1",
   });
 }
@@ -48,7 +49,7 @@ export function deltacells(...args: string[]): Promise<Run> {
  * arguments.
  */
 export function deltacellsPlain(...args: string[]): Promise<Run> {
-  return run(process.execPath, ["--import", "tsx", "--conditions=source", MAIN, ...args], {
+  return run(process.execPath, [...COMMAND_ARGS, ...args], {
     DELTACELLS_DEBUG: "",
   });
 }

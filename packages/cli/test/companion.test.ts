@@ -15,7 +15,7 @@ import { after, before, test } from "node:test";
 import { openDataset } from "@deltacells/core/node";
 import { openArrayReader } from "@deltacells/sporadik/node";
 import { openStore } from "@deltacells/storage/node";
-import { assertSameFiles, cli, filesUnder, MAIN, REPO, type Run, tempDir } from "./cli-helpers.js";
+import { assertSameFiles, COMMAND_ARGS, cli, filesUnder, REPO, type Run, tempDir } from "./cli-helpers.js";
 
 const H5 = join(REPO, "data/10x-v3-chr21/filtered_feature_bc_matrix.h5");
 let dir: string;
@@ -185,7 +185,7 @@ async function stoppedRun(
   stop: { at: (phase: string) => boolean; interrupt: boolean },
   look: () => void,
 ): Promise<Run> {
-  const child = spawn(process.execPath, ["--import", "tsx", "--conditions=source", MAIN, ...args], {
+  const child = spawn(process.execPath, [...COMMAND_ARGS, ...args], {
     cwd: REPO,
     env: { ...process.env, DELTACELLS_STDERR: "json" },
     stdio: ["ignore", "pipe", "pipe"],

@@ -10,7 +10,7 @@ import { before, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { writeMatrixMarket } from "@deltacells/anndata/node";
 import type { ExportPlan } from "../src/export/rows.js";
-import { assertShortError, cli, cliPlain, deltacells, REPO, tempDir } from "./cli-helpers.js";
+import { assertShortError, COMMAND_LINE, cli, cliPlain, deltacells, REPO, tempDir } from "./cli-helpers.js";
 
 let dir = "";
 let good = "";
@@ -109,9 +109,8 @@ test("export into a folder path is refused, and a successful export replaces the
 
 test("export on a terminal draws a progress bar that reaches every cell; piped, it draws none", async () => {
   const out = join(tempDir(), "part.mtx");
-  const cmd = [process.execPath, "--import", "tsx", "--conditions=source", "packages/cli/src/main.ts"];
   // `script` (util-linux) gives the command a pseudo-terminal, as a user's shell would.
-  const onTerminal = spawnSync("script", ["-qec", [...cmd, "export", good, out].join(" "), "/dev/null"], {
+  const onTerminal = spawnSync("script", ["-qec", `${COMMAND_LINE} export ${good} ${out}`, "/dev/null"], {
     encoding: "utf8",
   });
   assert.equal(onTerminal.status, 0, onTerminal.stdout);

@@ -263,22 +263,10 @@ test("load: 2,000 range requests, 64 at a time, all exact", async () => {
 
 test("the command prints its URL and links, binds to 127.0.0.1, and stops on SIGTERM", async () => {
   const { spawn } = await import("node:child_process");
-  const { REPO } = await import("./cli-helpers.js");
-  const child = spawn(
-    process.execPath,
-    [
-      "--import",
-      "tsx",
-      "--conditions=source",
-      join(REPO, "packages/cli/src/main.ts"),
-      "serve",
-      root,
-      "--port",
-      "0",
-      "--json",
-    ],
-    { cwd: REPO },
-  );
+  const { COMMAND_ARGS, REPO } = await import("./cli-helpers.js");
+  const child = spawn(process.execPath, [...COMMAND_ARGS, "serve", root, "--port", "0", "--json"], {
+    cwd: REPO,
+  });
   const exited = new Promise<number | null>((ok) => child.on("exit", ok));
   try {
     await checkServing(child);

@@ -8,10 +8,9 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { before, test } from "node:test";
-import { deltacells, MAIN, PYTHON, run, tempDir } from "./cli-helpers.js";
+import { COMMAND_LINE, deltacells, PYTHON, run, tempDir } from "./cli-helpers.js";
 
 const dir = tempDir();
-const CLI = `${process.execPath} --import tsx --conditions=source ${MAIN}`;
 const dataset = join(dir, "ds");
 
 before(async () => {
@@ -30,7 +29,7 @@ before(async () => {
 
 /** The last line of stream_epochs.py's output, parsed. */
 async function check(python: string, part: "multiprocessing" | "torch") {
-  const r = await run(python, ["conformance/stream_epochs.py", dataset, part], { DELTACELLS: CLI });
+  const r = await run(python, ["conformance/stream_epochs.py", dataset, part], { DELTACELLS: COMMAND_LINE });
   assert.equal(r.code, 0, r.stdout + r.stderr);
   return JSON.parse(r.stdout.trim().split("\n").at(-1)!) as {
     ok?: boolean;

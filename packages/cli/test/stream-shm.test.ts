@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { PassThrough, type Readable, type Writable } from "node:stream";
 import { test } from "node:test";
 import { type RecordBatch, RecordBatchReader } from "apache-arrow";
-import { deltacells, MAIN, REPO, streamInProcess, streamWith, tempDir } from "./cli-helpers.js";
+import { COMMAND_ARGS, deltacells, REPO, streamInProcess, streamWith, tempDir } from "./cli-helpers.js";
 
 const dir = tempDir();
 const DS = join(dir, "ds");
@@ -283,10 +283,7 @@ test("a consumer that goes away while the command waits for a slot stops it, qui
   const child = spawn(
     process.execPath,
     [
-      "--import",
-      "tsx",
-      "--conditions=source",
-      MAIN,
+      ...COMMAND_ARGS,
       "stream",
       DS,
       "--batch-size",

@@ -10,11 +10,10 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { before, test } from "node:test";
 import { RecordBatchReader } from "apache-arrow";
-import { deltacells, MAIN, PYTHON, REPO, run, tempDir } from "./cli-helpers.js";
+import { COMMAND_ARGS, COMMAND_LINE, deltacells, PYTHON, REPO, run, tempDir } from "./cli-helpers.js";
 import { motoBucket } from "./s3-helpers.js";
 
 const dir = tempDir();
-const CLI = `${process.execPath} --import tsx --conditions=source ${MAIN}`;
 
 const CASES = [
   {
@@ -47,7 +46,7 @@ before(async () => {
 for (const [i, c] of CASES.entries()) {
   test(`pyarrow reads the stream of ${c.input} equal to the input's rows, obs and columns`, async () => {
     const r = await run(PYTHON, ["conformance/stream_check.py", c.input, join(dir, `ds${i}`), ...c.check], {
-      DELTACELLS: CLI,
+      DELTACELLS: COMMAND_LINE,
     });
     assert.equal(r.code, 0, r.stdout + r.stderr);
     const report = JSON.parse(r.stdout.trim().split("\n").at(-1)!);
@@ -59,14 +58,10 @@ for (const [i, c] of CASES.entries()) {
 /** The record batches `deltacells stream ARGS` writes, read with apache-arrow. */
 function streamBatches(args: string[], env: Record<string, string> = {}) {
   return new Promise<{ code: number; stderr: string; cells: number[][]; indices: number[][] }>((ok, fail) => {
-    const child = spawn(
-      process.execPath,
-      ["--import", "tsx", "--conditions=source", MAIN, "stream", ...args],
-      {
-        cwd: REPO,
-        env: { ...process.env, ...env },
-      },
-    );
+    const child = spawn(process.execPath, [...COMMAND_ARGS, "stream", ...args], {
+      cwd: REPO,
+      env: { ...process.env, ...env },
+    });
     const out: Buffer[] = [];
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => out.push(d));

@@ -17,7 +17,15 @@ import { ArrowBatches, ArrowOutput, ReaderGone, type StreamEnd } from "@deltacel
 import { openDataset } from "@deltacells/core/node";
 import { type RecordBatch, RecordBatchReader, RecordBatchStreamWriter, type Schema } from "apache-arrow";
 import { type RunningServer, startServe } from "../../../test-utils/servers.js";
-import { cli, deltacells, MAIN, REPO, streamInProcess, tempDir } from "./cli-helpers.js";
+import {
+  COMMAND_ARGS,
+  COMMAND_LINE,
+  cli,
+  deltacells,
+  REPO,
+  streamInProcess,
+  tempDir,
+} from "./cli-helpers.js";
 
 const dir = tempDir();
 const DS = join(dir, "ds");
@@ -71,7 +79,7 @@ interface Streamed {
 }
 
 function spawnStream(args: string[]) {
-  return spawn(process.execPath, ["--import", "tsx", "--conditions=source", MAIN, "stream", ...args], {
+  return spawn(process.execPath, [...COMMAND_ARGS, "stream", ...args], {
     cwd: REPO,
     env: { ...process.env, DELTACELLS_DEBUG: "" },
   });
@@ -382,9 +390,9 @@ test("refusals: usage mistakes exit 2, a missing column or obs exit 1, nothing o
 });
 
 test("stream refuses to write binary to a terminal", () => {
-  const cmd = [process.execPath, "--import", "tsx", "--conditions=source", MAIN, "stream", DS];
+  const cmd = `${COMMAND_LINE} stream ${DS}`;
   // `script` (util-linux) gives the command a pseudo-terminal, as a user's shell would.
-  const r = spawnSync("script", ["-qec", cmd.join(" "), "/dev/null"], { cwd: REPO, encoding: "utf8" });
+  const r = spawnSync("script", ["-qec", cmd, "/dev/null"], { cwd: REPO, encoding: "utf8" });
   assert.equal(r.status, 2, r.stdout);
   assert.match(r.stdout, /stdout is a terminal/);
 });

@@ -6,7 +6,7 @@ import { validateDataset } from "@deltacells/core";
 import { openDataset } from "@deltacells/core/node";
 import { openStore } from "@deltacells/storage/node";
 import { FaultProxy } from "../../storage/test/helpers/fault-proxy.js";
-import { MAIN, REPO } from "./cli-helpers.js";
+import { COMMAND_ARGS, REPO } from "./cli-helpers.js";
 import { motoBucket } from "./s3-helpers.js";
 
 const BUCKET = "deltacells-cli-target";
@@ -34,7 +34,7 @@ test("an s3:// dataset survives a refused convert and a killed --overwrite, then
 
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", "--conditions=source", MAIN, "convert", SLOW, url, "--overwrite"].concat([
+    [...COMMAND_ARGS, "convert", SLOW, url, "--overwrite"].concat([
       "--tile-size",
       "64",
       "--level",
@@ -84,7 +84,7 @@ test("a second convert into an s3:// prefix is refused while the first holds the
   const store = openStore(url, { env: deltacellsS3.env() });
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", "--conditions=source", MAIN, "convert", SMALL, url, "--tile-size", "16", "--quiet"],
+    [...COMMAND_ARGS, "convert", SMALL, url, "--tile-size", "16", "--quiet"],
     { cwd: REPO, stdio: "ignore", env: { ...process.env, ...deltacellsS3.env() } },
   );
   const exited = new Promise<number | null>((ok) => child.on("exit", (code) => ok(code)));

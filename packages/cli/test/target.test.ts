@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { before, test } from "node:test";
 import { validateDataset } from "@deltacells/core";
 import { openDataset } from "@deltacells/core/node";
-import { cli, MAIN, REPO, tempDir } from "./cli-helpers.js";
+import { COMMAND_ARGS, cli, REPO, tempDir } from "./cli-helpers.js";
 
 const SMALL = "data/anndata/csr.h5ad"; // 57 cells x 41 genes
 const SLOW = "data/mouse-10k-subset/10x-10k-subset.zarr"; // 10,000 cells: seconds at --level 22 with 64-cell tiles
@@ -132,10 +132,7 @@ test("a conversion killed (SIGKILL) with --overwrite after writing tiles leaves 
   const child = spawn(
     process.execPath,
     [
-      "--import",
-      "tsx",
-      "--conditions=source",
-      MAIN,
+      ...COMMAND_ARGS,
       "convert",
       SLOW,
       out,

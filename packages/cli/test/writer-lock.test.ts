@@ -18,13 +18,13 @@ import {
 import { mkdir, readdir, readFile, stat, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { test } from "node:test";
-import { cli, MAIN, REPO, type Run, tempDir } from "./cli-helpers.js";
+import { COMMAND_ARGS, cli, REPO, type Run, tempDir } from "./cli-helpers.js";
 
 const INPUT = "data/anndata/csr.h5ad";
 
 /** `deltacells ARGS...` as a child process we can stop, continue and kill. */
 function start(...args: string[]): { child: ChildProcess; done: Promise<Run> } {
-  const child = spawn(process.execPath, ["--import", "tsx", "--conditions=source", MAIN, ...args], {
+  const child = spawn(process.execPath, [...COMMAND_ARGS, ...args], {
     cwd: REPO,
     env: { ...process.env, DELTACELLS_DEBUG: "" },
   });
