@@ -14,6 +14,7 @@ import { existsSync, rmSync } from "node:fs";
 import { mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
+import { processAlive } from "@deltacells/storage/node";
 import { Limiter } from "./chunks.js";
 import { IncompleteError, SporadikError } from "./errors.js";
 import { outsideSpill, removed, type SpillFile, SpillMeter, type SpillSpace } from "./spill.js";
@@ -190,16 +191,6 @@ export interface StaleSpill {
   owner: Partial<Owner> | undefined;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: the process exists but belongs to someone else.
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 async function sizeOf(dir: string): Promise<number> {
   let total = 0;
   for (const name of await readdir(dir).catch(() => [] as string[])) {
@@ -234,7 +225,7 @@ export async function sweepStaleSpills(parent: string): Promise<StaleSpill[]> {
       owner.host === hostname() &&
       typeof owner.pid === "number" &&
       owner.pid !== process.pid &&
-      !alive(owner.pid);
+      !processAlive(owner.pid);
     if (orphan) await rm(path, { recursive: true, force: true });
     found.push({ path, bytes, removed: orphan, owner });
   }

@@ -9,3 +9,4 @@ export { FolderStore, type FolderStoreOptions } from "./folder.js";
 export * from "./index.js";
 export { localPath } from "./local-path.js";
 export { openStore } from "./node-open.js";
+export { processAlive } from "./process-alive.js";

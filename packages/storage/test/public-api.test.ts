@@ -74,6 +74,7 @@ test("@deltacells/storage/node exports exactly these names", () => {
     "localPath: function",
     "openStore: function",
     "parseLocation: function",
+    "processAlive: function",
     "s3OptionsFromEnv: function",
     "withCoalescing: function",
     "withConcurrencyLimit: function",

@@ -24,6 +24,7 @@ import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, statSync } fro
 import { open, readFile, rename, stat, unlink, utimes, writeFile } from "node:fs/promises";
 import { homedir, hostname } from "node:os";
 import { basename, join } from "node:path";
+import { processAlive } from "@deltacells/storage/node";
 import { loadArrow } from "./arrow-load.js";
 import { ObsColumn } from "./frame.js";
 import type { ObsLocalizer } from "./localize.js";
@@ -91,15 +92,6 @@ export interface ObsCacheLockOptions {
   staleMs?: number;
   /** Polling interval while waiting for another process (default 50 ms). */
   pollMs?: number;
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
 }
 
 interface LockInfo {

@@ -12,6 +12,7 @@ import { readdir, rm, rmdir, stat } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { isStorageError, joinLocation, S3Store, type Store } from "@deltacells/storage";
+import { processAlive } from "@deltacells/storage/node";
 import { DeltacellsError } from "../errors.js";
 
 /** The lock object's key at the root of a target. */
@@ -65,12 +66,7 @@ function parseHolder(bytes: Uint8Array | undefined): LockHolder | undefined {
 /** Whether `pid` runs on this host (`undefined`: cannot tell, another host). */
 function alive(holder: LockHolder): boolean | undefined {
   if (holder.host !== hostname()) return undefined;
-  try {
-    process.kill(holder.pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
+  return processAlive(holder.pid);
 }
 
 function lockedMessage(
