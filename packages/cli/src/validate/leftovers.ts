@@ -29,7 +29,7 @@ const APPEND =
 const BUILD =
   "the records of an atlas build (plan, scans, tasks) that was not finalized: run deltacells finalize, or delete it";
 const LOCK =
-  "a writer lock: a conversion is writing here now, or one was killed; if none is running, delete it (or convert with --break-lock)";
+  "a writer lock: a convert, append or finalize is writing here now, or one was killed; if none is running, delete it (or run that command again with --break-lock)";
 
 /** The leftovers at `location` (a local folder, or a store that can list; HTTP cannot, and has none reported). */
 export async function findLeftovers(location: string, store: Store): Promise<Leftover[]> {
